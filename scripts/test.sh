@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole check: the contract lints, the generated types are fresh, the code type-checks, the
+# suite passes on PGlite and, when TEST_DATABASE_URL is set, again on PostgreSQL, and the SDK's
+# tarball installs and type-checks in an empty project (SDK_PACK_CHECK=skip when the caller ran it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export REDOCLY_TELEMETRY=off
+
+echo "== lint the contract"; npm run -s lint:spec
+echo "== generated types are fresh"; npm run -s gen:check
+echo "== type-check"; npx tsc --noEmit
+echo "== build the API reference"; npm run -s docs >/dev/null 2>&1 || npm run -s docs
+echo "== tests on PGlite"; TEST_DATABASE_URL= npx vitest run "$@"
+if [ -n "${TEST_DATABASE_URL:-}" ]; then
+  echo "== tests on PostgreSQL ($TEST_DATABASE_URL)"; npx vitest run "$@"
+else
+  echo "== tests on PostgreSQL skipped: set TEST_DATABASE_URL (e.g. postgresql://postgres@127.0.0.1:5432/test) to run them"
+fi
+if [ "${SDK_PACK_CHECK:-run}" != skip ]; then
+  echo "== the SDK tarball installs in an empty project and type-checks"; scripts/check-sdk-pack.sh
+fi

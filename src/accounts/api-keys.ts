@@ -1,0 +1,82 @@
+import type { Db } from '../db/database.js';
+import type { ApiKey } from '../db/schema.js';
+import { NotFoundError, UnprocessableError } from '../errors.js';
+import { newId } from '../ids.js';
+import { generateCredential, hashSecret } from './credentials.js';
+
+export const API_KEY_PREFIX = 'svc_live_';
+/** How many characters of a key are kept in clear to tell keys apart in lists: the prefix and 8 more. */
+const SHOWN_PREFIX_LENGTH = API_KEY_PREFIX.length + 8;
+
+/** How a key is shown after creation: its first characters and its last four, never the whole key. */
+export function maskApiKey(key: Pick<ApiKey, 'prefix' | 'last_four'>): string {
+  return `${key.prefix}…${key.last_four}`;
+}
+
+/** Creates a key; the returned `secret` is the only time the whole key exists outside its holder's hands. */
+export async function createApiKey(
+  db: Db,
+  organizationId: string,
+  name: string,
+): Promise<{ secret: string; apiKey: ApiKey }> {
+  const secret = generateCredential(API_KEY_PREFIX);
+  const apiKey = await db
+    .insertInto('api_keys')
+    .values({
+      id: newId('key'),
+      organization_id: organizationId,
+      name: name.trim() || 'API key',
+      secret_hash: hashSecret(secret),
+      prefix: secret.slice(0, SHOWN_PREFIX_LENGTH),
+      last_four: secret.slice(-4),
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { secret, apiKey };
+}
+
+export function listApiKeys(db: Db, organizationId: string): Promise<ApiKey[]> {
+  return db
+    .selectFrom('api_keys')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+}
+
+/** Revokes one key of the organization by id. Revoking twice is harmless. */
+export async function revokeApiKey(db: Db, organizationId: string, keyId: string, now: Date): Promise<ApiKey> {
+  const key = await db
+    .updateTable('api_keys')
+    .set((eb) => ({ revoked_at: eb.fn.coalesce('revoked_at', eb.val(now)) }))
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', keyId)
+    .returningAll()
+    .executeTakeFirst();
+  if (!key) throw new NotFoundError('No API key with this id in the organization.');
+  return key;
+}
+
+/**
+ * Finds the active key of an organization that a shown prefix (as listed, e.g. `svc_live_Ab12Cd34`)
+ * or a whole key designates. Operators type these by hand, so an ambiguous or unknown prefix is an error.
+ */
+export async function findApiKeyByPrefix(db: Db, organizationId: string, given: string): Promise<ApiKey> {
+  const value = given.trim().replace(/….*$/, '');
+  if (value.length < SHOWN_PREFIX_LENGTH || !value.startsWith(API_KEY_PREFIX)) {
+    throw new UnprocessableError(
+      `A key prefix is "${API_KEY_PREFIX}" followed by at least 8 characters, as shown in the key list.`,
+    );
+  }
+  const matches = await db
+    .selectFrom('api_keys')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('prefix', '=', value.slice(0, SHOWN_PREFIX_LENGTH))
+    .where('revoked_at', 'is', null)
+    .execute();
+  if (matches.length === 0) throw new NotFoundError(`No active API key of this organization starts with ${value}.`);
+  if (matches.length > 1) throw new UnprocessableError(`Several keys start with ${value}; give the whole key.`);
+  return matches[0]!;
+}

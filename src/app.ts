@@ -1,0 +1,107 @@
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import express, { type Express } from 'express';
+import { sql } from 'kysely';
+import { pinoHttp } from 'pino-http';
+import { Authenticator } from './accounts/authenticate.js';
+import type { AppContext } from './context.js';
+import { createPublicApi } from './http/public-api.js';
+import { randomBase62 } from './ids.js';
+import { redactUrl } from './logger.js';
+import { localFileRoutes } from './media/local-file-routes.js';
+import { LocalMediaStorage } from './media/local-storage.js';
+import { createOAuthApi } from './oauth/token-endpoint.js';
+import { resolveOAuthToken } from './oauth/tokens.js';
+import { createWebApp } from './web/routes.js';
+
+const OPENAPI_DIR = fileURLToPath(new URL('../openapi/', import.meta.url));
+export const DOCS_DIR = fileURLToPath(new URL('../dist/docs/', import.meta.url));
+
+/** Builds the HTTP application from its dependencies; it holds no global state. */
+export function createApp(ctx: AppContext): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.set('trust proxy', ctx.config.trustProxy);
+  // The contract validators match paths with this setting; the API routers match in exact case too.
+  app.set('case sensitive routing', true);
+
+  app.use((req, res, next) => {
+    res.locals.requestId = `req_${randomBase62(20)}`;
+    res.setHeader('X-Request-Id', res.locals.requestId);
+    next();
+  });
+  if (ctx.config.publicUrl.startsWith('https:')) app.use(strictTransportSecurity());
+  app.use(
+    pinoHttp({
+      logger: ctx.logger,
+      genReqId: (_req, res) => (res as express.Response).locals.requestId,
+      // The id a client sees in X-Request-Id and in an error body finds this line.
+      customProps: (_req, res) => ({ requestId: (res as express.Response).locals.requestId }),
+      serializers: {
+        req: (req: { method: string; url: string }) => ({ method: req.method, url: redactUrl(req.url) }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+    }),
+  );
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    try {
+      await sql`select 1`.execute(ctx.db);
+      res.json({ status: 'ready' });
+    } catch (error) {
+      ctx.logger.warn({ err: error }, 'database not reachable');
+      res.status(503).json({ status: 'unavailable', reason: 'database not reachable' });
+    }
+  });
+
+  app.use('/openapi', express.static(OPENAPI_DIR, { index: false, extensions: ['yaml'] }));
+  app.get(['/docs', '/docs/public-v1'], (_req, res) => sendDocs(res, 'public-v1.html'));
+  app.get('/docs/oauth', (_req, res) => sendDocs(res, 'oauth.html'));
+
+  if (ctx.storage instanceof LocalMediaStorage) app.use(localFileRoutes(ctx, ctx.storage));
+
+  const authenticator = new Authenticator(ctx.db, ctx.clock).register('pos_', resolveOAuthToken);
+  app.use(createPublicApi(ctx, { authenticator }));
+  app.use(createOAuthApi(ctx));
+  app.use(createWebApp(ctx));
+
+  return app;
+}
+
+/**
+ * Served over https, the installation tells browsers to use nothing else for a year (RFC 6797), so a
+ * network attacker cannot downgrade a later visit to http and read the session cookie or the consent
+ * page. Without includeSubDomains or preload: the domain's other hosts are the operator's to commit.
+ */
+function strictTransportSecurity(): express.RequestHandler {
+  return (_req, res, next) => {
+    res.setHeader('Strict-Transport-Security', 'max-age=31536000');
+    next();
+  };
+}
+
+// The Redoc page is self-contained but its "powered by" badge points at a CDN; readers of a
+// self-hosted installation's docs should not be announced to third parties, so only this origin loads.
+const DOCS_CSP = [
+  "default-src 'self'",
+  "script-src 'self' 'unsafe-inline'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "worker-src 'self' blob:",
+  "frame-ancestors 'none'",
+].join('; ');
+
+function sendDocs(res: express.Response, file: string): void {
+  const full = `${DOCS_DIR}${file}`;
+  res.setHeader('Content-Security-Policy', DOCS_CSP);
+  if (!fs.existsSync(full)) {
+    res.status(404).type('text/plain').send('The API reference has not been built: run `npm run docs`.');
+    return;
+  }
+  res.sendFile(full);
+}

@@ -1,0 +1,19 @@
+import type { AppContext } from '../context.js';
+import type { OperationHandlers } from '../http/typed-routes.js';
+import { listChannels, toChannelBody } from './channels.js';
+import { channelQuotas } from './quota.js';
+
+export function channelOperations(ctx: AppContext): Pick<OperationHandlers, 'listChannels' | 'getQuota'> {
+  return {
+    listChannels: async ({ principal }) => {
+      const channels = await listChannels(ctx.db, principal.organizationId);
+      return { status: 200, body: { data: channels.map(toChannelBody) } };
+    },
+
+    getQuota: async ({ principal }) => {
+      const channels = await listChannels(ctx.db, principal.organizationId);
+      const data = await channelQuotas(ctx.db, channels, ctx.config.dailyPostLimits, ctx.clock());
+      return { status: 200, body: { data } };
+    },
+  };
+}

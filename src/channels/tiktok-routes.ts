@@ -1,0 +1,31 @@
+import type { AppContext } from '../context.js';
+import type { Db } from '../db/database.js';
+import type { Channel } from '../db/schema.js';
+import { NotFoundError, NotImplementedError, UnprocessableError } from '../errors.js';
+import type { OperationHandlers } from '../http/typed-routes.js';
+import { findChannel } from './channels.js';
+
+/** A TikTok channel of the organization: 404 for an unknown or foreign id, 422 for another provider's channel. */
+async function tiktokChannel(db: Db, organizationId: string, channelId: string): Promise<Channel> {
+  const channel = await findChannel(db, organizationId, channelId);
+  if (!channel) throw new NotFoundError(`There is no channel ${channelId} in this organization.`);
+  if (channel.provider !== 'tiktok') throw new UnprocessableError(`Channel ${channel.id} is a ${channel.provider} channel, not a TikTok channel.`);
+  return channel;
+}
+
+export function tiktokOperations(ctx: AppContext): Pick<OperationHandlers, 'tiktokCreatorInfo' | 'tiktokAnalytics'> {
+  return {
+    // Read through the same adapter that checks TikTok items of a create, so both see one answer:
+    // without a TikTok app configured it refuses with 422, an unreachable TikTok is a 502.
+    tiktokCreatorInfo: async ({ principal, params }) => {
+      const channel = await tiktokChannel(ctx.db, principal.organizationId, params.id);
+      const info = await ctx.providers.tiktok.creatorInfo(channel);
+      return { status: 200, body: { channelId: channel.id, ...info } };
+    },
+
+    tiktokAnalytics: async ({ principal, params }) => {
+      await tiktokChannel(ctx.db, principal.organizationId, params.id);
+      throw new NotImplementedError('TikTok analytics are not available on this server yet.');
+    },
+  };
+}

@@ -1,0 +1,160 @@
+import { parseArgs } from 'node:util';
+import { createApiKey, findApiKeyByPrefix, listApiKeys, maskApiKey, revokeApiKey } from '../accounts/api-keys.js';
+import { createOrganizationWithOwner, findOrganization } from '../accounts/organizations.js';
+import { addChannel, PROVIDERS, type Provider } from '../channels/channels.js';
+import { ConfigError, loadConfig } from '../config.js';
+import { DatabaseBusyError, openDatabase, type Db } from '../db/database.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { DomainError, NotFoundError } from '../errors.js';
+
+const USAGE = `Usage: npm run -s admin -- <command> [options]
+
+Commands:
+  create-org   --name NAME --email EMAIL --password PASSWORD [--user-name NAME]
+               Creates an organization owned by the user with EMAIL (created if new;
+               an existing user must give their password). Prints the organization id.
+  create-key   --org ORG_ID [--name LABEL]
+               Creates an API key and prints it. It is shown this once only.
+  list-keys    --org ORG_ID
+               Lists the organization's API keys, masked, with their last use.
+  revoke-key   --org ORG_ID --key-prefix PREFIX
+               Revokes the key whose shown prefix (e.g. svc_live_Ab12Cd34) or whole value is PREFIX.
+  add-channel  --org ORG_ID --provider ${PROVIDERS.join('|')} --name NAME [--username HANDLE]
+               Adds a channel to the organization and prints its id.
+
+The command reads the same configuration as the server (DATABASE_URL, DATA_DIR).`;
+
+class UsageError extends Error {}
+
+type Options = Record<string, string | undefined>;
+
+function required(options: Options, name: string): string {
+  const value = options[name];
+  if (!value) throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+async function organizationId(db: Db, options: Options): Promise<string> {
+  const id = required(options, 'org');
+  if (!(await findOrganization(db, id))) throw new NotFoundError(`There is no organization ${id}.`);
+  return id;
+}
+
+const COMMANDS: Record<string, (db: Db, options: Options) => Promise<string>> = {
+  'create-org': async (db, options) => {
+    const { organization } = await createOrganizationWithOwner(db, {
+      organizationName: required(options, 'name'),
+      email: required(options, 'email'),
+      password: required(options, 'password'),
+      userName: options['user-name'],
+    });
+    return organization.id;
+  },
+
+  'create-key': async (db, options) => {
+    const { secret } = await createApiKey(db, await organizationId(db, options), options.name ?? 'API key');
+    return secret;
+  },
+
+  'list-keys': async (db, options) => {
+    const keys = await listApiKeys(db, await organizationId(db, options));
+    return keys
+      .map((key) =>
+        [
+          key.id,
+          maskApiKey(key),
+          key.name,
+          `created ${key.created_at.toISOString()}`,
+          key.last_used_at ? `last used ${key.last_used_at.toISOString()}` : 'never used',
+          key.revoked_at ? `revoked ${key.revoked_at.toISOString()}` : 'active',
+        ].join('\t'),
+      )
+      .join('\n');
+  },
+
+  'revoke-key': async (db, options) => {
+    const org = await organizationId(db, options);
+    const key = await findApiKeyByPrefix(db, org, required(options, 'key-prefix'));
+    await revokeApiKey(db, org, key.id, new Date());
+    return `revoked ${maskApiKey(key)}`;
+  },
+
+  'add-channel': async (db, options) => {
+    const provider = required(options, 'provider');
+    if (!(PROVIDERS as readonly string[]).includes(provider)) {
+      throw new UsageError(`--provider must be one of ${PROVIDERS.join(', ')}`);
+    }
+    const channel = await addChannel(db, {
+      organization_id: await organizationId(db, options),
+      provider: provider as Provider,
+      name: required(options, 'name'),
+      username: options.username ?? null,
+      picture: null,
+    });
+    return channel.id;
+  },
+};
+
+async function run(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (!command || command === 'help' || command === '--help' || command === '-h') {
+    console.log(USAGE);
+    return command ? 0 : 64;
+  }
+  const action = COMMANDS[command];
+  if (!action) {
+    console.error(`Unknown command "${command}".\n\n${USAGE}`);
+    return 64;
+  }
+  let options: Options;
+  try {
+    const parsed = parseArgs({
+      args: rest,
+      options: {
+        name: { type: 'string' },
+        email: { type: 'string' },
+        password: { type: 'string' },
+        'user-name': { type: 'string' },
+        org: { type: 'string' },
+        'key-prefix': { type: 'string' },
+        provider: { type: 'string' },
+        username: { type: 'string' },
+      },
+      strict: true,
+    });
+    options = parsed.values as Options;
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${USAGE}`);
+    return 64;
+  }
+
+  const config = loadConfig();
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+  try {
+    await migrateToLatest(database.db);
+    const output = await action(database.db, options);
+    if (output) console.log(output);
+    return 0;
+  } finally {
+    await database.close();
+  }
+}
+
+run(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof UsageError) {
+      console.error(`${error.message}\n\n${USAGE}`);
+      process.exit(64);
+    }
+    if (error instanceof ConfigError || error instanceof DatabaseBusyError || error instanceof DomainError) {
+      const details = error instanceof DomainError && error.details
+        ? `\n${error.details.map((d) => `  - ${d.path}: ${d.message}`).join('\n')}`
+        : '';
+      console.error(`${error.message}${details}`);
+      process.exit(error instanceof DatabaseBusyError ? 75 : 1);
+    }
+    console.error(error);
+    process.exit(1);
+  },
+);

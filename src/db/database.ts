@@ -1,0 +1,111 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { PGlite, types } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect } from 'kysely';
+import { PGliteDialect } from 'kysely-pglite-dialect';
+import pg from 'pg';
+import lockfile from 'proper-lockfile';
+import type { Database } from './schema.js';
+
+export type Db = Kysely<Database>;
+
+export interface DatabaseHandle {
+  db: Db;
+  kind: 'pglite' | 'postgres';
+  /** Where the data lives, for the start-up message (never includes a password). */
+  location: string;
+  close(): Promise<void>;
+}
+
+/** Another process holds the embedded database. */
+export class DatabaseBusyError extends Error {
+  override name = 'DatabaseBusyError';
+}
+
+export interface OpenDatabaseOptions {
+  /** PostgreSQL connection string; without it the embedded database is used. */
+  databaseUrl?: string | undefined;
+  /** Directory of the embedded database; `undefined` keeps it in memory (tests). */
+  dataDir?: string | undefined;
+  /** Called when the embedded database's lock could not be kept (e.g. the lock file was removed). */
+  onLockCompromised?: (error: Error) => void;
+  poolSize?: number;
+}
+
+export async function openDatabase(options: OpenDatabaseOptions): Promise<DatabaseHandle> {
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize);
+  return openPglite(options.dataDir, options.onLockCompromised);
+}
+
+async function openPostgres(databaseUrl: string, poolSize = 10): Promise<DatabaseHandle> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
+  // An idle client that loses its connection emits 'error'; without a listener it would crash the process.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const url = new URL(databaseUrl);
+  return {
+    db,
+    kind: 'postgres',
+    location: `postgresql://${url.host}${url.pathname}`,
+    close: () => db.destroy(),
+  };
+}
+
+async function openPglite(
+  dataDir: string | undefined,
+  onLockCompromised: (error: Error) => void = () => {},
+): Promise<DatabaseHandle> {
+  let release: (() => Promise<void>) | undefined;
+  let directory: string | undefined;
+  if (dataDir) {
+    directory = path.join(dataDir, 'pglite');
+    fs.mkdirSync(directory, { recursive: true });
+    release = await lockDirectory(directory, onLockCompromised);
+  }
+  let pglite: PGlite;
+  try {
+    pglite = new PGlite(directory, {
+      // pg returns int8 (and count(*)) as strings; the embedded database must read the same.
+      parsers: { [types.INT8]: (value: string) => value },
+    });
+    await pglite.waitReady;
+  } catch (error) {
+    await release?.();
+    throw error;
+  }
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  return {
+    db,
+    kind: 'pglite',
+    location: directory ?? 'memory',
+    close: async () => {
+      await db.destroy();
+      await release?.();
+    },
+  };
+}
+
+/**
+ * PGlite is a single-process database: two processes opening the same directory would corrupt it.
+ * A lock file held (and refreshed) for the life of the process keeps a second server or an admin
+ * command out; a lock left by a crashed process goes stale and is taken over.
+ */
+async function lockDirectory(directory: string, onCompromised: (error: Error) => void): Promise<() => Promise<void>> {
+  try {
+    return await lockfile.lock(directory, {
+      lockfilePath: `${directory}.lock`,
+      stale: 15_000,
+      update: 5_000,
+      retries: 0,
+      onCompromised,
+    });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ELOCKED') {
+      throw new DatabaseBusyError(
+        `The embedded database in ${directory} is in use by another process (a running server or admin command). ` +
+          'Stop that process first, or set DATABASE_URL to a PostgreSQL database, which many processes can share.',
+      );
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,15 @@
+import type { Migration } from 'kysely';
+import * as foundation from './2026-11-21-01-foundation.js';
+import * as posts from './2026-11-21-02-posts.js';
+import * as media from './2026-11-21-03-media.js';
+import * as oauth from './2026-11-21-04-oauth.js';
+import * as appPictures from './2026-11-21-05-app-pictures.js';
+
+/** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
+export const migrations: Record<string, Migration> = {
+  '2026-11-21-01-foundation': foundation,
+  '2026-11-21-02-posts': posts,
+  '2026-11-21-03-media': media,
+  '2026-11-21-04-oauth': oauth,
+  '2026-11-21-05-app-pictures': appPictures,
+};

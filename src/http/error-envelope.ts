@@ -1,0 +1,214 @@
+import type { ErrorRequestHandler, Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { DomainError, type ErrorDetail } from '../errors.js';
+
+/** The body of every non-2xx Public API response, as `components.schemas.Error` of the contract declares it. */
+export interface ErrorEnvelope {
+  error: {
+    code: string;
+    message: string;
+    details?: ErrorDetail[];
+    requestId: string;
+    retryAfter?: number;
+  };
+}
+
+interface Failure {
+  status: number;
+  code: string;
+  message: string;
+  details?: ErrorDetail[] | undefined;
+  retryAfter?: number | undefined;
+  headers?: Record<string, string>;
+}
+
+/** A schema violation as express-openapi-validator reports it; `errorCode` is `<ajv keyword>.openapi.validation`. */
+interface Violation {
+  path?: string;
+  message?: string;
+  errorCode?: string;
+}
+
+/** Errors of express-openapi-validator: an HTTP status and the schema violations it found. */
+interface ValidatorError {
+  status: number;
+  message: string;
+  errors?: Violation[];
+  headers?: Record<string, string>;
+}
+
+/** Errors of Express's body parser (`type` is set by the `body-parser` package). */
+interface BodyParserError {
+  type: string;
+  status: number;
+}
+
+// A body with thousands of mistakes gets the first few; fixing them reveals the rest.
+const MAX_DETAILS = 20;
+
+const CODES_BY_STATUS: Record<number, string> = {
+  400: 'validation_failed',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  406: 'not_acceptable',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'unprocessable',
+  429: 'rate_limited',
+};
+
+/** `/body/posts/1/settings/privacyLevel` → `posts[1].settings.privacyLevel`; `/query/limit` → `query.limit`. */
+export function detailPath(validatorPath: string): string {
+  const parts = validatorPath.replace(/^[./]+/, '').split(/[./]/).filter(Boolean);
+  if (parts[0] === 'body') parts.shift();
+  let out = '';
+  for (const part of parts) {
+    if (/^\d+$/.test(part)) out += `[${part}]`;
+    else out += out ? `.${part}` : part;
+  }
+  return out || 'body';
+}
+
+// The validator only says "must match format"; an integrator needs to know what the format is.
+const FORMAT_MESSAGES: Record<string, string> = {
+  'date-time':
+    'must be an RFC 3339 date-time naming a real instant between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z, e.g. 2026-12-01T09:30:00.000Z',
+};
+
+function messageOf(violation: Violation): string {
+  const format = keyword(violation) === 'format' ? /format "([^"]+)"/.exec(violation.message ?? '')?.[1] : undefined;
+  return (format && FORMAT_MESSAGES[format]) ?? violation.message ?? 'is not valid';
+}
+
+const keyword = (violation: Violation) => violation.errorCode?.replace(/\.openapi\.validation$/, '');
+const parentOf = (path: string) => path.slice(0, Math.max(0, path.lastIndexOf('/')));
+
+/**
+ * Turns the validator's violations into the details an integrator can act on. When a value must match
+ * one of several forms (a `oneOf`), the schema validator reports why it failed every form, including
+ * "required property" and "additional property" complaints that only say the value is not the other
+ * form. Those are dropped when anything more specific remains, along with the summary lines
+ * ("must match exactly one schema", "must match then schema") and repeats. A requirement that comes
+ * from a condition (`if`/`then`, e.g. `date` when `type` is `schedule`) is kept: Ajv reports it
+ * immediately before the failed `if` of the object it belongs to.
+ */
+export function violationDetails(violations: Violation[]): ErrorDetail[] {
+  const alternatives = new Set(violations.filter((v) => keyword(v) === 'oneOf').map((v) => v.path ?? ''));
+  const isSummary = (v: Violation) => keyword(v) === 'oneOf' || keyword(v) === 'if';
+  const isConditional = (v: Violation, next: Violation | undefined) =>
+    keyword(v) === 'required' && next !== undefined && keyword(next) === 'if' && next.path === parentOf(v.path ?? '');
+  const choosesForm = (v: Violation, next: Violation | undefined) =>
+    (keyword(v) === 'required' || keyword(v) === 'additionalProperties') &&
+    alternatives.has(parentOf(v.path ?? '')) &&
+    !isConditional(v, next);
+  let chosen = violations.filter((v, i) => !isSummary(v) && !choosesForm(v, violations[i + 1]));
+  if (chosen.length === 0) chosen = violations.filter((v) => !isSummary(v) && keyword(v) !== 'additionalProperties');
+  if (chosen.length === 0) chosen = violations;
+  const seen = new Set<string>();
+  const details: ErrorDetail[] = [];
+  for (const violation of chosen) {
+    const detail = { path: detailPath(violation.path ?? ''), message: messageOf(violation) };
+    const key = `${detail.path}\n${detail.message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    details.push(detail);
+  }
+  return details.slice(0, MAX_DETAILS);
+}
+
+function isValidatorError(error: unknown): error is ValidatorError {
+  return typeof error === 'object' && error !== null && 'status' in error && Array.isArray((error as ValidatorError).errors);
+}
+
+function isBodyParserError(error: unknown): error is BodyParserError {
+  return typeof error === 'object' && error !== null && typeof (error as BodyParserError).type === 'string' && 'status' in error;
+}
+
+/**
+ * Any other failure to read a request that Express marks as the client's (`http-errors` with a 4xx
+ * status and `expose`), such as a body that does not inflate under its Content-Encoding or one that
+ * ends before its Content-Length.
+ */
+export function isUnreadableRequestError(error: unknown): error is { status: number } {
+  if (typeof error !== 'object' || error === null) return false;
+  const { status, expose } = error as { status?: unknown; expose?: unknown };
+  return typeof status === 'number' && status >= 400 && status < 500 && expose === true;
+}
+
+function describe(error: unknown, req: Request): Failure | undefined {
+  if (error instanceof DomainError) {
+    return {
+      status: error.status,
+      code: error.code,
+      message: error.message,
+      details: error.details,
+      retryAfter: 'retryAfter' in error ? (error.retryAfter as number) : undefined,
+    };
+  }
+  if (isBodyParserError(error)) {
+    switch (error.type) {
+      case 'entity.parse.failed':
+        return { status: 400, code: 'validation_failed', message: 'The request body is not valid JSON.' };
+      case 'entity.too.large':
+        return { status: 413, code: 'payload_too_large', message: 'The request body is too large.' };
+      case 'encoding.unsupported':
+      case 'charset.unsupported':
+        return { status: 415, code: 'unsupported_media_type', message: 'The request body encoding is not supported.' };
+    }
+  }
+  if (isValidatorError(error) && error.status < 500) {
+    const code = CODES_BY_STATUS[error.status] ?? 'validation_failed';
+    const failure: Failure = { status: error.status, code, message: error.message, headers: error.headers ?? {} };
+    if (error.status === 400) {
+      failure.message = 'The request does not match the API contract.';
+      failure.details = violationDetails(error.errors ?? []);
+    } else if (error.status === 404) {
+      failure.message = `There is no operation at ${req.method} ${req.baseUrl}${req.path}.`;
+    } else if (error.status === 405) {
+      failure.message = `${req.method} is not allowed on ${req.baseUrl}${req.path}.`;
+      // The contract lists GET only; HEAD is answered wherever GET is (RFC 9110 §9.3.2).
+      const allow = failure.headers?.Allow;
+      if (allow && /\bGET\b/.test(allow)) failure.headers = { ...failure.headers, Allow: `${allow}, HEAD` };
+    }
+    return failure;
+  }
+  if (isUnreadableRequestError(error)) {
+    return { status: 400, code: 'validation_failed', message: 'The request could not be read: its body does not match its Content-Encoding or Content-Length.' };
+  }
+  return undefined;
+}
+
+/** Writes the envelope without going through `res.json`, so response validation never rewrites an error. */
+export function sendError(res: Response, failure: Failure, requestId: string): void {
+  const body: ErrorEnvelope = {
+    error: {
+      code: failure.code,
+      message: failure.message,
+      ...(failure.details ? { details: failure.details } : {}),
+      requestId,
+      ...(failure.retryAfter !== undefined ? { retryAfter: failure.retryAfter } : {}),
+    },
+  };
+  for (const [name, value] of Object.entries(failure.headers ?? {})) res.setHeader(name, value);
+  if (failure.status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="public-api"');
+  if (failure.retryAfter !== undefined) res.setHeader('Retry-After', String(failure.retryAfter));
+  res.status(failure.status).type('application/json').send(JSON.stringify(body));
+}
+
+/** The one place a Public API failure becomes a response. Unknown errors are logged and answered 500, without internals. */
+export function publicApiErrors(logger: Logger): ErrorRequestHandler {
+  return (error, req, res, next) => {
+    if (res.headersSent) return next(error);
+    const requestId = String(res.locals.requestId ?? '');
+    const failure = describe(error, req);
+    if (failure) {
+      sendError(res, failure, requestId);
+      return;
+    }
+    logger.error({ err: error, requestId, method: req.method, path: req.path }, 'request failed');
+    sendError(res, { status: 500, code: 'internal', message: 'Something went wrong on our side; the request id helps us find out what.' }, requestId);
+  };
+}

@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+
+export interface RateLimitPolicy {
+  /** Requests allowed per window. */
+  max: number;
+  windowSeconds: number;
+}
+
+export interface RateLimitState {
+  limit: number;
+  remaining: number;
+  /** Seconds until the current window ends. */
+  resetSeconds: number;
+  allowed: boolean;
+  /** The window this state was counted in, for `takeBack`. */
+  windowStart: Date;
+}
+
+// Windows older than this many windows are deleted now and then.
+const KEEP_WINDOWS = 2;
+const CLEANUP_EVERY_MS = 60_000;
+// Keys can come from what a visitor typed (an email address, a client id in a Basic header): one that
+// the database could not take as given (a B-tree index entry holds at most about 2.7 kB, and text
+// cannot hold U+0000) is kept as its SHA-256.
+const MAX_PLAIN_KEY_LENGTH = 200;
+
+/**
+ * A fixed-window counter per bucket (for the Public API, one bucket per organization), kept in the
+ * database so that every server process counts against the same budget.
+ */
+export class RateLimiter {
+  private lastCleanup = 0;
+
+  constructor(
+    private readonly db: Db,
+    /** Names this limiter's buckets, so limiters with other windows can share the table. */
+    private readonly name: string,
+    private readonly policy: RateLimitPolicy,
+    private readonly clock: () => Date,
+  ) {}
+
+  async hit(key: string): Promise<RateLimitState> {
+    const now = this.clock().getTime();
+    const windowMs = this.policy.windowSeconds * 1000;
+    const windowStart = Math.floor(now / windowMs) * windowMs;
+    const { count } = await this.db
+      .insertInto('rate_limit_windows')
+      .values({ bucket: this.bucketOf(key), window_start: new Date(windowStart), count: 1 })
+      .onConflict((oc) =>
+        oc.columns(['bucket', 'window_start']).doUpdateSet({ count: sql<number>`rate_limit_windows.count + 1` }),
+      )
+      .returning('count')
+      .executeTakeFirstOrThrow();
+    await this.cleanup(now, windowMs);
+    return {
+      limit: this.policy.max,
+      remaining: Math.max(0, this.policy.max - count),
+      resetSeconds: Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000)),
+      allowed: count <= this.policy.max,
+      windowStart: new Date(windowStart),
+    };
+  }
+
+  /**
+   * Takes back a hit that turned out not to count. Attempts whose outcome decides whether they count
+   * (a failed log-in counts, a successful one does not) are hit before they are tried and taken back
+   * after: checking the count first and hitting after the outcome would let any number of concurrent
+   * attempts pass the check before the first of them is counted.
+   */
+  async takeBack(key: string, counted: RateLimitState): Promise<void> {
+    await this.db
+      .updateTable('rate_limit_windows')
+      .set({ count: sql<number>`greatest(rate_limit_windows.count - 1, 0)` })
+      .where('bucket', '=', this.bucketOf(key))
+      .where('window_start', '=', counted.windowStart)
+      .execute();
+  }
+
+  private bucketOf(key: string): string {
+    const storable = key.length <= MAX_PLAIN_KEY_LENGTH && !key.includes('\u0000');
+    const shown = storable ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`;
+    return `${this.name}:${shown}`;
+  }
+
+  private async cleanup(now: number, windowMs: number): Promise<void> {
+    if (now - this.lastCleanup < CLEANUP_EVERY_MS) return;
+    this.lastCleanup = now;
+    await this.db
+      .deleteFrom('rate_limit_windows')
+      .where('bucket', 'like', `${this.name}:%`)
+      .where('window_start', '<', new Date(now - KEEP_WINDOWS * windowMs))
+      .execute();
+  }
+}

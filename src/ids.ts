@@ -1,0 +1,33 @@
+import { randomBytes } from 'node:crypto';
+
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** `length` base62 characters from the CSPRNG, without modulo bias. */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      // 248 = 4 * 62: bytes at or above it would favour the first characters.
+      if (byte < 248) out += ALPHABET[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+export function toBase62(value: number, width: number): string {
+  let out = '';
+  let rest = value;
+  do {
+    out = ALPHABET[rest % 62] + out;
+    rest = Math.floor(rest / 62);
+  } while (rest > 0);
+  return out.padStart(width, '0');
+}
+
+export type IdPrefix = 'org' | 'usr' | 'key' | 'ch' | 'post' | 'grp' | 'med' | 'upl' | 'app' | 'ses' | 'grant' | 'authz' | 'code' | 'tok';
+
+/** A record id: a type prefix and 20 random base62 characters (about 119 bits), e.g. `post_4Zc…`. */
+export function newId(prefix: IdPrefix): string {
+  return `${prefix}_${randomBase62(20)}`;
+}

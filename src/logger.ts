@@ -1,0 +1,29 @@
+import { pino, type DestinationStream, type Logger } from 'pino';
+import type { Config } from './config.js';
+
+export type { Logger };
+
+// Credentials must never reach a log line, wherever they were sent.
+const REDACTED_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["proxy-authorization"]',
+  'res.headers["set-cookie"]',
+];
+const SENSITIVE_QUERY = /token|secret|code|password|key|signature/i;
+
+/** A URL for logs: query values whose names look sensitive are replaced. */
+export function redactUrl(url: string): string {
+  const index = url.indexOf('?');
+  if (index < 0) return url;
+  const params = new URLSearchParams(url.slice(index + 1));
+  for (const name of new Set(params.keys())) {
+    if (SENSITIVE_QUERY.test(name)) params.set(name, '[REDACTED]');
+  }
+  return `${url.slice(0, index)}?${params.toString()}`;
+}
+
+export function createLogger(config: Pick<Config, 'logLevel'>, destination?: DestinationStream): Logger {
+  const options = { level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[REDACTED]' } };
+  return destination ? pino(options, destination) : pino(options);
+}

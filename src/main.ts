@@ -1,0 +1,105 @@
+import type { Server } from 'node:http';
+import { createApp } from './app.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { DatabaseBusyError, openDatabase, type DatabaseHandle } from './db/database.js';
+import { migrateToLatest } from './db/migrate.js';
+import { createLogger } from './logger.js';
+import { defaultProviders } from './providers/providers.js';
+import { createMediaStorage } from './media/create-storage.js';
+
+// In-flight requests get this long to finish after SIGINT/SIGTERM before connections are cut.
+const SHUTDOWN_GRACE_MS = 10_000;
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(78); // EX_CONFIG
+    }
+    throw error;
+  }
+  const logger = createLogger(config);
+
+  let database: DatabaseHandle;
+  try {
+    database = await openDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      onLockCompromised: (error) => logger.error({ err: error }, 'lost the lock on the embedded database'),
+    });
+  } catch (error) {
+    if (error instanceof DatabaseBusyError) {
+      console.error(error.message);
+      process.exit(75); // EX_TEMPFAIL
+    }
+    throw error;
+  }
+  const applied = await migrateToLatest(database.db);
+  if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
+
+  const clock = () => new Date();
+  const storage = await createMediaStorage(config, database.db, clock);
+  const app = createApp({ config, db: database.db, logger, clock, storage, providers: defaultProviders() });
+  let server: Server;
+  try {
+    server = await new Promise((resolve, reject) => {
+      // Express 5 calls this back with the error when listening fails (a port in use), not only on success.
+      const listening = app.listen(config.port, config.host, (error?: Error) => (error ? reject(error) : resolve(listening)));
+    });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    console.error(
+      code === 'EADDRINUSE'
+        ? `Port ${config.port} on ${config.host} is in use by another process. Stop it, or set PORT to a free port.`
+        : `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
+    );
+    await database.close();
+    process.exit(69); // EX_UNAVAILABLE
+  }
+
+  logger.info({ database: database.kind, location: database.location }, 'database ready');
+  console.log(
+    [
+      '',
+      `  Post scheduler is running at ${config.publicUrl}`,
+      `  Web app:        ${config.publicUrl}/  (sign up, API keys, OAuth apps)`,
+      `  API reference:  ${config.publicUrl}/docs  (OAuth: ${config.publicUrl}/docs/oauth)`,
+      `  Public API:     ${config.publicUrl}/public/v1`,
+      `  Database:       ${database.kind} (${database.location})`,
+      `  Media storage:  ${describeStorage(config)}`,
+      '',
+    ].join('\n'),
+  );
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const forced = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    forced.unref();
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    });
+    await database.close();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+function describeStorage(config: Config): string {
+  const storage = config.media.storage;
+  if (storage.kind === 'local') return `local disk (${config.dataDir}/media)`;
+  return `S3 bucket ${storage.bucket}${storage.endpoint ? ` at ${storage.endpoint}` : ` in ${storage.region}`}`;
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

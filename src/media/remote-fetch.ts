@@ -1,0 +1,183 @@
+import dns from 'node:dns';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import net, { type LookupFunction } from 'node:net';
+import { DomainError, UnprocessableError } from '../errors.js';
+import type { AddressPolicy } from './address-policy.js';
+
+export type Resolver = (hostname: string) => Promise<string[]>;
+
+export interface RemoteFetchOptions {
+  policy: AddressPolicy;
+  /** Longest silence from the server: connecting, waiting for the headers, or between body chunks. */
+  idleTimeoutMs: number;
+  maxRedirects: number;
+  /** Host name to addresses; the system resolver (hosts file, then DNS) by default. */
+  resolve?: Resolver;
+  /** Ends the whole download (the caller's overall time limit). */
+  signal: AbortSignal;
+}
+
+export interface RemoteResponse {
+  /** The URL that answered, after redirects. */
+  url: URL;
+  body: IncomingMessage;
+  /** The announced length, when the server sent one. */
+  contentLength: number | undefined;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+// Failures of the remote side (refused, reset, unreachable, malformed HTTP, bad TLS certificate): the
+// caller's URL is at fault, not this server.
+const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+const NETWORK_ERROR_PREFIXES = /^(HPE_|ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/;
+
+/** The server went silent for longer than the idle timeout. */
+export class RemoteIdleError extends Error {
+  override name = 'RemoteIdleError';
+}
+
+const systemResolver: Resolver = async (hostname) =>
+  (await dns.promises.lookup(hostname, { all: true, verbatim: true })).map((entry) => entry.address);
+
+const refused = (url: string, reason: string, message = `The URL cannot be downloaded: ${reason}.`) =>
+  new UnprocessableError(message, [{ path: 'url', message: reason }]);
+
+/**
+ * Opens a GET of a caller-supplied URL without letting the caller reach this server's own network
+ * (server-side request forgery): the host is resolved here, every address it resolves to is checked
+ * against the policy, and the connection goes to the checked address, never through a second lookup
+ * that a DNS-rebinding attacker could answer differently. Every redirect is checked the same way.
+ */
+export async function openRemote(rawUrl: string, options: RemoteFetchOptions): Promise<RemoteResponse> {
+  let url = parseUrl(rawUrl);
+  for (let redirects = 0; ; redirects += 1) {
+    const address = await checkedAddress(url, options);
+    const response = await get(url, address, options);
+    const location = response.headers.location;
+    if (REDIRECTS.has(response.statusCode ?? 0) && location) {
+      response.destroy();
+      if (redirects >= options.maxRedirects) {
+        throw refused(rawUrl, `more than ${options.maxRedirects} redirects`);
+      }
+      url = parseUrl(location, url);
+      continue;
+    }
+    const status = response.statusCode ?? 0;
+    if (status < 200 || status > 299) {
+      response.destroy();
+      throw refused(url.href, `the server answered ${status}`, `The server at ${url.origin} answered ${status} for the file.`);
+    }
+    const length = Number(response.headers['content-length']);
+    return { url, body: response, contentLength: Number.isSafeInteger(length) && length >= 0 ? length : undefined };
+  }
+}
+
+function parseUrl(text: string, base?: URL): URL {
+  let url: URL;
+  try {
+    url = new URL(text, base);
+  } catch {
+    throw refused(text, `${text} is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw refused(url.href, `the scheme ${url.protocol.replace(/:$/, '')} is not http or https`);
+  }
+  if (url.username || url.password) throw refused(url.href, 'URLs with credentials are not downloaded');
+  return url;
+}
+
+async function checkedAddress(url: URL, options: RemoteFetchOptions): Promise<string> {
+  // The URL parser has already turned every IPv4 spelling (0x7f.1, 2130706433 …) into dotted decimal.
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  let addresses: string[];
+  if (net.isIP(host)) {
+    addresses = [host];
+  } else {
+    try {
+      addresses = await (options.resolve ?? systemResolver)(host);
+    } catch {
+      throw refused(url.href, `the host ${host} could not be resolved`);
+    }
+    if (addresses.length === 0) throw refused(url.href, `the host ${host} could not be resolved`);
+  }
+  // Every address must pass: which one a connection would use is not ours to predict.
+  for (const address of addresses) {
+    const verdict = options.policy.check(address);
+    if (!verdict.allowed) {
+      const where = net.isIP(host) ? '' : ` (${host})`;
+      throw refused(
+        url.href,
+        `${verdict.reason}${where}`,
+        `The URL points at an address this server does not download from: ${verdict.reason}${where}.`,
+      );
+    }
+  }
+  return addresses[0] as string;
+}
+
+function get(url: URL, address: string, options: RemoteFetchOptions): Promise<IncomingMessage> {
+  const family = net.isIP(address);
+  // Hands the connection the address checked above instead of resolving the host name again.
+  const pinned = ((_hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    if (lookupOptions.all) callback(null, [{ address, family }]);
+    else callback(null, address, family);
+  }) as unknown as LookupFunction;
+  const client = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    let response: IncomingMessage | undefined;
+    const request = client.get(url, {
+      lookup: pinned,
+      signal: options.signal,
+      timeout: options.idleTimeoutMs,
+      headers: { 'User-Agent': 'post-scheduler-media-fetcher', Accept: 'image/*, video/*' },
+      // A fresh connection each time: a pooled one was connected to an address checked for another request.
+      agent: false,
+    });
+    request.on('timeout', () => {
+      const error = new RemoteIdleError(`silent for ${options.idleTimeoutMs} ms`);
+      response?.destroy(error);
+      request.destroy(error);
+    });
+    request.on('response', (answer) => {
+      response = answer;
+      resolve(answer);
+    });
+    request.on('error', reject);
+  });
+}
+
+export interface FetchLimits {
+  /** The caller's overall deadline had passed when the download failed. */
+  timedOut: boolean;
+  idleTimeoutSeconds: number;
+  maxDurationSeconds: number;
+}
+
+/**
+ * A failed download as the caller's mistake (422 naming the URL) when the remote side is at fault:
+ * refused by the address policy, too slow, unreachable or speaking broken HTTP or TLS. Anything else
+ * is returned as it is, for the error handler to treat as this server's failure.
+ */
+export function explainFetchFailure(error: unknown, limits: FetchLimits): unknown {
+  const { idleTimeoutSeconds, maxDurationSeconds } = limits;
+  if (error instanceof DomainError) return error;
+  if (limits.timedOut) {
+    return new UnprocessableError(`The download took longer than ${maxDurationSeconds} seconds and was stopped.`, [
+      { path: 'url', message: `not downloaded within ${maxDurationSeconds} seconds` },
+    ]);
+  }
+  if (error instanceof RemoteIdleError) {
+    return new UnprocessableError(`The server sent nothing for ${idleTimeoutSeconds} seconds; the download was stopped.`, [
+      { path: 'url', message: `the server was silent for ${idleTimeoutSeconds} seconds` },
+    ]);
+  }
+  const code = (error as NodeJS.ErrnoException).code;
+  if (typeof code === 'string' && (NETWORK_ERRORS.has(code) || NETWORK_ERROR_PREFIXES.test(code))) {
+    return new UnprocessableError(`The file could not be downloaded: the connection failed (${code}).`, [
+      { path: 'url', message: `connection failed (${code})` },
+    ]);
+  }
+  return error;
+}

@@ -1,0 +1,40 @@
+import type { AppContext } from '../context.js';
+import type { OperationHandlers } from '../http/typed-routes.js';
+import { mediaPage, presentMedia, removeMedia } from './library.js';
+import { MediaPolicy } from './media-types.js';
+import { UrlDownloads } from './upload-from-url.js';
+import { SignedUploads } from './uploads.js';
+
+type MediaOperations = Pick<OperationHandlers, 'listMedia' | 'uploadFromUrl' | 'createUpload' | 'completeUpload' | 'deleteMedia'>;
+
+export function mediaOperations(ctx: AppContext): MediaOperations {
+  const policy = new MediaPolicy(ctx.config.media);
+  const uploads = new SignedUploads(ctx, policy);
+  const downloads = new UrlDownloads(ctx, policy);
+
+  return {
+    listMedia: async ({ principal, query }) => {
+      const page = await mediaPage(ctx, principal.organizationId, { limit: query.limit ?? 20, cursor: query.cursor });
+      return { status: 200, body: page };
+    },
+
+    uploadFromUrl: async ({ principal, body }) => {
+      const media = await downloads.download(principal.organizationId, body.url);
+      return { status: 201, body: await presentMedia(ctx, media) };
+    },
+
+    createUpload: async ({ principal, body }) => {
+      return { status: 201, body: await uploads.create(principal.organizationId, body) };
+    },
+
+    completeUpload: async ({ principal, params }) => {
+      const media = await uploads.complete(principal.organizationId, params.uploadId);
+      return { status: 200, body: await presentMedia(ctx, media) };
+    },
+
+    deleteMedia: async ({ principal, params }) => {
+      await removeMedia(ctx, principal.organizationId, params.id);
+      return { status: 204 };
+    },
+  };
+}

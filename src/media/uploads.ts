@@ -1,0 +1,229 @@
+import type { components } from '../../generated/public-v1.js';
+import type { AppContext } from '../context.js';
+import type { Db } from '../db/database.js';
+import type { Media, NewUpload, Upload } from '../db/schema.js';
+import { ConflictError, NotFoundError, UnprocessableError } from '../errors.js';
+import { newId } from '../ids.js';
+import { findMedia, insertMedia, mediaKey } from './media.js';
+import { kindOf, SNIFF_BYTES, sniffContentType, type MediaPolicy } from './media-types.js';
+import { ObjectMissingError } from './storage.js';
+
+export type UploadBody = components['schemas']['Upload'];
+export type CreateUploadRequest = components['schemas']['CreateUploadRequest'];
+
+const HOUR_MS = 3_600_000;
+/** A PUT that started before `expiresAt` may end after it; completing stays possible this long after. */
+export const COMPLETE_GRACE_MS = HOUR_MS;
+/** Uploads (and bytes never completed) are forgotten this long after `expiresAt`. */
+export const FORGET_AFTER_MS = 24 * HOUR_MS;
+/** How long one request may hold an upload while checking and moving its bytes. */
+const COMPLETING_LEASE_MS = 5 * 60_000;
+const SWEEP_EVERY_MS = 60_000;
+const SWEEP_BATCH = 100;
+
+export function uploadKey(organizationId: string, uploadId: string): string {
+  return `uploads/${organizationId}/${uploadId}`;
+}
+
+const wholeSeconds = (ms: number) => new Date(Math.floor(ms / 1000) * 1000);
+
+/**
+ * The signed three-step upload: create (declare name, type and size; get a signed PUT URL), PUT the
+ * bytes straight to storage, complete (check the bytes, create the media).
+ */
+export class SignedUploads {
+  private lastSweep = 0;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly policy: MediaPolicy,
+  ) {}
+
+  async create(organizationId: string, request: CreateUploadRequest): Promise<UploadBody> {
+    const contentType = this.policy.acceptDeclared(request.contentType);
+    this.policy.checkSize(contentType, request.size);
+    const now = this.ctx.clock();
+    await this.sweep(now);
+    // Whole seconds: signed URLs carry their expiry in seconds.
+    const expiresAt = wholeSeconds(now.getTime() + this.ctx.config.media.uploadUrlTtlSeconds * 1000);
+    const id = newId('upl');
+    const upload: NewUpload = {
+      id,
+      organization_id: organizationId,
+      file_name: request.fileName,
+      content_type: contentType,
+      size: request.size,
+      storage_key: uploadKey(organizationId, id),
+      expires_at: expiresAt,
+      media_id: null,
+      failure: null,
+      completing_until: null,
+      created_at: now,
+    };
+    await this.ctx.db.insertInto('uploads').values(upload).execute();
+    const { url, headers } = await this.ctx.storage.signedPutUrl(upload.storage_key, {
+      contentType,
+      size: request.size,
+      expiresAt,
+    });
+    return { uploadId: id, uploadUrl: url, method: 'PUT', headers, expiresAt: expiresAt.toISOString() };
+  }
+
+  /**
+   * Checks the uploaded bytes and turns them into media. Idempotent: a completed upload answers its
+   * media again, a refused one its refusal again.
+   */
+  async complete(organizationId: string, uploadId: string): Promise<Media> {
+    const { db } = this.ctx;
+    const upload = await findUpload(db, organizationId, uploadId);
+    const now = this.ctx.clock();
+    // Forgotten a day after expiring, as the contract says, whether or not a sweep has removed it yet:
+    // the sweep runs only as new uploads are created.
+    if (!upload || now.getTime() > upload.expires_at.getTime() + FORGET_AFTER_MS) {
+      throw new NotFoundError(`There is no upload ${uploadId} in this organization.`);
+    }
+    if (upload.media_id) return this.completedMedia(upload);
+    if (upload.failure) throw new UnprocessableError(upload.failure);
+
+    if (now.getTime() > upload.expires_at.getTime() + COMPLETE_GRACE_MS) {
+      throw await this.refuse(
+        upload,
+        `The upload expired at ${upload.expires_at.toISOString()} and was not completed within an hour after; start a new upload.`,
+      );
+    }
+
+    if (!(await claimUpload(db, upload.id, now))) {
+      const current = await findUpload(db, organizationId, uploadId);
+      if (current?.media_id) return this.completedMedia(current);
+      if (current?.failure) throw new UnprocessableError(current.failure);
+      throw new ConflictError('Another request is completing this upload right now; retry in a moment.');
+    }
+    let completed = false;
+    try {
+      const media = await this.checkAndStore(upload, now);
+      completed = true;
+      return media;
+    } catch (error) {
+      if (error instanceof ObjectMissingError) {
+        throw new ConflictError(`The bytes of upload ${upload.id} are gone; start a new upload.`);
+      }
+      throw error;
+    } finally {
+      if (!completed) await db.updateTable('uploads').set({ completing_until: null }).where('id', '=', upload.id).execute();
+    }
+  }
+
+  /** Checks the stored bytes against the declaration and records them as media (the upload is claimed). */
+  private async checkAndStore(upload: Upload, now: Date): Promise<Media> {
+    const { db, storage } = this.ctx;
+    const stored = await storage.stat(upload.storage_key);
+    if (!stored) {
+      throw new ConflictError(
+        `The bytes of upload ${upload.id} have not arrived yet: PUT them to the upload URL, then complete the upload.`,
+      );
+    }
+    const declaredSize = Number(upload.size);
+    if (stored.size !== declaredSize) {
+      throw await this.refuse(upload, `The upload has ${stored.size} bytes but ${declaredSize} were declared; start a new upload.`);
+    }
+    const { mediaType, detected } = await sniffContentType(await readHead(this.ctx, upload.storage_key, stored.size));
+    if (!mediaType || mediaType !== upload.content_type) {
+      throw await this.refuse(
+        upload,
+        `The bytes are ${detected} but the upload was declared as ${upload.content_type}; start a new upload with the right content type.`,
+      );
+    }
+
+    const mediaId = newId('med');
+    const key = mediaKey(upload.organization_id, mediaId);
+    // The media gets a key of its own, so a late PUT to the still-valid upload URL cannot replace
+    // bytes that were already checked.
+    await storage.move(upload.storage_key, key);
+    return db.transaction().execute(async (trx) => {
+      const media = await insertMedia(trx, {
+        id: mediaId,
+        organization_id: upload.organization_id,
+        file_name: upload.file_name,
+        content_type: mediaType,
+        kind: kindOf(mediaType),
+        size: declaredSize,
+        storage_key: key,
+        created_at: now,
+      });
+      await trx.updateTable('uploads').set({ media_id: mediaId, completing_until: null }).where('id', '=', upload.id).execute();
+      return media;
+    });
+  }
+
+  private async completedMedia(upload: Upload): Promise<Media> {
+    const media = await findMedia(this.ctx.db, upload.organization_id, upload.media_id as string);
+    if (!media) {
+      throw new UnprocessableError(
+        `The upload was completed as media ${upload.media_id}, which has since been deleted; start a new upload.`,
+      );
+    }
+    return media;
+  }
+
+  /** Records why the upload is refused (so completing again says the same) and deletes its bytes. */
+  private async refuse(upload: Upload, reason: string): Promise<UnprocessableError> {
+    await this.ctx.db.updateTable('uploads').set({ failure: reason }).where('id', '=', upload.id).execute();
+    await this.ctx.storage.delete(upload.storage_key);
+    return new UnprocessableError(reason);
+  }
+
+  /**
+   * Forgets uploads long past their expiry, with any bytes that were PUT but never completed (or PUT
+   * again after completing). Runs now and then as uploads are created, in small batches.
+   */
+  private async sweep(now: Date): Promise<void> {
+    if (now.getTime() - this.lastSweep < SWEEP_EVERY_MS) return;
+    this.lastSweep = now.getTime();
+    const stale = await this.ctx.db
+      .selectFrom('uploads')
+      .select(['id', 'storage_key'])
+      .where('expires_at', '<', new Date(now.getTime() - FORGET_AFTER_MS))
+      .limit(SWEEP_BATCH)
+      .execute();
+    try {
+      for (const upload of stale) {
+        await this.ctx.storage.delete(upload.storage_key);
+        await this.ctx.db.deleteFrom('uploads').where('id', '=', upload.id).execute();
+      }
+    } catch (error) {
+      // Housekeeping must not fail the upload being created; the next sweep tries again.
+      this.ctx.logger.warn({ err: error }, 'could not forget stale uploads');
+    }
+  }
+}
+
+export function findUpload(db: Db, organizationId: string, uploadId: string): Promise<Upload | undefined> {
+  return db
+    .selectFrom('uploads')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', uploadId)
+    .executeTakeFirst();
+}
+
+/** Takes the upload for one request; false when another request holds it or it is settled already. */
+async function claimUpload(db: Db, uploadId: string, now: Date): Promise<boolean> {
+  const claimed = await db
+    .updateTable('uploads')
+    .set({ completing_until: new Date(now.getTime() + COMPLETING_LEASE_MS) })
+    .where('id', '=', uploadId)
+    .where('media_id', 'is', null)
+    .where('failure', 'is', null)
+    .where((eb) => eb.or([eb('completing_until', 'is', null), eb('completing_until', '<', now)]))
+    .executeTakeFirst();
+  return Number(claimed.numUpdatedRows) === 1;
+}
+
+/** The first bytes of a stored object, enough to recognise its type. */
+async function readHead(ctx: AppContext, key: string, size: number): Promise<Buffer> {
+  if (size === 0) return Buffer.alloc(0);
+  const stream = await ctx.storage.get(key, { start: 0, end: Math.min(size, SNIFF_BYTES) - 1 });
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}

@@ -1,0 +1,210 @@
+import { generateCredential, hashSecret, secretMatchesHash } from '../accounts/credentials.js';
+import type { Db } from '../db/database.js';
+import type { OAuthApp } from '../db/schema.js';
+import { NotFoundError, ValidationError, type ErrorDetail } from '../errors.js';
+import { newId, randomBase62 } from '../ids.js';
+import type { AppPicture, AppPictureDownloader } from './app-pictures.js';
+import { checkPictureUrl, checkRedirectUri } from './urls.js';
+
+export const CLIENT_ID_PREFIX = 'pca_';
+const CLIENT_ID_RANDOM_LENGTH = 24;
+const CLIENT_ID = new RegExp(`^${CLIENT_ID_PREFIX}[0-9A-Za-z]{${CLIENT_ID_RANDOM_LENGTH}}$`);
+const MAX_NAME_LENGTH = 100;
+const MAX_DESCRIPTION_LENGTH = 1000;
+
+/** What a developer enters in Settings → Developers → Apps. */
+export interface AppDetails {
+  name: string;
+  description: string;
+  /** Empty for no picture. */
+  pictureUrl: string;
+  redirectUri: string;
+}
+
+/** Checks the details that need no download; returns them as stored, and the problems found. */
+function checkFields(details: AppDetails) {
+  const problems: ErrorDetail[] = [];
+  const name = details.name.trim();
+  const description = details.description.trim();
+  if (!name) problems.push({ path: 'name', message: 'Enter the name users will see on the consent page.' });
+  if (name.length > MAX_NAME_LENGTH) problems.push({ path: 'name', message: `The name must be at most ${MAX_NAME_LENGTH} characters.` });
+  if (description.length > MAX_DESCRIPTION_LENGTH) {
+    problems.push({ path: 'description', message: `The description must be at most ${MAX_DESCRIPTION_LENGTH} characters.` });
+  }
+  const redirect = checkRedirectUri(details.redirectUri);
+  if (!redirect.ok) problems.push({ path: 'redirectUri', message: redirect.message });
+  let pictureUrl: string | null = null;
+  if (details.pictureUrl.trim()) {
+    const picture = checkPictureUrl(details.pictureUrl);
+    if (picture.ok) pictureUrl = picture.url;
+    else problems.push({ path: 'pictureUrl', message: picture.message });
+  }
+  return { problems, values: { name, description, picture_url: pictureUrl, redirect_uri: redirect.ok ? redirect.url : '' } };
+}
+
+/**
+ * Checks the details and downloads the picture when its URL is new (`stored` is what the app has now),
+ * or throws a ValidationError naming each bad field. `picture` is `undefined` when the stored one stays.
+ */
+async function checkDetails(details: AppDetails, pictures: AppPictureDownloader, stored?: OAuthApp) {
+  const { problems, values } = checkFields(details);
+  let picture: AppPicture | null | undefined = null;
+  const url = values.picture_url;
+  if (url && stored?.picture_url === url && stored.picture_sha256 !== null) {
+    picture = undefined;
+  } else if (url && !problems.some((problem) => problem.path === 'pictureUrl')) {
+    const download = await pictures.download(url);
+    if (download.ok) picture = download.picture;
+    else problems.push({ path: 'pictureUrl', message: download.message });
+  }
+  if (problems.length > 0) throw new ValidationError('The app details are not valid.', problems);
+  const pictureVersion = picture === undefined ? {} : { picture_sha256: picture?.sha256 ?? null };
+  return { values: { ...values, ...pictureVersion }, picture };
+}
+
+/** Stores a new picture of the app, or removes its picture (`null`), in the caller's transaction. */
+async function replacePicture(trx: Db, appId: string, picture: AppPicture | null): Promise<void> {
+  if (picture === null) {
+    await trx.deleteFrom('oauth_app_pictures').where('app_id', '=', appId).execute();
+    return;
+  }
+  const row = { content_type: picture.contentType, bytes: picture.bytes };
+  await trx
+    .insertInto('oauth_app_pictures')
+    .values({ app_id: appId, ...row })
+    .onConflict((oc) => oc.column('app_id').doUpdateSet(row))
+    .execute();
+}
+
+/**
+ * Registers an app, with its picture downloaded from the given URL; the returned `secret` is the only
+ * time the client secret exists in clear.
+ */
+export async function registerApp(
+  db: Db,
+  organizationId: string,
+  details: AppDetails,
+  pictures: AppPictureDownloader,
+): Promise<{ app: OAuthApp; secret: string }> {
+  const { values, picture } = await checkDetails(details, pictures);
+  const secret = generateCredential('pcs_');
+  const app = await db.transaction().execute(async (trx) => {
+    const inserted = await trx
+      .insertInto('oauth_apps')
+      .values({
+        id: newId('app'),
+        organization_id: organizationId,
+        client_id: CLIENT_ID_PREFIX + randomBase62(CLIENT_ID_RANDOM_LENGTH),
+        ...values,
+        secret_hash: hashSecret(secret),
+        secret_last_four: secret.slice(-4),
+        updated_at: new Date(),
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    if (picture) await replacePicture(trx, inserted.id, picture);
+    return inserted;
+  });
+  return { app, secret };
+}
+
+/**
+ * Changes an app's details. The picture is downloaded again only when its URL changed (or none is
+ * stored yet), so editing the description never depends on the developer's image host.
+ */
+export async function updateApp(
+  db: Db,
+  organizationId: string,
+  appId: string,
+  details: AppDetails,
+  now: Date,
+  pictures: AppPictureDownloader,
+): Promise<OAuthApp> {
+  const stored = await findApp(db, organizationId, appId);
+  if (!stored) throw new NotFoundError('No app with this id in the organization.');
+  const { values, picture } = await checkDetails(details, pictures, stored);
+  const app = await db.transaction().execute(async (trx) => {
+    const updated = await trx
+      .updateTable('oauth_apps')
+      .set({ ...values, updated_at: now })
+      .where('organization_id', '=', organizationId)
+      .where('id', '=', appId)
+      .returningAll()
+      .executeTakeFirst();
+    if (updated && picture !== undefined) await replacePicture(trx, appId, picture);
+    return updated;
+  });
+  if (!app) throw new NotFoundError('No app with this id in the organization.');
+  return app;
+}
+
+/**
+ * Replaces the client secret. The old one stops working for the very next request, since only the
+ * new hash is kept; access tokens already issued are not touched.
+ */
+export async function rotateAppSecret(db: Db, organizationId: string, appId: string, now: Date): Promise<{ app: OAuthApp; secret: string }> {
+  const secret = generateCredential('pcs_');
+  const app = await db
+    .updateTable('oauth_apps')
+    .set({ secret_hash: hashSecret(secret), secret_last_four: secret.slice(-4), secret_rotated_at: now, updated_at: now })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', appId)
+    .returningAll()
+    .executeTakeFirst();
+  if (!app) throw new NotFoundError('No app with this id in the organization.');
+  return { app, secret };
+}
+
+/** Deletes the app with its grants, pending consent requests, codes and tokens (the foreign keys cascade). */
+export async function deleteApp(db: Db, organizationId: string, appId: string): Promise<void> {
+  const deleted = await db
+    .deleteFrom('oauth_apps')
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', appId)
+    .executeTakeFirst();
+  if (deleted.numDeletedRows === 0n) throw new NotFoundError('No app with this id in the organization.');
+}
+
+export function listApps(db: Db, organizationId: string): Promise<OAuthApp[]> {
+  return db
+    .selectFrom('oauth_apps')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+}
+
+/** An app of this organization; another organization's app is `undefined`, exactly like an unknown one. */
+export function findApp(db: Db, organizationId: string, appId: string): Promise<OAuthApp | undefined> {
+  return db
+    .selectFrom('oauth_apps')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', appId)
+    .executeTakeFirst();
+}
+
+/** A value that does not have the shape of a client id is unknown without asking the database (it may hold what no query can take, such as U+0000). */
+export function findAppByClientId(db: Db, clientId: string): Promise<OAuthApp | undefined> {
+  if (!CLIENT_ID.test(clientId)) return Promise.resolve(undefined);
+  return db.selectFrom('oauth_apps').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+}
+
+/** The app whose id and secret these are, or `undefined`; unknown client and wrong secret are not told apart. */
+export async function authenticateApp(db: Db, clientId: string, clientSecret: string): Promise<OAuthApp | undefined> {
+  const app = await findAppByClientId(db, clientId);
+  if (!app || !secretMatchesHash(clientSecret, app.secret_hash)) return undefined;
+  return app;
+}
+
+/** The stored picture of the app with this client id, with its version (the ETag). */
+export function findAppPicture(db: Db, clientId: string) {
+  if (!CLIENT_ID.test(clientId)) return Promise.resolve(undefined);
+  return db
+    .selectFrom('oauth_app_pictures as p')
+    .innerJoin('oauth_apps as a', 'a.id', 'p.app_id')
+    .select(['p.content_type as contentType', 'p.bytes', 'a.picture_sha256 as sha256'])
+    .where('a.client_id', '=', clientId)
+    .executeTakeFirst();
+}

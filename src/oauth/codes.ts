@@ -1,0 +1,78 @@
+import { hashSecret, isWellFormedCredential } from '../accounts/credentials.js';
+import type { Db } from '../db/database.js';
+import type { OAuthApp } from '../db/schema.js';
+import { OAuthError } from './errors.js';
+import { CODE_PREFIX } from './grants.js';
+import { verifierMatchesChallenge } from './pkce.js';
+import { issueAccessToken, revokeTokensOfCode } from './tokens.js';
+
+export interface CodeRedemption {
+  code: string;
+  redirectUri: string | undefined;
+  codeVerifier: string | undefined;
+}
+
+const invalidGrant = (description: string) => new OAuthError('invalid_grant', description);
+
+/**
+ * Exchanges an authorization code of an authenticated app for an access token. The code must be
+ * this app's (another app's code is unknown to it), unexpired, unused, and match the redirect URI
+ * and PKCE challenge of its authorization request.
+ */
+export async function redeemCode(db: Db, app: OAuthApp, redemption: CodeRedemption, now: Date) {
+  if (!isWellFormedCredential(redemption.code, CODE_PREFIX)) throw invalidGrant('The authorization code is not valid.');
+  const code = await db
+    .selectFrom('oauth_codes')
+    .selectAll()
+    .where('code_hash', '=', hashSecret(redemption.code))
+    .where('app_id', '=', app.id)
+    .executeTakeFirst();
+  if (!code) throw invalidGrant('The authorization code is not valid.');
+
+  // RFC 6749 §4.1.2 and §10.5: a code used twice has leaked, so the tokens it produced are revoked.
+  // Only a client that authenticated gets this far: somebody holding just the code revokes nothing.
+  if (code.consumed_at) {
+    await revokeTokensOfCode(db, code.id, now);
+    throw invalidGrant('The authorization code has already been used; the token issued for it has been revoked.');
+  }
+  if (code.expires_at.getTime() <= now.getTime()) throw invalidGrant('The authorization code has expired.');
+
+  // RFC 6749 §4.1.3: the redirect_uri of the authorization request must be sent again, identical.
+  const expectedRedirect = code.redirect_uri ?? app.redirect_uri;
+  if (code.redirect_uri !== null && redemption.redirectUri === undefined) {
+    throw invalidGrant('The redirect_uri parameter is required: the authorization request carried one.');
+  }
+  if (redemption.redirectUri !== undefined && redemption.redirectUri !== expectedRedirect) {
+    throw invalidGrant('The redirect_uri does not match the one of the authorization request.');
+  }
+
+  // RFC 7636 §4.6, and RFC 9700 §2.1.1: a verifier for a code issued without a challenge is refused,
+  // so that a code obtained without PKCE cannot be passed off as one protected by it.
+  if (code.code_challenge !== null) {
+    if (redemption.codeVerifier === undefined) throw invalidGrant('The code_verifier parameter is required for this code.');
+    if (!verifierMatchesChallenge(redemption.codeVerifier, code.code_challenge)) {
+      throw invalidGrant('The code_verifier does not match the code_challenge.');
+    }
+  } else if (redemption.codeVerifier !== undefined) {
+    throw invalidGrant('This code was issued without a code_challenge, so no code_verifier is accepted.');
+  }
+
+  const accessToken = await db.transaction().execute(async (trx) => {
+    // One atomic claim: of any number of concurrent redemptions exactly one sees the row unconsumed.
+    const claimed = await trx
+      .updateTable('oauth_codes')
+      .set({ consumed_at: now })
+      .where('id', '=', code.id)
+      .where('consumed_at', 'is', null)
+      .returning('id')
+      .executeTakeFirst();
+    if (!claimed) return undefined;
+    return issueAccessToken(trx, { grantId: code.grant_id, appId: app.id, organizationId: code.organization_id, codeId: code.id });
+  });
+  if (!accessToken) {
+    // Lost the race to another redemption: that is a second use, so its token goes too.
+    await revokeTokensOfCode(db, code.id, now);
+    throw invalidGrant('The authorization code has already been used; the token issued for it has been revoked.');
+  }
+  return { organizationId: code.organization_id, accessToken };
+}

@@ -1,0 +1,122 @@
+import { generateCredential, hashSecret } from '../accounts/credentials.js';
+import type { Db } from '../db/database.js';
+import { NotFoundError } from '../errors.js';
+import { newId } from '../ids.js';
+import { appPicturePath } from './app-pictures.js';
+
+export const CODE_PREFIX = 'pac_';
+/** The mission's limit: a code expires 10 minutes after it is issued. */
+export const CODE_LIFETIME_MS = 10 * 60_000;
+
+export interface Approval {
+  appId: string;
+  organizationId: string;
+  userId: string;
+  /** As sent to the authorize endpoint, to be matched again at the token endpoint. */
+  redirectUri: string | null;
+  codeChallenge: string | null;
+}
+
+/**
+ * Records that a user approved an app for an organization and issues the authorization code. The
+ * grant is what Settings → Approved apps lists; approving again refreshes it.
+ */
+export async function approveApp(db: Db, approval: Approval, now: Date): Promise<string> {
+  const code = generateCredential(CODE_PREFIX);
+  await db.transaction().execute(async (trx) => {
+    const grant = await trx
+      .insertInto('oauth_grants')
+      .values({
+        id: newId('grant'),
+        app_id: approval.appId,
+        organization_id: approval.organizationId,
+        approved_by_user_id: approval.userId,
+        approved_at: now,
+      })
+      .onConflict((oc) =>
+        oc.columns(['app_id', 'organization_id']).doUpdateSet({ approved_by_user_id: approval.userId, approved_at: now }),
+      )
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await trx
+      .insertInto('oauth_codes')
+      .values({
+        id: newId('code'),
+        code_hash: hashSecret(code),
+        grant_id: grant.id,
+        app_id: approval.appId,
+        organization_id: approval.organizationId,
+        redirect_uri: approval.redirectUri,
+        code_challenge: approval.codeChallenge,
+        expires_at: new Date(now.getTime() + CODE_LIFETIME_MS),
+      })
+      .execute();
+  });
+  return code;
+}
+
+export interface ApprovedApp {
+  grantId: string;
+  organizationId: string;
+  organizationName: string;
+  appName: string;
+  appDescription: string;
+  /** Where the page shows the app's stored picture from (this site), when it has one. */
+  picture: string | undefined;
+  approvedAt: Date;
+  approvedBy: string | null;
+  activeTokens: number;
+  lastUsedAt: Date | null;
+}
+
+/**
+ * The apps approved for the organizations this user belongs to. A Revoke acts for the whole
+ * organization, so every member sees (and may revoke) what any member approved.
+ */
+export async function listApprovedApps(db: Db, userId: string): Promise<ApprovedApp[]> {
+  const rows = await db
+    .selectFrom('oauth_grants as g')
+    .innerJoin('memberships as m', (join) => join.onRef('m.organization_id', '=', 'g.organization_id').on('m.user_id', '=', userId))
+    .innerJoin('organizations as o', 'o.id', 'g.organization_id')
+    .innerJoin('oauth_apps as a', 'a.id', 'g.app_id')
+    .leftJoin('users as u', 'u.id', 'g.approved_by_user_id')
+    .leftJoin('oauth_tokens as t', (join) => join.onRef('t.grant_id', '=', 'g.id').on('t.revoked_at', 'is', null))
+    .select((eb) => [
+      'g.id as grantId',
+      'g.organization_id as organizationId',
+      'o.name as organizationName',
+      'a.name as appName',
+      'a.description as appDescription',
+      'a.client_id as clientId',
+      'a.picture_sha256 as pictureSha256',
+      'g.approved_at as approvedAt',
+      'u.name as approvedBy',
+      eb.fn.count<string>('t.id').as('activeTokens'),
+      eb.fn.max('t.last_used_at').as('lastUsedAt'),
+    ])
+    .groupBy(['g.id', 'o.id', 'o.name', 'a.id', 'a.name', 'a.description', 'a.client_id', 'a.picture_sha256', 'u.name', 'm.created_at'])
+    .orderBy('m.created_at')
+    .orderBy('o.id')
+    .orderBy('g.approved_at', 'desc')
+    .execute();
+  return rows.map(({ clientId, pictureSha256, ...row }) => ({
+    ...row,
+    picture: appPicturePath({ client_id: clientId, picture_sha256: pictureSha256 }),
+    activeTokens: Number(row.activeTokens),
+    lastUsedAt: row.lastUsedAt === null ? null : new Date(row.lastUsedAt),
+  }));
+}
+
+/**
+ * A user's Revoke: removes the app's grant for one organization, and with it (the foreign keys
+ * cascade) that organization's tokens and pending codes for the app. Other organizations that
+ * approved the same app are untouched.
+ */
+export async function revokeGrant(db: Db, userId: string, grantId: string): Promise<void> {
+  const deleted = await db
+    .deleteFrom('oauth_grants')
+    .where('id', '=', grantId)
+    .where('organization_id', 'in', db.selectFrom('memberships').select('organization_id').where('user_id', '=', userId))
+    .executeTakeFirst();
+  if (deleted.numDeletedRows === 0n) throw new NotFoundError('No approved app with this id for your organizations.');
+}

@@ -1,0 +1,171 @@
+import type { components } from '../../generated/public-v1.js';
+import type { AppContext } from '../context.js';
+import type { NewPost, PostStatus } from '../db/schema.js';
+import { UnprocessableError, type ErrorDetail } from '../errors.js';
+import { newId } from '../ids.js';
+import { claimKey, findStoredResponse, forgetExpiredKeys, idempotentRequest, storeResponse, type IdempotentRequest } from './idempotency.js';
+import { assertMediaStillPresent, insertPosts, toPostBody } from './posts.js';
+import { assertWithinDailyQuota, lockChannels } from './quota.js';
+import { isTooFarInThePast } from './transitions.js';
+import { checkDrafts, type CheckedPost, type PostDraft } from './validation.js';
+
+type CreatePostRequest = components['schemas']['CreatePostRequest'];
+type CreatePostResponse = components['schemas']['CreatePostResponse'];
+
+export interface CreateResult {
+  body: CreatePostResponse;
+  /** `true` when this is the stored answer to an earlier request with the same `Idempotency-Key`. */
+  replayed: boolean;
+}
+
+/** Both forms of the request as one list of posts, each knowing where its fields sit in the request. */
+function draftsOf(request: CreatePostRequest): PostDraft[] {
+  if ('posts' in request) {
+    return request.posts.map((item, i) => ({
+      channelId: item.channelId,
+      content: item.content ?? '',
+      mediaIds: item.mediaIds ?? [],
+      settings: item.settings,
+      paths: {
+        channel: `posts[${i}].channelId`,
+        content: `posts[${i}].content`,
+        mediaIds: `posts[${i}].mediaIds`,
+        settings: `posts[${i}].settings`,
+      },
+    }));
+  }
+  return request.channelIds.map((channelId, i) => ({
+    channelId,
+    content: request.content,
+    mediaIds: request.mediaIds ?? [],
+    settings: undefined,
+    paths: { channel: `channelIds[${i}]`, content: 'content', mediaIds: 'mediaIds', settings: undefined },
+  }));
+}
+
+/** What `type` means: the status the posts start in and when they are due. */
+function timingOf(request: CreatePostRequest, now: Date): { status: PostStatus; scheduledAt: Date | null } {
+  const date = request.date === undefined ? null : new Date(request.date);
+  switch (request.type) {
+    case 'schedule':
+      return { status: 'scheduled', scheduledAt: date };
+    case 'now':
+      return { status: 'scheduled', scheduledAt: now };
+    case 'draft':
+      return { status: 'draft', scheduledAt: date };
+  }
+}
+
+function withoutRepeats(details: ErrorDetail[]): ErrorDetail[] {
+  const seen = new Set<string>();
+  return details.filter((d) => {
+    const key = `${d.path}\n${d.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/**
+ * Creates one post per target, all or none, tied by one group id. With an `Idempotency-Key`, a retry
+ * of a create that succeeded gets the stored response, and concurrent requests with the key create
+ * the posts once (see `claimKey`).
+ */
+export async function createPosts(
+  ctx: AppContext,
+  organizationId: string,
+  request: CreatePostRequest,
+  idempotencyKey: string | undefined,
+): Promise<CreateResult> {
+  const now = ctx.clock();
+  const idempotent = idempotencyKey === undefined ? undefined : idempotentRequest(idempotencyKey, request);
+  if (idempotent) {
+    // Before any rule: a retry gets the first answer even when, say, its date has passed meanwhile.
+    const stored = await findStoredResponse(ctx.db, organizationId, idempotent, now);
+    if (stored) return { body: stored.body as CreatePostResponse, replayed: true };
+    await forgetExpiredKeys(ctx.db, organizationId, now);
+  }
+
+  const timing = timingOf(request, now);
+  const problems: ErrorDetail[] = [];
+  if (request.type === 'schedule' && timing.scheduledAt && isTooFarInThePast(timing.scheduledAt, now)) {
+    problems.push({ path: 'date', message: `is more than 1 minute in the past (it is ${now.toISOString()} now)` });
+  }
+  const drafts = draftsOf(request);
+  const checked = await checkDrafts({ db: ctx.db, tiktok: ctx.providers.tiktok }, organizationId, drafts);
+  problems.push(...checked.problems);
+  if (problems.length > 0) {
+    const details = withoutRepeats(problems);
+    throw new UnprocessableError(
+      `Nothing was created: the request breaks ${details.length === 1 ? 'a rule' : `${details.length} rules`}, listed in details.`,
+      details,
+    );
+  }
+
+  return ctx.db.transaction().execute(async (trx) => {
+    if (idempotent && !(await claimKey(trx, organizationId, idempotent, now))) {
+      return replayAfterConcurrentCreate(trx, organizationId, idempotent, now);
+    }
+    await assertChannelsStillAccept(trx, organizationId, drafts);
+    await assertMediaStillPresent(
+      trx,
+      organizationId,
+      checked.posts.map((post) => ({ mediaIds: post.mediaIds, path: post.paths.mediaIds })),
+    );
+    if (timing.status === 'scheduled' && timing.scheduledAt) {
+      const claims = checked.posts.map((post) => ({ channel: post.channel, path: post.paths.channel }));
+      await assertWithinDailyQuota(trx, ctx.config.dailyPostLimits, claims, timing.scheduledAt);
+    }
+    const group = newId('grp');
+    const planned = checked.posts.map((post) => ({ row: newPostRow(post, organizationId, group, timing, now), provider: post.channel.provider }));
+    const inserted = new Map((await insertPosts(trx, planned.map((p) => p.row))).map((row) => [row.id, row]));
+    const body: CreatePostResponse = {
+      group,
+      data: planned.map(({ row, provider }) => toPostBody({ ...inserted.get(row.id)!, provider })),
+    };
+    if (idempotent) await storeResponse(trx, organizationId, idempotent, { status: 201, body });
+    return { body, replayed: false };
+  });
+}
+
+function newPostRow(
+  post: CheckedPost,
+  organizationId: string,
+  group: string,
+  timing: { status: PostStatus; scheduledAt: Date | null },
+  now: Date,
+): NewPost {
+  return {
+    id: newId('post'),
+    organization_id: organizationId,
+    group_id: group,
+    channel_id: post.channel.id,
+    content: post.content,
+    media_ids: JSON.stringify(post.mediaIds),
+    settings: post.settings === null ? null : JSON.stringify(post.settings),
+    status: timing.status,
+    scheduled_at: timing.scheduledAt,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+/** The channels were checked before the transaction; under their lock, make sure none was disabled or removed meanwhile. */
+async function assertChannelsStillAccept(trx: AppContext['db'], organizationId: string, drafts: PostDraft[]): Promise<void> {
+  const channels = new Map((await lockChannels(trx, organizationId, drafts.map((d) => d.channelId))).map((c) => [c.id, c]));
+  const problems = drafts
+    .filter((d) => channels.get(d.channelId)?.disabled !== false)
+    .map((d) => ({ path: d.paths.channel, message: `Channel ${d.channelId} was disabled or removed while the posts were being created.` }));
+  if (problems.length > 0) throw new UnprocessableError('A channel stopped accepting posts; nothing was created.', withoutRepeats(problems));
+}
+
+async function replayAfterConcurrentCreate(
+  trx: AppContext['db'],
+  organizationId: string,
+  idempotent: IdempotentRequest,
+  now: Date,
+): Promise<CreateResult> {
+  const stored = await findStoredResponse(trx, organizationId, idempotent, now);
+  if (!stored) throw new Error('an idempotency key was claimed by a transaction that stored no response');
+  return { body: stored.body as CreatePostResponse, replayed: true };
+}

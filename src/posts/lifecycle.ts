@@ -1,0 +1,116 @@
+import type { components } from '../../generated/public-v1.js';
+import type { AppContext } from '../context.js';
+import type { Db } from '../db/database.js';
+import { ConflictError, NotFoundError, UnprocessableError } from '../errors.js';
+import { assertMediaStillPresent, deletePost, findPost, lockPost, updatePost, type PostRow, type ProviderSettings } from './posts.js';
+import { assertWithinDailyQuota, countsOnDay, lockChannels } from './quota.js';
+import { assertNotOnTheNetwork, isEditable, nextState, type StatusRequest } from './transitions.js';
+import { checkDrafts } from './validation.js';
+
+type UpdatePostRequest = components['schemas']['UpdatePostRequest'];
+
+const notFound = (postId: string) => new NotFoundError(`There is no post ${postId} in this organization.`);
+
+export async function getPost(db: Db, organizationId: string, postId: string): Promise<PostRow> {
+  const post = await findPost(db, organizationId, postId);
+  if (!post) throw notFound(postId);
+  return post;
+}
+
+async function lockedPost(trx: Db, organizationId: string, postId: string): Promise<PostRow> {
+  const post = await lockPost(trx, organizationId, postId);
+  if (!post) throw notFound(postId);
+  return post;
+}
+
+function assertEditable(post: PostRow): void {
+  assertNotOnTheNetwork(post.status);
+  if (!isEditable(post.status)) throw new ConflictError(`A ${post.status} post cannot be edited.`);
+}
+
+/** The parts of a post that the rules judge together (a YouTube description falls back to the content). */
+const checkedParts = (post: PostRow) => JSON.stringify([post.content, post.media_ids, post.settings ?? null]);
+
+/**
+ * Changes content, media or settings, checked like a create. The checks read TikTok's creator info,
+ * so they run before the transaction; under the post's lock the status is checked again, since the
+ * publisher may have taken the post meanwhile, and so is the rest of the post: the fields not sent
+ * were judged as they were read, and an edit of them in between could make the combination break a
+ * rule that neither edit broke alone.
+ */
+export async function editPost(ctx: AppContext, organizationId: string, postId: string, changes: UpdatePostRequest): Promise<PostRow> {
+  const post = await getPost(ctx.db, organizationId, postId);
+  assertEditable(post);
+  const checked = await checkDrafts({ db: ctx.db, tiktok: ctx.providers.tiktok }, organizationId, [
+    {
+      channelId: post.channel_id,
+      content: changes.content ?? post.content,
+      mediaIds: changes.mediaIds ?? post.media_ids,
+      settings: changes.settings ?? ((post.settings ?? undefined) as ProviderSettings | undefined),
+      paths: { channel: 'channelId', content: 'content', mediaIds: 'mediaIds', settings: 'settings' },
+    },
+  ]);
+  const [result] = checked.posts;
+  if (!result) {
+    throw new UnprocessableError(
+      `Post ${postId} cannot be changed as requested: ${checked.problems.length === 1 ? 'a rule is' : `${checked.problems.length} rules are`} broken, listed in details.`,
+      checked.problems,
+    );
+  }
+  return ctx.db.transaction().execute(async (trx) => {
+    const current = await lockedPost(trx, organizationId, postId);
+    assertEditable(current);
+    if (checkedParts(current) !== checkedParts(post)) {
+      throw new ConflictError('The post was changed by another request while this edit was being checked; read it again and retry.');
+    }
+    if (changes.mediaIds !== undefined) {
+      await assertMediaStillPresent(trx, organizationId, [{ mediaIds: result.mediaIds, path: 'mediaIds' }]);
+    }
+    // Only what was sent is written, so concurrent edits of different fields don't undo each other.
+    return updatePost(trx, organizationId, postId, {
+      ...(changes.content === undefined ? {} : { content: result.content }),
+      ...(changes.mediaIds === undefined ? {} : { media_ids: JSON.stringify(result.mediaIds) }),
+      ...(changes.settings === undefined ? {} : { settings: result.settings === null ? null : JSON.stringify(result.settings) }),
+      updated_at: ctx.clock(),
+    });
+  });
+}
+
+/** Moves a post as `nextState` allows; a move to `scheduled` also checks the channel's quota for that day. */
+export async function movePost(ctx: AppContext, organizationId: string, postId: string, request: StatusRequest): Promise<PostRow> {
+  return ctx.db.transaction().execute(async (trx) => {
+    const post = await lockedPost(trx, organizationId, postId);
+    const now = ctx.clock();
+    const next = nextState({ status: post.status, scheduledAt: post.scheduled_at }, request, now);
+    if (!next) return post;
+    if (next.status === 'scheduled' && next.scheduledAt) {
+      // A draft's media may have been deleted meanwhile (only scheduled posts hold media back).
+      await assertMediaStillPresent(trx, organizationId, [{ mediaIds: post.media_ids, path: 'mediaIds' }]);
+      await lockChannels(trx, organizationId, [post.channel_id]);
+      const claim = {
+        channel: { id: post.channel_id, provider: post.provider },
+        path: 'scheduledAt' in request ? request.path : 'status',
+        countedAlready: countsOnDay(post, next.scheduledAt),
+      };
+      await assertWithinDailyQuota(trx, ctx.config.dailyPostLimits, [claim], next.scheduledAt);
+    }
+    return updatePost(trx, organizationId, postId, {
+      status: next.status,
+      scheduled_at: next.scheduledAt,
+      // `error` says why publishing failed; a post that leaves `failed` has no such reason any more.
+      error: null,
+      updated_at: now,
+    });
+  });
+}
+
+/** Deletes our record of the post. A published post stays on the network: only the record goes. */
+export async function removePost(ctx: AppContext, organizationId: string, postId: string): Promise<void> {
+  await ctx.db.transaction().execute(async (trx) => {
+    const post = await lockedPost(trx, organizationId, postId);
+    if (post.status === 'publishing') {
+      throw new ConflictError('The post is publishing; wait until it is published or failed, then delete it.');
+    }
+    await deletePost(trx, organizationId, postId);
+  });
+}

@@ -1,0 +1,139 @@
+import { sql } from 'kysely';
+import type { components } from '../../generated/public-v1.js';
+import type { Provider } from '../channels/channels.js';
+import { UnprocessableError } from '../errors.js';
+import type { Db } from '../db/database.js';
+import type { NewPost, Post, PostStatus, PostUpdate } from '../db/schema.js';
+import type { PostCursor } from './cursor.js';
+
+export type PostBody = components['schemas']['Post'];
+export type ProviderSettings = components['schemas']['ProviderSettings'];
+
+/** A post with the provider of its channel, which the contract shows on every post. */
+export type PostRow = Post & { provider: Provider };
+
+export function toPostBody(post: PostRow): PostBody {
+  return {
+    id: post.id,
+    group: post.group_id,
+    channelId: post.channel_id,
+    provider: post.provider,
+    content: post.content,
+    mediaIds: post.media_ids,
+    settings: (post.settings ?? null) as ProviderSettings | null,
+    status: post.status,
+    scheduledAt: post.scheduled_at?.toISOString() ?? null,
+    publishedAt: post.published_at?.toISOString() ?? null,
+    releaseId: post.release_id,
+    releaseUrl: post.release_url,
+    error: post.error,
+    createdAt: post.created_at.toISOString(),
+    updatedAt: post.updated_at.toISOString(),
+  };
+}
+
+function selectPosts(db: Db, organizationId: string) {
+  return db
+    .selectFrom('posts')
+    .innerJoin('channels', 'channels.id', 'posts.channel_id')
+    .selectAll('posts')
+    .select('channels.provider')
+    .where('posts.organization_id', '=', organizationId);
+}
+
+/** A post of this organization; another organization's post is `undefined`, exactly like an unknown one. */
+export function findPost(db: Db, organizationId: string, postId: string): Promise<PostRow | undefined> {
+  return selectPosts(db, organizationId).where('posts.id', '=', postId).executeTakeFirst();
+}
+
+/** Like `findPost`, and holds the post's row until the transaction ends, so its status cannot change meanwhile. */
+export function lockPost(trx: Db, organizationId: string, postId: string): Promise<PostRow | undefined> {
+  return selectPosts(trx, organizationId).where('posts.id', '=', postId).forUpdate('posts').executeTakeFirst();
+}
+
+/**
+ * Re-reads the media of posts about to be written, locked FOR SHARE: deleting media locks it FOR
+ * UPDATE and refuses while a scheduled post uses it, so holding the share lock until the post is
+ * written means no post can be scheduled with media deleted in between. Problems name the field.
+ */
+export async function assertMediaStillPresent(
+  trx: Db,
+  organizationId: string,
+  items: { mediaIds: string[]; path: string }[],
+): Promise<void> {
+  const ids = [...new Set(items.flatMap((item) => item.mediaIds))];
+  if (ids.length === 0) return;
+  const present = new Set(
+    (
+      await trx
+        .selectFrom('media')
+        .select('id')
+        .where('organization_id', '=', organizationId)
+        .where('id', 'in', ids)
+        .forShare()
+        .execute()
+    ).map((row) => row.id),
+  );
+  const problems = items.flatMap((item) =>
+    item.mediaIds.flatMap((id, index) =>
+      present.has(id) ? [] : [{ path: `${item.path}[${index}]`, message: `There is no media ${id} in this organization (it was deleted).` }],
+    ),
+  );
+  if (problems.length > 0) throw new UnprocessableError('Media of the post no longer exists; nothing was changed.', problems);
+}
+
+export function insertPosts(trx: Db, posts: NewPost[]): Promise<Post[]> {
+  return trx.insertInto('posts').values(posts).returningAll().execute();
+}
+
+export async function updatePost(trx: Db, organizationId: string, postId: string, changes: PostUpdate): Promise<PostRow> {
+  await trx.updateTable('posts').set(changes).where('organization_id', '=', organizationId).where('id', '=', postId).execute();
+  const post = await findPost(trx, organizationId, postId);
+  if (!post) throw new Error(`post ${postId} vanished while it was being updated`);
+  return post;
+}
+
+export async function deletePost(trx: Db, organizationId: string, postId: string): Promise<void> {
+  await trx.deleteFrom('posts').where('organization_id', '=', organizationId).where('id', '=', postId).execute();
+}
+
+export interface PostFilters {
+  from?: Date | undefined;
+  to?: Date | undefined;
+  channelIds?: string[] | undefined;
+  statuses?: PostStatus[] | undefined;
+  groupId?: string | undefined;
+}
+
+/**
+ * One page of the organization's posts in the list order: `scheduledAt` ascending with undated posts
+ * last, then `id`. `after` is the sort key of the previous page's last post; comparing against it
+ * (keyset pagination) instead of skipping an offset means posts created while a client pages never
+ * shift the rows that existed, so none is shown twice or skipped.
+ */
+export function listPosts(db: Db, organizationId: string, filters: PostFilters, after: PostCursor | undefined, limit: number) {
+  return postPageQuery(db, organizationId, filters, after, limit).execute();
+}
+
+/** The query behind `listPosts`, to read its plan. */
+export function postPageQuery(db: Db, organizationId: string, filters: PostFilters, after: PostCursor | undefined, limit: number) {
+  let query = selectPosts(db, organizationId);
+  if (filters.from) query = query.where('posts.scheduled_at', '>=', filters.from);
+  if (filters.to) query = query.where('posts.scheduled_at', '<', filters.to);
+  if (filters.channelIds?.length) query = query.where('posts.channel_id', 'in', filters.channelIds);
+  if (filters.statuses?.length) query = query.where('posts.status', 'in', filters.statuses);
+  if (filters.groupId) query = query.where('posts.group_id', '=', filters.groupId);
+  // The sort key as one indexed row value: undated posts sort as if due at 'infinity', and ids compare
+  // byte by byte whatever the database's locale, so "then by id" means the same everywhere.
+  const dueAt = sql<Date>`coalesce(posts.scheduled_at, 'infinity'::timestamptz)`;
+  const id = sql<string>`(posts.id collate "C")`;
+  if (after) {
+    query = query.where(
+      sql<boolean>`(${dueAt}, ${id}) > (coalesce(${after.scheduledAt}::timestamptz, 'infinity'::timestamptz), ${after.id} collate "C")`,
+    );
+  }
+  return query
+    .orderBy(dueAt)
+    .orderBy(id)
+    .limit(limit);
+}

@@ -1,0 +1,83 @@
+import { COUNTED_STATUSES, postsOnDay, utcDay, type DailyPostLimits } from '../channels/quota.js';
+import type { Db } from '../db/database.js';
+import type { Channel, PostStatus } from '../db/schema.js';
+import { UnprocessableError, type ErrorDetail } from '../errors.js';
+
+/** A post about to count against its channel's daily cap, and where the request names its channel. */
+export interface QuotaClaim {
+  channel: Pick<Channel, 'id' | 'provider'>;
+  path: string;
+  /** The post counts on that day already (a scheduled post getting a new time within its day). */
+  countedAlready?: boolean;
+}
+
+/**
+ * Locks the channels' rows for the rest of the transaction, in id order so that two transactions
+ * never wait on each other in a cycle. Posts counted against a channel's quota are inserted or
+ * scheduled only under this lock, so two concurrent requests cannot both take the last slot.
+ */
+export function lockChannels(trx: Db, organizationId: string, channelIds: string[]): Promise<Channel[]> {
+  return trx
+    .selectFrom('channels')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('id', 'in', [...new Set(channelIds)])
+    .orderBy('id')
+    .forNoKeyUpdate()
+    .execute();
+}
+
+/** Whether a post in this state already counts against its channel on the UTC day of `instant`. */
+export function countsOnDay(post: { status: PostStatus; scheduled_at: Date | null }, instant: Date): boolean {
+  return (
+    (COUNTED_STATUSES as readonly PostStatus[]).includes(post.status) &&
+    post.scheduled_at !== null &&
+    utcDay(post.scheduled_at).start.getTime() === utcDay(instant).start.getTime()
+  );
+}
+
+/**
+ * Refuses (422) posts that would take a channel past its cap on the UTC day of `instant`, counting the
+ * posts already there and every claim of the same request. Call it with the channels locked
+ * (`lockChannels`).
+ */
+export async function assertWithinDailyQuota(
+  trx: Db,
+  limits: DailyPostLimits,
+  claims: QuotaClaim[],
+  instant: Date,
+): Promise<void> {
+  if (claims.length === 0) return;
+  const used = await postsOnDay(
+    trx,
+    [...new Set(claims.map((c) => c.channel.id))],
+    instant,
+  );
+  const day = utcDay(instant).start.toISOString().slice(0, 10);
+  const planned = new Map(used);
+  for (const claim of claims) {
+    if (claim.countedAlready) planned.set(claim.channel.id, (planned.get(claim.channel.id) ?? 1) - 1);
+  }
+  const taken = new Map(planned);
+  const problems: ErrorDetail[] = [];
+  const full = new Set<string>();
+  for (const claim of claims) {
+    const { id, provider } = claim.channel;
+    const limit = limits[provider];
+    const before = taken.get(id) ?? 0;
+    taken.set(id, before + 1);
+    if (before >= limit) {
+      problems.push({ path: claim.path, message: `daily quota of ${limit} posts used up for ${day}` });
+      full.add(id);
+    }
+  }
+  if (problems.length === 0) return;
+  const describe = (id: string) => {
+    const claim = claims.find((c) => c.channel.id === id)!;
+    const stored = planned.get(id) ?? 0;
+    const added = (taken.get(id) ?? 0) - stored;
+    return `channel ${id} may publish ${limits[claim.channel.provider]} posts on ${day} (UTC), has ${stored} already and this request adds ${added}`;
+  };
+  const message = `Daily quota exceeded: ${[...full].map(describe).join('; ')}.`;
+  throw new UnprocessableError(message, problems);
+}

@@ -1,0 +1,48 @@
+import type { AppContext } from '../context.js';
+import type { OperationHandlers } from '../http/typed-routes.js';
+import { createPosts } from './create.js';
+import { editPost, getPost, movePost, removePost } from './lifecycle.js';
+import { listPostPage } from './list.js';
+import { toPostBody } from './posts.js';
+
+type PostOperation = 'createPost' | 'listPosts' | 'getPost' | 'updatePost' | 'schedulePost' | 'changePostStatus' | 'deletePost';
+
+export function postOperations(ctx: AppContext): Pick<OperationHandlers, PostOperation> {
+  return {
+    createPost: async ({ principal, body, headers }) => {
+      const result = await createPosts(ctx, principal.organizationId, body, headers['Idempotency-Key']);
+      const replayed: Record<string, string> = result.replayed ? { 'Idempotent-Replayed': 'true' } : {};
+      return { status: 201, body: result.body, headers: replayed };
+    },
+
+    listPosts: async ({ principal, query }) => {
+      return { status: 200, body: await listPostPage(ctx.db, principal.organizationId, query) };
+    },
+
+    getPost: async ({ principal, params }) => {
+      const post = await getPost(ctx.db, principal.organizationId, params.id);
+      return { status: 200, body: toPostBody(post) };
+    },
+
+    updatePost: async ({ principal, params, body }) => {
+      const post = await editPost(ctx, principal.organizationId, params.id, body);
+      return { status: 200, body: toPostBody(post) };
+    },
+
+    schedulePost: async ({ principal, params, body }) => {
+      const request = { status: 'scheduled', scheduledAt: new Date(body.scheduledAt), path: 'scheduledAt' } as const;
+      const post = await movePost(ctx, principal.organizationId, params.id, request);
+      return { status: 200, body: toPostBody(post) };
+    },
+
+    changePostStatus: async ({ principal, params, body }) => {
+      const post = await movePost(ctx, principal.organizationId, params.id, { status: body.status });
+      return { status: 200, body: toPostBody(post) };
+    },
+
+    deletePost: async ({ principal, params }) => {
+      await removePost(ctx, principal.organizationId, params.id);
+      return { status: 204 };
+    },
+  };
+}

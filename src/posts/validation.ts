@@ -1,0 +1,171 @@
+import type { Db } from '../db/database.js';
+import type { Channel, Media } from '../db/schema.js';
+import { UnprocessableError, type ErrorDetail } from '../errors.js';
+import type { TikTokCreatorInfo, TikTokCreatorInfoSource } from '../providers/tiktok.js';
+import type { ProviderSettings } from './posts.js';
+import { tiktokCreatorProblems, tiktokProblems, youtubeProblems, type ItemFacts, type ItemPaths } from './provider-rules.js';
+import { withDefaults } from './settings.js';
+
+/** One post as a request describes it, before any rule is checked. */
+export interface PostDraft {
+  channelId: string;
+  content: string;
+  mediaIds: string[];
+  settings: ProviderSettings | undefined;
+  paths: ItemPaths;
+}
+
+/** A post that passed every rule, ready to store. */
+export interface CheckedPost {
+  channel: Channel;
+  paths: ItemPaths;
+  content: string;
+  mediaIds: string[];
+  /** With the defaults filled in; `null` when none were sent (allowed for the sandbox only). */
+  settings: ProviderSettings | null;
+}
+
+export interface CheckDependencies {
+  db: Db;
+  tiktok: TikTokCreatorInfoSource;
+}
+
+const PROVIDER_NAMES = { youtube: 'YouTube', tiktok: 'TikTok', sandbox: 'sandbox' } as const;
+
+function loadChannels(db: Db, organizationId: string, ids: string[]): Promise<Channel[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.selectFrom('channels').selectAll().where('organization_id', '=', organizationId).where('id', 'in', ids).execute();
+}
+
+function loadMedia(db: Db, organizationId: string, ids: string[]): Promise<Pick<Media, 'id' | 'kind'>[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.selectFrom('media').select(['id', 'kind']).where('organization_id', '=', organizationId).where('id', 'in', ids).execute();
+}
+
+/**
+ * Checks the drafts against the rules the contract cannot express: the channel and media belong to
+ * the organization, the channel is enabled, there is something to post, the settings fit the
+ * channel's provider and the provider's limits, and a TikTok account allows the choices. Every
+ * problem of every draft is reported, so a client fixes a request in one round trip. TikTok creator
+ * info that cannot be read is a `ProviderError` (502), thrown as is.
+ */
+export async function checkDrafts(
+  deps: CheckDependencies,
+  organizationId: string,
+  drafts: PostDraft[],
+): Promise<{ posts: CheckedPost[]; problems: ErrorDetail[] }> {
+  const unique = (values: string[]) => [...new Set(values)];
+  const [channels, media] = await Promise.all([
+    loadChannels(deps.db, organizationId, unique(drafts.map((d) => d.channelId))),
+    loadMedia(deps.db, organizationId, unique(drafts.flatMap((d) => d.mediaIds))),
+  ]);
+  const channelsById = new Map(channels.map((c) => [c.id, c]));
+  const mediaById = new Map(media.map((m) => [m.id, m]));
+  // One creator-info read per TikTok channel per request, however many items target it.
+  const creatorInfo = new Map<string, Promise<TikTokCreatorInfo>>();
+  const readCreatorInfo = (channel: Channel) => {
+    let info = creatorInfo.get(channel.id);
+    if (!info) {
+      info = deps.tiktok.creatorInfo(channel);
+      creatorInfo.set(channel.id, info);
+    }
+    return info;
+  };
+
+  const posts: CheckedPost[] = [];
+  const problems: ErrorDetail[] = [];
+  for (const draft of drafts) {
+    const { paths } = draft;
+    const itemProblems: ErrorDetail[] = [];
+    const channel = channelsById.get(draft.channelId);
+    if (!channel) {
+      itemProblems.push({ path: paths.channel, message: `There is no channel ${draft.channelId} in this organization.` });
+    } else if (channel.disabled) {
+      itemProblems.push({
+        path: paths.channel,
+        message: `Channel ${channel.id} is disabled and accepts no new posts; a user reconnects it in the web app.`,
+      });
+    }
+    draft.mediaIds.forEach((id, index) => {
+      if (!mediaById.has(id)) itemProblems.push({ path: `${paths.mediaIds}[${index}]`, message: `There is no media ${id} in this organization.` });
+    });
+    if (draft.content.trim() === '' && draft.mediaIds.length === 0) {
+      itemProblems.push({ path: paths.content, message: `A post needs content or media (channel ${draft.channelId}).` });
+    }
+
+    if (channel) {
+      const facts: ItemFacts = {
+        channelId: channel.id,
+        content: draft.content,
+        media: draft.mediaIds.every((id) => mediaById.has(id)) ? draft.mediaIds.map((id) => mediaById.get(id)!) : undefined,
+        paths,
+      };
+      itemProblems.push(...(await settingsProblems(facts, channel, draft.settings, readCreatorInfo)));
+    }
+
+    problems.push(...itemProblems);
+    if (channel && itemProblems.length === 0) {
+      posts.push({
+        channel,
+        paths,
+        content: draft.content,
+        mediaIds: draft.mediaIds,
+        settings: draft.settings ? withDefaults(draft.settings) : null,
+      });
+    }
+  }
+  return { posts, problems };
+}
+
+async function settingsProblems(
+  item: ItemFacts,
+  channel: Channel,
+  settings: ProviderSettings | undefined,
+  readCreatorInfo: (channel: Channel) => Promise<TikTokCreatorInfo>,
+): Promise<ErrorDetail[]> {
+  const provider = PROVIDER_NAMES[channel.provider];
+  const settingsPath = item.paths.settings;
+  if (!settings) {
+    if (channel.provider === 'sandbox') return [];
+    return [
+      settingsPath === undefined
+        ? {
+            path: item.paths.channel,
+            message: `Channel ${channel.id} is a ${provider} channel, which needs settings: use the per-channel form (posts) and send settings with __type "${channel.provider}".`,
+          }
+        : {
+            path: settingsPath,
+            message: `A ${provider} post needs settings with __type "${channel.provider}" (channel ${channel.id}).`,
+          },
+    ];
+  }
+  // settings are only ever sent in the per-channel form and on edits, which both have a path for them.
+  const path = settingsPath ?? 'settings';
+  if (settings.__type !== channel.provider) {
+    return [
+      {
+        path: `${path}.__type`,
+        message: `Channel ${channel.id} is a ${provider} channel; its settings need __type "${channel.provider}", not "${settings.__type}".`,
+      },
+    ];
+  }
+  switch (settings.__type) {
+    case 'youtube':
+      return youtubeProblems(item, settings, path);
+    case 'tiktok': {
+      const problems = tiktokProblems(item, settings, path);
+      if (channel.disabled) return problems;
+      let info: TikTokCreatorInfo;
+      try {
+        info = await readCreatorInfo(channel);
+      } catch (error) {
+        // A refusal of the adapter (e.g. TikTok not configured here) belongs to this item; an outage (502) to the whole request.
+        if (error instanceof UnprocessableError) return [...problems, { path: item.paths.channel, message: error.message }];
+        throw error;
+      }
+      return [...problems, ...tiktokCreatorProblems(item, settings, path, info)];
+    }
+    case 'sandbox':
+      return [];
+  }
+}

@@ -1,0 +1,453 @@
+import createClient, { type Client } from 'openapi-fetch';
+import { detectContentType } from './content-type.js';
+import { sendWithRetries } from './retry.js';
+import type { paths } from './spec.js';
+import type {
+  ChangePostStatusRequest,
+  ChannelList,
+  ChannelQuotaList,
+  ConnectionStatus,
+  CreatePostRequest,
+  CreatePostResponse,
+  Media,
+  MediaContentType,
+  MediaListQuery,
+  MediaPage,
+  Post,
+  PostFilters,
+  PostPage,
+  TikTokAnalytics,
+  TikTokAnalyticsQuery,
+  TikTokCreatorInfo,
+  TikTokVideo,
+  UpdatePostRequest,
+} from './types.js';
+
+/** The origin used when neither the constructor nor `SERVICE_API_URL` gives one. */
+export const DEFAULT_ORIGIN = 'http://localhost:3000';
+
+const DEFAULT_MAX_RETRIES = 2;
+const DEFAULT_MAX_RETRY_AFTER_SECONDS = 60;
+
+/** Options of a {@link Service} client. */
+export interface ServiceOptions {
+  /**
+   * How many times a call is retried after a network failure, a 429 or a 5xx (default 2); 0 turns
+   * retrying off. Each call can override it.
+   */
+  maxRetries?: number;
+  /**
+   * The longest `Retry-After` the client waits for, in seconds (default 60). When the server asks
+   * for a longer wait, the call fails at once with a {@link ServiceError} whose `retryAfter` says how long.
+   */
+  maxRetryAfter?: number;
+  /** The `fetch` requests are sent with (default `globalThis.fetch`), e.g. to add a proxy or logging. */
+  fetch?: (request: Request) => Promise<Response>;
+  /** Headers sent with every API request, e.g. a `User-Agent` naming your product. */
+  headers?: Record<string, string>;
+}
+
+/** Options of a single call. */
+export interface RequestOptions {
+  /** Retries for this call, instead of the client's `maxRetries`. */
+  maxRetries?: number;
+  /** Aborts the call (and any wait between retries); the call then rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Extra headers for this call. */
+  headers?: Record<string, string>;
+}
+
+/** Options of {@link Service.createPost}. */
+export interface CreatePostOptions extends RequestOptions {
+  /**
+   * The `Idempotency-Key` of this create (an `Idempotency-Key` in `headers` works too). By default
+   * the client makes a fresh UUID per call and keeps it across the call's retries; pass your own to make a create safe to repeat across
+   * calls or processes (within 24 hours the server answers the first result again).
+   */
+  idempotencyKey?: string;
+}
+
+/** Options of {@link Service.upload}. */
+export interface UploadOptions extends RequestOptions {
+  /** The file's type, when neither its first bytes nor its name tell it. */
+  contentType?: MediaContentType;
+}
+
+/** The body of a success: `sendWithRetries` has already thrown a `ServiceError` for every other answer. */
+function dataOf<T>(result: { data?: T }): T {
+  return result.data as T;
+}
+
+function headerOf(headers: Record<string, string> | undefined, name: string): string | undefined {
+  return Object.entries(headers ?? {}).find(([key]) => key.toLowerCase() === name)?.[1];
+}
+
+function defaultOrigin(): string {
+  // Read here rather than by the caller so a script configured by its environment needs no code.
+  const fromEnv = globalThis.process?.env?.SERVICE_API_URL;
+  return fromEnv ? fromEnv : DEFAULT_ORIGIN;
+}
+
+function checkRetries(value: number, name: string): number {
+  if (!Number.isInteger(value) || value < 0) throw new TypeError(`${name} must be a whole number ≥ 0, not ${value}.`);
+  return value;
+}
+
+/**
+ * The client of the Public API (`/public/v1`) of one installation.
+ *
+ * Every method resolves with the API's own answer (field names as in the API reference) and
+ * rejects with a {@link ServiceError}. Network failures, 429 and 5xx answers are retried with
+ * capped exponential backoff, honouring `Retry-After`.
+ *
+ * @example
+ * ```ts
+ * import Service from '@service/sdk';
+ *
+ * const service = new Service(process.env.SERVICE_API_KEY!, 'https://posts.example.com');
+ * const { data: channels } = await service.channels();
+ * ```
+ */
+export default class Service {
+  /** The origin requests go to, e.g. `http://localhost:3000`. */
+  readonly origin: string;
+  private readonly api: Client<paths>;
+  private readonly fetchRequest: (request: Request) => Promise<Response>;
+  private readonly maxRetries: number;
+  private readonly maxRetryAfter: number;
+
+  /**
+   * @param keyOrToken An API key (`svc_live_…`) or an OAuth access token (`pos_…`), sent as
+   *   `Authorization: Bearer <keyOrToken>`.
+   * @param origin The installation's origin; defaults to the `SERVICE_API_URL` environment
+   *   variable, else `http://localhost:3000`.
+   * @param options Retries, a custom `fetch`, extra headers.
+   */
+  constructor(keyOrToken: string, origin?: string, options: ServiceOptions = {}) {
+    if (typeof keyOrToken !== 'string' || keyOrToken.trim() === '') {
+      throw new TypeError('new Service(keyOrToken): give an API key (svc_live_…) or an OAuth access token (pos_…).');
+    }
+    const base = origin ?? defaultOrigin();
+    if (!URL.canParse(base)) throw new TypeError(`new Service(keyOrToken, origin): "${base}" is not a URL.`);
+    this.origin = base.replace(/\/+$/, '');
+    this.maxRetries = checkRetries(options.maxRetries ?? DEFAULT_MAX_RETRIES, 'maxRetries');
+    this.maxRetryAfter = options.maxRetryAfter ?? DEFAULT_MAX_RETRY_AFTER_SECONDS;
+    if (!(this.maxRetryAfter >= 0)) throw new TypeError(`maxRetryAfter must be a number of seconds ≥ 0, not ${options.maxRetryAfter}.`);
+    this.fetchRequest = options.fetch ?? ((request) => globalThis.fetch(request));
+    const credential = `Bearer ${keyOrToken.trim()}`;
+    this.api = createClient<paths>({ baseUrl: this.origin, headers: options.headers });
+    this.api.use({
+      onRequest({ request }) {
+        request.headers.set('Authorization', credential);
+        return request;
+      },
+    });
+  }
+
+  /** The init of one API call: its headers, its signal, and a `fetch` that retries by its policy. */
+  private init(options: RequestOptions | undefined, { replayable = true } = {}) {
+    return {
+      headers: options?.headers,
+      signal: options?.signal,
+      fetch: this.sender(options, { replayable, expectJson: true }),
+    };
+  }
+
+  private sender(options: RequestOptions | undefined, { replayable, expectJson }: { replayable: boolean; expectJson: boolean }) {
+    const maxRetries = checkRetries(options?.maxRetries ?? this.maxRetries, 'maxRetries');
+    return (request: Request) =>
+      sendWithRetries(request, {
+        fetch: this.fetchRequest,
+        maxRetries,
+        maxRetryAfter: this.maxRetryAfter,
+        replayable,
+        expectJson,
+      });
+  }
+
+  /**
+   * Checks the credential: resolves with the organization it acts for and whether it is an API key
+   * or an OAuth token; rejects with a 401 {@link ServiceError} when it is not valid.
+   *
+   * `GET /public/v1/is-connected`
+   */
+  async isConnected(options?: RequestOptions): Promise<ConnectionStatus> {
+    return dataOf(await this.api.GET('/public/v1/is-connected', this.init(options)));
+  }
+
+  /**
+   * Lists the organization's connected channels, oldest first: `{ data: Channel[] }`.
+   *
+   * `GET /public/v1/channels`
+   */
+  async channels(options?: RequestOptions): Promise<ChannelList> {
+    return dataOf(await this.api.GET('/public/v1/channels', this.init(options)));
+  }
+
+  /** The same as {@link Service.channels}. */
+  integrations(options?: RequestOptions): Promise<ChannelList> {
+    return this.channels(options);
+  }
+
+  /**
+   * Reads the daily publishing quota of every channel for the current UTC day.
+   *
+   * `GET /public/v1/channels/quota`
+   */
+  async quota(options?: RequestOptions): Promise<ChannelQuotaList> {
+    return dataOf(await this.api.GET('/public/v1/channels/quota', this.init(options)));
+  }
+
+  /**
+   * Creates one post per target channel, tied by one `group` id, to publish at `date`
+   * (`type: 'schedule'`), at once (`'now'`) or never (`'draft'`).
+   *
+   * The request carries an `Idempotency-Key` that stays the same across this call's retries, so a
+   * retry after a lost response never creates the posts twice.
+   *
+   * `POST /public/v1/posts`
+   */
+  async createPost(body: CreatePostRequest, options?: CreatePostOptions): Promise<CreatePostResponse> {
+    const idempotencyKey = options?.idempotencyKey ?? headerOf(options?.headers, 'idempotency-key') ?? globalThis.crypto.randomUUID();
+    return dataOf(
+      await this.api.POST('/public/v1/posts', {
+        ...this.init(options),
+        params: { header: { 'Idempotency-Key': idempotencyKey } },
+        body,
+      }),
+    );
+  }
+
+  /** The same as {@link Service.createPost}. */
+  post(body: CreatePostRequest, options?: CreatePostOptions): Promise<CreatePostResponse> {
+    return this.createPost(body, options);
+  }
+
+  /**
+   * Lists one page of posts, ordered by `scheduledAt`, filtered by date range (`from`, `to`),
+   * `channelId`, `status` and `group`. Pass `nextCursor` back as `cursor` for the next page, or use
+   * {@link Service.iteratePosts}.
+   *
+   * `GET /public/v1/posts`
+   */
+  async listPosts(filters: PostFilters = {}, options?: RequestOptions): Promise<PostPage> {
+    return dataOf(await this.api.GET('/public/v1/posts', { ...this.init(options), params: { query: filters } }));
+  }
+
+  /** The same as {@link Service.listPosts}. */
+  postList(filters: PostFilters = {}, options?: RequestOptions): Promise<PostPage> {
+    return this.listPosts(filters, options);
+  }
+
+  /**
+   * Every post matching `filters`, page after page.
+   *
+   * @example
+   * ```ts
+   * for await (const post of service.iteratePosts({ status: ['failed'] })) console.log(post.id, post.error);
+   * ```
+   */
+  async *iteratePosts(filters: Omit<PostFilters, 'cursor'> = {}, options?: RequestOptions): AsyncGenerator<Post, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listPosts({ ...filters, cursor }, options);
+      yield* page.data;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /**
+   * Reads one post.
+   *
+   * `GET /public/v1/posts/{id}`
+   */
+  async getPost(id: string, options?: RequestOptions): Promise<Post> {
+    return dataOf(await this.api.GET('/public/v1/posts/{id}', { ...this.init(options), params: { path: { id } } }));
+  }
+
+  /**
+   * Changes the content, media or settings of a post not yet on its way to the network; only the
+   * fields given change.
+   *
+   * `PATCH /public/v1/posts/{id}`
+   */
+  async updatePost(id: string, changes: UpdatePostRequest, options?: RequestOptions): Promise<Post> {
+    return dataOf(
+      await this.api.PATCH('/public/v1/posts/{id}', { ...this.init(options), params: { path: { id } }, body: changes }),
+    );
+  }
+
+  /**
+   * Sets when a post publishes and makes it `scheduled` (from `draft`, `scheduled` or `failed`).
+   *
+   * `POST /public/v1/posts/{id}/schedule`
+   */
+  async schedulePost(id: string, scheduledAt: string | Date, options?: RequestOptions): Promise<Post> {
+    const at = scheduledAt instanceof Date ? scheduledAt.toISOString() : scheduledAt;
+    return dataOf(
+      await this.api.POST('/public/v1/posts/{id}/schedule', {
+        ...this.init(options),
+        params: { path: { id } },
+        body: { scheduledAt: at },
+      }),
+    );
+  }
+
+  /**
+   * Moves a post between `draft` and `scheduled` (a `failed` post may go to either).
+   *
+   * `PATCH /public/v1/posts/{id}/status`
+   */
+  async changePostStatus(id: string, status: ChangePostStatusRequest['status'], options?: RequestOptions): Promise<Post> {
+    return dataOf(
+      await this.api.PATCH('/public/v1/posts/{id}/status', {
+        ...this.init(options),
+        params: { path: { id } },
+        body: { status },
+      }),
+    );
+  }
+
+  /**
+   * Deletes a post; a scheduled post is then never published.
+   *
+   * `DELETE /public/v1/posts/{id}`
+   */
+  async deletePost(id: string, options?: RequestOptions): Promise<void> {
+    await this.api.DELETE('/public/v1/posts/{id}', { ...this.init(options), params: { path: { id } } });
+  }
+
+  /**
+   * Lists one page of media, newest first; or use {@link Service.iterateMedia}.
+   *
+   * `GET /public/v1/media`
+   */
+  async listMedia(page: MediaListQuery = {}, options?: RequestOptions): Promise<MediaPage> {
+    return dataOf(await this.api.GET('/public/v1/media', { ...this.init(options), params: { query: page } }));
+  }
+
+  /** Every media item, page after page, newest first. */
+  async *iterateMedia(options?: RequestOptions): AsyncGenerator<Media, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listMedia({ cursor }, options);
+      yield* page.data;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /**
+   * Uploads a file as media in the API's three signed-upload steps: creates the upload, PUTs the
+   * bytes to the signed URL it answers (with exactly the headers it names and no credential),
+   * then completes it.
+   *
+   * The content type is read from the file's first bytes, else from the extension of `fileName`
+   * (or given as `options.contentType`); a file of none of the accepted types throws a `TypeError`
+   * before any request.
+   *
+   * `POST /public/v1/media/uploads`, `PUT <uploadUrl>`, `POST /public/v1/media/uploads/{uploadId}/complete`
+   */
+  async upload(data: Uint8Array | ArrayBuffer, fileName: string, options?: UploadOptions): Promise<Media> {
+    const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+    const contentType = options?.contentType ?? detectContentType(bytes, fileName);
+    if (contentType === undefined) {
+      throw new TypeError(
+        `upload: cannot tell the type of "${fileName}" from its bytes or its name; accepted are JPEG, PNG, GIF, WebP, MP4, QuickTime and WebM (or pass options.contentType).`,
+      );
+    }
+    const upload = dataOf(
+      await this.api.POST('/public/v1/media/uploads', {
+        ...this.init(options),
+        body: { fileName, contentType, size: bytes.byteLength },
+      }),
+    );
+    // Content-Length is fetch's to set from the body (the Fetch standard forbids setting it by
+    // hand, and browsers ignore it); the API names it for clients that send raw HTTP.
+    const headers = Object.entries(upload.headers).filter(([name]) => name.toLowerCase() !== 'content-length');
+    const put = new Request(upload.uploadUrl, {
+      method: upload.method,
+      headers,
+      body: bytes,
+      signal: options?.signal,
+    });
+    const sent = await this.sender(options, { replayable: true, expectJson: false })(put);
+    await sent.body?.cancel();
+    return dataOf(
+      await this.api.POST('/public/v1/media/uploads/{uploadId}/complete', {
+        ...this.init(options),
+        params: { path: { uploadId: upload.uploadId } },
+      }),
+    );
+  }
+
+  /**
+   * Creates media from a public `http(s)` URL, which the server downloads.
+   *
+   * Retried after a 429 only: after a network failure or a 5xx the server may already have
+   * created the media, so the call fails rather than risk creating it twice.
+   *
+   * `POST /public/v1/media/upload-from-url`
+   */
+  async uploadFromUrl(url: string, options?: RequestOptions): Promise<Media> {
+    return dataOf(
+      await this.api.POST('/public/v1/media/upload-from-url', {
+        ...this.init(options, { replayable: false }),
+        body: { url },
+      }),
+    );
+  }
+
+  /**
+   * Deletes media and its file (refused with 409 while a scheduled post uses it).
+   *
+   * `DELETE /public/v1/media/{id}`
+   */
+  async deleteMedia(id: string, options?: RequestOptions): Promise<void> {
+    await this.api.DELETE('/public/v1/media/{id}', { ...this.init(options), params: { path: { id } } });
+  }
+
+  /**
+   * Reads what a TikTok account allows right now. Call it right before building a TikTok direct
+   * post, offer the user only these options, and send the TikTok item only when `canPost` is true.
+   *
+   * `GET /public/v1/channels/{id}/tiktok/creator-info`
+   */
+  async tiktokCreatorInfo(channelId: string, options?: RequestOptions): Promise<TikTokCreatorInfo> {
+    return dataOf(
+      await this.api.GET('/public/v1/channels/{id}/tiktok/creator-info', {
+        ...this.init(options),
+        params: { path: { id: channelId } },
+      }),
+    );
+  }
+
+  /**
+   * Reads a TikTok account's totals and one page of the videos it published in the last `days`
+   * days (default 7); pass `nextCursor` back as `cursor` for more, or use
+   * {@link Service.iterateTiktokVideos}.
+   *
+   * `GET /public/v1/channels/{id}/tiktok/analytics`
+   */
+  async tiktokAnalytics(channelId: string, query: TikTokAnalyticsQuery = {}, options?: RequestOptions): Promise<TikTokAnalytics> {
+    return dataOf(
+      await this.api.GET('/public/v1/channels/{id}/tiktok/analytics', {
+        ...this.init(options),
+        params: { path: { id: channelId }, query },
+      }),
+    );
+  }
+
+  /** Every video a TikTok account published in the last `days` days (default 7), newest first. */
+  async *iterateTiktokVideos(
+    channelId: string,
+    query: Omit<TikTokAnalyticsQuery, 'cursor'> = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<TikTokVideo, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.tiktokAnalytics(channelId, { ...query, cursor }, options);
+      yield* page.videos;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+}

@@ -1,0 +1,113 @@
+import type { components, operations } from './spec.js';
+// For the {@link Service} references of the documentation comments below.
+import type Service from './client.js';
+
+type Schemas = components['schemas'];
+
+/** The social network of a channel: `youtube`, `tiktok` or `sandbox` (more may be added within v1). */
+export type Provider = Schemas['Provider'];
+
+/** The answer of {@link Service.isConnected}: the organization the credential acts for and its kind. */
+export type ConnectionStatus = Schemas['ConnectionStatus'];
+
+/** A social account connected to the organization. */
+export type Channel = Schemas['Channel'];
+
+/** The answer of {@link Service.channels}: `{ data: Channel[] }`. */
+export type ChannelList = Schemas['ChannelList'];
+
+/** How many more posts a channel may publish in the current UTC day. */
+export type ChannelQuota = Schemas['ChannelQuota'];
+
+/** The answer of {@link Service.quota}: `{ data: ChannelQuota[] }`. */
+export type ChannelQuotaList = Schemas['ChannelQuotaList'];
+
+/** Where a post is in its life: `draft`, `scheduled`, `publishing`, `published` or `failed`. */
+export type PostStatus = Schemas['PostStatus'];
+
+/** One post to one channel. */
+export type Post = Schemas['Post'];
+
+/** One page of posts: `{ data, nextCursor }`. */
+export type PostPage = Schemas['PostPage'];
+
+/** What happens to created posts: `schedule` (at `date`), `now` or `draft`. */
+export type CreatePostType = Schemas['CreatePostType'];
+
+/** The body of {@link Service.createPost}: the single-content form or the per-channel form. */
+export type CreatePostRequest = Schemas['CreatePostRequest'];
+
+/** The single-content form: the same `content` and `mediaIds` for every channel of `channelIds`. */
+export type CreatePostSingleContent = Schemas['CreatePostSingleContent'];
+
+/** The per-channel form: one item per channel in `posts`, each with its own settings. */
+export type CreatePostPerChannel = Schemas['CreatePostPerChannel'];
+
+/** One item of the per-channel form. */
+export type PostItem = Schemas['PostItem'];
+
+/** The answer of {@link Service.createPost}: the `group` id and the created posts, in request order. */
+export type CreatePostResponse = Schemas['CreatePostResponse'];
+
+/** The fields {@link Service.updatePost} changes; at least one. */
+export type UpdatePostRequest = Schemas['UpdatePostRequest'];
+
+/** The body of {@link Service.changePostStatus}: the status to move a post to, `draft` or `scheduled`. */
+export type ChangePostStatusRequest = Schemas['ChangePostStatusRequest'];
+
+/** The body of {@link Service.schedulePost}: when to publish. */
+export type SchedulePostRequest = Schemas['SchedulePostRequest'];
+
+/** The filters and page of {@link Service.listPosts}. */
+export type PostFilters = NonNullable<operations['listPosts']['parameters']['query']>;
+
+/** Provider settings of a post item, told apart by `__type`. */
+export type ProviderSettings = Schemas['ProviderSettings'];
+
+/** How a video is published on YouTube (`__type: 'youtube'`). */
+export type YouTubeSettings = Schemas['YouTubeSettings'];
+
+/** How a video is posted to TikTok (`__type: 'tiktok'`); build it from the channel's creator info. */
+export type TikTokSettings = Schemas['TikTokSettings'];
+
+/** Settings of the built-in sandbox provider (`__type: 'sandbox'`), which publishes nowhere. */
+export type SandboxSettings = Schemas['SandboxSettings'];
+
+/** Who can see a TikTok post. */
+export type TikTokPrivacyLevel = Schemas['TikTokPrivacyLevel'];
+
+/** An image or video that posts can attach. */
+export type Media = Schemas['Media'];
+
+/** One page of media: `{ data, nextCursor }`. */
+export type MediaPage = Schemas['MediaPage'];
+
+/** The file types accepted as media. */
+export type MediaContentType = Schemas['MediaContentType'];
+
+/** The page of {@link Service.listMedia}: `limit` and `cursor`. */
+export type MediaListQuery = NonNullable<operations['listMedia']['parameters']['query']>;
+
+/** The body of step 1 of {@link Service.upload}: the file's name, type and exact size. */
+export type CreateUploadRequest = Schemas['CreateUploadRequest'];
+
+/** Where and how to send the bytes of a signed upload (step 1 of {@link Service.upload}). */
+export type Upload = Schemas['Upload'];
+
+/** What a TikTok account allows right now; read it before every TikTok direct post. */
+export type TikTokCreatorInfo = Schemas['TikTokCreatorInfo'];
+
+/** TikTok account totals and one page of recent videos. */
+export type TikTokAnalytics = Schemas['TikTokAnalytics'];
+
+/** One TikTok video with its counters. */
+export type TikTokVideo = Schemas['TikTokVideo'];
+
+/** The period and page of {@link Service.tiktokAnalytics}: `days` (1–60, default 7) and `cursor`. */
+export type TikTokAnalyticsQuery = NonNullable<operations['tiktokAnalytics']['parameters']['query']>;
+
+/** One problem of a failed request: the field (`posts[1].settings.privacyLevel`) and what is wrong with it. */
+export type ErrorDetail = Schemas['ErrorDetail'];
+
+/** The body of every non-2xx response of the Public API. */
+export type ErrorBody = Schemas['Error'];

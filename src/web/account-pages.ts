@@ -1,0 +1,188 @@
+import express, { type Router } from 'express';
+import { createOrganizationWithOwner, findUserByEmail, listUserOrganizations, normalizeEmail } from '../accounts/organizations.js';
+import { hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from '../accounts/passwords.js';
+import type { AppContext } from '../context.js';
+import { clientAddress } from '../http/client-address.js';
+import { RateLimiter, type RateLimitState } from '../http/rate-limit.js';
+import type { CsrfTokens } from './csrf.js';
+import { attempt } from './forms.js';
+import { formExpired, renderErrorPage, renderPage } from './render.js';
+import { createSession, deleteSession, setSessionOrganization } from './sessions.js';
+import {
+  anonymousFormToken,
+  field,
+  safeNext,
+  verifyAnonymousForm,
+  verifySessionForm,
+  visitorOf,
+  type BrowserCookies,
+} from './visitor.js';
+
+// The account checks say what is wrong with a field ("must be at least 8 characters"); the summary
+// above the form lists them apart from their fields, so each starts with the field's label.
+const SIGNUP_LABELS: Record<string, string> = {
+  name: 'Your name',
+  email: 'Email',
+  password: 'Password',
+  organizationName: 'Organization name',
+};
+
+function withLabels(errors: Record<string, string>, labels: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(errors).map(([field, message]) => [field, labels[field] ? `${labels[field]} ${message}` : message]));
+}
+
+// Password guessing: this many failed log-ins per email address per window, then a pause.
+const LOGIN_FAILURES = { max: 10, windowSeconds: 15 * 60 };
+
+const minutes = (state: RateLimitState) => Math.ceil(state.resetSeconds / 60);
+
+/** Sign up, log in, log out and the organization switcher. */
+export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: CsrfTokens): Router {
+  const router = express.Router();
+  const { loginFailuresPerAddress, signupsPerAddress, windowSeconds } = ctx.config.accountLimits;
+  const loginFailures = new RateLimiter(ctx.db, 'login', LOGIN_FAILURES, ctx.clock);
+  // Per address as well as per email: one address trying a few passwords on many emails (password
+  // spraying) stays under every email's limit.
+  const addressLoginFailures = new RateLimiter(ctx.db, 'login-address', { max: loginFailuresPerAddress, windowSeconds }, ctx.clock);
+  // Every sign-up hashes a password with scrypt (32 MiB, tens of milliseconds) and creates rows.
+  const addressSignups = new RateLimiter(ctx.db, 'signup-address', { max: signupsPerAddress, windowSeconds }, ctx.clock);
+  // Checked against when the email is unknown, so a failed log-in takes as long either way.
+  let decoy: Promise<string> | undefined;
+  const decoyHash = () => (decoy ??= hashPassword('not anybody’s password'));
+
+  const showLogin = async (req: express.Request, res: express.Response, next: string, status = 200, extra: object = {}) => {
+    renderPage(
+      res,
+      'login',
+      {
+        title: 'Log in',
+        csrfToken: await anonymousFormToken(req, res, cookies, csrf),
+        next,
+        values: {},
+        reason: next.startsWith('/oauth/authorize') ? 'An app is asking for access to your account: log in to review the request.' : undefined,
+        ...extra,
+      },
+      status,
+    );
+  };
+
+  const showSignup = async (req: express.Request, res: express.Response, next: string, status = 200, extra: object = {}) => {
+    renderPage(
+      res,
+      'signup',
+      {
+        title: 'Sign up',
+        csrfToken: await anonymousFormToken(req, res, cookies, csrf),
+        next,
+        values: {},
+        minPasswordLength: MIN_PASSWORD_LENGTH,
+        reason: next.startsWith('/oauth/authorize') ? 'An app is asking for access to your account: create one to review the request.' : undefined,
+        ...extra,
+      },
+      status,
+    );
+  };
+
+  router.get('/', (_req, res) => {
+    res.redirect(302, visitorOf(res) ? '/settings/developers/apps' : '/login');
+  });
+
+  router.get('/login', async (req, res) => {
+    const next = safeNext(req.query.next);
+    if (visitorOf(res)) return res.redirect(303, next);
+    await showLogin(req, res, next);
+  });
+
+  router.post('/login', async (req, res) => {
+    if (!(await verifyAnonymousForm(req, cookies, csrf))) return formExpired(res);
+    const next = safeNext(field(req, 'next'));
+    const email = normalizeEmail(field(req, 'email'));
+    const values = { email: field(req, 'email') };
+    const address = clientAddress(req);
+    // Counted as a failure before the password is checked, so that guesses sent all at once cannot
+    // each pass the limits before any of them is counted; a refused or successful attempt is taken back.
+    const [forEmail, forAddress] = await Promise.all([loginFailures.hit(email), addressLoginFailures.hit(address)]);
+    const takeBack = () => Promise.all([loginFailures.takeBack(email, forEmail), addressLoginFailures.takeBack(address, forAddress)]);
+    if (!forEmail.allowed || !forAddress.allowed) {
+      await takeBack();
+      const waitFor = Math.max(...[forEmail, forAddress].filter((state) => !state.allowed).map((state) => state.resetSeconds));
+      res.setHeader('Retry-After', String(waitFor));
+      const extra = !forEmail.allowed
+        ? { errors: { email: `Too many failed attempts for this email; try again in ${minutes(forEmail)} minutes.` } }
+        : { throttled: `Too many failed log-ins from your network address; try again in ${minutes(forAddress)} minutes.` };
+      return showLogin(req, res, next, 429, { values, ...extra });
+    }
+    const user = await findUserByEmail(ctx.db, email);
+    const passwordMatches = await verifyPassword(field(req, 'password'), user?.password_hash ?? (await decoyHash()));
+    if (!user || !passwordMatches) {
+      return showLogin(req, res, next, 401, { values, errors: { email: 'The email or the password is not right.' } });
+    }
+    await takeBack();
+    const organizations = await listUserOrganizations(ctx.db, user.id);
+    const { token } = await createSession(ctx.db, user.id, organizations[0]?.id ?? null, ctx.clock());
+    cookies.setSession(res, token);
+    res.redirect(303, next);
+  });
+
+  router.get('/signup', async (req, res) => {
+    const next = safeNext(req.query.next);
+    if (visitorOf(res)) return res.redirect(303, next);
+    await showSignup(req, res, next);
+  });
+
+  router.post('/signup', async (req, res) => {
+    if (!(await verifyAnonymousForm(req, cookies, csrf))) return formExpired(res);
+    const next = safeNext(field(req, 'next'));
+    const values = { name: field(req, 'name'), email: field(req, 'email'), organizationName: field(req, 'organizationName') };
+    // Counted before trying, like log-ins; a form refused for a field that is not valid is taken back
+    // (nothing was hashed, and a person correcting typos should not run out of attempts).
+    const address = clientAddress(req);
+    const signup = await addressSignups.hit(address);
+    if (!signup.allowed) {
+      await addressSignups.takeBack(address, signup);
+      res.setHeader('Retry-After', String(signup.resetSeconds));
+      return showSignup(req, res, next, 429, { values, throttled: `Too many sign-ups from your network address; try again in ${minutes(signup)} minutes.` });
+    }
+    // An existing email counts: the answer tells whether an account exists.
+    if (await findUserByEmail(ctx.db, values.email)) {
+      return showSignup(req, res, next, 409, { values, errors: { email: 'An account with this email exists already: log in instead.' } });
+    }
+    const created = await attempt(() =>
+      createOrganizationWithOwner(ctx.db, {
+        organizationName: values.organizationName,
+        email: values.email,
+        password: field(req, 'password'),
+        userName: values.name,
+      }),
+    );
+    if (!created.ok) {
+      if (created.status === 400) await addressSignups.takeBack(address, signup);
+      return showSignup(req, res, next, 400, { values, errors: withLabels(created.errors, SIGNUP_LABELS) });
+    }
+    const { token } = await createSession(ctx.db, created.value.user.id, created.value.organization.id, ctx.clock());
+    cookies.setSession(res, token);
+    res.redirect(303, next);
+  });
+
+  router.post('/logout', async (req, res) => {
+    const visitor = visitorOf(res);
+    if (visitor) {
+      if (!(await verifySessionForm(req, visitor, csrf))) return formExpired(res);
+      await deleteSession(ctx.db, visitor.session.id);
+    }
+    cookies.clearSession(res);
+    res.redirect(303, '/login');
+  });
+
+  router.post('/session/organization', async (req, res) => {
+    const visitor = visitorOf(res);
+    if (!visitor) return res.redirect(303, '/login');
+    if (!(await verifySessionForm(req, visitor, csrf))) return formExpired(res);
+    const organization = visitor.organizations.find((o) => o.id === field(req, 'organization_id'));
+    if (!organization) return renderErrorPage(res, 404, 'No such organization', 'You do not belong to this organization.');
+    await setSessionOrganization(ctx.db, visitor.session.id, organization.id);
+    res.redirect(303, safeNext(field(req, 'next')));
+  });
+
+  return router;
+}

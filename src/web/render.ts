@@ -1,0 +1,79 @@
+import { fileURLToPath } from 'node:url';
+import { Eta } from 'eta';
+import type { RequestHandler, Response } from 'express';
+import type { Visitor } from './visitor.js';
+
+const TEMPLATES_DIR = fileURLToPath(new URL('./templates/', import.meta.url));
+export const ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url));
+
+// autoEscape: every `<%= %>` is HTML-escaped, so names and descriptions typed by app developers
+// cannot become markup on the consent page. Raw output (`<%~ %>`) is used only for rendered templates.
+const eta = new Eta({ views: TEMPLATES_DIR, autoEscape: true, cache: true });
+
+export interface PagePolicy {
+  /** Origins a form submission may end up at besides this site (an app's redirect URL after consent). */
+  formOrigins?: string[];
+}
+
+/**
+ * Pages load nothing from elsewhere (no third-party scripts, styles, fonts or images: apps' pictures
+ * are served from this site), cannot be framed (clickjacking of the consent page, RFC 6819 §4.4.1.9),
+ * leak no URL in a Referer and are never cached.
+ */
+export function contentSecurityPolicy(policy: PagePolicy = {}): string {
+  const forms = ["'self'", ...(policy.formOrigins ?? [])].join(' ');
+  return [
+    "default-src 'none'",
+    "style-src 'self'",
+    "script-src 'self'",
+    "img-src 'self'",
+    `form-action ${forms}`,
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; ');
+}
+
+function setPageHeaders(res: Response, policy?: PagePolicy): void {
+  res.setHeader('Content-Security-Policy', contentSecurityPolicy(policy));
+  res.setHeader('X-Frame-Options', 'DENY');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Cache-Control', 'no-store');
+}
+
+export function securityHeaders(): RequestHandler {
+  return (_req, res, next) => {
+    setPageHeaders(res);
+    next();
+  };
+}
+
+export interface PageData {
+  title: string;
+  visitor?: Visitor | undefined;
+  /** The path of the page, for the navigation and the organization switcher's way back. */
+  path?: string;
+  [name: string]: unknown;
+}
+
+/** Writes a page with the headers above, also when it answers an error that no middleware saw coming. */
+export function renderPage(res: Response, template: string, data: PageData, status = 200, policy?: PagePolicy): void {
+  setPageHeaders(res, policy);
+  const html = eta.render(template, { visitor: res.locals.visitor, path: '/', ...data });
+  res.status(status).type('html').send(html);
+}
+
+/** A page that explains what went wrong and links somewhere useful; never a stack trace. */
+export function renderErrorPage(res: Response, status: number, title: string, message: string): void {
+  renderPage(res, 'error', { title, message }, status);
+}
+
+/** A form whose CSRF token does not match this browser's session (or pre-session cookie). */
+export function formExpired(res: Response): void {
+  renderErrorPage(
+    res,
+    403,
+    'This form has expired',
+    'The form was not sent from this page of the site, or your session changed since it was shown. Go back, reload the page and try again.',
+  );
+}

@@ -1,0 +1,39 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger, redactUrl } from '../src/logger.js';
+import { createOrganization, type TestOrganization } from './support/fixtures.js';
+import { json } from './support/http.js';
+import { startTestServer, type TestServer } from './support/server.js';
+
+const lines: Record<string, unknown>[] = [];
+let server: TestServer;
+let org: TestOrganization;
+
+beforeAll(async () => {
+  const logger = createLogger({ logLevel: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  server = await startTestServer({ logger });
+  org = await createOrganization(server.ctx.db);
+});
+afterAll(() => server?.close());
+
+describe('request logs', () => {
+  it('carry the request id of the response and no credential', async () => {
+    const response = await server.fetch(`/public/v1/channels?access_token=${org.apiKey}`, {
+      headers: { Authorization: `Bearer ${org.apiKey}`, Cookie: 'session=secret-cookie' },
+    });
+    const requestId = response.headers.get('x-request-id');
+    expect(requestId).toMatch(/^req_/);
+    const body = await json(response);
+    expect(body.error.requestId).toBe(requestId);
+
+    const line = lines.find((entry) => entry.requestId === requestId);
+    expect(line).toBeDefined();
+    const text = JSON.stringify(lines);
+    expect(text).not.toContain(org.apiKey);
+    expect(text).not.toContain('secret-cookie');
+  });
+
+  it('redact sensitive query values', () => {
+    expect(redactUrl('/cb?code=abc&state=xyz&client_secret=s')).toBe('/cb?code=%5BREDACTED%5D&state=xyz&client_secret=%5BREDACTED%5D');
+    expect(redactUrl('/public/v1/posts?limit=5')).toBe('/public/v1/posts?limit=5');
+  });
+});

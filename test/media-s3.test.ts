@@ -1,0 +1,140 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOrganization, type TestOrganization } from './support/fixtures.js';
+import { json } from './support/http.js';
+import { jpeg, mp4, png } from './support/media-samples.js';
+import { startS3Server, type TestS3Server } from './support/s3-server.js';
+import { startTestServer, type TestServer } from './support/server.js';
+
+let s3: TestS3Server;
+let server: TestServer;
+let acme: TestOrganization;
+
+beforeAll(async () => {
+  s3 = await startS3Server();
+  server = await startTestServer({ env: { ...s3.env, MEDIA_FETCH_ALLOW_PRIVATE: 'true' } });
+  acme = await createOrganization(server.ctx.db, 'Acme');
+});
+afterAll(async () => {
+  await server?.close();
+  await s3?.close();
+});
+
+async function startUpload(fileName: string, contentType: string, size: number) {
+  const response = await server.fetch('/public/v1/media/uploads', {
+    method: 'POST',
+    headers: { ...acme.auth, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ fileName, contentType, size }),
+  });
+  expect(response.status).toBe(201);
+  return json(response);
+}
+
+const complete = (uploadId: string) =>
+  server.fetch(`/public/v1/media/uploads/${uploadId}/complete`, { method: 'POST', headers: acme.auth });
+
+describe('signed upload on S3-compatible storage', () => {
+  it('PUTs straight to the bucket with a presigned URL, completes, and serves a presigned download', async () => {
+    const bytes = mp4(10_000);
+    const upload = await startUpload('trailer.mp4', 'video/mp4', bytes.length);
+    const url = new URL(upload.uploadUrl);
+    expect(url.origin).toBe(s3.endpoint);
+    expect(url.pathname).toBe(`/${s3.bucket}/uploads/${acme.id}/${upload.uploadId}`);
+    expect(url.searchParams.get('X-Amz-SignedHeaders')).toBe('content-length;content-type;host');
+    expect(upload.headers).toEqual({ 'Content-Type': 'video/mp4', 'Content-Length': '10000' });
+
+    const put = await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes });
+    expect(put.status).toBe(200);
+    expect(await s3.has(`uploads/${acme.id}/${upload.uploadId}`)).toBe(true);
+
+    const response = await complete(upload.uploadId);
+    expect(response.status).toBe(200);
+    const media = await json(response);
+    expect(media).toMatchObject({ fileName: 'trailer.mp4', contentType: 'video/mp4', kind: 'video', size: 10_000 });
+    expect(await s3.has(`media/${acme.id}/${media.id}`)).toBe(true);
+    expect(await s3.has(`uploads/${acme.id}/${upload.uploadId}`)).toBe(false);
+
+    const download = await fetch(media.url);
+    expect(download.status).toBe(200);
+    expect(download.headers.get('content-type')).toBe('video/mp4');
+    expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
+
+    expect((await json(await complete(upload.uploadId))).id).toBe(media.id);
+
+    const deleted = await server.fetch(`/public/v1/media/${media.id}`, { method: 'DELETE', headers: acme.auth });
+    expect(deleted.status).toBe(204);
+    expect(await s3.has(`media/${acme.id}/${media.id}`)).toBe(false);
+  });
+
+  it('is refused by the storage when the URL is altered or the body has another size or type', async () => {
+    const bytes = png();
+    const upload = await startUpload('logo.png', 'image/png', bytes.length);
+    const tampered = new URL(upload.uploadUrl);
+    tampered.searchParams.set('X-Amz-Signature', '0'.repeat(64));
+
+    const attempts = [
+      fetch(tampered, { method: 'PUT', headers: upload.headers, body: bytes }),
+      fetch(upload.uploadUrl, { method: 'PUT', headers: { 'Content-Type': 'image/png' }, body: Buffer.concat([bytes, bytes]) }),
+      fetch(upload.uploadUrl, { method: 'PUT', headers: { 'Content-Type': 'image/jpeg' }, body: bytes }),
+    ];
+    for (const response of await Promise.all(attempts)) {
+      expect(response.status).toBe(403);
+      expect(await response.text()).toContain('SignatureDoesNotMatch');
+    }
+    expect(await s3.has(`uploads/${acme.id}/${upload.uploadId}`)).toBe(false);
+    expect((await complete(upload.uploadId)).status).toBe(409);
+  });
+
+  it('refuses bytes of another type than declared and deletes them from the bucket', async () => {
+    const bytes = jpeg(3000);
+    const upload = await startUpload('photo.png', 'image/png', bytes.length);
+    expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
+
+    const response = await complete(upload.uploadId);
+    expect(response.status).toBe(422);
+    expect((await json(response)).error.message).toContain('image/jpeg');
+    expect(await s3.has(`uploads/${acme.id}/${upload.uploadId}`)).toBe(false);
+    const media = await server.ctx.db.selectFrom('media').select('id').where('organization_id', '=', acme.id).execute();
+    expect(media.map((row) => row.id)).toEqual([]);
+  });
+
+  it('refuses stored bytes whose size differs from the declared one', async () => {
+    // A storage that does not enforce the signed length (or an object written by other means).
+    const upload = await startUpload('odd.png', 'image/png', 500);
+    const bytes = png();
+    const { Readable } = await import('node:stream');
+    await server.ctx.storage.put(`uploads/${acme.id}/${upload.uploadId}`, Readable.from([bytes]), {
+      contentType: 'image/png',
+      size: bytes.length,
+    });
+    const response = await complete(upload.uploadId);
+    expect(response.status).toBe(422);
+    expect((await json(response)).error.message).toBe(
+      `The upload has ${bytes.length} bytes but 500 were declared; start a new upload.`,
+    );
+    expect(await s3.has(`uploads/${acme.id}/${upload.uploadId}`)).toBe(false);
+  });
+
+  it('stores a file downloaded from a URL in the bucket', async () => {
+    const bytes = png();
+    const remote = http.createServer((_req, res) => res.end(bytes));
+    await new Promise<void>((resolve) => remote.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = remote.address() as AddressInfo;
+      const response = await server.fetch('/public/v1/media/upload-from-url', {
+        method: 'POST',
+        headers: { ...acme.auth, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ url: `http://127.0.0.1:${port}/brand/logo.png` }),
+      });
+      expect(response.status).toBe(201);
+      const media = await json(response);
+      expect(media).toMatchObject({ fileName: 'logo.png', contentType: 'image/png', size: bytes.length });
+      expect(await s3.has(`media/${acme.id}/${media.id}`)).toBe(true);
+      const download = await fetch(media.url);
+      expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
+    } finally {
+      await new Promise((resolve) => remote.close(resolve));
+    }
+  });
+});

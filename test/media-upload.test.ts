@@ -1,0 +1,399 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOrganization, type TestOrganization } from './support/fixtures.js';
+import { json } from './support/http.js';
+import { jpeg, mp4, pdf, png } from './support/media-samples.js';
+import { startTestServer, type TestServer } from './support/server.js';
+
+let server: TestServer;
+let acme: TestOrganization;
+let globex: TestOrganization;
+
+beforeAll(async () => {
+  server = await startTestServer({ env: { MEDIA_MAX_IMAGE_BYTES: '100000' } });
+  acme = await createOrganization(server.ctx.db, 'Acme');
+  globex = await createOrganization(server.ctx.db, 'Globex');
+});
+afterAll(() => server?.close());
+
+interface UploadAnswer {
+  uploadId: string;
+  uploadUrl: string;
+  method: 'PUT';
+  headers: Record<string, string>;
+  expiresAt: string;
+}
+
+async function createUpload(org: TestOrganization, body: object) {
+  return server.fetch('/public/v1/media/uploads', {
+    method: 'POST',
+    headers: { ...org.auth, 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+}
+
+async function startUpload(org: TestOrganization, fileName: string, contentType: string, size: number): Promise<UploadAnswer> {
+  const response = await createUpload(org, { fileName, contentType, size });
+  expect(response.status).toBe(201);
+  return json(response);
+}
+
+function put(upload: UploadAnswer, bytes: Buffer, headers: Record<string, string> = upload.headers, url = upload.uploadUrl) {
+  return fetch(url, { method: 'PUT', headers, body: bytes });
+}
+
+function complete(org: TestOrganization, uploadId: string) {
+  return server.fetch(`/public/v1/media/uploads/${uploadId}/complete`, { method: 'POST', headers: org.auth });
+}
+
+const mediaDir = () => path.join(server.ctx.config.dataDir, 'media');
+/** Every file under the media directory, relative to it (temporary files included). */
+function storedFiles(): string[] {
+  if (!fs.existsSync(mediaDir())) return [];
+  return (fs.readdirSync(mediaDir(), { recursive: true }) as string[])
+    .filter((entry) => fs.statSync(path.join(mediaDir(), entry)).isFile())
+    .sort();
+}
+
+describe('signed upload on local disk', () => {
+  it('takes a PNG through create, PUT and complete, and serves it from a signed URL', async () => {
+    const bytes = png();
+    const upload = await startUpload(acme, 'logo.png', 'image/png', bytes.length);
+    expect(upload.uploadId).toMatch(/^upl_/);
+    expect(upload.method).toBe('PUT');
+    expect(upload.headers).toEqual({ 'Content-Type': 'image/png', 'Content-Length': String(bytes.length) });
+    expect(upload.uploadUrl.startsWith(`${server.baseUrl}/media-files/uploads/${acme.id}/${upload.uploadId}?`)).toBe(true);
+    expect(new Date(upload.expiresAt).getTime()).toBeGreaterThan(Date.now() + 59 * 60_000);
+
+    const putResponse = await put(upload, bytes);
+    expect(putResponse.status).toBe(200);
+
+    const completed = await complete(acme, upload.uploadId);
+    expect(completed.status).toBe(200);
+    const media = await json(completed);
+    expect(media).toMatchObject({ fileName: 'logo.png', contentType: 'image/png', kind: 'image', size: bytes.length });
+    expect(media.id).toMatch(/^med_/);
+
+    const download = await fetch(media.url);
+    expect(download.status).toBe(200);
+    expect(download.headers.get('content-type')).toBe('image/png');
+    expect(download.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
+
+    const again = await complete(acme, upload.uploadId);
+    expect(again.status).toBe(200);
+    expect((await json(again)).id).toBe(media.id);
+
+    // The checked bytes moved to the media's key: nothing is left under the upload.
+    expect(storedFiles()).toContain(`media/${acme.id}/${media.id}`);
+    expect(storedFiles()).not.toContain(`uploads/${acme.id}/${upload.uploadId}`);
+  });
+
+  it('accepts the content type in any case and stores the canonical one', async () => {
+    const bytes = mp4(5000);
+    const upload = await startUpload(acme, 'clip.MP4', 'Video/MP4', bytes.length);
+    expect(upload.headers['Content-Type']).toBe('video/mp4');
+    expect((await put(upload, bytes)).status).toBe(200);
+    const media = await json(await complete(acme, upload.uploadId));
+    expect(media).toMatchObject({ contentType: 'video/mp4', kind: 'video', size: 5000 });
+  });
+
+  it('answers 409 while the bytes have not arrived, and completes once they have', async () => {
+    const bytes = png();
+    const upload = await startUpload(acme, 'late.png', 'image/png', bytes.length);
+    const early = await complete(acme, upload.uploadId);
+    expect(early.status).toBe(409);
+    expect((await json(early)).error.code).toBe('conflict');
+    await put(upload, bytes);
+    expect((await complete(acme, upload.uploadId)).status).toBe(200);
+  });
+
+  it('refuses bytes of another type than declared, deletes them and creates no media', async () => {
+    const bytes = jpeg(3000);
+    const upload = await startUpload(acme, 'photo.png', 'image/png', bytes.length);
+    expect((await put(upload, bytes)).status).toBe(200);
+    const before = await countMedia(acme);
+
+    const response = await complete(acme, upload.uploadId);
+    expect(response.status).toBe(422);
+    const { error } = await json(response);
+    expect(error.code).toBe('unprocessable');
+    expect(error.message).toContain('image/jpeg');
+    expect(error.message).toContain('image/png');
+    expect(await countMedia(acme)).toBe(before);
+    expect(storedFiles()).not.toContain(`uploads/${acme.id}/${upload.uploadId}`);
+
+    // The refusal stands: completing again says the same.
+    const again = await complete(acme, upload.uploadId);
+    expect(again.status).toBe(422);
+    expect((await json(again)).error.message).toBe(error.message);
+  });
+
+  it('refuses bytes that are no media at all', async () => {
+    const bytes = pdf();
+    const upload = await startUpload(acme, 'doc.png', 'image/png', bytes.length);
+    await put(upload, bytes);
+    const response = await complete(acme, upload.uploadId);
+    expect(response.status).toBe(422);
+    expect((await json(response)).error.message).toContain('application/pdf');
+  });
+
+  it('refuses a PUT of another size than declared and keeps nothing of it', async () => {
+    const bytes = png();
+    const upload = await startUpload(acme, 'short.png', 'image/png', bytes.length + 10);
+
+    const shorter = await put(upload, bytes, { 'Content-Type': 'image/png' });
+    expect(shorter.status).toBe(400);
+    expect((await json(shorter)).error.message).toBe(`The upload was declared with ${bytes.length + 10} bytes; ${bytes.length} were sent.`);
+
+    const longer = await put(upload, Buffer.concat([bytes, Buffer.alloc(20)]), { 'Content-Type': 'image/png' });
+    expect(longer.status).toBe(413);
+    expect((await json(longer)).error.code).toBe('payload_too_large');
+
+    expect(storedFiles().filter((file) => file.includes(upload.uploadId) || file.startsWith('.partial/'))).toEqual([]);
+    expect((await complete(acme, upload.uploadId)).status).toBe(409);
+  });
+
+  it('cuts off a streamed body that grows past the declared size', async () => {
+    const upload = await startUpload(acme, 'stream.png', 'image/png', 100);
+    const chunks = [png(), Buffer.alloc(1000)];
+    const body = new ReadableStream({
+      pull(controller) {
+        const next = chunks.shift();
+        if (next) controller.enqueue(next);
+        else controller.close();
+      },
+    });
+    // Without a Content-Length the server only learns the size by counting.
+    const response = await fetch(upload.uploadUrl, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'image/png' },
+      body,
+      duplex: 'half',
+    } as RequestInit).catch((error: Error) => error);
+    expect(response).toBeInstanceOf(Response);
+    expect((response as Response).status).toBe(413);
+    expect(storedFiles().filter((file) => file.includes(upload.uploadId) || file.startsWith('.partial/'))).toEqual([]);
+    expect((await complete(acme, upload.uploadId)).status).toBe(409);
+  });
+
+  it('keeps nothing of a PUT whose client goes away halfway', async () => {
+    const bytes = mp4(400_000);
+    const upload = await startUpload(acme, 'cut.mp4', 'video/mp4', bytes.length);
+    const request = http.request(upload.uploadUrl, { method: 'PUT', headers: upload.headers });
+    request.on('error', () => {});
+    request.write(bytes.subarray(0, 100_000));
+    await until(() => fs.existsSync(path.join(mediaDir(), '.partial')) && fs.readdirSync(path.join(mediaDir(), '.partial')).length > 0);
+    request.destroy();
+    await until(() => fs.readdirSync(path.join(mediaDir(), '.partial')).length === 0);
+    expect(storedFiles().filter((file) => file.includes(upload.uploadId))).toEqual([]);
+    expect((await complete(acme, upload.uploadId)).status).toBe(409);
+  });
+
+  it('answers 409 while another request is completing the upload, and takes over an abandoned claim', async () => {
+    const bytes = png();
+    const upload = await startUpload(acme, 'busy.png', 'image/png', bytes.length);
+    await put(upload, bytes);
+    const claim = (until: Date) =>
+      server.ctx.db.updateTable('uploads').set({ completing_until: until }).where('id', '=', upload.uploadId).execute();
+
+    await claim(new Date(Date.now() + 60_000));
+    const busy = await complete(acme, upload.uploadId);
+    expect(busy.status).toBe(409);
+    expect((await json(busy)).error.message).toBe('Another request is completing this upload right now; retry in a moment.');
+
+    await claim(new Date(Date.now() - 1000)); // its request died: the lease ran out
+    expect((await complete(acme, upload.uploadId)).status).toBe(200);
+  });
+
+  it('refuses a PUT with another Content-Type than signed', async () => {
+    const bytes = png();
+    const upload = await startUpload(acme, 'typed.png', 'image/png', bytes.length);
+    const response = await put(upload, bytes, { 'Content-Type': 'image/jpeg' });
+    expect(response.status).toBe(400);
+    expect((await json(response)).error.message).toContain('Content-Type: image/png');
+  });
+
+  it('refuses a PUT to an altered URL', async () => {
+    const bytes = png();
+    const upload = await startUpload(acme, 'tampered.png', 'image/png', bytes.length);
+    const url = new URL(upload.uploadUrl);
+
+    const bigger = new URL(url);
+    bigger.searchParams.set('size', String(bytes.length * 100));
+    const otherKey = new URL(url);
+    otherKey.pathname = otherKey.pathname.replace(acme.id, globex.id);
+    const badSignature = new URL(url);
+    badSignature.searchParams.set('signature', `${url.searchParams.get('signature')!.slice(0, -2)}AA`);
+    const longer = new URL(url);
+    longer.searchParams.set('expires', String(Number(url.searchParams.get('expires')) + 3600));
+    const unsigned = new URL(url);
+    unsigned.searchParams.delete('signature');
+
+    for (const altered of [bigger, otherKey, badSignature, longer, unsigned]) {
+      const response = await put(upload, bytes, upload.headers, altered.href);
+      expect(response.status, altered.href).toBe(403);
+      const { error } = await json(response);
+      expect(error.code).toBe('forbidden');
+      expect(error.message).toContain('not validly signed');
+      expect(error.requestId).toMatch(/^req_/);
+    }
+    expect((await complete(acme, upload.uploadId)).status).toBe(409);
+  });
+
+  it('refuses a PUT after the URL expired, and completing long after expiry', async () => {
+    const bytes = png();
+    const start = new Date('2026-11-21T10:00:00.000Z');
+    server.setNow(start);
+    try {
+      const upload = await startUpload(acme, 'expired.png', 'image/png', bytes.length);
+      expect(upload.expiresAt).toBe('2026-11-21T11:00:00.000Z');
+
+      server.setNow('2026-11-21T11:00:00.000Z');
+      const late = await put(upload, bytes);
+      expect(late.status).toBe(403);
+      expect((await json(late)).error.message).toBe('This signed URL expired at 2026-11-21T11:00:00.000Z.');
+
+      // A PUT that started in time may finish after expiresAt; completing is allowed an hour more.
+      server.setNow('2026-11-21T10:59:59.000Z');
+      expect((await put(upload, bytes)).status).toBe(200);
+      server.setNow('2026-11-21T12:00:00.001Z');
+      const response = await complete(acme, upload.uploadId);
+      expect(response.status).toBe(422);
+      expect((await json(response)).error.message).toContain('expired at 2026-11-21T11:00:00.000Z');
+      expect(storedFiles()).not.toContain(`uploads/${acme.id}/${upload.uploadId}`);
+    } finally {
+      server.setNow(undefined);
+    }
+  });
+
+  it('completes within the hour after expiry when the bytes arrived in time', async () => {
+    const bytes = png();
+    server.setNow('2026-11-21T10:00:00.000Z');
+    try {
+      const upload = await startUpload(acme, 'grace.png', 'image/png', bytes.length);
+      await put(upload, bytes);
+      server.setNow('2026-11-21T11:30:00.000Z');
+      expect((await complete(acme, upload.uploadId)).status).toBe(200);
+    } finally {
+      server.setNow(undefined);
+    }
+  });
+
+  it('answers 404 for another organization’s upload and for an unknown one', async () => {
+    const bytes = png();
+    const upload = await startUpload(acme, 'private.png', 'image/png', bytes.length);
+    await put(upload, bytes);
+    for (const [org, id] of [
+      [globex, upload.uploadId],
+      [acme, 'upl_doesnotexist0000000'],
+    ] as const) {
+      const response = await complete(org, id);
+      expect(response.status).toBe(404);
+      expect((await json(response)).error.code).toBe('not_found');
+    }
+    // The owner still completes it.
+    expect((await complete(acme, upload.uploadId)).status).toBe(200);
+  });
+
+  it('refuses to start an upload over the size limit (413) or of a type not accepted (415)', async () => {
+    const tooBig = await createUpload(acme, { fileName: 'huge.png', contentType: 'image/png', size: 100_001 });
+    expect(tooBig.status).toBe(413);
+    expect((await json(tooBig)).error).toMatchObject({
+      code: 'payload_too_large',
+      message: 'Images may be at most 100000 bytes; this one has 100001.',
+    });
+
+    const video = await createUpload(acme, { fileName: 'big.mp4', contentType: 'video/mp4', size: 500_000_000 });
+    expect(video.status).toBe(201);
+
+    const unsupported = await createUpload(acme, { fileName: 'doc.pdf', contentType: 'application/pdf', size: 1000 });
+    expect(unsupported.status).toBe(415);
+    const { error } = await json(unsupported);
+    expect(error.code).toBe('unsupported_media_type');
+    expect(error.message).toBe(
+      'The content type application/pdf is not accepted; allowed: image/jpeg, image/png, image/gif, image/webp, video/mp4, video/quicktime, video/webm.',
+    );
+
+    const malformed = await createUpload(acme, { fileName: 'x', contentType: 'png', size: 10 });
+    expect(malformed.status).toBe(400);
+    const zero = await createUpload(acme, { fileName: 'x.png', contentType: 'image/png', size: 0 });
+    expect(zero.status).toBe(400);
+  });
+
+  it('serves a file only through an unexpired, unaltered signed URL', async () => {
+    const bytes = png();
+    const upload = await startUpload(acme, 'served.png', 'image/png', bytes.length);
+    await put(upload, bytes);
+    const media = await json(await complete(acme, upload.uploadId));
+    const url = new URL(media.url);
+    expect(new Date(media.urlExpiresAt).getTime()).toBe(Number(url.searchParams.get('expires')) * 1000);
+
+    const retyped = new URL(url);
+    retyped.searchParams.set('type', 'text/html');
+    const response = await fetch(retyped);
+    expect(response.status).toBe(403);
+    expect((await json(response)).error.code).toBe('forbidden');
+
+    server.setNow(new Date(new Date(media.urlExpiresAt).getTime() + 1000));
+    try {
+      expect((await fetch(url)).status).toBe(403);
+    } finally {
+      server.setNow(undefined);
+    }
+
+    const range = await fetch(url, { headers: { Range: 'bytes=0-7' } });
+    expect(range.status).toBe(206);
+    expect(Buffer.from(await range.arrayBuffer()).equals(bytes.subarray(0, 8))).toBe(true);
+  });
+
+  it('forgets an upload a day after it expired, with bytes that were never completed', async () => {
+    const bytes = png();
+    server.setNow('2026-12-01T10:00:00.000Z');
+    try {
+      const upload = await startUpload(acme, 'abandoned.png', 'image/png', bytes.length);
+      await put(upload, bytes);
+      expect(storedFiles()).toContain(`uploads/${acme.id}/${upload.uploadId}`);
+
+      server.setNow('2026-12-02T10:59:00.000Z'); // less than a day after expiresAt (11:00)
+      await startUpload(acme, 'next.png', 'image/png', bytes.length);
+      expect(storedFiles()).toContain(`uploads/${acme.id}/${upload.uploadId}`);
+
+      server.setNow('2026-12-02T11:01:00.000Z');
+      await startUpload(acme, 'later.png', 'image/png', bytes.length);
+      expect(storedFiles()).not.toContain(`uploads/${acme.id}/${upload.uploadId}`);
+      expect((await complete(acme, upload.uploadId)).status).toBe(404);
+    } finally {
+      server.setNow(undefined);
+    }
+  });
+
+  it('answers a completed upload again for a day after it expired, then 404, even when no sweep ran', async () => {
+    const bytes = png();
+    server.setNow('2026-12-05T10:00:00.000Z');
+    try {
+      const upload = await startUpload(acme, 'done.png', 'image/png', bytes.length);
+      await put(upload, bytes);
+      const media = await json(await complete(acme, upload.uploadId));
+      server.setNow('2026-12-06T10:59:00.000Z'); // less than a day after expiresAt (11:00)
+      expect((await json(await complete(acme, upload.uploadId))).id).toBe(media.id);
+      server.setNow('2026-12-06T11:01:00.000Z');
+      expect((await complete(acme, upload.uploadId)).status).toBe(404);
+    } finally {
+      server.setNow(undefined);
+    }
+  });
+});
+
+/** Waits until `condition` holds (for what happens on the server after a connection closes). */
+async function until(condition: () => boolean): Promise<void> {
+  for (let attempt = 0; attempt < 200 && !condition(); attempt++) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(condition()).toBe(true);
+}
+
+async function countMedia(org: TestOrganization): Promise<number> {
+  const rows = await server.ctx.db.selectFrom('media').select('id').where('organization_id', '=', org.id).execute();
+  return rows.length;
+}

@@ -1,0 +1,142 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { canonicalJson } from '../src/posts/idempotency.js';
+import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
+import { json } from './support/http.js';
+import { countPosts, POSTS_TEST_ENV, send } from './support/posts.js';
+import { startTestServer, type TestServer } from './support/server.js';
+
+const NOW = '2026-11-21T12:00:00.000Z';
+
+let server: TestServer;
+let acme: TestOrganization;
+let globex: TestOrganization;
+let acmeChannel: string;
+let globexChannel: string;
+
+beforeAll(async () => {
+  server = await startTestServer({ env: POSTS_TEST_ENV });
+  acme = await createOrganization(server.ctx.db, 'Acme');
+  globex = await createOrganization(server.ctx.db, 'Globex');
+  acmeChannel = (await createChannel(server.ctx.db, acme.id, 'sandbox')).id;
+  globexChannel = (await createChannel(server.ctx.db, globex.id, 'sandbox')).id;
+});
+afterAll(() => server?.close());
+beforeEach(() => server.setNow(NOW));
+
+const create = (body: unknown, key: string, org = acme) => send(server, org.auth, 'POST', '/public/v1/posts', body, { 'Idempotency-Key': key });
+const scheduled = (content: string, channelId = acmeChannel) => ({ type: 'schedule', date: '2026-12-01T09:30:00.000Z', content, channelIds: [channelId] });
+
+describe('Idempotency-Key on POST /public/v1/posts', () => {
+  it('answers a retry with the first response, marked as a replay, and creates nothing more', async () => {
+    const key = randomUUID();
+    const first = await create(scheduled('once'), key);
+    expect(first.status).toBe(201);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    const firstText = await first.text();
+    const count = await countPosts(server.ctx.db, acme.id);
+
+    server.setNow('2026-11-22T11:59:59.000Z');
+    const retry = await create(scheduled('once'), key);
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(await retry.text()).toBe(firstText);
+    expect(await countPosts(server.ctx.db, acme.id)).toBe(count);
+  });
+
+  it('replays even when the request would now be refused (its date has passed)', async () => {
+    const key = randomUUID();
+    const body = { type: 'schedule', date: '2026-11-21T12:05:00.000Z', content: 'soon', channelIds: [acmeChannel] };
+    const first = await json(await create(body, key));
+    server.setNow('2026-11-21T18:00:00.000Z');
+    const retry = await create(body, key);
+    expect(retry.status).toBe(201);
+    expect(await json(retry)).toEqual(first);
+  });
+
+  it('treats a body with its keys in another order as the same request', async () => {
+    const key = randomUUID();
+    const first = await json(await create({ type: 'now', content: 'same', channelIds: [acmeChannel] }, key));
+    const retry = await create({ channelIds: [acmeChannel], content: 'same', type: 'now' }, key);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(await json(retry)).toEqual(first);
+  });
+
+  it('refuses the same key with a different body (422) and creates nothing', async () => {
+    const key = randomUUID();
+    await create(scheduled('original'), key);
+    const count = await countPosts(server.ctx.db, acme.id);
+    const response = await create(scheduled('changed'), key);
+    expect(response.status).toBe(422);
+    expect((await json(response)).error).toMatchObject({
+      code: 'unprocessable',
+      details: [{ path: 'headers.idempotency-key', message: 'was already used with a different body in the last 24 hours' }],
+    });
+    expect(await countPosts(server.ctx.db, acme.id)).toBe(count);
+  });
+
+  it('keeps keys apart between organizations', async () => {
+    const key = randomUUID();
+    const ours = await json(await create(scheduled('ours'), key));
+    const theirs = await create(scheduled('theirs', globexChannel), key, globex);
+    expect(theirs.status).toBe(201);
+    expect(theirs.headers.get('idempotent-replayed')).toBeNull();
+    expect((await json(theirs)).group).not.toBe(ours.group);
+  });
+
+  it('forgets a key after 24 hours', async () => {
+    const key = randomUUID();
+    const first = await json(await create(scheduled('day one'), key));
+    server.setNow('2026-11-22T12:00:00.001Z');
+    const later = await create(scheduled('day two'), key);
+    expect(later.status).toBe(201);
+    expect(later.headers.get('idempotent-replayed')).toBeNull();
+    expect((await json(later)).group).not.toBe(first.group);
+    server.setNow('2026-11-22T13:00:00.000Z');
+    expect((await create(scheduled('day two'), key)).headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('does not remember a refused request: the same key works once the request is fixed', async () => {
+    const key = randomUUID();
+    const refused = await create({ type: 'now', content: 'x', channelIds: ['ch_unknown'] }, key);
+    expect(refused.status).toBe(422);
+    const fixed = await create({ type: 'now', content: 'x', channelIds: [acmeChannel] }, key);
+    expect(fixed.status).toBe(201);
+    expect(fixed.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it('creates the posts once when concurrent requests carry the same key', async () => {
+    const key = randomUUID();
+    const body = { type: 'now', content: 'race', channelIds: [acmeChannel] };
+    const count = await countPosts(server.ctx.db, acme.id);
+    const responses = await Promise.all(Array.from({ length: 8 }, () => create(body, key)));
+    const bodies = await Promise.all(responses.map((r) => json(r)));
+    expect(responses.map((r) => r.status)).toEqual(Array(8).fill(201));
+    expect(responses.filter((r) => r.headers.get('idempotent-replayed') === null)).toHaveLength(1);
+    expect(new Set(bodies.map((b) => JSON.stringify(b))).size).toBe(1);
+    expect(await countPosts(server.ctx.db, acme.id)).toBe(count + 1);
+  });
+
+  it('creates once and refuses the others when concurrent requests carry one key with different bodies', async () => {
+    const key = randomUUID();
+    const count = await countPosts(server.ctx.db, acme.id);
+    const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => create({ type: 'now', content: `variant ${i}`, channelIds: [acmeChannel] }, key)));
+    expect(responses.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(responses.filter((r) => r.status === 422)).toHaveLength(5);
+    expect(await countPosts(server.ctx.db, acme.id)).toBe(count + 1);
+  });
+
+  it('refuses an empty or overlong key (400)', async () => {
+    for (const key of ['', 'k'.repeat(256)]) {
+      const response = await create(scheduled('bad key'), key);
+      expect(response.status, JSON.stringify(key)).toBe(400);
+    }
+  });
+});
+
+describe('canonical JSON of a request body', () => {
+  it('sorts object keys at every depth and keeps array order', () => {
+    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: 'x' } })).toBe('{"a":{"c":"x","d":[3,{"y":2,"z":1}]},"b":1}');
+    expect(canonicalJson([2, 1])).not.toBe(canonicalJson([1, 2]));
+  });
+});

@@ -1,0 +1,70 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, TEST_DATABASE_URL } from './support/database.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+
+let dataDir: string;
+let databaseUrl: string | undefined;
+let closeDatabase: (() => Promise<void>) | undefined;
+
+beforeAll(async () => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'server-start-'));
+  if (TEST_DATABASE_URL) {
+    const database = await createTestDatabase({ migrate: false });
+    databaseUrl = database.url;
+    closeDatabase = database.close;
+  }
+});
+afterAll(async () => {
+  await closeDatabase?.();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** Runs `src/main.ts` as `npm start` does and waits for it to exit (each case here makes it stop on its own). */
+function startServer(extra: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...extra };
+  if (databaseUrl) env.DATABASE_URL = databaseUrl;
+  return new Promise((resolve) => {
+    const child = spawn(TSX, ['src/main.ts'], { cwd: ROOT, env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('exit', (code) => {
+      clearTimeout(killer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('server start-up', () => {
+  it('stops with a clear message when its port is taken, instead of announcing that it runs', async () => {
+    const occupant = net.createServer();
+    await new Promise<void>((resolve) => occupant.listen(0, '127.0.0.1', resolve));
+    const { port } = occupant.address() as net.AddressInfo;
+    try {
+      const result = await startServer({ PORT: String(port), HOST: '127.0.0.1' });
+      expect(result.code).toBe(69);
+      expect(result.stderr).toContain(`Port ${port} on 127.0.0.1 is in use by another process`);
+      expect(result.stdout).not.toContain('is running at');
+    } finally {
+      occupant.close();
+    }
+  }, 90_000);
+
+  it('refuses invalid settings before opening anything, naming each one', async () => {
+    const untouched = path.join(dataDir, 'never-created');
+    const result = await startServer({ PORT: 'eighty', MEDIA_STORAGE: 'floppy', DATA_DIR: untouched });
+    expect(result.code).toBe(78);
+    expect(result.stderr).toContain('PORT must be an integer');
+    expect(result.stderr).toContain('MEDIA_STORAGE must be one of local, s3');
+    expect(fs.existsSync(untouched)).toBe(false);
+  }, 60_000);
+});
