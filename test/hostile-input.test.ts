@@ -1,6 +1,6 @@
 // Input nobody should send, on every surface: the answer is a clear refusal in that surface's own
 // format (the Public API's envelope, an RFC 6749 error, an HTML page), never a 500.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BrowserSession } from './support/browser-session.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -25,6 +25,10 @@ function letters(length: number): string {
 }
 
 describe('over-long values in the account forms', () => {
+  // The log-in limit counts in fixed windows: a stopped clock keeps the attempts inside one window.
+  beforeEach(() => server.setNow(new Date()));
+  afterEach(() => server.setNow(undefined));
+
   it('refuses a sign-up with an email address longer than any deliverable one, or over-long names', async () => {
     const visitor = new BrowserSession(server);
     const email = await visitor.submit('/signup', '/signup', { name: 'A', email: `${letters(6000)}@example.com`, password: 'long enough password', organizationName: 'A' });

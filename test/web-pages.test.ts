@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { hashSecret } from '../src/accounts/credentials.js';
 import { loadConfig } from '../src/config.js';
 import { registerApp } from '../src/oauth/apps.js';
@@ -26,6 +26,10 @@ function setCookie(response: Response, name: string): string | undefined {
 }
 
 describe('sign up, log in, log out', () => {
+  // The limits count in fixed windows: a stopped clock keeps each test's attempts inside one window.
+  beforeEach(() => server.setNow(new Date()));
+  afterEach(() => server.setNow(undefined));
+
   it('signs up a user with an organization and starts a session in an HttpOnly, SameSite=Lax cookie', async () => {
     const visitor = new BrowserSession(server);
     const response = await visitor.submit('/signup', '/signup', {
@@ -208,6 +212,8 @@ describe('limits per address on log-in and sign-up', () => {
     limited = await startTestServer({ env: { TRUST_PROXY: 'loopback', LOGIN_FAILURES_PER_ADDRESS: '4', SIGNUPS_PER_ADDRESS: '2' } });
   });
   afterAll(() => limited?.close());
+  beforeEach(() => limited.setNow(new Date()));
+  afterEach(() => limited.setNow(undefined));
 
   it('pause log-in from an address that fails on many emails (password spraying), not from others', async () => {
     const sprayer = from('203.0.113.10');
