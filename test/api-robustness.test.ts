@@ -560,7 +560,8 @@ describe.each(OPERATIONS.map((op) => [op.id, op] as const))('%s answers hostile 
     }
   });
 
-  it.runIf(op.bodyExamples.length > 0)('every field of every example replaced by hostile values', { timeout: 300_000 }, async () => {
+  // Only operations that take a body have examples to vary.
+  if (op.bodyExamples.length > 0) it('every field of every example replaced by hostile values', { timeout: 300_000 }, async () => {
     for (const [index, rawExample] of op.bodyExamples.entries()) {
       const example = withRealIds(rawExample);
       for (const at of positions(example)) {
