@@ -67,7 +67,7 @@ export async function assertWithinDailyQuota(
     const before = taken.get(id) ?? 0;
     taken.set(id, before + 1);
     if (before >= limit) {
-      problems.push({ path: claim.path, message: `daily quota of ${limit} posts used up for ${day}` });
+      problems.push({ path: claim.path, message: `daily quota of ${postCount(limit)} used up for ${day}` });
       full.add(id);
     }
   }
@@ -76,8 +76,10 @@ export async function assertWithinDailyQuota(
     const claim = claims.find((c) => c.channel.id === id)!;
     const stored = planned.get(id) ?? 0;
     const added = (taken.get(id) ?? 0) - stored;
-    return `channel ${id} may publish ${limits[claim.channel.provider]} posts on ${day} (UTC), has ${stored} already and this request adds ${added}`;
+    return `channel ${id} may publish ${postCount(limits[claim.channel.provider])} on ${day} (UTC), has ${stored} already and this request adds ${added}`;
   };
   const message = `Daily quota exceeded: ${[...full].map(describe).join('; ')}.`;
   throw new UnprocessableError(message, problems);
 }
+
+const postCount = (count: number) => (count === 1 ? '1 post' : `${count} posts`);
