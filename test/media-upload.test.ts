@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
@@ -108,6 +109,34 @@ describe('signed upload on local disk', () => {
     expect((await json(early)).error.code).toBe('conflict');
     await put(upload, bytes);
     expect((await complete(acme, upload.uploadId)).status).toBe(200);
+  });
+
+  it('keeps the bytes of an upload whose media could not be recorded, so completing again succeeds', async () => {
+    const bytes = png();
+    const upload = await startUpload(acme, 'doomed.png', 'image/png', bytes.length);
+    await put(upload, bytes);
+    // The database itself refuses the media row, after the bytes were moved to the media's key.
+    await sql`create function refuse_doomed_media() returns trigger language plpgsql as $$
+      begin
+        if new.file_name = 'doomed.png' then raise exception 'refused by the test'; end if;
+        return new;
+      end $$`.execute(server.ctx.db);
+    await sql`create trigger refuse_doomed_media before insert on media for each row execute function refuse_doomed_media()`.execute(server.ctx.db);
+    try {
+      const filesBefore = storedFiles();
+      const failed = await complete(acme, upload.uploadId);
+      expect(failed.status).toBe(500);
+      expect(storedFiles()).toEqual(filesBefore);
+
+      await sql`drop trigger refuse_doomed_media on media`.execute(server.ctx.db);
+      const retried = await complete(acme, upload.uploadId);
+      expect(retried.status).toBe(200);
+      const media = await json(retried);
+      expect(Buffer.from(await (await fetch(media.url)).arrayBuffer())).toEqual(bytes);
+    } finally {
+      await sql`drop trigger if exists refuse_doomed_media on media`.execute(server.ctx.db);
+      await sql`drop function if exists refuse_doomed_media()`.execute(server.ctx.db);
+    }
   });
 
   it('refuses bytes of another type than declared, deletes them and creates no media', async () => {

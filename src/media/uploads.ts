@@ -1,4 +1,5 @@
 import type { components } from '../../generated/public-v1.js';
+import type { MediaContentType } from '../config.js';
 import type { AppContext } from '../context.js';
 import type { Db } from '../db/database.js';
 import type { Media, NewUpload, Upload } from '../db/schema.js';
@@ -139,14 +140,28 @@ export class SignedUploads {
     // The media gets a key of its own, so a late PUT to the still-valid upload URL cannot replace
     // bytes that were already checked.
     await storage.move(upload.storage_key, key);
-    return db.transaction().execute(async (trx) => {
+    try {
+      return await this.recordMedia(upload, { mediaId, key, mediaType, size: declaredSize, now });
+    } catch (error) {
+      // Nothing points at the moved bytes: put them back where the upload keeps them, so that
+      // completing again can succeed instead of finding them gone.
+      await storage.move(key, upload.storage_key).catch((moveError: unknown) => {
+        this.ctx.logger.error({ err: moveError, uploadId: upload.id }, 'could not return the bytes of an upload whose completion failed');
+      });
+      throw error;
+    }
+  }
+
+  private recordMedia(upload: Upload, stored: { mediaId: string; key: string; mediaType: MediaContentType; size: number; now: Date }): Promise<Media> {
+    const { mediaId, key, mediaType, size, now } = stored;
+    return this.ctx.db.transaction().execute(async (trx) => {
       const media = await insertMedia(trx, {
         id: mediaId,
         organization_id: upload.organization_id,
         file_name: upload.file_name,
         content_type: mediaType,
         kind: kindOf(mediaType),
-        size: declaredSize,
+        size,
         storage_key: key,
         created_at: now,
       });
