@@ -471,8 +471,10 @@ export interface components {
                  *     `validation_failed` (400), `unauthorized` (401), `forbidden` (403), `not_found`
                  *     (404), `method_not_allowed` (405), `conflict` (409), `payload_too_large` (413),
                  *     `unsupported_media_type` (415), `unprocessable` (422, a business rule),
-                 *     `rate_limited` (429), `internal` (500), `not_implemented` (501),
-                 *     `provider_error` (502).
+                 *     `rate_limited` (429), `internal` (500), `not_implemented` (501), `provider_error`
+                 *     (502). A request that is not valid HTTP is answered in this envelope before it
+                 *     reaches any operation: `validation_failed` (400, e.g. a NUL in a header),
+                 *     `request_timeout` (408) or `headers_too_large` (431, over 16 KB of headers).
                  * @example validation_failed
                  */
                 code: string;

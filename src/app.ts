@@ -6,7 +6,7 @@ import { pinoHttp } from 'pino-http';
 import { Authenticator } from './accounts/authenticate.js';
 import type { AppContext } from './context.js';
 import { createPublicApi } from './http/public-api.js';
-import { randomBase62 } from './ids.js';
+import { newId } from './ids.js';
 import { redactUrl } from './logger.js';
 import { localFileRoutes } from './media/local-file-routes.js';
 import { LocalMediaStorage } from './media/local-storage.js';
@@ -27,7 +27,7 @@ export function createApp(ctx: AppContext): Express {
   app.set('case sensitive routing', true);
 
   app.use((req, res, next) => {
-    res.locals.requestId = `req_${randomBase62(20)}`;
+    res.locals.requestId = newId('req');
     res.setHeader('X-Request-Id', res.locals.requestId);
     next();
   });

@@ -3,6 +3,7 @@ import { createApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { DatabaseBusyError, openDatabase, type DatabaseHandle } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
+import { answerMalformedRequests } from './http/malformed-requests.js';
 import { createLogger } from './logger.js';
 import { defaultProviders } from './providers/providers.js';
 import { createMediaStorage } from './media/create-storage.js';
@@ -59,6 +60,7 @@ async function main(): Promise<void> {
     await database.close();
     process.exit(69); // EX_UNAVAILABLE
   }
+  answerMalformedRequests(server, logger);
 
   logger.info({ database: database.kind, location: database.location }, 'database ready');
   console.log(

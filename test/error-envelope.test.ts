@@ -177,6 +177,31 @@ describe('HEAD', () => {
   });
 });
 
+describe('requests the HTTP parser refuses before any route', () => {
+  function envelopeOf(answer: { headers: Map<string, string>; body: string }) {
+    expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
+    const { error } = JSON.parse(answer.body) as { error: { code: string; message: string; requestId: string } };
+    expect(error.requestId).toMatch(/^req_/);
+    expect(error.requestId).toBe(answer.headers.get('x-request-id'));
+    return error;
+  }
+
+  it('answers headers over the limit with 431 in the envelope', async () => {
+    const answer = await rawExchange('GET', '/public/v1/channels', { ...org.auth, 'X-Padding': 'x'.repeat(20_000) });
+    expect(answer.status).toBe(431);
+    expect(envelopeOf(answer)).toMatchObject({ code: 'headers_too_large', message: expect.stringMatching(/headers are larger/) });
+  });
+
+  it('answers a header with a NUL or a broken request line with 400 in the envelope', async () => {
+    const nul = await rawExchange('GET', '/public/v1/channels', { ...org.auth, 'X-Note': 'a\u0000b' });
+    expect(nul.status).toBe(400);
+    expect(envelopeOf(nul).code).toBe('validation_failed');
+    const broken = await rawExchange('GET', '/public/v1/channels extra words', org.auth);
+    expect(broken.status).toBe(400);
+    expect(envelopeOf(broken)).toMatchObject({ code: 'validation_failed', message: expect.stringMatching(/not valid HTTP/) });
+  });
+});
+
 describe('health', () => {
   it('reports the process and the database', async () => {
     expect(await json(await server.fetch('/healthz'))).toEqual({ status: 'ok' });

@@ -6,6 +6,7 @@ import type { Server } from 'node:http';
 import { createApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { AppContext } from '../../src/context.js';
+import { answerMalformedRequests } from '../../src/http/malformed-requests.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import { createMediaStorage } from '../../src/media/create-storage.js';
 import type { MediaStorage } from '../../src/media/storage.js';
@@ -54,6 +55,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });
+  answerMalformedRequests(server, ctx.logger);
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   ctx.config.publicUrl = baseUrl;
   return {

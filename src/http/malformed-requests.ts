@@ -1,0 +1,57 @@
+import { STATUS_CODES, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { newId } from '../ids.js';
+import type { ErrorEnvelope } from './error-envelope.js';
+
+/** What Node's HTTP parser refused, by the error code it reports. */
+const REFUSALS: Record<string, { status: number; code: string; message: string }> = {
+  HPE_HEADER_OVERFLOW: {
+    status: 431,
+    code: 'headers_too_large',
+    message: 'The request headers are larger than this server accepts (16 KB in all); send fewer or shorter headers.',
+  },
+  ERR_HTTP_REQUEST_TIMEOUT: {
+    status: 408,
+    code: 'request_timeout',
+    message: 'The request did not arrive in time; send it again.',
+  },
+};
+
+const MALFORMED = {
+  status: 400,
+  code: 'validation_failed',
+  message: 'The request is not valid HTTP: a header, the request line or the body framing is malformed.',
+};
+
+/**
+ * Answers requests that Node's HTTP parser refuses before any route sees them (headers over the
+ * limit, a NUL in a header, broken framing) with the documented error envelope and a request id,
+ * instead of Node's bare status line.
+ */
+export function answerMalformedRequests(server: Server, logger: Logger): void {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // A response already under way, or a connection the client closed, cannot take an answer.
+    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    const refusal = (error.code && REFUSALS[error.code]) || MALFORMED;
+    const requestId = newId('req');
+    logger.info({ requestId, reason: error.code, status: refusal.status }, 'refused a malformed request');
+    const body: ErrorEnvelope = { error: { code: refusal.code, message: refusal.message, requestId } };
+    const json = JSON.stringify(body);
+    socket.end(
+      [
+        `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status]}`,
+        'Content-Type: application/json; charset=utf-8',
+        `Content-Length: ${Buffer.byteLength(json)}`,
+        `X-Request-Id: ${requestId}`,
+        'Connection: close',
+        '',
+        json,
+      ].join('\r\n'),
+    );
+  });
+}
