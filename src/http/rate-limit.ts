@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
+import { AtMostEvery } from '../at-most-every.js';
 import type { Db } from '../db/database.js';
 
 export interface RateLimitPolicy {
@@ -31,7 +32,7 @@ const MAX_PLAIN_KEY_LENGTH = 200;
  * database so that every server process counts against the same budget.
  */
 export class RateLimiter {
-  private lastCleanup = 0;
+  private readonly cleanups = new AtMostEvery(CLEANUP_EVERY_MS);
 
   constructor(
     private readonly db: Db,
@@ -85,8 +86,7 @@ export class RateLimiter {
   }
 
   private async cleanup(now: number, windowMs: number): Promise<void> {
-    if (now - this.lastCleanup < CLEANUP_EVERY_MS) return;
-    this.lastCleanup = now;
+    if (!this.cleanups.due(now)) return;
     await this.db
       .deleteFrom('rate_limit_windows')
       .where('bucket', 'like', `${this.name}:%`)

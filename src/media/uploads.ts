@@ -1,4 +1,5 @@
 import type { components } from '../../generated/public-v1.js';
+import { AtMostEvery } from '../at-most-every.js';
 import type { MediaContentType } from '../config.js';
 import type { AppContext } from '../context.js';
 import type { Db } from '../db/database.js';
@@ -33,7 +34,7 @@ const wholeSeconds = (ms: number) => new Date(Math.floor(ms / 1000) * 1000);
  * bytes straight to storage, complete (check the bytes, create the media).
  */
 export class SignedUploads {
-  private lastSweep = 0;
+  private readonly sweeps = new AtMostEvery(SWEEP_EVERY_MS);
 
   constructor(
     private readonly ctx: AppContext,
@@ -192,8 +193,7 @@ export class SignedUploads {
    * again after completing). Runs now and then as uploads are created, in small batches.
    */
   private async sweep(now: Date): Promise<void> {
-    if (now.getTime() - this.lastSweep < SWEEP_EVERY_MS) return;
-    this.lastSweep = now.getTime();
+    if (!this.sweeps.due(now)) return;
     const stale = await this.ctx.db
       .selectFrom('uploads')
       .select(['id', 'storage_key'])
