@@ -9,7 +9,7 @@ export REDOCLY_TELEMETRY=off
 echo "== lint the contract"; npm run -s lint:spec
 echo "== generated types are fresh"; npm run -s gen:check
 echo "== type-check"; npx tsc --noEmit
-echo "== build the API reference"; npm run -s docs >/dev/null 2>&1 || npm run -s docs
+echo "== build the server bundles and the API reference"; scripts/build.sh
 echo "== tests on PGlite"; TEST_DATABASE_URL= npx vitest run "$@"
 if [ -n "${TEST_DATABASE_URL:-}" ]; then
   echo "== tests on PostgreSQL ($TEST_DATABASE_URL)"; npx vitest run "$@"

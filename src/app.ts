@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import path from 'node:path';
 import express, { type Express } from 'express';
 import { sql } from 'kysely';
 import { pinoHttp } from 'pino-http';
@@ -12,10 +12,11 @@ import { localFileRoutes } from './media/local-file-routes.js';
 import { LocalMediaStorage } from './media/local-storage.js';
 import { createOAuthApi } from './oauth/token-endpoint.js';
 import { resolveOAuthToken } from './oauth/tokens.js';
+import { projectPath } from './project-files.js';
 import { createWebApp } from './web/routes.js';
 
-const OPENAPI_DIR = fileURLToPath(new URL('../openapi/', import.meta.url));
-export const DOCS_DIR = fileURLToPath(new URL('../dist/docs/', import.meta.url));
+const OPENAPI_DIR = projectPath('openapi');
+export const DOCS_DIR = projectPath('dist', 'docs');
 
 /** Builds the HTTP application from its dependencies; it holds no global state. */
 export function createApp(ctx: AppContext): Express {
@@ -97,7 +98,7 @@ const DOCS_CSP = [
 ].join('; ');
 
 function sendDocs(res: express.Response, file: string): void {
-  const full = `${DOCS_DIR}${file}`;
+  const full = path.join(DOCS_DIR, file);
   res.setHeader('Content-Security-Policy', DOCS_CSP);
   if (!fs.existsSync(full)) {
     res.status(404).type('text/plain').send('The API reference has not been built: run `npm run docs`.');

@@ -1,12 +1,8 @@
 import type { Server } from 'node:http';
-import { createApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { DatabaseBusyError, openDatabase, type DatabaseHandle } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
-import { answerMalformedRequests } from './http/malformed-requests.js';
 import { createLogger } from './logger.js';
-import { defaultProviders } from './providers/providers.js';
-import { createMediaStorage } from './media/create-storage.js';
 
 // In-flight requests get this long to finish after SIGINT/SIGTERM before connections are cut.
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -24,13 +20,22 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config);
 
+  // The application's modules load while the database opens (the embedded one takes about a second
+  // of its own), so a restart is back quickly.
+  const opening = openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    onLockCompromised: (error) => logger.error({ err: error }, 'lost the lock on the embedded database'),
+  });
+  const loading = Promise.all([
+    import('./app.js'),
+    import('./http/malformed-requests.js'),
+    import('./media/create-storage.js'),
+    import('./providers/providers.js'),
+  ]);
   let database: DatabaseHandle;
   try {
-    database = await openDatabase({
-      databaseUrl: config.databaseUrl,
-      dataDir: config.dataDir,
-      onLockCompromised: (error) => logger.error({ err: error }, 'lost the lock on the embedded database'),
-    });
+    database = await opening;
   } catch (error) {
     if (error instanceof DatabaseBusyError) {
       console.error(error.message);
@@ -41,6 +46,7 @@ async function main(): Promise<void> {
   const applied = await migrateToLatest(database.db);
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
 
+  const [{ createApp }, { answerMalformedRequests }, { createMediaStorage }, { defaultProviders }] = await loading;
   const clock = () => new Date();
   const storage = await createMediaStorage(config, database.db, clock);
   const app = createApp({ config, db: database.db, logger, clock, storage, providers: defaultProviders() });
@@ -72,6 +78,7 @@ async function main(): Promise<void> {
       `  Public API:     ${config.publicUrl}/public/v1`,
       `  Database:       ${database.kind} (${database.location})`,
       `  Media storage:  ${describeStorage(config)}`,
+      `  Node.js:        ${process.version}`,
       '',
     ].join('\n'),
   );

@@ -1,14 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { json } from './support/http.js';
 import { createTestDatabase, TEST_DATABASE_URL } from './support/database.js';
-
-const ROOT = path.resolve(import.meta.dirname, '..');
-const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+import { freePort, spawnBuilt, stop, untilExit, untilReady, type Finished } from './support/processes.js';
 
 let dataDir: string;
 let databaseUrl: string | undefined;
@@ -34,47 +31,16 @@ function env(): NodeJS.ProcessEnv {
   return base;
 }
 
-function admin(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(TSX, ['src/cli/admin.ts', ...args], { cwd: ROOT, env: env() });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('close', (code) => resolve({ code, stdout: stdout.trim(), stderr: stderr.trim() }));
-  });
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
+function admin(...args: string[]): Promise<Finished> {
+  return untilExit(spawnBuilt('admin', args, env()));
 }
 
 async function startServer(): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
-  const child = spawn(TSX, ['src/main.ts'], { cwd: ROOT, env: { ...env(), PORT: String(port) } });
+  const child = spawnBuilt('start', [], { ...env(), PORT: String(port) });
   const url = `http://127.0.0.1:${port}`;
-  for (let attempt = 0; attempt < 200; attempt++) {
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) return { child, url };
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  child.kill('SIGKILL');
-  throw new Error('server did not start');
-}
-
-async function stopServer(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    child.on('exit', (code) => resolve(code));
-    child.kill('SIGTERM');
-  });
+  await untilReady(`${url}/healthz`, child);
+  return { child, url };
 }
 
 describe('admin CLI', () => {
@@ -109,15 +75,12 @@ describe('admin CLI', () => {
         expect(refused.stderr).toMatch(/in use by another process/);
         expect(refused.stdout).toBe('');
 
-        const second = spawn(TSX, ['src/main.ts'], { cwd: ROOT, env: { ...env(), PORT: String(await freePort()) } });
-        let stderr = '';
-        second.stderr.on('data', (chunk) => (stderr += chunk));
-        const code = await new Promise((resolve) => second.on('exit', resolve));
-        expect(code).toBe(75);
-        expect(stderr).toMatch(/in use by another process/);
+        const second = await untilExit(spawnBuilt('start', [], { ...env(), PORT: String(await freePort()) }));
+        expect(second.code).toBe(75);
+        expect(second.stderr).toMatch(/in use by another process/);
       }
     } finally {
-      expect(await stopServer(child)).toBe(0);
+      expect(await stop(child)).toBe(0);
     }
 
     const revoked = await admin('revoke-key', '--org', org.stdout, '--key-prefix', key.stdout.slice(0, 17));
@@ -128,7 +91,7 @@ describe('admin CLI', () => {
       const response = await fetch(`${restarted.url}/public/v1/channels`, { headers: { Authorization: `Bearer ${key.stdout}` } });
       expect(response.status).toBe(401);
     } finally {
-      await stopServer(restarted.child);
+      await stop(restarted.child);
     }
   }, 120_000);
 

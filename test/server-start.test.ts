@@ -1,13 +1,10 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, TEST_DATABASE_URL } from './support/database.js';
-
-const ROOT = path.resolve(import.meta.dirname, '..');
-const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+import { freePort, spawnBuilt, stop, untilExit, untilReady, type Finished } from './support/processes.js';
 
 let dataDir: string;
 let databaseUrl: string | undefined;
@@ -26,25 +23,29 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** Runs `src/main.ts` as `npm start` does and waits for it to exit (each case here makes it stop on its own). */
-function startServer(extra: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function serverEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...extra };
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
-  return new Promise((resolve) => {
-    const child = spawn(TSX, ['src/main.ts'], { cwd: ROOT, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('exit', (code) => {
-      clearTimeout(killer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return env;
+}
+
+/** Runs the server as `npm start` does and waits for it to exit (each case here makes it stop on its own). */
+function startServer(extra: NodeJS.ProcessEnv): Promise<Finished> {
+  return untilExit(spawnBuilt('start', [], serverEnv(extra)));
 }
 
 describe('server start-up', () => {
+  it('runs the build on the Node it was started with, says so, and stops cleanly on SIGTERM', async () => {
+    const port = await freePort();
+    const child = spawnBuilt('start', [], serverEnv({ PORT: String(port), HOST: '127.0.0.1' }));
+    const output = untilExit(child);
+    await untilReady(`http://127.0.0.1:${port}/readyz`, child);
+    expect(await stop(child)).toBe(0);
+    const { stdout } = await output;
+    expect(stdout).toContain(`is running at http://localhost:${port}`);
+    expect(stdout.split('\n').map((line) => line.trim())).toContain(`Node.js:        ${process.version}`);
+  }, 90_000);
+
   it('stops with a clear message when its port is taken, instead of announcing that it runs', async () => {
     const occupant = net.createServer();
     await new Promise<void>((resolve) => occupant.listen(0, '127.0.0.1', resolve));

@@ -1,4 +1,4 @@
-import { Migrator, type MigrationResultSet } from 'kysely';
+import { Migrator, sql, type MigrationResultSet } from 'kysely';
 import type { Db } from './database.js';
 import { migrations } from './migrations/index.js';
 
@@ -6,8 +6,25 @@ export class MigrationError extends Error {
   override name = 'MigrationError';
 }
 
+/**
+ * Whether the database has exactly the migrations this version knows, read with one query. Kysely's
+ * migrator first introspects the whole schema and takes its lock, which is most of what a start on an
+ * up-to-date database would spend migrating.
+ */
+async function isUpToDate(db: Db): Promise<boolean> {
+  try {
+    const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(db);
+    const applied = new Set(rows.map((row) => row.name));
+    const known = Object.keys(migrations);
+    return applied.size === known.length && known.every((name) => applied.has(name));
+  } catch {
+    return false; // no migration table yet: a new database
+  }
+}
+
 /** Brings the schema to the latest migration. Safe to run from several processes at once (Kysely locks). */
 export async function migrateToLatest(db: Db): Promise<string[]> {
+  if (await isUpToDate(db)) return [];
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { parse } from 'yaml';
+import { CORE_SCHEMA, load } from 'js-yaml';
+import { projectPath } from '../project-files.js';
 
 /** The hand-written contracts, the source of truth for routes, validation, types and docs. */
 export const SPEC_FILES = {
-  publicV1: fileURLToPath(new URL('../../openapi/public-v1.yaml', import.meta.url)),
-  oauth: fileURLToPath(new URL('../../openapi/oauth.yaml', import.meta.url)),
+  publicV1: projectPath('openapi', 'public-v1.yaml'),
+  oauth: projectPath('openapi', 'oauth.yaml'),
 } as const;
 
 export interface OperationRoute {
@@ -17,6 +17,22 @@ export interface OperationRoute {
   expressPath: string;
 }
 
+/** YAML as JSON values: the core schema, so a date in an example stays the string it is written as. */
+export function parseYaml(text: string): unknown {
+  return load(text, { schema: CORE_SCHEMA });
+}
+
+const parsed = new Map<string, unknown>();
+
+/**
+ * The contract as a fresh object, which the caller may change. Each file is parsed once per process:
+ * YAML parsing is a good part of what starting the server costs.
+ */
+function readSpec(specFile: string): unknown {
+  if (!parsed.has(specFile)) parsed.set(specFile, parseYaml(fs.readFileSync(specFile, 'utf8')));
+  return structuredClone(parsed.get(specFile));
+}
+
 /**
  * A contract as express-openapi-validator should see it. Ajv implements OpenAPI's `discriminator`
  * (so a bad provider `settings` object is reported against the provider it names, not against every
@@ -25,7 +41,7 @@ export interface OperationRoute {
  * nothing for validation.
  */
 export function readSpecForValidator(specFile: string): object {
-  const document = parse(fs.readFileSync(specFile, 'utf8')) as object;
+  const document = readSpec(specFile) as object;
   const strip = (node: unknown): void => {
     if (Array.isArray(node)) node.forEach(strip);
     else if (node && typeof node === 'object') {
@@ -43,7 +59,7 @@ const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
 /** Every operation of a spec, by operationId. */
 export function readOperationRoutes(specFile: string): Map<string, OperationRoute> {
-  const document = parse(fs.readFileSync(specFile, 'utf8')) as {
+  const document = readSpec(specFile) as {
     paths: Record<string, Partial<Record<string, { operationId?: string }>>>;
   };
   const routes = new Map<string, OperationRoute>();

@@ -1,10 +1,10 @@
-import { fileURLToPath } from 'node:url';
 import { Eta } from 'eta';
 import type { RequestHandler, Response } from 'express';
+import { projectPath } from '../project-files.js';
 import type { Visitor } from './visitor.js';
 
-const TEMPLATES_DIR = fileURLToPath(new URL('./templates/', import.meta.url));
-export const ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url));
+const TEMPLATES_DIR = projectPath('src', 'web', 'templates');
+export const ASSETS_DIR = projectPath('src', 'web', 'assets');
 
 // autoEscape: every `<%= %>` is HTML-escaped, so names and descriptions typed by app developers
 // cannot become markup on the consent page. Raw output (`<%~ %>`) is used only for rendered templates.

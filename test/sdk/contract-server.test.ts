@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import Service, { type ServiceOptions } from '../../src/sdk/src/index.js';
 import { createChannel, createOrganization, type TestOrganization } from '../support/fixtures.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { describeContract, type ContractTarget, type Operation } from './support/contract-suite.js';
 import { PUBLIC_SPEC, startPrism, type PrismServer } from './support/prism.js';
+import { parseYaml } from '../../src/http/spec.js';
 
 // Prism's proxy answers with a mock of its own when the upstream answers 501, so an operation
 // that is not built yet would seem to work through it. Each operation is therefore probed on the
@@ -52,7 +52,7 @@ async function unbuiltOperations(server: TestServer, org: TestOrganization): Pro
 }
 
 // The X-Request-Id of the contract's examples: a response carrying it came from Prism, not the server.
-const EXAMPLE_REQUEST_ID: string = parse(fs.readFileSync(PUBLIC_SPEC, 'utf8')).components.headers['X-Request-Id'].example;
+const EXAMPLE_REQUEST_ID: string = (parseYaml(fs.readFileSync(PUBLIC_SPEC, 'utf8')) as any).components.headers['X-Request-Id'].example;
 
 /** What Prism's proxy found wrong with the exchanges of the current test; checked after each test. */
 let violations: string[] = [];

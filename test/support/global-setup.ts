@@ -1,11 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
+import { buildIfStale } from '../../scripts/build-if-stale.mjs';
 
-/** The API reference pages are build output; a test run on a fresh checkout builds them once. */
+/**
+ * The server bundles and the API reference pages are build output: a test run on a fresh checkout, or
+ * after a source changed, builds them first (as `npm start` would), so the tests that run the built
+ * programs run the code under test.
+ */
 export default function setup(): void {
-  const root = path.resolve(import.meta.dirname, '../..');
-  const pages = ['public-v1.html', 'oauth.html'].map((page) => path.join(root, 'dist/docs', page));
-  if (pages.every((page) => fs.existsSync(page))) return;
-  execFileSync(path.join(root, 'scripts/build-docs.sh'), { cwd: root, stdio: 'ignore' });
+  buildIfStale();
 }
