@@ -1,4 +1,5 @@
-import { Migrator, sql, type MigrationResultSet } from 'kysely';
+import { sql } from 'kysely';
+import { Migrator, type MigrationResultSet } from 'kysely/migration';
 import type { Db } from './database.js';
 import { migrations } from './migrations/index.js';
 

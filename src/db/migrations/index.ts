@@ -1,4 +1,4 @@
-import type { Migration } from 'kysely';
+import type { Migration } from 'kysely/migration';
 import * as foundation from './2026-11-21-01-foundation.js';
 import * as posts from './2026-11-21-02-posts.js';
 import * as media from './2026-11-21-03-media.js';
