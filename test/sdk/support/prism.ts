@@ -3,7 +3,9 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-const PRISM = fileURLToPath(new URL('../../../node_modules/.bin/prism', import.meta.url));
+const PRISM = fileURLToPath(new URL('../../../node_modules/@stoplight/prism-cli/dist/index.js', import.meta.url));
+// Prism declares Node 24.18 or later: it runs on the project's own Node 24 whichever Node runs the tests.
+const PROJECT_NODE = fileURLToPath(new URL('../../../node_modules/node/bin/node', import.meta.url));
 export const PUBLIC_SPEC = 'openapi/public-v1.yaml';
 const HOST = '127.0.0.1';
 const START_TIMEOUT_MS = 30_000;
@@ -29,7 +31,7 @@ async function freePort(): Promise<number> {
 /**
  * Starts Prism on a free loopback port: `mock` answers the contract's examples, `proxy` forwards
  * to `upstream` and, with `--errors`, turns any request or response that breaks the contract into
- * an error. Prism runs from node_modules/.bin directly (npx would leave it running when stopped),
+ * an error. Prism is spawned directly (npx would leave it running when stopped),
  * as the leader of its own process group, so stopping it stops everything it started.
  */
 export async function startPrism(mode: { mock: true } | { proxy: string }): Promise<PrismServer> {
@@ -38,7 +40,7 @@ export async function startPrism(mode: { mock: true } | { proxy: string }): Prom
     'proxy' in mode
       ? ['proxy', '--errors', PUBLIC_SPEC, mode.proxy, '--host', HOST, '--port', String(port)]
       : ['mock', PUBLIC_SPEC, '--host', HOST, '--port', String(port)];
-  const child = spawn(PRISM, args, { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(PROJECT_NODE, [PRISM, ...args], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
