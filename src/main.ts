@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { DatabaseBusyError, openDatabase, type DatabaseHandle } from './db/database.js';
+import { DatabaseBusyError, DatabaseVersionError, openDatabase, type DatabaseHandle } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createLogger } from './logger.js';
 
@@ -40,6 +40,10 @@ async function main(): Promise<void> {
     if (error instanceof DatabaseBusyError) {
       console.error(error.message);
       process.exit(75); // EX_TEMPFAIL
+    }
+    if (error instanceof DatabaseVersionError) {
+      console.error(error.message);
+      process.exit(65); // EX_DATAERR
     }
     throw error;
   }

@@ -3,7 +3,7 @@ import { createApiKey, findApiKeyByPrefix, listApiKeys, maskApiKey, revokeApiKey
 import { createOrganizationWithOwner, findOrganization } from '../accounts/organizations.js';
 import { addChannel, PROVIDERS, type Provider } from '../channels/channels.js';
 import { ConfigError, loadConfig } from '../config.js';
-import { DatabaseBusyError, openDatabase, type Db } from '../db/database.js';
+import { DatabaseBusyError, DatabaseVersionError, openDatabase, type Db } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { DomainError, NotFoundError } from '../errors.js';
 
@@ -147,12 +147,12 @@ run(process.argv.slice(2)).then(
       console.error(`${error.message}\n\n${USAGE}`);
       process.exit(64);
     }
-    if (error instanceof ConfigError || error instanceof DatabaseBusyError || error instanceof DomainError) {
+    if (error instanceof ConfigError || error instanceof DatabaseBusyError || error instanceof DatabaseVersionError || error instanceof DomainError) {
       const details = error instanceof DomainError && error.details
         ? `\n${error.details.map((d) => `  - ${d.path}: ${d.message}`).join('\n')}`
         : '';
       console.error(`${error.message}${details}`);
-      process.exit(error instanceof DatabaseBusyError ? 75 : 1);
+      process.exit(error instanceof DatabaseBusyError ? 75 : error instanceof DatabaseVersionError ? 65 : 1);
     }
     console.error(error);
     process.exit(1);

@@ -22,6 +22,17 @@ export class DatabaseBusyError extends Error {
   override name = 'DatabaseBusyError';
 }
 
+/** The embedded database's directory was made by another major version of PostgreSQL. */
+export class DatabaseVersionError extends Error {
+  override name = 'DatabaseVersionError';
+}
+
+/**
+ * The major version of the PostgreSQL that PGlite embeds. PostgreSQL opens a data directory only with
+ * the major version that made it; a test keeps this in step with the PGlite package.
+ */
+export const EMBEDDED_POSTGRES_MAJOR = 18;
+
 export interface OpenDatabaseOptions {
   /** PostgreSQL connection string; without it the embedded database is used. */
   databaseUrl?: string | undefined;
@@ -64,6 +75,7 @@ async function openPglite(
   }
   let pglite: PGlite;
   try {
+    if (directory) checkDataVersion(directory);
     pglite = new PGlite(directory, {
       // pg returns int8 (and count(*)) as strings; the embedded database must read the same.
       parsers: { [types.INT8]: (value: string) => value },
@@ -83,6 +95,18 @@ async function openPglite(
       await release?.();
     },
   };
+}
+
+/** Refuses, in words, a data directory PGlite would fail to open with an error that names no cause. */
+function checkDataVersion(directory: string): void {
+  const file = path.join(directory, 'PG_VERSION');
+  if (!fs.existsSync(file)) return; // a new database
+  const major = fs.readFileSync(file, 'utf8').trim();
+  if (major === String(EMBEDDED_POSTGRES_MAJOR)) return;
+  throw new DatabaseVersionError(
+    `The embedded database in ${directory} was made by PostgreSQL ${major}, and this version embeds PostgreSQL ${EMBEDDED_POSTGRES_MAJOR}, ` +
+      'which cannot open it: run the version that made it (and move the data with pg_dump), or set DATA_DIR to another directory.',
+  );
 }
 
 /**
