@@ -454,6 +454,19 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            /**
+             * @description An error page: the signed-in user belongs to no organization any more, so there is
+             *     nothing to authorize.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <!doctype html><html lang="en"><title>No organization</title>…</html> */
+                    "text/html": string;
+                };
+            };
         };
     };
     token: {

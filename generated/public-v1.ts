@@ -1166,8 +1166,9 @@ export interface components {
          */
         Limit: number;
         /**
-         * @description The `nextCursor` of the previous page; omit it for the first page. Opaque, don't build or change it.
-         * @example eyJzIjoiMjAyNi0xMi0wMVQwOTozMDowMC4wMDBaIiwiaSI6InBvc3RfNEtpN0xvMVBtM05qOEJoNUd2MkMifQ
+         * @description The `nextCursor` of the previous page, with the same filters; omit it for the first page.
+         *     Opaque and signed: don't build or change it.
+         * @example eyJzIjoiMjAyNi0xMi0wMVQwOTozMDowMC4wMDBaIiwiaSI6InBvc3RfNEtpN0xvMVBtM05qOEJoNUd2MkMifQ.q3VwU0Gm8x9kZt2LcR4pYw
          */
         Cursor: string;
         /**
@@ -1358,8 +1359,9 @@ export interface operations {
                  */
                 days?: number;
                 /**
-                 * @description The `nextCursor` of the previous page; omit it for the first page. Opaque, don't build or change it.
-                 * @example eyJzIjoiMjAyNi0xMi0wMVQwOTozMDowMC4wMDBaIiwiaSI6InBvc3RfNEtpN0xvMVBtM05qOEJoNUd2MkMifQ
+                 * @description The `nextCursor` of the previous page, with the same filters; omit it for the first page.
+                 *     Opaque and signed: don't build or change it.
+                 * @example eyJzIjoiMjAyNi0xMi0wMVQwOTozMDowMC4wMDBaIiwiaSI6InBvc3RfNEtpN0xvMVBtM05qOEJoNUd2MkMifQ.q3VwU0Gm8x9kZt2LcR4pYw
                  */
                 cursor?: components["parameters"]["Cursor"];
             };
@@ -1437,8 +1439,9 @@ export interface operations {
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description The `nextCursor` of the previous page; omit it for the first page. Opaque, don't build or change it.
-                 * @example eyJzIjoiMjAyNi0xMi0wMVQwOTozMDowMC4wMDBaIiwiaSI6InBvc3RfNEtpN0xvMVBtM05qOEJoNUd2MkMifQ
+                 * @description The `nextCursor` of the previous page, with the same filters; omit it for the first page.
+                 *     Opaque and signed: don't build or change it.
+                 * @example eyJzIjoiMjAyNi0xMi0wMVQwOTozMDowMC4wMDBaIiwiaSI6InBvc3RfNEtpN0xvMVBtM05qOEJoNUd2MkMifQ.q3VwU0Gm8x9kZt2LcR4pYw
                  */
                 cursor?: components["parameters"]["Cursor"];
             };
@@ -1718,8 +1721,9 @@ export interface operations {
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description The `nextCursor` of the previous page; omit it for the first page. Opaque, don't build or change it.
-                 * @example eyJzIjoiMjAyNi0xMi0wMVQwOTozMDowMC4wMDBaIiwiaSI6InBvc3RfNEtpN0xvMVBtM05qOEJoNUd2MkMifQ
+                 * @description The `nextCursor` of the previous page, with the same filters; omit it for the first page.
+                 *     Opaque and signed: don't build or change it.
+                 * @example eyJzIjoiMjAyNi0xMi0wMVQwOTozMDowMC4wMDBaIiwiaSI6InBvc3RfNEtpN0xvMVBtM05qOEJoNUd2MkMifQ.q3VwU0Gm8x9kZt2LcR4pYw
                  */
                 cursor?: components["parameters"]["Cursor"];
             };

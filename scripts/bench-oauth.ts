@@ -11,24 +11,22 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { createApiKey } from '../src/accounts/api-keys.js';
-import { createApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
-import type { AppContext } from '../src/context.js';
+import { compose } from '../src/compose.js';
+import { loadConfig } from '../src/core/config.js';
+import { newId } from '../src/core/ids.js';
+import { createLogger } from '../src/core/logger.js';
 import { openDatabase, type DatabaseHandle } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { newId } from '../src/ids.js';
-import { createLogger } from '../src/logger.js';
-import { createMediaStorage } from '../src/media/create-storage.js';
+import { OutboundClient } from '../src/net/outbound-client.js';
 import { AppPictureDownloader } from '../src/oauth/app-pictures.js';
 import { registerApp } from '../src/oauth/apps.js';
 import { approveApp } from '../src/oauth/grants.js';
-import { defaultProviders } from '../src/providers/providers.js';
 
 const EXCHANGES = 200;
 const API_CALLS = 500;
@@ -81,19 +79,10 @@ async function main() {
       OAUTH_AUTH_FAILURES_PER_CLIENT: '1000000',
       OAUTH_AUTH_FAILURES_PER_ADDRESS: '1000000',
     });
-    const clock = () => new Date();
-    const ctx: AppContext = {
-      config,
-      db,
-      logger: createLogger({ logLevel: 'silent' }),
-      clock,
-      storage: await createMediaStorage(config, db, clock),
-      providers: defaultProviders(),
-    };
-    server = await new Promise<Server>((resolve) => {
-      const listening = createApp(ctx).listen(0, '127.0.0.1', () => resolve(listening));
-    });
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const service = await compose({ config, database, logger: createLogger({ logLevel: 'silent' }) });
+    const listening = await service.listen(0, '127.0.0.1');
+    server = listening;
+    const base = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
     config.publicUrl = base;
 
     const organizationId = newId('org');
@@ -101,7 +90,7 @@ async function main() {
     const userId = newId('usr');
     await db.insertInto('users').values({ id: userId, email: 'bench@example.com', name: 'Bench', password_hash: 'x' }).execute();
     const details = { name: 'Bench', description: '', pictureUrl: '', redirectUri: 'https://bench.example.org/cb' };
-    const { app, secret } = await registerApp(db, organizationId, details, new AppPictureDownloader(config.media.fetch));
+    const { app, secret } = await registerApp(db, organizationId, details, new AppPictureDownloader(new OutboundClient(config.media.fetch)));
     const issue = () => approveApp(db, { appId: app.id, organizationId, userId, redirectUri: null, codeChallenge: null }, new Date());
     const redeem = (code: string) =>
       fetch(`${base}/api/oauth/token`, {

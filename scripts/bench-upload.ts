@@ -32,15 +32,13 @@ else await measure();
 
 /** The server side: the real application on the embedded defaults, in a temporary DATA_DIR. */
 async function serve(): Promise<void> {
-  const { createApp } = await import('../src/app.js');
+  const { compose } = await import('../src/compose.js');
   const { createApiKey } = await import('../src/accounts/api-keys.js');
   const { createOrganizationWithOwner } = await import('../src/accounts/organizations.js');
-  const { loadConfig } = await import('../src/config.js');
+  const { loadConfig } = await import('../src/core/config.js');
   const { openDatabase } = await import('../src/db/database.js');
   const { migrateToLatest } = await import('../src/db/migrate.js');
-  const { createLogger } = await import('../src/logger.js');
-  const { createMediaStorage } = await import('../src/media/create-storage.js');
-  const { defaultProviders } = await import('../src/providers/providers.js');
+  const { createLogger } = await import('../src/core/logger.js');
 
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-upload-'));
   const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'production' });
@@ -52,14 +50,11 @@ async function serve(): Promise<void> {
     password: 'a long bench password',
   });
   const { secret } = await createApiKey(database.db, organization.id, 'bench');
-  const clock = () => new Date();
-  const storage = await createMediaStorage(config, database.db, clock);
-  const app = createApp({ config, db: database.db, logger: createLogger(config), clock, storage, providers: defaultProviders() });
-  const server = app.listen(0, '127.0.0.1', () => {
-    const port = (server.address() as { port: number }).port;
-    config.publicUrl = `http://127.0.0.1:${port}`;
-    send({ type: 'ready', port, apiKey: secret });
-  });
+  const service = await compose({ config, database, logger: createLogger(config) });
+  const server = await service.listen(0, '127.0.0.1');
+  const port = (server.address() as { port: number }).port;
+  config.publicUrl = `http://127.0.0.1:${port}`;
+  send({ type: 'ready', port, apiKey: secret });
 
   let samples: Sample[] = [];
   const sample = () => {

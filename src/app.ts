@@ -3,23 +3,24 @@ import path from 'node:path';
 import express, { type Express } from 'express';
 import { sql } from 'kysely';
 import { pinoHttp } from 'pino-http';
-import { Authenticator } from './accounts/authenticate.js';
-import type { AppContext } from './context.js';
-import { createPublicApi } from './http/public-api.js';
-import { newId } from './ids.js';
-import { redactUrl } from './logger.js';
+import { newId } from './core/ids.js';
+import { redactUrl } from './core/logger.js';
+import { projectPath } from './core/project-files.js';
 import { localFileRoutes } from './media/local-file-routes.js';
 import { LocalMediaStorage } from './media/local-storage.js';
-import { createOAuthApi } from './oauth/token-endpoint.js';
-import { resolveOAuthToken } from './oauth/tokens.js';
-import { projectPath } from './project-files.js';
-import { createWebApp } from './web/routes.js';
+import type { MediaContext } from './media/storage.js';
+import { createOAuthApi } from './oauth/api.js';
+import { CsrfTokens } from './pages/csrf.js';
+import { BrowserCookies } from './pages/visitor.js';
+import type { ProvidersContext } from './providers/providers.js';
+import { createPublicApi } from './public-api.js';
+import { createWebApp, pagePrelude } from './web/routes.js';
 
 const OPENAPI_DIR = projectPath('openapi');
 export const DOCS_DIR = projectPath('dist', 'docs');
 
-/** Builds the HTTP application from its dependencies; it holds no global state. */
-export function createApp(ctx: AppContext): Express {
+/** Builds the HTTP application from the service's context; it holds no global state. */
+export function createApp(ctx: MediaContext & ProvidersContext): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -65,10 +66,10 @@ export function createApp(ctx: AppContext): Express {
 
   if (ctx.storage instanceof LocalMediaStorage) app.use(localFileRoutes(ctx, ctx.storage));
 
-  const authenticator = new Authenticator(ctx.db, ctx.clock).register('pos_', resolveOAuthToken);
-  app.use(createPublicApi(ctx, { authenticator }));
-  app.use(createOAuthApi(ctx));
-  app.use(createWebApp(ctx));
+  const pages = { cookies: new BrowserCookies(ctx.config.publicUrl), csrf: new CsrfTokens(ctx.db) };
+  app.use(createPublicApi(ctx));
+  app.use(createOAuthApi(ctx, pagePrelude(ctx, pages)));
+  app.use(createWebApp(ctx, pages));
 
   return app;
 }

@@ -1,8 +1,7 @@
 import type { Server } from 'node:http';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, type Config } from './core/config.js';
+import { createLogger } from './core/logger.js';
 import { DatabaseBusyError, DatabaseVersionError, openDatabase, type DatabaseHandle } from './db/database.js';
-import { migrateToLatest } from './db/migrate.js';
-import { createLogger } from './logger.js';
 
 // In-flight requests get this long to finish after SIGINT/SIGTERM before connections are cut.
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -27,12 +26,7 @@ async function main(): Promise<void> {
     dataDir: config.dataDir,
     onLockCompromised: (error) => logger.error({ err: error }, 'lost the lock on the embedded database'),
   });
-  const loading = Promise.all([
-    import('./app.js'),
-    import('./http/malformed-requests.js'),
-    import('./media/create-storage.js'),
-    import('./providers/providers.js'),
-  ]);
+  const composing = import('./compose.js');
   let database: DatabaseHandle;
   try {
     database = await opening;
@@ -47,19 +41,11 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const applied = await migrateToLatest(database.db);
-  if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
-
-  const [{ createApp }, { answerMalformedRequests }, { createMediaStorage }, { defaultProviders }] = await loading;
-  const clock = () => new Date();
-  const storage = await createMediaStorage(config, database.db, clock);
-  const app = createApp({ config, db: database.db, logger, clock, storage, providers: defaultProviders() });
+  const { compose } = await composing;
+  const service = await compose({ config, database, logger });
   let server: Server;
   try {
-    server = await new Promise((resolve, reject) => {
-      // Express 5 calls this back with the error when listening fails (a port in use), not only on success.
-      const listening = app.listen(config.port, config.host, (error?: Error) => (error ? reject(error) : resolve(listening)));
-    });
+    server = await service.listen(config.port, config.host);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     console.error(
@@ -70,7 +56,6 @@ async function main(): Promise<void> {
     await database.close();
     process.exit(69); // EX_UNAVAILABLE
   }
-  answerMalformedRequests(server, logger);
 
   logger.info({ database: database.kind, location: database.location }, 'database ready');
   console.log(

@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json } from './support/http.js';
 import { createTestDatabase, TEST_DATABASE_URL } from './support/database.js';
+import { json } from './support/http.js';
 import { freePort, spawnBuilt, stop, untilExit, untilReady, type Finished } from './support/processes.js';
 
 let dataDir: string;
@@ -39,7 +39,12 @@ async function startServer(): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   const child = spawnBuilt('start', [], { ...env(), PORT: String(port) });
   const url = `http://127.0.0.1:${port}`;
-  await untilReady(`${url}/healthz`, child);
+  try {
+    await untilReady(`${url}/healthz`, child);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
   return { child, url };
 }
 

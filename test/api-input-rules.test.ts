@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
+import { countPosts, createChannel, createOrganization, insertPost, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
-import { countPosts, insertPost, POSTS_TEST_ENV, send } from './support/posts.js';
+import { POSTS_TEST_ENV, send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 const NOW = '2026-11-21T12:00:00.000Z';

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseYaml, SPEC_FILES } from '../src/http/spec.js';
-import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
+import { parseYaml, SPEC_FILES } from '../src/core/contract.js';
+import { createChannel, createOrganization, insertMedia, insertPost, type TestOrganization } from './support/fixtures.js';
 import { jpeg } from './support/media-samples.js';
-import { FakeTikTok, insertMedia, insertPost } from './support/posts.js';
+import { FakeTikTok } from './support/posts.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
 import { startTestServer, type TestServer } from './support/server.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AtMostEvery } from '../src/at-most-every.js';
+import { AtMostEvery } from '../src/core/at-most-every.js';
 
 describe('housekeeping paced to once a minute', () => {
   it('is due at first, then not again until the interval has passed', () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../src/ids.js';
-import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
+import { newId } from '../src/core/ids.js';
+import { createChannel, createOrganization, insertPost, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
@@ -14,24 +14,6 @@ beforeAll(async () => {
   globex = await createOrganization(server.ctx.db, 'Globex');
 });
 afterAll(() => server?.close());
-
-async function insertPost(organizationId: string, channelId: string, status: string, scheduledAt: string | null) {
-  await server.ctx.db
-    .insertInto('posts')
-    .values({
-      id: newId('post'),
-      organization_id: organizationId,
-      group_id: newId('grp'),
-      channel_id: channelId,
-      content: 'hello',
-      media_ids: '[]',
-      settings: null,
-      status: status as 'scheduled',
-      scheduled_at: scheduledAt,
-      updated_at: new Date(),
-    })
-    .execute();
-}
 
 describe('GET /public/v1/channels', () => {
   it('lists only the caller’s organization’s channels', async () => {
@@ -63,14 +45,14 @@ describe('GET /public/v1/channels/quota', () => {
     const org = await createOrganization(server.ctx.db, 'Quota');
     const tiktok = await createChannel(server.ctx.db, org.id, 'tiktok');
     const sandbox = await createChannel(server.ctx.db, org.id, 'sandbox');
-    await insertPost(org.id, tiktok.id, 'scheduled', '2026-11-21T08:00:00.000Z');
-    await insertPost(org.id, tiktok.id, 'published', '2026-11-21T00:00:00.000Z');
-    await insertPost(org.id, tiktok.id, 'publishing', '2026-11-21T23:59:59.999Z');
-    await insertPost(org.id, tiktok.id, 'draft', '2026-11-21T09:00:00.000Z'); // drafts do not count
-    await insertPost(org.id, tiktok.id, 'failed', '2026-11-21T09:00:00.000Z'); // nor failures
-    await insertPost(org.id, tiktok.id, 'scheduled', '2026-11-22T00:00:00.000Z'); // tomorrow
-    await insertPost(org.id, tiktok.id, 'published', '2026-11-20T23:59:59.999Z'); // yesterday
-    await insertPost(org.id, sandbox.id, 'scheduled', '2026-11-21T12:00:00.000Z');
+    await insertPost(server.ctx.db, { organizationId: org.id, channelId: tiktok.id, status: 'scheduled', scheduledAt: '2026-11-21T08:00:00.000Z' });
+    await insertPost(server.ctx.db, { organizationId: org.id, channelId: tiktok.id, status: 'published', scheduledAt: '2026-11-21T00:00:00.000Z' });
+    await insertPost(server.ctx.db, { organizationId: org.id, channelId: tiktok.id, status: 'publishing', scheduledAt: '2026-11-21T23:59:59.999Z' });
+    await insertPost(server.ctx.db, { organizationId: org.id, channelId: tiktok.id, status: 'draft', scheduledAt: '2026-11-21T09:00:00.000Z' }); // drafts do not count
+    await insertPost(server.ctx.db, { organizationId: org.id, channelId: tiktok.id, status: 'failed', scheduledAt: '2026-11-21T09:00:00.000Z' }); // nor failures
+    await insertPost(server.ctx.db, { organizationId: org.id, channelId: tiktok.id, status: 'scheduled', scheduledAt: '2026-11-22T00:00:00.000Z' }); // tomorrow
+    await insertPost(server.ctx.db, { organizationId: org.id, channelId: tiktok.id, status: 'published', scheduledAt: '2026-11-20T23:59:59.999Z' }); // yesterday
+    await insertPost(server.ctx.db, { organizationId: org.id, channelId: sandbox.id, status: 'scheduled', scheduledAt: '2026-11-21T12:00:00.000Z' });
 
     server.setNow('2026-11-21T15:30:00.000Z');
     try {

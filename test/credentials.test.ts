@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { hashPassword, verifyPassword } from '../src/accounts/passwords.js';
 import {
   generateCredential,
   hashSecret,
   isWellFormedCredential,
   secretMatchesHash,
-} from '../src/accounts/credentials.js';
-import { hashPassword, verifyPassword } from '../src/accounts/passwords.js';
-import { credentialFromHeader } from '../src/accounts/authenticate.js';
+} from '../src/crypto/issued-secrets.js';
+import { credentialFromHeader } from '../src/http/authenticate.js';
 
 describe('issued credentials', () => {
   it('carry their prefix, at least 128 random bits and a checksum', () => {

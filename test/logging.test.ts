@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger, redactUrl } from '../src/logger.js';
+import { createLogger, redactUrl } from '../src/core/logger.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
 import { startTestServer, type TestServer } from './support/server.js';

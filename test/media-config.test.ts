@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/core/config.js';
 import { MediaPolicy } from '../src/media/media-types.js';
 
 describe('media configuration', () => {

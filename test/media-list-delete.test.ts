@@ -1,9 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PostStatus } from '../src/db/schema.js';
-import { newId } from '../src/ids.js';
-import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
+import type { PostStatus } from '../src/core/contract.js';
+import { createChannel, createOrganization, insertPost, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
 import { png } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -39,25 +38,11 @@ async function uploadMedia(org: TestOrganization, fileName: string, at: string) 
   }
 }
 
-async function insertPost(org: TestOrganization, status: PostStatus, mediaIds: string[]) {
+/** A post of the organization, on a channel of its own, that uses the media. */
+async function postUsing(org: TestOrganization, status: PostStatus, mediaIds: string[]): Promise<string> {
   const channel = await createChannel(server.ctx.db, org.id, 'sandbox');
-  const id = newId('post');
-  await server.ctx.db
-    .insertInto('posts')
-    .values({
-      id,
-      organization_id: org.id,
-      group_id: newId('grp'),
-      channel_id: channel.id,
-      content: 'hello',
-      media_ids: JSON.stringify(mediaIds),
-      settings: null,
-      status,
-      scheduled_at: status === 'draft' ? null : '2026-12-01T09:00:00.000Z',
-      updated_at: new Date(),
-    })
-    .execute();
-  return id;
+  const scheduledAt = status === 'draft' ? null : '2026-12-01T09:00:00.000Z';
+  return insertPost(server.ctx.db, { organizationId: org.id, channelId: channel.id, status, scheduledAt, mediaIds });
 }
 
 const list = (org: TestOrganization, query = '') => server.fetch(`/public/v1/media${query}`, { headers: org.auth });
@@ -115,7 +100,7 @@ describe('GET /public/v1/media', () => {
       expect(response.status).toBe(400);
       const { error } = await json(response);
       expect(error.code).toBe('validation_failed');
-      expect(error.details).toEqual([{ path: 'query.cursor', message: 'is not a cursor issued by this API' }]);
+      expect(error.details).toEqual([{ path: 'query.cursor', message: 'is not a cursor issued by this API for this list and these filters' }]);
     }
     expect((await list(acme, '?limit=0')).status).toBe(400);
     expect((await list(acme, '?limit=101')).status).toBe(400);
@@ -127,8 +112,8 @@ describe('DELETE /public/v1/media/{id}', () => {
     const media = await uploadMedia(acme, 'gone.png', '2026-11-20T10:00:00.000Z');
     const file = path.join(server.ctx.config.dataDir, 'media', 'media', acme.id, media.id);
     expect(fs.existsSync(file)).toBe(true);
-    await insertPost(acme, 'published', [media.id]); // published posts keep their content on the network
-    await insertPost(acme, 'draft', [media.id]);
+    await postUsing(acme, 'published', [media.id]); // published posts keep their content on the network
+    await postUsing(acme, 'draft', [media.id]);
 
     const response = await remove(acme, media.id);
     expect(response.status).toBe(204);
@@ -149,8 +134,8 @@ describe('DELETE /public/v1/media/{id}', () => {
   it('refuses (409) while a scheduled or publishing post uses the media', async () => {
     const media = await uploadMedia(acme, 'busy.png', '2026-11-20T10:00:00.000Z');
     const other = await uploadMedia(acme, 'other.png', '2026-11-20T10:00:00.000Z');
-    const scheduled = await insertPost(acme, 'scheduled', [other.id, media.id]);
-    const publishing = await insertPost(acme, 'publishing', [media.id]);
+    const scheduled = await postUsing(acme, 'scheduled', [other.id, media.id]);
+    const publishing = await postUsing(acme, 'publishing', [media.id]);
 
     const response = await remove(acme, media.id);
     expect(response.status).toBe(409);

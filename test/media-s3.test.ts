@@ -6,6 +6,7 @@ import { json } from './support/http.js';
 import { jpeg, mp4, png } from './support/media-samples.js';
 import { startS3Server, type TestS3Server } from './support/s3-server.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { completeUpload, startUpload } from './support/uploads.js';
 
 let s3: TestS3Server;
 let server: TestServer;
@@ -21,23 +22,11 @@ afterAll(async () => {
   await s3?.close();
 });
 
-async function startUpload(fileName: string, contentType: string, size: number) {
-  const response = await server.fetch('/public/v1/media/uploads', {
-    method: 'POST',
-    headers: { ...acme.auth, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ fileName, contentType, size }),
-  });
-  expect(response.status).toBe(201);
-  return json(response);
-}
-
-const complete = (uploadId: string) =>
-  server.fetch(`/public/v1/media/uploads/${uploadId}/complete`, { method: 'POST', headers: acme.auth });
 
 describe('signed upload on S3-compatible storage', () => {
   it('PUTs straight to the bucket with a presigned URL, completes, and serves a presigned download', async () => {
     const bytes = mp4(10_000);
-    const upload = await startUpload('trailer.mp4', 'video/mp4', bytes.length);
+    const upload = await startUpload(server, acme, 'trailer.mp4', 'video/mp4', bytes.length);
     const url = new URL(upload.uploadUrl);
     expect(url.origin).toBe(s3.endpoint);
     expect(url.pathname).toBe(`/${s3.bucket}/uploads/${acme.id}/${upload.uploadId}`);
@@ -48,7 +37,7 @@ describe('signed upload on S3-compatible storage', () => {
     expect(put.status).toBe(200);
     expect(await s3.has(`uploads/${acme.id}/${upload.uploadId}`)).toBe(true);
 
-    const response = await complete(upload.uploadId);
+    const response = await completeUpload(server, acme, upload.uploadId);
     expect(response.status).toBe(200);
     const media = await json(response);
     expect(media).toMatchObject({ fileName: 'trailer.mp4', contentType: 'video/mp4', kind: 'video', size: 10_000 });
@@ -60,7 +49,7 @@ describe('signed upload on S3-compatible storage', () => {
     expect(download.headers.get('content-type')).toBe('video/mp4');
     expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
 
-    expect((await json(await complete(upload.uploadId))).id).toBe(media.id);
+    expect((await json(await completeUpload(server, acme, upload.uploadId))).id).toBe(media.id);
 
     const deleted = await server.fetch(`/public/v1/media/${media.id}`, { method: 'DELETE', headers: acme.auth });
     expect(deleted.status).toBe(204);
@@ -69,7 +58,7 @@ describe('signed upload on S3-compatible storage', () => {
 
   it('is refused by the storage when the URL is altered or the body has another size or type', async () => {
     const bytes = png();
-    const upload = await startUpload('logo.png', 'image/png', bytes.length);
+    const upload = await startUpload(server, acme, 'logo.png', 'image/png', bytes.length);
     const tampered = new URL(upload.uploadUrl);
     tampered.searchParams.set('X-Amz-Signature', '0'.repeat(64));
 
@@ -83,15 +72,15 @@ describe('signed upload on S3-compatible storage', () => {
       expect(await response.text()).toContain('SignatureDoesNotMatch');
     }
     expect(await s3.has(`uploads/${acme.id}/${upload.uploadId}`)).toBe(false);
-    expect((await complete(upload.uploadId)).status).toBe(409);
+    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(409);
   });
 
   it('refuses bytes of another type than declared and deletes them from the bucket', async () => {
     const bytes = jpeg(3000);
-    const upload = await startUpload('photo.png', 'image/png', bytes.length);
+    const upload = await startUpload(server, acme, 'photo.png', 'image/png', bytes.length);
     expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
 
-    const response = await complete(upload.uploadId);
+    const response = await completeUpload(server, acme, upload.uploadId);
     expect(response.status).toBe(422);
     expect((await json(response)).error.message).toContain('image/jpeg');
     expect(await s3.has(`uploads/${acme.id}/${upload.uploadId}`)).toBe(false);
@@ -101,14 +90,14 @@ describe('signed upload on S3-compatible storage', () => {
 
   it('refuses stored bytes whose size differs from the declared one', async () => {
     // A storage that does not enforce the signed length (or an object written by other means).
-    const upload = await startUpload('odd.png', 'image/png', 500);
+    const upload = await startUpload(server, acme, 'odd.png', 'image/png', 500);
     const bytes = png();
     const { Readable } = await import('node:stream');
     await server.ctx.storage.put(`uploads/${acme.id}/${upload.uploadId}`, Readable.from([bytes]), {
       contentType: 'image/png',
       size: bytes.length,
     });
-    const response = await complete(upload.uploadId);
+    const response = await completeUpload(server, acme, upload.uploadId);
     expect(response.status).toBe(422);
     expect((await json(response)).error.message).toBe(
       `The upload has ${bytes.length} bytes but 500 were declared; start a new upload.`,

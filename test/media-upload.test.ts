@@ -7,6 +7,7 @@ import { createOrganization, type TestOrganization } from './support/fixtures.js
 import { json } from './support/http.js';
 import { jpeg, mp4, pdf, png } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { completeUpload, startUpload, type UploadAnswer } from './support/uploads.js';
 
 let server: TestServer;
 let acme: TestOrganization;
@@ -19,13 +20,6 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-interface UploadAnswer {
-  uploadId: string;
-  uploadUrl: string;
-  method: 'PUT';
-  headers: Record<string, string>;
-  expiresAt: string;
-}
 
 async function createUpload(org: TestOrganization, body: object) {
   return server.fetch('/public/v1/media/uploads', {
@@ -35,19 +29,11 @@ async function createUpload(org: TestOrganization, body: object) {
   });
 }
 
-async function startUpload(org: TestOrganization, fileName: string, contentType: string, size: number): Promise<UploadAnswer> {
-  const response = await createUpload(org, { fileName, contentType, size });
-  expect(response.status).toBe(201);
-  return json(response);
-}
 
 function put(upload: UploadAnswer, bytes: Buffer, headers: Record<string, string> = upload.headers, url = upload.uploadUrl) {
   return fetch(url, { method: 'PUT', headers, body: bytes });
 }
 
-function complete(org: TestOrganization, uploadId: string) {
-  return server.fetch(`/public/v1/media/uploads/${uploadId}/complete`, { method: 'POST', headers: org.auth });
-}
 
 const mediaDir = () => path.join(server.ctx.config.dataDir, 'media');
 /** Every file under the media directory, relative to it (temporary files included). */
@@ -61,7 +47,7 @@ function storedFiles(): string[] {
 describe('signed upload on local disk', () => {
   it('takes a PNG through create, PUT and complete, and serves it from a signed URL', async () => {
     const bytes = png();
-    const upload = await startUpload(acme, 'logo.png', 'image/png', bytes.length);
+    const upload = await startUpload(server, acme, 'logo.png', 'image/png', bytes.length);
     expect(upload.uploadId).toMatch(/^upl_/);
     expect(upload.method).toBe('PUT');
     expect(upload.headers).toEqual({ 'Content-Type': 'image/png', 'Content-Length': String(bytes.length) });
@@ -71,7 +57,7 @@ describe('signed upload on local disk', () => {
     const putResponse = await put(upload, bytes);
     expect(putResponse.status).toBe(200);
 
-    const completed = await complete(acme, upload.uploadId);
+    const completed = await completeUpload(server, acme, upload.uploadId);
     expect(completed.status).toBe(200);
     const media = await json(completed);
     expect(media).toMatchObject({ fileName: 'logo.png', contentType: 'image/png', kind: 'image', size: bytes.length });
@@ -83,7 +69,7 @@ describe('signed upload on local disk', () => {
     expect(download.headers.get('x-content-type-options')).toBe('nosniff');
     expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
 
-    const again = await complete(acme, upload.uploadId);
+    const again = await completeUpload(server, acme, upload.uploadId);
     expect(again.status).toBe(200);
     expect((await json(again)).id).toBe(media.id);
 
@@ -94,26 +80,26 @@ describe('signed upload on local disk', () => {
 
   it('accepts the content type in any case and stores the canonical one', async () => {
     const bytes = mp4(5000);
-    const upload = await startUpload(acme, 'clip.MP4', 'Video/MP4', bytes.length);
+    const upload = await startUpload(server, acme, 'clip.MP4', 'Video/MP4', bytes.length);
     expect(upload.headers['Content-Type']).toBe('video/mp4');
     expect((await put(upload, bytes)).status).toBe(200);
-    const media = await json(await complete(acme, upload.uploadId));
+    const media = await json(await completeUpload(server, acme, upload.uploadId));
     expect(media).toMatchObject({ contentType: 'video/mp4', kind: 'video', size: 5000 });
   });
 
   it('answers 409 while the bytes have not arrived, and completes once they have', async () => {
     const bytes = png();
-    const upload = await startUpload(acme, 'late.png', 'image/png', bytes.length);
-    const early = await complete(acme, upload.uploadId);
+    const upload = await startUpload(server, acme, 'late.png', 'image/png', bytes.length);
+    const early = await completeUpload(server, acme, upload.uploadId);
     expect(early.status).toBe(409);
     expect((await json(early)).error.code).toBe('conflict');
     await put(upload, bytes);
-    expect((await complete(acme, upload.uploadId)).status).toBe(200);
+    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(200);
   });
 
   it('keeps the bytes of an upload whose media could not be recorded, so completing again succeeds', async () => {
     const bytes = png();
-    const upload = await startUpload(acme, 'doomed.png', 'image/png', bytes.length);
+    const upload = await startUpload(server, acme, 'doomed.png', 'image/png', bytes.length);
     await put(upload, bytes);
     // The database itself refuses the media row, after the bytes were moved to the media's key.
     await sql`create function refuse_doomed_media() returns trigger language plpgsql as $$
@@ -124,12 +110,12 @@ describe('signed upload on local disk', () => {
     await sql`create trigger refuse_doomed_media before insert on media for each row execute function refuse_doomed_media()`.execute(server.ctx.db);
     try {
       const filesBefore = storedFiles();
-      const failed = await complete(acme, upload.uploadId);
+      const failed = await completeUpload(server, acme, upload.uploadId);
       expect(failed.status).toBe(500);
       expect(storedFiles()).toEqual(filesBefore);
 
       await sql`drop trigger refuse_doomed_media on media`.execute(server.ctx.db);
-      const retried = await complete(acme, upload.uploadId);
+      const retried = await completeUpload(server, acme, upload.uploadId);
       expect(retried.status).toBe(200);
       const media = await json(retried);
       expect(Buffer.from(await (await fetch(media.url)).arrayBuffer())).toEqual(bytes);
@@ -141,11 +127,11 @@ describe('signed upload on local disk', () => {
 
   it('refuses bytes of another type than declared, deletes them and creates no media', async () => {
     const bytes = jpeg(3000);
-    const upload = await startUpload(acme, 'photo.png', 'image/png', bytes.length);
+    const upload = await startUpload(server, acme, 'photo.png', 'image/png', bytes.length);
     expect((await put(upload, bytes)).status).toBe(200);
     const before = await countMedia(acme);
 
-    const response = await complete(acme, upload.uploadId);
+    const response = await completeUpload(server, acme, upload.uploadId);
     expect(response.status).toBe(422);
     const { error } = await json(response);
     expect(error.code).toBe('unprocessable');
@@ -155,23 +141,23 @@ describe('signed upload on local disk', () => {
     expect(storedFiles()).not.toContain(`uploads/${acme.id}/${upload.uploadId}`);
 
     // The refusal stands: completing again says the same.
-    const again = await complete(acme, upload.uploadId);
+    const again = await completeUpload(server, acme, upload.uploadId);
     expect(again.status).toBe(422);
     expect((await json(again)).error.message).toBe(error.message);
   });
 
   it('refuses bytes that are no media at all', async () => {
     const bytes = pdf();
-    const upload = await startUpload(acme, 'doc.png', 'image/png', bytes.length);
+    const upload = await startUpload(server, acme, 'doc.png', 'image/png', bytes.length);
     await put(upload, bytes);
-    const response = await complete(acme, upload.uploadId);
+    const response = await completeUpload(server, acme, upload.uploadId);
     expect(response.status).toBe(422);
     expect((await json(response)).error.message).toContain('application/pdf');
   });
 
   it('refuses a PUT of another size than declared and keeps nothing of it', async () => {
     const bytes = png();
-    const upload = await startUpload(acme, 'short.png', 'image/png', bytes.length + 10);
+    const upload = await startUpload(server, acme, 'short.png', 'image/png', bytes.length + 10);
 
     const shorter = await put(upload, bytes, { 'Content-Type': 'image/png' });
     expect(shorter.status).toBe(400);
@@ -182,11 +168,11 @@ describe('signed upload on local disk', () => {
     expect((await json(longer)).error.code).toBe('payload_too_large');
 
     expect(storedFiles().filter((file) => file.includes(upload.uploadId) || file.startsWith('.partial/'))).toEqual([]);
-    expect((await complete(acme, upload.uploadId)).status).toBe(409);
+    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(409);
   });
 
   it('cuts off a streamed body that grows past the declared size', async () => {
-    const upload = await startUpload(acme, 'stream.png', 'image/png', 100);
+    const upload = await startUpload(server, acme, 'stream.png', 'image/png', 100);
     const chunks = [png(), Buffer.alloc(1000)];
     const body = new ReadableStream({
       pull(controller) {
@@ -205,12 +191,12 @@ describe('signed upload on local disk', () => {
     expect(response).toBeInstanceOf(Response);
     expect((response as Response).status).toBe(413);
     expect(storedFiles().filter((file) => file.includes(upload.uploadId) || file.startsWith('.partial/'))).toEqual([]);
-    expect((await complete(acme, upload.uploadId)).status).toBe(409);
+    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(409);
   });
 
   it('keeps nothing of a PUT whose client goes away halfway', async () => {
     const bytes = mp4(400_000);
-    const upload = await startUpload(acme, 'cut.mp4', 'video/mp4', bytes.length);
+    const upload = await startUpload(server, acme, 'cut.mp4', 'video/mp4', bytes.length);
     const request = http.request(upload.uploadUrl, { method: 'PUT', headers: upload.headers });
     request.on('error', () => {});
     request.write(bytes.subarray(0, 100_000));
@@ -218,28 +204,28 @@ describe('signed upload on local disk', () => {
     request.destroy();
     await until(() => fs.readdirSync(path.join(mediaDir(), '.partial')).length === 0);
     expect(storedFiles().filter((file) => file.includes(upload.uploadId))).toEqual([]);
-    expect((await complete(acme, upload.uploadId)).status).toBe(409);
+    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(409);
   });
 
   it('answers 409 while another request is completing the upload, and takes over an abandoned claim', async () => {
     const bytes = png();
-    const upload = await startUpload(acme, 'busy.png', 'image/png', bytes.length);
+    const upload = await startUpload(server, acme, 'busy.png', 'image/png', bytes.length);
     await put(upload, bytes);
     const claim = (until: Date) =>
       server.ctx.db.updateTable('uploads').set({ completing_until: until }).where('id', '=', upload.uploadId).execute();
 
     await claim(new Date(Date.now() + 60_000));
-    const busy = await complete(acme, upload.uploadId);
+    const busy = await completeUpload(server, acme, upload.uploadId);
     expect(busy.status).toBe(409);
     expect((await json(busy)).error.message).toBe('Another request is completing this upload right now; retry in a moment.');
 
     await claim(new Date(Date.now() - 1000)); // its request died: the lease ran out
-    expect((await complete(acme, upload.uploadId)).status).toBe(200);
+    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(200);
   });
 
   it('refuses a PUT with another Content-Type than signed', async () => {
     const bytes = png();
-    const upload = await startUpload(acme, 'typed.png', 'image/png', bytes.length);
+    const upload = await startUpload(server, acme, 'typed.png', 'image/png', bytes.length);
     const response = await put(upload, bytes, { 'Content-Type': 'image/jpeg' });
     expect(response.status).toBe(400);
     expect((await json(response)).error.message).toContain('Content-Type: image/png');
@@ -247,7 +233,7 @@ describe('signed upload on local disk', () => {
 
   it('refuses a PUT to an altered URL', async () => {
     const bytes = png();
-    const upload = await startUpload(acme, 'tampered.png', 'image/png', bytes.length);
+    const upload = await startUpload(server, acme, 'tampered.png', 'image/png', bytes.length);
     const url = new URL(upload.uploadUrl);
 
     const bigger = new URL(url);
@@ -269,7 +255,7 @@ describe('signed upload on local disk', () => {
       expect(error.message).toContain('not validly signed');
       expect(error.requestId).toMatch(/^req_/);
     }
-    expect((await complete(acme, upload.uploadId)).status).toBe(409);
+    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(409);
   });
 
   it('refuses a PUT after the URL expired, and completing long after expiry', async () => {
@@ -277,7 +263,7 @@ describe('signed upload on local disk', () => {
     const start = new Date('2026-11-21T10:00:00.000Z');
     server.setNow(start);
     try {
-      const upload = await startUpload(acme, 'expired.png', 'image/png', bytes.length);
+      const upload = await startUpload(server, acme, 'expired.png', 'image/png', bytes.length);
       expect(upload.expiresAt).toBe('2026-11-21T11:00:00.000Z');
 
       server.setNow('2026-11-21T11:00:00.000Z');
@@ -289,7 +275,7 @@ describe('signed upload on local disk', () => {
       server.setNow('2026-11-21T10:59:59.000Z');
       expect((await put(upload, bytes)).status).toBe(200);
       server.setNow('2026-11-21T12:00:00.001Z');
-      const response = await complete(acme, upload.uploadId);
+      const response = await completeUpload(server, acme, upload.uploadId);
       expect(response.status).toBe(422);
       expect((await json(response)).error.message).toContain('expired at 2026-11-21T11:00:00.000Z');
       expect(storedFiles()).not.toContain(`uploads/${acme.id}/${upload.uploadId}`);
@@ -302,10 +288,10 @@ describe('signed upload on local disk', () => {
     const bytes = png();
     server.setNow('2026-11-21T10:00:00.000Z');
     try {
-      const upload = await startUpload(acme, 'grace.png', 'image/png', bytes.length);
+      const upload = await startUpload(server, acme, 'grace.png', 'image/png', bytes.length);
       await put(upload, bytes);
       server.setNow('2026-11-21T11:30:00.000Z');
-      expect((await complete(acme, upload.uploadId)).status).toBe(200);
+      expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(200);
     } finally {
       server.setNow(undefined);
     }
@@ -313,18 +299,18 @@ describe('signed upload on local disk', () => {
 
   it('answers 404 for another organization’s upload and for an unknown one', async () => {
     const bytes = png();
-    const upload = await startUpload(acme, 'private.png', 'image/png', bytes.length);
+    const upload = await startUpload(server, acme, 'private.png', 'image/png', bytes.length);
     await put(upload, bytes);
     for (const [org, id] of [
       [globex, upload.uploadId],
       [acme, 'upl_doesnotexist0000000'],
     ] as const) {
-      const response = await complete(org, id);
+      const response = await completeUpload(server, org, id);
       expect(response.status).toBe(404);
       expect((await json(response)).error.code).toBe('not_found');
     }
     // The owner still completes it.
-    expect((await complete(acme, upload.uploadId)).status).toBe(200);
+    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(200);
   });
 
   it('refuses to start an upload over the size limit (413) or of a type not accepted (415)', async () => {
@@ -354,9 +340,9 @@ describe('signed upload on local disk', () => {
 
   it('serves a file only through an unexpired, unaltered signed URL', async () => {
     const bytes = png();
-    const upload = await startUpload(acme, 'served.png', 'image/png', bytes.length);
+    const upload = await startUpload(server, acme, 'served.png', 'image/png', bytes.length);
     await put(upload, bytes);
-    const media = await json(await complete(acme, upload.uploadId));
+    const media = await json(await completeUpload(server, acme, upload.uploadId));
     const url = new URL(media.url);
     expect(new Date(media.urlExpiresAt).getTime()).toBe(Number(url.searchParams.get('expires')) * 1000);
 
@@ -382,18 +368,18 @@ describe('signed upload on local disk', () => {
     const bytes = png();
     server.setNow('2026-12-01T10:00:00.000Z');
     try {
-      const upload = await startUpload(acme, 'abandoned.png', 'image/png', bytes.length);
+      const upload = await startUpload(server, acme, 'abandoned.png', 'image/png', bytes.length);
       await put(upload, bytes);
       expect(storedFiles()).toContain(`uploads/${acme.id}/${upload.uploadId}`);
 
       server.setNow('2026-12-02T10:59:00.000Z'); // less than a day after expiresAt (11:00)
-      await startUpload(acme, 'next.png', 'image/png', bytes.length);
+      await startUpload(server, acme, 'next.png', 'image/png', bytes.length);
       expect(storedFiles()).toContain(`uploads/${acme.id}/${upload.uploadId}`);
 
       server.setNow('2026-12-02T11:01:00.000Z');
-      await startUpload(acme, 'later.png', 'image/png', bytes.length);
+      await startUpload(server, acme, 'later.png', 'image/png', bytes.length);
       expect(storedFiles()).not.toContain(`uploads/${acme.id}/${upload.uploadId}`);
-      expect((await complete(acme, upload.uploadId)).status).toBe(404);
+      expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(404);
     } finally {
       server.setNow(undefined);
     }
@@ -403,13 +389,13 @@ describe('signed upload on local disk', () => {
     const bytes = png();
     server.setNow('2026-12-05T10:00:00.000Z');
     try {
-      const upload = await startUpload(acme, 'done.png', 'image/png', bytes.length);
+      const upload = await startUpload(server, acme, 'done.png', 'image/png', bytes.length);
       await put(upload, bytes);
-      const media = await json(await complete(acme, upload.uploadId));
+      const media = await json(await completeUpload(server, acme, upload.uploadId));
       server.setNow('2026-12-06T10:59:00.000Z'); // less than a day after expiresAt (11:00)
-      expect((await json(await complete(acme, upload.uploadId))).id).toBe(media.id);
+      expect((await json(await completeUpload(server, acme, upload.uploadId))).id).toBe(media.id);
       server.setNow('2026-12-06T11:01:00.000Z');
-      expect((await complete(acme, upload.uploadId)).status).toBe(404);
+      expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(404);
     } finally {
       server.setNow(undefined);
     }

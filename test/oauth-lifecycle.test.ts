@@ -2,7 +2,7 @@
 // (reference/oauth-and-auth-cases.md). API keys (case 35) are in web-pages.test.ts and public-api-*.test.ts.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateCredential } from '../src/accounts/credentials.js';
+import { generateCredential } from '../src/crypto/issued-secrets.js';
 import { BrowserSession, inputValue } from './support/browser-session.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';

@@ -1,6 +1,6 @@
 // Case 30 of the OAuth and authentication cases: repeated wrong client secrets are throttled.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/core/config.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
 import { approve, createOAuthApp, tokenRequest, type TestApp } from './support/oauth.js';

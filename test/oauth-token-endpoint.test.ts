@@ -1,7 +1,7 @@
 // The token endpoint: cases 15–29 of the OAuth and authentication cases (reference/oauth-and-auth-cases.md),
 // plus revocation (RFC 7009) and the metadata document (RFC 8414). Case 30 is in oauth-throttle.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateCredential, hashSecret } from '../src/accounts/credentials.js';
+import { generateCredential, hashSecret } from '../src/crypto/issued-secrets.js';
 import { safeDescription } from '../src/oauth/errors.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';

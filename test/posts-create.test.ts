@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
+import { countPosts, createChannel, createOrganization, insertMedia, insertPost, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
-import { countPosts, FakeTikTok, insertMedia, insertPost, POSTS_TEST_ENV, send } from './support/posts.js';
+import { FakeTikTok, POSTS_TEST_ENV, send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 const NOW = '2026-11-21T12:00:00.000Z';

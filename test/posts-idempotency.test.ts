@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../src/posts/idempotency.js';
-import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
+import { countPosts, createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
-import { countPosts, POSTS_TEST_ENV, send } from './support/posts.js';
+import { POSTS_TEST_ENV, send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 const NOW = '2026-11-21T12:00:00.000Z';

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { AppContext } from '../src/context.js';
-import type { PostStatus } from '../src/db/schema.js';
+import type { PostStatus } from '../src/core/contract.js';
+import type { AppContext } from '../src/http/context.js';
 import { editPost } from '../src/posts/lifecycle.js';
-import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
+import { createChannel, createOrganization, insertMedia, insertPost, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
-import { FakeTikTok, insertMedia, insertPost, POSTS_TEST_ENV, send } from './support/posts.js';
+import { FakeTikTok, POSTS_TEST_ENV, send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 const NOW = '2026-11-21T12:00:00.000Z';

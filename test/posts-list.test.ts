@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PostStatus } from '../src/db/schema.js';
-import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
+import type { PostStatus } from '../src/core/contract.js';
+import { createChannel, createOrganization, insertPost, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
-import { insertPost, POSTS_TEST_ENV, send } from './support/posts.js';
+import { POSTS_TEST_ENV, send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 let server: TestServer;
@@ -151,6 +151,39 @@ describe('GET /public/v1/posts', () => {
       const body = await json(response);
       expect(response.status, cursor).toBe(400);
       expect(body.error).toMatchObject({ code: 'validation_failed', details: [{ path: 'query.cursor', message: expect.any(String) }] });
+    }
+  });
+});
+
+describe('cursors of GET /public/v1/posts', () => {
+  it('read back only as issued: not altered, with the same filters, for the same list and organization', async () => {
+    const org = await createOrganization(server.ctx.db, 'Cursors');
+    const other = await createOrganization(server.ctx.db, 'Cursors elsewhere');
+    const channel = (await createChannel(server.ctx.db, org.id, 'sandbox')).id;
+    for (const day of ['01', '02', '03']) {
+      await insertPost(server.ctx.db, { organizationId: org.id, channelId: channel, status: 'scheduled', scheduledAt: `2026-12-${day}T09:00:00.000Z` });
+    }
+    const query = `?limit=1&status=scheduled&channelId=${channel}`;
+    const { nextCursor } = await list(org, query);
+    const cursor = encodeURIComponent(nextCursor!);
+
+    // The same filters in another order and another page size read it back.
+    expect((await list(org, `?channelId=${channel}&status=scheduled&limit=5&cursor=${cursor}`)).data).toHaveLength(2);
+
+    const [payload, tag] = nextCursor!.split('.');
+    const flipped = (text: string) => text.slice(0, -1) + (text.endsWith('A') ? 'B' : 'A');
+    const refused = [
+      { who: org, path: `/public/v1/posts?limit=1&status=scheduled&channelId=${channel}&cursor=${encodeURIComponent(`${flipped(payload!)}.${tag}`)}` },
+      { who: org, path: `/public/v1/posts?limit=1&status=scheduled&channelId=${channel}&cursor=${encodeURIComponent(`${payload}.${flipped(tag!)}`)}` },
+      { who: org, path: `/public/v1/posts?limit=1&status=draft&channelId=${channel}&cursor=${cursor}` },
+      { who: org, path: `/public/v1/posts?limit=1&cursor=${cursor}` },
+      { who: other, path: `/public/v1/posts${query}&cursor=${cursor}` },
+      { who: org, path: `/public/v1/media?cursor=${cursor}` },
+    ];
+    for (const { who, path } of refused) {
+      const response = await send(server, who.auth, 'GET', path);
+      expect(response.status, path).toBe(400);
+      expect((await json(response)).error.details).toEqual([{ path: 'query.cursor', message: expect.stringContaining('not a cursor issued by this API') }]);
     }
   });
 });

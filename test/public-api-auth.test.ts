@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey, revokeApiKey } from '../src/accounts/api-keys.js';
-import { generateCredential } from '../src/accounts/credentials.js';
+import { generateCredential } from '../src/crypto/issued-secrets.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
 import { startTestServer, type TestServer } from './support/server.js';

@@ -1,21 +1,23 @@
 import express from 'express';
 import { describe, expect, it } from 'vitest';
-import { SPEC_FILES } from '../src/http/spec.js';
-import { mountOperations, type OperationHandler, type OperationHandlers } from '../src/http/typed-routes.js';
+import { SPEC_FILES } from '../src/core/contract.js';
+import { mountOperations, type OAuthHandler, type PublicHandler, type PublicHandlers } from '../src/http/typed-routes.js';
 
 // These declarations are checked by `tsc --noEmit` (part of `npm test`): each @ts-expect-error line
 // must stay an error, so a handler can never drift from the contract without the build failing.
 
-const declared: OperationHandler<'listChannels'> = async () => ({ status: 200, body: { data: [] } });
+// --- The Public API (openapi/public-v1.yaml) ------------------------------------------------------
+
+const declared: PublicHandler<'listChannels'> = async () => ({ status: 200, body: { data: [] } });
 
 // @ts-expect-error 201 is not a response listChannels declares
-const undeclaredStatus: OperationHandler<'listChannels'> = async () => ({ status: 201, body: { data: [] } });
+const undeclaredStatus: PublicHandler<'listChannels'> = async () => ({ status: 201, body: { data: [] } });
 
 // @ts-expect-error the body must be the declared shape (`data`, not `channels`)
-const wrongBody: OperationHandler<'listChannels'> = async () => ({ status: 200, body: { channels: [] } });
+const wrongBody: PublicHandler<'listChannels'> = async () => ({ status: 200, body: { channels: [] } });
 
 // @ts-expect-error the credential type is an enum of the contract
-const wrongField: OperationHandler<'isConnected'> = async () => ({
+const wrongField: PublicHandler<'isConnected'> = async () => ({
   status: 200,
   body: {
     connected: true,
@@ -25,9 +27,9 @@ const wrongField: OperationHandler<'isConnected'> = async () => ({
 });
 
 // @ts-expect-error deletePost answers 204, which has no body
-const bodyOnNoContent: OperationHandler<'deletePost'> = async () => ({ status: 204, body: { deleted: true } });
+const bodyOnNoContent: PublicHandler<'deletePost'> = async () => ({ status: 204, body: { deleted: true } });
 
-const noContent: OperationHandler<'deletePost'> = async ({ params }) => {
+const noContent: PublicHandler<'deletePost'> = async ({ params }) => {
   const id: string = params.id;
   // @ts-expect-error path parameters are the contract's: getPost has `id`, not `postId`
   const missing: string = params.postId;
@@ -36,16 +38,46 @@ const noContent: OperationHandler<'deletePost'> = async ({ params }) => {
   return { status: 204 };
 };
 
+// --- The OAuth API (openapi/oauth.yaml) ---------------------------------------------------------
+
+const token: OAuthHandler<'token'> = async ({ body }) => ({
+  status: 200,
+  body: { id: 'org_1', cus: null, access_token: `pos_${body.code ?? ''}`, token_type: 'bearer' },
+});
+
+// @ts-expect-error the token response has no `refresh_token`, and `token_type` is `bearer`
+const wrongToken: OAuthHandler<'token'> = async () => ({ status: 200, body: { id: 'org_1', cus: null, access_token: 'pos_x', token_type: 'mac', refresh_token: 'r' } });
+
+// @ts-expect-error 201 is not a response the token endpoint declares
+const createdToken: OAuthHandler<'token'> = async () => ({ status: 201, body: { id: 'org_1', cus: null, access_token: 'pos_x', token_type: 'bearer' } });
+
+// @ts-expect-error revocation answers 200 with an empty body
+const revokeWithBody: OAuthHandler<'revoke'> = async () => ({ status: 200, body: { revoked: true } });
+
+// @ts-expect-error the authorize endpoint answers pages (`html`), not JSON
+const authorizeJson: OAuthHandler<'authorize'> = async () => ({ status: 200, body: { consent: true } });
+
+// @ts-expect-error the metadata must name its issuer and endpoints
+const thinMetadata: OAuthHandler<'authorizationServerMetadata'> = async () => ({ status: 200, body: { issuer: 'https://x.example' } });
+
 void [declared, undeclaredStatus, wrongBody, wrongField, bodyOnNoContent, noContent];
+void [token, wrongToken, createdToken, revokeWithBody, authorizeJson, thinMetadata];
 
 describe('mountOperations', () => {
+  const noExtra = () => ({});
+
   it('refuses a handler for an operation the contract does not have', () => {
-    const handlers = { notInTheSpec: async () => ({ status: 200 }) } as unknown as OperationHandlers;
-    expect(() => mountOperations(express.Router(), SPEC_FILES.publicV1, handlers)).toThrow(/notInTheSpec.*not in/);
+    const handlers = { notInTheSpec: async () => ({ status: 200 }) };
+    expect(() => mountOperations(express.Router(), SPEC_FILES.publicV1, handlers, noExtra)).toThrow(/notInTheSpec.*not in/);
   });
 
   it('refuses to start with an operation of the contract left without a handler', () => {
-    const handlers = { listChannels: declared } as unknown as OperationHandlers;
-    expect(() => mountOperations(express.Router(), SPEC_FILES.publicV1, handlers)).toThrow(/has no handler/);
+    const handlers: Partial<PublicHandlers> = { listChannels: declared };
+    expect(() => mountOperations(express.Router(), SPEC_FILES.publicV1, handlers, noExtra)).toThrow(/has no handler/);
+  });
+
+  it('mounts the OAuth contract by operationId too', () => {
+    const handlers = { token, revoke: async () => ({ status: 200 }), authorize: async () => ({ status: 302 }) };
+    expect(() => mountOperations(express.Router(), SPEC_FILES.oauth, handlers, noExtra)).toThrow(/authorizationServerMetadata.*has no handler/);
   });
 });

@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { hashSecret } from '../src/accounts/credentials.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/core/config.js';
+import { hashSecret } from '../src/crypto/issued-secrets.js';
 import { registerApp } from '../src/oauth/apps.js';
 import { BrowserSession, inputValue } from './support/browser-session.js';
-import { testPictures } from './support/oauth.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
+import { testPictures } from './support/oauth.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 let server: TestServer;

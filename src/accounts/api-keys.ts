@@ -1,8 +1,8 @@
+import { NotFoundError, UnprocessableError } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { generateCredential, hashSecret } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
-import type { ApiKey } from '../db/schema.js';
-import { NotFoundError, UnprocessableError } from '../errors.js';
-import { newId } from '../ids.js';
-import { generateCredential, hashSecret } from './credentials.js';
+import type { ApiKey } from './tables.js';
 
 export const API_KEY_PREFIX = 'svc_live_';
 /** How many characters of a key are kept in clear to tell keys apart in lists: the prefix and 8 more. */

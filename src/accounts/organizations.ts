@@ -1,8 +1,8 @@
+import { ConflictError, UnprocessableError, ValidationError } from '../core/errors.js';
+import { newId } from '../core/ids.js';
 import type { Db } from '../db/database.js';
-import type { Organization, User } from '../db/schema.js';
-import { ConflictError, UnprocessableError, ValidationError } from '../errors.js';
-import { newId } from '../ids.js';
 import { hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from './passwords.js';
+import type { Organization, User } from './tables.js';
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();

@@ -1,9 +1,9 @@
-import type { AppContext } from '../context.js';
-import { NotFoundError } from '../errors.js';
-import type { OperationHandlers } from '../http/typed-routes.js';
+import { NotFoundError } from '../core/errors.js';
+import type { AppContext } from '../http/context.js';
+import type { PublicHandlers } from '../http/typed-routes.js';
 import { findOrganization } from './organizations.js';
 
-export function connectionOperations(ctx: AppContext): Pick<OperationHandlers, 'isConnected'> {
+export function connectionOperations(ctx: AppContext): Pick<PublicHandlers, 'isConnected'> {
   return {
     isConnected: async ({ principal }) => {
       const organization = await findOrganization(ctx.db, principal.organizationId);

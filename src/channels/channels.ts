@@ -1,11 +1,9 @@
 import type { components } from '../../generated/public-v1.js';
+import { newId } from '../core/ids.js';
 import type { Db } from '../db/database.js';
-import type { Channel, NewChannel } from '../db/schema.js';
-import { newId } from '../ids.js';
+import type { Channel, NewChannel } from './tables.js';
 
 export type ChannelBody = components['schemas']['Channel'];
-export type Provider = Channel['provider'];
-export const PROVIDERS: readonly Provider[] = ['youtube', 'tiktok', 'sandbox'];
 
 export function toChannelBody(channel: Channel): ChannelBody {
   return {

@@ -1,7 +1,7 @@
 import type { components } from '../../generated/public-v1.js';
+import type { Provider } from '../core/contract.js';
 import type { Db } from '../db/database.js';
-import type { Channel } from '../db/schema.js';
-import type { Provider } from './channels.js';
+import type { Channel } from './tables.js';
 
 export type ChannelQuotaBody = components['schemas']['ChannelQuota'];
 export type DailyPostLimits = Record<Provider, number>;

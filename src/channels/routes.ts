@@ -1,9 +1,9 @@
-import type { AppContext } from '../context.js';
-import type { OperationHandlers } from '../http/typed-routes.js';
+import type { AppContext } from '../http/context.js';
+import type { PublicHandlers } from '../http/typed-routes.js';
 import { listChannels, toChannelBody } from './channels.js';
 import { channelQuotas } from './quota.js';
 
-export function channelOperations(ctx: AppContext): Pick<OperationHandlers, 'listChannels' | 'getQuota'> {
+export function channelOperations(ctx: AppContext): Pick<PublicHandlers, 'listChannels' | 'getQuota'> {
   return {
     listChannels: async ({ principal }) => {
       const channels = await listChannels(ctx.db, principal.organizationId);

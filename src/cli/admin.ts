@@ -1,11 +1,12 @@
 import { parseArgs } from 'node:util';
 import { createApiKey, findApiKeyByPrefix, listApiKeys, maskApiKey, revokeApiKey } from '../accounts/api-keys.js';
 import { createOrganizationWithOwner, findOrganization } from '../accounts/organizations.js';
-import { addChannel, PROVIDERS, type Provider } from '../channels/channels.js';
-import { ConfigError, loadConfig } from '../config.js';
+import { addChannel } from '../channels/channels.js';
+import { ConfigError, loadConfig } from '../core/config.js';
+import { PROVIDERS, type Provider } from '../core/contract.js';
+import { DomainError, NotFoundError } from '../core/errors.js';
 import { DatabaseBusyError, DatabaseVersionError, openDatabase, type Db } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
-import { DomainError, NotFoundError } from '../errors.js';
 
 const USAGE = `Usage: npm run -s admin -- <command> [options]
 

@@ -1,17 +1,8 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { DomainError, type ErrorDetail } from '../errors.js';
+import type { ErrorEnvelope } from '../core/contract.js';
+import { DomainError, type ErrorDetail } from '../core/errors.js';
 
-/** The body of every non-2xx Public API response, as `components.schemas.Error` of the contract declares it. */
-export interface ErrorEnvelope {
-  error: {
-    code: string;
-    message: string;
-    details?: ErrorDetail[];
-    requestId: string;
-    retryAfter?: number;
-  };
-}
 
 interface Failure {
   status: number;

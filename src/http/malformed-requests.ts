@@ -1,8 +1,8 @@
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { newId } from '../ids.js';
-import type { ErrorEnvelope } from './error-envelope.js';
+import type { ErrorEnvelope } from '../core/contract.js';
+import { newId } from '../core/ids.js';
 
 /** What Node's HTTP parser refused, by the error code it reports. */
 const REFUSALS: Record<string, { status: number; code: string; message: string }> = {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import { AtMostEvery } from '../at-most-every.js';
+import { AtMostEvery } from '../core/at-most-every.js';
 import type { Db } from '../db/database.js';
 
 export interface RateLimitPolicy {
@@ -93,4 +93,40 @@ export class RateLimiter {
       .where('window_start', '<', new Date(now - KEEP_WINDOWS * windowMs))
       .execute();
   }
+}
+
+/** One limit an attempt counts against: its limiter and the bucket of this attempt. */
+export interface AttemptLimit {
+  limiter: RateLimiter;
+  key: string;
+}
+
+/** The outcome of starting an attempt: refused by a limit, or under way until its result is known. */
+export type Attempt =
+  | { allowed: false; refusedBy: RateLimitState; states: RateLimitState[] }
+  | {
+      allowed: true;
+      states: RateLimitState[];
+      /** It succeeded, or must not count: the hits are taken back. */
+      takeBack(): Promise<void>;
+    };
+
+/**
+ * Throttles attempts whose outcome decides whether they count (a failed log-in or client
+ * authentication counts, a successful one does not), against several limits at once (per account and
+ * per address). Each attempt is counted against every limit before it is tried, and taken back when it
+ * succeeds or is refused: checking the counts first and counting after the outcome would let any
+ * number of concurrent attempts pass the check before the first of them is counted.
+ */
+export async function startAttempt(limits: AttemptLimit[]): Promise<Attempt> {
+  const states = await Promise.all(limits.map(({ limiter, key }) => limiter.hit(key)));
+  const takeBack = async () => {
+    await Promise.all(limits.map(({ limiter, key }, i) => limiter.takeBack(key, states[i]!)));
+  };
+  const refusedBy = states.find((state) => !state.allowed);
+  if (refusedBy) {
+    await takeBack();
+    return { allowed: false, refusedBy, states };
+  }
+  return { allowed: true, states, takeBack };
 }

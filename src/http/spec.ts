@@ -1,12 +1,4 @@
-import fs from 'node:fs';
-import { CORE_SCHEMA, load } from 'js-yaml';
-import { projectPath } from '../project-files.js';
-
-/** The hand-written contracts, the source of truth for routes, validation, types and docs. */
-export const SPEC_FILES = {
-  publicV1: projectPath('openapi', 'public-v1.yaml'),
-  oauth: projectPath('openapi', 'oauth.yaml'),
-} as const;
+import { readSpec } from '../core/contract.js';
 
 export interface OperationRoute {
   operationId: string;
@@ -15,22 +7,6 @@ export interface OperationRoute {
   path: string;
   /** The same path in Express syntax, e.g. `/public/v1/posts/:id`. */
   expressPath: string;
-}
-
-/** YAML as JSON values: the core schema, so a date in an example stays the string it is written as. */
-export function parseYaml(text: string): unknown {
-  return load(text, { schema: CORE_SCHEMA });
-}
-
-const parsed = new Map<string, unknown>();
-
-/**
- * The contract as a fresh object, which the caller may change. Each file is parsed once per process:
- * YAML parsing is a good part of what starting the server costs.
- */
-function readSpec(specFile: string): unknown {
-  if (!parsed.has(specFile)) parsed.set(specFile, parseYaml(fs.readFileSync(specFile, 'utf8')));
-  return structuredClone(parsed.get(specFile));
 }
 
 /**

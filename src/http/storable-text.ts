@@ -1,5 +1,5 @@
 import type { Request, RequestHandler } from 'express';
-import { ValidationError, type ErrorDetail } from '../errors.js';
+import { ValidationError, type ErrorDetail } from '../core/errors.js';
 
 // PostgreSQL's text and jsonb cannot hold U+0000, and a lone UTF-16 surrogate has no UTF-8 form (it
 // would be stored as U+FFFD): either would fail the write or silently change what the client sent.

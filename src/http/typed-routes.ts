@@ -1,31 +1,40 @@
 import type { Request, Response, Router } from 'express';
-import type { Principal } from '../accounts/principal.js';
-import type { operations } from '../../generated/public-v1.js';
+import type { operations as OAuthOperations } from '../../generated/oauth.js';
+import type { operations as PublicOperations } from '../../generated/public-v1.js';
+import type { Principal } from './principal.js';
 import { readOperationRoutes } from './spec.js';
 
 /**
- * Handlers keyed by the spec's operationIds, typed from the generated contract: the input is the
- * operation's parameters and body, and the reply must be one of its declared success responses with
- * that response's body. A wrong status or body shape does not compile.
+ * Handlers keyed by a contract's operationIds, typed from the types generated from it: the input is
+ * the operation's parameters and body, and the reply must be one of its declared responses with that
+ * response's body. A wrong status or body shape does not compile.
  */
-export type OperationId = keyof operations;
 
-type Op<O extends OperationId> = operations[O];
-type SuccessStatus = 200 | 201 | 202 | 204;
-type Responses<O extends OperationId> = Op<O>['responses'];
-type DeclaredSuccess<O extends OperationId> = Extract<keyof Responses<O>, SuccessStatus>;
-type JsonContent<R> = R extends { content: { 'application/json': infer Body } } ? Body : undefined;
+/** An operation as openapi-typescript generates it. */
+interface Operation {
+  parameters: unknown;
+  responses: Record<number, unknown>;
+  requestBody?: unknown;
+}
 
-type ReplyFor<S, Body> = [Body] extends [undefined]
-  ? { status: S; body?: never; headers?: Record<string, string> }
-  : { status: S; body: Body; headers?: Record<string, string> };
+type Responses<Op extends Operation> = Op['responses'];
 
-/** What a handler returns: a declared success status with its body. Failures are thrown as named errors. */
-export type Reply<O extends OperationId> = {
-  [S in DeclaredSuccess<O>]: ReplyFor<S, JsonContent<Responses<O>[S]>>;
-}[DeclaredSuccess<O>];
+/** What a reply with one declared status carries: a JSON body, an HTML page, or nothing. */
+type ReplyFor<S, R> = R extends { content: { 'application/json': infer Body } }
+  ? { status: S; body: Body; headers?: Record<string, string> }
+  : R extends { content: { 'text/html': string } }
+    ? { status: S; html: string; headers?: Record<string, string> }
+    : { status: S; body?: never; html?: never; headers?: Record<string, string> };
 
-type Part<O extends OperationId, K extends 'path' | 'query' | 'header'> = Op<O>['parameters'] extends infer P
+/**
+ * What a handler returns: a declared status with its body. Failures that have a contract-wide shape
+ * (the Public API's envelope, RFC 6749 errors) are thrown as named errors, not returned.
+ */
+export type Reply<Op extends Operation> = {
+  [S in keyof Responses<Op> & number]: ReplyFor<S, Responses<Op>[S]>;
+}[keyof Responses<Op> & number];
+
+type Part<Op extends Operation, K extends 'path' | 'query' | 'header'> = Op['parameters'] extends infer P
   ? P extends Record<K, infer V>
     ? [V] extends [never | undefined]
       ? Record<string, never>
@@ -37,27 +46,32 @@ type Part<O extends OperationId, K extends 'path' | 'query' | 'header'> = Op<O>[
       : Record<string, never>
   : never;
 
-type BodyOf<O extends OperationId> = Op<O> extends { requestBody: { content: { 'application/json': infer B } } }
+type BodyOf<Op extends Operation> = Op extends { requestBody: { content: { 'application/json': infer B } } }
   ? B
-  : Op<O> extends { requestBody?: { content: { 'application/json': infer B } } }
+  : Op extends { requestBody?: { content: { 'application/json': infer B } } }
     ? B | undefined
     : undefined;
 
-/** The validated input of an operation: express-openapi-validator has checked and coerced it against the spec. */
-export interface OperationInput<O extends OperationId> {
-  params: Part<O, 'path'>;
-  query: Part<O, 'query'>;
-  headers: Part<O, 'header'>;
-  body: BodyOf<O>;
-  principal: Principal;
+/** The validated input of an operation: express-openapi-validator has checked it against the contract. */
+export interface OperationInput<Op extends Operation> {
+  params: Part<Op, 'path'>;
+  query: Part<Op, 'query'>;
+  headers: Part<Op, 'header'>;
+  body: BodyOf<Op>;
   req: Request;
   res: Response;
 }
 
-export type OperationHandler<O extends OperationId> = (input: OperationInput<O>) => Promise<Reply<O>>;
+export type Handler<Op extends Operation, Extra = unknown> = (input: OperationInput<Op> & Extra) => Promise<Reply<Op>>;
 
-/** One handler for every operation of the contract; a missing or extra one does not compile. */
-export type OperationHandlers = { [O in OperationId]: OperationHandler<O> };
+/** One handler for every operation of a contract; a missing or extra one does not compile. */
+export type Handlers<Ops extends { [O in keyof Ops]: Operation }, Extra = unknown> = { [O in keyof Ops]: Handler<Ops[O], Extra> };
+
+/** The Public API's operations act for the principal its authentication established. */
+export type PublicHandlers = Handlers<PublicOperations, { principal: Principal }>;
+export type PublicHandler<O extends keyof PublicOperations> = PublicHandlers[O];
+export type OAuthHandlers = Handlers<OAuthOperations>;
+export type OAuthHandler<O extends keyof OAuthOperations> = OAuthHandlers[O];
 
 /**
  * Node lower-cases header names while the contract (and so the generated types) spells them as
@@ -69,12 +83,20 @@ function specNamedHeaders(req: Request): Record<string, string | string[] | unde
   });
 }
 
-/** Registers each handler on the method and path that the spec gives its operationId. */
-export function mountOperations(router: Router, specFile: string, handlers: OperationHandlers): void {
+/**
+ * Registers each handler on the method and path that the contract gives its operationId; `extra`
+ * adds what the contract's surface knows of the request (the Public API's principal).
+ */
+export function mountOperations<Extra>(
+  router: Router,
+  specFile: string,
+  handlers: Record<string, unknown>,
+  extra: (req: Request, res: Response) => Extra,
+): void {
   const routes = readOperationRoutes(specFile);
   // Past the typed boundary: each handler was checked against its own operation when it was written.
-  type AnyReply = { status: number; body?: unknown; headers?: Record<string, string> };
-  type AnyHandler = (input: OperationInput<OperationId>) => Promise<AnyReply>;
+  type AnyReply = { status: number; body?: unknown; html?: string; headers?: Record<string, string> };
+  type AnyHandler = (input: OperationInput<Operation> & Extra) => Promise<AnyReply>;
   for (const [operationId, handler] of Object.entries(handlers) as [string, AnyHandler][]) {
     const route = routes.get(operationId);
     if (!route) throw new Error(`Operation ${operationId} has a handler but is not in ${specFile}`);
@@ -84,13 +106,14 @@ export function mountOperations(router: Router, specFile: string, handlers: Oper
         query: req.query as never,
         headers: specNamedHeaders(req) as never,
         body: req.body,
-        principal: res.locals.principal as Principal,
         req,
         res,
+        ...extra(req, res),
       });
       for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
       res.status(reply.status);
-      if ('body' in reply) res.json(reply.body);
+      if (reply.html !== undefined) res.type('html').send(reply.html);
+      else if ('body' in reply) res.json(reply.body);
       else res.end();
     });
   }

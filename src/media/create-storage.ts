@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { Config } from '../config.js';
+import type { Config } from '../core/config.js';
 import type { Db } from '../db/database.js';
 import { instanceSecret } from '../db/instance-secrets.js';
 import { LocalMediaStorage } from './local-storage.js';

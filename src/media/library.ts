@@ -1,8 +1,10 @@
 import type { components } from '../../generated/public-v1.js';
-import type { AppContext } from '../context.js';
-import type { Media } from '../db/schema.js';
-import { ConflictError, NotFoundError } from '../errors.js';
-import { decodeCursor, deleteMediaRow, encodeCursor, findMedia, listMediaPage, postsUsingMedia, toMediaBody, type MediaBody } from './media.js';
+import { ConflictError, NotFoundError } from '../core/errors.js';
+import { MEDIA_LIST, mediaPosition, readMediaPosition } from './cursor.js';
+import { toMediaBody, type MediaBody } from './media-body.js';
+import { deleteMediaRow, findMedia, listMediaPage, postsUsingMedia } from './queries.js';
+import type { MediaContext } from './storage.js';
+import type { Media } from './tables.js';
 
 type MediaPage = components['schemas']['MediaPage'];
 
@@ -10,35 +12,36 @@ type MediaPage = components['schemas']['MediaPage'];
 const MAX_CONFLICT_DETAILS = 20;
 
 /** The media as the contract shows it, with a download URL valid for the configured time. */
-export function presentMedia(ctx: AppContext, media: Media): Promise<MediaBody> {
+export function presentMedia(ctx: MediaContext, media: Media): Promise<MediaBody> {
   return toMediaBody(ctx.storage, media, downloadUrlExpiry(ctx));
 }
 
 /** When download URLs signed now stop working; whole seconds, as signed URLs carry it. */
-function downloadUrlExpiry(ctx: AppContext): Date {
+function downloadUrlExpiry(ctx: MediaContext): Date {
   const now = Math.floor(ctx.clock().getTime() / 1000) * 1000;
   return new Date(now + ctx.config.media.downloadUrlTtlSeconds * 1000);
 }
 
 /** One page of the organization's media, newest first. */
 export async function mediaPage(
-  ctx: AppContext,
+  ctx: MediaContext,
   organizationId: string,
   { limit, cursor }: { limit: number; cursor: string | undefined },
 ): Promise<MediaPage> {
-  const after = cursor === undefined ? undefined : decodeCursor(cursor);
+  const scope = { list: MEDIA_LIST, binding: { organizationId } };
+  const after = cursor === undefined ? undefined : ctx.cursors.decode(scope, cursor, readMediaPosition);
   const rows = await listMediaPage(ctx.db, organizationId, limit, after);
   const page = rows.slice(0, limit);
   const last = page.at(-1);
   const expiresAt = downloadUrlExpiry(ctx);
   return {
     data: await Promise.all(page.map((media) => toMediaBody(ctx.storage, media, expiresAt))),
-    nextCursor: rows.length > limit && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null,
+    nextCursor: rows.length > limit && last ? ctx.cursors.encode(scope, mediaPosition({ createdAt: last.created_at, id: last.id })) : null,
   };
 }
 
 /** Deletes media and its file, unless a post that is still to be published uses it (409). */
-export async function removeMedia(ctx: AppContext, organizationId: string, mediaId: string): Promise<void> {
+export async function removeMedia(ctx: MediaContext, organizationId: string, mediaId: string): Promise<void> {
   const media = await findMedia(ctx.db, organizationId, mediaId);
   if (!media) throw new NotFoundError(`There is no media ${mediaId} in this organization.`);
   await ctx.db.transaction().execute(async (trx) => {

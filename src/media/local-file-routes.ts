@@ -1,9 +1,8 @@
 import { PassThrough } from 'node:stream';
 import express, { type ErrorRequestHandler, type Request, type Response, type Router } from 'express';
-import type { AppContext } from '../context.js';
 import { sendError } from '../http/error-envelope.js';
 import { LOCAL_FILES_PATH, type LocalMediaStorage, type SignedRequestCheck } from './local-storage.js';
-import { ObjectSizeError } from './storage.js';
+import { ObjectSizeError, type MediaContext } from './storage.js';
 
 type Failure = Parameters<typeof sendError>[1];
 
@@ -12,7 +11,7 @@ type Failure = Parameters<typeof sendError>[1];
  * an upload's bytes (streamed to disk, cut off past the declared size), a signed GET serves a file.
  * The signature is the only credential, so these routes take no API key; errors use the API's envelope.
  */
-export function localFileRoutes(ctx: AppContext, storage: LocalMediaStorage): Router {
+export function localFileRoutes(ctx: MediaContext, storage: LocalMediaStorage): Router {
   const router = express.Router();
   const fail = (res: Response, failure: Failure) => sendError(res, failure, String(res.locals.requestId ?? ''));
   const keyOf = (req: Request) => ([] as string[]).concat(req.params.key ?? []).join('/');

@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { sizeGuard } from './size-guard.js';
+import { sizeGuard } from '../net/size-guard.js';
 import { ObjectMissingError, ObjectSizeError, type MediaStorage } from './storage.js';
 import type { UrlSigner } from './url-signer.js';
 

@@ -1,6 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import type { MediaContentType } from '../config.js';
-import { PayloadTooLargeError } from '../errors.js';
+import type { MediaContentType } from '../core/contract.js';
+import { PayloadTooLargeError } from '../core/errors.js';
 import { SNIFF_BYTES, sniffContentType, type MediaPolicy } from './media-types.js';
 
 /**

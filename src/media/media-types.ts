@@ -1,8 +1,7 @@
 import { fileTypeFromBuffer } from 'file-type';
-import type { MediaConfig, MediaContentType } from '../config.js';
-import { PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors.js';
-
-export type MediaKind = 'image' | 'video';
+import type { MediaConfig } from '../core/config.js';
+import type { MediaContentType, MediaKind } from '../core/contract.js';
+import { PayloadTooLargeError, UnsupportedMediaTypeError } from '../core/errors.js';
 
 /** How many leading bytes are enough to recognise every accepted type (file-type's own sample size). */
 export const SNIFF_BYTES = 4100;

@@ -1,16 +1,16 @@
-import type { AppContext } from '../context.js';
-import type { OperationHandlers } from '../http/typed-routes.js';
+import type { PublicHandlers } from '../http/typed-routes.js';
 import { mediaPage, presentMedia, removeMedia } from './library.js';
 import { MediaPolicy } from './media-types.js';
+import type { MediaContext } from './storage.js';
 import { UrlDownloads } from './upload-from-url.js';
 import { SignedUploads } from './uploads.js';
 
-type MediaOperations = Pick<OperationHandlers, 'listMedia' | 'uploadFromUrl' | 'createUpload' | 'completeUpload' | 'deleteMedia'>;
+type MediaOperations = Pick<PublicHandlers, 'listMedia' | 'uploadFromUrl' | 'createUpload' | 'completeUpload' | 'deleteMedia'>;
 
-export function mediaOperations(ctx: AppContext): MediaOperations {
+export function mediaOperations(ctx: MediaContext): MediaOperations {
   const policy = new MediaPolicy(ctx.config.media);
   const uploads = new SignedUploads(ctx, policy);
-  const downloads = new UrlDownloads(ctx, policy);
+  const downloads = new UrlDownloads(ctx, policy, ctx.outbound);
 
   return {
     listMedia: async ({ principal, query }) => {

@@ -9,9 +9,9 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import type { S3StorageConfig } from '../config.js';
+import type { S3StorageConfig } from '../core/config.js';
+import { sizeGuard } from '../net/size-guard.js';
 import { ObjectMissingError, ObjectSizeError, type MediaStorage } from './storage.js';
-import { sizeGuard } from './size-guard.js';
 
 const isNotFound = (error: unknown) =>
   error instanceof S3ServiceException &&

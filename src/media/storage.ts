@@ -1,4 +1,10 @@
 import type { Readable } from 'node:stream';
+import type { AppContext } from '../http/context.js';
+
+/** What the media feature is built from: the application's context and where the files are kept. */
+export interface MediaContext extends AppContext {
+  storage: MediaStorage;
+}
 
 /**
  * Where media files live: a directory on this machine or an S3-compatible bucket. Keys are built by

@@ -3,79 +3,56 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { AppContext } from '../context.js';
-import type { Media } from '../db/schema.js';
-import { newId } from '../ids.js';
-import { AddressPolicy } from './address-policy.js';
-import { insertMedia, mediaKey } from './media.js';
+import { newId } from '../core/ids.js';
+import type { OutboundClient } from '../net/outbound-client.js';
+import { mediaKey } from './media-body.js';
 import { MediaInspector } from './media-inspector.js';
 import { extensionOf, kindOf, type MediaPolicy } from './media-types.js';
-import { explainFetchFailure, openRemote, type RemoteResponse } from './remote-fetch.js';
-
-export const MAX_REDIRECTS = 5;
+import { insertMedia } from './queries.js';
+import type { MediaContext } from './storage.js';
+import type { Media } from './tables.js';
 
 /** Downloads a file from a caller's URL into storage as media, within the limits of the configuration. */
 export class UrlDownloads {
-  private readonly addresses: AddressPolicy;
-
   constructor(
-    private readonly ctx: AppContext,
+    private readonly ctx: MediaContext,
     private readonly policy: MediaPolicy,
-  ) {
-    const { allowPrivateAddresses, allowedRanges } = ctx.config.media.fetch;
-    this.addresses = new AddressPolicy({ allowPrivate: allowPrivateAddresses, allowedRanges });
-  }
+    private readonly outbound: OutboundClient,
+  ) {}
 
   async download(organizationId: string, url: string): Promise<Media> {
-    const { idleTimeoutSeconds, maxDurationSeconds } = this.ctx.config.media.fetch;
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), maxDurationSeconds * 1000);
     const staging = path.join(this.ctx.config.dataDir, 'tmp', `download-${randomBytes(12).toString('hex')}`);
-    let remote: RemoteResponse | undefined;
     try {
-      remote = await openRemote(url, {
-        policy: this.addresses,
-        idleTimeoutMs: idleTimeoutSeconds * 1000,
-        maxRedirects: MAX_REDIRECTS,
-        signal: deadline.signal,
-      });
-      const inspector = new MediaInspector(this.policy, remote.contentLength);
-      await fsp.mkdir(path.dirname(staging), { recursive: true });
-      // Staged on disk: S3 needs the length before the first byte, and memory stays flat for any size.
-      await pipeline(remote.body, inspector, fs.createWriteStream(staging));
-      const contentType = inspector.contentType!;
-      const size = inspector.received;
+      return await this.outbound.get(url, async (remote) => {
+        const inspector = new MediaInspector(this.policy, remote.contentLength);
+        await fsp.mkdir(path.dirname(staging), { recursive: true });
+        // Staged on disk: S3 needs the length before the first byte, and memory stays flat for any size.
+        await pipeline(remote.body, inspector, fs.createWriteStream(staging));
+        const contentType = inspector.contentType!;
+        const size = inspector.received;
 
-      const mediaId = newId('med');
-      const key = mediaKey(organizationId, mediaId);
-      await this.ctx.storage.put(key, fs.createReadStream(staging), { contentType, size });
-      try {
-        return await insertMedia(this.ctx.db, {
-          id: mediaId,
-          organization_id: organizationId,
-          file_name: fileNameOf(remote.url, url, `${mediaId}.${extensionOf(contentType)}`),
-          content_type: contentType,
-          kind: kindOf(contentType),
-          size,
-          storage_key: key,
-          created_at: this.ctx.clock(),
-        });
-      } catch (error) {
-        await this.ctx.storage.delete(key);
-        throw error;
-      }
-    } catch (error) {
-      throw this.explain(error, deadline.signal.aborted);
+        const mediaId = newId('med');
+        const key = mediaKey(organizationId, mediaId);
+        await this.ctx.storage.put(key, fs.createReadStream(staging), { contentType, size });
+        try {
+          return await insertMedia(this.ctx.db, {
+            id: mediaId,
+            organization_id: organizationId,
+            file_name: fileNameOf(remote.url, url, `${mediaId}.${extensionOf(contentType)}`),
+            content_type: contentType,
+            kind: kindOf(contentType),
+            size,
+            storage_key: key,
+            created_at: this.ctx.clock(),
+          });
+        } catch (error) {
+          await this.ctx.storage.delete(key);
+          throw error;
+        }
+      });
     } finally {
-      clearTimeout(timer);
-      remote?.body.destroy();
       await fsp.rm(staging, { force: true });
     }
-  }
-
-  private explain(error: unknown, timedOut: boolean): unknown {
-    const { idleTimeoutSeconds, maxDurationSeconds } = this.ctx.config.media.fetch;
-    return explainFetchFailure(error, { timedOut, idleTimeoutSeconds, maxDurationSeconds });
   }
 }
 

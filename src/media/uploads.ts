@@ -1,27 +1,24 @@
 import type { components } from '../../generated/public-v1.js';
-import { AtMostEvery } from '../at-most-every.js';
-import type { MediaContentType } from '../config.js';
-import type { AppContext } from '../context.js';
-import type { Db } from '../db/database.js';
-import type { Media, NewUpload, Upload } from '../db/schema.js';
-import { ConflictError, NotFoundError, UnprocessableError } from '../errors.js';
-import { newId } from '../ids.js';
-import { findMedia, insertMedia, mediaKey } from './media.js';
-import { kindOf, SNIFF_BYTES, sniffContentType, type MediaPolicy } from './media-types.js';
-import { ObjectMissingError } from './storage.js';
+import { AtMostEvery } from '../core/at-most-every.js';
+import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { mediaKey } from './media-body.js';
+import { SNIFF_BYTES, sniffContentType, type MediaPolicy } from './media-types.js';
+import { findMedia } from './queries.js';
+import { ObjectMissingError, type MediaContext } from './storage.js';
+import type { Media, Upload } from './tables.js';
+import { claimUpload, findUpload, insertUpload, markUploadRefused, recordUploadedMedia, releaseUpload } from './upload-queries.js';
+import { FORGET_AFTER_MS, forgetStaleUploads } from './upload-sweep.js';
 
 export type UploadBody = components['schemas']['Upload'];
 export type CreateUploadRequest = components['schemas']['CreateUploadRequest'];
 
-const HOUR_MS = 3_600_000;
 /** A PUT that started before `expiresAt` may end after it; completing stays possible this long after. */
-export const COMPLETE_GRACE_MS = HOUR_MS;
-/** Uploads (and bytes never completed) are forgotten this long after `expiresAt`. */
-export const FORGET_AFTER_MS = 24 * HOUR_MS;
+export const COMPLETE_GRACE_MS = 3_600_000;
 /** How long one request may hold an upload while checking and moving its bytes. */
 const COMPLETING_LEASE_MS = 5 * 60_000;
+// Stale uploads are forgotten now and then as new ones are created.
 const SWEEP_EVERY_MS = 60_000;
-const SWEEP_BATCH = 100;
 
 export function uploadKey(organizationId: string, uploadId: string): string {
   return `uploads/${organizationId}/${uploadId}`;
@@ -37,7 +34,7 @@ export class SignedUploads {
   private readonly sweeps = new AtMostEvery(SWEEP_EVERY_MS);
 
   constructor(
-    private readonly ctx: AppContext,
+    private readonly ctx: MediaContext,
     private readonly policy: MediaPolicy,
   ) {}
 
@@ -45,11 +42,11 @@ export class SignedUploads {
     const contentType = this.policy.acceptDeclared(request.contentType);
     this.policy.checkSize(contentType, request.size);
     const now = this.ctx.clock();
-    await this.sweep(now);
+    if (this.sweeps.due(now)) await forgetStaleUploads(this.ctx, now);
     // Whole seconds: signed URLs carry their expiry in seconds.
     const expiresAt = wholeSeconds(now.getTime() + this.ctx.config.media.uploadUrlTtlSeconds * 1000);
     const id = newId('upl');
-    const upload: NewUpload = {
+    const upload = {
       id,
       organization_id: organizationId,
       file_name: request.fileName,
@@ -62,7 +59,7 @@ export class SignedUploads {
       completing_until: null,
       created_at: now,
     };
-    await this.ctx.db.insertInto('uploads').values(upload).execute();
+    await insertUpload(this.ctx.db, upload);
     const { url, headers } = await this.ctx.storage.signedPutUrl(upload.storage_key, {
       contentType,
       size: request.size,
@@ -94,7 +91,7 @@ export class SignedUploads {
       );
     }
 
-    if (!(await claimUpload(db, upload.id, now))) {
+    if (!(await claimUpload(db, upload.id, now, new Date(now.getTime() + COMPLETING_LEASE_MS)))) {
       const current = await findUpload(db, organizationId, uploadId);
       if (current?.media_id) return this.completedMedia(current);
       if (current?.failure) throw new UnprocessableError(current.failure);
@@ -111,7 +108,7 @@ export class SignedUploads {
       }
       throw error;
     } finally {
-      if (!completed) await db.updateTable('uploads').set({ completing_until: null }).where('id', '=', upload.id).execute();
+      if (!completed) await releaseUpload(db, upload.id);
     }
   }
 
@@ -142,7 +139,7 @@ export class SignedUploads {
     // bytes that were already checked.
     await storage.move(upload.storage_key, key);
     try {
-      return await this.recordMedia(upload, { mediaId, key, mediaType, size: declaredSize, now });
+      return await recordUploadedMedia(db, upload, { mediaId, key, mediaType, size: declaredSize, now });
     } catch (error) {
       // Nothing points at the moved bytes: put them back where the upload keeps them, so that
       // completing again can succeed instead of finding them gone.
@@ -151,24 +148,6 @@ export class SignedUploads {
       });
       throw error;
     }
-  }
-
-  private recordMedia(upload: Upload, stored: { mediaId: string; key: string; mediaType: MediaContentType; size: number; now: Date }): Promise<Media> {
-    const { mediaId, key, mediaType, size, now } = stored;
-    return this.ctx.db.transaction().execute(async (trx) => {
-      const media = await insertMedia(trx, {
-        id: mediaId,
-        organization_id: upload.organization_id,
-        file_name: upload.file_name,
-        content_type: mediaType,
-        kind: kindOf(mediaType),
-        size,
-        storage_key: key,
-        created_at: now,
-      });
-      await trx.updateTable('uploads').set({ media_id: mediaId, completing_until: null }).where('id', '=', upload.id).execute();
-      return media;
-    });
   }
 
   private async completedMedia(upload: Upload): Promise<Media> {
@@ -183,59 +162,14 @@ export class SignedUploads {
 
   /** Records why the upload is refused (so completing again says the same) and deletes its bytes. */
   private async refuse(upload: Upload, reason: string): Promise<UnprocessableError> {
-    await this.ctx.db.updateTable('uploads').set({ failure: reason }).where('id', '=', upload.id).execute();
+    await markUploadRefused(this.ctx.db, upload.id, reason);
     await this.ctx.storage.delete(upload.storage_key);
     return new UnprocessableError(reason);
   }
-
-  /**
-   * Forgets uploads long past their expiry, with any bytes that were PUT but never completed (or PUT
-   * again after completing). Runs now and then as uploads are created, in small batches.
-   */
-  private async sweep(now: Date): Promise<void> {
-    if (!this.sweeps.due(now)) return;
-    const stale = await this.ctx.db
-      .selectFrom('uploads')
-      .select(['id', 'storage_key'])
-      .where('expires_at', '<', new Date(now.getTime() - FORGET_AFTER_MS))
-      .limit(SWEEP_BATCH)
-      .execute();
-    try {
-      for (const upload of stale) {
-        await this.ctx.storage.delete(upload.storage_key);
-        await this.ctx.db.deleteFrom('uploads').where('id', '=', upload.id).execute();
-      }
-    } catch (error) {
-      // Housekeeping must not fail the upload being created; the next sweep tries again.
-      this.ctx.logger.warn({ err: error }, 'could not forget stale uploads');
-    }
-  }
-}
-
-export function findUpload(db: Db, organizationId: string, uploadId: string): Promise<Upload | undefined> {
-  return db
-    .selectFrom('uploads')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', uploadId)
-    .executeTakeFirst();
-}
-
-/** Takes the upload for one request; false when another request holds it or it is settled already. */
-async function claimUpload(db: Db, uploadId: string, now: Date): Promise<boolean> {
-  const claimed = await db
-    .updateTable('uploads')
-    .set({ completing_until: new Date(now.getTime() + COMPLETING_LEASE_MS) })
-    .where('id', '=', uploadId)
-    .where('media_id', 'is', null)
-    .where('failure', 'is', null)
-    .where((eb) => eb.or([eb('completing_until', 'is', null), eb('completing_until', '<', now)]))
-    .executeTakeFirst();
-  return Number(claimed.numUpdatedRows) === 1;
 }
 
 /** The first bytes of a stored object, enough to recognise its type. */
-async function readHead(ctx: AppContext, key: string, size: number): Promise<Buffer> {
+async function readHead(ctx: MediaContext, key: string, size: number): Promise<Buffer> {
   if (size === 0) return Buffer.alloc(0);
   const stream = await ctx.storage.get(key, { start: 0, end: Math.min(size, SNIFF_BYTES) - 1 });
   const chunks: Buffer[] = [];

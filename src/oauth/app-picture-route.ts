@@ -1,6 +1,6 @@
 import express, { type Router } from 'express';
-import type { AppContext } from '../context.js';
-import { renderErrorPage } from '../web/render.js';
+import type { AppContext } from '../http/context.js';
+import { renderErrorPage } from '../pages/render.js';
 import { findAppPicture } from './apps.js';
 
 export const APP_PICTURE_PATH = '/oauth/apps/:clientId/picture';

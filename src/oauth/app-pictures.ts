@@ -1,10 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { MediaConfig } from '../config.js';
-import { DomainError } from '../errors.js';
-import { AddressPolicy } from '../media/address-policy.js';
+import { DomainError } from '../core/errors.js';
 import { SNIFF_BYTES, sniffContentType } from '../media/media-types.js';
-import { explainFetchFailure, openRemote } from '../media/remote-fetch.js';
-import { MAX_REDIRECTS } from '../media/upload-from-url.js';
+import { readBody, type OutboundClient } from '../net/outbound-client.js';
 
 /** A picture larger than this is refused: it is shown at 72 pixels. */
 export const MAX_PICTURE_BYTES = 1024 * 1024;
@@ -26,50 +23,21 @@ export type PictureDownload = { ok: true; picture: AppPicture } | { ok: false; m
 /**
  * Downloads app pictures once, when they are registered, so that the consent page loads nothing from
  * the developer's server (which would learn who looks at it, and when). The download goes through the
- * media feature's guard against server-side request forgery, with its address policy
+ * guard against server-side request forgery that media downloads use, with its address policy
  * (MEDIA_FETCH_ALLOW_PRIVATE, MEDIA_FETCH_ALLOW_RANGES) and timeouts.
  */
 export class AppPictureDownloader {
-  private readonly addresses: AddressPolicy;
-
-  constructor(private readonly limits: MediaConfig['fetch']) {
-    this.addresses = new AddressPolicy({ allowPrivate: limits.allowPrivateAddresses, allowedRanges: limits.allowedRanges });
-  }
+  constructor(private readonly outbound: OutboundClient) {}
 
   async download(url: string): Promise<PictureDownload> {
-    const { idleTimeoutSeconds } = this.limits;
-    const maxDurationSeconds = Math.min(this.limits.maxDurationSeconds, MAX_PICTURE_SECONDS);
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), maxDurationSeconds * 1000);
-    let bytes: Buffer;
+    let bytes: Buffer | undefined;
     try {
-      const remote = await openRemote(url, {
-        policy: this.addresses,
-        idleTimeoutMs: idleTimeoutSeconds * 1000,
-        maxRedirects: MAX_REDIRECTS,
-        signal: deadline.signal,
-      });
-      try {
-        if (remote.contentLength !== undefined && remote.contentLength > MAX_PICTURE_BYTES) return tooLarge();
-        const chunks: Buffer[] = [];
-        let received = 0;
-        for await (const chunk of remote.body) {
-          received += (chunk as Buffer).length;
-          // Cut off as soon as it is too large, so a huge file is never read to its end.
-          if (received > MAX_PICTURE_BYTES) return tooLarge();
-          chunks.push(chunk as Buffer);
-        }
-        bytes = Buffer.concat(chunks);
-      } finally {
-        remote.body.destroy();
-      }
+      bytes = await this.outbound.get(url, (remote) => readBody(remote, MAX_PICTURE_BYTES), { maxDurationSeconds: MAX_PICTURE_SECONDS });
     } catch (error) {
-      const failure = explainFetchFailure(error, { timedOut: deadline.signal.aborted, idleTimeoutSeconds, maxDurationSeconds });
-      if (!(failure instanceof DomainError)) throw failure;
-      return { ok: false, message: `The picture could not be downloaded: ${failure.details?.[0]?.message ?? failure.message}.` };
-    } finally {
-      clearTimeout(timer);
+      if (!(error instanceof DomainError)) throw error;
+      return { ok: false, message: `The picture could not be downloaded: ${error.details?.[0]?.message ?? error.message}.` };
     }
+    if (!bytes) return tooLarge();
     const sniffed = await sniffContentType(bytes.subarray(0, SNIFF_BYTES));
     if (!sniffed.mediaType || !PICTURE_TYPES.has(sniffed.mediaType)) {
       return { ok: false, message: `The picture must be ${PICTURE_TYPE_NAMES}; the file at this URL is ${sniffed.detected}.` };

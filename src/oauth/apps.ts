@@ -1,9 +1,9 @@
-import { generateCredential, hashSecret, secretMatchesHash } from '../accounts/credentials.js';
+import { NotFoundError, ValidationError, type ErrorDetail } from '../core/errors.js';
+import { newId, randomBase62 } from '../core/ids.js';
+import { generateCredential, hashSecret, secretMatchesHash } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
-import type { OAuthApp } from '../db/schema.js';
-import { NotFoundError, ValidationError, type ErrorDetail } from '../errors.js';
-import { newId, randomBase62 } from '../ids.js';
 import type { AppPicture, AppPictureDownloader } from './app-pictures.js';
+import type { OAuthApp } from './tables.js';
 import { checkPictureUrl, checkRedirectUri } from './urls.js';
 
 export const CLIENT_ID_PREFIX = 'pca_';

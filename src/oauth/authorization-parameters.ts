@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.js';
-import type { OAuthApp } from '../db/schema.js';
 import { findAppByClientId } from './apps.js';
 import { isWellFormedPkceValue } from './pkce.js';
+import type { OAuthApp } from './tables.js';
 
 /** The authorize query as the query parser leaves it: a repeated parameter is an array. */
 export type AuthorizationQuery = Record<string, string | string[] | undefined>;

@@ -1,6 +1,6 @@
+import { newId } from '../core/ids.js';
 import type { Db } from '../db/database.js';
-import type { OAuthAuthorizationRequest } from '../db/schema.js';
-import { newId } from '../ids.js';
+import type { OAuthAuthorizationRequest } from './tables.js';
 
 /** How long a consent page can be left open before its answer is refused. */
 const REQUEST_LIFETIME_MS = 30 * 60_000;

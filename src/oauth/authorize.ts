@@ -1,57 +1,50 @@
 import express, { type Request, type Response, type Router } from 'express';
-import type { AppContext } from '../context.js';
-import type { OAuthApp } from '../db/schema.js';
-import type { CsrfTokens } from '../web/csrf.js';
-import { formExpired, renderErrorPage, renderPage } from '../web/render.js';
-import { field, verifySessionForm, visitorOf } from '../web/visitor.js';
+import type { AppContext } from '../http/context.js';
+import type { OAuthHandler } from '../http/typed-routes.js';
+import type { CsrfTokens } from '../pages/csrf.js';
+import { errorPageHtml, formExpired, pageHtml, renderErrorPage } from '../pages/render.js';
+import { field, verifySessionForm, visitorOf } from '../pages/visitor.js';
 import { appPicturePath } from './app-pictures.js';
 import { checkAuthorizationParameters, identifyClient, type AuthorizationQuery } from './authorization-parameters.js';
 import { createAuthorizationRequest } from './authorization-requests.js';
 import { answerConsent } from './consent.js';
+import type { OAuthApp } from './tables.js';
 import { withQuery } from './urls.js';
 
 export const AUTHORIZE_PATH = '/oauth/authorize';
 const CONSENT_PATH = '/oauth/consent';
 
-/** An authorization request that cannot be trusted: an error page, never a redirect. */
-function invalidLink(res: Response, message: string): void {
-  renderErrorPage(res, 400, 'This authorization link is not valid', message);
-}
-
-function methodNotAllowed(allow: string) {
-  return (_req: Request, res: Response) => {
-    res.setHeader('Allow', allow);
-    renderErrorPage(res, 405, 'Method not allowed', `This address accepts ${allow} only.`);
-  };
-}
-
 const originOf = (url: string) => new URL(url).origin;
 
-/** The authorize endpoint (the consent page) and the consent form's answer. */
-export function authorizePages(ctx: AppContext, csrf: CsrfTokens): Router {
-  const router = express.Router();
-
-  router.get(AUTHORIZE_PATH, async (req, res) => {
+/**
+ * The authorize endpoint: the consent page. Its query is the browser's, unchecked by the contract's
+ * validator (whose errors are JSON): a request that cannot be trusted gets an error page, and any other
+ * error of a known app goes back to the app.
+ */
+export function authorizeOperation(ctx: AppContext): OAuthHandler<'authorize'> {
+  return async ({ req, res }) => {
     const query = req.query as AuthorizationQuery;
     const client = await identifyClient(ctx.db, query);
-    if (!client.ok) return invalidLink(res, client.message);
+    // An authorization request that cannot be trusted: an error page, never a redirect.
+    if (!client.ok) return { status: 400, html: errorPageHtml(res, 'This authorization link is not valid', client.message) };
     const { app } = client;
     const checked = checkAuthorizationParameters(query);
     if (!checked.ok) {
-      return res.redirect(302, withQuery(app.redirect_uri, { error: checked.error, error_description: checked.description, state: checked.state }));
+      const location = withQuery(app.redirect_uri, { error: checked.error, error_description: checked.description, state: checked.state });
+      return { status: 302, headers: { Location: location } };
     }
 
     const visitor = visitorOf(res);
     // RFC 6749 §3.1: the user is authenticated first; after signing in they come back here and see the
     // consent page, never an approval they did not give.
-    if (!visitor) return res.redirect(302, `/login?next=${encodeURIComponent(req.originalUrl)}`);
+    if (!visitor) return { status: 302, headers: { Location: `/login?next=${encodeURIComponent(req.originalUrl)}` } };
     if (!visitor.organization) {
-      return renderErrorPage(res, 403, 'No organization', 'Your account does not belong to an organization, so there is nothing to authorize.');
+      return { status: 403, html: errorPageHtml(res, 'No organization', 'Your account does not belong to an organization, so there is nothing to authorize.') };
     }
     const requestId = await createAuthorizationRequest(
       ctx.db,
       {
-        sessionId: visitor.session.id,
+        sessionId: visitor.sessionId,
         appId: app.id,
         organizationId: visitor.organization.id,
         redirectUri: app.redirect_uri,
@@ -61,8 +54,41 @@ export function authorizePages(ctx: AppContext, csrf: CsrfTokens): Router {
       },
       ctx.clock(),
     );
-    renderConsent(res, app, requestId, checked.state, req.originalUrl);
-  });
+    return { status: 200, html: consentPage(res, app, requestId, checked.state, req.originalUrl) };
+  };
+}
+
+function consentPage(res: Response, app: OAuthApp, requestId: string, state: string | undefined, path: string): string {
+  const visitor = visitorOf(res)!;
+  return pageHtml(
+    res,
+    '/oauth/templates/consent',
+    {
+      title: `Authorize ${app.name}`,
+      path,
+      app,
+      organization: visitor.organization,
+      requestId,
+      state: state ?? '',
+      redirectOrigin: originOf(app.redirect_uri),
+      picture: appPicturePath(app),
+    },
+    // After the answer the form leads to the app's redirect URL, which form-action must allow
+    // (browsers apply it to redirects).
+    { formOrigins: [originOf(app.redirect_uri)] },
+  );
+}
+
+function methodNotAllowed(allow: string) {
+  return (_req: Request, res: Response) => {
+    res.setHeader('Allow', allow);
+    renderErrorPage(res, 405, 'Method not allowed', `This address accepts ${allow} only.`);
+  };
+}
+
+/** The consent form's answer, and the other methods of the authorize and consent addresses. */
+export function consentRoutes(ctx: AppContext, csrf: CsrfTokens): Router {
+  const router = express.Router();
 
   router.all(AUTHORIZE_PATH, methodNotAllowed('GET, HEAD'));
 
@@ -72,7 +98,7 @@ export function authorizePages(ctx: AppContext, csrf: CsrfTokens): Router {
     if (!(await verifySessionForm(req, visitor, csrf))) return formExpired(res);
     const outcome = await answerConsent(
       ctx.db,
-      { sessionId: visitor.session.id, userId: visitor.user.id, organizationIds: visitor.organizations.map((o) => o.id) },
+      { sessionId: visitor.sessionId, userId: visitor.user.id, organizationIds: visitor.organizations.map((o) => o.id) },
       {
         requestId: field(req, 'request_id'),
         decision: field(req, 'decision'),
@@ -90,26 +116,4 @@ export function authorizePages(ctx: AppContext, csrf: CsrfTokens): Router {
   router.all(CONSENT_PATH, methodNotAllowed('POST'));
 
   return router;
-}
-
-function renderConsent(res: Response, app: OAuthApp, requestId: string, state: string | undefined, path: string): void {
-  const visitor = visitorOf(res)!;
-  renderPage(
-    res,
-    'consent',
-    {
-      title: `Authorize ${app.name}`,
-      path,
-      app,
-      organization: visitor.organization,
-      requestId,
-      state: state ?? '',
-      redirectOrigin: originOf(app.redirect_uri),
-      picture: appPicturePath(app),
-    },
-    200,
-    // After the answer the form leads to the app's redirect URL, which form-action must allow
-    // (browsers apply it to redirects).
-    { formOrigins: [originOf(app.redirect_uri)] },
-  );
 }

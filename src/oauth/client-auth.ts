@@ -1,9 +1,9 @@
-import type { Config } from '../config.js';
+import type { Config } from '../core/config.js';
 import type { Db } from '../db/database.js';
-import type { OAuthApp } from '../db/schema.js';
-import { RateLimiter } from '../http/rate-limit.js';
+import { RateLimiter, startAttempt } from '../http/rate-limit.js';
 import { authenticateApp } from './apps.js';
 import { OAuthError, OAuthThrottledError } from './errors.js';
+import type { OAuthApp } from './tables.js';
 
 export interface ClientCredentials {
   clientId: string;
@@ -83,19 +83,15 @@ export class ClientAuthenticator {
   async authenticate(credentials: ClientCredentials, address: string): Promise<OAuthApp> {
     // An address holds no space, so the pair cannot be mistaken for another.
     const clientKey = `${address} ${credentials.clientId}`;
-    // Counted as failures before the secret is checked, so that concurrent guesses cannot all pass the
-    // limits before the first of them is counted; refused and successful attempts are taken back.
-    const [forClient, forAddress] = await Promise.all([this.perClientAddress.hit(clientKey), this.perAddress.hit(address)]);
-    const takeBack = () =>
-      Promise.all([this.perClientAddress.takeBack(clientKey, forClient), this.perAddress.takeBack(address, forAddress)]);
-    const refused = [forClient, forAddress].find((state) => !state.allowed);
-    if (refused) {
-      await takeBack();
-      throw new OAuthThrottledError(refused.resetSeconds);
-    }
+    // Counted as a failure before the secret is checked; a successful attempt is taken back.
+    const attempt = await startAttempt([
+      { limiter: this.perClientAddress, key: clientKey },
+      { limiter: this.perAddress, key: address },
+    ]);
+    if (!attempt.allowed) throw new OAuthThrottledError(attempt.refusedBy.resetSeconds);
     const app = await authenticateApp(this.db, credentials.clientId, credentials.clientSecret);
     if (app) {
-      await takeBack();
+      await attempt.takeBack();
       return app;
     }
     // The same answer for an unknown client and a wrong secret, so client ids cannot be probed.

@@ -1,9 +1,9 @@
-import { hashSecret, isWellFormedCredential } from '../accounts/credentials.js';
+import { hashSecret, isWellFormedCredential } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
-import type { OAuthApp } from '../db/schema.js';
 import { OAuthError } from './errors.js';
 import { CODE_PREFIX } from './grants.js';
 import { verifierMatchesChallenge } from './pkce.js';
+import type { OAuthApp } from './tables.js';
 import { issueAccessToken, revokeTokensOfCode } from './tokens.js';
 
 export interface CodeRedemption {

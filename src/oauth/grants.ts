@@ -1,7 +1,7 @@
-import { generateCredential, hashSecret } from '../accounts/credentials.js';
+import { NotFoundError } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { generateCredential, hashSecret } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
-import { NotFoundError } from '../errors.js';
-import { newId } from '../ids.js';
 import { appPicturePath } from './app-pictures.js';
 
 export const CODE_PREFIX = 'pac_';

@@ -1,7 +1,6 @@
-import type { CredentialResolver } from '../accounts/authenticate.js';
-import { generateCredential, hashSecret, isWellFormedCredential } from '../accounts/credentials.js';
+import { newId } from '../core/ids.js';
+import { generateCredential, hashSecret, isWellFormedCredential } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
-import { newId } from '../ids.js';
 
 export const ACCESS_TOKEN_PREFIX = 'pos_';
 
@@ -24,24 +23,6 @@ export async function issueAccessToken(
     .execute();
   return token;
 }
-
-// Like API keys: minute precision is plenty for people reviewing access, and spares a write per request.
-const LAST_USED_PRECISION_MS = 60_000;
-
-/** Lets the Public API accept `pos_` tokens exactly like API keys, acting for the organization that approved. */
-export const resolveOAuthToken: CredentialResolver = async (db, secretHash, now) => {
-  const token = await db
-    .selectFrom('oauth_tokens')
-    .select(['id', 'organization_id', 'last_used_at'])
-    .where('token_hash', '=', secretHash)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
-  if (!token) return undefined;
-  if (!token.last_used_at || now.getTime() - token.last_used_at.getTime() >= LAST_USED_PRECISION_MS) {
-    await db.updateTable('oauth_tokens').set({ last_used_at: now }).where('id', '=', token.id).execute();
-  }
-  return { organizationId: token.organization_id, credential: { type: 'oauth_token', id: token.id } };
-};
 
 /** RFC 7009: revokes the token if it is one of this app's; anything else is silently left alone. */
 export async function revokeAccessToken(db: Db, appId: string, token: string, now: Date): Promise<void> {

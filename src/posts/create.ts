@@ -1,11 +1,14 @@
 import type { components } from '../../generated/public-v1.js';
-import type { AppContext } from '../context.js';
-import type { NewPost, PostStatus } from '../db/schema.js';
-import { UnprocessableError, type ErrorDetail } from '../errors.js';
-import { newId } from '../ids.js';
+import type { PostStatus } from '../core/contract.js';
+import { UnprocessableError, type ErrorDetail } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import type { Db } from '../db/database.js';
+import type { ProvidersContext } from '../providers/providers.js';
 import { claimKey, findStoredResponse, forgetExpiredKeys, idempotentRequest, storeResponse, type IdempotentRequest } from './idempotency.js';
-import { assertMediaStillPresent, insertPosts, toPostBody } from './posts.js';
+import { toPostBody } from './post-body.js';
+import { assertMediaStillPresent, insertPosts } from './queries.js';
 import { assertWithinDailyQuota, lockChannels } from './quota.js';
+import type { NewPost } from './tables.js';
 import { isTooFarInThePast } from './transitions.js';
 import { checkDrafts, type CheckedPost, type PostDraft } from './validation.js';
 
@@ -72,7 +75,7 @@ function withoutRepeats(details: ErrorDetail[]): ErrorDetail[] {
  * the posts once (see `claimKey`).
  */
 export async function createPosts(
-  ctx: AppContext,
+  ctx: ProvidersContext,
   organizationId: string,
   request: CreatePostRequest,
   idempotencyKey: string | undefined,
@@ -151,7 +154,7 @@ function newPostRow(
 }
 
 /** The channels were checked before the transaction; under their lock, make sure none was disabled or removed meanwhile. */
-async function assertChannelsStillAccept(trx: AppContext['db'], organizationId: string, drafts: PostDraft[]): Promise<void> {
+async function assertChannelsStillAccept(trx: Db, organizationId: string, drafts: PostDraft[]): Promise<void> {
   const channels = new Map((await lockChannels(trx, organizationId, drafts.map((d) => d.channelId))).map((c) => [c.id, c]));
   const problems = drafts
     .filter((d) => channels.get(d.channelId)?.disabled !== false)
@@ -160,7 +163,7 @@ async function assertChannelsStillAccept(trx: AppContext['db'], organizationId: 
 }
 
 async function replayAfterConcurrentCreate(
-  trx: AppContext['db'],
+  trx: Db,
   organizationId: string,
   idempotent: IdempotentRequest,
   now: Date,

@@ -1,4 +1,3 @@
-import { ValidationError } from '../errors.js';
 import { isInstant } from '../http/instant.js';
 import { isStorableText } from '../http/storable-text.js';
 
@@ -8,34 +7,25 @@ export interface PostCursor {
   id: string;
 }
 
-/**
- * The cursor is opaque to clients: base64url of `{"s": scheduledAt or null, "i": id}`. Millisecond
- * precision is exact because `scheduled_at` is only ever written from JavaScript dates.
- */
-export function encodeCursor(cursor: PostCursor): string {
-  const key = { s: cursor.scheduledAt?.toISOString() ?? null, i: cursor.id };
-  return Buffer.from(JSON.stringify(key)).toString('base64url');
+/** The list the posts' cursors belong to (see CursorCodec). */
+export const POSTS_LIST = 'posts';
+
+/** Millisecond precision is exact: `scheduled_at` is only ever written from JavaScript dates. */
+export function postPosition(cursor: PostCursor): { s: string | null; i: string } {
+  return { s: cursor.scheduledAt?.toISOString() ?? null, i: cursor.id };
 }
 
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-export function decodeCursor(value: string): PostCursor {
-  const invalid = () =>
-    new ValidationError('The cursor is not one this list returned; start again without a cursor.', [
-      { path: 'query.cursor', message: 'is not a cursor returned by GET /public/v1/posts' },
-    ]);
-  let key: unknown;
-  try {
-    key = JSON.parse(Buffer.from(value, 'base64url').toString('utf8'));
-  } catch {
-    throw invalid();
-  }
-  if (typeof key !== 'object' || key === null) throw invalid();
-  const { s, i } = key as { s?: unknown; i?: unknown };
-  // A cursor is sent back by clients, so it is input like any other: its parts must be values the
-  // database can compare against (an id without NUL, an instant in the range the API stores).
-  if (typeof i !== 'string' || i === '' || !isStorableText(i)) throw invalid();
+/**
+ * A signed cursor was issued by this API, but its position is still checked like input: an id
+ * without NUL, an instant in the range the API stores.
+ */
+export function readPostPosition(value: unknown): PostCursor | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { s, i } = value as { s?: unknown; i?: unknown };
+  if (typeof i !== 'string' || i === '' || !isStorableText(i)) return undefined;
   if (s === null) return { scheduledAt: null, id: i };
-  if (typeof s !== 'string' || !ISO_INSTANT.test(s) || !isInstant(s)) throw invalid();
+  if (typeof s !== 'string' || !ISO_INSTANT.test(s) || !isInstant(s)) return undefined;
   return { scheduledAt: new Date(s), id: i };
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
+import { UnprocessableError } from '../core/errors.js';
 import type { Db } from '../db/database.js';
-import { UnprocessableError } from '../errors.js';
 
 /** How long a successful create is remembered for its retries. */
 const RETENTION_MS = 24 * 60 * 60 * 1000;

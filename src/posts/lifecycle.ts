@@ -1,8 +1,9 @@
 import type { components } from '../../generated/public-v1.js';
-import type { AppContext } from '../context.js';
+import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
 import type { Db } from '../db/database.js';
-import { ConflictError, NotFoundError, UnprocessableError } from '../errors.js';
-import { assertMediaStillPresent, deletePost, findPost, lockPost, updatePost, type PostRow, type ProviderSettings } from './posts.js';
+import type { ProvidersContext } from '../providers/providers.js';
+import type { PostRow, ProviderSettings } from './post-body.js';
+import { assertMediaStillPresent, deletePost, findPost, lockPost, updatePost } from './queries.js';
 import { assertWithinDailyQuota, countsOnDay, lockChannels } from './quota.js';
 import { assertNotOnTheNetwork, isEditable, nextState, type StatusRequest } from './transitions.js';
 import { checkDrafts } from './validation.js';
@@ -38,7 +39,7 @@ const checkedParts = (post: PostRow) => JSON.stringify([post.content, post.media
  * were judged as they were read, and an edit of them in between could make the combination break a
  * rule that neither edit broke alone.
  */
-export async function editPost(ctx: AppContext, organizationId: string, postId: string, changes: UpdatePostRequest): Promise<PostRow> {
+export async function editPost(ctx: ProvidersContext, organizationId: string, postId: string, changes: UpdatePostRequest): Promise<PostRow> {
   const post = await getPost(ctx.db, organizationId, postId);
   assertEditable(post);
   const checked = await checkDrafts({ db: ctx.db, tiktok: ctx.providers.tiktok }, organizationId, [
@@ -77,7 +78,7 @@ export async function editPost(ctx: AppContext, organizationId: string, postId: 
 }
 
 /** Moves a post as `nextState` allows; a move to `scheduled` also checks the channel's quota for that day. */
-export async function movePost(ctx: AppContext, organizationId: string, postId: string, request: StatusRequest): Promise<PostRow> {
+export async function movePost(ctx: ProvidersContext, organizationId: string, postId: string, request: StatusRequest): Promise<PostRow> {
   return ctx.db.transaction().execute(async (trx) => {
     const post = await lockedPost(trx, organizationId, postId);
     const now = ctx.clock();
@@ -105,7 +106,7 @@ export async function movePost(ctx: AppContext, organizationId: string, postId: 
 }
 
 /** Deletes our record of the post. A published post stays on the network: only the record goes. */
-export async function removePost(ctx: AppContext, organizationId: string, postId: string): Promise<void> {
+export async function removePost(ctx: ProvidersContext, organizationId: string, postId: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     const post = await lockedPost(trx, organizationId, postId);
     if (post.status === 'publishing') {

@@ -1,6 +1,6 @@
 import type { components } from '../../generated/public-v1.js';
-import type { Media } from '../db/schema.js';
-import type { ErrorDetail } from '../errors.js';
+import type { ErrorDetail } from '../core/errors.js';
+import type { Media } from '../media/tables.js';
 import type { TikTokCreatorInfo } from '../providers/tiktok.js';
 
 type YouTubeSettings = components['schemas']['YouTubeSettings'];

@@ -1,7 +1,8 @@
 import { COUNTED_STATUSES, postsOnDay, utcDay, type DailyPostLimits } from '../channels/quota.js';
+import type { Channel } from '../channels/tables.js';
+import type { PostStatus } from '../core/contract.js';
+import { UnprocessableError, type ErrorDetail } from '../core/errors.js';
 import type { Db } from '../db/database.js';
-import type { Channel, PostStatus } from '../db/schema.js';
-import { UnprocessableError, type ErrorDetail } from '../errors.js';
 
 /** A post about to count against its channel's daily cap, and where the request names its channel. */
 export interface QuotaClaim {

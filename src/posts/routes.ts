@@ -1,13 +1,13 @@
-import type { AppContext } from '../context.js';
-import type { OperationHandlers } from '../http/typed-routes.js';
+import type { PublicHandlers } from '../http/typed-routes.js';
+import type { ProvidersContext } from '../providers/providers.js';
 import { createPosts } from './create.js';
 import { editPost, getPost, movePost, removePost } from './lifecycle.js';
 import { listPostPage } from './list.js';
-import { toPostBody } from './posts.js';
+import { toPostBody } from './post-body.js';
 
 type PostOperation = 'createPost' | 'listPosts' | 'getPost' | 'updatePost' | 'schedulePost' | 'changePostStatus' | 'deletePost';
 
-export function postOperations(ctx: AppContext): Pick<OperationHandlers, PostOperation> {
+export function postOperations(ctx: ProvidersContext): Pick<PublicHandlers, PostOperation> {
   return {
     createPost: async ({ principal, body, headers }) => {
       const result = await createPosts(ctx, principal.organizationId, body, headers['Idempotency-Key']);
@@ -16,7 +16,7 @@ export function postOperations(ctx: AppContext): Pick<OperationHandlers, PostOpe
     },
 
     listPosts: async ({ principal, query }) => {
-      return { status: 200, body: await listPostPage(ctx.db, principal.organizationId, query) };
+      return { status: 200, body: await listPostPage(ctx, principal.organizationId, query) };
     },
 
     getPost: async ({ principal, params }) => {

@@ -1,4 +1,4 @@
-import type { ProviderSettings } from './posts.js';
+import type { ProviderSettings } from './post-body.js';
 
 /**
  * The settings as stored and answered: every optional choice with its documented default. The

@@ -1,5 +1,6 @@
-import type { PostStatus } from '../db/schema.js';
-import { ConflictError, UnprocessableError } from '../errors.js';
+import type { components } from '../../generated/public-v1.js';
+import type { PostStatus } from '../core/contract.js';
+import { ConflictError, UnprocessableError } from '../core/errors.js';
 
 /**
  * The statuses a user may move a post to, from each status; the contract's `changePostStatus`
@@ -47,7 +48,7 @@ interface PostState {
 }
 
 /** What a user asks for: a status (`PATCH /posts/{id}/status`), or a new time, which also means `scheduled` (`POST /posts/{id}/schedule`). */
-export type StatusRequest = { status: 'draft' | 'scheduled' } | { status: 'scheduled'; scheduledAt: Date; path: string };
+export type StatusRequest = Pick<components['schemas']['ChangePostStatusRequest'], 'status'> | { status: 'scheduled'; scheduledAt: Date; path: string };
 
 /**
  * The one place that decides how a user may move a post: the state it moves to, `undefined` when

@@ -1,8 +1,9 @@
+import type { Channel } from '../channels/tables.js';
+import { UnprocessableError, type ErrorDetail } from '../core/errors.js';
 import type { Db } from '../db/database.js';
-import type { Channel, Media } from '../db/schema.js';
-import { UnprocessableError, type ErrorDetail } from '../errors.js';
+import type { Media } from '../media/tables.js';
 import type { TikTokCreatorInfo, TikTokCreatorInfoSource } from '../providers/tiktok.js';
-import type { ProviderSettings } from './posts.js';
+import type { ProviderSettings } from './post-body.js';
 import { tiktokCreatorProblems, tiktokProblems, youtubeProblems, type ItemFacts, type ItemPaths } from './provider-rules.js';
 import { withDefaults } from './settings.js';
 

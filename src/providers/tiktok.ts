@@ -1,6 +1,6 @@
 import type { components } from '../../generated/public-v1.js';
-import type { Channel } from '../db/schema.js';
-import { UnprocessableError } from '../errors.js';
+import type { Channel } from '../channels/tables.js';
+import { UnprocessableError } from '../core/errors.js';
 
 /** What a TikTok account allows right now, as TikTok's creator info endpoint reports it. */
 export type TikTokCreatorInfo = Omit<components['schemas']['TikTokCreatorInfo'], 'channelId'>;

@@ -1,13 +1,13 @@
 import express, { type Router } from 'express';
 import { createOrganizationWithOwner, findUserByEmail, listUserOrganizations, normalizeEmail } from '../accounts/organizations.js';
 import { hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from '../accounts/passwords.js';
-import type { AppContext } from '../context.js';
+import { createSession, deleteSession, SESSION_LIFETIME_MS, setSessionOrganization } from '../accounts/sessions.js';
 import { clientAddress } from '../http/client-address.js';
-import { RateLimiter, type RateLimitState } from '../http/rate-limit.js';
-import type { CsrfTokens } from './csrf.js';
-import { attempt } from './forms.js';
-import { formExpired, renderErrorPage, renderPage } from './render.js';
-import { createSession, deleteSession, setSessionOrganization } from './sessions.js';
+import type { AppContext } from '../http/context.js';
+import { RateLimiter, startAttempt, type RateLimitState } from '../http/rate-limit.js';
+import type { CsrfTokens } from '../pages/csrf.js';
+import { attempt } from '../pages/forms.js';
+import { formExpired, renderErrorPage, renderPage } from '../pages/render.js';
 import {
   anonymousFormToken,
   field,
@@ -16,7 +16,7 @@ import {
   verifySessionForm,
   visitorOf,
   type BrowserCookies,
-} from './visitor.js';
+} from '../pages/visitor.js';
 
 // The account checks say what is wrong with a field ("must be at least 8 characters"); the summary
 // above the form lists them apart from their fields, so each starts with the field's label.
@@ -40,7 +40,7 @@ const minutes = (state: RateLimitState) => Math.ceil(state.resetSeconds / 60);
 export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: CsrfTokens): Router {
   const router = express.Router();
   const { loginFailuresPerAddress, signupsPerAddress, windowSeconds } = ctx.config.accountLimits;
-  const loginFailures = new RateLimiter(ctx.db, 'login', LOGIN_FAILURES, ctx.clock);
+  const loginFailures = new RateLimiter(ctx.db, '/web/templates/login', LOGIN_FAILURES, ctx.clock);
   // Per address as well as per email: one address trying a few passwords on many emails (password
   // spraying) stays under every email's limit.
   const addressLoginFailures = new RateLimiter(ctx.db, 'login-address', { max: loginFailuresPerAddress, windowSeconds }, ctx.clock);
@@ -53,7 +53,7 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
   const showLogin = async (req: express.Request, res: express.Response, next: string, status = 200, extra: object = {}) => {
     renderPage(
       res,
-      'login',
+      '/web/templates/login',
       {
         title: 'Log in',
         csrfToken: await anonymousFormToken(req, res, cookies, csrf),
@@ -69,7 +69,7 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
   const showSignup = async (req: express.Request, res: express.Response, next: string, status = 200, extra: object = {}) => {
     renderPage(
       res,
-      'signup',
+      '/web/templates/signup',
       {
         title: 'Sign up',
         csrfToken: await anonymousFormToken(req, res, cookies, csrf),
@@ -99,13 +99,14 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
     const email = normalizeEmail(field(req, 'email'));
     const values = { email: field(req, 'email') };
     const address = clientAddress(req);
-    // Counted as a failure before the password is checked, so that guesses sent all at once cannot
-    // each pass the limits before any of them is counted; a refused or successful attempt is taken back.
-    const [forEmail, forAddress] = await Promise.all([loginFailures.hit(email), addressLoginFailures.hit(address)]);
-    const takeBack = () => Promise.all([loginFailures.takeBack(email, forEmail), addressLoginFailures.takeBack(address, forAddress)]);
-    if (!forEmail.allowed || !forAddress.allowed) {
-      await takeBack();
-      const waitFor = Math.max(...[forEmail, forAddress].filter((state) => !state.allowed).map((state) => state.resetSeconds));
+    // Counted as a failure before the password is checked; a successful attempt is taken back.
+    const attempt = await startAttempt([
+      { limiter: loginFailures, key: email },
+      { limiter: addressLoginFailures, key: address },
+    ]);
+    if (!attempt.allowed) {
+      const [forEmail, forAddress] = attempt.states as [RateLimitState, RateLimitState];
+      const waitFor = Math.max(...attempt.states.filter((state) => !state.allowed).map((state) => state.resetSeconds));
       res.setHeader('Retry-After', String(waitFor));
       const extra = !forEmail.allowed
         ? { errors: { email: `Too many failed attempts for this email; try again in ${minutes(forEmail)} minutes.` } }
@@ -117,10 +118,10 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
     if (!user || !passwordMatches) {
       return showLogin(req, res, next, 401, { values, errors: { email: 'The email or the password is not right.' } });
     }
-    await takeBack();
+    await attempt.takeBack();
     const organizations = await listUserOrganizations(ctx.db, user.id);
     const { token } = await createSession(ctx.db, user.id, organizations[0]?.id ?? null, ctx.clock());
-    cookies.setSession(res, token);
+    cookies.setSession(res, token, SESSION_LIFETIME_MS / 1000);
     res.redirect(303, next);
   });
 
@@ -137,11 +138,10 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
     // Counted before trying, like log-ins; a form refused for a field that is not valid is taken back
     // (nothing was hashed, and a person correcting typos should not run out of attempts).
     const address = clientAddress(req);
-    const signup = await addressSignups.hit(address);
+    const signup = await startAttempt([{ limiter: addressSignups, key: address }]);
     if (!signup.allowed) {
-      await addressSignups.takeBack(address, signup);
-      res.setHeader('Retry-After', String(signup.resetSeconds));
-      return showSignup(req, res, next, 429, { values, throttled: `Too many sign-ups from your network address; try again in ${minutes(signup)} minutes.` });
+      res.setHeader('Retry-After', String(signup.refusedBy.resetSeconds));
+      return showSignup(req, res, next, 429, { values, throttled: `Too many sign-ups from your network address; try again in ${minutes(signup.refusedBy)} minutes.` });
     }
     // An existing email counts: the answer tells whether an account exists.
     if (await findUserByEmail(ctx.db, values.email)) {
@@ -156,11 +156,11 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
       }),
     );
     if (!created.ok) {
-      if (created.status === 400) await addressSignups.takeBack(address, signup);
+      if (created.status === 400) await signup.takeBack();
       return showSignup(req, res, next, 400, { values, errors: withLabels(created.errors, SIGNUP_LABELS) });
     }
     const { token } = await createSession(ctx.db, created.value.user.id, created.value.organization.id, ctx.clock());
-    cookies.setSession(res, token);
+    cookies.setSession(res, token, SESSION_LIFETIME_MS / 1000);
     res.redirect(303, next);
   });
 
@@ -168,7 +168,7 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
     const visitor = visitorOf(res);
     if (visitor) {
       if (!(await verifySessionForm(req, visitor, csrf))) return formExpired(res);
-      await deleteSession(ctx.db, visitor.session.id);
+      await deleteSession(ctx.db, visitor.sessionId);
     }
     cookies.clearSession(res);
     res.redirect(303, '/login');
@@ -180,7 +180,7 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
     if (!(await verifySessionForm(req, visitor, csrf))) return formExpired(res);
     const organization = visitor.organizations.find((o) => o.id === field(req, 'organization_id'));
     if (!organization) return renderErrorPage(res, 404, 'No such organization', 'You do not belong to this organization.');
-    await setSessionOrganization(ctx.db, visitor.session.id, organization.id);
+    await setSessionOrganization(ctx.db, visitor.sessionId, organization.id);
     res.redirect(303, safeNext(field(req, 'next')));
   });
 

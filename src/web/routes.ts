@@ -1,14 +1,15 @@
-import express, { type ErrorRequestHandler, type Router } from 'express';
-import type { AppContext } from '../context.js';
-import { DomainError, ValidationError } from '../errors.js';
+import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import { DomainError, ValidationError } from '../core/errors.js';
+import type { AppContext } from '../http/context.js';
 import { refuseUnstorableRequestText } from '../http/storable-text.js';
 import { appPictureRoute } from '../oauth/app-picture-route.js';
-import { authorizePages } from '../oauth/authorize.js';
+import { consentRoutes } from '../oauth/authorize.js';
+import type { CsrfTokens } from '../pages/csrf.js';
+import { ASSETS_DIR, renderErrorPage, securityHeaders } from '../pages/render.js';
+import type { BrowserCookies } from '../pages/visitor.js';
 import { accountPages } from './account-pages.js';
-import { CsrfTokens } from './csrf.js';
-import { ASSETS_DIR, renderErrorPage, securityHeaders } from './render.js';
 import { settingsPages } from './settings-pages.js';
-import { BrowserCookies, loadVisitor } from './visitor.js';
+import { loadVisitor } from './visitor-loader.js';
 
 const TITLES: Record<number, string> = {
   400: 'Something is wrong with this request',
@@ -19,25 +20,43 @@ const TITLES: Record<number, string> = {
   422: 'This cannot be done',
 };
 
-/** The pages people use in a browser: accounts, settings and the OAuth consent page. */
-export function createWebApp(ctx: AppContext): Router {
-  const router = express.Router();
-  const cookies = new BrowserCookies(ctx.config.publicUrl);
-  const csrf = new CsrfTokens(ctx.db);
+/** What the browser pages share. */
+export interface PageTools {
+  cookies: BrowserCookies;
+  csrf: CsrfTokens;
+}
 
+/** What a page reads of its request: form bodies (text the database cannot store refused) and the signed-in visitor. */
+function pageInput(ctx: AppContext, { cookies, csrf }: PageTools): RequestHandler[] {
+  return [
+    express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 }),
+    refuseUnstorableRequestText(() => new ValidationError('The address or a form field holds the NUL character (U+0000) or malformed Unicode, which is not accepted.')),
+    loadVisitor(ctx, cookies, csrf),
+  ];
+}
+
+/** What every page of this site runs first, wherever it is mounted: the pages' security headers and `pageInput`. */
+export function pagePrelude(ctx: AppContext, tools: PageTools): RequestHandler[] {
+  return [securityHeaders(), ...pageInput(ctx, tools)];
+}
+
+/**
+ * The pages people use in a browser: accounts and settings, the consent form's answer and the apps'
+ * pictures, and the error page of every page (the authorize page's included).
+ */
+export function createWebApp(ctx: AppContext, tools: PageTools): Router {
+  const router = express.Router();
   router.use(
     '/assets',
     express.static(ASSETS_DIR, { index: false, fallthrough: false, maxAge: '1h', setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff') }),
   );
   router.use(securityHeaders());
+  // Apps' pictures are public and read nothing of the request but their client id.
   router.use(appPictureRoute(ctx));
-  router.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 }));
-  router.use(refuseUnstorableRequestText(() => new ValidationError('The address or a form field holds the NUL character (U+0000) or malformed Unicode, which is not accepted.')));
-  router.use(loadVisitor(ctx, cookies, csrf));
-
-  router.use(accountPages(ctx, cookies, csrf));
-  router.use(settingsPages(ctx, csrf));
-  router.use(authorizePages(ctx, csrf));
+  router.use(...pageInput(ctx, tools));
+  router.use(accountPages(ctx, tools.cookies, tools.csrf));
+  router.use(settingsPages(ctx, tools.csrf));
+  router.use(consentRoutes(ctx, tools.csrf));
   router.use((_req, res) => renderErrorPage(res, 404, 'Not found', 'There is no page at this address.'));
 
   const pageErrors: ErrorRequestHandler = (error, req, res, next) => {

@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseYaml } from '../../src/core/contract.js';
 import Service, { ServiceError, type CreatePostRequest, type ServiceOptions } from '../../src/sdk/src/index.js';
 import { describeContract, PNG_PIXEL, take, type ContractTarget } from './support/contract-suite.js';
 import { PUBLIC_SPEC, startPrism, type PrismServer } from './support/prism.js';
-import { parseYaml } from '../../src/http/spec.js';
 
 /** The contract's example answer of an operation, as Prism serves it. */
 function example(path: string, method: string, status: string, name: string): unknown {

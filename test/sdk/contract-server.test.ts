@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseYaml } from '../../src/core/contract.js';
 import Service, { type ServiceOptions } from '../../src/sdk/src/index.js';
 import { createChannel, createOrganization, type TestOrganization } from '../support/fixtures.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { describeContract, type ContractTarget, type Operation } from './support/contract-suite.js';
 import { PUBLIC_SPEC, startPrism, type PrismServer } from './support/prism.js';
-import { parseYaml } from '../../src/http/spec.js';
 
 // Prism's proxy answers with a mock of its own when the upstream answers 501, so an operation
 // that is not built yet would seem to work through it. Each operation is therefore probed on the

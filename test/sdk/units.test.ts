@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { contentTypeFromName, detectContentType, sniffContentType } from '../../src/sdk/src/content-type.js';
 import { createServiceError, describeRequest, parseRetryAfter } from '../../src/sdk/src/errors.js';
+import Service, { ServiceError } from '../../src/sdk/src/index.js';
+import { paginate } from '../../src/sdk/src/paginate.js';
 import { backoffSeconds, retryDelaySeconds, shouldRetry, type AttemptOutcome, type RetryPolicy } from '../../src/sdk/src/retry.js';
 
 const policy: RetryPolicy = { maxRetries: 2, maxRetryAfter: 60, replayable: true };
@@ -131,5 +133,151 @@ describe('content type detection', () => {
     expect(contentTypeFromName('notes.txt')).toBeUndefined();
     expect(detectContentType(bytes(0x89, 'PNG', 0x0d, 0x0a, 0x1a, 0x0a), 'photo.jpg')).toBe('image/png');
     expect(detectContentType(bytes('????'), 'photo.jpg')).toBe('image/jpeg');
+  });
+});
+
+describe('paginate', () => {
+  interface Page {
+    videos: string[];
+    nextCursor: string | null;
+  }
+  const PAGES: Record<string, Page> = {
+    first: { videos: ['v1', 'v2'], nextCursor: 'c2' },
+    c2: { videos: [], nextCursor: 'c3' },
+    c3: { videos: ['v3'], nextCursor: null },
+  };
+
+  /** A page fetcher over PAGES that records the cursor of every fetch; `failOn` makes that cursor's fetch reject. */
+  function pages(failOn?: string) {
+    const cursors: (string | undefined)[] = [];
+    const fetchPage = async (cursor: string | undefined): Promise<Page> => {
+      cursors.push(cursor);
+      if (cursor !== undefined && cursor === failOn) throw new Error(`page ${cursor} failed`);
+      return PAGES[cursor ?? 'first']!;
+    };
+    return { cursors, fetchPage };
+  }
+
+  it('yields the items of every page, following nextCursor until it is null', async () => {
+    const { cursors, fetchPage } = pages();
+    const items: string[] = [];
+    for await (const video of paginate(fetchPage, (page) => page.videos)) items.push(video);
+    expect(items).toEqual(['v1', 'v2', 'v3']);
+    expect(cursors).toEqual([undefined, 'c2', 'c3']);
+  });
+
+  it('fetches nothing before the first item is asked for, and no further page after the consumer stops', async () => {
+    const { cursors, fetchPage } = pages();
+    const iterator = paginate(fetchPage, (page) => page.videos);
+    expect(cursors).toEqual([]);
+    for await (const video of iterator) {
+      if (video === 'v2') break;
+    }
+    expect(cursors).toEqual([undefined]);
+    await expect(iterator.next()).resolves.toEqual({ done: true, value: undefined });
+    expect(cursors).toEqual([undefined]);
+  });
+
+  it('rejects with the error of a failed page fetch, after the items of the pages before it', async () => {
+    const { cursors, fetchPage } = pages('c3');
+    const items: string[] = [];
+    const failure = await (async () => {
+      for await (const video of paginate(fetchPage, (page) => page.videos)) items.push(video);
+    })().catch((error: unknown) => error);
+    expect(failure).toEqual(new Error('page c3 failed'));
+    expect(items).toEqual(['v1', 'v2']);
+    expect(cursors).toEqual([undefined, 'c2', 'c3']);
+  });
+});
+
+describe('list iterators', () => {
+  const ORIGIN = 'https://posts.example.test';
+
+  /**
+   * A `fetch` answering each request with the page its `cursor` names (the first page without
+   * one) and recording the requests; a page given as a number is answered with that error status.
+   */
+  function api(pagesByCursor: Record<string, object | number>) {
+    const requests: Request[] = [];
+    const fetch = async (request: Request): Promise<Response> => {
+      if (request.signal.aborted) throw request.signal.reason;
+      requests.push(request);
+      const page = pagesByCursor[new URL(request.url).searchParams.get('cursor') ?? 'first'];
+      if (typeof page === 'number') {
+        return Response.json({ error: { code: 'internal', message: 'Down for the test.', requestId: 'req_test' } }, { status: page });
+      }
+      return Response.json(page);
+    };
+    return { requests, service: new Service('svc_live_pagingTestKey00000000000', ORIGIN, { fetch }) };
+  }
+  const queryOf = (request: Request) => new URL(request.url).searchParams;
+
+  it('sends the filters and the call options with every page request of iteratePosts', async () => {
+    const { requests, service } = api({
+      first: { data: [{ id: 'post_1' }, { id: 'post_2' }], nextCursor: 'c2' },
+      c2: { data: [{ id: 'post_3' }], nextCursor: null },
+    });
+    const posts: string[] = [];
+    for await (const post of service.iteratePosts({ status: ['failed'], limit: 2 }, { headers: { 'X-Trace-Id': 'trace_1' } })) posts.push(post.id);
+    expect(posts).toEqual(['post_1', 'post_2', 'post_3']);
+    expect(requests.map((request) => new URL(request.url).pathname)).toEqual(['/public/v1/posts', '/public/v1/posts']);
+    expect(requests.map((request) => queryOf(request).get('cursor'))).toEqual([null, 'c2']);
+    for (const request of requests) {
+      expect(queryOf(request).getAll('status')).toEqual(['failed']);
+      expect(queryOf(request).get('limit')).toBe('2');
+      expect(request.headers.get('x-trace-id')).toBe('trace_1');
+    }
+  });
+
+  it('iterates media under data and TikTok videos under videos', async () => {
+    const media = api({
+      first: { data: [{ id: 'med_1' }], nextCursor: 'c2' },
+      c2: { data: [{ id: 'med_2' }], nextCursor: null },
+    });
+    const mediaIds: string[] = [];
+    for await (const item of media.service.iterateMedia()) mediaIds.push(item.id);
+    expect(mediaIds).toEqual(['med_1', 'med_2']);
+    expect(media.requests.map((request) => queryOf(request).get('cursor'))).toEqual([null, 'c2']);
+
+    const tiktok = api({
+      first: { account: {}, videos: [{ id: 'vid_1' }], nextCursor: 'c2' },
+      c2: { account: {}, videos: [{ id: 'vid_2' }, { id: 'vid_3' }], nextCursor: null },
+    });
+    const videoIds: string[] = [];
+    for await (const video of tiktok.service.iterateTiktokVideos('ch_tiktok', { days: 30 })) videoIds.push(video.id);
+    expect(videoIds).toEqual(['vid_1', 'vid_2', 'vid_3']);
+    for (const request of tiktok.requests) {
+      expect(new URL(request.url).pathname).toBe('/public/v1/channels/ch_tiktok/tiktok/analytics');
+      expect(queryOf(request).get('days')).toBe('30');
+    }
+    expect(tiktok.requests.map((request) => queryOf(request).get('cursor'))).toEqual([null, 'c2']);
+  });
+
+  it('rejects with the ServiceError of a failed page, retried by the call options', async () => {
+    const { requests, service } = api({ first: { data: [{ id: 'med_1' }], nextCursor: 'c2' }, c2: 503 });
+    const mediaIds: string[] = [];
+    const failure = await (async () => {
+      for await (const item of service.iterateMedia({ maxRetries: 0 })) mediaIds.push(item.id);
+    })().catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(ServiceError);
+    expect(failure).toMatchObject({ status: 503, code: 'internal' });
+    expect(mediaIds).toEqual(['med_1']);
+    expect(requests).toHaveLength(2);
+  });
+
+  it('stops with the caller’s reason when the call’s signal aborts between pages', async () => {
+    const { requests, service } = api({
+      first: { data: [{ id: 'post_1' }], nextCursor: 'c2' },
+      c2: { data: [{ id: 'post_2' }], nextCursor: null },
+    });
+    const controller = new AbortController();
+    const reason = new Error('The user left the page.');
+    const failure = await (async () => {
+      for await (const post of service.iteratePosts({}, { signal: controller.signal })) {
+        if (post.id === 'post_1') controller.abort(reason);
+      }
+    })().catch((error: unknown) => error);
+    expect(failure).toBe(reason);
+    expect(requests).toHaveLength(1);
   });
 });

@@ -1,8 +1,9 @@
 import { createApiKey } from '../../src/accounts/api-keys.js';
 import { createOrganizationWithOwner } from '../../src/accounts/organizations.js';
-import { addChannel, type Provider } from '../../src/channels/channels.js';
+import { addChannel } from '../../src/channels/channels.js';
+import type { PostStatus, Provider } from '../../src/core/contract.js';
+import { newId, randomBase62 } from '../../src/core/ids.js';
 import type { Db } from '../../src/db/database.js';
-import { randomBase62 } from '../../src/ids.js';
 
 export interface TestOrganization {
   id: string;
@@ -33,4 +34,57 @@ export async function createOrganization(db: Db, name = 'Acme Studio'): Promise<
 
 export function createChannel(db: Db, organizationId: string, provider: Provider, name = `${provider} channel`) {
   return addChannel(db, { organization_id: organizationId, provider, name, username: null, picture: null });
+}
+
+/** A media row of the organization, as the media endpoints would leave it. */
+export async function insertMedia(db: Db, organizationId: string, kind: 'image' | 'video'): Promise<string> {
+  const id = newId('med');
+  await db
+    .insertInto('media')
+    .values({
+      id,
+      organization_id: organizationId,
+      file_name: kind === 'video' ? 'clip.mp4' : 'photo.jpg',
+      content_type: kind === 'video' ? 'video/mp4' : 'image/jpeg',
+      kind,
+      size: 1024,
+      storage_key: `test/${id}`,
+    })
+    .execute();
+  return id;
+}
+
+/** A post in any state, e.g. one the publisher has taken (`publishing`) or finished. */
+export async function insertPost(
+  db: Db,
+  post: { organizationId: string; channelId: string; status: PostStatus; scheduledAt: string | null; mediaIds?: string[]; error?: string | null },
+): Promise<string> {
+  const id = newId('post');
+  await db
+    .insertInto('posts')
+    .values({
+      id,
+      organization_id: post.organizationId,
+      group_id: newId('grp'),
+      channel_id: post.channelId,
+      content: 'inserted by the test',
+      media_ids: JSON.stringify(post.mediaIds ?? []),
+      settings: JSON.stringify({ __type: 'sandbox', outcome: 'published' }),
+      status: post.status,
+      scheduled_at: post.scheduledAt,
+      error: post.error ?? null,
+      updated_at: new Date(),
+    })
+    .execute();
+  return id;
+}
+
+/** How many posts the organization has, read from the database. */
+export async function countPosts(db: Db, organizationId: string): Promise<number> {
+  const row = await db
+    .selectFrom('posts')
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
 }

@@ -1,5 +1,5 @@
-import { deflateSync } from 'node:zlib';
 import { Readable } from 'node:stream';
+import { deflateSync } from 'node:zlib';
 
 /** Small files whose first bytes are those of real files of each type (what the server sniffs). */
 

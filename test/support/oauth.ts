@@ -1,8 +1,9 @@
 import type { Db } from '../../src/db/database.js';
-import type { OAuthApp } from '../../src/db/schema.js';
+import { OutboundClient } from '../../src/net/outbound-client.js';
 import { AppPictureDownloader } from '../../src/oauth/app-pictures.js';
 import { registerApp, type AppDetails } from '../../src/oauth/apps.js';
 import { approveApp } from '../../src/oauth/grants.js';
+import type { OAuthApp } from '../../src/oauth/tables.js';
 import type { TestOrganization } from './fixtures.js';
 import type { TestServer } from './server.js';
 
@@ -13,7 +14,9 @@ export interface TestApp {
 }
 
 /** Downloads app pictures from the loopback servers of the tests (see picture-host.ts). */
-export const testPictures = new AppPictureDownloader({ allowPrivateAddresses: true, allowedRanges: [], idleTimeoutSeconds: 5, maxDurationSeconds: 10 });
+export const testPictures = new AppPictureDownloader(
+  new OutboundClient({ allowPrivateAddresses: true, allowedRanges: [], idleTimeoutSeconds: 5, maxDurationSeconds: 10 }),
+);
 
 export async function createOAuthApp(db: Db, organizationId: string, details: Partial<AppDetails> = {}): Promise<TestApp> {
   const { app, secret } = await registerApp(

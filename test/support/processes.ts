@@ -43,7 +43,7 @@ export function freePort(): Promise<number> {
 }
 
 /** Waits until `url` answers 200; throws after `timeoutMs` or when `child` exits first. */
-export async function untilReady(url: string, child: ChildProcess, timeoutMs = 30_000): Promise<void> {
+export async function untilReady(url: string, child: ChildProcess, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`the process exited with ${child.exitCode} before ${url} answered`);

@@ -1,21 +1,18 @@
 import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
-import { createApp } from '../../src/app.js';
-import { loadConfig, type Config } from '../../src/config.js';
-import type { AppContext } from '../../src/context.js';
-import { answerMalformedRequests } from '../../src/http/malformed-requests.js';
-import { createLogger, type Logger } from '../../src/logger.js';
-import { createMediaStorage } from '../../src/media/create-storage.js';
+import { compose, type Service } from '../../src/compose.js';
+import { loadConfig } from '../../src/core/config.js';
+import { createLogger, type Logger } from '../../src/core/logger.js';
 import type { MediaStorage } from '../../src/media/storage.js';
-import { defaultProviders, type Providers } from '../../src/providers/providers.js';
+import type { Providers } from '../../src/providers/providers.js';
 import { createTestDatabase } from './database.js';
 
 export interface TestServer {
   baseUrl: string;
-  ctx: AppContext;
+  /** The service under test, as `src/compose.ts` built it. */
+  ctx: Service;
   /** Moves the server's clock; `undefined` goes back to real time. */
   setNow(instant: Date | string | undefined): void;
   /** Sends a request to the server; `path` starts with `/`. */
@@ -34,33 +31,29 @@ export interface TestServerOptions {
 }
 
 /**
- * The real application on a loopback port, on a fresh database, with a clock the test controls.
- * Local files (media) go to a temporary DATA_DIR, removed on close, unless `env` names one.
+ * The real service (built by the same composition as `npm start`) on a loopback port, on a fresh
+ * database, with a clock the test controls. Local files (media) go to a temporary DATA_DIR, removed
+ * on close, unless `env` names one.
  */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrate: false });
   let now: number | undefined;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'post-scheduler-test-'));
-  const config: Config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...options.env });
-  const clock = () => new Date(now ?? Date.now());
-  const ctx: AppContext = {
+  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...options.env });
+  const service = await compose({
     config,
-    db: database.db,
+    database,
     logger: options.logger ?? createLogger({ logLevel: process.env.TEST_LOG_LEVEL === 'debug' ? 'debug' : 'silent' }),
-    clock,
-    storage: options.storage ?? (await createMediaStorage(config, database.db, clock)),
-    providers: { ...defaultProviders(), ...options.providers },
-  };
-  const app = createApp(ctx);
-  const server: Server = await new Promise((resolve) => {
-    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
+    clock: () => new Date(now ?? Date.now()),
+    ...(options.providers ? { providers: options.providers } : {}),
+    ...(options.storage ? { storage: options.storage } : {}),
   });
-  answerMalformedRequests(server, ctx.logger);
+  const server = await service.listen(0, '127.0.0.1');
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  ctx.config.publicUrl = baseUrl;
+  config.publicUrl = baseUrl;
   return {
     baseUrl,
-    ctx,
+    ctx: service,
     setNow: (instant) => {
       now = instant === undefined ? undefined : new Date(instant).getTime();
     },

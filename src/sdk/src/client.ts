@@ -1,5 +1,6 @@
 import createClient, { type Client } from 'openapi-fetch';
 import { detectContentType } from './content-type.js';
+import { paginate } from './paginate.js';
 import { sendWithRetries } from './retry.js';
 import type { paths } from './spec.js';
 import type {
@@ -247,13 +248,11 @@ export default class Service {
    * for await (const post of service.iteratePosts({ status: ['failed'] })) console.log(post.id, post.error);
    * ```
    */
-  async *iteratePosts(filters: Omit<PostFilters, 'cursor'> = {}, options?: RequestOptions): AsyncGenerator<Post, void, undefined> {
-    let cursor: string | undefined;
-    do {
-      const page = await this.listPosts({ ...filters, cursor }, options);
-      yield* page.data;
-      cursor = page.nextCursor ?? undefined;
-    } while (cursor !== undefined);
+  iteratePosts(filters: Omit<PostFilters, 'cursor'> = {}, options?: RequestOptions): AsyncGenerator<Post, void, undefined> {
+    return paginate(
+      (cursor) => this.listPosts({ ...filters, cursor }, options),
+      (page) => page.data,
+    );
   }
 
   /**
@@ -327,13 +326,11 @@ export default class Service {
   }
 
   /** Every media item, page after page, newest first. */
-  async *iterateMedia(options?: RequestOptions): AsyncGenerator<Media, void, undefined> {
-    let cursor: string | undefined;
-    do {
-      const page = await this.listMedia({ cursor }, options);
-      yield* page.data;
-      cursor = page.nextCursor ?? undefined;
-    } while (cursor !== undefined);
+  iterateMedia(options?: RequestOptions): AsyncGenerator<Media, void, undefined> {
+    return paginate(
+      (cursor) => this.listMedia({ cursor }, options),
+      (page) => page.data,
+    );
   }
 
   /**
@@ -438,16 +435,14 @@ export default class Service {
   }
 
   /** Every video a TikTok account published in the last `days` days (default 7), newest first. */
-  async *iterateTiktokVideos(
+  iterateTiktokVideos(
     channelId: string,
     query: Omit<TikTokAnalyticsQuery, 'cursor'> = {},
     options?: RequestOptions,
   ): AsyncGenerator<TikTokVideo, void, undefined> {
-    let cursor: string | undefined;
-    do {
-      const page = await this.tiktokAnalytics(channelId, { ...query, cursor }, options);
-      yield* page.videos;
-      cursor = page.nextCursor ?? undefined;
-    } while (cursor !== undefined);
+    return paginate(
+      (cursor) => this.tiktokAnalytics(channelId, { ...query, cursor }, options),
+      (page) => page.videos,
+    );
   }
 }

@@ -1,4 +1,4 @@
-import type { ErrorDetail } from './types.js';
+import type { ErrorBody, ErrorDetail } from './types.js';
 
 /** The request a {@link ServiceError} answers, safe to log: credentials and URL signatures are redacted. */
 export interface FailedRequest {
@@ -105,12 +105,22 @@ export function parseRetryAfter(value: string | null, now: number): number | und
   return Math.max(0, Math.ceil((date - now) / 1000));
 }
 
+/** A body's fields named as in the contract, their values not checked yet. */
+type Unchecked<Schema> = { [Field in keyof Schema]?: unknown };
+
+/**
+ * The `error` object of the API's error body with only its `code` checked: the other fields are
+ * checked where they are read, so a body that is only partly the API's still gives what it has.
+ */
+type ReceivedError = Unchecked<ErrorBody['error']> & Pick<ErrorBody['error'], 'code'>;
+
 /** The `error` object of the API's error body, when `body` is one. */
-function errorOf(body: unknown): Record<string, unknown> | undefined {
+function errorOf(body: unknown): ReceivedError | undefined {
   if (typeof body !== 'object' || body === null) return undefined;
-  const error = (body as { error?: unknown }).error;
+  const { error } = body as Unchecked<ErrorBody>;
   if (typeof error !== 'object' || error === null) return undefined;
-  return typeof (error as { code?: unknown }).code === 'string' ? (error as Record<string, unknown>) : undefined;
+  const fields = error as Unchecked<ErrorBody['error']>;
+  return typeof fields.code === 'string' ? (fields as ReceivedError) : undefined;
 }
 
 function detailsOf(value: unknown): ErrorDetail[] {
@@ -165,7 +175,7 @@ export function createServiceError(request: Request, failure: Failure, now = Dat
   const statusLine = `${response.status}${response.statusText ? ` ${response.statusText}` : ''}`;
   return new ServiceError({
     status: response.status,
-    code: failure.code ?? (error?.code as string | undefined) ?? `http_${response.status}`,
+    code: failure.code ?? error?.code ?? `http_${response.status}`,
     message:
       failure.message ??
       (typeof error?.message === 'string'

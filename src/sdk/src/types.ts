@@ -1,25 +1,25 @@
+// Methods are named in backticks, not {@link}ed: linking them would make this module import
+// client.ts, which imports this one.
 import type { components, operations } from './spec.js';
-// For the {@link Service} references of the documentation comments below.
-import type Service from './client.js';
 
 type Schemas = components['schemas'];
 
 /** The social network of a channel: `youtube`, `tiktok` or `sandbox` (more may be added within v1). */
 export type Provider = Schemas['Provider'];
 
-/** The answer of {@link Service.isConnected}: the organization the credential acts for and its kind. */
+/** The answer of `Service.isConnected`: the organization the credential acts for and its kind. */
 export type ConnectionStatus = Schemas['ConnectionStatus'];
 
 /** A social account connected to the organization. */
 export type Channel = Schemas['Channel'];
 
-/** The answer of {@link Service.channels}: `{ data: Channel[] }`. */
+/** The answer of `Service.channels`: `{ data: Channel[] }`. */
 export type ChannelList = Schemas['ChannelList'];
 
 /** How many more posts a channel may publish in the current UTC day. */
 export type ChannelQuota = Schemas['ChannelQuota'];
 
-/** The answer of {@link Service.quota}: `{ data: ChannelQuota[] }`. */
+/** The answer of `Service.quota`: `{ data: ChannelQuota[] }`. */
 export type ChannelQuotaList = Schemas['ChannelQuotaList'];
 
 /** Where a post is in its life: `draft`, `scheduled`, `publishing`, `published` or `failed`. */
@@ -34,7 +34,7 @@ export type PostPage = Schemas['PostPage'];
 /** What happens to created posts: `schedule` (at `date`), `now` or `draft`. */
 export type CreatePostType = Schemas['CreatePostType'];
 
-/** The body of {@link Service.createPost}: the single-content form or the per-channel form. */
+/** The body of `Service.createPost`: the single-content form or the per-channel form. */
 export type CreatePostRequest = Schemas['CreatePostRequest'];
 
 /** The single-content form: the same `content` and `mediaIds` for every channel of `channelIds`. */
@@ -46,19 +46,19 @@ export type CreatePostPerChannel = Schemas['CreatePostPerChannel'];
 /** One item of the per-channel form. */
 export type PostItem = Schemas['PostItem'];
 
-/** The answer of {@link Service.createPost}: the `group` id and the created posts, in request order. */
+/** The answer of `Service.createPost`: the `group` id and the created posts, in request order. */
 export type CreatePostResponse = Schemas['CreatePostResponse'];
 
-/** The fields {@link Service.updatePost} changes; at least one. */
+/** The fields `Service.updatePost` changes; at least one. */
 export type UpdatePostRequest = Schemas['UpdatePostRequest'];
 
-/** The body of {@link Service.changePostStatus}: the status to move a post to, `draft` or `scheduled`. */
+/** The body of `Service.changePostStatus`: the status to move a post to, `draft` or `scheduled`. */
 export type ChangePostStatusRequest = Schemas['ChangePostStatusRequest'];
 
-/** The body of {@link Service.schedulePost}: when to publish. */
+/** The body of `Service.schedulePost`: when to publish. */
 export type SchedulePostRequest = Schemas['SchedulePostRequest'];
 
-/** The filters and page of {@link Service.listPosts}. */
+/** The filters and page of `Service.listPosts`. */
 export type PostFilters = NonNullable<operations['listPosts']['parameters']['query']>;
 
 /** Provider settings of a post item, told apart by `__type`. */
@@ -85,13 +85,13 @@ export type MediaPage = Schemas['MediaPage'];
 /** The file types accepted as media. */
 export type MediaContentType = Schemas['MediaContentType'];
 
-/** The page of {@link Service.listMedia}: `limit` and `cursor`. */
+/** The page of `Service.listMedia`: `limit` and `cursor`. */
 export type MediaListQuery = NonNullable<operations['listMedia']['parameters']['query']>;
 
-/** The body of step 1 of {@link Service.upload}: the file's name, type and exact size. */
+/** The body of step 1 of `Service.upload`: the file's name, type and exact size. */
 export type CreateUploadRequest = Schemas['CreateUploadRequest'];
 
-/** Where and how to send the bytes of a signed upload (step 1 of {@link Service.upload}). */
+/** Where and how to send the bytes of a signed upload (step 1 of `Service.upload`). */
 export type Upload = Schemas['Upload'];
 
 /** What a TikTok account allows right now; read it before every TikTok direct post. */
@@ -103,7 +103,7 @@ export type TikTokAnalytics = Schemas['TikTokAnalytics'];
 /** One TikTok video with its counters. */
 export type TikTokVideo = Schemas['TikTokVideo'];
 
-/** The period and page of {@link Service.tiktokAnalytics}: `days` (1–60, default 7) and `cursor`. */
+/** The period and page of `Service.tiktokAnalytics`: `days` (1–60, default 7) and `cursor`. */
 export type TikTokAnalyticsQuery = NonNullable<operations['tiktokAnalytics']['parameters']['query']>;
 
 /** One problem of a failed request: the field (`posts[1].settings.privacyLevel`) and what is wrong with it. */

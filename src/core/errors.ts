@@ -3,11 +3,9 @@
  * envelope (`code`, `message`, `details`); the status and code live here so every room of the code
  * reports a given failure the same way.
  */
-export interface ErrorDetail {
-  /** Where in the request the problem is, e.g. `posts[1].settings.privacyLevel`. */
-  path: string;
-  message: string;
-}
+import type { ErrorDetail } from './contract.js';
+
+export type { ErrorDetail };
 
 export abstract class DomainError extends Error {
   abstract readonly status: number;

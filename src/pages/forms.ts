@@ -1,4 +1,4 @@
-import { ConflictError, UnprocessableError, ValidationError } from '../errors.js';
+import { ConflictError, UnprocessableError, ValidationError } from '../core/errors.js';
 
 export type Attempt<T> =
   | { ok: true; value: T }

@@ -2,7 +2,7 @@ import dns from 'node:dns';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import net, { type LookupFunction } from 'node:net';
-import { DomainError, UnprocessableError } from '../errors.js';
+import { DomainError, UnprocessableError } from '../core/errors.js';
 import type { AddressPolicy } from './address-policy.js';
 
 export type Resolver = (hostname: string) => Promise<string[]>;

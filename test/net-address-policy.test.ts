@@ -1,8 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { AddressPolicy } from '../src/media/address-policy.js';
-import { openRemote } from '../src/media/remote-fetch.js';
+import { AddressPolicy } from '../src/net/address-policy.js';
+import { openRemote } from '../src/net/remote-fetch.js';
 import { png } from './support/media-samples.js';
 
 const strict = new AddressPolicy({ allowPrivate: false, allowedRanges: [] });

@@ -1,7 +1,7 @@
-import { hashSecret } from '../accounts/credentials.js';
+import { newId, randomBase62 } from '../core/ids.js';
+import { hashSecret } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
-import type { Session, User } from '../db/schema.js';
-import { newId, randomBase62 } from '../ids.js';
+import type { Session, User } from './tables.js';
 
 /** A browser stays signed in this long after signing in. */
 export const SESSION_LIFETIME_MS = 14 * 24 * 60 * 60_000;

@@ -1,11 +1,7 @@
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
-import type { Request, RequestHandler, Response } from 'express';
-import { listUserOrganizations } from '../accounts/organizations.js';
-import type { AppContext } from '../context.js';
-import type { Session } from '../db/schema.js';
-import { randomBase62 } from '../ids.js';
+import type { Request, Response } from 'express';
+import { randomBase62 } from '../core/ids.js';
 import type { CsrfTokens } from './csrf.js';
-import { findSession, SESSION_LIFETIME_MS, type SessionUser } from './sessions.js';
 
 export interface OrganizationChoice {
   id: string;
@@ -15,8 +11,8 @@ export interface OrganizationChoice {
 
 /** A signed-in browser: who it is, the organizations they belong to and the one they act for. */
 export interface Visitor {
-  session: Session;
-  user: SessionUser;
+  sessionId: string;
+  user: { id: string; email: string; name: string };
   organizations: OrganizationChoice[];
   /** `undefined` only for a user who belongs to no organization any more. */
   organization: OrganizationChoice | undefined;
@@ -51,8 +47,8 @@ export class BrowserCookies {
     res.append('Set-Cookie', cookie);
   }
 
-  setSession(res: Response, token: string): void {
-    this.set(res, this.session, token, SESSION_LIFETIME_MS / 1000);
+  setSession(res: Response, token: string, maxAgeSeconds: number): void {
+    this.set(res, this.session, token, maxAgeSeconds);
   }
 
   clearSession(res: Response): void {
@@ -62,24 +58,8 @@ export class BrowserCookies {
 
 export const visitorOf = (res: Response): Visitor | undefined => res.locals.visitor as Visitor | undefined;
 
-/** Reads the session cookie, if any, and puts the signed-in visitor in `res.locals.visitor`. */
-export function loadVisitor(ctx: AppContext, cookies: BrowserCookies, csrf: CsrfTokens): RequestHandler {
-  return async (req, res, next) => {
-    const token = cookies.read(req, cookies.session);
-    const found = token ? await findSession(ctx.db, token, ctx.clock()) : undefined;
-    if (found) {
-      const organizations = await listUserOrganizations(ctx.db, found.user.id);
-      const visitor: Visitor = {
-        ...found,
-        organizations,
-        organization: organizations.find((o) => o.id === found.session.organization_id) ?? organizations[0],
-        csrfToken: await csrf.token(`session:${found.session.id}`),
-      };
-      res.locals.visitor = visitor;
-    }
-    next();
-  };
-}
+/** What binds a signed-in browser's forms to its session. */
+export const sessionBinding = (sessionId: string) => `session:${sessionId}`;
 
 /**
  * The CSRF token for the forms of a browser that is not signed in (sign up, log in), bound to a
@@ -100,7 +80,7 @@ export async function verifyAnonymousForm(req: Request, cookies: BrowserCookies,
 }
 
 export function verifySessionForm(req: Request, visitor: Visitor, csrf: CsrfTokens): Promise<boolean> {
-  return csrf.verify(`session:${visitor.session.id}`, (req.body as Record<string, unknown> | undefined)?.csrf_token);
+  return csrf.verify(sessionBinding(visitor.sessionId), (req.body as Record<string, unknown> | undefined)?.csrf_token);
 }
 
 /** A form field as one string: absent, repeated or non-text values read as empty. */

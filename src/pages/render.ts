@@ -1,10 +1,11 @@
 import { Eta } from 'eta';
 import type { RequestHandler, Response } from 'express';
-import { projectPath } from '../project-files.js';
+import { projectPath } from '../core/project-files.js';
 import type { Visitor } from './visitor.js';
 
-const TEMPLATES_DIR = projectPath('src', 'web', 'templates');
-export const ASSETS_DIR = projectPath('src', 'web', 'assets');
+// Templates are named by their path in src/ (`/oauth/templates/consent`): each feature keeps its own.
+const TEMPLATES_DIR = projectPath('src');
+export const ASSETS_DIR = projectPath('src', 'pages', 'assets');
 
 // autoEscape: every `<%= %>` is HTML-escaped, so names and descriptions typed by app developers
 // cannot become markup on the consent page. Raw output (`<%~ %>`) is used only for rendered templates.
@@ -56,16 +57,32 @@ export interface PageData {
   [name: string]: unknown;
 }
 
-/** Writes a page with the headers above, also when it answers an error that no middleware saw coming. */
-export function renderPage(res: Response, template: string, data: PageData, status = 200, policy?: PagePolicy): void {
+/**
+ * The HTML of a page, for a handler that answers it (a typed operation's `html`): sets the headers
+ * above on the response, also when the page answers an error that no middleware saw coming.
+ * `template` is the template's path in src/, e.g. `/oauth/templates/consent`.
+ */
+export function pageHtml(res: Response, template: string, data: PageData, policy?: PagePolicy): string {
   setPageHeaders(res, policy);
-  const html = eta.render(template, { visitor: res.locals.visitor, path: '/', ...data });
+  return eta.render(template, { visitor: res.locals.visitor, path: '/', ...data });
+}
+
+/** Writes a page with the headers above. */
+export function renderPage(res: Response, template: string, data: PageData, status = 200, policy?: PagePolicy): void {
+  const html = pageHtml(res, template, data, policy);
   res.status(status).type('html').send(html);
 }
 
-/** A page that explains what went wrong and links somewhere useful; never a stack trace. */
+/** The HTML of a page that explains what went wrong and links somewhere useful; never a stack trace. */
+export function errorPageHtml(res: Response, title: string, message: string): string {
+  return pageHtml(res, ERROR_TEMPLATE, { title, message });
+}
+
+const ERROR_TEMPLATE = '/pages/templates/error';
+
+/** Writes a page that explains what went wrong and links somewhere useful; never a stack trace. */
 export function renderErrorPage(res: Response, status: number, title: string, message: string): void {
-  renderPage(res, 'error', { title, message }, status);
+  renderPage(res, ERROR_TEMPLATE, { title, message }, status);
 }
 
 /** A form whose CSRF token does not match this browser's session (or pre-session cookie). */

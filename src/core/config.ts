@@ -1,6 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
+import { MEDIA_CONTENT_TYPES, type MediaContentType, type Provider } from './contract.js';
 
 /**
  * The service's configuration, read from the environment once at start-up.
@@ -32,7 +33,7 @@ export interface Config {
     windowSeconds: number;
   };
   /** Posts a channel may publish per UTC day, by provider. */
-  dailyPostLimits: Record<'youtube' | 'tiktok' | 'sandbox', number>;
+  dailyPostLimits: Record<Provider, number>;
   /**
    * Failed client authentications at the OAuth token and revocation endpoints allowed per window,
    * per client id from one address and per address; past either, requests from that address are
@@ -58,17 +59,6 @@ export interface Config {
   media: MediaConfig;
 }
 
-/** The file types the media feature can recognise from their bytes. */
-export const MEDIA_CONTENT_TYPES = [
-  'image/jpeg',
-  'image/png',
-  'image/gif',
-  'image/webp',
-  'video/mp4',
-  'video/quicktime',
-  'video/webm',
-] as const;
-export type MediaContentType = (typeof MEDIA_CONTENT_TYPES)[number];
 
 export interface S3StorageConfig {
   bucket: string;

@@ -1,36 +1,10 @@
 import { sql } from 'kysely';
-import type { components } from '../../generated/public-v1.js';
-import type { Provider } from '../channels/channels.js';
-import { UnprocessableError } from '../errors.js';
+import type { PostStatus } from '../core/contract.js';
+import { UnprocessableError } from '../core/errors.js';
 import type { Db } from '../db/database.js';
-import type { NewPost, Post, PostStatus, PostUpdate } from '../db/schema.js';
 import type { PostCursor } from './cursor.js';
-
-export type PostBody = components['schemas']['Post'];
-export type ProviderSettings = components['schemas']['ProviderSettings'];
-
-/** A post with the provider of its channel, which the contract shows on every post. */
-export type PostRow = Post & { provider: Provider };
-
-export function toPostBody(post: PostRow): PostBody {
-  return {
-    id: post.id,
-    group: post.group_id,
-    channelId: post.channel_id,
-    provider: post.provider,
-    content: post.content,
-    mediaIds: post.media_ids,
-    settings: (post.settings ?? null) as ProviderSettings | null,
-    status: post.status,
-    scheduledAt: post.scheduled_at?.toISOString() ?? null,
-    publishedAt: post.published_at?.toISOString() ?? null,
-    releaseId: post.release_id,
-    releaseUrl: post.release_url,
-    error: post.error,
-    createdAt: post.created_at.toISOString(),
-    updatedAt: post.updated_at.toISOString(),
-  };
-}
+import type { PostRow } from './post-body.js';
+import type { NewPost, Post, PostUpdate } from './tables.js';
 
 function selectPosts(db: Db, organizationId: string) {
   return db

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
-import { randomBase62, toBase62 } from '../ids.js';
+import { randomBase62, toBase62 } from '../core/ids.js';
 
 /**
  * Issued secrets (API keys, OAuth access tokens, client secrets, authorization codes) share one shape:

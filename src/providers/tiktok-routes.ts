@@ -1,9 +1,9 @@
-import type { AppContext } from '../context.js';
+import { findChannel } from '../channels/channels.js';
+import type { Channel } from '../channels/tables.js';
+import { NotFoundError, NotImplementedError, UnprocessableError } from '../core/errors.js';
 import type { Db } from '../db/database.js';
-import type { Channel } from '../db/schema.js';
-import { NotFoundError, NotImplementedError, UnprocessableError } from '../errors.js';
-import type { OperationHandlers } from '../http/typed-routes.js';
-import { findChannel } from './channels.js';
+import type { PublicHandlers } from '../http/typed-routes.js';
+import type { ProvidersContext } from './providers.js';
 
 /** A TikTok channel of the organization: 404 for an unknown or foreign id, 422 for another provider's channel. */
 async function tiktokChannel(db: Db, organizationId: string, channelId: string): Promise<Channel> {
@@ -13,7 +13,7 @@ async function tiktokChannel(db: Db, organizationId: string, channelId: string):
   return channel;
 }
 
-export function tiktokOperations(ctx: AppContext): Pick<OperationHandlers, 'tiktokCreatorInfo' | 'tiktokAnalytics'> {
+export function tiktokOperations(ctx: ProvidersContext): Pick<PublicHandlers, 'tiktokCreatorInfo' | 'tiktokAnalytics'> {
   return {
     // Read through the same adapter that checks TikTok items of a create, so both see one answer:
     // without a TikTok app configured it refuses with 422, an unreachable TikTok is a 502.

@@ -1,0 +1,68 @@
+import type { Insertable, Selectable } from 'kysely';
+import type { CreatedAt, Timestamp } from '../db/columns.js';
+
+export interface OrganizationTable {
+  id: string;
+  name: string;
+  created_at: CreatedAt;
+}
+
+export interface UserTable {
+  id: string;
+  /** Stored lower-cased; unique. */
+  email: string;
+  name: string;
+  password_hash: string;
+  created_at: CreatedAt;
+}
+
+export interface MembershipTable {
+  organization_id: string;
+  user_id: string;
+  role: 'owner' | 'member';
+  created_at: CreatedAt;
+}
+
+export interface ApiKeyTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  /** SHA-256 of the whole key; the key itself is never stored. */
+  secret_hash: string;
+  /** The key's first characters, shown in lists to tell keys apart. */
+  prefix: string;
+  last_four: string;
+  created_at: CreatedAt;
+  last_used_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+}
+
+export interface SessionTable {
+  id: string;
+  /** SHA-256 of the session token in the browser's cookie; the token itself is never stored. */
+  token_hash: string;
+  user_id: string;
+  /** The organization the user is acting for (the organization switcher sets it). */
+  organization_id: string | null;
+  created_at: CreatedAt;
+  expires_at: Timestamp;
+}
+
+export interface AccountTables {
+  organizations: OrganizationTable;
+  users: UserTable;
+  memberships: MembershipTable;
+  api_keys: ApiKeyTable;
+  sessions: SessionTable;
+}
+
+export type Organization = Selectable<OrganizationTable>;
+export type User = Selectable<UserTable>;
+export type NewUser = Insertable<UserTable>;
+export type ApiKey = Selectable<ApiKeyTable>;
+export type Session = Selectable<SessionTable>;
+
+declare module '../db/schema.js' {
+  // Adds this feature's tables to the database type (see src/db/schema.ts).
+  interface Database extends AccountTables {}
+}

@@ -1,0 +1,22 @@
+import type { Config } from '../core/config.js';
+import type { Logger } from '../core/logger.js';
+import type { Db } from '../db/database.js';
+import type { OutboundClient } from '../net/outbound-client.js';
+import type { CursorCodec } from './cursors.js';
+
+/**
+ * What every feature is built from. Features that need more (media storage, the providers' adapters)
+ * declare it in a context of their own that extends this one; `src/compose.ts` builds one object that
+ * is all of them.
+ */
+export interface AppContext {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  /** The current time; every rule that depends on time reads it here. */
+  clock: () => Date;
+  /** Outbound HTTP to URLs that callers give (media downloads, app pictures). */
+  outbound: OutboundClient;
+  /** Signs and reads the `nextCursor` of every paginated list. */
+  cursors: CursorCodec;
+}

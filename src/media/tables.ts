@@ -1,0 +1,50 @@
+import type { Insertable, Selectable } from 'kysely';
+import type { MediaKind } from '../core/contract.js';
+import type { BigIntColumn, CreatedAt, Timestamp } from '../db/columns.js';
+
+export interface MediaTable {
+  id: string;
+  organization_id: string;
+  file_name: string;
+  content_type: string;
+  kind: MediaKind;
+  size: BigIntColumn;
+  storage_key: string;
+  created_at: CreatedAt;
+}
+
+/** A signed upload: declared at creation, checked and turned into media when completed. */
+export interface UploadTable {
+  id: string;
+  organization_id: string;
+  file_name: string;
+  /** The declared type; the bytes must match it. */
+  content_type: string;
+  /** The declared size in bytes. */
+  size: BigIntColumn;
+  storage_key: string;
+  /** When the signed PUT URL stops working. */
+  expires_at: Timestamp;
+  /** The media it became, once completed. */
+  media_id: string | null;
+  /** Why completing it was refused; a refused upload stays refused. */
+  failure: string | null;
+  /** A request is completing it until then (a lease, so a crashed request does not block it forever). */
+  completing_until: Timestamp | null;
+  created_at: CreatedAt;
+}
+
+export interface MediaTables {
+  media: MediaTable;
+  uploads: UploadTable;
+}
+
+export type Media = Selectable<MediaTable>;
+export type NewMedia = Insertable<MediaTable>;
+export type Upload = Selectable<UploadTable>;
+export type NewUpload = Insertable<UploadTable>;
+
+declare module '../db/schema.js' {
+  // Adds this feature's tables to the database type (see src/db/schema.ts).
+  interface Database extends MediaTables {}
+}

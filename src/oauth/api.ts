@@ -1,0 +1,174 @@
+import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import type { components } from '../../generated/oauth.js';
+import { SPEC_FILES } from '../core/contract.js';
+import { clientAddress } from '../http/client-address.js';
+import type { AppContext } from '../http/context.js';
+import { contractRouter } from '../http/contract-router.js';
+import { isUnreadableRequestError } from '../http/error-envelope.js';
+import { refuseUnstorableRequestText } from '../http/storable-text.js';
+import type { OAuthHandlers } from '../http/typed-routes.js';
+import { AUTHORIZE_PATH, authorizeOperation } from './authorize.js';
+import { ClientAuthenticator, readClientCredentials } from './client-auth.js';
+import { redeemCode } from './codes.js';
+import { noStore, OAuthError, OAuthThrottledError, sendOAuthError, sendThrottled } from './errors.js';
+import { revokeAccessToken } from './tokens.js';
+
+export const TOKEN_PATH = '/api/oauth/token';
+export const REVOKE_PATH = '/api/oauth/revoke';
+export const METADATA_PATH = '/.well-known/oauth-authorization-server';
+
+/** The paths the OAuth contract validates and answers in JSON; the authorize endpoint is a browser page. */
+const isOAuthApiPath = (path: string) => path.startsWith('/api/oauth/') || path === METADATA_PATH;
+
+/** A schema violation as express-openapi-validator reports it. */
+interface Violation {
+  path?: string;
+  message?: string;
+  errorCode?: string;
+}
+
+function isValidatorError(error: unknown): error is { status: number; errors: Violation[]; headers?: Record<string, string> } {
+  return typeof error === 'object' && error !== null && 'status' in error && Array.isArray((error as { errors?: unknown }).errors);
+}
+
+function isBodyParserError(error: unknown): error is { type: string } {
+  return typeof error === 'object' && error !== null && typeof (error as { type?: unknown }).type === 'string' && 'status' in error;
+}
+
+/** The first violation, said as an OAuth client developer would want to read it. */
+function describeViolation(violation: Violation | undefined): string {
+  const keyword = violation?.errorCode?.replace(/\.openapi\.validation$/, '');
+  const path = violation?.path ?? '';
+  const parameter = path.replace(/^\/?(body|query)[./]?/, '').split(/[./]/)[0] || 'body';
+  if (path.startsWith('/query') || path.startsWith('query')) {
+    return 'Parameters are not accepted in the query string (it ends up in logs); send them in the request body.';
+  }
+  switch (keyword) {
+    case 'required':
+      return `The ${/'([^']+)'/.exec(violation?.message ?? '')?.[1] ?? parameter} parameter is missing.`;
+    case 'type':
+      return parameter === 'body'
+        ? 'The request body must be a JSON object or form parameters.'
+        : `The ${parameter} parameter must be a single string value (parameters must not be repeated).`;
+    case 'maxLength':
+      return `The ${parameter} parameter is too long.`;
+    default:
+      return 'The request is not valid.';
+  }
+}
+
+/** Turns whatever went wrong into an RFC 6749 §5.2 body; the Public API's envelope never appears here. */
+function oauthErrors(ctx: AppContext): ErrorRequestHandler {
+  return (error, req, res, next) => {
+    if (res.headersSent) return next(error);
+    if (error instanceof OAuthThrottledError) return sendThrottled(res, error);
+    if (error instanceof OAuthError) return sendOAuthError(res, error);
+    if (isBodyParserError(error) || isUnreadableRequestError(error)) {
+      const description =
+        'type' in error && error.type === 'entity.too.large' ? 'The request body is too large.' : 'The request body could not be read as JSON or form parameters.';
+      return sendOAuthError(res, new OAuthError('invalid_request', description));
+    }
+    if (isValidatorError(error) && error.status < 500) {
+      if (error.status === 405) {
+        const allow = req.path === METADATA_PATH ? 'GET, HEAD' : 'POST';
+        const only = req.path === METADATA_PATH ? 'GET' : 'POST';
+        return sendOAuthError(res, new OAuthError('invalid_request', `This endpoint accepts ${only} only.`, 405, { Allow: allow }));
+      }
+      if (error.status === 404) {
+        return sendOAuthError(res, new OAuthError('invalid_request', `There is no OAuth endpoint at ${req.path}.`, 404));
+      }
+      if (error.status === 415) {
+        return sendOAuthError(
+          res,
+          new OAuthError('invalid_request', 'Send the body as application/x-www-form-urlencoded or application/json.'),
+        );
+      }
+      return sendOAuthError(res, new OAuthError('invalid_request', describeViolation(error.errors[0])));
+    }
+    ctx.logger.error({ err: error, requestId: res.locals.requestId, path: req.path }, 'OAuth request failed');
+    noStore(res);
+    res.status(500).type('application/json').send(JSON.stringify({ error: 'server_error', error_description: 'Something went wrong on our side.' }));
+  };
+}
+
+/** The token endpoint, revocation (RFC 7009), the server metadata (RFC 8414) and the authorize page. */
+function operations(ctx: AppContext): OAuthHandlers {
+  const clients = new ClientAuthenticator(ctx.db, ctx.config.oauthClientAuthFailures, ctx.clock);
+  return {
+    authorize: authorizeOperation(ctx),
+
+    token: async ({ req, body }) => {
+      const credentials = readClientCredentials(req.headers.authorization, body);
+      if (body.grant_type !== 'authorization_code') {
+        throw new OAuthError('unsupported_grant_type', 'Only grant_type=authorization_code is supported.');
+      }
+      if (!body.code) throw new OAuthError('invalid_request', 'The code parameter is missing.');
+      const app = await clients.authenticate(credentials, clientAddress(req));
+      const { organizationId, accessToken } = await redeemCode(
+        ctx.db,
+        app,
+        { code: body.code, redirectUri: body.redirect_uri, codeVerifier: body.code_verifier },
+        ctx.clock(),
+      );
+      return {
+        status: 200,
+        body: { id: organizationId, cus: null, access_token: accessToken, token_type: 'bearer' },
+        headers: { 'Cache-Control': 'no-store', Pragma: 'no-cache' },
+      };
+    },
+
+    revoke: async ({ req, body }) => {
+      const credentials = readClientCredentials(req.headers.authorization, body);
+      const app = await clients.authenticate(credentials, clientAddress(req));
+      await revokeAccessToken(ctx.db, app.id, body.token, ctx.clock());
+      return { status: 200, headers: { 'Cache-Control': 'no-store' } };
+    },
+
+    authorizationServerMetadata: async () => {
+      const origin = ctx.config.publicUrl;
+      const metadata: components['schemas']['AuthorizationServerMetadata'] = {
+        issuer: origin,
+        authorization_endpoint: `${origin}${AUTHORIZE_PATH}`,
+        token_endpoint: `${origin}${TOKEN_PATH}`,
+        revocation_endpoint: `${origin}${REVOKE_PATH}`,
+        response_types_supported: ['code'],
+        grant_types_supported: ['authorization_code'],
+        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+        revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+        code_challenge_methods_supported: ['S256'],
+        service_documentation: `${origin}/docs/oauth`,
+      };
+      return { status: 200, body: metadata };
+    },
+  };
+}
+
+/**
+ * The OAuth API of `openapi/oauth.yaml`, mounted by operationId. `pages` are what a browser page of
+ * this site runs first (security headers, the signed-in visitor): the authorize endpoint is one.
+ */
+export function createOAuthApi(ctx: AppContext, pages: RequestHandler[]): Router {
+  return contractRouter({
+    specFile: SPEC_FILES.oauth,
+    validates: isOAuthApiPath,
+    handlesErrors: isOAuthApiPath,
+    before: [
+      [AUTHORIZE_PATH, ...pages],
+      // extended: false keeps a repeated parameter as an array, which the contract (strings only) then
+      // refuses: RFC 6749 §3.2 forbids repeating a parameter.
+      ['/api/oauth', express.json({ limit: '16kb' }), express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 })],
+      [
+        '/api/oauth',
+        refuseUnstorableRequestText(() => new OAuthError('invalid_request', 'Parameters must not contain the NUL character (U+0000) or malformed Unicode.')),
+      ],
+    ],
+    allErrors: false,
+    // Client authentication is the endpoints' own business: it must answer RFC 6749 errors.
+    security: false,
+    handlers: operations(ctx),
+    extra: () => ({}),
+    errors: oauthErrors(ctx),
+    responseViolations: ctx.config.environment === 'production' ? 'log' : 'fail',
+    logger: ctx.logger,
+  });
+}

@@ -1,0 +1,29 @@
+import type { components } from '../../generated/public-v1.js';
+import type { Provider } from '../core/contract.js';
+import type { Post } from './tables.js';
+
+export type PostBody = components['schemas']['Post'];
+export type ProviderSettings = components['schemas']['ProviderSettings'];
+
+/** A post with the provider of its channel, which the contract shows on every post. */
+export type PostRow = Post & { provider: Provider };
+
+export function toPostBody(post: PostRow): PostBody {
+  return {
+    id: post.id,
+    group: post.group_id,
+    channelId: post.channel_id,
+    provider: post.provider,
+    content: post.content,
+    mediaIds: post.media_ids,
+    settings: (post.settings ?? null) as ProviderSettings | null,
+    status: post.status,
+    scheduledAt: post.scheduled_at?.toISOString() ?? null,
+    publishedAt: post.published_at?.toISOString() ?? null,
+    releaseId: post.release_id,
+    releaseUrl: post.release_url,
+    error: post.error,
+    createdAt: post.created_at.toISOString(),
+    updatedAt: post.updated_at.toISOString(),
+  };
+}

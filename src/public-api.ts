@@ -1,0 +1,57 @@
+import express, { type Router } from 'express';
+import { API_KEY_PREFIX } from './accounts/api-keys.js';
+import { connectionOperations } from './accounts/routes.js';
+import { channelOperations } from './channels/routes.js';
+import { SPEC_FILES } from './core/contract.js';
+import type { CredentialPrefix } from './crypto/issued-secrets.js';
+import { authenticateAndLimit, Authenticator, credentialResolver, principalOf, type CredentialResolver } from './http/authenticate.js';
+import { contractRouter } from './http/contract-router.js';
+import { publicApiErrors } from './http/error-envelope.js';
+import { RateLimiter } from './http/rate-limit.js';
+import { refuseUnstorableText } from './http/storable-text.js';
+import type { PublicHandlers } from './http/typed-routes.js';
+import { mediaOperations } from './media/routes.js';
+import type { MediaContext } from './media/storage.js';
+import { ACCESS_TOKEN_PREFIX } from './oauth/tokens.js';
+import { postOperations } from './posts/routes.js';
+import type { ProvidersContext } from './providers/providers.js';
+import { tiktokOperations } from './providers/tiktok-routes.js';
+
+export const PUBLIC_API_BASE = '/public/v1';
+
+/** The Public API: every operation of `openapi/public-v1.yaml`, from the features that own them. */
+export function createPublicApi(ctx: MediaContext & ProvidersContext): Router {
+  // API keys and OAuth access tokens act alike: each is looked up by the hash of its secret.
+  const resolvers = new Map<CredentialPrefix, CredentialResolver>([
+    [API_KEY_PREFIX, credentialResolver('api_key')],
+    [ACCESS_TOKEN_PREFIX, credentialResolver('oauth_token')],
+  ]);
+  const authenticator = new Authenticator(ctx.db, ctx.clock, resolvers);
+  const limiter = new RateLimiter(ctx.db, 'public', ctx.config.rateLimit, ctx.clock);
+  const authenticated = () => (req: express.Request) => req.res?.locals.principal !== undefined;
+
+  const handlers: PublicHandlers = {
+    ...connectionOperations(ctx),
+    ...channelOperations(ctx),
+    ...postOperations(ctx),
+    ...mediaOperations(ctx),
+    ...tiktokOperations(ctx),
+  };
+  return contractRouter({
+    specFile: SPEC_FILES.publicV1,
+    validates: (path) => path.startsWith(`${PUBLIC_API_BASE}/`),
+    handlesErrors: (path) => path === PUBLIC_API_BASE || path.startsWith(`${PUBLIC_API_BASE}/`),
+    before: [[PUBLIC_API_BASE, authenticateAndLimit(authenticator, limiter), express.json({ limit: '1mb' })]],
+    after: [[PUBLIC_API_BASE, refuseUnstorableText()]],
+    // allErrors: an integrator fixes every problem of a request in one round trip (the envelope keeps
+    // the first few); bodies are capped at 1 MB and arrays by the contract, so the extra work is bounded.
+    allErrors: true,
+    // authenticateAndLimit has already established who is calling; both schemes accept its verdict.
+    security: { bearerAuth: authenticated(), bareAuthorization: authenticated() },
+    handlers,
+    extra: (_req, res) => ({ principal: principalOf(res) }),
+    errors: publicApiErrors(ctx.logger),
+    responseViolations: ctx.config.environment === 'production' ? 'log' : 'fail',
+    logger: ctx.logger,
+  });
+}

@@ -1,0 +1,53 @@
+import express, { type Response, type Router } from 'express';
+import { createApiKey, listApiKeys, maskApiKey, revokeApiKey } from '../accounts/api-keys.js';
+import type { AppContext } from '../http/context.js';
+import { formatTime } from '../pages/forms.js';
+import { renderPage } from '../pages/render.js';
+import { field } from '../pages/visitor.js';
+import { signedIn } from './signed-in.js';
+
+/** Settings → Developers → Access: the organization's API keys. */
+export function apiKeyPages(ctx: AppContext): Router {
+  const router = express.Router();
+
+  const showAccess = async (res: Response, extra: object = {}, status = 200) => {
+    const { organization } = signedIn(res);
+    const keys = await listApiKeys(ctx.db, organization.id);
+    renderPage(
+      res,
+      '/web/templates/developers-access',
+      {
+        title: 'API keys',
+        path: '/settings/developers/access',
+        keys: keys.map((key) => ({
+          id: key.id,
+          name: key.name,
+          masked: maskApiKey(key),
+          createdAt: key.created_at.toISOString(),
+          createdAtText: formatTime(key.created_at),
+          lastUsedText: formatTime(key.last_used_at, 'never used'),
+          revoked: key.revoked_at !== null,
+          revokedAtText: formatTime(key.revoked_at),
+        })),
+        ...extra,
+      },
+      status,
+    );
+  };
+
+  router.get('/settings/developers/access', (_req, res) => showAccess(res));
+
+  router.post('/settings/developers/access', async (req, res) => {
+    const { organization } = signedIn(res);
+    const { secret, apiKey } = await createApiKey(ctx.db, organization.id, field(req, 'name').slice(0, 100));
+    await showAccess(res, { newKey: { name: apiKey.name, secret } }, 201);
+  });
+
+  router.post('/settings/developers/access/:keyId/revoke', async (req, res) => {
+    const { organization } = signedIn(res);
+    await revokeApiKey(ctx.db, organization.id, req.params.keyId, ctx.clock());
+    res.redirect(303, '/settings/developers/access');
+  });
+
+  return router;
+}

@@ -1,0 +1,101 @@
+import express, { type Response, type Router } from 'express';
+import { NotFoundError } from '../core/errors.js';
+import type { AppContext } from '../http/context.js';
+import { AppPictureDownloader, appPicturePath } from '../oauth/app-pictures.js';
+import { deleteApp, findApp, listApps, registerApp, rotateAppSecret, updateApp, type AppDetails } from '../oauth/apps.js';
+import type { OAuthApp } from '../oauth/tables.js';
+import { attempt, formatTime } from '../pages/forms.js';
+import { renderPage } from '../pages/render.js';
+import { field } from '../pages/visitor.js';
+import { signedIn } from './signed-in.js';
+
+function appDetailsFromForm(req: express.Request): AppDetails {
+  return {
+    name: field(req, 'name'),
+    description: field(req, 'description'),
+    pictureUrl: field(req, 'pictureUrl'),
+    redirectUri: field(req, 'redirectUri'),
+  };
+}
+
+function appFormValues(app: OAuthApp): AppDetails {
+  return { name: app.name, description: app.description, pictureUrl: app.picture_url ?? '', redirectUri: app.redirect_uri };
+}
+
+/** Settings → Developers → Apps: the OAuth apps the organization registered. */
+export function appPages(ctx: AppContext): Router {
+  const router = express.Router();
+  const pictures = new AppPictureDownloader(ctx.outbound);
+
+  const showApps = async (res: Response, extra: object = {}, status = 200) => {
+    const { organization } = signedIn(res);
+    const apps = await listApps(ctx.db, organization.id);
+    renderPage(res, '/web/templates/developers-apps', { title: 'Apps', path: '/settings/developers/apps', apps, values: {}, ...extra }, status);
+  };
+
+  const showApp = (res: Response, app: OAuthApp, extra: object = {}, status = 200) => {
+    renderPage(
+      res,
+      '/web/templates/developers-app',
+      {
+        title: app.name,
+        path: `/settings/developers/apps/${app.id}`,
+        app,
+        picture: appPicturePath(app),
+        values: appFormValues(app),
+        rotatedText: formatTime(app.secret_rotated_at),
+        authorizeUrl: `${ctx.config.publicUrl}/oauth/authorize?client_id=${app.client_id}&response_type=code&state=…`,
+        ...extra,
+      },
+      status,
+    );
+  };
+
+  const appOf = async (res: Response, appId: string): Promise<OAuthApp> => {
+    const app = await findApp(ctx.db, signedIn(res).organization.id, appId);
+    if (!app) throw new NotFoundError('There is no app with this id in your organization.');
+    return app;
+  };
+
+  router.get('/settings/developers/apps', (_req, res) => showApps(res));
+
+  router.post('/settings/developers/apps', async (req, res) => {
+    const { organization } = signedIn(res);
+    const details = appDetailsFromForm(req);
+    const registered = await attempt(() => registerApp(ctx.db, organization.id, details, pictures));
+    if (!registered.ok) return showApps(res, { values: details, errors: registered.errors }, 400);
+    showApp(res, registered.value.app, { secret: registered.value.secret, secretHint: 'Your app is registered. This is its client secret.' }, 201);
+  });
+
+  router.get('/settings/developers/apps/:appId', async (req, res) => {
+    showApp(res, await appOf(res, req.params.appId), { saved: req.query.saved === '1' });
+  });
+
+  router.post('/settings/developers/apps/:appId', async (req, res) => {
+    const app = await appOf(res, req.params.appId);
+    const details = appDetailsFromForm(req);
+    const updated = await attempt(() => updateApp(ctx.db, app.organization_id, app.id, details, ctx.clock(), pictures));
+    if (!updated.ok) return showApp(res, app, { values: details, errors: updated.errors }, 400);
+    res.redirect(303, `/settings/developers/apps/${app.id}?saved=1`);
+  });
+
+  router.post('/settings/developers/apps/:appId/rotate-secret', async (req, res) => {
+    const app = await appOf(res, req.params.appId);
+    const rotated = await rotateAppSecret(ctx.db, app.organization_id, app.id, ctx.clock());
+    showApp(res, rotated.app, {
+      secret: rotated.secret,
+      secretHint: 'This is the new client secret; the previous one no longer works.',
+    });
+  });
+
+  router.post('/settings/developers/apps/:appId/delete', async (req, res) => {
+    const app = await appOf(res, req.params.appId);
+    if (field(req, 'confirm') !== 'yes') {
+      return showApp(res, app, { errors: { 'confirm-delete': 'Tick the box to confirm that the app should be deleted.' } }, 400);
+    }
+    await deleteApp(ctx.db, app.organization_id, app.id);
+    res.redirect(303, '/settings/developers/apps');
+  });
+
+  return router;
+}

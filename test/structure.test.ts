@@ -1,0 +1,58 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ROOT } from './support/processes.js';
+
+const run = promisify(execFile);
+const DEPCRUISE = path.join(ROOT, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruiser.mjs');
+const made: string[] = [];
+afterAll(() => made.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
+
+/** Runs the project's import rules (as `npm test` does) on a tree of files given by path and content. */
+async function check(files: Record<string, string>): Promise<{ passed: boolean; output: string }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'structure-'));
+  made.push(dir);
+  fs.copyFileSync(path.join(ROOT, '.dependency-cruiser.mjs'), path.join(dir, '.dependency-cruiser.mjs'));
+  fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true }, include: ['src'] }));
+  for (const [file, content] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    fs.writeFileSync(path.join(dir, file), content);
+  }
+  try {
+    const { stdout } = await run(process.execPath, [DEPCRUISE, 'src', '--config', '.dependency-cruiser.mjs', '--output-type', 'err'], { cwd: dir });
+    return { passed: true, output: stdout };
+  } catch (error) {
+    return { passed: false, output: (error as { stdout: string }).stdout };
+  }
+}
+
+describe('the import rules of src/ (.dependency-cruiser.mjs, run by npm test)', () => {
+  it('pass imports that run downhill', async () => {
+    const result = await check({
+      'src/core/errors.ts': 'export const a = 1;\n',
+      'src/http/router.ts': "import { a } from '../core/errors.js';\nexport const b = a;\n",
+      'src/posts/routes.ts': "import { b } from '../http/router.js';\nexport const c = b;\n",
+      'src/app.ts': "import { c } from './posts/routes.js';\nexport const d = c;\n",
+    });
+    expect(result.output).toContain('no dependency violations');
+    expect(result.passed).toBe(true);
+  }, 60_000);
+
+  it('fail on a folder that imports a higher layer, and on folders that import each other', async () => {
+    const result = await check({
+      'src/core/errors.ts': "import { b } from '../http/router.js';\nexport const a = b;\n",
+      'src/http/router.ts': "import { c } from '../posts/routes.js';\nexport const b = c;\n",
+      'src/posts/routes.ts': 'export const c = 1;\n',
+      'src/media/one.ts': "import { y } from '../channels/two.js';\nexport const x = y;\n",
+      'src/channels/two.ts': "import { z } from '../media/three.js';\nexport const y = z;\n",
+      'src/media/three.ts': 'export const z = 1;\n',
+    });
+    expect(result.passed).toBe(false);
+    for (const rule of ['core-imports-nothing', 'framework-below-features', 'no-circular-folders']) expect(result.output).toContain(rule);
+    // media/one → channels/two → media/three: no module cycle, but the folders import each other.
+    expect(result.output).toMatch(/no-circular-folders: src\/(media|channels)/);
+  }, 60_000);
+});
