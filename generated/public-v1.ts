@@ -240,6 +240,34 @@ export interface paths {
         patch: operations["updatePost"];
         trace?: never;
     };
+    "/public/v1/posts/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example post_4Ki7Lo1Pm3Nj8Bh5Gv2C
+                 */
+                id: components["parameters"]["PostId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A post's history
+         * @description Every change of the post, oldest first: its creation, each scheduling and unscheduling, each
+         *     publishing attempt with its retries (and their reasons) and its outcome. The webhooks
+         *     deliver the same events.
+         */
+        get: operations["getPostHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/public/v1/posts/{id}/schedule": {
         parameters: {
             query?: never;
@@ -503,8 +531,9 @@ export interface components {
         /**
          * @description The social network of a channel. Extensible: new providers may be added within v1, so
          *     handle unknown values (for example by showing the channel without provider-specific
-         *     features). `sandbox` is built in: it publishes nowhere and lets you try the whole flow
-         *     without a third-party account.
+         *     features). `sandbox` is built in: it publishes to a page of this server
+         *     (`/sandbox/releases/{id}`, the post's `releaseUrl`) and lets you try the whole flow without
+         *     a third-party account.
          * @enum {string}
          */
         Provider: "youtube" | "tiktok" | "sandbox";
@@ -642,12 +671,95 @@ export interface components {
              * @description Where the published item can be seen, when the network tells.
              */
             releaseUrl: string | null;
-            /** @description Why publishing failed, for humans; `null` unless `failed`. */
-            error: string | null;
+            /** @description Why publishing failed, with a code for programs and a message for people; `null` unless `failed`. */
+            error: components["schemas"]["PostError"] | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+        };
+        /** @description Why a post failed to publish. */
+        PostError: {
+            /**
+             * @description What went wrong, for programs to branch on:
+             *
+             *     - `channel_needs_reconnect`: the network refused the channel's credentials (revoked,
+             *       expired); a user reconnects the channel, then schedules the post again.
+             *     - `channel_disabled`: the channel was disabled after the post was scheduled.
+             *     - `provider_not_configured`: this server has no app of the network configured.
+             *     - `provider_unavailable`: the network kept failing (errors, timeouts) past the retries.
+             *     - `rejected_by_network`: the network refused the post; `message` says why.
+             *     - `media_missing`: a media file of the post could not be read.
+             *     - `quota_exceeded`: the network's own quota for the account is used up; `message` says when it resets.
+             *     - `outcome_unknown`: the post was sent, and neither the network nor this server can tell
+             *       whether it was published: check the channel before scheduling it again.
+             *
+             *     More codes may be added within v1: treat an unknown code as a failure to show to the user.
+             * @example rejected_by_network
+             */
+            code: string;
+            /**
+             * @description For people, what happened and what to do about it.
+             * @example The sandbox refused the post, as its settings ask (outcome: failed).
+             */
+            message: string;
+        };
+        /**
+         * @description What happened to a post: `created`; `scheduled` (it became due at `scheduledAt`);
+         *     `rescheduled` (a new time); `drafted` (taken off the schedule); `edited`; `publishing` (a
+         *     worker started an attempt); `retrying` (the attempt met a passing failure, `reason`, and goes
+         *     on at `nextAttemptAt`); `published`; `failed` (`error`); `deleted`. More types may be added
+         *     within v1.
+         * @example published
+         */
+        PostEventType: string;
+        /** @description One change of a post, as it happened. */
+        PostEvent: {
+            /**
+             * @description The event id (`evt_…`); events of one post sort by it.
+             * @example evt_18342
+             */
+            id: string;
+            postId: string;
+            type: components["schemas"]["PostEventType"];
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            at: string;
+            status: components["schemas"]["PostStatus"];
+            /**
+             * Format: date-time
+             * @description The post's `scheduledAt` after the event.
+             */
+            scheduledAt: string | null;
+            /** @description The publishing attempt (`publishing`, `retrying`, `published`, `failed`). */
+            attempt?: number;
+            /** @description Why the attempt is retried (`retrying`), or why the post was taken off or put back (`drafted`, `scheduled` by the service). */
+            reason?: string;
+            /**
+             * Format: date-time
+             * @description When the attempt goes on (`retrying`).
+             */
+            nextAttemptAt?: string;
+            /** @description The network's id of the published item (`published`). */
+            releaseId?: string;
+            /**
+             * Format: uri
+             * @description Where the published item can be seen (`published`).
+             */
+            releaseUrl?: string | null;
+            /** @description What the network said besides (`published`), e.g. that the creator finishes the post in the app. */
+            note?: string;
+            error?: components["schemas"]["PostError"];
+            /** @description The network's reference of the exchange, for its support (`retrying`, `failed`). */
+            logId?: string;
+        };
+        PostEventPage: {
+            /** @description The events, oldest first. */
+            data: components["schemas"]["PostEvent"][];
+            /** @description Pass it as `cursor` for the next page; `null` on the last page. */
+            nextCursor: string | null;
         };
         PostPage: {
             data: components["schemas"]["Post"][];
@@ -723,6 +835,13 @@ export interface components {
             /** @description The new media list, replacing the old one. */
             mediaIds?: string[];
             settings?: components["schemas"]["ProviderSettings"];
+            /**
+             * Format: date-time
+             * @description A new time to publish at, at most 1 minute in the past: a `scheduled` post is
+             *     rescheduled (as with `POST /public/v1/posts/{id}/schedule`), a `draft` or `failed` post
+             *     keeps its status and gets the time.
+             */
+            scheduledAt?: string;
         };
         SchedulePostRequest: {
             /**
@@ -811,7 +930,7 @@ export interface components {
         };
         /**
          * Sandbox
-         * @description Settings of the built-in sandbox provider, which publishes nowhere.
+         * @description Settings of the built-in sandbox provider, which publishes to a page of this server.
          */
         SandboxSettings: {
             /**
@@ -1628,6 +1747,53 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
+        };
+    };
+    getPostHistory: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items on the page.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `nextCursor` of the previous page, with the same filters; omit it for the first page.
+                 *     Opaque and signed: don't build or change it.
+                 * @example eyJzIjoiMjAyNi0xMi0wMVQwOTozMDowMC4wMDBaIiwiaSI6InBvc3RfNEtpN0xvMVBtM05qOEJoNUd2MkMifQ.q3VwU0Gm8x9kZt2LcR4pYw
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example post_4Ki7Lo1Pm3Nj8Bh5Gv2C
+                 */
+                id: components["parameters"]["PostId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the post's events. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostEventPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
         };
     };
     schedulePost: {

@@ -12,7 +12,8 @@ import type { MediaContext } from './media/storage.js';
 import { createOAuthApi } from './oauth/api.js';
 import { CsrfTokens } from './pages/csrf.js';
 import { BrowserCookies } from './pages/visitor.js';
-import type { ProvidersContext } from './providers/providers.js';
+import type { PostsContext } from './posts/publication-plan.js';
+import { sandboxNetwork } from './providers/sandbox/network.js';
 import { createPublicApi } from './public-api.js';
 import { createWebApp, pagePrelude } from './web/routes.js';
 
@@ -20,7 +21,7 @@ const OPENAPI_DIR = projectPath('openapi');
 export const DOCS_DIR = projectPath('dist', 'docs');
 
 /** Builds the HTTP application from the service's context; it holds no global state. */
-export function createApp(ctx: MediaContext & ProvidersContext): Express {
+export function createApp(ctx: MediaContext & PostsContext, options: { sandboxKey: Buffer }): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -68,6 +69,7 @@ export function createApp(ctx: MediaContext & ProvidersContext): Express {
 
   const pages = { cookies: new BrowserCookies(ctx.config.publicUrl), csrf: new CsrfTokens(ctx.db) };
   app.use(createPublicApi(ctx));
+  app.use(sandboxNetwork(ctx, { key: options.sandboxKey, latencyMs: ctx.config.sandbox.latencyMs }));
   app.use(createOAuthApi(ctx, pagePrelude(ctx, pages)));
   app.use(createWebApp(ctx, pages));
 

@@ -6,23 +6,32 @@ import type { Logger } from './core/logger.js';
 import type { DatabaseHandle } from './db/database.js';
 import { instanceSecret } from './db/instance-secrets.js';
 import { migrateToLatest } from './db/migrate.js';
+import { keepHouse } from './housekeeping.js';
 import type { AppContext } from './http/context.js';
 import { CursorCodec } from './http/cursors.js';
 import { answerMalformedRequests } from './http/malformed-requests.js';
+import { JobQueue } from './jobs/queue.js';
 import { createMediaStorage } from './media/create-storage.js';
 import type { MediaStorage } from './media/storage.js';
 import { OutboundClient } from './net/outbound-client.js';
 import type { Resolver } from './net/remote-fetch.js';
 import { defaultProviders, type Providers } from './providers/providers.js';
+import { Publisher, PUBLISHER_QUEUES } from './publisher/worker.js';
 
-/** The whole service: every feature's context in one object, and its HTTP application. */
+/** The whole service: every feature's context in one object, and the parts its role runs. */
 export interface Service extends AppContext {
   database: DatabaseHandle;
   storage: MediaStorage;
   providers: Providers;
+  queue: JobQueue;
+  /** The HTTP application (roles `api` and `all`). */
   app: Express;
+  /** The publishing worker (roles `worker` and `all`, unless turned off). */
+  publisher: Publisher | undefined;
   /** Serves the application on `host:port` (0 for any free port). */
   listen(port: number, host: string): Promise<Server>;
+  /** Stops the worker (running publications get `graceMs` to finish) and the queue; the database stays open. */
+  stop(graceMs: number): Promise<void>;
 }
 
 export interface ComposeOptions {
@@ -37,7 +46,11 @@ export interface ComposeOptions {
   storage?: MediaStorage;
   /** Host name resolution for outbound requests (tests give their own). */
   resolve?: Resolver;
+  /** Whether this process runs the worker; the configuration's role decides by default. */
+  worker?: boolean;
 }
+
+const QUEUES = [...PUBLISHER_QUEUES, { name: 'housekeeping' as const, options: { retryLimit: 0 } }];
 
 /**
  * The one place the service is put together from its configuration: `src/main.ts` and the tests both
@@ -49,24 +62,40 @@ export async function compose(options: ComposeOptions): Promise<Service> {
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
 
   const clock = options.clock ?? (() => new Date());
+  const outbound = new OutboundClient(config.media.fetch, options.resolve);
   const base: AppContext = {
     config,
     db: database.db,
     logger,
     clock,
-    outbound: new OutboundClient(config.media.fetch, options.resolve),
+    outbound,
     cursors: new CursorCodec(await instanceSecret(database.db, 'cursor-signing')),
   };
   const storage = options.storage ?? (await createMediaStorage(config, database.db, clock));
-  const providers: Providers = { ...defaultProviders(), ...options.providers };
-  const app = createApp({ ...base, storage, providers });
+  const sandboxKey = await instanceSecret(database.db, 'sandbox-network');
+  const providers: Providers = {
+    ...defaultProviders({ outbound, sandboxUrl: () => config.sandbox.networkUrl, sandboxKey }),
+    ...options.providers,
+  };
+  const runsWorker = options.worker ?? config.role !== 'api';
+  const queue = new JobQueue(database, logger, { runsSchedules: runsWorker });
+  await queue.start(QUEUES);
+  const ctx = { ...base, storage, providers, queue };
+  const app = createApp(ctx, { sandboxKey });
+
+  let publisher: Publisher | undefined;
+  if (runsWorker) {
+    publisher = new Publisher(ctx, config.publisher);
+    await publisher.start();
+    await queue.work('housekeeping', { pollingIntervalSeconds: 5 }, () => keepHouse(ctx));
+    await queue.boss.schedule('housekeeping', '*/10 * * * *', {});
+  }
 
   return {
-    ...base,
+    ...ctx,
     database,
-    storage,
-    providers,
     app,
+    publisher,
     listen: (port, host) =>
       new Promise((resolve, reject) => {
         // Express 5 calls back with the error when listening fails (a port in use), not only on success.
@@ -76,5 +105,9 @@ export async function compose(options: ComposeOptions): Promise<Service> {
           resolve(server);
         });
       }),
+    stop: async (graceMs) => {
+      await publisher?.stop(graceMs);
+      await queue.stop(graceMs);
+    },
   };
 }

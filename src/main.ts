@@ -3,13 +3,19 @@ import { ConfigError, loadConfig, type Config } from './core/config.js';
 import { createLogger } from './core/logger.js';
 import { DatabaseBusyError, DatabaseVersionError, openDatabase, type DatabaseHandle } from './db/database.js';
 
-// In-flight requests get this long to finish after SIGINT/SIGTERM before connections are cut.
-const SHUTDOWN_GRACE_MS = 10_000;
+/** `--role api|worker|all` on the command line (`npm start -- --role worker`), else ROLE. */
+function roleArgument(argv: string[]): string | undefined {
+  const index = argv.findIndex((arg) => arg === '--role' || arg.startsWith('--role='));
+  if (index < 0) return undefined;
+  const arg = argv[index]!;
+  return arg.includes('=') ? arg.slice('--role='.length) : (argv[index + 1] ?? '');
+}
 
 async function main(): Promise<void> {
   let config: Config;
   try {
-    config = loadConfig();
+    const role = roleArgument(process.argv.slice(2));
+    config = loadConfig(role === undefined ? process.env : { ...process.env, ROLE: role });
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(error.message);
@@ -43,28 +49,37 @@ async function main(): Promise<void> {
   }
   const { compose } = await composing;
   const service = await compose({ config, database, logger });
-  let server: Server;
-  try {
-    server = await service.listen(config.port, config.host);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    console.error(
-      code === 'EADDRINUSE'
-        ? `Port ${config.port} on ${config.host} is in use by another process. Stop it, or set PORT to a free port.`
-        : `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
-    );
-    await database.close();
-    process.exit(69); // EX_UNAVAILABLE
+  let server: Server | undefined;
+  if (config.role !== 'worker') {
+    try {
+      server = await service.listen(config.port, config.host);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      console.error(
+        code === 'EADDRINUSE'
+          ? `Port ${config.port} on ${config.host} is in use by another process. Stop it, or set PORT to a free port.`
+          : `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
+      );
+      await service.stop(0);
+      await database.close();
+      process.exit(69); // EX_UNAVAILABLE
+    }
   }
 
-  logger.info({ database: database.kind, location: database.location }, 'database ready');
+  logger.info({ database: database.kind, location: database.location, role: config.role }, 'database ready');
+  const serving = server
+    ? [
+        `  Post scheduler is running at ${config.publicUrl}`,
+        `  Web app:        ${config.publicUrl}/  (sign up, API keys, OAuth apps)`,
+        `  API reference:  ${config.publicUrl}/docs  (OAuth: ${config.publicUrl}/docs/oauth)`,
+        `  Public API:     ${config.publicUrl}/public/v1`,
+      ]
+    : ['  Post scheduler worker is running'];
   console.log(
     [
       '',
-      `  Post scheduler is running at ${config.publicUrl}`,
-      `  Web app:        ${config.publicUrl}/  (sign up, API keys, OAuth apps)`,
-      `  API reference:  ${config.publicUrl}/docs  (OAuth: ${config.publicUrl}/docs/oauth)`,
-      `  Public API:     ${config.publicUrl}/public/v1`,
+      ...serving,
+      `  Role:           ${config.role} (${describeRole(config.role)})`,
       `  Database:       ${database.kind} (${database.location})`,
       `  Media storage:  ${describeStorage(config)}`,
       `  Node.js:        ${process.version}`,
@@ -77,18 +92,29 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    const forced = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-    forced.unref();
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections();
-    });
+    const graceMs = config.shutdownGraceSeconds * 1000;
+    // No new requests or jobs; requests in flight and running publications get the grace period.
+    const closing = server
+      ? new Promise<void>((resolve) => {
+          const forced = setTimeout(() => server.closeAllConnections(), graceMs);
+          forced.unref();
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        })
+      : Promise.resolve();
+    await Promise.all([closing, service.stop(graceMs)]);
     await database.close();
     logger.info('stopped');
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+function describeRole(role: Config['role']): string {
+  if (role === 'api') return 'the API and the pages; workers publish';
+  if (role === 'worker') return 'publishes due posts; API processes serve requests';
+  return 'the API, the pages and the publishing worker';
 }
 
 function describeStorage(config: Config): string {

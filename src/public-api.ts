@@ -12,15 +12,15 @@ import { refuseUnstorableText } from './http/storable-text.js';
 import type { PublicHandlers } from './http/typed-routes.js';
 import { mediaOperations } from './media/routes.js';
 import type { MediaContext } from './media/storage.js';
+import type { PostsContext } from './posts/publication-plan.js';
 import { ACCESS_TOKEN_PREFIX } from './oauth/tokens.js';
 import { postOperations } from './posts/routes.js';
-import type { ProvidersContext } from './providers/providers.js';
 import { tiktokOperations } from './providers/tiktok-routes.js';
 
 export const PUBLIC_API_BASE = '/public/v1';
 
 /** The Public API: every operation of `openapi/public-v1.yaml`, from the features that own them. */
-export function createPublicApi(ctx: MediaContext & ProvidersContext): Router {
+export function createPublicApi(ctx: MediaContext & PostsContext): Router {
   // API keys and OAuth access tokens act alike: each is looked up by the hash of its secret.
   const resolvers = new Map<CredentialPrefix, CredentialResolver>([
     [API_KEY_PREFIX, credentialResolver('api_key')],

@@ -33,8 +33,9 @@ beforeEach(() => server.setNow(NOW));
 
 /** A post of the organization in the given state, on a channel of its own so that quotas never interfere. */
 async function postIn(status: PostStatus, scheduledAt: string | null, options: { error?: string } = {}) {
+  const error = options.error === undefined ? null : { code: 'rejected_by_network', message: options.error };
   const channelId = (await createChannel(server.ctx.db, acme.id, 'sandbox', `${status} channel`)).id;
-  const id = await insertPost(server.ctx.db, { organizationId: acme.id, channelId, status, scheduledAt, error: options.error ?? null });
+  const id = await insertPost(server.ctx.db, { organizationId: acme.id, channelId, status, scheduledAt, error });
   return { id, channelId };
 }
 

@@ -23,8 +23,6 @@ export async function createSession(db: Db, userId: string, organizationId: stri
     })
     .returningAll()
     .executeTakeFirstOrThrow();
-  // Expired sessions are of no use to anybody; sign-ins are rare enough to tidy up on.
-  await db.deleteFrom('sessions').where('expires_at', '<=', now).execute();
   return { token, session };
 }
 
@@ -51,4 +49,9 @@ export async function deleteSession(db: Db, sessionId: string): Promise<void> {
 
 export async function setSessionOrganization(db: Db, sessionId: string, organizationId: string): Promise<void> {
   await db.updateTable('sessions').set({ organization_id: organizationId }).where('id', '=', sessionId).execute();
+}
+
+/** Housekeeping: expired sessions are of no use to anybody. */
+export async function forgetExpiredSessions(db: Db, now: Date): Promise<void> {
+  await db.deleteFrom('sessions').where('expires_at', '<=', now).execute();
 }

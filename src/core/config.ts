@@ -57,6 +57,25 @@ export interface Config {
     windowSeconds: number;
   };
   media: MediaConfig;
+  /**
+   * What this process runs: the HTTP API and pages (`api`), the publishing worker (`worker`), or both
+   * (`all`). The embedded database belongs to one process, which therefore runs both.
+   */
+  role: 'api' | 'worker' | 'all';
+  /** The sandbox network: where the sandbox adapter reaches it, and how long it takes to answer. */
+  sandbox: { networkUrl: string; latencyMs: number };
+  publisher: {
+    /** Publications a worker process runs at once. */
+    concurrency: number;
+    /** How often a worker looks for posts that fell due. */
+    pollingIntervalSeconds: number;
+    /** The first retry of a passing failure waits this long; later ones 6, 24, 120 and 360 times as long. */
+    retryBaseMs: number;
+    /** How long a worker holds a post it publishes without renewing its hold. */
+    leaseMs: number;
+  };
+  /** On SIGTERM, how long requests in flight and running publications get to finish. */
+  shutdownGraceSeconds: number;
 }
 
 
@@ -148,6 +167,12 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   const trustProxy = readTrustProxy(env.TRUST_PROXY, problems);
+  const role = oneOf('ROLE', ['api', 'worker', 'all'] as const, 'all');
+  if (role !== 'all' && !(env.DATABASE_URL || undefined)) {
+    problems.push(`ROLE=${role} needs DATABASE_URL: the embedded database belongs to one process, which runs the API and the worker together (ROLE=all)`);
+  }
+  const sandboxUrl = (env.SANDBOX_NETWORK_URL || publicUrl).replace(/\/+$/, '');
+  if (!/^https?:\/\/[^/]+$/.test(sandboxUrl)) problems.push(`SANDBOX_NETWORK_URL must be an http(s) origin, got "${sandboxUrl}"`);
 
   const databaseUrl = env.DATABASE_URL || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -183,6 +208,15 @@ export function loadConfig(env: Env = process.env): Config {
       windowSeconds: integer('ACCOUNT_LIMITS_WINDOW_SECONDS', 900, 1, 86_400),
     },
     media: loadMediaConfig(env, problems, { integer, oneOf, boolean }),
+    role,
+    sandbox: { networkUrl: sandboxUrl, latencyMs: integer('SANDBOX_LATENCY_MS', 0, 0, 600_000) },
+    publisher: {
+      concurrency: integer('PUBLISH_CONCURRENCY', 100, 1, 1000),
+      pollingIntervalSeconds: integer('PUBLISH_POLL_MS', 500, 500, 60_000) / 1000,
+      retryBaseMs: integer('PUBLISH_RETRY_BASE_MS', 5000, 100, 3_600_000),
+      leaseMs: integer('PUBLISH_LEASE_SECONDS', 30, 5, 3600) * 1000,
+    },
+    shutdownGraceSeconds: integer('SHUTDOWN_GRACE_SECONDS', 10, 0, 3600),
   };
 
   if (problems.length > 0) {

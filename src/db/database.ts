@@ -12,6 +12,10 @@ export type Db = Kysely<Database>;
 export interface DatabaseHandle {
   db: Db;
   kind: 'pglite' | 'postgres';
+  /** The embedded database itself, for what must reach it besides Kysely (the job queue). */
+  pglite?: PGlite;
+  /** PostgreSQL's connection string, for what connects besides Kysely (the job queue). */
+  connectionString?: string;
   /** Where the data lives, for the start-up message (never includes a password). */
   location: string;
   close(): Promise<void>;
@@ -57,6 +61,7 @@ async function openPostgres(databaseUrl: string, poolSize = 10): Promise<Databas
   return {
     db,
     kind: 'postgres',
+    connectionString: databaseUrl,
     location: `postgresql://${url.host}${url.pathname}`,
     close: () => db.destroy(),
   };
@@ -89,6 +94,7 @@ async function openPglite(
   return {
     db,
     kind: 'pglite',
+    pglite,
     location: directory ?? 'memory',
     close: async () => {
       await db.destroy();

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import { AtMostEvery } from '../core/at-most-every.js';
 import type { Db } from '../db/database.js';
 
 export interface RateLimitPolicy {
@@ -19,9 +18,8 @@ export interface RateLimitState {
   windowStart: Date;
 }
 
-// Windows older than this many windows are deleted now and then.
-const KEEP_WINDOWS = 2;
-const CLEANUP_EVERY_MS = 60_000;
+// Windows are at most a day long (the configuration's limit): older than two days, a window is over for every limiter.
+const KEEP_MS = 2 * 86_400_000;
 // Keys can come from what a visitor typed (an email address, a client id in a Basic header): one that
 // the database could not take as given (a B-tree index entry holds at most about 2.7 kB, and text
 // cannot hold U+0000) is kept as its SHA-256.
@@ -32,8 +30,6 @@ const MAX_PLAIN_KEY_LENGTH = 200;
  * database so that every server process counts against the same budget.
  */
 export class RateLimiter {
-  private readonly cleanups = new AtMostEvery(CLEANUP_EVERY_MS);
-
   constructor(
     private readonly db: Db,
     /** Names this limiter's buckets, so limiters with other windows can share the table. */
@@ -54,7 +50,6 @@ export class RateLimiter {
       )
       .returning('count')
       .executeTakeFirstOrThrow();
-    await this.cleanup(now, windowMs);
     return {
       limit: this.policy.max,
       remaining: Math.max(0, this.policy.max - count),
@@ -85,14 +80,6 @@ export class RateLimiter {
     return `${this.name}:${shown}`;
   }
 
-  private async cleanup(now: number, windowMs: number): Promise<void> {
-    if (!this.cleanups.due(now)) return;
-    await this.db
-      .deleteFrom('rate_limit_windows')
-      .where('bucket', 'like', `${this.name}:%`)
-      .where('window_start', '<', new Date(now - KEEP_WINDOWS * windowMs))
-      .execute();
-  }
 }
 
 /** One limit an attempt counts against: its limiter and the bucket of this attempt. */
@@ -129,4 +116,9 @@ export async function startAttempt(limits: AttemptLimit[]): Promise<Attempt> {
     return { allowed: false, refusedBy, states };
   }
   return { allowed: true, states, takeBack };
+}
+
+/** Housekeeping: deletes the counts of windows that are over for every limiter. */
+export async function forgetOldRateLimitWindows(db: Db, now: Date): Promise<void> {
+  await db.deleteFrom('rate_limit_windows').where('window_start', '<', new Date(now.getTime() - KEEP_MS)).execute();
 }

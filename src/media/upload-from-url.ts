@@ -49,7 +49,7 @@ export class UrlDownloads {
           await this.ctx.storage.delete(key);
           throw error;
         }
-      });
+      }, { accept: 'image/*, video/*' });
     } finally {
       await fsp.rm(staging, { force: true });
     }

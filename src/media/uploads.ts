@@ -1,5 +1,4 @@
 import type { components } from '../../generated/public-v1.js';
-import { AtMostEvery } from '../core/at-most-every.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { mediaKey } from './media-body.js';
@@ -8,7 +7,7 @@ import { findMedia } from './queries.js';
 import { ObjectMissingError, type MediaContext } from './storage.js';
 import type { Media, Upload } from './tables.js';
 import { claimUpload, findUpload, insertUpload, markUploadRefused, recordUploadedMedia, releaseUpload } from './upload-queries.js';
-import { FORGET_AFTER_MS, forgetStaleUploads } from './upload-sweep.js';
+import { FORGET_AFTER_MS } from './upload-sweep.js';
 
 export type UploadBody = components['schemas']['Upload'];
 export type CreateUploadRequest = components['schemas']['CreateUploadRequest'];
@@ -17,8 +16,6 @@ export type CreateUploadRequest = components['schemas']['CreateUploadRequest'];
 export const COMPLETE_GRACE_MS = 3_600_000;
 /** How long one request may hold an upload while checking and moving its bytes. */
 const COMPLETING_LEASE_MS = 5 * 60_000;
-// Stale uploads are forgotten now and then as new ones are created.
-const SWEEP_EVERY_MS = 60_000;
 
 export function uploadKey(organizationId: string, uploadId: string): string {
   return `uploads/${organizationId}/${uploadId}`;
@@ -31,8 +28,6 @@ const wholeSeconds = (ms: number) => new Date(Math.floor(ms / 1000) * 1000);
  * bytes straight to storage, complete (check the bytes, create the media).
  */
 export class SignedUploads {
-  private readonly sweeps = new AtMostEvery(SWEEP_EVERY_MS);
-
   constructor(
     private readonly ctx: MediaContext,
     private readonly policy: MediaPolicy,
@@ -42,7 +37,6 @@ export class SignedUploads {
     const contentType = this.policy.acceptDeclared(request.contentType);
     this.policy.checkSize(contentType, request.size);
     const now = this.ctx.clock();
-    if (this.sweeps.due(now)) await forgetStaleUploads(this.ctx, now);
     // Whole seconds: signed URLs carry their expiry in seconds.
     const expiresAt = wholeSeconds(now.getTime() + this.ctx.config.media.uploadUrlTtlSeconds * 1000);
     const id = newId('upl');

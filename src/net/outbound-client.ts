@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { AddressPolicy } from './address-policy.js';
 import { explainFetchFailure, openRemote, type RemoteResponse, type Resolver } from './remote-fetch.js';
 
@@ -24,6 +25,40 @@ export const MAX_REDIRECTS = 5;
 export class OutboundClient {
   private readonly addresses: AddressPolicy;
 
+  /**
+   * One request to an API (a network's, a webhook receiver's): no redirect is followed, silence and
+   * the whole exchange are timed, and the answer, whatever its status, is read up to a cap. Failures
+   * to connect or to hear back are thrown as they are, for the caller to judge.
+   */
+  async call(url: string, options: CallOptions): Promise<CallResponse> {
+    const timeout = AbortSignal.timeout(options.timeoutSeconds * 1000);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    const remote = await openRemote(url, {
+      policy: options.trusted ? undefined : this.addresses,
+      idleTimeoutMs: this.limits.idleTimeoutSeconds * 1000,
+      maxRedirects: 0,
+      signal,
+      method: options.method,
+      headers: options.headers ?? {},
+      anyStatus: true,
+      ...(options.body !== undefined ? { body: options.body } : {}),
+      ...(this.resolve ? { resolve: this.resolve } : {}),
+    });
+    try {
+      const chunks: Buffer[] = [];
+      let received = 0;
+      for await (const chunk of remote.body) {
+        if (received >= options.maxResponseBytes) break;
+        const part = (chunk as Buffer).subarray(0, options.maxResponseBytes - received);
+        chunks.push(part);
+        received += part.length;
+      }
+      return { status: remote.body.statusCode ?? 0, headers: remote.body.headers, body: Buffer.concat(chunks) };
+    } finally {
+      remote.body.destroy();
+    }
+  }
+
   constructor(
     private readonly limits: OutboundLimits,
     /** Host name to addresses; the system resolver by default (tests give their own). */
@@ -36,7 +71,11 @@ export class OutboundClient {
    * GETs `url` and hands the response to `use`, within the time limits (`maxDurationSeconds` may
    * shorten the configured one); the response is closed when `use` settles.
    */
-  async get<T>(url: string, use: (response: RemoteResponse) => Promise<T>, options: { maxDurationSeconds?: number } = {}): Promise<T> {
+  async get<T>(
+    url: string,
+    use: (response: RemoteResponse) => Promise<T>,
+    options: { maxDurationSeconds?: number; accept?: string } = {},
+  ): Promise<T> {
     const { idleTimeoutSeconds } = this.limits;
     const maxDurationSeconds = Math.min(options.maxDurationSeconds ?? Infinity, this.limits.maxDurationSeconds);
     const deadline = new AbortController();
@@ -48,6 +87,7 @@ export class OutboundClient {
         idleTimeoutMs: idleTimeoutSeconds * 1000,
         maxRedirects: MAX_REDIRECTS,
         signal: deadline.signal,
+        headers: { 'User-Agent': 'post-scheduler-media-fetcher', Accept: options.accept ?? '*/*' },
         ...(this.resolve ? { resolve: this.resolve } : {}),
       });
       return await use(remote);
@@ -58,6 +98,28 @@ export class OutboundClient {
       remote?.body.destroy();
     }
   }
+}
+
+export interface CallOptions {
+  method: string;
+  headers?: Record<string, string>;
+  body?: Buffer | string;
+  /**
+   * The URL is one the operator configured (a network's API, a fake of it in tests): it is connected
+   * to wherever it resolves. Otherwise the address policy applies, as for every URL a user gives.
+   */
+  trusted: boolean;
+  /** Ends the exchange (a stopping worker); the whole exchange is also limited to `timeoutSeconds`. */
+  signal?: AbortSignal;
+  timeoutSeconds: number;
+  /** The answer's body is read up to this many bytes; the rest is dropped. */
+  maxResponseBytes: number;
+}
+
+export interface CallResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
 }
 
 /**

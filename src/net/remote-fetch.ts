@@ -8,7 +8,8 @@ import type { AddressPolicy } from './address-policy.js';
 export type Resolver = (hostname: string) => Promise<string[]>;
 
 export interface RemoteFetchOptions {
-  policy: AddressPolicy;
+  /** Which addresses may be connected to; `undefined` for a URL the operator configured (a network's API). */
+  policy: AddressPolicy | undefined;
   /** Longest silence from the server: connecting, waiting for the headers, or between body chunks. */
   idleTimeoutMs: number;
   maxRedirects: number;
@@ -16,6 +17,12 @@ export interface RemoteFetchOptions {
   resolve?: Resolver;
   /** Ends the whole download (the caller's overall time limit). */
   signal: AbortSignal;
+  /** GET by default. */
+  method?: string;
+  headers?: Record<string, string>;
+  body?: Buffer | string;
+  /** Hand over every answer, not only 2xx (an API's errors are answers to read). */
+  anyStatus?: boolean;
 }
 
 export interface RemoteResponse {
@@ -54,9 +61,9 @@ export async function openRemote(rawUrl: string, options: RemoteFetchOptions): P
   let url = parseUrl(rawUrl);
   for (let redirects = 0; ; redirects += 1) {
     const address = await checkedAddress(url, options);
-    const response = await get(url, address, options);
+    const response = await send(url, address, options);
     const location = response.headers.location;
-    if (REDIRECTS.has(response.statusCode ?? 0) && location) {
+    if (options.maxRedirects > 0 && REDIRECTS.has(response.statusCode ?? 0) && location) {
       response.destroy();
       if (redirects >= options.maxRedirects) {
         throw refused(rawUrl, `more than ${options.maxRedirects} redirects`);
@@ -65,7 +72,7 @@ export async function openRemote(rawUrl: string, options: RemoteFetchOptions): P
       continue;
     }
     const status = response.statusCode ?? 0;
-    if (status < 200 || status > 299) {
+    if (!options.anyStatus && (status < 200 || status > 299)) {
       response.destroy();
       throw refused(url.href, `the server answered ${status}`, `The server at ${url.origin} answered ${status} for the file.`);
     }
@@ -91,6 +98,7 @@ function parseUrl(text: string, base?: URL): URL {
 async function checkedAddress(url: URL, options: RemoteFetchOptions): Promise<string> {
   // The URL parser has already turned every IPv4 spelling (0x7f.1, 2130706433 …) into dotted decimal.
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const policy = options.policy;
   let addresses: string[];
   if (net.isIP(host)) {
     addresses = [host];
@@ -103,8 +111,8 @@ async function checkedAddress(url: URL, options: RemoteFetchOptions): Promise<st
     if (addresses.length === 0) throw refused(url.href, `the host ${host} could not be resolved`);
   }
   // Every address must pass: which one a connection would use is not ours to predict.
-  for (const address of addresses) {
-    const verdict = options.policy.check(address);
+  for (const address of policy ? addresses : []) {
+    const verdict = policy!.check(address);
     if (!verdict.allowed) {
       const where = net.isIP(host) ? '' : ` (${host})`;
       throw refused(
@@ -117,7 +125,7 @@ async function checkedAddress(url: URL, options: RemoteFetchOptions): Promise<st
   return addresses[0] as string;
 }
 
-function get(url: URL, address: string, options: RemoteFetchOptions): Promise<IncomingMessage> {
+function send(url: URL, address: string, options: RemoteFetchOptions): Promise<IncomingMessage> {
   const family = net.isIP(address);
   // Hands the connection the address checked above instead of resolving the host name again.
   const pinned = ((_hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
@@ -127,11 +135,12 @@ function get(url: URL, address: string, options: RemoteFetchOptions): Promise<In
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     let response: IncomingMessage | undefined;
-    const request = client.get(url, {
+    const request = client.request(url, {
+      method: options.method ?? 'GET',
       lookup: pinned,
       signal: options.signal,
       timeout: options.idleTimeoutMs,
-      headers: { 'User-Agent': 'post-scheduler-media-fetcher', Accept: 'image/*, video/*' },
+      headers: { 'User-Agent': 'post-scheduler', ...options.headers },
       // A fresh connection each time: a pooled one was connected to an address checked for another request.
       agent: false,
     });
@@ -145,6 +154,7 @@ function get(url: URL, address: string, options: RemoteFetchOptions): Promise<In
       resolve(answer);
     });
     request.on('error', reject);
+    request.end(options.body);
   });
 }
 

@@ -32,7 +32,10 @@ export class AppPictureDownloader {
   async download(url: string): Promise<PictureDownload> {
     let bytes: Buffer | undefined;
     try {
-      bytes = await this.outbound.get(url, (remote) => readBody(remote, MAX_PICTURE_BYTES), { maxDurationSeconds: MAX_PICTURE_SECONDS });
+      bytes = await this.outbound.get(url, (remote) => readBody(remote, MAX_PICTURE_BYTES), {
+        maxDurationSeconds: MAX_PICTURE_SECONDS,
+        accept: 'image/*',
+      });
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       return { ok: false, message: `The picture could not be downloaded: ${error.details?.[0]?.message ?? error.message}.` };

@@ -76,3 +76,12 @@ export async function redeemCode(db: Db, app: OAuthApp, redemption: CodeRedempti
   }
   return { organizationId: code.organization_id, accessToken };
 }
+
+// A code past its expiry is refused whatever it says; a day later it is not even worth telling apart.
+const CODE_KEPT_AFTER_EXPIRY_MS = 86_400_000;
+
+/** Housekeeping: deletes codes a day past their expiry, and consent requests past theirs. */
+export async function forgetExpiredCodes(db: Db, now: Date): Promise<void> {
+  await db.deleteFrom('oauth_codes').where('expires_at', '<', new Date(now.getTime() - CODE_KEPT_AFTER_EXPIRY_MS)).execute();
+  await db.deleteFrom('oauth_authorization_requests').where('expires_at', '<=', now).execute();
+}

@@ -14,6 +14,8 @@ const eta = new Eta({ views: TEMPLATES_DIR, autoEscape: true, cache: true });
 export interface PagePolicy {
   /** Origins a form submission may end up at besides this site (an app's redirect URL after consent). */
   formOrigins?: string[];
+  /** Origins images and videos may come from besides this site (media in an S3-compatible bucket). */
+  mediaOrigins?: string[];
 }
 
 /**
@@ -23,11 +25,13 @@ export interface PagePolicy {
  */
 export function contentSecurityPolicy(policy: PagePolicy = {}): string {
   const forms = ["'self'", ...(policy.formOrigins ?? [])].join(' ');
+  const media = ["'self'", ...(policy.mediaOrigins ?? [])].join(' ');
   return [
     "default-src 'none'",
     "style-src 'self'",
     "script-src 'self'",
-    "img-src 'self'",
+    `img-src ${media}`,
+    ...(policy.mediaOrigins ? [`media-src ${media}`] : []),
     `form-action ${forms}`,
     "frame-ancestors 'none'",
     "base-uri 'none'",

@@ -3,9 +3,10 @@ import type { PostStatus } from '../core/contract.js';
 import { UnprocessableError, type ErrorDetail } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import type { Db } from '../db/database.js';
-import type { ProvidersContext } from '../providers/providers.js';
-import { claimKey, findStoredResponse, forgetExpiredKeys, idempotentRequest, storeResponse, type IdempotentRequest } from './idempotency.js';
+import { claimKey, findStoredResponse, idempotentRequest, storeResponse, type IdempotentRequest } from './idempotency.js';
 import { toPostBody } from './post-body.js';
+import { recordPostEvent } from './events.js';
+import { planPublication, type PostsContext } from './publication-plan.js';
 import { assertMediaStillPresent, insertPosts } from './queries.js';
 import { assertWithinDailyQuota, lockChannels } from './quota.js';
 import type { NewPost } from './tables.js';
@@ -75,7 +76,7 @@ function withoutRepeats(details: ErrorDetail[]): ErrorDetail[] {
  * the posts once (see `claimKey`).
  */
 export async function createPosts(
-  ctx: ProvidersContext,
+  ctx: PostsContext,
   organizationId: string,
   request: CreatePostRequest,
   idempotencyKey: string | undefined,
@@ -86,7 +87,6 @@ export async function createPosts(
     // Before any rule: a retry gets the first answer even when, say, its date has passed meanwhile.
     const stored = await findStoredResponse(ctx.db, organizationId, idempotent, now);
     if (stored) return { body: stored.body as CreatePostResponse, replayed: true };
-    await forgetExpiredKeys(ctx.db, organizationId, now);
   }
 
   const timing = timingOf(request, now);
@@ -122,9 +122,17 @@ export async function createPosts(
     const group = newId('grp');
     const planned = checked.posts.map((post) => ({ row: newPostRow(post, organizationId, group, timing, now), provider: post.channel.provider }));
     const inserted = new Map((await insertPosts(trx, planned.map((p) => p.row))).map((row) => [row.id, row]));
+    const posts = planned.map(({ row, provider }) => ({ ...inserted.get(row.id)!, provider }));
+    for (const post of posts) {
+      await recordPostEvent(trx, post, 'created', now);
+      if (post.status === 'scheduled') {
+        await recordPostEvent(trx, post, 'scheduled', now);
+        await planPublication(ctx, trx, post);
+      }
+    }
     const body: CreatePostResponse = {
       group,
-      data: planned.map(({ row, provider }) => toPostBody({ ...inserted.get(row.id)!, provider })),
+      data: posts.map(toPostBody),
     };
     if (idempotent) await storeResponse(trx, organizationId, idempotent, { status: 201, body });
     return { body, replayed: false };

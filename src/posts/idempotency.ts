@@ -111,11 +111,7 @@ export async function storeResponse(
     .execute();
 }
 
-/** Removes the organization's keys past the retention period. */
-export async function forgetExpiredKeys(db: Db, organizationId: string, now: Date): Promise<void> {
-  await db
-    .deleteFrom('idempotency_keys')
-    .where('organization_id', '=', organizationId)
-    .where('created_at', '<', cutoff(now))
-    .execute();
+/** Housekeeping: removes the keys past the retention period (they answer nothing any more). */
+export async function forgetExpiredKeys(db: Db, now: Date): Promise<void> {
+  await db.deleteFrom('idempotency_keys').where('created_at', '<', cutoff(now)).execute();
 }

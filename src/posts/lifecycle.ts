@@ -1,11 +1,12 @@
 import type { components } from '../../generated/public-v1.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
 import type { Db } from '../db/database.js';
-import type { ProvidersContext } from '../providers/providers.js';
+import { recordPostEvent } from './events.js';
+import { planPublication, type PostsContext } from './publication-plan.js';
 import type { PostRow, ProviderSettings } from './post-body.js';
 import { assertMediaStillPresent, deletePost, findPost, lockPost, updatePost } from './queries.js';
 import { assertWithinDailyQuota, countsOnDay, lockChannels } from './quota.js';
-import { assertNotOnTheNetwork, isEditable, nextState, type StatusRequest } from './transitions.js';
+import { assertNotInThePast, assertNotOnTheNetwork, isEditable, nextState, type StatusRequest } from './transitions.js';
 import { checkDrafts } from './validation.js';
 
 type UpdatePostRequest = components['schemas']['UpdatePostRequest'];
@@ -39,7 +40,7 @@ const checkedParts = (post: PostRow) => JSON.stringify([post.content, post.media
  * were judged as they were read, and an edit of them in between could make the combination break a
  * rule that neither edit broke alone.
  */
-export async function editPost(ctx: ProvidersContext, organizationId: string, postId: string, changes: UpdatePostRequest): Promise<PostRow> {
+export async function editPost(ctx: PostsContext, organizationId: string, postId: string, changes: UpdatePostRequest): Promise<PostRow> {
   const post = await getPost(ctx.db, organizationId, postId);
   assertEditable(post);
   const checked = await checkDrafts({ db: ctx.db, tiktok: ctx.providers.tiktok }, organizationId, [
@@ -67,51 +68,84 @@ export async function editPost(ctx: ProvidersContext, organizationId: string, po
     if (changes.mediaIds !== undefined) {
       await assertMediaStillPresent(trx, organizationId, [{ mediaIds: result.mediaIds, path: 'mediaIds' }]);
     }
-    // Only what was sent is written, so concurrent edits of different fields don't undo each other.
-    return updatePost(trx, organizationId, postId, {
-      ...(changes.content === undefined ? {} : { content: result.content }),
-      ...(changes.mediaIds === undefined ? {} : { media_ids: JSON.stringify(result.mediaIds) }),
-      ...(changes.settings === undefined ? {} : { settings: result.settings === null ? null : JSON.stringify(result.settings) }),
-      updated_at: ctx.clock(),
-    });
+    const now = ctx.clock();
+    let edited = current;
+    if (changes.content !== undefined || changes.mediaIds !== undefined || changes.settings !== undefined) {
+      // Only what was sent is written, so concurrent edits of different fields don't undo each other.
+      edited = await updatePost(trx, organizationId, postId, {
+        ...(changes.content === undefined ? {} : { content: result.content }),
+        ...(changes.mediaIds === undefined ? {} : { media_ids: JSON.stringify(result.mediaIds) }),
+        ...(changes.settings === undefined ? {} : { settings: result.settings === null ? null : JSON.stringify(result.settings) }),
+        updated_at: now,
+      });
+      await recordPostEvent(trx, edited, 'edited', now);
+    }
+    if (changes.scheduledAt !== undefined) {
+      const scheduledAt = new Date(changes.scheduledAt);
+      if (edited.status === 'scheduled') {
+        edited = await moveLockedPost(ctx, trx, edited, { status: 'scheduled', scheduledAt, path: 'scheduledAt' }, now);
+      } else {
+        // A draft or a failed post keeps its status and gets the time it will be scheduled at.
+        assertNotInThePast(scheduledAt, now, 'scheduledAt');
+        edited = await updatePost(trx, organizationId, postId, { scheduled_at: scheduledAt, updated_at: now });
+        await recordPostEvent(trx, edited, 'edited', now);
+      }
+    }
+    return edited;
   });
 }
 
 /** Moves a post as `nextState` allows; a move to `scheduled` also checks the channel's quota for that day. */
-export async function movePost(ctx: ProvidersContext, organizationId: string, postId: string, request: StatusRequest): Promise<PostRow> {
+export async function movePost(ctx: PostsContext, organizationId: string, postId: string, request: StatusRequest): Promise<PostRow> {
   return ctx.db.transaction().execute(async (trx) => {
     const post = await lockedPost(trx, organizationId, postId);
-    const now = ctx.clock();
-    const next = nextState({ status: post.status, scheduledAt: post.scheduled_at }, request, now);
-    if (!next) return post;
-    if (next.status === 'scheduled' && next.scheduledAt) {
-      // A draft's media may have been deleted meanwhile (only scheduled posts hold media back).
-      await assertMediaStillPresent(trx, organizationId, [{ mediaIds: post.media_ids, path: 'mediaIds' }]);
-      await lockChannels(trx, organizationId, [post.channel_id]);
-      const claim = {
-        channel: { id: post.channel_id, provider: post.provider },
-        path: 'scheduledAt' in request ? request.path : 'status',
-        countedAlready: countsOnDay(post, next.scheduledAt),
-      };
-      await assertWithinDailyQuota(trx, ctx.config.dailyPostLimits, [claim], next.scheduledAt);
-    }
-    return updatePost(trx, organizationId, postId, {
-      status: next.status,
-      scheduled_at: next.scheduledAt,
-      // `error` says why publishing failed; a post that leaves `failed` has no such reason any more.
-      error: null,
-      updated_at: now,
-    });
+    return moveLockedPost(ctx, trx, post, request, ctx.clock());
   });
 }
 
+/**
+ * `movePost` on a post the transaction holds: the change, its event and, for a move to `scheduled`,
+ * the plan of its publication.
+ */
+async function moveLockedPost(ctx: PostsContext, trx: Db, post: PostRow, request: StatusRequest, now: Date): Promise<PostRow> {
+  const next = nextState({ status: post.status, scheduledAt: post.scheduled_at }, request, now);
+  if (!next) return post;
+  if (next.status === 'scheduled' && next.scheduledAt) {
+    // A draft's media may have been deleted meanwhile (only scheduled posts hold media back).
+    await assertMediaStillPresent(trx, post.organization_id, [{ mediaIds: post.media_ids, path: 'mediaIds' }]);
+    await lockChannels(trx, post.organization_id, [post.channel_id]);
+    const claim = {
+      channel: { id: post.channel_id, provider: post.provider },
+      path: 'scheduledAt' in request ? request.path : 'status',
+      countedAlready: countsOnDay(post, next.scheduledAt),
+    };
+    await assertWithinDailyQuota(trx, ctx.config.dailyPostLimits, [claim], next.scheduledAt);
+  }
+  const moved = await updatePost(trx, post.organization_id, post.id, {
+    status: next.status,
+    scheduled_at: next.scheduledAt,
+    // The error says why publishing failed; a post that leaves `failed` has no such reason any more.
+    error_code: null,
+    error_message: null,
+    updated_at: now,
+  });
+  if (next.status === 'scheduled') {
+    await recordPostEvent(trx, moved, post.status === 'scheduled' ? 'rescheduled' : 'scheduled', now);
+    await planPublication(ctx, trx, moved);
+  } else {
+    await recordPostEvent(trx, moved, 'drafted', now);
+  }
+  return moved;
+}
+
 /** Deletes our record of the post. A published post stays on the network: only the record goes. */
-export async function removePost(ctx: ProvidersContext, organizationId: string, postId: string): Promise<void> {
+export async function removePost(ctx: PostsContext, organizationId: string, postId: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     const post = await lockedPost(trx, organizationId, postId);
     if (post.status === 'publishing') {
       throw new ConflictError('The post is publishing; wait until it is published or failed, then delete it.');
     }
+    await recordPostEvent(trx, post, 'deleted', ctx.clock());
     await deletePost(trx, organizationId, postId);
   });
 }

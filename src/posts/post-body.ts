@@ -22,7 +22,7 @@ export function toPostBody(post: PostRow): PostBody {
     publishedAt: post.published_at?.toISOString() ?? null,
     releaseId: post.release_id,
     releaseUrl: post.release_url,
-    error: post.error,
+    error: post.error_code === null ? null : { code: post.error_code, message: post.error_message ?? '' },
     createdAt: post.created_at.toISOString(),
     updatedAt: post.updated_at.toISOString(),
   };

@@ -1,13 +1,14 @@
 import type { PublicHandlers } from '../http/typed-routes.js';
-import type { ProvidersContext } from '../providers/providers.js';
+import { postHistoryPage } from './history.js';
+import type { PostsContext } from './publication-plan.js';
 import { createPosts } from './create.js';
 import { editPost, getPost, movePost, removePost } from './lifecycle.js';
 import { listPostPage } from './list.js';
 import { toPostBody } from './post-body.js';
 
-type PostOperation = 'createPost' | 'listPosts' | 'getPost' | 'updatePost' | 'schedulePost' | 'changePostStatus' | 'deletePost';
+type PostOperation = 'createPost' | 'listPosts' | 'getPost' | 'getPostHistory' | 'updatePost' | 'schedulePost' | 'changePostStatus' | 'deletePost';
 
-export function postOperations(ctx: ProvidersContext): Pick<PublicHandlers, PostOperation> {
+export function postOperations(ctx: PostsContext): Pick<PublicHandlers, PostOperation> {
   return {
     createPost: async ({ principal, body, headers }) => {
       const result = await createPosts(ctx, principal.organizationId, body, headers['Idempotency-Key']);
@@ -22,6 +23,10 @@ export function postOperations(ctx: ProvidersContext): Pick<PublicHandlers, Post
     getPost: async ({ principal, params }) => {
       const post = await getPost(ctx.db, principal.organizationId, params.id);
       return { status: 200, body: toPostBody(post) };
+    },
+
+    getPostHistory: async ({ principal, params, query }) => {
+      return { status: 200, body: await postHistoryPage(ctx, principal.organizationId, params.id, query) };
     },
 
     updatePost: async ({ principal, params, body }) => {

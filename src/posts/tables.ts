@@ -1,4 +1,4 @@
-import type { ColumnType, Insertable, Selectable, Updateable } from 'kysely';
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
 import type { PostStatus } from '../core/contract.js';
 import type { CreatedAt, Timestamp } from '../db/columns.js';
 
@@ -15,9 +15,30 @@ export interface PostTable {
   published_at: Timestamp | null;
   release_id: string | null;
   release_url: string | null;
-  error: string | null;
+  /** Why publishing failed: a code of the contract's `PostError` and a message for people. */
+  error_code: string | null;
+  error_message: string | null;
+  /** How many times publishing has started; an attempt keeps its number through its retries. */
+  publish_attempt: Generated<number>;
+  /** The worker publishing the post, and until when it holds it (a lease it keeps renewing). */
+  lease_owner: string | null;
+  lease_until: Timestamp | null;
+  /** When an attempt that met a passing failure goes on. */
+  next_attempt_at: Timestamp | null;
   created_at: CreatedAt;
   updated_at: Timestamp;
+}
+
+/** One change of a post: its history, and the outbox the webhooks deliver from. */
+export interface PostEventTable {
+  id: Generated<string>;
+  organization_id: string;
+  post_id: string;
+  type: string;
+  at: Timestamp;
+  details: ColumnType<Record<string, unknown>, string, string>;
+  /** The post as the API showed it right after the event. */
+  post: ColumnType<unknown, string, string>;
 }
 
 /** A create that succeeded with an `Idempotency-Key`, kept to answer its retries. */
@@ -35,6 +56,7 @@ export interface IdempotencyKeyTable {
 
 export interface PostTables {
   posts: PostTable;
+  post_events: PostEventTable;
   idempotency_keys: IdempotencyKeyTable;
 }
 
@@ -42,6 +64,7 @@ export type Post = Selectable<PostTable>;
 export type NewPost = Insertable<PostTable>;
 export type PostUpdate = Updateable<PostTable>;
 export type IdempotencyKey = Selectable<IdempotencyKeyTable>;
+export type PostEventRow = Selectable<PostEventTable>;
 
 declare module '../db/schema.js' {
   // Adds this feature's tables to the database type (see src/db/schema.ts).

@@ -20,6 +20,7 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   createPost: { method: 'POST', path: '/public/v1/posts', body: { type: 'draft', content: 'probe', channelIds: ['ch_probe'] } },
   listPosts: { method: 'GET', path: '/public/v1/posts' },
   getPost: { method: 'GET', path: '/public/v1/posts/post_probe' },
+  getPostHistory: { method: 'GET', path: '/public/v1/posts/post_probe/history' },
   updatePost: { method: 'PATCH', path: '/public/v1/posts/post_probe', body: { content: 'probe' } },
   deletePost: { method: 'DELETE', path: '/public/v1/posts/post_probe' },
   schedulePost: { method: 'POST', path: '/public/v1/posts/post_probe/schedule', body: { scheduledAt: FAR_FUTURE } },

@@ -57,7 +57,14 @@ export async function insertMedia(db: Db, organizationId: string, kind: 'image' 
 /** A post in any state, e.g. one the publisher has taken (`publishing`) or finished. */
 export async function insertPost(
   db: Db,
-  post: { organizationId: string; channelId: string; status: PostStatus; scheduledAt: string | null; mediaIds?: string[]; error?: string | null },
+  post: {
+    organizationId: string;
+    channelId: string;
+    status: PostStatus;
+    scheduledAt: string | null;
+    mediaIds?: string[];
+    error?: { code: string; message: string } | null;
+  },
 ): Promise<string> {
   const id = newId('post');
   await db
@@ -72,7 +79,8 @@ export async function insertPost(
       settings: JSON.stringify({ __type: 'sandbox', outcome: 'published' }),
       status: post.status,
       scheduled_at: post.scheduledAt,
-      error: post.error ?? null,
+      error_code: post.error?.code ?? null,
+      error_message: post.error?.message ?? null,
       updated_at: new Date(),
     })
     .execute();

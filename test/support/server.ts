@@ -5,6 +5,7 @@ import path from 'node:path';
 import { compose, type Service } from '../../src/compose.js';
 import { loadConfig } from '../../src/core/config.js';
 import { createLogger, type Logger } from '../../src/core/logger.js';
+import type { DatabaseHandle } from '../../src/db/database.js';
 import type { MediaStorage } from '../../src/media/storage.js';
 import type { Providers } from '../../src/providers/providers.js';
 import { createTestDatabase } from './database.js';
@@ -17,7 +18,8 @@ export interface TestServer {
   setNow(instant: Date | string | undefined): void;
   /** Sends a request to the server; `path` starts with `/`. */
   fetch(path: string, init?: RequestInit): Promise<Response>;
-  close(): Promise<void>;
+  /** Stops the server; `keepDatabase` leaves its database open (for a server that shares it). */
+  close(options?: { keepDatabase?: boolean }): Promise<void>;
 }
 
 export interface TestServerOptions {
@@ -28,6 +30,13 @@ export interface TestServerOptions {
   providers?: Partial<Providers>;
   /** Media storage to use instead of the one the configuration names. */
   storage?: MediaStorage;
+  /**
+   * Run the publishing worker in the server, as `npm start` does. Off by default: a test that
+   * leaves posts due would otherwise see them published under it.
+   */
+  worker?: boolean;
+  /** An open database to share with another test server (a second worker); a fresh one by default. */
+  database?: DatabaseHandle;
 }
 
 /**
@@ -36,7 +45,7 @@ export interface TestServerOptions {
  * on close, unless `env` names one.
  */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const database = await createTestDatabase({ migrate: false });
+  const database = options.database ?? (await createTestDatabase({ migrate: false }));
   let now: number | undefined;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'post-scheduler-test-'));
   const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...options.env });
@@ -47,6 +56,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     clock: () => new Date(now ?? Date.now()),
     ...(options.providers ? { providers: options.providers } : {}),
     ...(options.storage ? { storage: options.storage } : {}),
+    worker: options.worker ?? false,
   });
   const server = await service.listen(0, '127.0.0.1');
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -58,10 +68,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       now = instant === undefined ? undefined : new Date(instant).getTime();
     },
     fetch: (path, init) => fetch(`${baseUrl}${path}`, init),
-    close: async () => {
+    close: async ({ keepDatabase = false } = {}) => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await database.close();
+      await service.stop(0);
+      if (!keepDatabase) await database.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

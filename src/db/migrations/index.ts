@@ -4,6 +4,7 @@ import * as posts from './2026-11-21-02-posts.js';
 import * as media from './2026-11-21-03-media.js';
 import * as oauth from './2026-11-21-04-oauth.js';
 import * as appPictures from './2026-11-21-05-app-pictures.js';
+import * as publishing from './2026-11-23-01-publishing.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-21-03-media': media,
   '2026-11-21-04-oauth': oauth,
   '2026-11-21-05-app-pictures': appPictures,
+  '2026-11-23-01-publishing': publishing,
 };

@@ -15,7 +15,10 @@ import type {
   MediaListQuery,
   MediaPage,
   Post,
+  PostEvent,
+  PostEventPage,
   PostFilters,
+  PostHistoryQuery,
   PostPage,
   TikTokAnalytics,
   TikTokAnalyticsQuery,
@@ -262,6 +265,34 @@ export default class Service {
    */
   async getPost(id: string, options?: RequestOptions): Promise<Post> {
     return dataOf(await this.api.GET('/public/v1/posts/{id}', { ...this.init(options), params: { path: { id } } }));
+  }
+
+  /**
+   * One page of a post's history, oldest first: its creation, each scheduling, each publishing
+   * attempt with its retries and their reasons, and its outcome. Pass `nextCursor` back as `cursor`
+   * for the next page, or use {@link Service.iteratePostHistory}.
+   *
+   * `GET /public/v1/posts/{id}/history`
+   */
+  async postHistory(id: string, page: PostHistoryQuery = {}, options?: RequestOptions): Promise<PostEventPage> {
+    return dataOf(
+      await this.api.GET('/public/v1/posts/{id}/history', { ...this.init(options), params: { path: { id }, query: page } }),
+    );
+  }
+
+  /**
+   * Every event of a post, oldest first, page after page.
+   *
+   * @example
+   * ```ts
+   * for await (const event of service.iteratePostHistory(postId)) console.log(event.at, event.type, event.reason ?? '');
+   * ```
+   */
+  iteratePostHistory(id: string, options?: RequestOptions): AsyncGenerator<PostEvent, void, undefined> {
+    return paginate(
+      (cursor) => this.postHistory(id, { cursor }, options),
+      (page) => page.data,
+    );
   }
 
   /**

@@ -31,6 +31,21 @@ export type Post = Schemas['Post'];
 /** One page of posts: `{ data, nextCursor }`. */
 export type PostPage = Schemas['PostPage'];
 
+/** Why a post failed: a stable `code` to act on and a `message` for people. */
+export type PostError = NonNullable<Schemas['PostError']>;
+
+/** What happened to a post: `created`, `scheduled`, `publishing`, `retrying`, `published`, `failed`, … */
+export type PostEventType = Schemas['PostEventType'];
+
+/** One change of a post, as `Service.postHistory` lists it and the webhooks deliver it. */
+export type PostEvent = Schemas['PostEvent'];
+
+/** One page of a post's events, oldest first: `{ data, nextCursor }`. */
+export type PostEventPage = Schemas['PostEventPage'];
+
+/** The page of `Service.postHistory`: `limit` and `cursor`. */
+export type PostHistoryQuery = NonNullable<operations['getPostHistory']['parameters']['query']>;
+
 /** What happens to created posts: `schedule` (at `date`), `now` or `draft`. */
 export type CreatePostType = Schemas['CreatePostType'];
 
@@ -70,7 +85,7 @@ export type YouTubeSettings = Schemas['YouTubeSettings'];
 /** How a video is posted to TikTok (`__type: 'tiktok'`); build it from the channel's creator info. */
 export type TikTokSettings = Schemas['TikTokSettings'];
 
-/** Settings of the built-in sandbox provider (`__type: 'sandbox'`), which publishes nowhere. */
+/** Settings of the built-in sandbox provider (`__type: 'sandbox'`), which publishes to a page of the server. */
 export type SandboxSettings = Schemas['SandboxSettings'];
 
 /** Who can see a TikTok post. */

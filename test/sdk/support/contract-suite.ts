@@ -162,7 +162,7 @@ export function describeContract(name: string, getTarget: () => ContractTarget):
 
     it('edits, schedules, unschedules and deletes a post', async (ctx) => {
       const target = getTarget();
-      const needs: Operation[] = ['createPost', 'updatePost', 'schedulePost', 'changePostStatus', 'deletePost', 'getPost'];
+      const needs: Operation[] = ['createPost', 'updatePost', 'schedulePost', 'changePostStatus', 'deletePost', 'getPost', 'getPostHistory'];
       ctx.skip(!!target.unavailable(...needs), target.unavailable(...needs));
       const service = target.client();
       const created = await service.createPost({ type: 'draft', content: 'Doors open at 9', channelIds: [target.sandboxChannelId] });
@@ -174,12 +174,20 @@ export function describeContract(name: string, getTarget: () => ContractTarget):
       expect(scheduled.status).toBe('scheduled');
       const unscheduled = await service.changePostStatus(post.id, 'draft');
       expect(unscheduled.status).toBe('draft');
+      const history = await take(service.iteratePostHistory(post.id), 20);
+      expect(history.length).toBeGreaterThan(0);
       await expect(service.deletePost(post.id)).resolves.toBeUndefined();
 
       if (target.echoes) {
         expect(edited).toMatchObject({ id: post.id, content: 'Doors open at 10', status: 'draft' });
         expect(scheduled).toMatchObject({ id: post.id, scheduledAt: at.toISOString() });
         expect(unscheduled).toMatchObject({ id: post.id, scheduledAt: at.toISOString() });
+        expect(history.map((event) => [event.type, event.status])).toEqual([
+          ['created', 'draft'],
+          ['edited', 'draft'],
+          ['scheduled', 'scheduled'],
+          ['drafted', 'draft'],
+        ]);
         await expect(service.getPost(post.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });
       }
     });

@@ -1,0 +1,20 @@
+import { forgetExpiredSessions } from './accounts/sessions.js';
+import { forgetOldRateLimitWindows } from './http/rate-limit.js';
+import type { MediaContext } from './media/storage.js';
+import { forgetStaleUploads } from './media/upload-sweep.js';
+import { forgetExpiredCodes } from './oauth/codes.js';
+import { forgetExpiredKeys } from './posts/idempotency.js';
+
+/**
+ * What the service forgets when it no longer serves anybody, as a scheduled job of the workers
+ * (every 10 minutes) rather than inside requests: stale uploads and their bytes, rate-limit counts
+ * of past windows, expired sessions, idempotency keys, OAuth codes and consent requests.
+ */
+export async function keepHouse(ctx: MediaContext): Promise<void> {
+  const now = ctx.clock();
+  await forgetStaleUploads(ctx, now);
+  await forgetOldRateLimitWindows(ctx.db, now);
+  await forgetExpiredSessions(ctx.db, now);
+  await forgetExpiredKeys(ctx.db, now);
+  await forgetExpiredCodes(ctx.db, now);
+}

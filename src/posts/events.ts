@@ -1,0 +1,69 @@
+import type { components } from '../../generated/public-v1.js';
+import type { Db } from '../db/database.js';
+import { toPostBody, type PostRow } from './post-body.js';
+
+export type PostEventBody = components['schemas']['PostEvent'];
+type PostError = components['schemas']['PostError'];
+
+/** The events this service writes (the contract's `PostEventType` may grow). */
+export type PostEventType =
+  | 'created'
+  | 'scheduled'
+  | 'rescheduled'
+  | 'drafted'
+  | 'edited'
+  | 'publishing'
+  | 'retrying'
+  | 'published'
+  | 'failed'
+  | 'deleted';
+
+/** What an event says beyond its type. */
+export interface PostEventDetails {
+  attempt?: number;
+  reason?: string;
+  nextAttemptAt?: string;
+  releaseId?: string;
+  releaseUrl?: string | null;
+  note?: string;
+  error?: PostError;
+  logId?: string;
+}
+
+/**
+ * Writes one change of a post, in the transaction that makes it: the history of the post, and the
+ * outbox the webhooks deliver from, with the post as the API shows it right after the change.
+ */
+export async function recordPostEvent(trx: Db, post: PostRow, type: PostEventType, at: Date, details: PostEventDetails = {}): Promise<void> {
+  await trx
+    .insertInto('post_events')
+    .values({
+      organization_id: post.organization_id,
+      post_id: post.id,
+      type,
+      at,
+      details: JSON.stringify(details),
+      post: JSON.stringify(toPostBody(post)),
+    })
+    .execute();
+}
+
+/** A post's events after the event `afterId` (exclusive), oldest first; `limit + 1` rows tell whether more follow. */
+export function listPostEvents(db: Db, postId: string, afterId: string | undefined, limit: number) {
+  let query = db.selectFrom('post_events').select(['id', 'post_id', 'type', 'at', 'details', 'post']).where('post_id', '=', postId);
+  if (afterId !== undefined) query = query.where('id', '>', afterId);
+  return query.orderBy('id').limit(limit + 1).execute();
+}
+
+export function toPostEventBody(row: { id: string; post_id: string; type: string; at: Date; details: Record<string, unknown>; post: unknown }): PostEventBody {
+  const post = row.post as components['schemas']['Post'];
+  return {
+    id: `evt_${row.id}`,
+    postId: row.post_id,
+    type: row.type,
+    at: row.at.toISOString(),
+    status: post.status,
+    scheduledAt: post.scheduledAt,
+    ...(row.details as PostEventDetails),
+  };
+}

@@ -1,0 +1,137 @@
+import type { Channel } from '../channels/tables.js';
+import type { MediaContentType, MediaKind } from '../core/contract.js';
+
+/** A media file of a post, as an adapter reads it to send it to a network. */
+export interface PublishableMedia {
+  id: string;
+  fileName: string;
+  contentType: MediaContentType;
+  kind: MediaKind;
+  size: number;
+  /** A signed URL that serves the bytes for a while (a network can pull from it). */
+  url: string;
+  /** Opens the bytes, or a range of them, from storage. */
+  open(range?: { start: number; end: number }): Promise<NodeJS.ReadableStream>;
+}
+
+/** What a publication sends: one post to its channel. */
+export interface PublicationInput {
+  post: {
+    id: string;
+    /** The publishing attempt: each time the post is published anew, a new number. */
+    attempt: number;
+    content: string;
+    settings: unknown;
+  };
+  channel: Channel;
+  media: PublishableMedia[];
+  /** Aborted when the worker stops: a step should end its exchange with the network. */
+  signal: AbortSignal;
+}
+
+/**
+ * Where a publication stands: the step it is at and the network's reference for it (an upload
+ * session, a publish id), recorded by the worker before it moves on. A step marked `irreversible`
+ * is the point of no return (the last chunk of an upload, a publish call): it is recorded before it
+ * runs, and a publication that may have crossed it is never sent again, only asked about.
+ */
+export interface Progress {
+  step: string;
+  reference: Record<string, unknown>;
+  irreversible: boolean;
+}
+
+export type Outcome =
+  | {
+      status: 'published';
+      releaseId: string;
+      releaseUrl: string | null;
+      /** What the network said besides, e.g. that the creator finishes the post in the app. */
+      note?: string;
+    }
+  | { status: 'failed'; code: string; message: string; logId?: string };
+
+/** What running a step leads to: the next step (recorded before it runs), or the end. */
+export type StepResult = { next: Progress } | { outcome: Outcome };
+
+/** What a network says about a publication that may have crossed its irreversible point. */
+export type Lookup =
+  | Outcome
+  /** Still being processed: ask again later. */
+  | { status: 'pending'; checkAgainInSeconds: number }
+  /** The network knows nothing of it: nothing was published, and the step may be run again. */
+  | { status: 'absent' }
+  /** The network cannot tell. */
+  | { status: 'unknown'; message: string };
+
+/**
+ * How one network publishes. The worker drives the steps, records each one's progress before going
+ * on, retries passing failures only before the irreversible point, and after a crash resumes from
+ * the recorded progress or asks `lookup`.
+ */
+export interface PublishingAdapter {
+  /** At most this many publications of one channel at once, and at most this many started per minute. */
+  readonly limits: { concurrencyPerChannel: number; startsPerMinutePerChannel?: number };
+  /** The first step of a publication. */
+  start(input: PublicationInput): Progress;
+  /** Runs the step `progress` names. Throws a `PublishError` when it does not get through. */
+  run(input: PublicationInput, progress: Progress): Promise<StepResult>;
+  /** What became of a publication from its recorded reference (after its irreversible point). */
+  lookup(input: PublicationInput, progress: Progress): Promise<Lookup>;
+}
+
+/** A step that did not get through. */
+export abstract class PublishError extends Error {
+  constructor(
+    message: string,
+    /** The network's reference of the exchange, for its support. */
+    readonly logId?: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** A passing failure (the network unreachable or overloaded, a 5xx, a 429): trying again later may work. */
+export class TransientPublishError extends PublishError {
+  /** When the network asks to wait (429, 503 with Retry-After). */
+  readonly retryAfterSeconds: number | undefined;
+  /**
+   * The network answered, and its answer says the step was not taken (a 429, a 503): even an
+   * irreversible step may run again. Without an answer (a cut connection, a timeout) the step may
+   * have got through, and an irreversible one is asked about before anything else.
+   */
+  readonly answered: boolean;
+
+  constructor(message: string, options: { answered: boolean; retryAfterSeconds?: number; logId?: string }) {
+    super(message, options.logId);
+    this.answered = options.answered;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+/** The network refused the post for good; `code` is one of the contract's `PostError` codes. */
+export class PermanentPublishError extends PublishError {
+  constructor(
+    readonly code: string,
+    message: string,
+    logId?: string,
+  ) {
+    super(message, logId);
+  }
+}
+
+/** The network refused the channel's credentials: a user must reconnect the channel. */
+export class ReconnectNeededError extends PublishError {}
+
+/**
+ * The wait a `Retry-After` header asks for, in seconds (a number of seconds or an HTTP date), or
+ * nothing when it is missing or unreadable.
+ */
+export function retryAfterSeconds(header: string | string[] | undefined, now = Date.now()): number | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (!value) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim());
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
+}

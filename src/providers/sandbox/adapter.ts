@@ -1,0 +1,117 @@
+import { createHmac } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { OutboundClient } from '../../net/outbound-client.js';
+import {
+  PermanentPublishError,
+  ReconnectNeededError,
+  TransientPublishError,
+  retryAfterSeconds,
+  type Lookup,
+  type Progress,
+  type PublicationInput,
+  type PublishingAdapter,
+  type StepResult,
+} from '../adapter.js';
+
+/** What a sandbox channel's requests to the sandbox network are signed with: a key of the installation. */
+export function sandboxToken(key: Buffer, channelId: string): string {
+  return createHmac('sha256', key).update(`sandbox-channel:${channelId}`).digest('base64url');
+}
+
+// The sandbox network answers at once, or after SANDBOX_LATENCY_MS; this is far beyond either.
+const TIMEOUT_SECONDS = 60;
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+interface Release {
+  id: string;
+  url: string;
+}
+
+/**
+ * The sandbox network: it publishes a post to a page of this server (`/sandbox/releases/{id}`), so
+ * the whole flow can be tried without a social account. It speaks HTTP like the real networks, to
+ * the base URL the operator configured (this server by default), through the same outbound client,
+ * and its publication is a single irreversible step keyed by post and attempt, which it can be asked
+ * about afterwards.
+ */
+export class SandboxAdapter implements PublishingAdapter {
+  readonly limits = { concurrencyPerChannel: 20 };
+
+  constructor(
+    private readonly outbound: OutboundClient,
+    private readonly baseUrl: () => string,
+    private readonly key: Buffer,
+  ) {}
+
+  start(input: PublicationInput): Progress {
+    return { step: 'publish', reference: { key: `${input.post.id}:${input.post.attempt}` }, irreversible: true };
+  }
+
+  async run(input: PublicationInput, progress: Progress): Promise<StepResult> {
+    const response = await this.send(input, 'POST', '/sandbox/api/releases', {
+      key: progress.reference.key,
+      channelId: input.channel.id,
+      content: input.post.content,
+      settings: input.post.settings,
+      media: input.media.map((m) => ({ id: m.id, fileName: m.fileName, contentType: m.contentType, kind: m.kind })),
+    });
+    if (response.status === 200 || response.status === 201) {
+      const release = JSON.parse(response.body) as Release;
+      return { outcome: { status: 'published', releaseId: release.id, releaseUrl: release.url } };
+    }
+    throw this.failure(response);
+  }
+
+  async lookup(input: PublicationInput, progress: Progress): Promise<Lookup> {
+    const response = await this.send(input, 'GET', `/sandbox/api/releases/by-key/${encodeURIComponent(String(progress.reference.key))}`);
+    if (response.status === 200) {
+      const release = JSON.parse(response.body) as Release;
+      return { status: 'published', releaseId: release.id, releaseUrl: release.url };
+    }
+    if (response.status === 404) return { status: 'absent' };
+    // 410: the network keeps no record of the key any more, so it cannot tell.
+    if (response.status === 410) return { status: 'unknown', message: 'the sandbox network no longer knows the publication' };
+    throw this.failure(response);
+  }
+
+  private async send(input: PublicationInput, method: string, path: string, body?: object): Promise<Answer> {
+    try {
+      const response = await this.outbound.call(`${this.baseUrl()}${path}`, {
+        method,
+        trusted: true,
+        headers: {
+          Authorization: `Bearer ${sandboxToken(this.key, input.channel.id)}`,
+          Accept: 'application/json',
+          ...(body ? { 'Content-Type': 'application/json' } : {}),
+        },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+        signal: input.signal,
+        timeoutSeconds: TIMEOUT_SECONDS,
+        maxResponseBytes: MAX_ANSWER_BYTES,
+      });
+      return { status: response.status, headers: response.headers, body: response.body.toString('utf8') };
+    } catch (error) {
+      throw new TransientPublishError(`the sandbox network could not be reached (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, { answered: false });
+    }
+  }
+
+  private failure(response: Answer): Error {
+    let message = `the sandbox network answered ${response.status}`;
+    try {
+      message = (JSON.parse(response.body) as { message?: string }).message ?? message;
+    } catch {
+      // Not JSON: the status says it.
+    }
+    if (response.status === 401 || response.status === 403) return new ReconnectNeededError(message);
+    if (response.status === 429 || response.status >= 500) {
+      return new TransientPublishError(message, { answered: true, retryAfterSeconds: retryAfterSeconds(response.headers['retry-after']) });
+    }
+    return new PermanentPublishError('rejected_by_network', message);
+  }
+}

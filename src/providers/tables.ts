@@ -1,0 +1,26 @@
+import type { ColumnType, Selectable } from 'kysely';
+import type { Timestamp } from '../db/columns.js';
+
+/** A post the sandbox network published, shown on its page of this server. */
+export interface SandboxReleaseTable {
+  id: string;
+  /** The publisher's key for the publication (post and attempt): at most one release per key. */
+  publication_key: string;
+  organization_id: string;
+  channel_id: string;
+  content: string;
+  media: ColumnType<{ id: string; fileName: string; contentType: string; kind: string }[], string, string>;
+  settings: ColumnType<unknown, string | null, string | null>;
+  published_at: Timestamp;
+}
+
+export interface ProviderTables {
+  sandbox_releases: SandboxReleaseTable;
+}
+
+export type SandboxRelease = Selectable<SandboxReleaseTable>;
+
+declare module '../db/schema.js' {
+  // Adds this feature's tables to the database type (see src/db/schema.ts).
+  interface Database extends ProviderTables {}
+}

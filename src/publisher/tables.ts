@@ -1,0 +1,26 @@
+import type { ColumnType, Generated } from 'kysely';
+import type { CreatedAt, Timestamp } from '../db/columns.js';
+
+/** The recorded progress of one attempt to publish a post (see the publisher). */
+export interface PostPublicationTable {
+  post_id: string;
+  attempt: number;
+  provider: string;
+  step: string;
+  reference: ColumnType<Record<string, unknown>, string, string>;
+  /** Set before the attempt's irreversible step runs: from then on it is asked about, never sent again. */
+  irreversible_at: Timestamp | null;
+  /** Passing failures met before the irreversible point, each retried later. */
+  retries: Generated<number>;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface PublisherTables {
+  post_publications: PostPublicationTable;
+}
+
+declare module '../db/schema.js' {
+  // Adds this feature's tables to the database type (see src/db/schema.ts).
+  interface Database extends PublisherTables {}
+}

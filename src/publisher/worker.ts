@@ -1,0 +1,327 @@
+import { randomBytes } from 'node:crypto';
+import { findChannel } from '../channels/channels.js';
+import { RateLimiter } from '../http/rate-limit.js';
+import type { Db } from '../db/database.js';
+import type { JobConsumer } from '../jobs/consumer.js';
+import type { JobQueue, Jobs } from '../jobs/queue.js';
+import type { MediaContext } from '../media/storage.js';
+import { recordPostEvent } from '../posts/events.js';
+import type { PostRow } from '../posts/post-body.js';
+import type { ProvidersContext } from '../providers/providers.js';
+import { claimPost, countRetry, heldUntil, loadProgress, postsWithoutLiveJob, renewLease, updateHeldPost, type ClaimedPost } from './ledger.js';
+import { outcomeUnknown, precondition, publishableMedia, runAttempt, type RunResult } from './publish.js';
+
+/** What the publisher is built from. */
+export interface PublisherContext extends MediaContext, ProvidersContext {
+  queue: JobQueue;
+}
+
+export interface PublisherSettings {
+  /** Publications this worker runs at once (they wait on the networks, not on the CPU). */
+  concurrency: number;
+  /** How often the worker looks for posts that fell due. */
+  pollingIntervalSeconds: number;
+  /** Base of the retry delays of passing failures (× 1, 6, 24, 120, 360). */
+  retryBaseMs: number;
+  /** How long a worker holds a post it publishes before it must renew its hold. */
+  leaseMs: number;
+}
+
+const PUBLISH = 'publish-post';
+const RECONCILE = 'reconcile-publications';
+// pg-boss's shortest heartbeat: a job whose worker died is given back after it.
+const HEARTBEAT_SECONDS = 10;
+
+/**
+ * The publisher's queues, as pg-boss keeps them. Crash safety does not rest on pg-boss's retries
+ * (the post row and its lease do), but a job whose worker died is given back once its heartbeat
+ * stops, so its post is looked at again soon.
+ */
+export const PUBLISHER_QUEUES = [
+  { name: PUBLISH, options: { retryLimit: 5, retryDelay: 5, heartbeatSeconds: HEARTBEAT_SECONDS, expireInSeconds: 6 * 3600 } },
+  { name: RECONCILE, options: { retryLimit: 0 } },
+] as const;
+/** Passing failures an attempt survives before it fails with `provider_unavailable`. */
+const RETRY_FACTORS = [1, 6, 24, 120, 360];
+// A post is left to its own job this long after it is due before reconciliation plans another.
+const RECONCILE_GRACE_SECONDS = 60;
+const RECONCILE_BATCH = 1000;
+// An attempt still processing after this long is given up as outcome_unknown.
+const PENDING_LIMIT_MS = 24 * 3_600_000;
+// Once the grace period is over, how long the let-go publications get to hand back their jobs.
+const LET_GO_MS = 5000;
+// Signed media URLs handed to networks that pull the bytes live this long.
+const MEDIA_URL_SECONDS = 6 * 3600;
+
+/**
+ * The publishing worker: takes due posts from the queue and publishes each through its network's
+ * adapter, at most once on the network (see runAttempt), writing every change of the post as an
+ * event in the same transaction.
+ */
+export class Publisher {
+  /** This worker's name on the leases it takes. */
+  readonly id = `worker-${randomBytes(6).toString('hex')}`;
+  private readonly running = new Map<string, AbortController>();
+  private readonly startLimiters = new Map<string, RateLimiter>();
+  private consumer: JobConsumer<Jobs['publish-post']> | undefined;
+  private stopping = false;
+
+  constructor(
+    private readonly ctx: PublisherContext,
+    private readonly settings: PublisherSettings,
+  ) {}
+
+  async start(): Promise<void> {
+    const tiers = Object.fromEntries(
+      Object.entries(this.ctx.providers.publishing).map(([provider, adapter]) => [provider, adapter.limits.concurrencyPerChannel]),
+    );
+    this.consumer = this.ctx.queue.consume(
+      PUBLISH,
+      {
+        capacity: this.settings.concurrency,
+        pollingIntervalSeconds: this.settings.pollingIntervalSeconds,
+        heartbeatSeconds: HEARTBEAT_SECONDS,
+        // Never more publications of one channel at once than its network allows, across all workers.
+        groupConcurrency: { default: 1, tiers },
+      },
+      (job) => this.publish(job.data.postId),
+    );
+    await this.ctx.queue.work(RECONCILE, { pollingIntervalSeconds: 5 }, () => this.reconcile());
+    await this.ctx.queue.boss.schedule(RECONCILE, '* * * * *', {});
+  }
+
+  /**
+   * Stops taking jobs and lets the running publications finish for up to `graceMs`; the ones still
+   * running then are stopped and let go, so that another worker takes them at once (an attempt that
+   * had not reached its irreversible point is scheduled again; one that had is asked about).
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.stopping = true;
+    const consumerStopped = this.consumer?.stop(graceMs + LET_GO_MS);
+    const deadline = Date.now() + graceMs;
+    while (this.running.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (const [postId, controller] of this.running) {
+      controller.abort();
+      await this.letGo(postId).catch((error: unknown) => this.ctx.logger.error({ err: error, postId }, 'could not let go of a post'));
+    }
+    await consumerStopped;
+  }
+
+  /** One job: publish the post if it is due and free, go on with it, or find out what became of it. */
+  async publish(postId: string): Promise<void> {
+    if (this.running.has(postId)) return;
+    // A job fetched as the worker stops is handed back for another worker, not dropped.
+    if (this.stopping) return this.replan(postId);
+    // In `running` from here, so that stop() lets go of a post claimed while it stops.
+    const controller = new AbortController();
+    this.running.set(postId, controller);
+    let renewal: NodeJS.Timeout | undefined;
+    try {
+      if (!(await this.mayStart(postId))) return;
+      const post = await this.ctx.db.transaction().execute(async (trx) => {
+        const claimed = await claimPost(trx, postId, this.id, this.settings.leaseMs);
+        if (claimed) await this.started(trx, claimed);
+        return claimed;
+      });
+      if (!post) return await this.followHeldPost(postId);
+      if (controller.signal.aborted) return await this.letGo(postId);
+
+      renewal = setInterval(() => {
+        renewLease(this.ctx.db, postId, this.id, this.settings.leaseMs).catch((error: unknown) => this.ctx.logger.warn({ err: error, postId }, 'could not renew a lease'));
+      }, Math.floor(this.settings.leaseMs / 3));
+      try {
+        const result = await this.attempt(post, controller.signal);
+        if (!controller.signal.aborted) await this.settle(post, result);
+      } catch (error) {
+        if (controller.signal.aborted) return;
+        this.ctx.logger.error({ err: error, postId }, 'publishing failed unexpectedly');
+        const progress = await loadProgress(this.ctx.db, post.id, post.publish_attempt).catch(() => undefined);
+        const reason = 'the publisher met an unexpected error';
+        await this.settle(post, { status: 'retry', reason, maybeDelivered: progress?.irreversible ?? true }).catch(() => undefined);
+      }
+    } finally {
+      clearInterval(renewal);
+      this.running.delete(postId);
+    }
+  }
+
+  private async attempt(post: ClaimedPost, signal: AbortSignal): Promise<RunResult> {
+    const adapter = this.ctx.providers.publishing[post.provider];
+    const channel = await findChannel(this.ctx.db, post.organization_id, post.channel_id);
+    const media = await publishableMedia(this.ctx, post, MEDIA_URL_SECONDS);
+    const blocked = precondition(adapter, channel, media);
+    if (blocked || !adapter || !channel || !media) return blocked!;
+    const input = {
+      post: { id: post.id, attempt: post.publish_attempt, content: post.content, settings: post.settings },
+      channel,
+      media,
+      signal,
+    };
+    return runAttempt(this.ctx.db, adapter, post, input);
+  }
+
+  /** The events of taking a post: a new attempt, or one taken over from a worker that stopped. */
+  private async started(trx: Db, post: ClaimedPost): Promise<void> {
+    const now = this.ctx.clock();
+    if (post.previous_status === 'scheduled') {
+      await recordPostEvent(trx, post, 'publishing', now, { attempt: post.publish_attempt });
+    } else if (post.previous_owner !== null) {
+      await recordPostEvent(trx, post, 'retrying', now, {
+        attempt: post.publish_attempt,
+        reason: 'the worker that was publishing it stopped; another one goes on',
+        nextAttemptAt: now.toISOString(),
+      });
+    }
+  }
+
+  /** Writes how the run ended, with its event, and plans what comes next, in one transaction. */
+  private async settle(post: ClaimedPost, result: RunResult): Promise<void> {
+    const progress = await loadProgress(this.ctx.db, post.id, post.publish_attempt);
+    const now = this.ctx.clock();
+    if (result.status === 'retry' && (progress?.retries ?? 0) >= RETRY_FACTORS.length) {
+      result = result.maybeDelivered
+        ? outcomeUnknown(`the network kept failing: ${result.reason}`, result.logId)
+        : { status: 'failed', code: 'provider_unavailable', message: `The network kept failing (${result.reason}); schedule the post again later.`, ...(result.logId ? { logId: result.logId } : {}) };
+    }
+    if (result.status === 'pending' && progress && now.getTime() - progress.createdAt.getTime() > PENDING_LIMIT_MS) {
+      result = { status: 'failed', code: 'outcome_unknown', message: 'The network was still processing the post a day after it was sent. Check the channel before scheduling it again.' };
+    }
+    await this.ctx.db.transaction().execute(async (trx) => {
+      const attempt = post.publish_attempt;
+      let settled: PostRow | undefined;
+      switch (result.status) {
+        case 'published':
+          settled = await updateHeldPost(trx, post.id, this.id, { status: 'published', published_at: now, release_id: result.releaseId, release_url: result.releaseUrl });
+          if (settled) {
+            await recordPostEvent(trx, settled, 'published', now, {
+              attempt,
+              releaseId: result.releaseId,
+              releaseUrl: result.releaseUrl,
+              ...(result.note ? { note: result.note } : {}),
+            });
+          }
+          return;
+        case 'failed':
+          settled = await updateHeldPost(trx, post.id, this.id, { status: 'failed', error_code: result.code, error_message: result.message });
+          if (settled) {
+            await recordPostEvent(trx, settled, 'failed', now, {
+              attempt,
+              error: { code: result.code, message: result.message },
+              ...(result.logId ? { logId: result.logId } : {}),
+            });
+          }
+          return;
+        case 'retry': {
+          const factor = RETRY_FACTORS[progress?.retries ?? 0] ?? RETRY_FACTORS.at(-1)!;
+          const waitMs = Math.max(factor * this.settings.retryBaseMs, (result.retryAfterSeconds ?? 0) * 1000);
+          const next = new Date(now.getTime() + waitMs);
+          settled = await updateHeldPost(trx, post.id, this.id, { next_attempt_at: next });
+          if (settled) {
+            await countRetry(trx, post.id, attempt);
+            await recordPostEvent(trx, settled, 'retrying', now, {
+              attempt,
+              reason: result.reason,
+              nextAttemptAt: next.toISOString(),
+              ...(result.logId ? { logId: result.logId } : {}),
+            });
+            await this.ctx.queue.plan(trx, PUBLISH, { postId: post.id }, { startAfter: next, group: { id: post.channel_id, tier: post.provider } });
+          }
+          return;
+        }
+        case 'pending': {
+          const next = new Date(now.getTime() + result.checkAgainInSeconds * 1000);
+          settled = await updateHeldPost(trx, post.id, this.id, { next_attempt_at: next });
+          if (settled) await this.ctx.queue.plan(trx, PUBLISH, { postId: post.id }, { startAfter: next, group: { id: post.channel_id, tier: post.provider } });
+          return;
+        }
+      }
+    });
+  }
+
+  /**
+   * Lets go of a post this worker is stopping on. An attempt that had not reached its irreversible
+   * point goes back to `scheduled` (nothing reached the network) and is taken again at once. One
+   * that had stays `publishing`, free, and is asked about after the first retry delay, so that a
+   * publication the network was still processing when the call was cut has landed by then.
+   */
+  private async letGo(postId: string): Promise<void> {
+    await this.ctx.db.transaction().execute(async (trx) => {
+      const post = await trx.selectFrom('posts').select(['publish_attempt']).where('id', '=', postId).where('lease_owner', '=', this.id).executeTakeFirst();
+      if (!post) return;
+      const progress = await loadProgress(trx, postId, post.publish_attempt);
+      const crossed = progress?.irreversible === true;
+      const now = this.ctx.clock();
+      const askAt = new Date(now.getTime() + this.settings.retryBaseMs);
+      const released = await updateHeldPost(trx, postId, this.id, crossed ? { next_attempt_at: askAt } : { status: 'scheduled' });
+      if (!released) return;
+      const reason = 'the worker publishing it stopped; another one takes it over';
+      await recordPostEvent(
+        trx,
+        released,
+        crossed ? 'retrying' : 'scheduled',
+        now,
+        crossed ? { attempt: post.publish_attempt, reason: `${reason} and asks the network what became of it`, nextAttemptAt: askAt.toISOString() } : { reason },
+      );
+      await this.ctx.queue.plan(trx, PUBLISH, { postId }, { ...(crossed ? { startAfter: askAt } : {}), group: { id: released.channel_id, tier: released.provider } });
+    });
+  }
+
+  /**
+   * A job found its post held by another worker. If that worker stopped without letting go, the post
+   * is free when the lease runs out: come back then, so a crash costs one lease, not a reconciliation.
+   */
+  private async followHeldPost(postId: string): Promise<void> {
+    const until = await heldUntil(this.ctx.db, postId);
+    if (until) await this.replan(postId, new Date(until.getTime() + 1000));
+  }
+
+  /** Plans another job for a post, at `startAfter` or at once. */
+  private async replan(postId: string, startAfter?: Date): Promise<void> {
+    const post = await this.ctx.db
+      .selectFrom('posts')
+      .innerJoin('channels', 'channels.id', 'posts.channel_id')
+      .select(['posts.channel_id', 'channels.provider'])
+      .where('posts.id', '=', postId)
+      .executeTakeFirst();
+    if (!post) return;
+    await this.ctx.queue.plan(this.ctx.db, PUBLISH, { postId }, { ...(startAfter ? { startAfter } : {}), group: { id: post.channel_id, tier: post.provider } });
+  }
+
+  /**
+   * A network that limits how many publications a channel starts per minute (TikTok: 6) delays the
+   * channel's next ones to the next minute, without holding up other channels.
+   */
+  private async mayStart(postId: string): Promise<boolean> {
+    if (!Object.values(this.ctx.providers.publishing).some((adapter) => adapter.limits.startsPerMinutePerChannel !== undefined)) return true;
+    const post = await this.ctx.db
+      .selectFrom('posts')
+      .innerJoin('channels', 'channels.id', 'posts.channel_id')
+      .select(['posts.status', 'posts.channel_id', 'channels.provider'])
+      .where('posts.id', '=', postId)
+      .executeTakeFirst();
+    if (!post || post.status !== 'scheduled') return true;
+    const limit = this.ctx.providers.publishing[post.provider]?.limits.startsPerMinutePerChannel;
+    if (limit === undefined) return true;
+    let limiter = this.startLimiters.get(post.provider);
+    if (!limiter) {
+      limiter = new RateLimiter(this.ctx.db, `publish-starts-${post.provider}`, { max: limit, windowSeconds: 60 }, this.ctx.clock);
+      this.startLimiters.set(post.provider, limiter);
+    }
+    const state = await limiter.hit(post.channel_id);
+    if (state.allowed) return true;
+    await this.replan(postId, new Date(this.ctx.clock().getTime() + state.resetSeconds * 1000));
+    return false;
+  }
+
+  /** Plans a job for every post that should have one and has none: nothing is lost between two steps. */
+  async reconcile(): Promise<void> {
+    const overdue = await postsWithoutLiveJob(this.ctx.db, PUBLISH, RECONCILE_GRACE_SECONDS, RECONCILE_BATCH);
+    if (overdue.length === 0) return;
+    this.ctx.logger.info({ posts: overdue.length }, 'planning publications that had no job');
+    await this.ctx.db.transaction().execute(async (trx) => {
+      for (const post of overdue) {
+        await this.ctx.queue.plan(trx, PUBLISH, { postId: post.id }, { group: { id: post.channel_id, tier: post.provider } });
+      }
+    });
+  }
+}

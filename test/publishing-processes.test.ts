@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_DATABASE_URL } from './support/database.js';
+import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
+import { startPublishingRig, type PublishingRig } from './support/publishing-rig.js';
+
+// Worker processes of the build on one PostgreSQL database, publishing to a fake of the sandbox
+// network that counts what it receives. PostgreSQL only: the embedded database belongs to one
+// process. `scripts/crash-publisher.ts` runs the crash drill below with other numbers.
+const onPostgres = describe.skipIf(!TEST_DATABASE_URL);
+
+const WORKER_ENV = { PUBLISH_LEASE_SECONDS: '5', PUBLISH_RETRY_BASE_MS: '500' };
+
+/** Posts the network received more than once, and published posts it never received. */
+function duplicatesAndMissing(network: FakeNetwork, ids: string[], published: Set<string>) {
+  const duplicates = ids.filter((id) => network.publicationsOf(id) > 1);
+  const missing = [...published].filter((id) => network.publicationsOf(id) === 0);
+  return { duplicates, missing };
+}
+
+async function publishedIds(rig: PublishingRig): Promise<Set<string>> {
+  const rows = await rig.api.ctx.db.selectFrom('posts').select('id').where('organization_id', '=', rig.org.id).where('status', '=', 'published').execute();
+  return new Set(rows.map((row) => row.id));
+}
+
+onPostgres('publishing with worker processes on PostgreSQL', () => {
+  let network: FakeNetwork;
+  beforeAll(async () => {
+    network = await startFakeNetwork();
+  });
+  afterAll(async () => {
+    await network?.close();
+  });
+
+  it('two workers publish 1,000 posts due at one time, each exactly once', { timeout: 180_000 }, async () => {
+    const rig = await startPublishingRig({ channels: 20, networkUrl: network.url, workerEnv: WORKER_ENV });
+    try {
+      const ids = await rig.createDuePosts(1000, new Date(Date.now() + 5000), 0);
+      await Promise.all([rig.startWorker(), rig.startWorker()]);
+      const outcomes = await rig.untilSettled(120_000);
+      expect(outcomes).toEqual({ published: 1000 });
+      const { duplicates, missing } = duplicatesAndMissing(network, ids, await publishedIds(rig));
+      expect(duplicates).toEqual([]);
+      expect(missing).toEqual([]);
+    } finally {
+      await rig.close();
+    }
+  });
+
+  it('survives a worker killed with SIGKILL three times: every post published or outcome_unknown, none twice', { timeout: 300_000 }, async () => {
+    network.delay(100);
+    const rig = await startPublishingRig({ channels: 20, networkUrl: network.url, workerEnv: WORKER_ENV });
+    try {
+      // 1,000 posts due within 40 seconds, from 10 seconds from now.
+      const firstDueAt = new Date(Date.now() + 10_000);
+      const ids = await rig.createDuePosts(1000, firstDueAt, 40_000);
+      let victim = await rig.startWorker();
+      await rig.startWorker();
+      // Three kills at random moments while posts fall due, each worker started again at once.
+      const moments = Array.from({ length: 3 }, () => firstDueAt.getTime() + Math.random() * 40_000).sort((a, b) => a - b);
+      for (const moment of moments) {
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, moment - Date.now())));
+        await victim.kill();
+        victim = await rig.startWorker();
+      }
+      const outcomes = await rig.untilSettled(180_000);
+      const { scheduled = 0, publishing = 0, published = 0, 'failed/outcome_unknown': unknown = 0, ...others } = outcomes;
+      expect({ scheduled, publishing, others }).toEqual({ scheduled: 0, publishing: 0, others: {} });
+      expect(published + unknown).toBe(1000);
+      const { duplicates, missing } = duplicatesAndMissing(network, ids, await publishedIds(rig));
+      expect(duplicates).toEqual([]);
+      expect(missing).toEqual([]);
+      console.log(`crash drill: ${published} published, ${unknown} outcome_unknown, ${duplicates.length} duplicates, ${network.resends.length} resends of one key`);
+    } finally {
+      network.delay(0);
+      await rig.close();
+    }
+  });
+
+  it('a worker stopped with SIGTERM finishes what it runs, holds nothing, and the next one publishes the rest once', { timeout: 180_000 }, async () => {
+    network.delay(500);
+    const rig = await startPublishingRig({ channels: 5, networkUrl: network.url, workerEnv: WORKER_ENV });
+    try {
+      const ids = await rig.createDuePosts(500, new Date(Date.now() + 3000), 0);
+      const worker = await rig.startWorker();
+      const deadline = Date.now() + 30_000;
+      while (((await rig.outcomes()).published ?? 0) < 20 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+
+      expect(await worker.terminate()).toBe(0);
+      // The publications it was running finished within the grace period: none is left publishing.
+      const afterStop = await rig.outcomes();
+      expect(afterStop.publishing ?? 0).toBe(0);
+      expect((afterStop.published ?? 0) + (afterStop.scheduled ?? 0)).toBe(500);
+      expect(afterStop.scheduled ?? 0).toBeGreaterThan(0);
+      const held = await rig.api.ctx.db.selectFrom('posts').select('id').where('organization_id', '=', rig.org.id).where('lease_owner', 'is not', null).execute();
+      expect(held).toEqual([]);
+
+      await rig.startWorker();
+      expect(await rig.untilSettled(120_000)).toEqual({ published: 500 });
+      const { duplicates, missing } = duplicatesAndMissing(network, ids, await publishedIds(rig));
+      expect(duplicates).toEqual([]);
+      expect(missing).toEqual([]);
+    } finally {
+      network.delay(0);
+      await rig.close();
+    }
+  });
+});

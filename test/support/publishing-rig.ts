@@ -1,0 +1,169 @@
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { createTestDatabase } from './database.js';
+import { createChannel, createOrganization, type TestOrganization } from './fixtures.js';
+import { spawnBuilt, untilExit } from './processes.js';
+import { startTestServer, type TestServer } from './server.js';
+
+/**
+ * An installation on PostgreSQL as an operator runs it at scale, for the crash tests and the
+ * publisher's benchmark: a scratch database; an API in this process (it creates the posts, as an
+ * integrator would, through the Public API); and worker processes of the build (`npm start -- --role
+ * worker`) that can be stopped, killed with SIGKILL and started again.
+ */
+export interface PublishingRig {
+  api: TestServer;
+  org: TestOrganization;
+  channelIds: string[];
+  /** The environment every worker gets (the scratch database, the network's address, …). */
+  workerEnv: Record<string, string>;
+  startWorker(): Promise<Worker>;
+  /**
+   * Creates `count` sandbox posts over the channels in turn, due evenly from `firstDueAt` over
+   * `dueOverMs` (one time for all when 0), through `POST /public/v1/posts` in requests of
+   * `perRequest` posts (50, the most a create takes), which share their time.
+   */
+  createDuePosts(count: number, firstDueAt: Date, dueOverMs: number, perRequest?: number): Promise<string[]>;
+  /** How many posts are in each state: `published`, `failed/<code>`, `scheduled`, `publishing` … */
+  outcomes(): Promise<Record<string, number>>;
+  /** Waits until no post is `scheduled` or `publishing`, or `timeoutMs` passed; the outcomes then. */
+  untilSettled(timeoutMs: number): Promise<Record<string, number>>;
+  close(): Promise<void>;
+}
+
+export interface Worker {
+  process: ChildProcess;
+  /** What it printed on standard error so far (its warnings and errors: LOG_LEVEL=warn). */
+  output(): string;
+  kill(): Promise<void>;
+  /** SIGTERM; resolves with its exit code. */
+  terminate(): Promise<number | null>;
+}
+
+export async function startPublishingRig(options: { channels: number; networkUrl?: string; workerEnv?: Record<string, string> }): Promise<PublishingRig> {
+  const database = await createTestDatabase({ migrate: false });
+  if (!database.url) throw new Error('the publishing rig runs on PostgreSQL: set TEST_DATABASE_URL');
+  const api = await startTestServer({
+    database,
+    env: { DATABASE_URL: database.url, ROLE: 'api', RATE_LIMIT_MAX: '1000000', DAILY_POST_LIMIT_SANDBOX: '10000' },
+  });
+  const org = await createOrganization(api.ctx.db, 'Publishing rig');
+  const channelIds: string[] = [];
+  for (let i = 0; i < options.channels; i++) channelIds.push((await createChannel(api.ctx.db, org.id, 'sandbox', `Sandbox ${i + 1}`)).id);
+
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'publishing-rig-'));
+  const workerEnv: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? os.tmpdir(),
+    DATABASE_URL: database.url,
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    // The sandbox network of the API in this process, unless the caller brings its own (a fake).
+    SANDBOX_NETWORK_URL: options.networkUrl ?? api.baseUrl,
+    PUBLIC_URL: api.baseUrl,
+    ...options.workerEnv,
+  };
+  const workers = new Set<Worker>();
+
+  const startWorker = async (): Promise<Worker> => {
+    const child = spawnBuilt('start', ['--role', 'worker'], workerEnv);
+    let stderr = '';
+    child.stderr?.on('data', (chunk) => (stderr += chunk));
+    const exited = untilExit(child, 24 * 3_600_000);
+    await new Promise<void>((resolve, reject) => {
+      let stdout = '';
+      const onData = (chunk: Buffer) => {
+        stdout += chunk;
+        if (stdout.includes('worker is running')) {
+          child.stdout?.off('data', onData);
+          resolve();
+        }
+      };
+      child.stdout?.on('data', onData);
+      child.once('exit', (code) => reject(new Error(`a worker exited with ${code} before it ran: ${stderr}`)));
+    });
+    const worker: Worker = {
+      process: child,
+      output: () => stderr,
+      kill: async () => {
+        child.kill('SIGKILL');
+        await exited;
+        workers.delete(worker);
+      },
+      terminate: async () => {
+        child.kill('SIGTERM');
+        const { code } = await exited;
+        workers.delete(worker);
+        return code;
+      },
+    };
+    workers.add(worker);
+    return worker;
+  };
+
+  const outcomes = async () => {
+    const rows = await api.ctx.db
+      .selectFrom('posts')
+      .select(['status', 'error_code', (eb) => eb.fn.countAll<string>().as('count')])
+      .where('organization_id', '=', org.id)
+      .groupBy(['status', 'error_code'])
+      .execute();
+    return Object.fromEntries(rows.map((row) => [row.error_code ? `${row.status}/${row.error_code}` : row.status, Number(row.count)]));
+  };
+
+  return {
+    api,
+    org,
+    channelIds,
+    workerEnv,
+    startWorker,
+    createDuePosts: async (count, firstDueAt, dueOverMs, perRequest = 50) => {
+      const ids: string[] = [];
+      const batch = perRequest;
+      for (let start = 0; start < count; start += batch) {
+        const size = Math.min(batch, count - start);
+        const date = new Date(firstDueAt.getTime() + (count > 1 ? Math.round((dueOverMs * start) / (count - 1)) : 0));
+        const posts = Array.from({ length: size }, (_, i) => ({
+          channelId: channelIds[(start + i) % channelIds.length]!,
+          content: `Post ${start + i + 1}`,
+          settings: { __type: 'sandbox' },
+        }));
+        const response = await api.fetch('/public/v1/posts', {
+          method: 'POST',
+          headers: { ...org.auth, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ type: 'schedule', date: date.toISOString(), posts }),
+        });
+        const answer = (await response.json()) as { data: { id: string }[] };
+        if (response.status !== 201) throw new Error(`creating posts answered ${response.status}: ${JSON.stringify(answer)}`);
+        ids.push(...answer.data.map((post) => post.id));
+      }
+      return ids;
+    },
+    outcomes,
+    untilSettled: async (timeoutMs) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const now = await outcomes();
+        if (!now.scheduled && !now.publishing) return now;
+        if (Date.now() > deadline) return now;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    },
+    close: async () => {
+      await Promise.all([...workers].map((worker) => worker.kill()));
+      await api.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Lateness of each published post (publishedAt − scheduledAt), in milliseconds, sorted. */
+export async function latenesses(rig: PublishingRig): Promise<number[]> {
+  const { rows } = await sql<{ ms: string }>`
+    select extract(epoch from (published_at - scheduled_at)) * 1000 as ms
+    from posts where organization_id = ${rig.org.id} and status = 'published'`.execute(rig.api.ctx.db);
+  return rows.map((row) => Number(row.ms)).sort((a, b) => a - b);
+}
