@@ -74,7 +74,7 @@ export async function compose(options: ComposeOptions): Promise<Service> {
   const storage = options.storage ?? (await createMediaStorage(config, database.db, clock));
   const sandboxKey = await instanceSecret(database.db, 'sandbox-network');
   const providers: Providers = {
-    ...defaultProviders({ outbound, sandboxUrl: () => config.sandbox.networkUrl, sandboxKey }),
+    ...defaultProviders({ outbound, sandboxUrl: () => config.sandbox.networkUrl, sandboxKey, sandboxLimits: config.sandbox.limits }),
     ...options.providers,
   };
   const runsWorker = options.worker ?? config.role !== 'api';

@@ -63,7 +63,12 @@ export interface Config {
    */
   role: 'api' | 'worker' | 'all';
   /** The sandbox network: where the sandbox adapter reaches it, and how long it takes to answer. */
-  sandbox: { networkUrl: string; latencyMs: number };
+  sandbox: {
+    networkUrl: string;
+    latencyMs: number;
+    /** The limits the sandbox declares to the publisher, as a real network's adapter does. */
+    limits: { concurrencyPerChannel: number; startsPerMinutePerChannel?: number };
+  };
   publisher: {
     /** Publications a worker process runs at once. */
     concurrency: number;
@@ -209,7 +214,14 @@ export function loadConfig(env: Env = process.env): Config {
     },
     media: loadMediaConfig(env, problems, { integer, oneOf, boolean }),
     role,
-    sandbox: { networkUrl: sandboxUrl, latencyMs: integer('SANDBOX_LATENCY_MS', 0, 0, 600_000) },
+    sandbox: {
+      networkUrl: sandboxUrl,
+      latencyMs: integer('SANDBOX_LATENCY_MS', 0, 0, 600_000),
+      limits: {
+        concurrencyPerChannel: integer('SANDBOX_CONCURRENCY_PER_CHANNEL', 20, 1, 1000),
+        ...(env.SANDBOX_STARTS_PER_MINUTE ? { startsPerMinutePerChannel: integer('SANDBOX_STARTS_PER_MINUTE', 0, 1, 10_000) } : {}),
+      },
+    },
     publisher: {
       concurrency: integer('PUBLISH_CONCURRENCY', 100, 1, 1000),
       pollingIntervalSeconds: integer('PUBLISH_POLL_MS', 500, 500, 60_000) / 1000,

@@ -1,6 +1,10 @@
 import type { Job, PgBoss } from 'pg-boss';
 import type { Logger } from '../core/logger.js';
 
+// Handled jobs are completed together: at most this many, at most this long after the first.
+const COMPLETE_BATCH = 100;
+const COMPLETE_DELAY_MS = 20;
+
 export interface ConsumerOptions {
   /** Jobs handled at once by this process. */
   capacity: number;
@@ -25,6 +29,8 @@ export class JobConsumer<Data> {
   private loop: Promise<void> | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private sleeper: { wake: () => void; onSlot: boolean } | undefined;
+  private completed: string[] = [];
+  private completing: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly boss: PgBoss,
@@ -52,6 +58,7 @@ export class JobConsumer<Data> {
     const settled = Promise.allSettled([...this.running.values()]);
     await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
     clearInterval(this.heartbeat);
+    await this.flushCompleted();
   }
 
   private async fetchLoop(): Promise<void> {
@@ -94,7 +101,7 @@ export class JobConsumer<Data> {
 
   private run(job: Job<Data>): void {
     const handled = this.handler(job).then(
-      () => this.boss.complete(this.name, job.id),
+      () => this.completeSoon(job.id),
       (error: unknown) => {
         this.logger.error({ err: error, queue: this.name, jobId: job.id }, 'a job failed; pg-boss retries it');
         return this.boss.fail(this.name, job.id, { message: (error as Error).message });
@@ -108,6 +115,26 @@ export class JobConsumer<Data> {
         if (this.sleeper?.onSlot) this.sleeper.wake();
       });
     this.running.set(job.id, settled);
+  }
+
+  /**
+   * Completes a handled job with the others handled in the next few milliseconds, in one statement.
+   * A job whose completion a crash loses is handed out again once its heartbeat stops; its handler
+   * must then find nothing left to do (the publisher's do: the post row says what is done).
+   */
+  private completeSoon(jobId: string): void {
+    this.completed.push(jobId);
+    if (this.completed.length >= COMPLETE_BATCH) void this.flushCompleted();
+    else this.completing ??= setTimeout(() => void this.flushCompleted(), COMPLETE_DELAY_MS);
+  }
+
+  private async flushCompleted(): Promise<void> {
+    clearTimeout(this.completing);
+    this.completing = undefined;
+    const ids = this.completed;
+    if (ids.length === 0) return;
+    this.completed = [];
+    await this.boss.complete(this.name, ids).catch((error: unknown) => this.logger.warn({ err: error, queue: this.name, jobs: ids.length }, 'could not complete handled jobs; they are handed out again'));
   }
 
   private touchRunning(): void {

@@ -35,17 +35,21 @@ export interface PostEventDetails {
  * outbox the webhooks deliver from, with the post as the API shows it right after the change.
  */
 export async function recordPostEvent(trx: Db, post: PostRow, type: PostEventType, at: Date, details: PostEventDetails = {}): Promise<void> {
-  await trx
-    .insertInto('post_events')
-    .values({
-      organization_id: post.organization_id,
-      post_id: post.id,
-      type,
-      at,
-      details: JSON.stringify(details),
-      post: JSON.stringify(toPostBody(post)),
-    })
-    .execute();
+  await trx.insertInto('post_events').values(postEventValues(post, type, at, details)).execute();
+}
+
+export interface PostEventValues {
+  organization_id: string;
+  post_id: string;
+  type: PostEventType;
+  at: Date;
+  details: string;
+  post: string;
+}
+
+/** The row of an event, for statements that write a change and its event at once. */
+export function postEventValues(post: PostRow, type: PostEventType, at: Date, details: PostEventDetails = {}): PostEventValues {
+  return { organization_id: post.organization_id, post_id: post.id, type, at, details: JSON.stringify(details), post: JSON.stringify(toPostBody(post)) };
 }
 
 /** A post's events after the event `afterId` (exclusive), oldest first; `limit + 1` rows tell whether more follow. */

@@ -23,12 +23,14 @@ export interface ProviderDependencies {
   sandboxUrl: () => string;
   /** The key sandbox channels' requests are signed with. */
   sandboxKey: Buffer;
+  /** The limits the sandbox declares (SANDBOX_CONCURRENCY_PER_CHANNEL, SANDBOX_STARTS_PER_MINUTE). */
+  sandboxLimits: PublishingAdapter['limits'];
 }
 
 /** The adapters of the networks this server is configured for; tests replace some with fakes. */
 export function defaultProviders(deps: ProviderDependencies): Providers {
   return {
     tiktok: tiktokNotConfigured,
-    publishing: { sandbox: new SandboxAdapter(deps.outbound, deps.sandboxUrl, deps.sandboxKey) },
+    publishing: { sandbox: new SandboxAdapter(deps.outbound, deps.sandboxUrl, deps.sandboxKey, deps.sandboxLimits) },
   };
 }

@@ -1,5 +1,7 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
+import type { Channel } from '../channels/tables.js';
 import type { Db } from '../db/database.js';
+import { postEventValues, type PostEventDetails, type PostEventType, type PostEventValues } from '../posts/events.js';
 import type { PostRow } from '../posts/post-body.js';
 import type { Progress } from '../providers/adapter.js';
 
@@ -12,59 +14,155 @@ import type { Progress } from '../providers/adapter.js';
 const DUE_TOLERANCE = sql`interval '1 second'`;
 
 export interface ClaimedPost extends PostRow {
-  /** The status the post had before the claim: `scheduled` for a new attempt, `publishing` to go on with one. */
   previous_status: string;
-  /** The worker that held it before, when its lease ran out (it stopped without letting go). */
   previous_owner: string | null;
 }
 
+/** A post a job is about, with its channel, and the version of its row (PostgreSQL's `xmin`). */
+export interface LoadedPost {
+  post: PostRow;
+  channel: Channel;
+  version: string;
+}
+
+export async function loadPost(db: Db, postId: string): Promise<LoadedPost | undefined> {
+  const { rows } = await sql<PostRow & { version: string; channel_name: string; channel_username: string | null; channel_picture: string | null; channel_disabled: boolean; channel_created_at: Date }>`
+    select posts.*, posts.xmin::text as version, channels.provider, channels.name as channel_name,
+      channels.username as channel_username, channels.picture as channel_picture,
+      channels.disabled as channel_disabled, channels.created_at as channel_created_at
+    from posts join channels on channels.id = posts.channel_id
+    where posts.id = ${postId}`.execute(db);
+  const row = rows[0];
+  if (!row) return undefined;
+  const { version, channel_name, channel_username, channel_picture, channel_disabled, channel_created_at, ...post } = row;
+  const channel: Channel = {
+    id: post.channel_id,
+    organization_id: post.organization_id,
+    provider: post.provider,
+    name: channel_name,
+    username: channel_username,
+    picture: channel_picture,
+    disabled: channel_disabled,
+    created_at: channel_created_at,
+  };
+  return { post, channel, version };
+}
+
+/** The event a change of a post is written with. */
+export interface ChangeEvent {
+  type: PostEventType;
+  details: PostEventDetails;
+}
+
 /**
- * Takes a post for this worker, under a lease of `leaseMs`: a `scheduled` post that is due starts a
- * new attempt; a `publishing` post goes on when nobody holds it (its lease ran out, or it waits for a
- * retry that is due). Anything else (not due, drafted, deleted, published, held) is `undefined`: the
- * job that asked had become pointless. One UPDATE, so two workers never both take a post.
+ * Takes a loaded post for this worker if it is free to take: `scheduled` and due (a new attempt), or
+ * `publishing` with no live lease and due for its next try (the same attempt, taken over). The claim
+ * and its event are one statement, so they are written together or not at all; it holds only if the
+ * row is still the version that was loaded, so the event shows the post as it is.
  */
-export async function claimPost(db: Db, postId: string, worker: string, leaseMs: number): Promise<ClaimedPost | undefined> {
-  const { rows } = await sql<ClaimedPost>`
-    with before as (
-      select id, status, lease_owner from posts where id = ${postId} for update
-    )
+export async function claimPost(
+  db: Db,
+  loaded: LoadedPost,
+  worker: string,
+  leaseMs: number,
+  at: Date,
+  eventOf: (claimed: ClaimedPost) => ChangeEvent | undefined,
+): Promise<ClaimedPost | undefined> {
+  const before = loaded.post;
+  if (before.status !== 'scheduled' && before.status !== 'publishing') return undefined;
+  const fresh = before.status === 'scheduled';
+  const claimed: ClaimedPost = {
+    ...before,
+    status: 'publishing',
+    publish_attempt: fresh ? before.publish_attempt + 1 : before.publish_attempt,
+    lease_owner: worker,
+    next_attempt_at: null,
+    error_code: null,
+    error_message: null,
+    updated_at: at,
+    previous_status: before.status,
+    previous_owner: before.lease_owner,
+  };
+  const claim = sql`
     update posts set
       status = 'publishing',
-      publish_attempt = case when before.status = 'scheduled' then posts.publish_attempt + 1 else posts.publish_attempt end,
+      publish_attempt = ${claimed.publish_attempt},
       lease_owner = ${worker},
       lease_until = now() + ${leaseMs} * interval '1 millisecond',
       next_attempt_at = null,
       error_code = null,
       error_message = null,
-      updated_at = now()
-    from before, channels
-    where posts.id = before.id and channels.id = posts.channel_id and (
-      (before.status = 'scheduled' and posts.scheduled_at <= now() + ${DUE_TOLERANCE})
+      updated_at = ${at}
+    where posts.id = ${before.id} and posts.xmin = ${loaded.version}::xid and (
+      (posts.status = 'scheduled' and posts.scheduled_at <= now() + ${DUE_TOLERANCE})
       or (
-        before.status = 'publishing'
+        posts.status = 'publishing'
         and (posts.lease_until is null or posts.lease_until < now())
         and (posts.next_attempt_at is null or posts.next_attempt_at <= now() + ${DUE_TOLERANCE})
       )
     )
-    returning posts.*, channels.provider, before.status as previous_status,
-      case when before.lease_owner is not null then before.lease_owner end as previous_owner`.execute(db);
-  return rows[0];
+    returning posts.id`;
+  const event = eventOf(claimed);
+  return (await changeWithEvent(db, claim, event && postEventValues(claimed, event.type, at, event.details))) ? claimed : undefined;
 }
 
-/** When a post held by another worker may be taken over (its lease's end), or `undefined` when it is not held. */
-export async function heldUntil(db: Db, postId: string): Promise<Date | undefined> {
-  const row = await db
-    .selectFrom('posts')
-    .select('lease_until')
-    .where('id', '=', postId)
-    .where('status', '=', 'publishing')
-    .where('lease_owner', 'is not', null)
-    .executeTakeFirst();
-  return row?.lease_until ?? undefined;
+/**
+ * Writes how a publication ended on a post this worker holds, with its event, in one statement, and
+ * lets go of the post; the post as it is then, or undefined if the worker no longer held it.
+ */
+export async function settleHeldPost(
+  db: Db,
+  held: PostRow,
+  worker: string,
+  at: Date,
+  outcome:
+    | { status: 'published'; published_at: Date; release_id: string; release_url: string | null }
+    | { status: 'failed'; error_code: string; error_message: string },
+  event: ChangeEvent,
+): Promise<PostRow | undefined> {
+  const settled: PostRow = {
+    ...held,
+    ...outcome,
+    error_code: outcome.status === 'failed' ? outcome.error_code : null,
+    error_message: outcome.status === 'failed' ? outcome.error_message : null,
+    next_attempt_at: null,
+    lease_owner: null,
+    lease_until: null,
+    updated_at: at,
+  };
+  const settle = sql`
+    update posts set
+      status = ${settled.status},
+      published_at = ${settled.published_at},
+      release_id = ${settled.release_id},
+      release_url = ${settled.release_url},
+      error_code = ${settled.error_code},
+      error_message = ${settled.error_message},
+      next_attempt_at = null,
+      lease_owner = null,
+      lease_until = null,
+      updated_at = ${at}
+    where posts.id = ${held.id} and posts.lease_owner = ${worker}
+    returning posts.id`;
+  return (await changeWithEvent(db, settle, postEventValues(settled, event.type, at, event.details))) ? settled : undefined;
 }
 
-/** Extends this worker's lease; false when the post is no longer this worker's. */
+/** Runs an `update posts … returning posts.id` and, if it changed the post, writes the event with it. */
+async function changeWithEvent(db: Db, update: RawBuilder<unknown>, event: PostEventValues | undefined): Promise<boolean> {
+  const writeEvent = event
+    ? sql`, event as (
+        insert into post_events (organization_id, post_id, type, at, details, post)
+        select ${event.organization_id}, changed.id, ${event.type}, ${event.at}, ${event.details}::jsonb, ${event.post}::jsonb from changed)`
+    : sql``;
+  const { rows } = await sql`with changed as (${update}) ${writeEvent} select id from changed`.execute(db);
+  return rows.length === 1;
+}
+
+/** When a post held by another worker is free again, if that worker stopped without letting go. */
+export function heldUntil(post: PostRow): Date | undefined {
+  return post.status === 'publishing' && post.lease_owner !== null ? (post.lease_until ?? undefined) : undefined;
+}
+
 export async function renewLease(db: Db, postId: string, worker: string, leaseMs: number): Promise<boolean> {
   const result = await sql`
     update posts set lease_until = now() + ${leaseMs} * interval '1 millisecond'

@@ -63,7 +63,8 @@ export async function publishableMedia(ctx: MediaContext, post: ClaimedPost, url
  * only a network that knows nothing of it lets the step run again.
  */
 export async function runAttempt(db: Db, adapter: PublishingAdapter, post: ClaimedPost, input: PublicationInput): Promise<RunResult> {
-  const recorded: RecordedProgress | undefined = await loadProgress(db, post.id, post.publish_attempt);
+  // A new attempt has recorded nothing yet; one taken over may have.
+  const recorded: RecordedProgress | undefined = post.previous_status === 'scheduled' ? undefined : await loadProgress(db, post.id, post.publish_attempt);
   let progress: Progress = recorded ?? adapter.start(input);
   if (!recorded) await saveProgress(db, post, progress);
 

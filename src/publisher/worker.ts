@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { findChannel } from '../channels/channels.js';
+import type { Channel } from '../channels/tables.js';
 import { RateLimiter } from '../http/rate-limit.js';
 import type { Db } from '../db/database.js';
 import type { JobConsumer } from '../jobs/consumer.js';
@@ -8,7 +8,20 @@ import type { MediaContext } from '../media/storage.js';
 import { recordPostEvent } from '../posts/events.js';
 import type { PostRow } from '../posts/post-body.js';
 import type { ProvidersContext } from '../providers/providers.js';
-import { claimPost, countRetry, heldUntil, loadProgress, postsWithoutLiveJob, renewLease, updateHeldPost, type ClaimedPost } from './ledger.js';
+import {
+  claimPost,
+  countRetry,
+  heldUntil,
+  loadPost,
+  loadProgress,
+  postsWithoutLiveJob,
+  renewLease,
+  settleHeldPost,
+  updateHeldPost,
+  type ChangeEvent,
+  type ClaimedPost,
+  type LoadedPost,
+} from './ledger.js';
 import { outcomeUnknown, precondition, publishableMedia, runAttempt, type RunResult } from './publish.js';
 
 /** What the publisher is built from. */
@@ -117,20 +130,17 @@ export class Publisher {
     this.running.set(postId, controller);
     let renewal: NodeJS.Timeout | undefined;
     try {
-      if (!(await this.mayStart(postId))) return;
-      const post = await this.ctx.db.transaction().execute(async (trx) => {
-        const claimed = await claimPost(trx, postId, this.id, this.settings.leaseMs);
-        if (claimed) await this.started(trx, claimed);
-        return claimed;
-      });
-      if (!post) return await this.followHeldPost(postId);
+      const loaded = await loadPost(this.ctx.db, postId);
+      if (!loaded || !(await this.mayStart(loaded))) return;
+      const post = await claimPost(this.ctx.db, loaded, this.id, this.settings.leaseMs, this.ctx.clock(), (claimed) => this.claimEvent(claimed));
+      if (!post) return await this.followHeldPost(loaded);
       if (controller.signal.aborted) return await this.letGo(postId);
 
       renewal = setInterval(() => {
         renewLease(this.ctx.db, postId, this.id, this.settings.leaseMs).catch((error: unknown) => this.ctx.logger.warn({ err: error, postId }, 'could not renew a lease'));
       }, Math.floor(this.settings.leaseMs / 3));
       try {
-        const result = await this.attempt(post, controller.signal);
+        const result = await this.attempt(post, loaded.channel, controller.signal);
         if (!controller.signal.aborted) await this.settle(post, result);
       } catch (error) {
         if (controller.signal.aborted) return;
@@ -145,12 +155,11 @@ export class Publisher {
     }
   }
 
-  private async attempt(post: ClaimedPost, signal: AbortSignal): Promise<RunResult> {
+  private async attempt(post: ClaimedPost, channel: Channel, signal: AbortSignal): Promise<RunResult> {
     const adapter = this.ctx.providers.publishing[post.provider];
-    const channel = await findChannel(this.ctx.db, post.organization_id, post.channel_id);
     const media = await publishableMedia(this.ctx, post, MEDIA_URL_SECONDS);
     const blocked = precondition(adapter, channel, media);
-    if (blocked || !adapter || !channel || !media) return blocked!;
+    if (blocked || !adapter || !media) return blocked!;
     const input = {
       post: { id: post.id, attempt: post.publish_attempt, content: post.content, settings: post.settings },
       channel,
@@ -160,24 +169,32 @@ export class Publisher {
     return runAttempt(this.ctx.db, adapter, post, input);
   }
 
-  /** The events of taking a post: a new attempt, or one taken over from a worker that stopped. */
-  private async started(trx: Db, post: ClaimedPost): Promise<void> {
-    const now = this.ctx.clock();
-    if (post.previous_status === 'scheduled') {
-      await recordPostEvent(trx, post, 'publishing', now, { attempt: post.publish_attempt });
-    } else if (post.previous_owner !== null) {
-      await recordPostEvent(trx, post, 'retrying', now, {
+  /** The event of taking a post: a new attempt, or one taken over from a worker that stopped. */
+  private claimEvent(post: ClaimedPost): ChangeEvent | undefined {
+    if (post.previous_status === 'scheduled') return { type: 'publishing', details: { attempt: post.publish_attempt } };
+    if (post.previous_owner === null) return undefined;
+    return {
+      type: 'retrying',
+      details: {
         attempt: post.publish_attempt,
         reason: 'the worker that was publishing it stopped; another one goes on',
-        nextAttemptAt: now.toISOString(),
-      });
-    }
+        nextAttemptAt: this.ctx.clock().toISOString(),
+      },
+    };
   }
 
   /** Writes how the run ended, with its event, and plans what comes next, in one transaction. */
   private async settle(post: ClaimedPost, result: RunResult): Promise<void> {
-    const progress = await loadProgress(this.ctx.db, post.id, post.publish_attempt);
     const now = this.ctx.clock();
+    const attempt = post.publish_attempt;
+    if (result.status === 'published') {
+      const { releaseId, releaseUrl, note } = result;
+      const details = { attempt, releaseId, releaseUrl, ...(note ? { note } : {}) };
+      const outcome = { status: 'published', published_at: now, release_id: releaseId, release_url: releaseUrl } as const;
+      await settleHeldPost(this.ctx.db, post, this.id, now, outcome, { type: 'published', details });
+      return;
+    }
+    const progress = await loadProgress(this.ctx.db, post.id, attempt);
     if (result.status === 'retry' && (progress?.retries ?? 0) >= RETRY_FACTORS.length) {
       result = result.maybeDelivered
         ? outcomeUnknown(`the network kept failing: ${result.reason}`, result.logId)
@@ -186,31 +203,15 @@ export class Publisher {
     if (result.status === 'pending' && progress && now.getTime() - progress.createdAt.getTime() > PENDING_LIMIT_MS) {
       result = { status: 'failed', code: 'outcome_unknown', message: 'The network was still processing the post a day after it was sent. Check the channel before scheduling it again.' };
     }
+    if (result.status === 'failed') {
+      const details = { attempt, error: { code: result.code, message: result.message }, ...(result.logId ? { logId: result.logId } : {}) };
+      const outcome = { status: 'failed', error_code: result.code, error_message: result.message } as const;
+      await settleHeldPost(this.ctx.db, post, this.id, now, outcome, { type: 'failed', details });
+      return;
+    }
     await this.ctx.db.transaction().execute(async (trx) => {
-      const attempt = post.publish_attempt;
       let settled: PostRow | undefined;
       switch (result.status) {
-        case 'published':
-          settled = await updateHeldPost(trx, post.id, this.id, { status: 'published', published_at: now, release_id: result.releaseId, release_url: result.releaseUrl });
-          if (settled) {
-            await recordPostEvent(trx, settled, 'published', now, {
-              attempt,
-              releaseId: result.releaseId,
-              releaseUrl: result.releaseUrl,
-              ...(result.note ? { note: result.note } : {}),
-            });
-          }
-          return;
-        case 'failed':
-          settled = await updateHeldPost(trx, post.id, this.id, { status: 'failed', error_code: result.code, error_message: result.message });
-          if (settled) {
-            await recordPostEvent(trx, settled, 'failed', now, {
-              attempt,
-              error: { code: result.code, message: result.message },
-              ...(result.logId ? { logId: result.logId } : {}),
-            });
-          }
-          return;
         case 'retry': {
           const factor = RETRY_FACTORS[progress?.retries ?? 0] ?? RETRY_FACTORS.at(-1)!;
           const waitMs = Math.max(factor * this.settings.retryBaseMs, (result.retryAfterSeconds ?? 0) * 1000);
@@ -270,9 +271,9 @@ export class Publisher {
    * A job found its post held by another worker. If that worker stopped without letting go, the post
    * is free when the lease runs out: come back then, so a crash costs one lease, not a reconciliation.
    */
-  private async followHeldPost(postId: string): Promise<void> {
-    const until = await heldUntil(this.ctx.db, postId);
-    if (until) await this.replan(postId, new Date(until.getTime() + 1000));
+  private async followHeldPost({ post }: LoadedPost): Promise<void> {
+    const until = heldUntil(post);
+    if (until) await this.replan(post.id, new Date(until.getTime() + 1000));
   }
 
   /** Plans another job for a post, at `startAfter` or at once. */
@@ -291,15 +292,8 @@ export class Publisher {
    * A network that limits how many publications a channel starts per minute (TikTok: 6) delays the
    * channel's next ones to the next minute, without holding up other channels.
    */
-  private async mayStart(postId: string): Promise<boolean> {
-    if (!Object.values(this.ctx.providers.publishing).some((adapter) => adapter.limits.startsPerMinutePerChannel !== undefined)) return true;
-    const post = await this.ctx.db
-      .selectFrom('posts')
-      .innerJoin('channels', 'channels.id', 'posts.channel_id')
-      .select(['posts.status', 'posts.channel_id', 'channels.provider'])
-      .where('posts.id', '=', postId)
-      .executeTakeFirst();
-    if (!post || post.status !== 'scheduled') return true;
+  private async mayStart({ post }: LoadedPost): Promise<boolean> {
+    if (post.status !== 'scheduled') return true;
     const limit = this.ctx.providers.publishing[post.provider]?.limits.startsPerMinutePerChannel;
     if (limit === undefined) return true;
     let limiter = this.startLimiters.get(post.provider);
@@ -309,7 +303,7 @@ export class Publisher {
     }
     const state = await limiter.hit(post.channel_id);
     if (state.allowed) return true;
-    await this.replan(postId, new Date(this.ctx.clock().getTime() + state.resetSeconds * 1000));
+    await this.replan(post.id, new Date(this.ctx.clock().getTime() + state.resetSeconds * 1000));
     return false;
   }
 

@@ -41,12 +41,12 @@ interface Release {
  * about afterwards.
  */
 export class SandboxAdapter implements PublishingAdapter {
-  readonly limits = { concurrencyPerChannel: 20 };
-
   constructor(
     private readonly outbound: OutboundClient,
     private readonly baseUrl: () => string,
     private readonly key: Buffer,
+    /** Set by the operator, to see how the publisher keeps a network's limits. */
+    readonly limits: PublishingAdapter['limits'],
   ) {}
 
   start(input: PublicationInput): Progress {
