@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASE_URL } from './support/database.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
-import { startPublishingRig, type PublishingRig } from './support/publishing-rig.js';
+import { duplicatesAndMissing, publishedIds, startPublishingRig } from './support/publishing-rig.js';
 
 // Worker processes of the build on one PostgreSQL database, publishing to a fake of the sandbox
 // network that counts what it receives. PostgreSQL only: the embedded database belongs to one
@@ -9,18 +9,6 @@ import { startPublishingRig, type PublishingRig } from './support/publishing-rig
 const onPostgres = describe.skipIf(!TEST_DATABASE_URL);
 
 const WORKER_ENV = { PUBLISH_LEASE_SECONDS: '5', PUBLISH_RETRY_BASE_MS: '500' };
-
-/** Posts the network received more than once, and published posts it never received. */
-function duplicatesAndMissing(network: FakeNetwork, ids: string[], published: Set<string>) {
-  const duplicates = ids.filter((id) => network.publicationsOf(id) > 1);
-  const missing = [...published].filter((id) => network.publicationsOf(id) === 0);
-  return { duplicates, missing };
-}
-
-async function publishedIds(rig: PublishingRig): Promise<Set<string>> {
-  const rows = await rig.api.ctx.db.selectFrom('posts').select('id').where('organization_id', '=', rig.org.id).where('status', '=', 'published').execute();
-  return new Set(rows.map((row) => row.id));
-}
 
 onPostgres('publishing with worker processes on PostgreSQL', () => {
   let network: FakeNetwork;

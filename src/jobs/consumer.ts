@@ -5,7 +5,7 @@ import type { Logger } from '../core/logger.js';
 const COMPLETE_BATCH = 100;
 const COMPLETE_DELAY_MS = 20;
 
-export interface ConsumerOptions {
+export interface ConsumerOptions<Data = unknown> {
   /** Jobs handled at once by this process. */
   capacity: number;
   /** How often to look for jobs that fell due while nothing else woke the consumer. */
@@ -14,6 +14,11 @@ export interface ConsumerOptions {
   heartbeatSeconds: number;
   /** At most this many jobs of one group run at once, across every process (pg-boss `groupConcurrency`). */
   groupConcurrency?: { default: number; tiers?: Record<string, number> };
+  /**
+   * Runs on each batch fetched, before its jobs are handled one by one: work that costs less done for
+   * the batch at once (reading the rows the jobs are about). A failure is logged; the jobs run anyway.
+   */
+  prepare?: (jobs: Job<Data>[]) => Promise<void>;
 }
 
 /**
@@ -35,7 +40,7 @@ export class JobConsumer<Data> {
   constructor(
     private readonly boss: PgBoss,
     private readonly name: string,
-    private readonly options: ConsumerOptions,
+    private readonly options: ConsumerOptions<Data>,
     private readonly handler: (job: Job<Data>) => Promise<void>,
     private readonly logger: Logger,
   ) {}
@@ -72,6 +77,9 @@ export class JobConsumer<Data> {
             ...(this.options.groupConcurrency ? { groupConcurrency: this.options.groupConcurrency } : {}),
           });
           fetched = jobs.length;
+          if (jobs.length > 0 && this.options.prepare) {
+            await this.options.prepare(jobs).catch((error: unknown) => this.logger.error({ err: error, queue: this.name }, 'preparing fetched jobs failed'));
+          }
           for (const job of jobs) this.run(job);
         } catch (error) {
           this.logger.error({ err: error, queue: this.name }, 'fetching jobs failed');

@@ -91,7 +91,7 @@ export class JobQueue {
   }
 
   /** Handles the jobs of one queue one by one as they fall due, up to `options.capacity` at once (see JobConsumer). */
-  consume<Q extends QueueName>(name: Q, options: ConsumerOptions, handler: (job: Job<Jobs[Q]>) => Promise<void>): JobConsumer<Jobs[Q]> {
+  consume<Q extends QueueName>(name: Q, options: ConsumerOptions<Jobs[Q]>, handler: (job: Job<Jobs[Q]>) => Promise<void>): JobConsumer<Jobs[Q]> {
     const consumer = new JobConsumer<Jobs[Q]>(this.boss, name, options, handler, this.logger);
     consumer.start();
     return consumer;

@@ -25,27 +25,29 @@ export interface LoadedPost {
   version: string;
 }
 
-export async function loadPost(db: Db, postId: string): Promise<LoadedPost | undefined> {
+/** The posts of `postIds` that exist, each with its channel and the version of its row. */
+export async function loadPosts(db: Db, postIds: readonly string[]): Promise<LoadedPost[]> {
+  if (postIds.length === 0) return [];
   const { rows } = await sql<PostRow & { version: string; channel_name: string; channel_username: string | null; channel_picture: string | null; channel_disabled: boolean; channel_created_at: Date }>`
     select posts.*, posts.xmin::text as version, channels.provider, channels.name as channel_name,
       channels.username as channel_username, channels.picture as channel_picture,
       channels.disabled as channel_disabled, channels.created_at as channel_created_at
     from posts join channels on channels.id = posts.channel_id
-    where posts.id = ${postId}`.execute(db);
-  const row = rows[0];
-  if (!row) return undefined;
-  const { version, channel_name, channel_username, channel_picture, channel_disabled, channel_created_at, ...post } = row;
-  const channel: Channel = {
-    id: post.channel_id,
-    organization_id: post.organization_id,
-    provider: post.provider,
-    name: channel_name,
-    username: channel_username,
-    picture: channel_picture,
-    disabled: channel_disabled,
-    created_at: channel_created_at,
-  };
-  return { post, channel, version };
+    where posts.id in (${sql.join(postIds)})`.execute(db);
+  return rows.map(({ version, channel_name, channel_username, channel_picture, channel_disabled, channel_created_at, ...post }) => ({
+    post,
+    channel: {
+      id: post.channel_id,
+      organization_id: post.organization_id,
+      provider: post.provider,
+      name: channel_name,
+      username: channel_username,
+      picture: channel_picture,
+      disabled: channel_disabled,
+      created_at: channel_created_at,
+    },
+    version,
+  }));
 }
 
 /** The event a change of a post is written with. */
@@ -55,55 +57,85 @@ export interface ChangeEvent {
 }
 
 /**
- * Takes a loaded post for this worker if it is free to take: `scheduled` and due (a new attempt), or
- * `publishing` with no live lease and due for its next try (the same attempt, taken over). The claim
- * and its event are one statement, so they are written together or not at all; it holds only if the
- * row is still the version that was loaded, so the event shows the post as it is.
+ * Takes the loaded posts that are free to take for this worker, in one statement: a post `scheduled`
+ * and due (a new attempt), or `publishing` with no live lease and due for its next try (the same
+ * attempt, taken over). Each claim is written with its event; it holds only if the post's row is
+ * still the version that was loaded, so the event shows the post as it is. The posts taken, by id.
  */
-export async function claimPost(
+export async function claimPosts(
   db: Db,
-  loaded: LoadedPost,
+  loaded: readonly LoadedPost[],
   worker: string,
   leaseMs: number,
   at: Date,
   eventOf: (claimed: ClaimedPost) => ChangeEvent | undefined,
-): Promise<ClaimedPost | undefined> {
-  const before = loaded.post;
-  if (before.status !== 'scheduled' && before.status !== 'publishing') return undefined;
-  const fresh = before.status === 'scheduled';
-  const claimed: ClaimedPost = {
-    ...before,
-    status: 'publishing',
-    publish_attempt: fresh ? before.publish_attempt + 1 : before.publish_attempt,
-    lease_owner: worker,
-    next_attempt_at: null,
-    error_code: null,
-    error_message: null,
-    updated_at: at,
-    previous_status: before.status,
-    previous_owner: before.lease_owner,
-  };
-  const claim = sql`
-    update posts set
-      status = 'publishing',
-      publish_attempt = ${claimed.publish_attempt},
-      lease_owner = ${worker},
-      lease_until = now() + ${leaseMs} * interval '1 millisecond',
-      next_attempt_at = null,
-      error_code = null,
-      error_message = null,
-      updated_at = ${at}
-    where posts.id = ${before.id} and posts.xmin = ${loaded.version}::xid and (
-      (posts.status = 'scheduled' and posts.scheduled_at <= now() + ${DUE_TOLERANCE})
-      or (
-        posts.status = 'publishing'
-        and (posts.lease_until is null or posts.lease_until < now())
-        and (posts.next_attempt_at is null or posts.next_attempt_at <= now() + ${DUE_TOLERANCE})
+): Promise<Map<string, ClaimedPost>> {
+  const candidates = loaded
+    .filter(({ post }) => post.status === 'scheduled' || post.status === 'publishing')
+    .map(({ post, version }) => {
+      const fresh = post.status === 'scheduled';
+      const claimed: ClaimedPost = {
+        ...post,
+        status: 'publishing',
+        publish_attempt: fresh ? post.publish_attempt + 1 : post.publish_attempt,
+        lease_owner: worker,
+        next_attempt_at: null,
+        error_code: null,
+        error_message: null,
+        updated_at: at,
+        previous_status: post.status,
+        previous_owner: post.lease_owner,
+      };
+      const event = eventOf(claimed);
+      return { claimed, version, event: event && postEventValues(claimed, event.type, at, event.details) };
+    });
+  if (candidates.length === 0) return new Map();
+  const input = JSON.stringify(
+    candidates.map(({ claimed, version, event }) => ({
+      id: claimed.id,
+      version,
+      attempt: claimed.publish_attempt,
+      organization_id: claimed.organization_id,
+      event_type: event?.type ?? null,
+      details: event?.details ?? null,
+      post: event?.post ?? null,
+    })),
+  );
+  const { rows } = await sql<{ id: string }>`
+    with input as (
+      select * from jsonb_to_recordset(${input}::jsonb)
+        as input(id text, version text, attempt integer, organization_id text, event_type text, details text, post text)
+    ),
+    claimed as (
+      update posts set
+        status = 'publishing',
+        publish_attempt = input.attempt,
+        lease_owner = ${worker},
+        lease_until = now() + ${leaseMs} * interval '1 millisecond',
+        next_attempt_at = null,
+        error_code = null,
+        error_message = null,
+        updated_at = ${at}
+      from input
+      where posts.id = input.id and posts.xmin = input.version::xid and (
+        (posts.status = 'scheduled' and posts.scheduled_at <= now() + ${DUE_TOLERANCE})
+        or (
+          posts.status = 'publishing'
+          and (posts.lease_until is null or posts.lease_until < now())
+          and (posts.next_attempt_at is null or posts.next_attempt_at <= now() + ${DUE_TOLERANCE})
+        )
       )
+      returning posts.id
+    ),
+    events as (
+      insert into post_events (organization_id, post_id, type, at, details, post)
+      select input.organization_id, input.id, input.event_type, ${at}, input.details::jsonb, input.post::jsonb
+      from input join claimed on claimed.id = input.id
+      where input.event_type is not null
     )
-    returning posts.id`;
-  const event = eventOf(claimed);
-  return (await changeWithEvent(db, claim, event && postEventValues(claimed, event.type, at, event.details))) ? claimed : undefined;
+    select id from claimed`.execute(db);
+  const byId = new Map(candidates.map(({ claimed }) => [claimed.id, claimed]));
+  return new Map(rows.map((row) => [row.id, byId.get(row.id)!]));
 }
 
 /**

@@ -1,6 +1,7 @@
 import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
 import { DomainError, ValidationError } from '../core/errors.js';
 import type { AppContext } from '../http/context.js';
+import type { PostsContext } from '../posts/publication-plan.js';
 import { refuseUnstorableRequestText } from '../http/storable-text.js';
 import { appPictureRoute } from '../oauth/app-picture-route.js';
 import { consentRoutes } from '../oauth/authorize.js';
@@ -8,7 +9,9 @@ import type { CsrfTokens } from '../pages/csrf.js';
 import { ASSETS_DIR, renderErrorPage, securityHeaders } from '../pages/render.js';
 import type { BrowserCookies } from '../pages/visitor.js';
 import { accountPages } from './account-pages.js';
+import { postsPages } from './posts-pages.js';
 import { settingsPages } from './settings-pages.js';
+import { requireSignIn } from './signed-in.js';
 import { loadVisitor } from './visitor-loader.js';
 
 const TITLES: Record<number, string> = {
@@ -41,10 +44,10 @@ export function pagePrelude(ctx: AppContext, tools: PageTools): RequestHandler[]
 }
 
 /**
- * The pages people use in a browser: accounts and settings, the consent form's answer and the apps'
+ * The pages people use in a browser: accounts, posts and settings, the consent form's answer and the apps'
  * pictures, and the error page of every page (the authorize page's included).
  */
-export function createWebApp(ctx: AppContext, tools: PageTools): Router {
+export function createWebApp(ctx: PostsContext, tools: PageTools): Router {
   const router = express.Router();
   router.use(
     '/assets',
@@ -55,6 +58,8 @@ export function createWebApp(ctx: AppContext, tools: PageTools): Router {
   router.use(appPictureRoute(ctx));
   router.use(...pageInput(ctx, tools));
   router.use(accountPages(ctx, tools.cookies, tools.csrf));
+  router.use('/posts', requireSignIn(tools.csrf));
+  router.use(postsPages(ctx));
   router.use(settingsPages(ctx, tools.csrf));
   router.use(consentRoutes(ctx, tools.csrf));
   router.use((_req, res) => renderErrorPage(res, 404, 'Not found', 'There is no page at this address.'));

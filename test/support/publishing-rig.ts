@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { createTestDatabase } from './database.js';
+import type { FakeNetwork } from './fake-network.js';
 import { createChannel, createOrganization, type TestOrganization } from './fixtures.js';
 import { spawnBuilt, untilExit } from './processes.js';
 import { startTestServer, type TestServer } from './server.js';
@@ -166,4 +167,17 @@ export async function latenesses(rig: PublishingRig): Promise<number[]> {
     select extract(epoch from (published_at - scheduled_at)) * 1000 as ms
     from posts where organization_id = ${rig.org.id} and status = 'published'`.execute(rig.api.ctx.db);
   return rows.map((row) => Number(row.ms)).sort((a, b) => a - b);
+}
+
+/** Posts the network received more than once, and published posts it never received. */
+export function duplicatesAndMissing(network: FakeNetwork, ids: string[], published: Set<string>) {
+  const duplicates = ids.filter((id) => network.publicationsOf(id) > 1);
+  const missing = [...published].filter((id) => network.publicationsOf(id) === 0);
+  return { duplicates, missing };
+}
+
+/** The ids of the rig's posts that are `published`. */
+export async function publishedIds(rig: PublishingRig): Promise<Set<string>> {
+  const rows = await rig.api.ctx.db.selectFrom('posts').select('id').where('organization_id', '=', rig.org.id).where('status', '=', 'published').execute();
+  return new Set(rows.map((row) => row.id));
 }

@@ -1,0 +1,160 @@
+import express, { type Request, type Router } from 'express';
+import { listChannels } from '../channels/channels.js';
+import { POST_STATUSES, type PostStatus } from '../core/contract.js';
+import { DomainError, ValidationError } from '../core/errors.js';
+import { formatTime } from '../pages/forms.js';
+import { renderPage } from '../pages/render.js';
+import type { PostEventBody } from '../posts/events.js';
+import { postHistoryPage } from '../posts/history.js';
+import { getPost, movePost } from '../posts/lifecycle.js';
+import { listPostPage } from '../posts/list.js';
+import { toPostBody, type PostBody } from '../posts/post-body.js';
+import type { PostsContext } from '../posts/publication-plan.js';
+import { signedIn } from './signed-in.js';
+
+const PAGE_SIZE = 50;
+const HISTORY_PAGE_SIZE = 100;
+
+/** What the history of a post says of each event, in words. */
+const EVENT_WORDS: Record<string, string> = {
+  created: 'Created',
+  edited: 'Edited',
+  scheduled: 'Scheduled',
+  rescheduled: 'Rescheduled',
+  drafted: 'Moved to drafts',
+  publishing: 'Publishing started',
+  retrying: 'Will try again',
+  published: 'Published',
+  failed: 'Failed',
+  deleted: 'Deleted',
+};
+
+/**
+ * Posts: the organization's posts by status and date, each with its channel, time, status and error,
+ * and a post's page with its history and, for a failed post, *Schedule again*. The same domain code
+ * as the Public API's, so the same rules and errors apply.
+ */
+export function postsPages(ctx: PostsContext): Router {
+  const router = express.Router();
+
+  router.get('/posts', async (req, res) => {
+    const { organization } = signedIn(res);
+    const filter = readFilter(req);
+    const query = {
+      limit: PAGE_SIZE,
+      ...(filter.status ? { status: [filter.status] } : {}),
+      ...(filter.from ? { from: `${filter.from}T00:00:00Z` } : {}),
+      ...(filter.to ? { to: `${filter.to}T23:59:59.999Z` } : {}),
+      ...(filter.cursor ? { cursor: filter.cursor } : {}),
+    };
+    const [page, channels] = await Promise.all([listPostPage(ctx, organization.id, query), listChannels(ctx.db, organization.id)]);
+    const channelNames = new Map(channels.map((channel) => [channel.id, channel.name]));
+    const next = page.nextCursor ? new URLSearchParams({ ...withoutCursor(filter), cursor: page.nextCursor }).toString() : undefined;
+    renderPage(res, '/web/templates/posts', {
+      title: 'Posts',
+      path: '/posts',
+      filter,
+      statuses: POST_STATUSES,
+      posts: page.data.map((post) => ({ ...describe(post), channelName: channelNames.get(post.channelId) ?? post.channelId })),
+      next,
+    });
+  });
+
+  router.get('/posts/:id', async (req, res) => {
+    const { organization } = signedIn(res);
+    await showPost(req, res, organization.id, req.query.scheduled === '1' ? 'The post is scheduled again.' : undefined);
+  });
+
+  router.post('/posts/:id/schedule-again', async (req, res) => {
+    const { organization } = signedIn(res);
+    try {
+      await movePost(ctx, organization.id, String(req.params.id), { status: 'scheduled' });
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
+      return showPost(req, res, organization.id, undefined, error);
+    }
+    res.redirect(303, `/posts/${encodeURIComponent(String(req.params.id))}?scheduled=1`);
+  });
+
+  async function showPost(req: Request, res: express.Response, organizationId: string, notice?: string, problem?: DomainError): Promise<void> {
+    const post = toPostBody(await getPost(ctx.db, organizationId, String(req.params.id)));
+    const cursor = typeof req.query.history === 'string' ? req.query.history : undefined;
+    const history = await postHistoryPage(ctx, organizationId, post.id, { limit: HISTORY_PAGE_SIZE, ...(cursor ? { cursor } : {}) });
+    const channels = await listChannels(ctx.db, organizationId);
+    renderPage(
+      res,
+      '/web/templates/post',
+      {
+        title: 'Post',
+        path: '/posts',
+        post: { ...describe(post), channelName: channels.find((channel) => channel.id === post.channelId)?.name ?? post.channelId },
+        events: history.data.map(describeEvent),
+        moreHistory: history.nextCursor ? `?history=${encodeURIComponent(history.nextCursor)}` : undefined,
+        notice,
+        problem: problem?.message,
+      },
+      problem?.status ?? 200,
+    );
+  }
+
+  return router;
+}
+
+interface Filter {
+  status?: PostStatus;
+  from?: string;
+  to?: string;
+  cursor?: string;
+}
+
+/** The list's filters from the address; a value that is not one refuses the page with 400. */
+function readFilter(req: Request): Filter {
+  const text = (name: string): string | undefined => {
+    const value = req.query[name];
+    if (value === undefined || value === '') return undefined;
+    if (typeof value !== 'string') throw new ValidationError(`Give ${name} once.`);
+    return value;
+  };
+  const filter: Filter = {};
+  const status = text('status');
+  if (status !== undefined) {
+    if (!(POST_STATUSES as readonly string[]).includes(status)) throw new ValidationError(`There is no status "${status}".`);
+    filter.status = status as PostStatus;
+  }
+  for (const name of ['from', 'to'] as const) {
+    const day = text(name);
+    if (day === undefined) continue;
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(day) || Number.isNaN(Date.parse(`${day}T00:00:00Z`))) throw new ValidationError(`${name} must be a date such as 2026-12-01.`);
+    filter[name] = day;
+  }
+  const cursor = text('cursor');
+  if (cursor !== undefined) filter.cursor = cursor;
+  return filter;
+}
+
+function withoutCursor({ cursor: _cursor, ...filter }: Filter): Record<string, string> {
+  return Object.fromEntries(Object.entries(filter).filter((entry): entry is [string, string] => entry[1] !== undefined));
+}
+
+/** A post as the pages show it: its times in words, its error, whether it can be scheduled again. */
+function describe(post: PostBody) {
+  const time =
+    post.status === 'published'
+      ? `published ${formatTime(post.publishedAt ? new Date(post.publishedAt) : null)}`
+      : post.scheduledAt
+        ? `${post.status === 'draft' ? 'was due' : 'due'} ${formatTime(new Date(post.scheduledAt))}`
+        : 'no time set';
+  // Only a web address is a link: the network's answer is not trusted to be one.
+  const releaseLink = post.releaseUrl && /^https?:\/\//i.test(post.releaseUrl) ? post.releaseUrl : undefined;
+  return { ...post, time, releaseLink, canScheduleAgain: post.status === 'failed' };
+}
+
+function describeEvent(event: PostEventBody) {
+  const parts: string[] = [];
+  if (event.attempt !== undefined) parts.push(`attempt ${event.attempt}`);
+  if (event.reason) parts.push(event.reason);
+  if (event.nextAttemptAt) parts.push(`next try ${formatTime(new Date(event.nextAttemptAt))}`);
+  if (event.error) parts.push(`${event.error.code}: ${event.error.message}`);
+  if (event.note) parts.push(event.note);
+  return { ...event, what: EVENT_WORDS[event.type] ?? event.type, when: formatTime(new Date(event.at)), detail: parts.join(' · ') };
+}
