@@ -67,7 +67,7 @@ export function createApp(ctx: MediaContext & PostsContext, options: { sandboxKe
 
   if (ctx.storage instanceof LocalMediaStorage) app.use(localFileRoutes(ctx, ctx.storage));
 
-  const pages = { cookies: new BrowserCookies(ctx.config.publicUrl), csrf: new CsrfTokens(ctx.db) };
+  const pages = { cookies: new BrowserCookies(ctx.config.publicUrl), csrf: new CsrfTokens(ctx.secrets) };
   app.use(createPublicApi(ctx));
   app.use(sandboxNetwork(ctx, { key: options.sandboxKey, latencyMs: ctx.config.sandbox.latencyMs }));
   app.use(createOAuthApi(ctx, pagePrelude(ctx, pages)));

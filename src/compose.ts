@@ -4,7 +4,8 @@ import { createApp } from './app.js';
 import type { Config } from './core/config.js';
 import type { Logger } from './core/logger.js';
 import type { DatabaseHandle } from './db/database.js';
-import { instanceSecret } from './db/instance-secrets.js';
+import { loadKeys } from './crypto/key-source.js';
+import { InstanceSecrets } from './db/instance-secrets.js';
 import { migrateToLatest } from './db/migrate.js';
 import { keepHouse } from './housekeeping.js';
 import type { AppContext } from './http/context.js';
@@ -63,16 +64,20 @@ export async function compose(options: ComposeOptions): Promise<Service> {
 
   const clock = options.clock ?? (() => new Date());
   const outbound = new OutboundClient(config.media.fetch, options.resolve);
+  const { keyring } = loadKeys({ encryptionKey: config.encryptionKey, dataDir: config.dataDir });
+  const secrets = new InstanceSecrets(database.db, keyring);
   const base: AppContext = {
     config,
     db: database.db,
     logger,
     clock,
     outbound,
-    cursors: new CursorCodec(await instanceSecret(database.db, 'cursor-signing')),
+    cursors: new CursorCodec(await secrets.get('cursor-signing')),
+    keyring,
+    secrets,
   };
-  const storage = options.storage ?? (await createMediaStorage(config, database.db, clock));
-  const sandboxKey = await instanceSecret(database.db, 'sandbox-network');
+  const storage = options.storage ?? (await createMediaStorage(config, secrets, clock));
+  const sandboxKey = await secrets.get('sandbox-network');
   const providers: Providers = {
     ...defaultProviders({ outbound, sandboxUrl: () => config.sandbox.networkUrl, sandboxKey, sandboxLimits: config.sandbox.limits }),
     ...options.providers,

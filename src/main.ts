@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import { ConfigError, loadConfig, type Config } from './core/config.js';
+import { UnknownKeyError } from './crypto/keyring.js';
 import { createLogger } from './core/logger.js';
 import { DatabaseBusyError, DatabaseVersionError, openDatabase, type DatabaseHandle } from './db/database.js';
 
@@ -48,7 +49,17 @@ async function main(): Promise<void> {
     throw error;
   }
   const { compose } = await composing;
-  const service = await compose({ config, database, logger });
+  let service: Awaited<ReturnType<typeof compose>>;
+  try {
+    service = await compose({ config, database, logger });
+  } catch (error) {
+    const keys = error instanceof ConfigError || error instanceof UnknownKeyError;
+    if (!keys) throw error;
+    const advice = error instanceof UnknownKeyError ? ': every process of one installation needs the same ENCRYPTION_KEY (or the same DATA_DIR/encryption-keys)' : '';
+    console.error(`${error.message}${advice}`);
+    await database.close();
+    process.exit(78); // EX_CONFIG
+  }
   let server: Server | undefined;
   if (config.role !== 'worker') {
     try {

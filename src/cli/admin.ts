@@ -2,11 +2,14 @@ import { parseArgs } from 'node:util';
 import { createApiKey, findApiKeyByPrefix, listApiKeys, maskApiKey, revokeApiKey } from '../accounts/api-keys.js';
 import { createOrganizationWithOwner, findOrganization } from '../accounts/organizations.js';
 import { addChannel } from '../channels/channels.js';
-import { ConfigError, loadConfig } from '../core/config.js';
+import { ConfigError, loadConfig, type Config } from '../core/config.js';
 import { PROVIDERS, type Provider } from '../core/contract.js';
 import { DomainError, NotFoundError } from '../core/errors.js';
 import { DatabaseBusyError, DatabaseVersionError, openDatabase, type Db } from '../db/database.js';
+import { reencryptInstanceSecrets } from '../db/instance-secrets.js';
 import { migrateToLatest } from '../db/migrate.js';
+import { addKeyToFile, loadKeys } from '../crypto/key-source.js';
+import { UnknownKeyError } from '../crypto/keyring.js';
 
 const USAGE = `Usage: npm run -s admin -- <command> [options]
 
@@ -22,8 +25,12 @@ Commands:
                Revokes the key whose shown prefix (e.g. svc_live_Ab12Cd34) or whole value is PREFIX.
   add-channel  --org ORG_ID --provider ${PROVIDERS.join('|')} --name NAME [--username HANDLE]
                Adds a channel to the organization and prints its id.
+  rotate-encryption-key
+               Re-encrypts every value stored encrypted with the first key of ENCRYPTION_KEY,
+               or, without ENCRYPTION_KEY, with a new key it puts first in DATA_DIR/encryption-keys.
+               Restart the server's processes afterwards.
 
-The command reads the same configuration as the server (DATABASE_URL, DATA_DIR).`;
+The command reads the same configuration as the server (DATABASE_URL, DATA_DIR, ENCRYPTION_KEY).`;
 
 class UsageError extends Error {}
 
@@ -41,7 +48,7 @@ async function organizationId(db: Db, options: Options): Promise<string> {
   return id;
 }
 
-const COMMANDS: Record<string, (db: Db, options: Options) => Promise<string>> = {
+const COMMANDS: Record<string, (db: Db, options: Options, config: Config) => Promise<string>> = {
   'create-org': async (db, options) => {
     const { organization } = await createOrganizationWithOwner(db, {
       organizationName: required(options, 'name'),
@@ -94,6 +101,19 @@ const COMMANDS: Record<string, (db: Db, options: Options) => Promise<string>> = 
     });
     return channel.id;
   },
+
+  'rotate-encryption-key': async (db, _options, config) => {
+    let keys = loadKeys({ encryptionKey: config.encryptionKey, dataDir: config.dataDir });
+    if (keys.from === 'file') {
+      addKeyToFile(keys.file!);
+      keys = loadKeys({ encryptionKey: undefined, dataDir: config.dataDir });
+    }
+    const written = await reencryptInstanceSecrets(db, keys.keyring);
+    const key = keys.keyring.currentKeyId;
+    return keys.from === 'env'
+      ? `Re-encrypted ${written} values with the key "${key}". No value uses another key now: the others may be removed from ENCRYPTION_KEY once every process runs with "${key}" first.`
+      : `Re-encrypted ${written} values with the new key "${key}", now first in ${keys.file} (the older keys stay there). Restart the server to use it.`;
+  },
 };
 
 async function run(argv: string[]): Promise<number> {
@@ -133,7 +153,7 @@ async function run(argv: string[]): Promise<number> {
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
   try {
     await migrateToLatest(database.db);
-    const output = await action(database.db, options);
+    const output = await action(database.db, options, config);
     if (output) console.log(output);
     return 0;
   } finally {
@@ -148,7 +168,7 @@ run(process.argv.slice(2)).then(
       console.error(`${error.message}\n\n${USAGE}`);
       process.exit(64);
     }
-    if (error instanceof ConfigError || error instanceof DatabaseBusyError || error instanceof DatabaseVersionError || error instanceof DomainError) {
+    if (error instanceof ConfigError || error instanceof UnknownKeyError || error instanceof DatabaseBusyError || error instanceof DatabaseVersionError || error instanceof DomainError) {
       const details = error instanceof DomainError && error.details
         ? `\n${error.details.map((d) => `  - ${d.path}: ${d.message}`).join('\n')}`
         : '';

@@ -24,6 +24,8 @@ export interface Config {
   dataDir: string;
   /** PostgreSQL connection string; when absent the embedded PGlite database in `dataDir` is used. */
   databaseUrl: string | undefined;
+  /** ENCRYPTION_KEY as given (read by src/crypto/key-source.ts); without it, a key file in `dataDir`. */
+  encryptionKey: string | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** `production` logs contract violations of responses instead of failing them. */
   environment: 'development' | 'production' | 'test';
@@ -191,6 +193,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy,
     dataDir: path.resolve(env.DATA_DIR || './data'),
     databaseUrl,
+    encryptionKey: env.ENCRYPTION_KEY || undefined,
     logLevel: oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     environment,
     rateLimit: {

@@ -1,6 +1,8 @@
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
+import type { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
+import type { InstanceSecrets } from '../db/instance-secrets.js';
 import type { OutboundClient } from '../net/outbound-client.js';
 import type { CursorCodec } from './cursors.js';
 
@@ -19,4 +21,8 @@ export interface AppContext {
   outbound: OutboundClient;
   /** Signs and reads the `nextCursor` of every paginated list. */
   cursors: CursorCodec;
+  /** Encrypts and decrypts what is stored encrypted at rest (a connected account's tokens). */
+  keyring: Keyring;
+  /** The installation's own keys, stored encrypted. */
+  secrets: InstanceSecrets;
 }

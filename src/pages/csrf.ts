@@ -1,6 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Db } from '../db/database.js';
-import { instanceSecret } from '../db/instance-secrets.js';
+import type { InstanceSecrets } from '../db/instance-secrets.js';
 
 /**
  * CSRF tokens are an HMAC, under a key of this installation, of what the browser holds: the session
@@ -9,16 +8,10 @@ import { instanceSecret } from '../db/instance-secrets.js';
  * matches, and nothing needs to be stored per form.
  */
 export class CsrfTokens {
-  private key: Promise<Buffer> | undefined;
-
-  constructor(private readonly db: Db) {}
+  constructor(private readonly secrets: InstanceSecrets) {}
 
   private secret(): Promise<Buffer> {
-    this.key ??= instanceSecret(this.db, 'csrf').catch((error: unknown) => {
-      this.key = undefined;
-      throw error;
-    });
-    return this.key;
+    return this.secrets.get('csrf');
   }
 
   async token(binding: string): Promise<string> {

@@ -7,7 +7,7 @@ import { createTestDatabase } from './database.js';
 import type { FakeNetwork } from './fake-network.js';
 import { createChannel, createOrganization, type TestOrganization } from './fixtures.js';
 import { spawnBuilt, untilExit } from './processes.js';
-import { startTestServer, type TestServer } from './server.js';
+import { startTestServer, TEST_ENCRYPTION_KEY, type TestServer } from './server.js';
 
 /**
  * An installation on PostgreSQL as an operator runs it at scale, for the crash tests and the
@@ -61,6 +61,8 @@ export async function startPublishingRig(options: { channels: number; networkUrl
     HOME: process.env.HOME ?? os.tmpdir(),
     DATABASE_URL: database.url,
     DATA_DIR: dataDir,
+    // The installation's key, shared by the API in this process and every worker.
+    ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     LOG_LEVEL: 'warn',
     // The sandbox network of the API in this process, unless the caller brings its own (a fake).
     SANDBOX_NETWORK_URL: options.networkUrl ?? api.baseUrl,

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -9,6 +10,13 @@ import type { DatabaseHandle } from '../../src/db/database.js';
 import type { MediaStorage } from '../../src/media/storage.js';
 import type { Providers } from '../../src/providers/providers.js';
 import { createTestDatabase } from './database.js';
+
+/**
+ * The key test servers encrypt with, one per test process, so that servers sharing a database (two
+ * workers) read each other's values as an installation's processes do. Tests of the key file give
+ * ENCRYPTION_KEY '' to use it instead.
+ */
+export const TEST_ENCRYPTION_KEY = `test:${randomBytes(32).toString('base64')}`;
 
 export interface TestServer {
   baseUrl: string;
@@ -48,7 +56,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const database = options.database ?? (await createTestDatabase({ migrate: false }));
   let now: number | undefined;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'post-scheduler-test-'));
-  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', DATA_DIR: dataDir, ...options.env });
+  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', DATA_DIR: dataDir, ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, ...options.env });
   const service = await compose({
     config,
     database,

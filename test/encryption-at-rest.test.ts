@@ -1,0 +1,180 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '../src/core/config.js';
+import { KEY_FILE, loadKeys, parseEncryptionKeys } from '../src/crypto/key-source.js';
+import { DecryptionError, Keyring, UnknownKeyError } from '../src/crypto/keyring.js';
+import { openDatabase } from '../src/db/database.js';
+import { createTestDatabase, TEST_DATABASE_URL } from './support/database.js';
+import { freePort, spawnBuilt, stop, untilExit, untilReady } from './support/processes.js';
+import { startTestServer, type TestServer } from './support/server.js';
+
+const key = (id: string) => ({ id, key: randomBytes(32) });
+
+describe('the keyring (AES-256-GCM, a key id per value)', () => {
+  it('decrypts what it encrypted, with a new IV each time, and only in the place it was written for', () => {
+    const keyring = new Keyring([key('one')]);
+    const a = keyring.encrypt('refresh-token-value', 'channel_credentials:ch_1');
+    const b = keyring.encrypt('refresh-token-value', 'channel_credentials:ch_1');
+    expect(a).toMatch(/^enc:v1:one:/);
+    expect(a).not.toBe(b);
+    expect(a).not.toContain('refresh-token-value');
+    expect(keyring.decrypt(a, 'channel_credentials:ch_1')).toBe('refresh-token-value');
+    // Copied to another row, it does not decrypt.
+    expect(() => keyring.decrypt(a, 'channel_credentials:ch_2')).toThrow(DecryptionError);
+  });
+
+  it('refuses a value that was altered or cut', () => {
+    const keyring = new Keyring([key('one')]);
+    const value = keyring.encrypt('secret', 'here');
+    const last = value.at(-2) === 'A' ? 'B' : 'A';
+    expect(() => keyring.decrypt(`${value.slice(0, -2)}${last}${value.at(-1)}`, 'here')).toThrow(DecryptionError);
+    expect(() => keyring.decrypt(value.slice(0, 30), 'here')).toThrow(DecryptionError);
+    expect(() => keyring.decrypt('secret', 'here')).toThrow(DecryptionError);
+  });
+
+  it('encrypts with its first key and still decrypts with the others, so a key can be rotated', () => {
+    const [older, newer] = [key('older'), key('newer')];
+    const before = new Keyring([older]).encrypt('token', 'row');
+    const rotated = new Keyring([newer, older]);
+    expect(rotated.decrypt(before, 'row')).toBe('token');
+    expect(Keyring.keyIdOf(rotated.encrypt('token', 'row'))).toBe('newer');
+    expect(() => new Keyring([newer]).decrypt(before, 'row')).toThrow(UnknownKeyError);
+  });
+});
+
+describe('ENCRYPTION_KEY and the key file', () => {
+  it('reads keys in base64 or hex, named or not, and refuses others without printing them', () => {
+    const raw = randomBytes(32);
+    const [named, unnamed] = parseEncryptionKeys(`k2:${raw.toString('base64')}, ${raw.toString('hex')}`);
+    expect(named).toEqual({ id: 'k2', key: raw });
+    expect(unnamed!.id).toMatch(/^[0-9a-f]{8}$/);
+    expect(unnamed!.key).toEqual(raw);
+    const short = randomBytes(16).toString('base64');
+    expect(() => parseEncryptionKeys(short)).toThrow(ConfigError);
+    try {
+      parseEncryptionKeys(`a:${raw.toString('base64')},b:${short}`);
+    } catch (error) {
+      expect((error as Error).message).toContain('key 2 is not 32 bytes');
+      expect((error as Error).message).not.toContain(short);
+    }
+    expect(() => parseEncryptionKeys(`a:${raw.toString('base64')},a:${randomBytes(32).toString('base64')}`)).toThrow('twice');
+  });
+
+  it('creates the data directory’s key file once, for its owner only, and refuses one others can read', () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keys-'));
+    try {
+      const first = loadKeys({ encryptionKey: undefined, dataDir });
+      const file = path.join(dataDir, KEY_FILE);
+      expect(first.from).toBe('file');
+      expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+      const again = loadKeys({ encryptionKey: undefined, dataDir });
+      expect(again.keyring.currentKeyId).toBe(first.keyring.currentKeyId);
+      expect(again.keyring.decrypt(first.keyring.encrypt('x', 'c'), 'c')).toBe('x');
+      fs.chmodSync(file, 0o644);
+      expect(() => loadKeys({ encryptionKey: undefined, dataDir })).toThrow(/readable by others.*chmod 600/);
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the installation’s own keys in the database', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('are stored encrypted, and one stored in clear by an earlier version is encrypted when read', async () => {
+    // Signing in uses the CSRF key, listing pages the cursor key: all are in use.
+    expect((await server.fetch('/login')).status).toBe(200);
+    const rows = await server.ctx.db.selectFrom('instance_secrets').select(['name', 'value']).execute();
+    expect(rows.map((row) => row.name)).toEqual(expect.arrayContaining(['csrf', 'cursor-signing', 'sandbox-network']));
+    for (const row of rows) expect(Keyring.isEncrypted(row.value), row.name).toBe(true);
+
+    const legacy = randomBytes(32).toString('base64url');
+    await server.ctx.db.insertInto('instance_secrets').values({ name: 'legacy-key', value: legacy }).execute();
+    expect((await server.ctx.secrets.get('legacy-key')).toString('base64url')).toBe(legacy);
+    const stored = await server.ctx.db.selectFrom('instance_secrets').select('value').where('name', '=', 'legacy-key').executeTakeFirstOrThrow();
+    expect(Keyring.isEncrypted(stored.value)).toBe(true);
+    expect(stored.value).not.toContain(legacy);
+    expect(server.ctx.keyring.decrypt(stored.value, 'instance_secrets:legacy-key')).toBe(legacy);
+  });
+});
+
+describe('rotating the key, with the built server and admin CLI', () => {
+  let dataDir: string;
+  let databaseUrl: string | undefined;
+  let closeDatabase: (() => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rotate-'));
+    if (TEST_DATABASE_URL) {
+      const database = await createTestDatabase({ migrate: false });
+      databaseUrl = database.url;
+      closeDatabase = database.close;
+    }
+  });
+  afterAll(async () => {
+    await closeDatabase?.();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...extra,
+  });
+
+  async function startAndStop(extra: Record<string, string> = {}): Promise<void> {
+    const port = await freePort();
+    const child = spawnBuilt('start', [], { ...env(extra), PORT: String(port) });
+    await untilReady(`http://127.0.0.1:${port}/readyz`, child);
+    expect((await fetch(`http://127.0.0.1:${port}/login`)).status).toBe(200);
+    await stop(child);
+  }
+
+  it('re-encrypts every value with a new key, keeps the server working, and a process without the key refuses to start', { timeout: 120_000 }, async () => {
+    await startAndStop();
+    const file = path.join(dataDir, KEY_FILE);
+    const before = fs.readFileSync(file, 'utf8').trim().split('\n');
+    expect(before).toHaveLength(1);
+
+    const rotated = await untilExit(spawnBuilt('admin', ['rotate-encryption-key'], env()));
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const after = fs.readFileSync(file, 'utf8').trim().split('\n');
+    expect(after).toHaveLength(2);
+    expect(after[1]).toBe(before[0]);
+    const newId = after[0]!.split(':')[0]!;
+    expect(rotated.stdout).toContain(`with the new key "${newId}"`);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+
+    // Every stored value now names the new key.
+    const database = await openDatabase({ databaseUrl, dataDir });
+    try {
+      const { rows } = await sql<{ value: string }>`select value from instance_secrets`.execute(database.db);
+      expect(rows.length).toBeGreaterThan(0);
+      for (const row of rows) expect(Keyring.keyIdOf(row.value)).toBe(newId);
+    } finally {
+      await database.close();
+    }
+    await startAndStop();
+
+    // A process given other keys than the installation's says so, names no key material, and stops.
+    const stranger = randomBytes(32).toString('base64');
+    const refused = await untilExit(spawnBuilt('start', [], { ...env({ ENCRYPTION_KEY: `other:${stranger}` }), PORT: String(await freePort()) }));
+    expect(refused.code).toBe(78);
+    expect(refused.stderr).toContain(`encrypted with the key "${newId}"`);
+    expect(refused.stderr).toContain('same ENCRYPTION_KEY');
+    expect(refused.stderr + refused.stdout).not.toContain(stranger);
+  });
+});
