@@ -35,14 +35,45 @@ export interface paths {
         };
         /**
          * List channels
-         * @description All channels connected to the organization, oldest first. A `disabled` channel (for example
-         *     one whose provider authorization expired) accepts no new posts until a user reconnects it
-         *     in the web app.
+         * @description All channels connected to the organization, oldest first. Only an `active` channel accepts new
+         *     posts: one that `needs_reconnect` (the network refused its credentials) waits for a user to
+         *     connect it again in the web app, and a `disabled` one for a user to enable it. Removed
+         *     channels are not listed.
          */
         get: operations["listChannels"];
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/channels/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The channel id (`ch_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example ch_5Hs3Jk8Pq2Rt6Yu1Zx4C
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a channel
+         * @description Removes the channel from the organization: it is no longer listed and accepts no posts. Its
+         *     `scheduled` and `failed` posts become drafts (nothing of them is lost, and each gets a
+         *     `drafted` event in its history); its published posts and every post's history stay. Refused
+         *     with `409` while one of its posts is `publishing`. Removing a channel does not delete anything
+         *     on the network.
+         */
+        delete: operations["deleteChannel"];
         options?: never;
         head?: never;
         patch?: never;
@@ -578,7 +609,8 @@ export interface components {
              * @description The account's avatar, when known.
              */
             picture: string | null;
-            /** @description `true` when the channel accepts no new posts (for example its authorization expired); a user reconnects it in the web app. */
+            status: components["schemas"]["ChannelStatus"];
+            /** @description `true` when the channel accepts no new posts, that is when its `status` is not `active`. */
             disabled: boolean;
             /**
              * Format: date-time
@@ -586,6 +618,20 @@ export interface components {
              */
             createdAt: string;
         };
+        /**
+         * @description Whether the channel accepts posts:
+         *
+         *     - `active`: it does;
+         *     - `needs_reconnect`: the network refused the channel's credentials (revoked, expired); a user
+         *       connects the account again in the web app, and its scheduled posts fail with
+         *       `channel_needs_reconnect` until then;
+         *     - `disabled`: a user turned it off in the web app; its scheduled posts fail with
+         *       `channel_disabled` at their time.
+         *
+         *     More statuses may be added within v1.
+         * @enum {string}
+         */
+        ChannelStatus: "active" | "needs_reconnect" | "disabled";
         ChannelList: {
             data: components["schemas"]["Channel"][];
         };
@@ -1400,6 +1446,40 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteChannel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The channel id (`ch_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example ch_5Hs3Jk8Pq2Rt6Yu1Zx4C
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The channel was removed. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

@@ -79,7 +79,7 @@ export async function compose(options: ComposeOptions): Promise<Service> {
   const storage = options.storage ?? (await createMediaStorage(config, secrets, clock));
   const sandboxKey = await secrets.get('sandbox-network');
   const providers: Providers = {
-    ...defaultProviders({ outbound, sandboxUrl: () => config.sandbox.networkUrl, sandboxKey, sandboxLimits: config.sandbox.limits }),
+    ...defaultProviders({ outbound, sandboxUrl: () => config.sandbox.networkUrl, sandboxKey, sandboxLimits: config.sandbox.limits, youtube: config.youtube, clock, db: database.db, keyring }),
     ...options.providers,
   };
   const runsWorker = options.worker ?? config.role !== 'api';

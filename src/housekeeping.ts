@@ -4,11 +4,12 @@ import type { MediaContext } from './media/storage.js';
 import { forgetStaleUploads } from './media/upload-sweep.js';
 import { forgetExpiredCodes } from './oauth/codes.js';
 import { forgetExpiredKeys } from './posts/idempotency.js';
+import { forgetExpiredConnections } from './providers/account-connections.js';
 
 /**
  * What the service forgets when it no longer serves anybody, as a scheduled job of the workers
  * (every 10 minutes) rather than inside requests: stale uploads and their bytes, rate-limit counts
- * of past windows, expired sessions, idempotency keys, OAuth codes and consent requests.
+ * of past windows, expired sessions, idempotency keys, OAuth codes and consent requests, and connections of accounts never finished.
  */
 export async function keepHouse(ctx: MediaContext): Promise<void> {
   const now = ctx.clock();
@@ -17,4 +18,5 @@ export async function keepHouse(ctx: MediaContext): Promise<void> {
   await forgetExpiredSessions(ctx.db, now);
   await forgetExpiredKeys(ctx.db, now);
   await forgetExpiredCodes(ctx.db, now);
+  await forgetExpiredConnections(ctx.db, now);
 }

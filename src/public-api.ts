@@ -1,3 +1,4 @@
+import { channelRemovalOperations } from './posts/channel-removal.js';
 import express, { type Router } from 'express';
 import { API_KEY_PREFIX } from './accounts/api-keys.js';
 import { connectionOperations } from './accounts/routes.js';
@@ -33,6 +34,7 @@ export function createPublicApi(ctx: MediaContext & PostsContext): Router {
   const handlers: PublicHandlers = {
     ...connectionOperations(ctx),
     ...channelOperations(ctx),
+    ...channelRemovalOperations(ctx),
     ...postOperations(ctx),
     ...mediaOperations(ctx),
     ...tiktokOperations(ctx),

@@ -166,7 +166,11 @@ describe.skipIf(skipBrowserTests)('OAuth in a real browser (Chromium)', () => {
 
     const channels = await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${token.access_token}` } });
     expect(channels.status).toBe(200);
-    expect((await json(channels)).data).toEqual([expect.objectContaining({ name: 'Shop window', provider: 'sandbox' })]);
+    // The organization the customer signed up with starts with its sandbox channel; the token sees its channels only.
+    expect((await json(channels)).data).toEqual([
+      expect.objectContaining({ name: 'Sandbox', provider: 'sandbox' }),
+      expect.objectContaining({ name: 'Shop window', provider: 'sandbox' }),
+    ]);
 
     // The customer revokes the app in Settings → Approved apps.
     await page.goto(`${server.baseUrl}/settings/approved-apps`);

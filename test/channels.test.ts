@@ -31,6 +31,7 @@ describe('GET /public/v1/channels', () => {
       name: 'Acme on YouTube',
       username: null,
       picture: null,
+      status: 'active',
       disabled: false,
       createdAt: youtube.created_at.toISOString(),
     });

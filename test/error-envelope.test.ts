@@ -71,7 +71,7 @@ describe('the error envelope', () => {
   });
 
   it('404 for an unknown operation', async () => {
-    const response = await server.fetch('/public/v1/channels/everything', { headers: org.auth });
+    const response = await server.fetch('/public/v1/channels/ch_1/everything', { headers: org.auth });
     expect(response.status).toBe(404);
     expect((await errorOf(response)).code).toBe('not_found');
   });
@@ -157,7 +157,7 @@ describe('HEAD', () => {
   });
 
   it('answers the GET’s errors without a body: 404 for no operation or an unknown id, 401 without credentials', async () => {
-    for (const path of ['/public/v1/channels/everything', '/public/v1/posts/post_unknown']) {
+    for (const path of ['/public/v1/channels/ch_1/everything', '/public/v1/posts/post_unknown']) {
       const head = await rawExchange('HEAD', path, org.auth);
       expect(head.status, path).toBe(404);
       expect(head.body, path).toBe('');

@@ -33,7 +33,7 @@ describe('request logs', () => {
   });
 
   it('redact sensitive query values', () => {
-    expect(redactUrl('/cb?code=abc&state=xyz&client_secret=s')).toBe('/cb?code=%5BREDACTED%5D&state=xyz&client_secret=%5BREDACTED%5D');
+    expect(redactUrl('/cb?code=abc&state=xyz&client_secret=s')).toBe('/cb?code=%5BREDACTED%5D&state=%5BREDACTED%5D&client_secret=%5BREDACTED%5D');
     expect(redactUrl('/public/v1/posts?limit=5')).toBe('/public/v1/posts?limit=5');
   });
 });

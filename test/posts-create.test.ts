@@ -22,7 +22,7 @@ beforeAll(async () => {
   acme = await createOrganization(db, 'Acme');
   globex = await createOrganization(db, 'Globex');
   const disabled = await createChannel(db, acme.id, 'sandbox', 'Disabled');
-  await db.updateTable('channels').set({ disabled: true }).where('id', '=', disabled.id).execute();
+  await db.updateTable('channels').set({ status: 'disabled' }).where('id', '=', disabled.id).execute();
   ch = {
     youtube: (await createChannel(db, acme.id, 'youtube')).id,
     tiktok: (await createChannel(db, acme.id, 'tiktok')).id,

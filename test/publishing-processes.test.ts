@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASE_URL } from './support/database.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
+import { BrowserSession } from './support/browser-session.js';
+import { startFakeGoogle } from './support/fake-google.js';
+import { json } from './support/http.js';
+import { mp4 } from './support/media-samples.js';
 import { duplicatesAndMissing, publishedIds, startPublishingRig } from './support/publishing-rig.js';
+import { completeUpload, startUpload } from './support/uploads.js';
 
 // Worker processes of the build on one PostgreSQL database, publishing to a fake of the sandbox
 // network that counts what it receives. PostgreSQL only: the embedded database belongs to one
@@ -90,6 +95,62 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
     } finally {
       network.delay(0);
       await rig.close();
+    }
+  });
+
+  it('a worker killed with SIGKILL right after YouTube received the last chunk: the next one asks, and the video exists once', { timeout: 180_000 }, async () => {
+    const google = await startFakeGoogle({ account: { channelId: 'UC_kill_0001', title: 'Killed mid-answer' } });
+    const youtube = {
+      YOUTUBE_CLIENT_ID: google.clientId,
+      YOUTUBE_CLIENT_SECRET: google.clientSecret,
+      YOUTUBE_ACCOUNTS_URL: google.url,
+      YOUTUBE_OAUTH_URL: google.url,
+      YOUTUBE_API_URL: google.url,
+      YOUTUBE_UPLOAD_CHUNK_BYTES: String(256 * 1024),
+    };
+    const rig = await startPublishingRig({ channels: 0, networkUrl: network.url, workerEnv: { ...WORKER_ENV, ...youtube }, apiEnv: youtube });
+    try {
+      // The workers read the media files from the API's data directory, as processes sharing one do.
+      rig.workerEnv.DATA_DIR = rig.api.ctx.config.dataDir;
+      const browser = new BrowserSession(rig.api);
+      await browser.logIn(rig.org.email, rig.org.password);
+      const started = await browser.submit('/settings/channels', '/settings/channels/connect/youtube', {});
+      const back = new URL((await fetch(started.headers.get('location')!, { redirect: 'manual' })).headers.get('location')!);
+      expect((await browser.get(back.pathname + back.search)).headers.get('location')).toBe('/settings/channels?done=connected');
+      const channel = await rig.api.ctx.db.selectFrom('channels').select('id').where('organization_id', '=', rig.org.id).where('provider', '=', 'youtube').executeTakeFirstOrThrow();
+
+      const bytes = mp4(600 * 1024);
+      const upload = await startUpload(rig.api, rig.org, 'kill.mp4', 'video/mp4', bytes.length);
+      expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
+      const media = await json(await completeUpload(rig.api, rig.org, upload.uploadId));
+      google.holdAfterFinalChunk();
+      const created = await rig.api.fetch('/public/v1/posts', {
+        method: 'POST',
+        headers: { ...rig.org.auth, 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          type: 'now',
+          posts: [{ channelId: channel.id, content: 'Killed', mediaIds: [media.id], settings: { __type: 'youtube', title: 'Once only', privacyStatus: 'private', madeForKids: false } }],
+        }),
+      });
+      expect(created.status).toBe(201);
+      const postId = (await json(created)).data[0].id;
+
+      const worker = await rig.startWorker();
+      const deadline = Date.now() + 30_000;
+      while (google.videos.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(google.videos).toHaveLength(1);
+      // YouTube has the video; the worker never heard so. It dies now.
+      await worker.kill();
+      await rig.startWorker();
+      expect(await rig.untilSettled(60_000)).toEqual({ published: 1 });
+      const post = await json(await rig.api.fetch(`/public/v1/posts/${postId}`, { headers: rig.org.auth }));
+      expect(post.releaseId).toBe(google.videos[0]!.id);
+      expect(google.videos).toHaveLength(1);
+      const session = google.sessions().find((s) => s.id === google.videos[0]!.sessionId)!;
+      expect(session.received).toBe(bytes.length);
+    } finally {
+      await rig.close();
+      await google.close();
     }
   });
 });

@@ -155,6 +155,12 @@ describe('publishing due posts', () => {
     const [post] = await create(sandbox, { type: 'now' });
     const [failed] = await until([post!.id], ['published', 'failed']);
     expect(failed!.error).toEqual({ code: 'channel_needs_reconnect', message: expect.stringContaining('The token was revoked.') });
+    // The channel waits for a user to connect it again: it takes no new posts, and its next one fails without a call.
+    const channels = (await json(await send(server, org.auth, 'GET', '/public/v1/channels'))).data;
+    expect(channels.find((c: { id: string }) => c.id === sandbox)).toMatchObject({ status: 'needs_reconnect', disabled: true });
+    const refused = await send(server, org.auth, 'POST', '/public/v1/posts', { type: 'now', content: 'Again', channelIds: [sandbox] });
+    expect(refused.status).toBe(422);
+    expect(JSON.stringify(await json(refused))).toContain('needs to be connected again');
   });
 
   it('publishes the sandbox’s own failure when a post’s settings ask for it, and a failed post can be scheduled again', async () => {

@@ -1,3 +1,4 @@
+import { addChannel } from '../channels/channels.js';
 import { ConflictError, UnprocessableError, ValidationError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import type { Db } from '../db/database.js';
@@ -29,6 +30,8 @@ export interface NewAccount {
 export async function createOrganizationWithOwner(
   db: Db,
   account: NewAccount,
+  /** `sandboxChannel`: the organization starts with a sandbox channel, so its user can publish at once. */
+  options: { sandboxChannel?: boolean } = {},
 ): Promise<{ organization: Organization; user: User; createdUser: boolean }> {
   const email = normalizeEmail(account.email);
   const organizationName = account.organizationName.trim();
@@ -74,6 +77,7 @@ export async function createOrganizationWithOwner(
       .insertInto('memberships')
       .values({ organization_id: organization.id, user_id: user.id, role: 'owner' })
       .execute();
+    if (options.sandboxChannel) await addChannel(trx, { organization_id: organization.id, provider: 'sandbox', name: 'Sandbox', username: null, picture: null });
     return { organization, user, createdUser: !existing };
   });
 }

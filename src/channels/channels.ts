@@ -12,9 +12,15 @@ export function toChannelBody(channel: Channel): ChannelBody {
     name: channel.name,
     username: channel.username,
     picture: channel.picture,
-    disabled: channel.disabled,
+    status: channel.status === 'removed' ? 'disabled' : channel.status,
+    disabled: !acceptsPosts(channel),
     createdAt: channel.created_at.toISOString(),
   };
+}
+
+/** Only an active channel takes new posts and publishes. */
+export function acceptsPosts(channel: Pick<Channel, 'status'>): boolean {
+  return channel.status === 'active';
 }
 
 export function listChannels(db: Db, organizationId: string): Promise<Channel[]> {
@@ -22,6 +28,7 @@ export function listChannels(db: Db, organizationId: string): Promise<Channel[]>
     .selectFrom('channels')
     .selectAll()
     .where('organization_id', '=', organizationId)
+    .where('status', '<>', 'removed')
     .orderBy('created_at')
     .orderBy('id')
     .execute();
@@ -34,7 +41,23 @@ export function findChannel(db: Db, organizationId: string, channelId: string): 
     .selectAll()
     .where('organization_id', '=', organizationId)
     .where('id', '=', channelId)
+    .where('status', '<>', 'removed')
     .executeTakeFirst();
+}
+
+/**
+ * A user turns a channel off (`disabled`) or on again (`active`). Enabling does not reconnect: a
+ * channel that needs reconnecting stays so until its account is connected again.
+ */
+export async function setChannelEnabled(db: Db, organizationId: string, channelId: string, enabled: boolean): Promise<Channel | undefined> {
+  const [from, to] = enabled ? (['disabled', 'active'] as const) : (['active', 'disabled'] as const);
+  await db.updateTable('channels').set({ status: to }).where('organization_id', '=', organizationId).where('id', '=', channelId).where('status', '=', from).execute();
+  return findChannel(db, organizationId, channelId);
+}
+
+/** The network refused the channel's credentials: it takes no posts until a user connects it again. */
+export async function markNeedsReconnect(db: Db, channelId: string): Promise<void> {
+  await db.updateTable('channels').set({ status: 'needs_reconnect' }).where('id', '=', channelId).where('status', '=', 'active').execute();
 }
 
 export function addChannel(db: Db, channel: Omit<NewChannel, 'id'>): Promise<Channel> {

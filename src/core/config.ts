@@ -65,6 +65,8 @@ export interface Config {
    */
   role: 'api' | 'worker' | 'all';
   /** The sandbox network: where the sandbox adapter reaches it, and how long it takes to answer. */
+  /** The operator's Google app, when YOUTUBE_CLIENT_ID and YOUTUBE_CLIENT_SECRET are set; without it YouTube is not offered. */
+  youtube: { clientId: string; clientSecret: string; accountsUrl: string; oauthUrl: string; apiUrl: string; uploadChunkBytes: number } | undefined;
   sandbox: {
     networkUrl: string;
     latencyMs: number;
@@ -116,6 +118,41 @@ export interface MediaConfig {
     allowPrivateAddresses: boolean;
     /** Addresses or CIDR ranges downloaded from even though they are not public. */
     allowedRanges: string[];
+  };
+}
+
+// Resumable uploads go in chunks of a multiple of 256 KiB: 8 MiB unless the operator says otherwise.
+function chunkBytes(raw: string | undefined, problems: string[]): number {
+  const unit = 256 * 1024;
+  if (!raw) return 32 * unit;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < unit || value % unit !== 0 || value > 1024 * unit) {
+    problems.push(`YOUTUBE_UPLOAD_CHUNK_BYTES must be a multiple of 262144 (256 KiB) up to 256 MiB, got "${raw}"`);
+    return 32 * unit;
+  }
+  return value;
+}
+
+function readYouTube(env: Env, problems: string[]): Config['youtube'] {
+  const clientId = env.YOUTUBE_CLIENT_ID || undefined;
+  const clientSecret = env.YOUTUBE_CLIENT_SECRET || undefined;
+  if (!clientId && !clientSecret) return undefined;
+  if (!clientId || !clientSecret) {
+    problems.push('YOUTUBE_CLIENT_ID and YOUTUBE_CLIENT_SECRET go together: set both (the Google app of this server) or neither');
+    return undefined;
+  }
+  const origin = (name: string, fallback: string) => {
+    const value = (env[name] || fallback).replace(/\/+$/, '');
+    if (!/^https?:\/\/[^/]+$/.test(value)) problems.push(`${name} must be an http(s) origin, got "${value}"`);
+    return value;
+  };
+  return {
+    clientId,
+    clientSecret,
+    accountsUrl: origin('YOUTUBE_ACCOUNTS_URL', 'https://accounts.google.com'),
+    oauthUrl: origin('YOUTUBE_OAUTH_URL', 'https://oauth2.googleapis.com'),
+    apiUrl: origin('YOUTUBE_API_URL', 'https://www.googleapis.com'),
+    uploadChunkBytes: chunkBytes(env.YOUTUBE_UPLOAD_CHUNK_BYTES, problems),
   };
 }
 
@@ -217,6 +254,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     media: loadMediaConfig(env, problems, { integer, oneOf, boolean }),
     role,
+    youtube: readYouTube(env, problems),
     sandbox: {
       networkUrl: sandboxUrl,
       latencyMs: integer('SANDBOX_LATENCY_MS', 0, 0, 600_000),

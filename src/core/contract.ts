@@ -21,6 +21,7 @@ type Schemas = components['schemas'];
 export type Provider = Schemas['Provider'];
 /** Where a post is in its life. */
 export type PostStatus = Schemas['PostStatus'];
+export type ChannelStatus = Schemas['ChannelStatus'];
 /** The file types media can have, recognised from their bytes. */
 export type MediaContentType = Schemas['MediaContentType'];
 export type MediaKind = Schemas['Media']['kind'];

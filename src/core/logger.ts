@@ -10,7 +10,8 @@ const REDACTED_PATHS = [
   'req.headers["proxy-authorization"]',
   'res.headers["set-cookie"]',
 ];
-const SENSITIVE_QUERY = /token|secret|code|password|key|signature/i;
+// `state` too: it binds an authorization in progress (ours at the networks, an app's at our consent page).
+const SENSITIVE_QUERY = /token|secret|code|password|key|signature|state/i;
 
 /** A URL for logs: query values whose names look sensitive are replaced. */
 export function redactUrl(url: string): string {

@@ -56,6 +56,9 @@ export class JobQueue {
       // Cron schedules (reconciliation, housekeeping) and queue maintenance belong to the workers.
       schedule: options.runsSchedules,
       supervise: options.runsSchedules,
+      // How often the workers look for jobs whose worker died (their heartbeat stopped) and hand
+      // them out again: a crashed worker's publications are taken over within about 20 seconds.
+      superviseIntervalSeconds: 10,
       // One row per process in pg-boss's instance registry is of no use here.
       registerInstance: false,
     };

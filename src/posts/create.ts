@@ -1,3 +1,4 @@
+import { acceptsPosts } from '../channels/channels.js';
 import type { components } from '../../generated/public-v1.js';
 import type { PostStatus } from '../core/contract.js';
 import { UnprocessableError, type ErrorDetail } from '../core/errors.js';
@@ -165,7 +166,7 @@ function newPostRow(
 async function assertChannelsStillAccept(trx: Db, organizationId: string, drafts: PostDraft[]): Promise<void> {
   const channels = new Map((await lockChannels(trx, organizationId, drafts.map((d) => d.channelId))).map((c) => [c.id, c]));
   const problems = drafts
-    .filter((d) => channels.get(d.channelId)?.disabled !== false)
+    .filter((d) => { const channel = channels.get(d.channelId); return !channel || !acceptsPosts(channel); })
     .map((d) => ({ path: d.paths.channel, message: `Channel ${d.channelId} was disabled or removed while the posts were being created.` }));
   if (problems.length > 0) throw new UnprocessableError('A channel stopped accepting posts; nothing was created.', withoutRepeats(problems));
 }

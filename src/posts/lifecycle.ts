@@ -1,4 +1,5 @@
 import type { components } from '../../generated/public-v1.js';
+import { acceptsPosts } from '../channels/channels.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
 import type { Db } from '../db/database.js';
 import { recordPostEvent } from './events.js';
@@ -113,7 +114,16 @@ async function moveLockedPost(ctx: PostsContext, trx: Db, post: PostRow, request
   if (next.status === 'scheduled' && next.scheduledAt) {
     // A draft's media may have been deleted meanwhile (only scheduled posts hold media back).
     await assertMediaStillPresent(trx, post.organization_id, [{ mediaIds: post.media_ids, path: 'mediaIds' }]);
-    await lockChannels(trx, post.organization_id, [post.channel_id]);
+    const [channel] = await lockChannels(trx, post.organization_id, [post.channel_id]);
+    if (!channel || !acceptsPosts(channel)) {
+      const [why, advice] =
+        !channel || channel.status === 'removed'
+          ? ['was removed', 'the post can no longer be scheduled']
+          : channel.status === 'needs_reconnect'
+            ? ['needs to be connected again', 'reconnect it in Settings → Channels first']
+            : ['is disabled', 'enable it in Settings → Channels first'];
+      throw new UnprocessableError(`The post's channel ${why}; ${advice}.`, [{ path: 'channelId', message: `channel ${post.channel_id} ${why}` }]);
+    }
     const claim = {
       channel: { id: post.channel_id, provider: post.provider },
       path: 'scheduledAt' in request ? request.path : 'status',

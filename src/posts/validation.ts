@@ -1,3 +1,4 @@
+import { acceptsPosts } from '../channels/channels.js';
 import type { Channel } from '../channels/tables.js';
 import { UnprocessableError, type ErrorDetail } from '../core/errors.js';
 import type { Db } from '../db/database.js';
@@ -35,7 +36,7 @@ const PROVIDER_NAMES = { youtube: 'YouTube', tiktok: 'TikTok', sandbox: 'sandbox
 
 function loadChannels(db: Db, organizationId: string, ids: string[]): Promise<Channel[]> {
   if (ids.length === 0) return Promise.resolve([]);
-  return db.selectFrom('channels').selectAll().where('organization_id', '=', organizationId).where('id', 'in', ids).execute();
+  return db.selectFrom('channels').selectAll().where('organization_id', '=', organizationId).where('id', 'in', ids).where('status', '<>', 'removed').execute();
 }
 
 function loadMedia(db: Db, organizationId: string, ids: string[]): Promise<Pick<Media, 'id' | 'kind'>[]> {
@@ -81,10 +82,13 @@ export async function checkDrafts(
     const channel = channelsById.get(draft.channelId);
     if (!channel) {
       itemProblems.push({ path: paths.channel, message: `There is no channel ${draft.channelId} in this organization.` });
-    } else if (channel.disabled) {
+    } else if (!acceptsPosts(channel)) {
       itemProblems.push({
         path: paths.channel,
-        message: `Channel ${channel.id} is disabled and accepts no new posts; a user reconnects it in the web app.`,
+        message:
+          channel.status === 'needs_reconnect'
+            ? `Channel ${channel.id} needs to be connected again (the network refused its credentials) and accepts no new posts until a user does so in the web app.`
+            : `Channel ${channel.id} is disabled and accepts no new posts until a user enables it in the web app.`,
       });
     }
     draft.mediaIds.forEach((id, index) => {
@@ -155,7 +159,7 @@ async function settingsProblems(
       return youtubeProblems(item, settings, path);
     case 'tiktok': {
       const problems = tiktokProblems(item, settings, path);
-      if (channel.disabled) return problems;
+      if (!acceptsPosts(channel)) return problems;
       let info: TikTokCreatorInfo;
       try {
         info = await readCreatorInfo(channel);

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Channel } from '../channels/tables.js';
+import type { Channel, ChannelState } from '../channels/tables.js';
 import type { Db } from '../db/database.js';
 import { postEventValues, type PostEventDetails, type PostEventType, type PostEventValues } from '../posts/events.js';
 import type { PostRow } from '../posts/post-body.js';
@@ -28,13 +28,14 @@ export interface LoadedPost {
 /** The posts of `postIds` that exist, each with its channel and the version of its row. */
 export async function loadPosts(db: Db, postIds: readonly string[]): Promise<LoadedPost[]> {
   if (postIds.length === 0) return [];
-  const { rows } = await sql<PostRow & { version: string; channel_name: string; channel_username: string | null; channel_picture: string | null; channel_disabled: boolean; channel_created_at: Date }>`
+  const { rows } = await sql<PostRow & { version: string; channel_name: string; channel_username: string | null; channel_picture: string | null; channel_status: ChannelState; channel_created_at: Date; channel_external_id: string | null; channel_credentials: string | null; channel_connected_at: Date | null }>`
     select posts.*, posts.xmin::text as version, channels.provider, channels.name as channel_name,
       channels.username as channel_username, channels.picture as channel_picture,
-      channels.disabled as channel_disabled, channels.created_at as channel_created_at
+      channels.status as channel_status, channels.created_at as channel_created_at,
+      channels.external_id as channel_external_id, channels.credentials as channel_credentials, channels.connected_at as channel_connected_at
     from posts join channels on channels.id = posts.channel_id
     where posts.id in (${sql.join(postIds)})`.execute(db);
-  return rows.map(({ version, channel_name, channel_username, channel_picture, channel_disabled, channel_created_at, ...post }) => ({
+  return rows.map(({ version, channel_name, channel_username, channel_picture, channel_status, channel_created_at, channel_external_id, channel_credentials, channel_connected_at, ...post }) => ({
     post,
     channel: {
       id: post.channel_id,
@@ -43,8 +44,11 @@ export async function loadPosts(db: Db, postIds: readonly string[]): Promise<Loa
       name: channel_name,
       username: channel_username,
       picture: channel_picture,
-      disabled: channel_disabled,
+      status: channel_status,
       created_at: channel_created_at,
+      external_id: channel_external_id,
+      credentials: channel_credentials,
+      connected_at: channel_connected_at,
     },
     version,
   }));

@@ -119,7 +119,11 @@ function retryOf(error: unknown, maybeDelivered: boolean): RunResult {
 /** Why a post cannot be published at all, before anything is sent. */
 export function precondition(adapter: PublishingAdapter | undefined, channel: Channel | undefined, media: PublishableMedia[] | undefined): Outcome | undefined {
   if (!channel) return failure('channel_disabled', 'The channel of the post no longer exists.');
-  if (channel.disabled) return failure('channel_disabled', `The channel ${channel.name} was disabled after the post was scheduled; enable it, then schedule the post again.`);
+  if (channel.status === 'needs_reconnect') {
+    return failure('channel_needs_reconnect', `The channel ${channel.name} needs to be connected again (the network refused its credentials). Reconnect it, then schedule the post again.`);
+  }
+  if (channel.status === 'removed') return failure('channel_disabled', `The channel ${channel.name} was removed after the post was scheduled.`);
+  if (channel.status === 'disabled') return failure('channel_disabled', `The channel ${channel.name} was disabled after the post was scheduled; enable it, then schedule the post again.`);
   if (!adapter) return failure('provider_not_configured', `This server has no ${channel.provider} app configured, so it cannot publish to ${channel.provider}; ask its operator.`);
   if (!media) return failure('media_missing', 'A media file of the post is gone; edit the post and schedule it again.');
   return undefined;

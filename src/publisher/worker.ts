@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { markNeedsReconnect } from '../channels/channels.js';
 import type { Channel } from '../channels/tables.js';
 import { RateLimiter } from '../http/rate-limit.js';
 import type { Db } from '../db/database.js';
@@ -238,6 +239,8 @@ export class Publisher {
       result = { status: 'failed', code: 'outcome_unknown', message: 'The network was still processing the post a day after it was sent. Check the channel before scheduling it again.' };
     }
     if (result.status === 'failed') {
+      // Its other posts would meet the same refusal: the channel waits for a user to connect it again.
+      if (result.code === 'channel_needs_reconnect') await markNeedsReconnect(this.ctx.db, post.channel_id);
       const details = { attempt, error: { code: result.code, message: result.message }, ...(result.logId ? { logId: result.logId } : {}) };
       const outcome = { status: 'failed', error_code: result.code, error_message: result.message } as const;
       await settleHeldPost(this.ctx.db, post, this.id, now, outcome, { type: 'failed', details });

@@ -153,7 +153,7 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
         email: values.email,
         password: field(req, 'password'),
         userName: values.name,
-      }),
+      }, { sandboxChannel: true }),
     );
     if (!created.ok) {
       if (created.status === 400) await signup.takeBack();

@@ -9,6 +9,7 @@ import type { CsrfTokens } from '../pages/csrf.js';
 import { ASSETS_DIR, renderErrorPage, securityHeaders } from '../pages/render.js';
 import type { BrowserCookies } from '../pages/visitor.js';
 import { accountPages } from './account-pages.js';
+import { channelCallbackPage } from './channels-page.js';
 import { postsPages } from './posts-pages.js';
 import { settingsPages } from './settings-pages.js';
 import { requireSignIn } from './signed-in.js';
@@ -58,6 +59,7 @@ export function createWebApp(ctx: PostsContext, tools: PageTools): Router {
   router.use(appPictureRoute(ctx));
   router.use(...pageInput(ctx, tools));
   router.use(accountPages(ctx, tools.cookies, tools.csrf));
+  router.use(channelCallbackPage(ctx));
   router.use('/posts', requireSignIn(tools.csrf));
   router.use(postsPages(ctx));
   router.use(settingsPages(ctx, tools.csrf));

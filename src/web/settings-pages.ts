@@ -1,18 +1,20 @@
 import express, { type Router } from 'express';
-import type { AppContext } from '../http/context.js';
+import type { PostsContext } from '../posts/publication-plan.js';
 import type { CsrfTokens } from '../pages/csrf.js';
 import { apiKeyPages } from './api-key-pages.js';
 import { appPages } from './app-pages.js';
 import { approvedAppsPage } from './approved-apps-page.js';
+import { channelsPage } from './channels-page.js';
 import { requireSignIn } from './signed-in.js';
 
-/** Settings → Developers → Access and Apps, and Settings → Approved apps: signed-in users only. */
-export function settingsPages(ctx: AppContext, csrf: CsrfTokens): Router {
+/** Settings → Channels, Settings → Developers → Access and Apps, and Settings → Approved apps: signed-in users only. */
+export function settingsPages(ctx: PostsContext, csrf: CsrfTokens): Router {
   const router = express.Router();
   router.use('/settings', requireSignIn(csrf));
   router.get('/settings', (_req, res) => res.redirect(302, '/settings/developers/access'));
   router.use(apiKeyPages(ctx));
   router.use(appPages(ctx));
   router.use(approvedAppsPage(ctx));
+  router.use(channelsPage(ctx));
   return router;
 }

@@ -17,6 +17,7 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   isConnected: { method: 'GET', path: '/public/v1/is-connected' },
   listChannels: { method: 'GET', path: '/public/v1/channels' },
   getQuota: { method: 'GET', path: '/public/v1/channels/quota' },
+  deleteChannel: { method: 'DELETE', path: '/public/v1/channels/ch_probe' },
   createPost: { method: 'POST', path: '/public/v1/posts', body: { type: 'draft', content: 'probe', channelIds: ['ch_probe'] } },
   listPosts: { method: 'GET', path: '/public/v1/posts' },
   getPost: { method: 'GET', path: '/public/v1/posts/post_probe' },

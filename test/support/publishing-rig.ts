@@ -44,12 +44,12 @@ export interface Worker {
   terminate(): Promise<number | null>;
 }
 
-export async function startPublishingRig(options: { channels: number; networkUrl?: string; workerEnv?: Record<string, string> }): Promise<PublishingRig> {
+export async function startPublishingRig(options: { channels: number; networkUrl?: string; workerEnv?: Record<string, string>; apiEnv?: Record<string, string> }): Promise<PublishingRig> {
   const database = await createTestDatabase({ migrate: false });
   if (!database.url) throw new Error('the publishing rig runs on PostgreSQL: set TEST_DATABASE_URL');
   const api = await startTestServer({
     database,
-    env: { DATABASE_URL: database.url, ROLE: 'api', RATE_LIMIT_MAX: '1000000', DAILY_POST_LIMIT_SANDBOX: '10000' },
+    env: { DATABASE_URL: database.url, ROLE: 'api', RATE_LIMIT_MAX: '1000000', DAILY_POST_LIMIT_SANDBOX: '10000', ...options.apiEnv },
   });
   const org = await createOrganization(api.ctx.db, 'Publishing rig');
   const channelIds: string[] = [];

@@ -5,6 +5,8 @@ import * as media from './2026-11-21-03-media.js';
 import * as oauth from './2026-11-21-04-oauth.js';
 import * as appPictures from './2026-11-21-05-app-pictures.js';
 import * as publishing from './2026-11-23-01-publishing.js';
+import * as channelStatus from './2026-11-23-02-channel-status.js';
+import * as channelConnections from './2026-11-23-03-channel-connections.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +16,6 @@ export const migrations: Record<string, Migration> = {
   '2026-11-21-04-oauth': oauth,
   '2026-11-21-05-app-pictures': appPictures,
   '2026-11-23-01-publishing': publishing,
+  '2026-11-23-02-channel-status': channelStatus,
+  '2026-11-23-03-channel-connections': channelConnections,
 };

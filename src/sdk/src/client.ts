@@ -194,6 +194,15 @@ export default class Service {
   }
 
   /**
+   * Removes a channel: its scheduled and failed posts become drafts, nothing on the network changes.
+   *
+   * `DELETE /public/v1/channels/{id}`
+   */
+  async deleteChannel(id: string, options?: RequestOptions): Promise<void> {
+    await this.api.DELETE('/public/v1/channels/{id}', { ...this.init(options), params: { path: { id } } });
+  }
+
+  /**
    * Reads the daily publishing quota of every channel for the current UTC day.
    *
    * `GET /public/v1/channels/quota`

@@ -15,6 +15,7 @@ export type Channel = Schemas['Channel'];
 
 /** The answer of `Service.channels`: `{ data: Channel[] }`. */
 export type ChannelList = Schemas['ChannelList'];
+export type ChannelStatus = Schemas['ChannelStatus'];
 
 /** How many more posts a channel may publish in the current UTC day. */
 export type ChannelQuota = Schemas['ChannelQuota'];

@@ -1,0 +1,38 @@
+/** The tokens of a connected account, as the network issued them; stored encrypted, never shown. */
+export interface AccountCredentials {
+  accessToken: string;
+  /** Absent when the network gave none (then the account is connected again when the access token expires). */
+  refreshToken: string | null;
+  /** When the access token expires (ISO 8601), if the network said. */
+  expiresAt: string | null;
+  scopes: string[];
+}
+
+/** Who the connected account is on its network. */
+export interface AccountIdentity {
+  /** The account's stable id on the network: connecting it again updates its channel. */
+  externalId: string;
+  name: string;
+  username: string | null;
+  picture: string | null;
+}
+
+/** The network refused a code or a refresh token: the user must connect the account again. */
+export class ConnectionRefusedError extends Error {}
+
+/**
+ * How an account of one network is connected: the network's authorization-code flow for this
+ * installation's app (PKCE where the network supports it), the code exchange, the refresh of an
+ * access token, and the account's identity.
+ */
+export interface ConnectionAdapter {
+  /** The origin of the network's consent page: the pages that send the user there allow it as a form target. */
+  readonly consentOrigin: string;
+  /** The network's consent page, to which the user's browser is sent. */
+  authorizeUrl(input: { state: string; redirectUri: string; codeChallenge: string }): string;
+  /** Trades the code of the network's answer for tokens; `ConnectionRefusedError` when the network refuses it. */
+  exchangeCode(input: { code: string; redirectUri: string; codeVerifier: string }): Promise<AccountCredentials>;
+  /** A fresh access token; `ConnectionRefusedError` when the refresh token was revoked or expired. */
+  refresh(credentials: AccountCredentials): Promise<AccountCredentials>;
+  identity(credentials: AccountCredentials): Promise<AccountIdentity>;
+}

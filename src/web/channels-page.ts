@@ -1,0 +1,133 @@
+import express, { type Request, type Response, type Router } from 'express';
+import { addChannel, listChannels, setChannelEnabled } from '../channels/channels.js';
+import { DomainError } from '../core/errors.js';
+import { field } from '../pages/visitor.js';
+import { renderErrorPage, renderPage } from '../pages/render.js';
+import { visitorOf } from '../pages/visitor.js';
+import { finishConnection, startConnection, type ConnectionFailure } from '../providers/account-connections.js';
+import { removeChannel } from '../posts/channel-removal.js';
+import type { PostsContext } from '../posts/publication-plan.js';
+import { signedIn } from './signed-in.js';
+
+const STATUS_WORDS = { active: 'Active', needs_reconnect: 'Needs reconnecting', disabled: 'Disabled', removed: 'Removed' } as const;
+const NETWORKS = [
+  { provider: 'youtube', name: 'YouTube' },
+  { provider: 'tiktok', name: 'TikTok' },
+] as const;
+const MAX_NAME_LENGTH = 100;
+
+/**
+ * Settings → Channels: the organization's channels with their status; a sandbox channel can be
+ * added, a channel disabled, enabled or removed (its scheduled and failed posts become drafts).
+ */
+export function channelsPage(ctx: PostsContext): Router {
+  const router = express.Router();
+
+  async function show(res: Response, notice?: string, problem?: string, status = 200): Promise<void> {
+    const { organization } = signedIn(res);
+    const channels = await listChannels(ctx.db, organization.id);
+    renderPage(
+      res,
+      '/web/templates/channels',
+      {
+        title: 'Channels',
+        path: '/settings/channels',
+        channels: channels.map((channel) => ({ ...channel, statusText: STATUS_WORDS[channel.status] })),
+        // Connecting an account needs the operator's app at that network.
+        networks: NETWORKS.map((network) => ({ ...network, configured: ctx.providers.connections[network.provider] !== undefined })),
+        notice,
+        problem,
+      },
+      status,
+      // The Connect forms answer with a redirect to the network's consent page, which browsers
+      // check against the page's form-action.
+      { formOrigins: Object.values(ctx.providers.connections).map((connection) => connection.consentOrigin) },
+    );
+  }
+
+  router.get('/settings/channels', async (req, res) => {
+    const done = typeof req.query.done === 'string' ? req.query.done : undefined;
+    // Why a connection did not finish: a code, so that a link cannot put words of its own on the page.
+    const failed = typeof req.query.failed === 'string' && req.query.failed in FAILURES ? FAILURES[req.query.failed as ConnectionFailure] : undefined;
+    await show(res, done && done in NOTICES ? NOTICES[done as keyof typeof NOTICES] : undefined, failed);
+  });
+
+  router.post('/settings/channels/connect/:provider', async (req, res) => {
+    const { visitor, organization } = signedIn(res);
+    const network = NETWORKS.find((n) => n.provider === req.params.provider);
+    if (!network) return show(res, undefined, 'There is no such network.', 404);
+    try {
+      const { authorizationUrl } = await startConnection(ctx, { organizationId: organization.id, provider: network.provider, sessionId: visitor.sessionId });
+      res.redirect(303, authorizationUrl);
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.status >= 500) throw error;
+      return show(res, undefined, error.message, error.status);
+    }
+  });
+
+  router.post('/settings/channels/sandbox', async (req, res) => {
+    const { organization } = signedIn(res);
+    const name = field(req, 'name').trim() || 'Sandbox';
+    if (name.length > MAX_NAME_LENGTH) return show(res, undefined, `A channel name has at most ${MAX_NAME_LENGTH} characters.`, 400);
+    await addChannel(ctx.db, { organization_id: organization.id, provider: 'sandbox', name, username: null, picture: null });
+    res.redirect(303, '/settings/channels?done=added');
+  });
+
+  router.post('/settings/channels/:id/:action', async (req: Request, res) => {
+    const { organization } = signedIn(res);
+    const id = String(req.params.id);
+    const action = String(req.params.action);
+    try {
+      if (action === 'remove') await removeChannel(ctx, organization.id, id);
+      else if (action === 'disable' || action === 'enable') {
+        if (!(await setChannelEnabled(ctx.db, organization.id, id, action === 'enable'))) return show(res, undefined, 'There is no such channel.', 404);
+      } else return show(res, undefined, 'There is no such action.', 404);
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.status >= 500) throw error;
+      return show(res, undefined, error.message, error.status);
+    }
+    res.redirect(303, `/settings/channels?done=${action === 'remove' ? 'removed' : action === 'enable' ? 'enabled' : 'disabled'}`);
+  });
+
+  return router;
+}
+
+/**
+ * Where a network sends the user back after its consent page (outside /settings: the network's
+ * redirect carries no CSRF token; the `state` it returns is what binds it to the browser session
+ * that started the connection).
+ */
+export function channelCallbackPage(ctx: PostsContext): Router {
+  const router = express.Router();
+  router.get('/channels/callback/:provider', async (req, res) => {
+    const network = NETWORKS.find((n) => n.provider === req.params.provider);
+    if (!network) return renderErrorPage(res, 404, 'Not found', 'There is no page at this address.');
+    const text = (name: string) => (typeof req.query[name] === 'string' ? (req.query[name] as string) : undefined);
+    const answer = { state: text('state'), code: text('code'), error: text('error') };
+    const visitor = visitorOf(res);
+    const result = await finishConnection(ctx, network.provider, answer, visitor?.sessionId);
+    if (result.ok) return res.redirect(303, `/settings/channels?done=${result.reconnected ? 'reconnected' : 'connected'}`);
+    if (result.failure === 'refused') ctx.logger.info({ provider: network.provider, reason: result.reason }, 'a network refused a connection');
+    if (!visitor?.organization) return renderErrorPage(res, 400, `${network.name} was not connected`, result.reason);
+    res.redirect(303, `/settings/channels?failed=${result.failure}`);
+  });
+  return router;
+}
+
+const FAILURES: Record<ConnectionFailure, string> = {
+  unknown: 'That answer of the network belongs to no connection in progress (it was finished already, or started elsewhere); nothing was connected.',
+  expired: 'The connection took too long; nothing was connected. Start it again.',
+  other_session: 'The connection was started in another browser session; nothing was connected. Start it again here.',
+  denied: 'Access was not allowed on the network; nothing was connected.',
+  refused: 'The network refused the connection; nothing was connected. Start it again, and allow every access asked for.',
+  unreachable: 'The network could not be reached to finish the connection; nothing was connected. Try again in a moment.',
+};
+
+const NOTICES = {
+  added: 'The sandbox channel is added.',
+  connected: 'The account is connected.',
+  reconnected: 'The account is connected again; its channel is active.',
+  removed: 'The channel is removed; its scheduled and failed posts are drafts now.',
+  enabled: 'The channel is enabled.',
+  disabled: 'The channel is disabled: it takes no new posts, and its scheduled posts fail at their time.',
+} as const;

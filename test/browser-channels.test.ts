@@ -1,0 +1,99 @@
+import fs from 'node:fs';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey } from '../src/accounts/api-keys.js';
+import { launchChromium, skipBrowserTests, type ChromiumProfile } from './support/chromium.js';
+import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
+import { startTestServer, type TestServer } from './support/server.js';
+
+const ARTIFACTS = new URL('../test-artifacts/', import.meta.url);
+
+describe.skipIf(skipBrowserTests)('Settings → Channels in a real browser (Chromium)', () => {
+  let network: FakeNetwork;
+  let server: TestServer;
+  let profile: ChromiumProfile;
+  let page: Page;
+
+  beforeAll(async () => {
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    network = await startFakeNetwork();
+    server = await startTestServer({ worker: true, env: { SANDBOX_NETWORK_URL: network.url } });
+    profile = await launchChromium();
+    page = await profile.context.newPage();
+  }, 120_000);
+
+  afterAll(async () => {
+    await profile?.close();
+    await server?.close();
+    await network?.close();
+  });
+
+  const channelRow = (name: string) => page.locator('li.channel', { hasText: name });
+
+  it('gives a new organization a sandbox channel that publishes, with nothing else to set up', async () => {
+    await page.goto(`${server.baseUrl}/signup`);
+    await page.getByLabel('Your name').fill('Nora');
+    await page.getByLabel('Email').fill('nora@studio.example');
+    await page.getByLabel('Password').fill('a long and good password');
+    await page.getByLabel('Organization name').fill('Nora Studio');
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await expect.poll(() => new URL(page.url()).pathname).not.toBe('/signup');
+
+    await page.getByRole('link', { name: 'Channels' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Channels');
+    expect(await channelRow('Sandbox').locator('.status').textContent()).toBe('Active');
+    // No operator app for the real networks in this test: said so, not offered.
+    expect(await page.getByText('Not configured by the operator of this server.').count()).toBe(2);
+
+    // The organization's first channel publishes a post at once.
+    const organizationId = (await server.ctx.db.selectFrom('organizations').select('id').where('name', '=', 'Nora Studio').executeTakeFirstOrThrow()).id;
+    const channel = await server.ctx.db.selectFrom('channels').select(['id', 'provider']).where('organization_id', '=', organizationId).executeTakeFirstOrThrow();
+    expect(channel.provider).toBe('sandbox');
+    const { secret } = await createApiKey(server.ctx.db, organizationId, 'test');
+    const auth = { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' };
+    const created = await server.fetch('/public/v1/posts', { method: 'POST', headers: auth, body: JSON.stringify({ type: 'now', content: 'First post', channelIds: [channel.id] }) });
+    expect(created.status).toBe(201);
+    const postId = ((await created.json()) as { data: { id: string }[] }).data[0]!.id;
+    await expect
+      .poll(async () => ((await (await server.fetch(`/public/v1/posts/${postId}`, { headers: auth })).json()) as { status: string }).status, { timeout: 10_000 })
+      .toBe('published');
+    await page.goto(`${server.baseUrl}/posts`);
+    expect(await page.locator(`tr[data-post-id="${postId}"] .status`).textContent()).toBe('published');
+    expect(network.publicationsOf(postId)).toBe(1);
+  });
+
+  it('adds a sandbox channel, disables and enables it, and removes it after saying what happens to its posts', async () => {
+    await page.goto(`${server.baseUrl}/settings/channels`);
+    await page.getByLabel(/Sandbox channel name/).fill('Second sandbox');
+    await page.getByRole('button', { name: 'Add sandbox channel' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toBe('The sandbox channel is added.');
+    expect(await channelRow('Second sandbox').locator('.status').textContent()).toBe('Active');
+
+    await page.getByRole('button', { name: 'Disable Second sandbox' }).click();
+    await expect.poll(() => channelRow('Second sandbox').locator('.status').textContent()).toBe('Disabled');
+    await page.getByRole('button', { name: 'Enable Second sandbox' }).click();
+    await expect.poll(() => channelRow('Second sandbox').locator('.status').textContent()).toBe('Active');
+
+    expect(await page.getByText('Removing a channel turns its scheduled and failed posts into drafts').count()).toBe(1);
+    await page.screenshot({ path: new URL('channels.png', ARTIFACTS).pathname, fullPage: true });
+    await page.getByRole('button', { name: 'Remove Second sandbox' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('The channel is removed');
+    expect(await channelRow('Second sandbox').count()).toBe(0);
+    expect(await channelRow('Sandbox').count()).toBe(1);
+  });
+
+  it('refuses an action on another organization’s channel', async () => {
+    const other = await server.ctx.db.insertInto('organizations').values({ id: 'org_other00000000000000', name: 'Other' }).returning('id').executeTakeFirstOrThrow();
+    const theirs = await server.ctx.db
+      .insertInto('channels')
+      .values({ id: 'ch_theirs0000000000000', organization_id: other.id, provider: 'sandbox', name: 'Theirs', username: null, picture: null })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await page.goto(`${server.baseUrl}/settings/channels`);
+    const token = await page.locator('input[name="csrf_token"]').first().inputValue();
+    const response = await page.request.post(`${server.baseUrl}/settings/channels/${theirs.id}/remove`, { form: { csrf_token: token }, maxRedirects: 0 });
+    expect(response.status()).toBe(404);
+    const still = await server.ctx.db.selectFrom('channels').select('status').where('id', '=', theirs.id).executeTakeFirstOrThrow();
+    expect(still.status).toBe('active');
+  });
+});
