@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../src/accounts/api-keys.js';
 import { launchChromium, skipBrowserTests, type ChromiumProfile } from './support/chromium.js';
-import { startFakeGoogle, type FakeGoogle } from './support/fake-google.js';
+import { startFakeGoogle, youtubeEnv, type FakeGoogle } from './support/fake-google.js';
 import { mp4 } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
@@ -29,12 +29,7 @@ describe.skipIf(skipBrowserTests)('YouTube from sign-up to a published video, in
     server = await startTestServer({
       worker: true,
       env: {
-        YOUTUBE_CLIENT_ID: google.clientId,
-        YOUTUBE_CLIENT_SECRET: google.clientSecret,
-        YOUTUBE_ACCOUNTS_URL: google.url,
-        YOUTUBE_OAUTH_URL: google.url,
-        YOUTUBE_API_URL: google.url,
-        YOUTUBE_UPLOAD_CHUNK_BYTES: String(CHUNK),
+        ...youtubeEnv(google, CHUNK),
         PUBLISH_RETRY_BASE_MS: '200',
       },
     });

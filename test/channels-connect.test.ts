@@ -4,7 +4,7 @@ import { Keyring } from '../src/crypto/keyring.js';
 import { randomBytes } from 'node:crypto';
 import { channelCredentials, reencryptAccountSecrets } from '../src/providers/account-credentials.js';
 import { BrowserSession } from './support/browser-session.js';
-import { startFakeGoogle, type FakeGoogle } from './support/fake-google.js';
+import { startFakeGoogle, youtubeEnv, type FakeGoogle } from './support/fake-google.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -22,11 +22,7 @@ beforeAll(async () => {
   server = await startTestServer({
     logger,
     env: {
-      YOUTUBE_CLIENT_ID: google.clientId,
-      YOUTUBE_CLIENT_SECRET: google.clientSecret,
-      YOUTUBE_ACCOUNTS_URL: google.url,
-      YOUTUBE_OAUTH_URL: google.url,
-      YOUTUBE_API_URL: google.url,
+      ...youtubeEnv(google),
     },
   });
   org = await createOrganization(server.ctx.db, 'Acme');

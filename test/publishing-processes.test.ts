@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASE_URL } from './support/database.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
 import { BrowserSession } from './support/browser-session.js';
-import { startFakeGoogle } from './support/fake-google.js';
+import { connectYouTube, startFakeGoogle, youtubeEnv } from './support/fake-google.js';
 import { json } from './support/http.js';
 import { mp4 } from './support/media-samples.js';
 import { duplicatesAndMissing, publishedIds, startPublishingRig } from './support/publishing-rig.js';
@@ -100,23 +100,14 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
 
   it('a worker killed with SIGKILL right after YouTube received the last chunk: the next one asks, and the video exists once', { timeout: 180_000 }, async () => {
     const google = await startFakeGoogle({ account: { channelId: 'UC_kill_0001', title: 'Killed mid-answer' } });
-    const youtube = {
-      YOUTUBE_CLIENT_ID: google.clientId,
-      YOUTUBE_CLIENT_SECRET: google.clientSecret,
-      YOUTUBE_ACCOUNTS_URL: google.url,
-      YOUTUBE_OAUTH_URL: google.url,
-      YOUTUBE_API_URL: google.url,
-      YOUTUBE_UPLOAD_CHUNK_BYTES: String(256 * 1024),
-    };
+    const youtube = youtubeEnv(google, 256 * 1024);
     const rig = await startPublishingRig({ channels: 0, networkUrl: network.url, workerEnv: { ...WORKER_ENV, ...youtube }, apiEnv: youtube });
     try {
       // The workers read the media files from the API's data directory, as processes sharing one do.
       rig.workerEnv.DATA_DIR = rig.api.ctx.config.dataDir;
       const browser = new BrowserSession(rig.api);
       await browser.logIn(rig.org.email, rig.org.password);
-      const started = await browser.submit('/settings/channels', '/settings/channels/connect/youtube', {});
-      const back = new URL((await fetch(started.headers.get('location')!, { redirect: 'manual' })).headers.get('location')!);
-      expect((await browser.get(back.pathname + back.search)).headers.get('location')).toBe('/settings/channels?done=connected');
+      expect((await connectYouTube(browser)).headers.get('location')).toBe('/settings/channels?done=connected');
       const channel = await rig.api.ctx.db.selectFrom('channels').select('id').where('organization_id', '=', rig.org.id).where('provider', '=', 'youtube').executeTakeFirstOrThrow();
 
       const bytes = mp4(600 * 1024);

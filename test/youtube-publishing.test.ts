@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostStatus } from '../src/core/contract.js';
 import { BrowserSession } from './support/browser-session.js';
-import { startFakeGoogle, type FakeGoogle } from './support/fake-google.js';
+import { connectYouTube, startFakeGoogle, youtubeEnv, type FakeGoogle } from './support/fake-google.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
 import { mp4 } from './support/media-samples.js';
@@ -20,11 +20,8 @@ let channelId: string;
 let videoId: string;
 const VIDEO_BYTES = 600 * 1024;
 
-async function connectYouTube(): Promise<void> {
-  const started = await session.submit('/settings/channels', '/settings/channels/connect/youtube', {});
-  const consent = await fetch(started.headers.get('location')!, { redirect: 'manual' });
-  const back = new URL(consent.headers.get('location')!);
-  const finished = await session.get(back.pathname + back.search);
+async function connect(): Promise<void> {
+  const finished = await connectYouTube(session);
   expect(finished.headers.get('location')).toMatch(/^\/settings\/channels\?done=(re)?connected$/);
 }
 
@@ -33,12 +30,7 @@ beforeAll(async () => {
   server = await startTestServer({
     worker: true,
     env: {
-      YOUTUBE_CLIENT_ID: google.clientId,
-      YOUTUBE_CLIENT_SECRET: google.clientSecret,
-      YOUTUBE_ACCOUNTS_URL: google.url,
-      YOUTUBE_OAUTH_URL: google.url,
-      YOUTUBE_API_URL: google.url,
-      YOUTUBE_UPLOAD_CHUNK_BYTES: String(CHUNK),
+      ...youtubeEnv(google, CHUNK),
       PUBLISH_RETRY_BASE_MS: '200',
       DAILY_POST_LIMIT_YOUTUBE: '100',
       RATE_LIMIT_MAX: '10000',
@@ -47,7 +39,7 @@ beforeAll(async () => {
   org = await createOrganization(server.ctx.db, 'Acme');
   session = new BrowserSession(server);
   await session.logIn(org.email, org.password);
-  await connectYouTube();
+  await connect();
   channelId = (await server.ctx.db.selectFrom('channels').select('id').where('organization_id', '=', org.id).where('provider', '=', 'youtube').executeTakeFirstOrThrow()).id;
 
   const bytes = mp4(VIDEO_BYTES);
@@ -156,7 +148,7 @@ describe('publishing a video post to YouTube', () => {
     const listed = (await json(await send(server, org.auth, 'GET', '/public/v1/channels'))).data;
     expect(listed.find((c: { id: string }) => c.id === channelId)).toMatchObject({ status: 'needs_reconnect' });
 
-    await connectYouTube();
+    await connect();
     const again = await send(server, org.auth, 'PATCH', `/public/v1/posts/${failed.id}/status`, { status: 'scheduled' });
     expect(again.status).toBe(200);
     const published = await settled(failed.id);
@@ -165,7 +157,7 @@ describe('publishing a video post to YouTube', () => {
 
   it('refreshes an access token about to expire before it uploads', async () => {
     google.accessTokenLifetime(30);
-    await connectYouTube();
+    await connect();
     const before = await server.ctx.db.selectFrom('channels').select('credentials').where('id', '=', channelId).executeTakeFirstOrThrow();
     const post = await settled(await createVideoPost('Fresh token'));
     expect(post.status).toBe('published');

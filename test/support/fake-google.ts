@@ -839,3 +839,26 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
 function etag(seed: string): string {
   return createHash('sha1').update(seed).digest('base64url').slice(0, 27);
 }
+
+/** The server's settings that make a Google app of `google`, as an operator's would be of Google's. */
+export function youtubeEnv(google: FakeGoogle, uploadChunkBytes?: number): Record<string, string> {
+  return {
+    YOUTUBE_CLIENT_ID: google.clientId,
+    YOUTUBE_CLIENT_SECRET: google.clientSecret,
+    YOUTUBE_ACCOUNTS_URL: google.url,
+    YOUTUBE_OAUTH_URL: google.url,
+    YOUTUBE_API_URL: google.url,
+    ...(uploadChunkBytes ? { YOUTUBE_UPLOAD_CHUNK_BYTES: String(uploadChunkBytes) } : {}),
+  };
+}
+
+/**
+ * Connects a YouTube channel as a signed-in browser does: Connect YouTube in Settings → Channels, the
+ * fake's consent (given at once, unless told to deny), and the callback; the callback's answer.
+ */
+export async function connectYouTube(session: { submit(page: string, action: string, fields: Record<string, string>): Promise<Response>; get(path: string): Promise<Response> }): Promise<Response> {
+  const started = await session.submit('/settings/channels', '/settings/channels/connect/youtube', {});
+  const consent = await fetch(started.headers.get('location')!, { redirect: 'manual' });
+  const back = new URL(consent.headers.get('location')!);
+  return session.get(back.pathname + back.search);
+}
