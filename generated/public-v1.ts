@@ -70,10 +70,52 @@ export interface paths {
          * @description Removes the channel from the organization: it is no longer listed and accepts no posts. Its
          *     `scheduled` and `failed` posts become drafts (nothing of them is lost, and each gets a
          *     `drafted` event in its history); its published posts and every post's history stay. Refused
-         *     with `409` while one of its posts is `publishing`. Removing a channel does not delete anything
-         *     on the network.
+         *     with `409` while one of its posts is `publishing`. Removing a channel deletes nothing on the
+         *     network; this server stops using the account at once and asks the network to revoke its
+         *     access (within minutes; connecting the account again before then keeps it).
          */
         delete: operations["deleteChannel"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/channels/connect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start connecting a user's account
+         * @description Starts connecting an account of `provider` to the organization and answers the network's
+         *     authorization URL. Send your user's browser there: they sign in on the network and allow
+         *     access, the network sends them back to this server, and this server creates the channel (or,
+         *     when the organization connected that account before, updates it and makes it `active` again)
+         *     and then redirects the browser to your `returnUrl` with these query parameters added:
+         *
+         *     - on success: `channelId` (the `ch_…` id) and `reconnected` (`true` when an existing channel
+         *       was updated);
+         *     - on failure: `error`, one of `access_denied` (the user did not allow access), `expired`
+         *       (the user took longer than `expiresAt`), `refused` (the network refused the connection,
+         *       e.g. a scope was not granted) or `unavailable` (the network could not be reached; try
+         *       again), and `errorDescription` in words;
+         *     - in both cases your `state`, unchanged, when you sent one.
+         *
+         *     The authorization URL may be used once, until `expiresAt` (15 minutes). A `returnUrl` must
+         *     be an `https` URL (or `http` on `localhost`/loopback, for development) whose origin the
+         *     caller may return to: for an OAuth access token, the origin of the app's registered
+         *     redirect URL; for an API key, one of the origins the organization lists under
+         *     *Settings → Channels → Return origins* in the web app. Any other is refused with `422`.
+         *     A network the operator of this server has not configured (no app of theirs at that
+         *     network) is refused with `422`. (`sandbox` needs no authorization: a user adds it in the web
+         *     app.)
+         */
+        post: operations["connectChannel"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -617,6 +659,39 @@ export interface components {
              * @description When the channel was connected.
              */
             createdAt: string;
+        };
+        ConnectChannelRequest: {
+            /**
+             * @description The network of the account to connect.
+             * @enum {string}
+             */
+            provider: "youtube" | "tiktok";
+            /**
+             * Format: uri
+             * @description Where this server sends the user's browser when the connection is finished or failed,
+             *     with `channelId` or `error` (and `state`) added to its query. Its origin must be one the
+             *     caller may return to (see the operation).
+             * @example https://app.example.com/integrations/youtube/done
+             */
+            returnUrl: string;
+            /**
+             * @description Any value of yours (e.g. which of your users this is), given back unchanged on the
+             *     return URL. This server's own `state` protects the exchange with the network; yours
+             *     need not be secret.
+             */
+            state?: string;
+        };
+        ChannelConnection: {
+            /**
+             * Format: uri
+             * @description The network's consent page; send the user's browser there (a redirect or a link), once.
+             */
+            authorizationUrl: string;
+            /**
+             * Format: date-time
+             * @description Until when the user may come back from the network; later the return URL gets `error=expired`.
+             */
+            expiresAt: string;
         };
         /**
          * @description Whether the channel accepts posts:
@@ -1480,6 +1555,41 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    connectChannel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConnectChannelRequest"];
+            };
+        };
+        responses: {
+            /** @description Where to send the user. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelConnection"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

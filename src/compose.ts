@@ -16,7 +16,7 @@ import { createMediaStorage } from './media/create-storage.js';
 import type { MediaStorage } from './media/storage.js';
 import { OutboundClient } from './net/outbound-client.js';
 import type { Resolver } from './net/remote-fetch.js';
-import { defaultProviders, type Providers } from './providers/providers.js';
+import { createProviders, type ProviderOverrides, type Providers } from './providers/providers.js';
 import { Publisher, PUBLISHER_QUEUES } from './publisher/worker.js';
 
 /** The whole service: every feature's context in one object, and the parts its role runs. */
@@ -42,7 +42,7 @@ export interface ComposeOptions {
   logger: Logger;
   clock?: () => Date;
   /** Replaces some of the social networks' adapters, e.g. with fakes. */
-  providers?: Partial<Providers>;
+  providers?: ProviderOverrides;
   /** Media storage to use instead of the one the configuration names. */
   storage?: MediaStorage;
   /** Host name resolution for outbound requests (tests give their own). */
@@ -78,10 +78,7 @@ export async function compose(options: ComposeOptions): Promise<Service> {
   };
   const storage = options.storage ?? (await createMediaStorage(config, secrets, clock));
   const sandboxKey = await secrets.get('sandbox-network');
-  const providers: Providers = {
-    ...defaultProviders({ outbound, sandboxUrl: () => config.sandbox.networkUrl, sandboxKey, sandboxLimits: config.sandbox.limits, youtube: config.youtube, clock, db: database.db, keyring }),
-    ...options.providers,
-  };
+  const providers = createProviders({ config, outbound, sandboxKey, clock, db: database.db, keyring }, options.providers);
   const runsWorker = options.worker ?? config.role !== 'api';
   const queue = new JobQueue(database, logger, { runsSchedules: runsWorker });
   await queue.start(QUEUES);

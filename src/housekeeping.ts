@@ -5,13 +5,16 @@ import { forgetStaleUploads } from './media/upload-sweep.js';
 import { forgetExpiredCodes } from './oauth/codes.js';
 import { forgetExpiredKeys } from './posts/idempotency.js';
 import { forgetExpiredConnections } from './providers/account-connections.js';
+import { revokeRemovedAccounts } from './providers/account-revocations.js';
+import type { ProvidersContext } from './providers/providers.js';
 
 /**
  * What the service forgets when it no longer serves anybody, as a scheduled job of the workers
  * (every 10 minutes) rather than inside requests: stale uploads and their bytes, rate-limit counts
- * of past windows, expired sessions, idempotency keys, OAuth codes and consent requests, and connections of accounts never finished.
+ * of past windows, expired sessions, idempotency keys, OAuth codes and consent requests, connections of accounts never finished; and it
+ * asks the networks to revoke the tokens of removed channels.
  */
-export async function keepHouse(ctx: MediaContext): Promise<void> {
+export async function keepHouse(ctx: MediaContext & ProvidersContext): Promise<void> {
   const now = ctx.clock();
   await forgetStaleUploads(ctx, now);
   await forgetOldRateLimitWindows(ctx.db, now);
@@ -19,4 +22,5 @@ export async function keepHouse(ctx: MediaContext): Promise<void> {
   await forgetExpiredKeys(ctx.db, now);
   await forgetExpiredCodes(ctx.db, now);
   await forgetExpiredConnections(ctx.db, now);
+  await revokeRemovedAccounts(ctx);
 }

@@ -16,7 +16,8 @@ import type { MediaContext } from './media/storage.js';
 import type { PostsContext } from './posts/publication-plan.js';
 import { ACCESS_TOKEN_PREFIX } from './oauth/tokens.js';
 import { postOperations } from './posts/routes.js';
-import { tiktokOperations } from './providers/tiktok-routes.js';
+import { tiktokOperations } from './providers/tiktok/routes.js';
+import { channelConnectOperations } from './providers/connection-routes.js';
 
 export const PUBLIC_API_BASE = '/public/v1';
 
@@ -35,6 +36,7 @@ export function createPublicApi(ctx: MediaContext & PostsContext): Router {
     ...connectionOperations(ctx),
     ...channelOperations(ctx),
     ...channelRemovalOperations(ctx),
+    ...channelConnectOperations(ctx),
     ...postOperations(ctx),
     ...mediaOperations(ctx),
     ...tiktokOperations(ctx),

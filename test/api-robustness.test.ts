@@ -7,6 +7,7 @@ import { jpeg } from './support/media-samples.js';
 import { FakeTikTok } from './support/posts.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { addReturnOrigin } from '../src/channels/return-origins.js';
 
 /**
  * Every operation of the contract, read from the spec when the suite starts (so an operation added
@@ -329,14 +330,19 @@ beforeAll(async () => {
       MEDIA_FETCH_ALLOW_RANGES: '127.0.0.1/32',
       MEDIA_FETCH_TIMEOUT_SECONDS: '2',
       MEDIA_FETCH_MAX_DURATION_SECONDS: '5',
+      // Starting a connection asks nothing of Google: an app's credentials are enough.
+      YOUTUBE_CLIENT_ID: 'example-client.apps.googleusercontent.com',
+      YOUTUBE_CLIENT_SECRET: 'example-client-secret',
     },
-    providers: { tiktok },
+    providers: { tiktok: { creatorInfo: tiktok } },
   });
   // The examples are written as of 21 November 2026, scheduling for 1 December.
   server.setNow('2026-11-21T16:00:00.000Z');
   const { db } = server.ctx;
   acme = await createOrganization(db, 'Acme Studio');
   globex = await createOrganization(db, 'Globex');
+  // The examples' return URLs are sent to the local file server (see withRealIds).
+  await addReturnOrigin(db, acme.id, remote.origin);
 
   for (const record of exampleRecords()) {
     if (exampleIds.has(record.id)) continue;

@@ -3,6 +3,7 @@ import { createLogger } from '../src/core/logger.js';
 import { Keyring } from '../src/crypto/keyring.js';
 import { randomBytes } from 'node:crypto';
 import { channelCredentials, reencryptAccountSecrets } from '../src/providers/account-credentials.js';
+import { revokeRemovedAccounts } from '../src/providers/account-revocations.js';
 import { BrowserSession } from './support/browser-session.js';
 import { startFakeGoogle, youtubeEnv, type FakeGoogle } from './support/fake-google.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
@@ -163,6 +164,73 @@ describe('connecting a YouTube channel in Settings → Channels', () => {
     const session = await signedIn();
     const page = await (await session.get('/settings/channels?failed=Your%20account%20is%20locked')).text();
     expect(page).not.toContain('Your account is locked');
+  });
+});
+
+describe('removing a connected channel', () => {
+  /** Google's token endpoint's answer to refreshing with `refreshToken`. */
+  const refreshAtGoogle = (refreshToken: string) =>
+    fetch(`${google.url}/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: google.clientId, client_secret: google.clientSecret }),
+    });
+
+  async function connectedChannel(owner: TestOrganization) {
+    const session = await signedIn(owner);
+    const back = await consent(await connect(session));
+    expect((await session.get(back.pathname + back.search)).status).toBe(303);
+    return server.ctx.db.selectFrom('channels').selectAll().where('organization_id', '=', owner.id).where('provider', '=', 'youtube').executeTakeFirstOrThrow();
+  }
+
+  it('takes the tokens off the channel at once and has Google revoke them', async () => {
+    const owner = await createOrganization(server.ctx.db, 'Leavers');
+    const channel = await connectedChannel(owner);
+    const { refreshToken } = channelCredentials(server.ctx.keyring, channel)!;
+    expect((await server.fetch(`/public/v1/channels/${channel.id}`, { method: 'DELETE', headers: owner.auth })).status).toBe(204);
+
+    const removed = await server.ctx.db.selectFrom('channels').selectAll().where('id', '=', channel.id).executeTakeFirstOrThrow();
+    expect(removed).toMatchObject({ status: 'removed', credentials: null });
+    const waiting = await server.ctx.db.selectFrom('account_revocations').selectAll().where('organization_id', '=', owner.id).execute();
+    expect(waiting).toHaveLength(1);
+    expect(waiting[0]!.credentials).not.toContain(refreshToken!);
+
+    await revokeRemovedAccounts(server.ctx);
+    expect(await server.ctx.db.selectFrom('account_revocations').select('id').where('organization_id', '=', owner.id).execute()).toHaveLength(0);
+    const refused = await refreshAtGoogle(refreshToken!);
+    expect(refused.status).toBe(400);
+    expect((await json(refused)).error).toBe('invalid_grant');
+  });
+
+  it('revokes nothing when the account is connected again before housekeeping ran', async () => {
+    const owner = await createOrganization(server.ctx.db, 'Returners');
+    const channel = await connectedChannel(owner);
+    expect((await server.fetch(`/public/v1/channels/${channel.id}`, { method: 'DELETE', headers: owner.auth })).status).toBe(204);
+    const again = await connectedChannel(owner);
+    expect(again).toMatchObject({ id: channel.id, status: 'active' });
+    expect(await server.ctx.db.selectFrom('account_revocations').select('id').where('organization_id', '=', owner.id).execute()).toHaveLength(0);
+    await revokeRemovedAccounts(server.ctx);
+    const { refreshToken } = channelCredentials(server.ctx.keyring, again)!;
+    expect((await refreshAtGoogle(refreshToken!)).status).toBe(200);
+  });
+
+  it('forgets a token Google no longer knows, and keeps trying one it could not reach', async () => {
+    const owner = await createOrganization(server.ctx.db, 'Revokers');
+    const channel = await connectedChannel(owner);
+    google.revokeAll();
+    expect((await server.fetch(`/public/v1/channels/${channel.id}`, { method: 'DELETE', headers: owner.auth })).status).toBe(204);
+    await revokeRemovedAccounts(server.ctx);
+    expect(await server.ctx.db.selectFrom('account_revocations').select('id').where('organization_id', '=', owner.id).execute()).toHaveLength(0);
+
+    // Google unreachable: the revocation waits for a later round.
+    const stranded = await createOrganization(server.ctx.db, 'Stranded');
+    const other = await connectedChannel(stranded);
+    expect((await server.fetch(`/public/v1/channels/${other.id}`, { method: 'DELETE', headers: stranded.auth })).status).toBe(204);
+    const unreachable = { ...server.ctx, providers: { ...server.ctx.providers, youtube: { ...server.ctx.providers.youtube, connection: { ...server.ctx.providers.youtube.connection!, revoke: async () => { throw new Error('connect ECONNREFUSED'); } } } } };
+    await revokeRemovedAccounts(unreachable);
+    const [left] = await server.ctx.db.selectFrom('account_revocations').selectAll().where('organization_id', '=', stranded.id).execute();
+    expect(left).toMatchObject({ attempts: 1 });
+    expect(left!.next_attempt_at.getTime()).toBeGreaterThan(Date.now());
   });
 });
 

@@ -31,7 +31,7 @@ beforeAll(async () => {
   files = await startRemoteServer((_req, res) => void res.writeHead(200, { 'Content-Type': 'application/pdf' }).end(pdf()));
   server = await startTestServer({
     env: { RATE_LIMIT_MAX: '1000000', DAILY_POST_LIMIT_TIKTOK: '15', MEDIA_FETCH_ALLOW_RANGES: '127.0.0.1/32' },
-    providers: { tiktok },
+    providers: { tiktok: { creatorInfo: tiktok } },
   });
   server.setNow('2026-11-21T16:00:00.000Z');
   acme = await createOrganization(server.ctx.db, 'Acme Studio');

@@ -17,7 +17,7 @@ let media: { video: string; video2: string; image: string; foreign: string };
 
 beforeAll(async () => {
   tiktok = new FakeTikTok();
-  server = await startTestServer({ env: { ...POSTS_TEST_ENV, DAILY_POST_LIMIT_SANDBOX: '3' }, providers: { tiktok } });
+  server = await startTestServer({ env: { ...POSTS_TEST_ENV, DAILY_POST_LIMIT_SANDBOX: '3' }, providers: { tiktok: { creatorInfo: tiktok } } });
   const db = server.ctx.db;
   acme = await createOrganization(db, 'Acme');
   globex = await createOrganization(db, 'Globex');

@@ -21,7 +21,7 @@ let video: string;
 
 beforeAll(async () => {
   tiktok = new FakeTikTok();
-  server = await startTestServer({ env: { ...POSTS_TEST_ENV, DAILY_POST_LIMIT_SANDBOX: '2' }, providers: { tiktok } });
+  server = await startTestServer({ env: { ...POSTS_TEST_ENV, DAILY_POST_LIMIT_SANDBOX: '2' }, providers: { tiktok: { creatorInfo: tiktok } } });
   acme = await createOrganization(server.ctx.db, 'Acme');
   globex = await createOrganization(server.ctx.db, 'Globex');
   sandbox = (await createChannel(server.ctx.db, acme.id, 'sandbox')).id;

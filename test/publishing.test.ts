@@ -267,6 +267,11 @@ describe('crash safety without a crash', () => {
     const held = await server.ctx.db.selectFrom('posts').select('id').where('lease_owner', '=', server.ctx.publisher!.id).execute();
     expect(held).toEqual([]);
 
+    // The network finishes what it was sent when the calls were cut; the next worker, asking after
+    // the retry delay, finds each publication there instead of sending it again.
+    for (let waited = 0; !posts.every((post) => network.publicationsOf(post.id) === 1) && waited < 5000; waited += 50) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     network.delay(0);
     const next = await startTestServer({ worker: true, env: { SANDBOX_NETWORK_URL: network.url, PUBLISH_RETRY_BASE_MS: '200' }, database: server.ctx.database });
     try {

@@ -13,7 +13,7 @@ let channels: { tiktok: string; unreachable: string; sandbox: string; foreign: s
 
 beforeAll(async () => {
   tiktok = new FakeTikTok();
-  server = await startTestServer({ env: POSTS_TEST_ENV, providers: { tiktok } });
+  server = await startTestServer({ env: POSTS_TEST_ENV, providers: { tiktok: { creatorInfo: tiktok } } });
   unconfigured = await startTestServer({ env: POSTS_TEST_ENV });
   acme = await createOrganization(server.ctx.db, 'Acme');
   globex = await createOrganization(server.ctx.db, 'Globex');

@@ -16,7 +16,7 @@ export interface ChannelTable {
   status: Generated<ChannelState>;
   /** The account's id on its network, for a channel a user connected: connecting it again updates this channel. */
   external_id: Generated<string | null>;
-  /** The account's tokens, encrypted (see channels/credentials.ts); null for a channel added by the operator. */
+  /** The account's tokens, encrypted (see providers/account-credentials.ts); null for a channel added by the operator. */
   credentials: Generated<string | null>;
   connected_at: Generated<Date | null>;
   created_at: CreatedAt;
@@ -30,14 +30,42 @@ export interface ChannelConnectionTable {
   provider: Provider;
   /** The PKCE verifier, encrypted. */
   code_verifier: string;
+  /** The browser session that started it in the web app: only that session may finish it. */
   session_id: string | null;
+  /** For a connection started through the Public API: where the user goes back to, with the caller's `state`. */
+  return_url: Generated<string | null>;
+  client_state: Generated<string | null>;
+  /** The OAuth app that started it, when its access token did. */
+  app_id: Generated<string | null>;
   created_at: Generated<Date>;
   expires_at: Date;
+}
+
+/** An origin the organization's API keys may send users back to after connecting an account. */
+export interface ConnectionReturnOriginTable {
+  organization_id: string;
+  /** `scheme://host[:port]`, as `URL.origin` writes it. */
+  origin: string;
+  created_at: Generated<Date>;
+}
+
+/** A removed channel's tokens, kept (encrypted, as they were) until the network has revoked them. */
+export interface AccountRevocationTable {
+  id: string;
+  organization_id: string;
+  provider: Provider;
+  external_id: string;
+  credentials: string;
+  attempts: Generated<number>;
+  created_at: Generated<Date>;
+  next_attempt_at: Generated<Date>;
 }
 
 export interface ChannelTables {
   channels: ChannelTable;
   channel_connections: ChannelConnectionTable;
+  connection_return_origins: ConnectionReturnOriginTable;
+  account_revocations: AccountRevocationTable;
 }
 
 export type Channel = Selectable<ChannelTable>;

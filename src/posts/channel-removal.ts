@@ -5,10 +5,11 @@ import { recordPostEvent } from './events.js';
 import type { PostsContext } from './publication-plan.js';
 import { updatePost } from './queries.js';
 import { lockChannels } from './quota.js';
+import { queueRevocation } from '../providers/account-revocations.js';
 
 /**
  * Removes a channel from its organization: it leaves every list and takes no posts, while its posts
- * and their history stay. Its `scheduled` and `failed` posts become drafts, each with its `drafted`
+ * and their history stay; its account's tokens are revoked at the network. Its `scheduled` and `failed` posts become drafts, each with its `drafted`
  * event, in the same transaction; their old publication plans then find them not due and do nothing.
  * Refused while one of its posts is being published, which would otherwise finish on a channel
  * that is gone.
@@ -28,6 +29,8 @@ export async function removeChannel(ctx: PostsContext, organizationId: string, c
       await recordPostEvent(trx, drafted, 'drafted', now, { reason: `its channel ${channel.name} was removed` });
     }
     await trx.updateTable('channels').set({ status: 'removed' }).where('id', '=', channelId).execute();
+    // The account's tokens leave the channel now, and are revoked at the network by housekeeping.
+    await queueRevocation(trx, channel);
   });
 }
 

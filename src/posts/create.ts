@@ -96,7 +96,7 @@ export async function createPosts(
     problems.push({ path: 'date', message: `is more than 1 minute in the past (it is ${now.toISOString()} now)` });
   }
   const drafts = draftsOf(request);
-  const checked = await checkDrafts({ db: ctx.db, tiktok: ctx.providers.tiktok }, organizationId, drafts);
+  const checked = await checkDrafts({ db: ctx.db, providers: ctx.providers }, organizationId, drafts);
   problems.push(...checked.problems);
   if (problems.length > 0) {
     const details = withoutRepeats(problems);

@@ -44,7 +44,7 @@ const checkedParts = (post: PostRow) => JSON.stringify([post.content, post.media
 export async function editPost(ctx: PostsContext, organizationId: string, postId: string, changes: UpdatePostRequest): Promise<PostRow> {
   const post = await getPost(ctx.db, organizationId, postId);
   assertEditable(post);
-  const checked = await checkDrafts({ db: ctx.db, tiktok: ctx.providers.tiktok }, organizationId, [
+  const checked = await checkDrafts({ db: ctx.db, providers: ctx.providers }, organizationId, [
     {
       channelId: post.channel_id,
       content: changes.content ?? post.content,

@@ -3,10 +3,8 @@ import type { Channel } from '../channels/tables.js';
 import { UnprocessableError, type ErrorDetail } from '../core/errors.js';
 import type { Db } from '../db/database.js';
 import type { Media } from '../media/tables.js';
-import type { TikTokCreatorInfo, TikTokCreatorInfoSource } from '../providers/tiktok.js';
+import type { CreatorInfo, ItemFacts, ItemPaths, ProviderAdapter, Providers, SettingsOf } from '../providers/provider.js';
 import type { ProviderSettings } from './post-body.js';
-import { tiktokCreatorProblems, tiktokProblems, youtubeProblems, type ItemFacts, type ItemPaths } from './provider-rules.js';
-import { withDefaults } from './settings.js';
 
 /** One post as a request describes it, before any rule is checked. */
 export interface PostDraft {
@@ -29,10 +27,8 @@ export interface CheckedPost {
 
 export interface CheckDependencies {
   db: Db;
-  tiktok: TikTokCreatorInfoSource;
+  providers: Providers;
 }
-
-const PROVIDER_NAMES = { youtube: 'YouTube', tiktok: 'TikTok', sandbox: 'sandbox' } as const;
 
 function loadChannels(db: Db, organizationId: string, ids: string[]): Promise<Channel[]> {
   if (ids.length === 0) return Promise.resolve([]);
@@ -63,12 +59,12 @@ export async function checkDrafts(
   ]);
   const channelsById = new Map(channels.map((c) => [c.id, c]));
   const mediaById = new Map(media.map((m) => [m.id, m]));
-  // One creator-info read per TikTok channel per request, however many items target it.
-  const creatorInfo = new Map<string, Promise<TikTokCreatorInfo>>();
-  const readCreatorInfo = (channel: Channel) => {
+  // One creator-info read per channel per request, however many items target it.
+  const creatorInfo = new Map<string, Promise<CreatorInfo>>();
+  const readCreatorInfo = (source: NonNullable<ProviderAdapter['creatorInfo']>) => (channel: Channel) => {
     let info = creatorInfo.get(channel.id);
     if (!info) {
-      info = deps.tiktok.creatorInfo(channel);
+      info = source.creatorInfo(channel);
       creatorInfo.set(channel.id, info);
     }
     return info;
@@ -98,49 +94,52 @@ export async function checkDrafts(
       itemProblems.push({ path: paths.content, message: `A post needs content or media (channel ${draft.channelId}).` });
     }
 
-    if (channel) {
+    const network = channel ? (deps.providers[channel.provider] as ProviderAdapter) : undefined;
+    if (channel && network) {
       const facts: ItemFacts = {
         channelId: channel.id,
         content: draft.content,
         media: draft.mediaIds.every((id) => mediaById.has(id)) ? draft.mediaIds.map((id) => mediaById.get(id)!) : undefined,
         paths,
       };
-      itemProblems.push(...(await settingsProblems(facts, channel, draft.settings, readCreatorInfo)));
+      const source = network.creatorInfo;
+      itemProblems.push(...(await settingsProblems(network, facts, channel, draft.settings, source && readCreatorInfo(source))));
     }
 
     problems.push(...itemProblems);
-    if (channel && itemProblems.length === 0) {
+    if (channel && network && itemProblems.length === 0) {
       posts.push({
         channel,
         paths,
         content: draft.content,
         mediaIds: draft.mediaIds,
-        settings: draft.settings ? withDefaults(draft.settings) : null,
+        settings: draft.settings ? network.withDefaults(draft.settings as SettingsOf<typeof channel.provider>) : null,
       });
     }
   }
   return { posts, problems };
 }
 
+/** The settings' problems: missing or of another network, else what the channel's network says of them. */
 async function settingsProblems(
+  network: ProviderAdapter,
   item: ItemFacts,
   channel: Channel,
   settings: ProviderSettings | undefined,
-  readCreatorInfo: (channel: Channel) => Promise<TikTokCreatorInfo>,
+  creatorInfo: ((channel: Channel) => Promise<CreatorInfo>) | undefined,
 ): Promise<ErrorDetail[]> {
-  const provider = PROVIDER_NAMES[channel.provider];
   const settingsPath = item.paths.settings;
   if (!settings) {
-    if (channel.provider === 'sandbox') return [];
+    if (!network.needsSettings) return [];
     return [
       settingsPath === undefined
         ? {
             path: item.paths.channel,
-            message: `Channel ${channel.id} is a ${provider} channel, which needs settings: use the per-channel form (posts) and send settings with __type "${channel.provider}".`,
+            message: `Channel ${channel.id} is a ${network.name} channel, which needs settings: use the per-channel form (posts) and send settings with __type "${channel.provider}".`,
           }
         : {
             path: settingsPath,
-            message: `A ${provider} post needs settings with __type "${channel.provider}" (channel ${channel.id}).`,
+            message: `A ${network.name} post needs settings with __type "${channel.provider}" (channel ${channel.id}).`,
           },
     ];
   }
@@ -150,27 +149,9 @@ async function settingsProblems(
     return [
       {
         path: `${path}.__type`,
-        message: `Channel ${channel.id} is a ${provider} channel; its settings need __type "${channel.provider}", not "${settings.__type}".`,
+        message: `Channel ${channel.id} is a ${network.name} channel; its settings need __type "${channel.provider}", not "${settings.__type}".`,
       },
     ];
   }
-  switch (settings.__type) {
-    case 'youtube':
-      return youtubeProblems(item, settings, path);
-    case 'tiktok': {
-      const problems = tiktokProblems(item, settings, path);
-      if (!acceptsPosts(channel)) return problems;
-      let info: TikTokCreatorInfo;
-      try {
-        info = await readCreatorInfo(channel);
-      } catch (error) {
-        // A refusal of the adapter (e.g. TikTok not configured here) belongs to this item; an outage (502) to the whole request.
-        if (error instanceof UnprocessableError) return [...problems, { path: item.paths.channel, message: error.message }];
-        throw error;
-      }
-      return [...problems, ...tiktokCreatorProblems(item, settings, path, info)];
-    }
-    case 'sandbox':
-      return [];
-  }
+  return network.settingsProblems({ item, channel, settings: settings as SettingsOf<typeof channel.provider>, path, creatorInfo });
 }

@@ -10,6 +10,7 @@ import { ConnectionRefusedError, type AccountCredentials } from './connection.js
 import type { ProvidersContext } from './providers.js';
 import type { Channel } from '../channels/tables.js';
 import { credentialsContext, verifierContext } from './account-credentials.js';
+import { cancelRevocations } from './account-revocations.js';
 
 /** How long a user may stay at the network's consent page. */
 const CONNECTION_LIFETIME_MS = 15 * 60_000;
@@ -19,20 +20,31 @@ export function callbackUrl(publicUrl: string, provider: Provider): string {
   return `${publicUrl}/channels/callback/${provider}`;
 }
 
+/** Where a connection started through the Public API sends the user back, with the caller's `state`. */
+export interface ConnectionReturn {
+  url: string;
+  state: string | null;
+  /** The OAuth app whose access token started it, if one did. */
+  appId: string | null;
+}
+
 /**
  * Starts connecting an account of `provider` to the organization: records the authorization in
- * progress (the hash of a fresh `state`, an encrypted PKCE verifier, the browser session that may
- * finish it) and answers the network's consent page to send the user to.
+ * progress (the hash of a fresh `state`, an encrypted PKCE verifier, and either the browser session
+ * that may finish it or where to send the user back) and answers the network's consent page to send
+ * the user to.
  */
 export async function startConnection(
   ctx: ProvidersContext,
-  request: { organizationId: string; provider: Provider; sessionId: string },
-): Promise<{ authorizationUrl: string }> {
-  const adapter = ctx.providers.connections[request.provider];
+  request: { organizationId: string; provider: Provider } & ({ sessionId: string } | { returnTo: ConnectionReturn }),
+): Promise<{ authorizationUrl: string; expiresAt: Date }> {
+  const adapter = ctx.providers[request.provider].connection;
   if (!adapter) throw new UnprocessableError(`Connecting ${request.provider} accounts is not configured by the operator of this server.`);
   const id = newId('conn');
   const state = randomBytes(32).toString('base64url');
   const verifier = randomBytes(32).toString('base64url');
+  const expiresAt = new Date(ctx.clock().getTime() + CONNECTION_LIFETIME_MS);
+  const returnTo = 'returnTo' in request ? request.returnTo : undefined;
   await ctx.db
     .insertInto('channel_connections')
     .values({
@@ -41,26 +53,31 @@ export async function startConnection(
       organization_id: request.organizationId,
       provider: request.provider,
       code_verifier: ctx.keyring.encrypt(verifier, verifierContext(id)),
-      session_id: request.sessionId,
-      expires_at: new Date(ctx.clock().getTime() + CONNECTION_LIFETIME_MS),
+      session_id: 'sessionId' in request ? request.sessionId : null,
+      return_url: returnTo?.url ?? null,
+      client_state: returnTo?.state ?? null,
+      app_id: returnTo?.appId ?? null,
+      expires_at: expiresAt,
     })
     .execute();
   const codeChallenge = createHash('sha256').update(verifier).digest('base64url');
-  return { authorizationUrl: adapter.authorizeUrl({ state, redirectUri: callbackUrl(ctx.config.publicUrl, request.provider), codeChallenge }) };
+  return { authorizationUrl: adapter.authorizeUrl({ state, redirectUri: callbackUrl(ctx.config.publicUrl, request.provider), codeChallenge }), expiresAt };
 }
 
 export type ConnectionResult =
-  | { ok: true; organizationId: string; channel: Channel; reconnected: boolean }
-  | { ok: false; organizationId?: string; failure: ConnectionFailure; reason: string };
+  | { ok: true; organizationId: string; channel: Channel; reconnected: boolean; returnTo?: ConnectionReturn }
+  | { ok: false; organizationId?: string; failure: ConnectionFailure; reason: string; returnTo?: ConnectionReturn };
 
 /** Why a connection did not finish, as a code the pages turn into words of their own. */
 export type ConnectionFailure = 'unknown' | 'expired' | 'other_session' | 'denied' | 'refused' | 'unreachable';
 
 /**
  * Finishes a connection when the network sends the user back: the `state` must be one this server
- * issued for this provider, unused, unexpired and started by this browser session; then the code is
- * traded for tokens, the account's identity read, and its channel created, or updated (tokens,
- * name, picture, `active` again) when the organization connected that account before.
+ * issued for this provider, unused and unexpired; one started in the web app must come back to the
+ * browser session that started it, one started by an OAuth app only while the app still has the
+ * organization's approval. Then the code is traded for tokens, the account's identity read, and its
+ * channel created, or updated (tokens, name, picture, `active` again) when the organization
+ * connected that account before.
  */
 export async function finishConnection(
   ctx: ProvidersContext,
@@ -68,7 +85,7 @@ export async function finishConnection(
   answer: { state?: string; code?: string; error?: string },
   sessionId: string | undefined,
 ): Promise<ConnectionResult> {
-  const adapter = ctx.providers.connections[provider];
+  const adapter = ctx.providers[provider].connection;
   if (!adapter || !answer.state) return { ok: false, failure: 'unknown', reason: 'This is not an answer to a connection this server started.' };
   // Single use: the pending connection is taken out before anything else happens.
   const pending = await ctx.db
@@ -77,25 +94,38 @@ export async function finishConnection(
     .where('provider', '=', provider)
     .returningAll()
     .executeTakeFirst();
-  if (!pending) return { ok: false, failure: 'unknown', reason: 'This connection is unknown or was finished already; start it again from Settings → Channels.' };
-  if (pending.expires_at.getTime() < ctx.clock().getTime()) return { ok: false, organizationId: pending.organization_id, failure: 'expired', reason: 'This connection took too long; start it again.' };
-  if (pending.session_id !== sessionId) return { ok: false, failure: 'other_session', reason: 'This connection was started in another browser session; start it again here.' };
+  if (!pending) return { ok: false, failure: 'unknown', reason: 'This connection is unknown or was finished already; start it again.' };
   const organizationId = pending.organization_id;
+  const returnTo = pending.return_url ? { url: pending.return_url, state: pending.client_state, appId: pending.app_id } : undefined;
+  const failed = (failure: ConnectionFailure, reason: string): ConnectionResult => ({ ok: false, organizationId, failure, reason, returnTo });
+  if (pending.expires_at.getTime() < ctx.clock().getTime()) return failed('expired', 'This connection took too long; start it again.');
+  if (pending.session_id !== null && pending.session_id !== sessionId) {
+    return { ok: false, failure: 'other_session', reason: 'This connection was started in another browser session; start it again here.' };
+  }
+  if (pending.app_id !== null && !(await appStillApproved(ctx.db, pending.app_id, organizationId))) {
+    return failed('refused', 'The app that started this connection no longer has access to the organization; nothing was connected.');
+  }
   if (answer.error || !answer.code) {
     const reason = answer.error === 'access_denied' ? 'You did not allow access on the network; nothing was connected.' : `The network answered ${answer.error ?? 'without a code'}; nothing was connected.`;
-    return { ok: false, organizationId, failure: answer.error === 'access_denied' ? 'denied' : 'refused', reason };
+    return failed(answer.error === 'access_denied' ? 'denied' : 'refused', reason);
   }
   try {
     const codeVerifier = ctx.keyring.decrypt(pending.code_verifier, verifierContext(pending.id));
     const credentials = await adapter.exchangeCode({ code: answer.code, redirectUri: callbackUrl(ctx.config.publicUrl, provider), codeVerifier });
     const identity = await adapter.identity(credentials);
     const { channel, reconnected } = await saveConnectedChannel(ctx.db, ctx.keyring, { organizationId, provider, identity, credentials, now: ctx.clock() });
-    return { ok: true, organizationId, channel, reconnected };
+    return { ok: true, organizationId, channel, reconnected, returnTo };
   } catch (error) {
-    if (error instanceof ConnectionRefusedError) return { ok: false, organizationId, failure: 'refused', reason: `The network refused the connection: ${error.message}.` };
+    if (error instanceof ConnectionRefusedError) return failed('refused', `The network refused the connection: ${error.message}.`);
     ctx.logger.warn({ err: error, provider }, 'connecting an account failed');
-    return { ok: false, organizationId, failure: 'unreachable', reason: 'The network could not be reached to finish the connection; try again in a moment.' };
+    return failed('unreachable', 'The network could not be reached to finish the connection; try again in a moment.');
   }
+}
+
+/** Whether the organization still approves the app (a user may have revoked it since it started the connection). */
+async function appStillApproved(db: Db, appId: string, organizationId: string): Promise<boolean> {
+  const grant = await db.selectFrom('oauth_grants').select('id').where('app_id', '=', appId).where('organization_id', '=', organizationId).executeTakeFirst();
+  return grant !== undefined;
 }
 
 async function saveConnectedChannel(
@@ -105,15 +135,20 @@ async function saveConnectedChannel(
 ): Promise<{ channel: Channel; reconnected: boolean }> {
   const { organizationId, provider, identity } = input;
   const credentials = keyring.encrypt(JSON.stringify(input.credentials), credentialsContext(organizationId, provider, identity.externalId));
-  const { rows } = await sql<Channel & { inserted: boolean }>`
-    insert into channels (id, organization_id, provider, name, username, picture, status, external_id, credentials, connected_at)
-    values (${newId('ch')}, ${organizationId}, ${provider}, ${identity.name}, ${identity.username}, ${identity.picture}, 'active', ${identity.externalId}, ${credentials}, ${input.now})
-    on conflict (organization_id, provider, external_id) where external_id is not null do update set
-      name = excluded.name, username = excluded.username, picture = excluded.picture, status = 'active',
-      credentials = excluded.credentials, connected_at = excluded.connected_at
-    returning *, (xmax = 0) as inserted`.execute(db);
-  const { inserted, ...channel } = rows[0]!;
-  return { channel, reconnected: !inserted };
+  return db.transaction().execute(async (trx) => {
+    const { rows } = await sql<Channel & { inserted: boolean }>`
+      insert into channels (id, organization_id, provider, name, username, picture, status, external_id, credentials, connected_at)
+      values (${newId('ch')}, ${organizationId}, ${provider}, ${identity.name}, ${identity.username}, ${identity.picture}, 'active', ${identity.externalId}, ${credentials}, ${input.now})
+      on conflict (organization_id, provider, external_id) where external_id is not null do update set
+        name = excluded.name, username = excluded.username, picture = excluded.picture, status = 'active',
+        credentials = excluded.credentials, connected_at = excluded.connected_at
+      returning *, (xmax = 0) as inserted`.execute(trx);
+    // Connected again: its old tokens, if the channel was removed, must not be revoked now. After the
+    // upsert, which waited for a removal of the row in progress, so that removal's revocation is seen.
+    await cancelRevocations(trx, { organizationId, provider, externalId: identity.externalId });
+    const { inserted, ...channel } = rows[0]!;
+    return { channel, reconnected: !inserted };
+  });
 }
 
 /** Forgets connections whose user never came back. */

@@ -15,7 +15,7 @@ export function credentialsContext(organizationId: string, provider: string, ext
 }
 
 /**
- * Encrypts every connected channel's tokens, and every pending connection's verifier, with the
+ * Encrypts every connected channel's tokens, the tokens waiting to be revoked, and every pending connection's verifier, with the
  * keyring's current key; how many values were written.
  */
 export async function reencryptAccountSecrets(db: Db, keyring: Keyring): Promise<number> {
@@ -26,6 +26,13 @@ export async function reencryptAccountSecrets(db: Db, keyring: Keyring): Promise
       if (Keyring.keyIdOf(channel.credentials!) === keyring.currentKeyId || !channel.external_id) continue;
       const context = credentialsContext(channel.organization_id, channel.provider, channel.external_id);
       await trx.updateTable('channels').set({ credentials: keyring.encrypt(keyring.decrypt(channel.credentials!, context), context) }).where('id', '=', channel.id).execute();
+      written += 1;
+    }
+    const revocations = await trx.selectFrom('account_revocations').selectAll().forUpdate().execute();
+    for (const revocation of revocations) {
+      if (Keyring.keyIdOf(revocation.credentials) === keyring.currentKeyId) continue;
+      const context = credentialsContext(revocation.organization_id, revocation.provider, revocation.external_id);
+      await trx.updateTable('account_revocations').set({ credentials: keyring.encrypt(keyring.decrypt(revocation.credentials, context), context) }).where('id', '=', revocation.id).execute();
       written += 1;
     }
     const pending = await trx.selectFrom('channel_connections').select(['id', 'code_verifier']).forUpdate().execute();

@@ -35,4 +35,10 @@ export interface ConnectionAdapter {
   /** A fresh access token; `ConnectionRefusedError` when the refresh token was revoked or expired. */
   refresh(credentials: AccountCredentials): Promise<AccountCredentials>;
   identity(credentials: AccountCredentials): Promise<AccountIdentity>;
+  /**
+   * Ends this installation's access to the account at the network (its refresh token, or its access
+   * token when it has none). `ConnectionRefusedError` when the network no longer knows the token
+   * (revoked already, or expired): nothing is left to revoke.
+   */
+  revoke(credentials: AccountCredentials): Promise<void>;
 }

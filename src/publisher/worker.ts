@@ -8,7 +8,7 @@ import type { JobQueue, Jobs } from '../jobs/queue.js';
 import type { MediaContext } from '../media/storage.js';
 import { recordPostEvent } from '../posts/events.js';
 import type { PostRow } from '../posts/post-body.js';
-import type { ProvidersContext } from '../providers/providers.js';
+import { allNetworks, type ProvidersContext } from '../providers/providers.js';
 import {
   claimPosts,
   countRetry,
@@ -96,7 +96,7 @@ export class Publisher {
 
   async start(): Promise<void> {
     const tiers = Object.fromEntries(
-      Object.entries(this.ctx.providers.publishing).map(([provider, adapter]) => [provider, adapter.limits.concurrencyPerChannel]),
+      allNetworks(this.ctx.providers).flatMap((network) => (network.publishing ? [[network.provider, network.publishing.limits.concurrencyPerChannel]] : [])),
     );
     this.consumer = this.ctx.queue.consume(
       PUBLISH,
@@ -191,7 +191,7 @@ export class Publisher {
   }
 
   private async attempt(post: ClaimedPost, channel: Channel, signal: AbortSignal): Promise<RunResult> {
-    const adapter = this.ctx.providers.publishing[post.provider];
+    const adapter = this.ctx.providers[post.provider].publishing;
     const media = await publishableMedia(this.ctx, post, MEDIA_URL_SECONDS);
     const blocked = precondition(adapter, channel, media);
     if (blocked || !adapter || !media) return blocked!;
@@ -331,7 +331,7 @@ export class Publisher {
    */
   private async mayStart({ post }: LoadedPost): Promise<boolean> {
     if (post.status !== 'scheduled') return true;
-    const limit = this.ctx.providers.publishing[post.provider]?.limits.startsPerMinutePerChannel;
+    const limit = this.ctx.providers[post.provider].publishing?.limits.startsPerMinutePerChannel;
     if (limit === undefined) return true;
     let limiter = this.startLimiters.get(post.provider);
     if (!limiter) {

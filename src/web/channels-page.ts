@@ -1,19 +1,19 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { addChannel, listChannels, setChannelEnabled } from '../channels/channels.js';
+import { addReturnOrigin, listReturnOrigins, MAX_RETURN_ORIGINS, parseReturnOrigin, removeReturnOrigin } from '../channels/return-origins.js';
 import { DomainError } from '../core/errors.js';
 import { field } from '../pages/visitor.js';
 import { renderErrorPage, renderPage } from '../pages/render.js';
 import { visitorOf } from '../pages/visitor.js';
-import { finishConnection, startConnection, type ConnectionFailure } from '../providers/account-connections.js';
+import { finishConnection, startConnection, type ConnectionFailure, type ConnectionResult, type ConnectionReturn } from '../providers/account-connections.js';
 import { removeChannel } from '../posts/channel-removal.js';
 import type { PostsContext } from '../posts/publication-plan.js';
+import { allNetworks, type Providers } from '../providers/providers.js';
 import { signedIn } from './signed-in.js';
 
 const STATUS_WORDS = { active: 'Active', needs_reconnect: 'Needs reconnecting', disabled: 'Disabled', removed: 'Removed' } as const;
-const NETWORKS = [
-  { provider: 'youtube', name: 'YouTube' },
-  { provider: 'tiktok', name: 'TikTok' },
-] as const;
+/** The networks whose accounts a user connects through the network's consent page. */
+const connectable = (providers: Providers) => allNetworks(providers).filter((network) => network.connectsAccounts);
 const MAX_NAME_LENGTH = 100;
 
 /**
@@ -25,7 +25,7 @@ export function channelsPage(ctx: PostsContext): Router {
 
   async function show(res: Response, notice?: string, problem?: string, status = 200): Promise<void> {
     const { organization } = signedIn(res);
-    const channels = await listChannels(ctx.db, organization.id);
+    const [channels, returnOrigins] = await Promise.all([listChannels(ctx.db, organization.id), listReturnOrigins(ctx.db, organization.id)]);
     renderPage(
       res,
       '/web/templates/channels',
@@ -34,14 +34,15 @@ export function channelsPage(ctx: PostsContext): Router {
         path: '/settings/channels',
         channels: channels.map((channel) => ({ ...channel, statusText: STATUS_WORDS[channel.status] })),
         // Connecting an account needs the operator's app at that network.
-        networks: NETWORKS.map((network) => ({ ...network, configured: ctx.providers.connections[network.provider] !== undefined })),
+        networks: connectable(ctx.providers).map((network) => ({ provider: network.provider, name: network.name, configured: network.connection !== undefined })),
+        returnOrigins,
         notice,
         problem,
       },
       status,
       // The Connect forms answer with a redirect to the network's consent page, which browsers
       // check against the page's form-action.
-      { formOrigins: Object.values(ctx.providers.connections).map((connection) => connection.consentOrigin) },
+      { formOrigins: connectable(ctx.providers).flatMap((network) => (network.connection ? [network.connection.consentOrigin] : [])) },
     );
   }
 
@@ -54,7 +55,7 @@ export function channelsPage(ctx: PostsContext): Router {
 
   router.post('/settings/channels/connect/:provider', async (req, res) => {
     const { visitor, organization } = signedIn(res);
-    const network = NETWORKS.find((n) => n.provider === req.params.provider);
+    const network = connectable(ctx.providers).find((n) => n.provider === req.params.provider);
     if (!network) return show(res, undefined, 'There is no such network.', 404);
     try {
       const { authorizationUrl } = await startConnection(ctx, { organizationId: organization.id, provider: network.provider, sessionId: visitor.sessionId });
@@ -71,6 +72,22 @@ export function channelsPage(ctx: PostsContext): Router {
     if (name.length > MAX_NAME_LENGTH) return show(res, undefined, `A channel name has at most ${MAX_NAME_LENGTH} characters.`, 400);
     await addChannel(ctx.db, { organization_id: organization.id, provider: 'sandbox', name, username: null, picture: null });
     res.redirect(303, '/settings/channels?done=added');
+  });
+
+  router.post('/settings/channels/return-origins', async (req, res) => {
+    const { organization } = signedIn(res);
+    const parsed = parseReturnOrigin(field(req, 'origin'));
+    if ('problem' in parsed) return show(res, undefined, parsed.problem, 400);
+    if (!(await addReturnOrigin(ctx.db, organization.id, parsed.origin))) {
+      return show(res, undefined, `An organization lists at most ${MAX_RETURN_ORIGINS} return origins; remove one first.`, 422);
+    }
+    res.redirect(303, '/settings/channels?done=origin_added');
+  });
+
+  router.post('/settings/channels/return-origins/remove', async (req, res) => {
+    const { organization } = signedIn(res);
+    await removeReturnOrigin(ctx.db, organization.id, field(req, 'origin'));
+    res.redirect(303, '/settings/channels?done=origin_removed');
   });
 
   router.post('/settings/channels/:id/:action', async (req: Request, res) => {
@@ -100,18 +117,44 @@ export function channelsPage(ctx: PostsContext): Router {
 export function channelCallbackPage(ctx: PostsContext): Router {
   const router = express.Router();
   router.get('/channels/callback/:provider', async (req, res) => {
-    const network = NETWORKS.find((n) => n.provider === req.params.provider);
+    const network = connectable(ctx.providers).find((n) => n.provider === req.params.provider);
     if (!network) return renderErrorPage(res, 404, 'Not found', 'There is no page at this address.');
     const text = (name: string) => (typeof req.query[name] === 'string' ? (req.query[name] as string) : undefined);
     const answer = { state: text('state'), code: text('code'), error: text('error') };
     const visitor = visitorOf(res);
     const result = await finishConnection(ctx, network.provider, answer, visitor?.sessionId);
+    if (result.returnTo) return res.redirect(303, returnLocation(result.returnTo, result));
     if (result.ok) return res.redirect(303, `/settings/channels?done=${result.reconnected ? 'reconnected' : 'connected'}`);
     if (result.failure === 'refused') ctx.logger.info({ provider: network.provider, reason: result.reason }, 'a network refused a connection');
     if (!visitor?.organization) return renderErrorPage(res, 400, `${network.name} was not connected`, result.reason);
     res.redirect(303, `/settings/channels?failed=${result.failure}`);
   });
   return router;
+}
+
+/** The `error` values a return URL receives (see `connectChannel` in the contract). */
+const RETURN_ERRORS: Record<ConnectionFailure, string> = {
+  unknown: 'refused',
+  expired: 'expired',
+  other_session: 'refused',
+  denied: 'access_denied',
+  refused: 'refused',
+  unreachable: 'unavailable',
+};
+
+/** The integrator's return URL with the outcome and their `state` added to its query. */
+function returnLocation(returnTo: ConnectionReturn, result: ConnectionResult): string {
+  const url = new URL(returnTo.url);
+  for (const name of ['channelId', 'reconnected', 'error', 'errorDescription', 'state']) url.searchParams.delete(name);
+  if (result.ok) {
+    url.searchParams.set('channelId', result.channel.id);
+    url.searchParams.set('reconnected', String(result.reconnected));
+  } else {
+    url.searchParams.set('error', RETURN_ERRORS[result.failure]);
+    url.searchParams.set('errorDescription', result.reason);
+  }
+  if (returnTo.state !== null) url.searchParams.set('state', returnTo.state);
+  return url.href;
 }
 
 const FAILURES: Record<ConnectionFailure, string> = {
@@ -130,4 +173,6 @@ const NOTICES = {
   removed: 'The channel is removed; its scheduled and failed posts are drafts now.',
   enabled: 'The channel is enabled.',
   disabled: 'The channel is disabled: it takes no new posts, and its scheduled posts fail at their time.',
+  origin_added: 'The return origin is added.',
+  origin_removed: 'The return origin is removed.',
 } as const;

@@ -18,6 +18,7 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   listChannels: { method: 'GET', path: '/public/v1/channels' },
   getQuota: { method: 'GET', path: '/public/v1/channels/quota' },
   deleteChannel: { method: 'DELETE', path: '/public/v1/channels/ch_probe' },
+  connectChannel: { method: 'POST', path: '/public/v1/channels/connect', body: { provider: 'youtube', returnUrl: 'https://probe.example/done' } },
   createPost: { method: 'POST', path: '/public/v1/posts', body: { type: 'draft', content: 'probe', channelIds: ['ch_probe'] } },
   listPosts: { method: 'GET', path: '/public/v1/posts' },
   getPost: { method: 'GET', path: '/public/v1/posts/post_probe' },

@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/core/config.js';
 import { createLogger, type Logger } from '../../src/core/logger.js';
 import type { DatabaseHandle } from '../../src/db/database.js';
 import type { MediaStorage } from '../../src/media/storage.js';
-import type { Providers } from '../../src/providers/providers.js';
+import type { ProviderOverrides } from '../../src/providers/providers.js';
 import { createTestDatabase } from './database.js';
 
 /**
@@ -35,7 +35,7 @@ export interface TestServerOptions {
   /** Where log lines go; silent unless TEST_LOG_LEVEL=debug. */
   logger?: Logger;
   /** Replaces some of the social networks' adapters, e.g. with fakes. */
-  providers?: Partial<Providers>;
+  providers?: ProviderOverrides;
   /** Media storage to use instead of the one the configuration names. */
   storage?: MediaStorage;
   /**

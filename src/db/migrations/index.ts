@@ -7,6 +7,7 @@ import * as appPictures from './2026-11-21-05-app-pictures.js';
 import * as publishing from './2026-11-23-01-publishing.js';
 import * as channelStatus from './2026-11-23-02-channel-status.js';
 import * as channelConnections from './2026-11-23-03-channel-connections.js';
+import * as apiConnections from './2026-11-24-01-api-connections.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-23-01-publishing': publishing,
   '2026-11-23-02-channel-status': channelStatus,
   '2026-11-23-03-channel-connections': channelConnections,
+  '2026-11-24-01-api-connections': apiConnections,
 };

@@ -94,6 +94,21 @@ export class YouTubeConnection implements ConnectionAdapter {
     };
   }
 
+  async revoke(credentials: AccountCredentials): Promise<void> {
+    const response = await this.outbound.call(`${this.settings.oauthUrl}/revoke`, {
+      method: 'POST',
+      trusted: true,
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
+      body: new URLSearchParams({ token: credentials.refreshToken ?? credentials.accessToken }).toString(),
+      timeoutSeconds: TIMEOUT_SECONDS,
+      maxResponseBytes: MAX_ANSWER_BYTES,
+    });
+    if (response.status === 200) return;
+    // Google answers 400 invalid_token for a token it no longer knows.
+    if (response.status === 400) throw new ConnectionRefusedError('Google no longer knows the token');
+    throw new Error(`Google's revocation endpoint answered ${response.status}`);
+  }
+
   private async token(form: Record<string, string>): Promise<TokenAnswer> {
     const body = new URLSearchParams({ ...form, client_id: this.settings.clientId, client_secret: this.settings.clientSecret }).toString();
     const response = await this.outbound.call(`${this.settings.oauthUrl}/token`, {

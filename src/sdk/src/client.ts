@@ -5,8 +5,10 @@ import { sendWithRetries } from './retry.js';
 import type { paths } from './spec.js';
 import type {
   ChangePostStatusRequest,
+  ChannelConnection,
   ChannelList,
   ChannelQuotaList,
+  ConnectChannelRequest,
   ConnectionStatus,
   CreatePostRequest,
   CreatePostResponse,
@@ -200,6 +202,21 @@ export default class Service {
    */
   async deleteChannel(id: string, options?: RequestOptions): Promise<void> {
     await this.api.DELETE('/public/v1/channels/{id}', { ...this.init(options), params: { path: { id } } });
+  }
+
+  /**
+   * Starts connecting a user's YouTube or TikTok account: resolves with the network's consent page
+   * (`authorizationUrl`) to send the user's browser to. When the user comes back, the server sends
+   * their browser to `returnUrl` with `channelId` (or `error` and `errorDescription`) and your
+   * `state` in the query. `returnUrl` must be on an origin you may return to: an OAuth app's
+   * registered redirect URL's origin, or, for an API key, one the organization lists in the web app.
+   *
+   * Retried like a read: a retry only starts another connection, and the unused one expires.
+   *
+   * `POST /public/v1/channels/connect`
+   */
+  async connectChannel(request: ConnectChannelRequest, options?: RequestOptions): Promise<ChannelConnection> {
+    return dataOf(await this.api.POST('/public/v1/channels/connect', { ...this.init(options), body: request }));
   }
 
   /**

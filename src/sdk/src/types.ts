@@ -17,6 +17,12 @@ export type Channel = Schemas['Channel'];
 export type ChannelList = Schemas['ChannelList'];
 export type ChannelStatus = Schemas['ChannelStatus'];
 
+/** What `Service.connectChannel` asks: the network, where the user comes back to, and your `state`. */
+export type ConnectChannelRequest = Schemas['ConnectChannelRequest'];
+
+/** The answer of `Service.connectChannel`: the network's consent page to send the user to, and until when. */
+export type ChannelConnection = Schemas['ChannelConnection'];
+
 /** How many more posts a channel may publish in the current UTC day. */
 export type ChannelQuota = Schemas['ChannelQuota'];
 

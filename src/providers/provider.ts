@@ -1,0 +1,94 @@
+import type { components } from '../../generated/public-v1.js';
+import type { Channel } from '../channels/tables.js';
+import type { Config } from '../core/config.js';
+import type { Provider } from '../core/contract.js';
+import type { ErrorDetail } from '../core/errors.js';
+import type { Keyring } from '../crypto/keyring.js';
+import type { Db } from '../db/database.js';
+import type { Media } from '../media/tables.js';
+import type { OutboundClient } from '../net/outbound-client.js';
+import type { PublishingAdapter } from './adapter.js';
+import type { ConnectionAdapter } from './connection.js';
+
+/** A post's settings for the network `P`: the variant of the contract's `ProviderSettings` with `__type: P`. */
+export type SettingsOf<P extends Provider> = Extract<components['schemas']['ProviderSettings'], { __type: P }>;
+
+/** What a network's creator info says an account allows right now (TikTok's creator info). */
+export type CreatorInfo = Omit<components['schemas']['TikTokCreatorInfo'], 'channelId'>;
+
+/**
+ * Reads an account's creator info from its network. An implementation throws `ProviderError` when
+ * the network cannot be reached or answers with an error, and `UnprocessableError` when the account
+ * cannot be asked (e.g. it needs to be connected again).
+ */
+export interface CreatorInfoSource {
+  creatorInfo(channel: Channel): Promise<CreatorInfo>;
+}
+
+/** Where the parts of one post sit in the request, so each problem names its field. */
+export interface ItemPaths {
+  channel: string;
+  content: string;
+  mediaIds: string;
+  /** `undefined` in the single-content form, which carries no settings. */
+  settings: string | undefined;
+}
+
+/** What the rules need to know about one post. `media` is `undefined` when some media id is unknown (reported already). */
+export interface ItemFacts {
+  channelId: string;
+  content: string;
+  media: Pick<Media, 'kind'>[] | undefined;
+  paths: ItemPaths;
+}
+
+/** One post's settings to check against its network's rules. */
+export interface SettingsCheck<P extends Provider> {
+  item: ItemFacts;
+  channel: Channel;
+  settings: SettingsOf<P>;
+  /** Where the settings are in the request (`posts[0].settings`). */
+  path: string;
+  /** The account's creator info, read at most once per channel and request; absent when the network has none. */
+  creatorInfo: ((channel: Channel) => Promise<CreatorInfo>) | undefined;
+}
+
+/**
+ * Everything the service knows of one social network, in the network's own folder: its name, the
+ * rules its settings follow that the contract cannot express, and what the operator's configuration
+ * makes available: connecting accounts, publishing, and, where the network has them, creator info.
+ * A capability left out is one the operator has not configured (no app at that network).
+ */
+export interface ProviderAdapter<P extends Provider = Provider> {
+  readonly provider: P;
+  /** The network's name, as messages and pages show it. */
+  readonly name: string;
+  /** Whether its accounts are connected through the network's consent page (the sandbox is simply added). */
+  readonly connectsAccounts: boolean;
+  /** Whether a post to this network needs settings (`__type` of its network). */
+  readonly needsSettings: boolean;
+  /** The problems of one post's settings, every one of them, with the path of the field concerned. */
+  settingsProblems(check: SettingsCheck<P>): Promise<ErrorDetail[]>;
+  /** The settings as stored and answered: every optional choice with its documented default. */
+  withDefaults(settings: SettingsOf<P>): SettingsOf<P>;
+  readonly connection?: ConnectionAdapter;
+  readonly publishing?: PublishingAdapter;
+  readonly creatorInfo?: CreatorInfoSource;
+}
+
+/** The adapters of every network the service knows, by provider. */
+export type Providers = { readonly [P in Provider]: ProviderAdapter<P> };
+
+/** What the networks' adapters are built from. */
+export interface ProviderDependencies {
+  config: Config;
+  outbound: OutboundClient;
+  /** The key sandbox channels' requests are signed with. */
+  sandboxKey: Buffer;
+  clock: () => Date;
+  db: Db;
+  keyring: Keyring;
+}
+
+/** One network's folder exports one of these: it builds the network's adapter from the configuration. */
+export type ProviderFactory<P extends Provider> = (deps: ProviderDependencies) => ProviderAdapter<P>;

@@ -1,0 +1,17 @@
+import type { ProviderFactory } from '../provider.js';
+import { SandboxAdapter } from './adapter.js';
+
+/**
+ * The built-in sandbox network: it publishes to a page of this server (the sandbox network, at the
+ * configured SANDBOX_NETWORK_URL), takes any post, and needs no account or app.
+ */
+export const sandboxNetwork: ProviderFactory<'sandbox'> = ({ config, outbound, sandboxKey }) => ({
+  provider: 'sandbox',
+  name: 'sandbox',
+  connectsAccounts: false,
+  needsSettings: false,
+  settingsProblems: async () => [],
+  withDefaults: (settings) => ({ ...settings, outcome: settings.outcome ?? 'published' }),
+  // Read at each publication: a test server learns its own address only once it listens.
+  publishing: new SandboxAdapter(outbound, () => config.sandbox.networkUrl, sandboxKey, config.sandbox.limits),
+});
