@@ -163,10 +163,13 @@ export interface paths {
          *     - videos longer than `maxVideoPostDurationSec` are refused by TikTok.
          *
          *     The values change (TikTok caps posts per creator per day, creators change their settings),
-         *     so don't cache them across posts.
+         *     so don't cache them across posts. This server reuses TikTok's answer for up to 30 seconds
+         *     (TikTok allows 20 reads a minute per account), and checks TikTok items of a create against
+         *     the same answer.
          *
-         *     Answers `422` for a channel that is not a TikTok channel or when this server has no TikTok
-         *     app configured, and `502` when TikTok cannot be reached or answers with an error.
+         *     Answers `422` for a channel that is not a TikTok channel, when this server has no TikTok
+         *     app configured, or when TikTok refuses the channel's credentials (the channel is then
+         *     `needs_reconnect`), and `502` when TikTok cannot be reached or answers with an error.
          */
         get: operations["tiktokCreatorInfo"];
         put?: never;
@@ -189,8 +192,9 @@ export interface paths {
          * @description Account totals and the videos the account published in the last `days` days, newest
          *     first, with their counters as TikTok reports them now. Page through the videos with
          *     `cursor`; `account` is the same on every page. Answers `422` for a channel that is not a
-         *     TikTok channel and `502` when TikTok cannot be reached or answers with an error. A server
-         *     that does not offer TikTok analytics yet answers `501` for a TikTok channel.
+         *     TikTok channel or one whose credentials TikTok refuses (the channel is then
+         *     `needs_reconnect`), and `502` when TikTok cannot be reached or answers with an error. A
+         *     server whose operator configured no TikTok app answers `501` for a TikTok channel.
          */
         get: operations["tiktokAnalytics"];
         put?: never;
@@ -1087,6 +1091,14 @@ export interface components {
             kind: "image" | "video";
             /** @description Size in bytes. */
             size: number;
+            /**
+             * @description A video's length in seconds (to the millisecond), as its container states it (MP4 and
+             *     QuickTime `mvhd`, WebM `Duration`); `null` for an image, and for a video that does not state
+             *     it (a WebM recorded live). TikTok items are checked against the creator's
+             *     `maxVideoPostDurationSec` with it.
+             * @example 42.5
+             */
+            durationSec: number | null;
             /**
              * Format: uri
              * @description A signed download address, valid until `urlExpiresAt`.

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
-import { mp4, pdf, png } from './support/media-samples.js';
+import { mp4WithDuration, pdf, png } from './support/media-samples.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
@@ -132,7 +132,7 @@ describe('upload from URL with the default address policy', () => {
 
 describe('upload from URL where private addresses are allowed', () => {
   let remote: RemoteServer;
-  const video = mp4(200_000);
+  const video = mp4WithDuration(33.3, { mdatBytes: 200_000 });
   let trickles = 0;
   let streamedBytes = 0;
 
@@ -200,7 +200,7 @@ describe('upload from URL where private addresses are allowed', () => {
   it('downloads a video from a loopback server', async () => {
     const response = await uploadFromUrl(open, acmeOpen, `${remote.origin}/clip.mp4?version=2`);
     expect(response.status).toBe(201);
-    expect(await json(response)).toMatchObject({ fileName: 'clip.mp4', contentType: 'video/mp4', kind: 'video', size: video.length });
+    expect(await json(response)).toMatchObject({ fileName: 'clip.mp4', contentType: 'video/mp4', kind: 'video', size: video.length, durationSec: 33.3 });
   });
 
   it('still refuses cloud metadata addresses', async () => {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keepHouse } from '../src/housekeeping.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
-import { jpeg, mp4, pdf, png } from './support/media-samples.js';
+import { jpeg, mp4, mp4WithDuration, pdf, png } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { completeUpload, startUpload, type UploadAnswer } from './support/uploads.js';
 
@@ -85,7 +85,18 @@ describe('signed upload on local disk', () => {
     expect(upload.headers['Content-Type']).toBe('video/mp4');
     expect((await put(upload, bytes)).status).toBe(200);
     const media = await json(await completeUpload(server, acme, upload.uploadId));
-    expect(media).toMatchObject({ contentType: 'video/mp4', kind: 'video', size: 5000 });
+    expect(media).toMatchObject({ contentType: 'video/mp4', kind: 'video', size: 5000, durationSec: null });
+  });
+
+  it('reads a video’s length from its container when completing it', async () => {
+    const bytes = mp4WithDuration(12.345, { mdatBytes: 100_000 });
+    const upload = await startUpload(server, acme, 'clip.mp4', 'video/mp4', bytes.length);
+    expect((await put(upload, bytes)).status).toBe(200);
+    const media = await json(await completeUpload(server, acme, upload.uploadId));
+    expect(media).toMatchObject({ kind: 'video', durationSec: 12.345 });
+    const image = await startUpload(server, acme, 'photo.png', 'image/png', png().length);
+    expect((await put(image, png())).status).toBe(200);
+    expect(await json(await completeUpload(server, acme, image.uploadId))).toMatchObject({ kind: 'image', durationSec: null });
   });
 
   it('answers 409 while the bytes have not arrived, and completes once they have', async () => {

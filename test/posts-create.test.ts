@@ -331,6 +331,17 @@ describe('POST /public/v1/posts: TikTok', () => {
     expect((await create({ type: 'now', posts: [tiktokItem({ channelId: channel, settings: allOff })] })).status).toBe(201);
   });
 
+  it('refuses a video longer than the creator may post, and takes one that fits', async () => {
+    const channel = (await createChannel(server.ctx.db, acme.id, 'tiktok', 'Short clips')).id;
+    tiktok.set(channel, { maxVideoPostDurationSec: 60 });
+    const long = await insertMedia(server.ctx.db, acme.id, 'video', 61_500);
+    expect(await refused({ type: 'now', posts: [tiktokItem({ channelId: channel, mediaIds: [long] })] })).toEqual([
+      { path: 'posts[0].mediaIds', message: `The TikTok account of channel ${channel} may post videos of up to 60 seconds; this one lasts 61.5 seconds.` },
+    ]);
+    const fits = await insertMedia(server.ctx.db, acme.id, 'video', 60_000);
+    expect((await create({ type: 'now', posts: [tiktokItem({ channelId: channel, mediaIds: [fits] })] })).status).toBe(201);
+  });
+
   it('reads the creator info once per channel per request', async () => {
     const channel = (await createChannel(server.ctx.db, acme.id, 'tiktok', 'Twice')).id;
     const before = tiktok.reads.filter((id) => id === channel).length;

@@ -19,6 +19,8 @@ export interface ChannelTable {
   /** The account's tokens, encrypted (see providers/account-credentials.ts); null for a channel added by the operator. */
   credentials: Generated<string | null>;
   connected_at: Generated<Date | null>;
+  /** Until when a worker is refreshing the tokens: the others wait for its result. */
+  refreshing_until: Generated<Date | null>;
   created_at: CreatedAt;
 }
 

@@ -64,9 +64,11 @@ export interface Config {
    * (`all`). The embedded database belongs to one process, which therefore runs both.
    */
   role: 'api' | 'worker' | 'all';
-  /** The sandbox network: where the sandbox adapter reaches it, and how long it takes to answer. */
   /** The operator's Google app, when YOUTUBE_CLIENT_ID and YOUTUBE_CLIENT_SECRET are set; without it YouTube is not offered. */
   youtube: { clientId: string; clientSecret: string; accountsUrl: string; oauthUrl: string; apiUrl: string; uploadChunkBytes: number } | undefined;
+  /** The operator's TikTok app, when TIKTOK_CLIENT_KEY and TIKTOK_CLIENT_SECRET are set; without it TikTok is not offered. */
+  tiktok: TikTokConfig | undefined;
+  /** The sandbox network: where the sandbox adapter reaches it, and how long it takes to answer. */
   sandbox: {
     networkUrl: string;
     latencyMs: number;
@@ -131,6 +133,56 @@ function chunkBytes(raw: string | undefined, problems: string[]): number {
     return 32 * unit;
   }
   return value;
+}
+
+export interface TikTokConfig {
+  clientKey: string;
+  clientSecret: string;
+  /** Where TikTok's consent page is (https://www.tiktok.com). */
+  authUrl: string;
+  /** Where TikTok's API answers, tokens included (https://open.tiktokapis.com). */
+  apiUrl: string;
+  /** Size of each chunk of a video upload, 5 to 64 MB as TikTok requires (a video under 5 MB goes in one chunk). */
+  uploadChunkBytes: number;
+  /**
+   * Hosts of media URLs that the operator verified with TikTok (e.g. the S3 bucket's domain): a video
+   * stored there is pulled by TikTok (PULL_FROM_URL) instead of being uploaded by the worker.
+   */
+  verifiedMediaHosts: string[];
+}
+
+const MB = 1024 * 1024;
+
+function readTikTok(env: Env, problems: string[]): Config['tiktok'] {
+  const clientKey = env.TIKTOK_CLIENT_KEY || undefined;
+  const clientSecret = env.TIKTOK_CLIENT_SECRET || undefined;
+  if (!clientKey && !clientSecret) return undefined;
+  if (!clientKey || !clientSecret) {
+    problems.push('TIKTOK_CLIENT_KEY and TIKTOK_CLIENT_SECRET go together: set both (the TikTok app of this server) or neither');
+    return undefined;
+  }
+  const origin = (name: string, fallback: string) => {
+    const value = (env[name] || fallback).replace(/\/+$/, '');
+    if (!/^https?:\/\/[^/]+$/.test(value)) problems.push(`${name} must be an http(s) origin, got "${value}"`);
+    return value;
+  };
+  const chunk = env.TIKTOK_UPLOAD_CHUNK_BYTES || String(10 * MB);
+  const uploadChunkBytes = /^\d+$/.test(chunk) ? Number(chunk) : NaN;
+  if (!(uploadChunkBytes >= 5 * MB && uploadChunkBytes <= 64 * MB)) {
+    problems.push(`TIKTOK_UPLOAD_CHUNK_BYTES must be between 5242880 (5 MB) and 67108864 (64 MB), as TikTok requires, got "${chunk}"`);
+  }
+  const hosts = (env.TIKTOK_VERIFIED_MEDIA_HOSTS ?? '').split(',').map((host) => host.trim().toLowerCase()).filter(Boolean);
+  for (const host of hosts) {
+    if (!/^[a-z0-9.-]+(:\d+)?$/.test(host)) problems.push(`TIKTOK_VERIFIED_MEDIA_HOSTS takes host names separated by commas, got "${host}"`);
+  }
+  return {
+    clientKey,
+    clientSecret,
+    authUrl: origin('TIKTOK_AUTH_URL', 'https://www.tiktok.com'),
+    apiUrl: origin('TIKTOK_API_URL', 'https://open.tiktokapis.com'),
+    uploadChunkBytes,
+    verifiedMediaHosts: hosts,
+  };
 }
 
 function readYouTube(env: Env, problems: string[]): Config['youtube'] {
@@ -255,6 +307,7 @@ export function loadConfig(env: Env = process.env): Config {
     media: loadMediaConfig(env, problems, { integer, oneOf, boolean }),
     role,
     youtube: readYouTube(env, problems),
+    tiktok: readTikTok(env, problems),
     sandbox: {
       networkUrl: sandboxUrl,
       latencyMs: integer('SANDBOX_LATENCY_MS', 0, 0, 600_000),

@@ -18,6 +18,7 @@ export async function toMediaBody(storage: MediaStorage, media: Media, urlExpire
     contentType,
     kind: media.kind,
     size: Number(media.size),
+    durationSec: media.duration_ms === null ? null : media.duration_ms / 1000,
     url: await storage.signedGetUrl(media.storage_key, { contentType, expiresAt: urlExpiresAt }),
     urlExpiresAt: urlExpiresAt.toISOString(),
     createdAt: media.created_at.toISOString(),

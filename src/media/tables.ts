@@ -1,4 +1,4 @@
-import type { Insertable, Selectable } from 'kysely';
+import type { Generated, Insertable, Selectable } from 'kysely';
 import type { MediaKind } from '../core/contract.js';
 import type { BigIntColumn, CreatedAt, Timestamp } from '../db/columns.js';
 
@@ -10,6 +10,8 @@ export interface MediaTable {
   kind: MediaKind;
   size: BigIntColumn;
   storage_key: string;
+  /** A video's length as its container states it; null for images and videos that do not say. */
+  duration_ms: Generated<number | null>;
   created_at: CreatedAt;
 }
 

@@ -11,6 +11,7 @@ import { extensionOf, kindOf, type MediaPolicy } from './media-types.js';
 import { insertMedia } from './queries.js';
 import type { MediaContext } from './storage.js';
 import type { Media } from './tables.js';
+import { readVideoDuration, type RangeReader } from './video-duration.js';
 
 /** Downloads a file from a caller's URL into storage as media, within the limits of the configuration. */
 export class UrlDownloads {
@@ -30,6 +31,7 @@ export class UrlDownloads {
         await pipeline(remote.body, inspector, fs.createWriteStream(staging));
         const contentType = inspector.contentType!;
         const size = inspector.received;
+        const durationMs = kindOf(contentType) === 'video' ? await readVideoDuration(fileRanges(staging), size, contentType) : null;
 
         const mediaId = newId('med');
         const key = mediaKey(organizationId, mediaId);
@@ -43,6 +45,7 @@ export class UrlDownloads {
             kind: kindOf(contentType),
             size,
             storage_key: key,
+            duration_ms: durationMs,
             created_at: this.ctx.clock(),
           });
         } catch (error) {
@@ -54,6 +57,20 @@ export class UrlDownloads {
       await fsp.rm(staging, { force: true });
     }
   }
+}
+
+/** Reads ranges of a file on disk. */
+function fileRanges(file: string): RangeReader {
+  return async (start, length) => {
+    const handle = await fsp.open(file, 'r');
+    try {
+      const buffer = Buffer.alloc(length);
+      const { bytesRead } = await handle.read(buffer, 0, length, start);
+      return buffer.subarray(0, bytesRead);
+    } finally {
+      await handle.close();
+    }
+  };
 }
 
 /** The last segment of the URL's path, or `fallback` when it has none. */

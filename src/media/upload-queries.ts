@@ -46,9 +46,9 @@ export async function markUploadRefused(db: Db, uploadId: string, reason: string
 export function recordUploadedMedia(
   db: Db,
   upload: Upload,
-  stored: { mediaId: string; key: string; mediaType: MediaContentType; size: number; now: Date },
+  stored: { mediaId: string; key: string; mediaType: MediaContentType; size: number; durationMs: number | null; now: Date },
 ): Promise<Media> {
-  const { mediaId, key, mediaType, size, now } = stored;
+  const { mediaId, key, mediaType, size, durationMs, now } = stored;
   return db.transaction().execute(async (trx) => {
     const media = await insertMedia(trx, {
       id: mediaId,
@@ -58,6 +58,7 @@ export function recordUploadedMedia(
       kind: kindOf(mediaType),
       size,
       storage_key: key,
+      duration_ms: durationMs,
       created_at: now,
     });
     await trx.updateTable('uploads').set({ media_id: mediaId, completing_until: null }).where('id', '=', upload.id).execute();

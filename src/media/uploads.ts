@@ -2,7 +2,8 @@ import type { components } from '../../generated/public-v1.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { mediaKey } from './media-body.js';
-import { SNIFF_BYTES, sniffContentType, type MediaPolicy } from './media-types.js';
+import { kindOf, SNIFF_BYTES, sniffContentType, type MediaPolicy } from './media-types.js';
+import { readVideoDuration, storedRanges } from './video-duration.js';
 import { findMedia } from './queries.js';
 import { ObjectMissingError, type MediaContext } from './storage.js';
 import type { Media, Upload } from './tables.js';
@@ -127,13 +128,14 @@ export class SignedUploads {
       );
     }
 
+    const durationMs = kindOf(mediaType) === 'video' ? await readVideoDuration(storedRanges((range) => storage.get(upload.storage_key, range), stored.size), stored.size, mediaType) : null;
     const mediaId = newId('med');
     const key = mediaKey(upload.organization_id, mediaId);
     // The media gets a key of its own, so a late PUT to the still-valid upload URL cannot replace
     // bytes that were already checked.
     await storage.move(upload.storage_key, key);
     try {
-      return await recordUploadedMedia(db, upload, { mediaId, key, mediaType, size: declaredSize, now });
+      return await recordUploadedMedia(db, upload, { mediaId, key, mediaType, size: declaredSize, durationMs, now });
     } catch (error) {
       // Nothing points at the moved bytes: put them back where the upload keeps them, so that
       // completing again can succeed instead of finding them gone.

@@ -35,9 +35,9 @@ function loadChannels(db: Db, organizationId: string, ids: string[]): Promise<Ch
   return db.selectFrom('channels').selectAll().where('organization_id', '=', organizationId).where('id', 'in', ids).where('status', '<>', 'removed').execute();
 }
 
-function loadMedia(db: Db, organizationId: string, ids: string[]): Promise<Pick<Media, 'id' | 'kind'>[]> {
+function loadMedia(db: Db, organizationId: string, ids: string[]): Promise<Pick<Media, 'id' | 'kind' | 'duration_ms'>[]> {
   if (ids.length === 0) return Promise.resolve([]);
-  return db.selectFrom('media').select(['id', 'kind']).where('organization_id', '=', organizationId).where('id', 'in', ids).execute();
+  return db.selectFrom('media').select(['id', 'kind', 'duration_ms']).where('organization_id', '=', organizationId).where('id', 'in', ids).execute();
 }
 
 /**

@@ -14,13 +14,19 @@ interface Stored {
 
 // An access token this close to its expiry is refreshed before use.
 const REFRESH_MARGIN_MS = 60_000;
+/** How long a worker may take to refresh a channel's tokens before another may try. */
+const REFRESH_LEASE_MS = 30_000;
+/** How long a worker waits for another's refresh, looking every REFRESH_POLL_MS. */
+const REFRESH_WAIT_MS = 35_000;
+const REFRESH_POLL_MS = 200;
 
 /**
  * The access tokens of connected channels, for the adapters that call the networks: decrypted when
  * needed, refreshed shortly before they expire (and once after the network refuses one), and the
- * refreshed tokens stored encrypted at once. A store only replaces the tokens it refreshed, so two
- * workers refreshing at once never overwrite a newer pair with an older one. A refused refresh means
- * the user must connect the account again.
+ * refreshed tokens stored encrypted at once. One worker refreshes an account at a time (the others
+ * use its result), so a refresh token a network accepts only once is never spent twice, and a newer
+ * pair is never overwritten with an older one. A refused refresh means the user must connect the
+ * account again.
  */
 export class AccountTokens {
   constructor(
@@ -55,18 +61,41 @@ export class AccountTokens {
     return { credentials, encrypted: row.credentials, externalId: row.external_id };
   }
 
-  private async refresh(channel: Channel, stored: Stored): Promise<AccountCredentials> {
+  /**
+   * Refreshes the tokens `seen`, one worker at a time: the one that takes the channel's refresh lease
+   * asks the network and stores the new pair; the others wait for it and use that pair. A network
+   * that rotates refresh tokens accepts each once, so two refreshes with the same token would lose
+   * the account.
+   */
+  private async refresh(channel: Channel, seen: Stored): Promise<AccountCredentials> {
+    const giveUpAt = Date.now() + REFRESH_WAIT_MS;
+    for (;;) {
+      const now = this.clock();
+      const { rows } = await sql<{ id: string }>`update channels set refreshing_until = ${new Date(now.getTime() + REFRESH_LEASE_MS)}
+        where id = ${channel.id} and credentials = ${seen.encrypted} and (refreshing_until is null or refreshing_until < ${now})
+        returning id`.execute(this.db);
+      if (rows.length > 0) return this.refreshHolding(channel, seen);
+      // Another worker refreshes, or has refreshed: its pair, once stored.
+      const current = await this.current(channel);
+      if (current.encrypted !== seen.encrypted) return current.credentials;
+      if (Date.now() > giveUpAt) throw new Error('another worker’s refresh of the account’s tokens did not finish in time');
+      await new Promise((resolve) => setTimeout(resolve, REFRESH_POLL_MS));
+    }
+  }
+
+  private async refreshHolding(channel: Channel, seen: Stored): Promise<AccountCredentials> {
     let fresh: AccountCredentials;
     try {
-      fresh = await this.connection.refresh(stored.credentials);
+      fresh = await this.connection.refresh(seen.credentials);
     } catch (error) {
+      await sql`update channels set refreshing_until = null where id = ${channel.id}`.execute(this.db);
       if (error instanceof ConnectionRefusedError) throw new ReconnectNeededError(error.message);
       throw error;
     }
-    const context = credentialsContext(channel.organization_id, channel.provider, stored.externalId);
-    // Replaces the pair it refreshed only: a pair another worker stored meanwhile stays.
-    await sql`update channels set credentials = ${this.keyring.encrypt(JSON.stringify(fresh), context)}
-      where id = ${channel.id} and credentials = ${stored.encrypted}`.execute(this.db);
+    const context = credentialsContext(channel.organization_id, channel.provider, seen.externalId);
+    // Replaces the pair it refreshed only: a pair connected anew meanwhile stays.
+    await sql`update channels set credentials = ${this.keyring.encrypt(JSON.stringify(fresh), context)}, refreshing_until = null
+      where id = ${channel.id} and credentials = ${seen.encrypted}`.execute(this.db);
     return fresh;
   }
 }

@@ -51,8 +51,12 @@ export type Outcome =
     }
   | { status: 'failed'; code: string; message: string; logId?: string };
 
-/** What running a step leads to: the next step (recorded before it runs), or the end. */
-export type StepResult = { next: Progress } | { outcome: Outcome };
+/**
+ * What running a step leads to: the next step (recorded before it runs), the end, or a wait while
+ * the network processes what it was sent (the publication is asked about with `lookup` afterwards,
+ * as a job of the queue, not by a waiting worker).
+ */
+export type StepResult = { next: Progress } | { outcome: Outcome } | { pending: { checkAgainInSeconds: number } };
 
 /** What a network says about a publication that may have crossed its irreversible point. */
 export type Lookup =

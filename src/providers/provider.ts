@@ -25,6 +25,19 @@ export interface CreatorInfoSource {
   creatorInfo(channel: Channel): Promise<CreatorInfo>;
 }
 
+/** An account's totals and one page of its recent videos, with the network's own cursor of the next page. */
+export interface AnalyticsPage {
+  account: components['schemas']['TikTokAnalytics']['account'];
+  videos: components['schemas']['TikTokVideo'][];
+  /** The network's cursor of the next page of videos in the period, or `null` at its end. */
+  next: string | null;
+}
+
+/** Reads an account's analytics from its network: `ProviderError` when the network fails, `UnprocessableError` for the account. */
+export interface AnalyticsSource {
+  analytics(channel: Channel, request: { since: Date; cursor: string | undefined }): Promise<AnalyticsPage>;
+}
+
 /** Where the parts of one post sit in the request, so each problem names its field. */
 export interface ItemPaths {
   channel: string;
@@ -38,7 +51,7 @@ export interface ItemPaths {
 export interface ItemFacts {
   channelId: string;
   content: string;
-  media: Pick<Media, 'kind'>[] | undefined;
+  media: Pick<Media, 'kind' | 'duration_ms'>[] | undefined;
   paths: ItemPaths;
 }
 
@@ -74,6 +87,7 @@ export interface ProviderAdapter<P extends Provider = Provider> {
   readonly connection?: ConnectionAdapter;
   readonly publishing?: PublishingAdapter;
   readonly creatorInfo?: CreatorInfoSource;
+  readonly analytics?: AnalyticsSource;
 }
 
 /** The adapters of every network the service knows, by provider. */

@@ -28,14 +28,15 @@ export interface LoadedPost {
 /** The posts of `postIds` that exist, each with its channel and the version of its row. */
 export async function loadPosts(db: Db, postIds: readonly string[]): Promise<LoadedPost[]> {
   if (postIds.length === 0) return [];
-  const { rows } = await sql<PostRow & { version: string; channel_name: string; channel_username: string | null; channel_picture: string | null; channel_status: ChannelState; channel_created_at: Date; channel_external_id: string | null; channel_credentials: string | null; channel_connected_at: Date | null }>`
+  const { rows } = await sql<PostRow & { version: string; channel_name: string; channel_username: string | null; channel_picture: string | null; channel_status: ChannelState; channel_created_at: Date; channel_external_id: string | null; channel_credentials: string | null; channel_connected_at: Date | null; channel_refreshing_until: Date | null }>`
     select posts.*, posts.xmin::text as version, channels.provider, channels.name as channel_name,
       channels.username as channel_username, channels.picture as channel_picture,
       channels.status as channel_status, channels.created_at as channel_created_at,
-      channels.external_id as channel_external_id, channels.credentials as channel_credentials, channels.connected_at as channel_connected_at
+      channels.external_id as channel_external_id, channels.credentials as channel_credentials, channels.connected_at as channel_connected_at,
+      channels.refreshing_until as channel_refreshing_until
     from posts join channels on channels.id = posts.channel_id
     where posts.id in (${sql.join(postIds)})`.execute(db);
-  return rows.map(({ version, channel_name, channel_username, channel_picture, channel_status, channel_created_at, channel_external_id, channel_credentials, channel_connected_at, ...post }) => ({
+  return rows.map(({ version, channel_name, channel_username, channel_picture, channel_status, channel_created_at, channel_external_id, channel_credentials, channel_connected_at, channel_refreshing_until, ...post }) => ({
     post,
     channel: {
       id: post.channel_id,
@@ -49,6 +50,7 @@ export async function loadPosts(db: Db, postIds: readonly string[]): Promise<Loa
       external_id: channel_external_id,
       credentials: channel_credentials,
       connected_at: channel_connected_at,
+      refreshing_until: channel_refreshing_until,
     },
     version,
   }));

@@ -94,6 +94,7 @@ export async function runAttempt(db: Db, adapter: PublishingAdapter, post: Claim
       return retryOf(error, progress.irreversible && !(error instanceof TransientPublishError && error.answered));
     }
     if ('outcome' in result) return result.outcome;
+    if ('pending' in result) return { status: 'pending', checkAgainInSeconds: result.pending.checkAgainInSeconds };
     progress = result.next;
     await saveProgress(db, post, progress);
   }

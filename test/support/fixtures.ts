@@ -37,7 +37,7 @@ export function createChannel(db: Db, organizationId: string, provider: Provider
 }
 
 /** A media row of the organization, as the media endpoints would leave it. */
-export async function insertMedia(db: Db, organizationId: string, kind: 'image' | 'video'): Promise<string> {
+export async function insertMedia(db: Db, organizationId: string, kind: 'image' | 'video', durationMs: number | null = null): Promise<string> {
   const id = newId('med');
   await db
     .insertInto('media')
@@ -49,6 +49,7 @@ export async function insertMedia(db: Db, organizationId: string, kind: 'image' 
       kind,
       size: 1024,
       storage_key: `test/${id}`,
+      duration_ms: durationMs,
     })
     .execute();
   return id;

@@ -91,3 +91,55 @@ export function mp4Stream(size: number, chunkSize = 1024 * 1024): Readable {
     },
   });
 }
+
+/** An ISO-BMFF box: 32-bit size, type, body. */
+function box(type: string, ...parts: Buffer[]): Buffer {
+  const body = Buffer.concat(parts);
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(8 + body.length, 0);
+  head.write(type, 4, 'latin1');
+  return Buffer.concat([head, body]);
+}
+
+/**
+ * An MP4 whose movie header (`moov/mvhd`, version 0 or 1) says it lasts `seconds`, with `mdatBytes`
+ * of media data before the index (as a camera writes it) or after it (as a "fast start" file has it).
+ */
+export function mp4WithDuration(seconds: number, options: { mdatBytes?: number; indexFirst?: boolean; version?: 0 | 1 } = {}): Buffer {
+  const timescale = 90_000;
+  const version = options.version ?? 0;
+  const mvhd = Buffer.alloc(version === 1 ? 112 : 100);
+  mvhd[0] = version;
+  if (version === 1) {
+    mvhd.writeUInt32BE(timescale, 20);
+    mvhd.writeBigUInt64BE(BigInt(Math.round(seconds * timescale)), 24);
+  } else {
+    mvhd.writeUInt32BE(timescale, 12);
+    mvhd.writeUInt32BE(Math.round(seconds * timescale), 16);
+  }
+  const moov = box('moov', box('mvhd', mvhd), box('trak', Buffer.alloc(32)));
+  const mdat = box('mdat', Buffer.alloc(options.mdatBytes ?? 1024));
+  const ftyp = isoMedia('isom', 24);
+  return Buffer.concat(options.indexFirst ? [ftyp, moov, mdat] : [ftyp, mdat, moov]);
+}
+
+/** An EBML element: its id's bytes, a size of 8 bytes, the body. */
+function ebml(id: number[], body: Buffer, unknownSize = false): Buffer {
+  // An 8-byte size starts with 0x01; all its value bits set means "unknown" (a live recording's segment).
+  const size = Buffer.alloc(8, 0xff);
+  size[0] = 0x01;
+  if (!unknownSize) size.writeBigUInt64BE(BigInt(body.length) | (1n << 56n));
+  return Buffer.concat([Buffer.from(id), size, body]);
+}
+
+/** A WebM whose `Segment/Info` says it lasts `seconds` (or, like a live recording, nothing). */
+export function webmWithDuration(seconds: number | null): Buffer {
+  const header = ebml([0x1a, 0x45, 0xdf, 0xa3], ebml([0x42, 0x82], Buffer.from('webm')));
+  const scale = ebml([0x2a, 0xd7, 0xb1], Buffer.from([0x0f, 0x42, 0x40]));
+  const duration = Buffer.alloc(8);
+  duration.writeDoubleBE((seconds ?? 0) * 1000);
+  const info = ebml([0x15, 0x49, 0xa9, 0x66], Buffer.concat([scale, ...(seconds === null ? [] : [ebml([0x44, 0x89], duration)])]));
+  const seekHead = ebml([0x11, 0x4d, 0x9b, 0x74], Buffer.alloc(16));
+  const cluster = ebml([0x1f, 0x43, 0xb6, 0x75], Buffer.alloc(2048));
+  return Buffer.concat([header, ebml([0x18, 0x53, 0x80, 0x67], Buffer.concat([seekHead, info, cluster]), true)]);
+}

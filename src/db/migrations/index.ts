@@ -8,6 +8,7 @@ import * as publishing from './2026-11-23-01-publishing.js';
 import * as channelStatus from './2026-11-23-02-channel-status.js';
 import * as channelConnections from './2026-11-23-03-channel-connections.js';
 import * as apiConnections from './2026-11-24-01-api-connections.js';
+import * as tiktok from './2026-11-24-02-tiktok.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-23-02-channel-status': channelStatus,
   '2026-11-23-03-channel-connections': channelConnections,
   '2026-11-24-01-api-connections': apiConnections,
+  '2026-11-24-02-tiktok': tiktok,
 };

@@ -15,7 +15,7 @@ async function tiktokChannel(db: Db, organizationId: string, channelId: string):
 
 export function tiktokOperations(ctx: ProvidersContext): Pick<PublicHandlers, 'tiktokCreatorInfo' | 'tiktokAnalytics'> {
   return {
-    // Read through the same adapter that checks TikTok items of a create, so both see one answer:
+    // Read through the same source that checks TikTok items of a create, so both see one answer:
     // without a TikTok app configured it refuses with 422, an unreachable TikTok is a 502.
     tiktokCreatorInfo: async ({ principal, params }) => {
       const channel = await tiktokChannel(ctx.db, principal.organizationId, params.id);
@@ -25,9 +25,24 @@ export function tiktokOperations(ctx: ProvidersContext): Pick<PublicHandlers, 't
       return { status: 200, body: { channelId: channel.id, ...info } };
     },
 
-    tiktokAnalytics: async ({ principal, params }) => {
-      await tiktokChannel(ctx.db, principal.organizationId, params.id);
-      throw new NotImplementedError('TikTok analytics are not available on this server yet.');
+    // A page's cursor carries TikTok's own and the start of the period, so that every page of one
+    // reading covers the same days; it is signed, and bound to the channel and `days`.
+    tiktokAnalytics: async ({ principal, params, query }) => {
+      const channel = await tiktokChannel(ctx.db, principal.organizationId, params.id);
+      const source = ctx.providers.tiktok.analytics;
+      if (!source) throw new NotImplementedError('TikTok analytics need the operator’s TikTok app, which this server does not have; ask its operator.');
+      const days = query.days!;
+      const scope = { list: 'tiktok-analytics', binding: { organizationId: principal.organizationId, channelId: channel.id, days } };
+      const position = query.cursor === undefined ? undefined : ctx.cursors.decode(scope, query.cursor, readAnalyticsPosition);
+      const since = position ? new Date(position.since) : new Date(ctx.clock().getTime() - days * 86_400_000);
+      const page = await source.analytics(channel, { since, cursor: position?.tiktok });
+      const nextCursor = page.next === null ? null : ctx.cursors.encode(scope, { since: since.getTime(), tiktok: page.next });
+      return { status: 200, body: { channelId: channel.id, days, account: page.account, videos: page.videos, nextCursor } };
     },
   };
+}
+
+function readAnalyticsPosition(position: unknown): { since: number; tiktok: string } | undefined {
+  const { since, tiktok } = (position ?? {}) as { since?: unknown; tiktok?: unknown };
+  return typeof since === 'number' && Number.isFinite(since) && typeof tiktok === 'string' && /^\d{1,20}$/.test(tiktok) ? { since, tiktok } : undefined;
 }

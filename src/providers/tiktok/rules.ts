@@ -63,6 +63,14 @@ function creatorProblems({ item, settings, path }: SettingsCheck<'tiktok'>, info
       message: `The TikTok account of channel ${item.channelId} allows ${info.privacyLevelOptions.join(', ') || 'no privacy level'}; not ${settings.privacyLevel}.`,
     });
   }
+  const video = item.media?.find((media) => media.kind === 'video');
+  const longest = info.maxVideoPostDurationSec;
+  if (video?.duration_ms != null && longest > 0 && video.duration_ms > longest * 1000) {
+    problems.push({
+      path: item.paths.mediaIds,
+      message: `The TikTok account of channel ${item.channelId} may post videos of up to ${longest} seconds; this one lasts ${video.duration_ms / 1000} seconds.`,
+    });
+  }
   for (const interaction of INTERACTIONS) {
     if (info[interaction.disabledBy] && settings[interaction.setting] !== true) {
       problems.push({
