@@ -128,7 +128,7 @@ describe('connecting a YouTube channel in Settings → Channels', () => {
 
     // The same answer again: single use.
     const replayed = await session.get(back.pathname + back.search);
-    expect(replayed.headers.get('location')).toBe('/settings/channels?failed=unknown');
+    expect(replayed.headers.get('location')).toBe('/settings/channels?failed=unknown&network=youtube');
     expect(await youtubeChannels()).toHaveLength(1);
   });
 
@@ -139,8 +139,8 @@ describe('connecting a YouTube channel in Settings → Channels', () => {
     const back = await consent(await connect(session));
     expect(back.searchParams.get('error')).toBe('access_denied');
     const finished = await session.get(back.pathname + back.search);
-    expect(finished.headers.get('location')).toBe('/settings/channels?failed=denied');
-    expect(await (await session.get('/settings/channels?failed=denied')).text()).toContain('Access was not allowed on the network');
+    expect(finished.headers.get('location')).toBe('/settings/channels?failed=denied&network=youtube');
+    expect(await (await session.get('/settings/channels?failed=denied&network=youtube')).text()).toContain('YouTube: Access was not allowed on the network');
     expect(await youtubeChannels()).toHaveLength(before);
   });
 
@@ -151,11 +151,11 @@ describe('connecting a YouTube channel in Settings → Channels', () => {
     const mallory = await createOrganization(server.ctx.db, 'Mallory');
     const other = await signedIn(mallory);
     const finished = await other.get(back.pathname + back.search);
-    expect(finished.headers.get('location')).toBe('/settings/channels?failed=other_session');
+    expect(finished.headers.get('location')).toBe('/settings/channels?failed=other_session&network=youtube');
     const theirs = await server.ctx.db.selectFrom('channels').select('id').where('organization_id', '=', mallory.id).where('provider', '=', 'youtube').execute();
     expect(theirs).toHaveLength(0);
     // Used up all the same: the rightful session cannot finish it later either.
-    expect((await started.get(back.pathname + back.search)).headers.get('location')).toBe('/settings/channels?failed=unknown');
+    expect((await started.get(back.pathname + back.search)).headers.get('location')).toBe('/settings/channels?failed=unknown&network=youtube');
   });
 
   it('refuses a forged answer without a visitor, and a link cannot put words on the page', async () => {

@@ -3,8 +3,9 @@ import { TEST_DATABASE_URL } from './support/database.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
 import { BrowserSession } from './support/browser-session.js';
 import { connectYouTube, startFakeGoogle, youtubeEnv } from './support/fake-google.js';
+import { connectTikTok, startFakeTikTok, tiktokEnv } from './support/fake-tiktok.js';
 import { json } from './support/http.js';
-import { mp4 } from './support/media-samples.js';
+import { mp4, mp4WithDuration } from './support/media-samples.js';
 import { duplicatesAndMissing, publishedIds, startPublishingRig } from './support/publishing-rig.js';
 import { completeUpload, startUpload } from './support/uploads.js';
 
@@ -142,6 +143,54 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
     } finally {
       await rig.close();
       await google.close();
+    }
+  });
+  it('a worker killed with SIGKILL right after TikTok received the last chunk: the next one finishes the post from status/fetch, uploading nothing again', { timeout: 180_000 }, async () => {
+    const tiktok = await startFakeTikTok({ account: { displayName: 'Killed mid-answer', username: 'killed' } });
+    const env = tiktokEnv(tiktok, 5 * 1024 * 1024);
+    const rig = await startPublishingRig({ channels: 0, networkUrl: network.url, workerEnv: { ...WORKER_ENV, ...env }, apiEnv: env });
+    try {
+      rig.workerEnv.DATA_DIR = rig.api.ctx.config.dataDir;
+      const browser = new BrowserSession(rig.api);
+      await browser.logIn(rig.org.email, rig.org.password);
+      expect((await connectTikTok(browser)).headers.get('location')).toBe('/settings/channels?done=connected');
+      const channel = await rig.api.ctx.db.selectFrom('channels').select('id').where('organization_id', '=', rig.org.id).where('provider', '=', 'tiktok').executeTakeFirstOrThrow();
+
+      // 11 MB: two chunks, 5 MiB and the rest.
+      const bytes = mp4WithDuration(9, { mdatBytes: 11 * 1024 * 1024 });
+      const upload = await startUpload(rig.api, rig.org, 'kill.mp4', 'video/mp4', bytes.length);
+      expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
+      const media = await json(await completeUpload(rig.api, rig.org, upload.uploadId));
+      tiktok.holdAfterFinalChunk();
+      const created = await rig.api.fetch('/public/v1/posts', {
+        method: 'POST',
+        headers: { ...rig.org.auth, 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          type: 'now',
+          posts: [{ channelId: channel.id, content: 'Killed', mediaIds: [media.id], settings: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'PUBLIC_TO_EVERYONE' } }],
+        }),
+      });
+      expect(created.status).toBe(201);
+      const postId = (await json(created)).data[0].id;
+
+      const worker = await rig.startWorker();
+      const deadline = Date.now() + 30_000;
+      while (tiktok.publications[0]?.stored !== bytes.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      // TikTok has every byte; the worker never heard so. It dies now.
+      await worker.kill();
+      await rig.startWorker();
+      expect(await rig.untilSettled(60_000)).toEqual({ published: 1 });
+      const post = await json(await rig.api.fetch(`/public/v1/posts/${postId}`, { headers: rig.org.auth }));
+      expect(tiktok.publications).toHaveLength(1);
+      const publication = tiktok.publications[0]!;
+      expect(post.releaseId).toBe(publication.postId);
+      expect(publication.status).toBe('PUBLISH_COMPLETE');
+      // Each chunk once: nothing went up again after the crash.
+      expect(publication.chunks).toHaveLength(2);
+      expect(publication.received).toBe(bytes.length);
+    } finally {
+      await rig.close();
+      await tiktok.close();
     }
   });
 });

@@ -16,8 +16,15 @@ export interface PostPublicationTable {
   updated_at: Timestamp;
 }
 
+/** When a channel's recent publications began, for networks that limit starts per minute. */
+export interface PublicationStartTable {
+  channel_id: string;
+  at: Date;
+}
+
 export interface PublisherTables {
   post_publications: PostPublicationTable;
+  publication_starts: PublicationStartTable;
 }
 
 declare module '../db/schema.js' {

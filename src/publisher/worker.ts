@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { markNeedsReconnect } from '../channels/channels.js';
 import type { Channel } from '../channels/tables.js';
-import { RateLimiter } from '../http/rate-limit.js';
 import type { Db } from '../db/database.js';
 import type { JobConsumer } from '../jobs/consumer.js';
 import type { JobQueue, Jobs } from '../jobs/queue.js';
@@ -24,6 +23,7 @@ import {
   type LoadedPost,
 } from './ledger.js';
 import { outcomeUnknown, precondition, publishableMedia, runAttempt, type RunResult } from './publish.js';
+import { takeStart } from './start-limit.js';
 
 /** A post read for a job of a fetched batch: whether its channel may start it now, and the claim if it was taken. */
 interface Prepared {
@@ -83,7 +83,6 @@ export class Publisher {
   /** This worker's name on the leases it takes. */
   readonly id = `worker-${randomBytes(6).toString('hex')}`;
   private readonly running = new Map<string, AbortController>();
-  private readonly startLimiters = new Map<string, RateLimiter>();
   /** Posts of the batch of jobs being handed out, read and claimed together (see prepare), by id. */
   private readonly prepared = new Map<string, Prepared>();
   private consumer: JobConsumer<Jobs['publish-post']> | undefined;
@@ -327,20 +326,24 @@ export class Publisher {
 
   /**
    * A network that limits how many publications a channel starts per minute (TikTok: 6) delays the
-   * channel's next ones to the next minute, without holding up other channels.
+   * channel's next ones until a start frees up, without holding up other channels. A post counts
+   * when it begins, and again when an attempt that never got past its first step is tried again
+   * (the network refused that step for its rate, or failed): each of those calls the network anew.
    */
   private async mayStart({ post }: LoadedPost): Promise<boolean> {
-    if (post.status !== 'scheduled') return true;
     const limit = this.ctx.providers[post.provider].publishing?.limits.startsPerMinutePerChannel;
     if (limit === undefined) return true;
-    let limiter = this.startLimiters.get(post.provider);
-    if (!limiter) {
-      limiter = new RateLimiter(this.ctx.db, `publish-starts-${post.provider}`, { max: limit, windowSeconds: 60 }, this.ctx.clock);
-      this.startLimiters.set(post.provider, limiter);
+    if (post.status !== 'scheduled') {
+      // Held by a worker that is running it: that run counted when it began.
+      const held = heldUntil(post);
+      if (held && held > this.ctx.clock()) return true;
+      const progress = post.status === 'publishing' ? await loadProgress(this.ctx.db, post.id, post.publish_attempt) : undefined;
+      const atFirstStep = progress !== undefined && !progress.irreversible && Object.keys(progress.reference).length === 0;
+      if (!atFirstStep) return true;
     }
-    const state = await limiter.hit(post.channel_id);
-    if (state.allowed) return true;
-    await this.replan(post.id, new Date(this.ctx.clock().getTime() + state.resetSeconds * 1000));
+    const start = await takeStart(this.ctx.db, post.channel_id, limit, this.ctx.clock());
+    if (start.allowed) return true;
+    await this.replan(post.id, start.retryAt);
     return false;
   }
 

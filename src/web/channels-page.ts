@@ -41,15 +41,21 @@ export function channelsPage(ctx: PostsContext): Router {
       },
       status,
       // The Connect forms answer with a redirect to the network's consent page, which browsers
-      // check against the page's form-action.
-      { formOrigins: connectable(ctx.providers).flatMap((network) => (network.connection ? [network.connection.consentOrigin] : [])) },
+      // check against the page's form-action. The accounts' pictures are the networks' own (TikTok's
+      // avatar URLs are signed and short-lived): only their origins are allowed as image sources.
+      {
+        formOrigins: connectable(ctx.providers).flatMap((network) => (network.connection ? [network.connection.consentOrigin] : [])),
+        mediaOrigins: [...new Set(channels.flatMap((channel) => pictureOrigin(channel.picture)))],
+      },
     );
   }
 
   router.get('/settings/channels', async (req, res) => {
     const done = typeof req.query.done === 'string' ? req.query.done : undefined;
     // Why a connection did not finish: a code, so that a link cannot put words of its own on the page.
-    const failed = typeof req.query.failed === 'string' && req.query.failed in FAILURES ? FAILURES[req.query.failed as ConnectionFailure] : undefined;
+    const network = connectable(ctx.providers).find((n) => n.provider === req.query.network);
+    const failure = typeof req.query.failed === 'string' && req.query.failed in FAILURES ? FAILURES[req.query.failed as ConnectionFailure] : undefined;
+    const failed = failure && network ? `${network.name}: ${failure}` : failure;
     await show(res, done && done in NOTICES ? NOTICES[done as keyof typeof NOTICES] : undefined, failed);
   });
 
@@ -127,7 +133,7 @@ export function channelCallbackPage(ctx: PostsContext): Router {
     if (result.ok) return res.redirect(303, `/settings/channels?done=${result.reconnected ? 'reconnected' : 'connected'}`);
     if (result.failure === 'refused') ctx.logger.info({ provider: network.provider, reason: result.reason }, 'a network refused a connection');
     if (!visitor?.organization) return renderErrorPage(res, 400, `${network.name} was not connected`, result.reason);
-    res.redirect(303, `/settings/channels?failed=${result.failure}`);
+    res.redirect(303, `/settings/channels?failed=${result.failure}&network=${network.provider}`);
   });
   return router;
 }
@@ -176,3 +182,10 @@ const NOTICES = {
   origin_added: 'The return origin is added.',
   origin_removed: 'The return origin is removed.',
 } as const;
+
+/** The origin of an account's picture, when it is an https URL a page may show. */
+function pictureOrigin(picture: string | null): string[] {
+  if (!picture || !URL.canParse(picture)) return [];
+  const url = new URL(picture);
+  return url.protocol === 'https:' ? [url.origin] : [];
+}

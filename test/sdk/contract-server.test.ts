@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseYaml } from '../../src/core/contract.js';
 import Service, { type ServiceOptions } from '../../src/sdk/src/index.js';
+import { BrowserSession } from '../support/browser-session.js';
+import { connectTikTok, startFakeTikTok, tiktokEnv, type FakeTikTok } from '../support/fake-tiktok.js';
 import { createChannel, createOrganization, type TestOrganization } from '../support/fixtures.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { describeContract, type ContractTarget, type Operation } from './support/contract-suite.js';
@@ -84,6 +86,8 @@ let busyServer: TestServer;
 let busyProxy: PrismServer;
 let busyOrg: TestOrganization;
 let target: ContractTarget;
+/** The TikTok the server's operator app talks to: the first installation has one configured. */
+let tiktok: FakeTikTok;
 
 function clientOf(origin: string, apiKey: string) {
   return ({ credential = apiKey, fetch: send, ...options }: ServiceOptions & { credential?: string } = {}) =>
@@ -91,10 +95,11 @@ function clientOf(origin: string, apiKey: string) {
 }
 
 beforeAll(async () => {
+  tiktok = await startFakeTikTok({ account: { displayName: 'Contract Creator', username: 'contract' } });
   // The second installation's organizations may make one request per window, and its clock is
   // stopped 50 seconds before the end of a window; its one request is used up below.
   [server, busyServer] = await Promise.all([
-    startTestServer(),
+    startTestServer({ env: tiktokEnv(tiktok) }),
     startTestServer({ env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_SECONDS: '60' } }),
   ]);
   busyServer.setNow('2026-11-21T10:00:10.000Z');
@@ -122,6 +127,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([proxy?.stop(), busyProxy?.stop()]);
   await Promise.all([server?.close(), busyServer?.close()]);
+  await tiktok?.close();
 });
 afterEach(() => {
   const found = violations;
@@ -144,6 +150,32 @@ describe('@service/sdk against the real server: answers that depend on its data'
     await expect(service.tiktokCreatorInfo(target.sandboxChannelId)).rejects.toMatchObject({ status: 422, code: 'unprocessable' });
     await expect(service.tiktokAnalytics(target.sandboxChannelId, { days: 7 })).rejects.toMatchObject({ status: 422, code: 'unprocessable' });
     await expect(service.tiktokCreatorInfo('ch_doesNotExist0000000')).rejects.toMatchObject({ status: 404, code: 'not_found' });
+  });
+
+  it('reads a connected TikTok channel’s creator info and analytics, as the contract declares them', async () => {
+    const session = new BrowserSession(server);
+    await session.logIn(org.email, org.password);
+    expect((await connectTikTok(session)).headers.get('location')).toBe('/settings/channels?done=connected');
+    const service = target.client();
+    const channel = (await service.channels()).data.find((c) => c.provider === 'tiktok')!;
+    const info = await service.tiktokCreatorInfo(channel.id);
+    expect(info).toMatchObject({ channelId: channel.id, canPost: true, creatorUsername: 'contract', maxVideoPostDurationSec: 600 });
+    tiktok.addVideos([
+      {
+        id: '7300000000000000001',
+        title: 'From the contract',
+        createTime: Math.floor(Date.now() / 1000) - 3600,
+        duration: 15,
+        coverImageUrl: 'https://p16.tiktokcdn.example/cover/1.jpeg',
+        shareUrl: 'https://www.tiktok.com/@contract/video/7300000000000000001',
+        viewCount: 10,
+        likeCount: 2,
+        commentCount: 1,
+        shareCount: 0,
+      },
+    ]);
+    const analytics = await service.tiktokAnalytics(channel.id, { days: 7 });
+    expect(analytics).toMatchObject({ channelId: channel.id, days: 7, nextCursor: null, videos: [{ id: '7300000000000000001', title: 'From the contract', durationSec: 15 }] });
   });
 
   it('refuses to create media from a loopback address', async (ctx) => {

@@ -25,6 +25,14 @@ export class TikTokUnreachableError extends Error {
   override name = 'TikTokUnreachableError';
 }
 
+/**
+ * TikTok's ids are int64 numbers in its JSON (a post's `publicaly_available_post_id`), beyond what a
+ * double holds exactly: an integer too large for one is kept as the digits TikTok sent.
+ */
+function keepLargeIntegers(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
+  return typeof value === 'number' && !Number.isSafeInteger(value) && context?.source && /^-?\d+$/.test(context.source) ? context.source : value;
+}
+
 /** What an answer of TikTok's API looks like: `data`, and `error` with `code: "ok"` when it went well. */
 interface Envelope<T> {
   data?: T;
@@ -56,7 +64,7 @@ export class TikTokApi {
     });
     let envelope: Envelope<T> | undefined;
     try {
-      envelope = JSON.parse(answer.body.toString('utf8')) as Envelope<T>;
+      envelope = JSON.parse(answer.body.toString('utf8'), keepLargeIntegers) as Envelope<T>;
     } catch {
       // Not TikTok's envelope (a proxy's page): the status says it.
     }

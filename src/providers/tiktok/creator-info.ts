@@ -46,15 +46,21 @@ export class TikTokCreatorInfo implements CreatorInfoSource {
     private readonly api: TikTokApi,
     private readonly tokens: TikTokTokens,
     private readonly db: Db,
+    private readonly clock: () => Date,
   ) {}
 
   async creatorInfo(channel: Channel): Promise<CreatorInfo> {
     const cached = this.cache.get(channel.id);
-    if (cached && cached.until > Date.now()) return cached.info;
+    if (cached && cached.until > this.clock().getTime()) return cached.info;
     const info = await this.query(channel);
-    this.cache.set(channel.id, { info, until: Date.now() + CACHE_MS });
+    this.cache.set(channel.id, { info, until: this.clock().getTime() + CACHE_MS });
     if (this.cache.size > 10_000) this.cache.delete(this.cache.keys().next().value!);
     return info;
+  }
+
+  /** Drops what is kept of a channel's creator info: the next read asks TikTok. */
+  forget(channelId: string): void {
+    this.cache.delete(channelId);
   }
 
   private async query(channel: Channel): Promise<CreatorInfo> {

@@ -34,7 +34,7 @@ export const tiktokNetwork: ProviderFactory<'tiktok'> = ({ config, outbound, clo
   const api = new TikTokApi(config.tiktok, outbound);
   const connection = new TikTokConnection(config.tiktok, api, clock);
   const tokens = new TikTokTokens(new AccountTokens(db, keyring, connection, clock));
-  const creatorInfo = new TikTokCreatorInfo(api, tokens, db);
+  const creatorInfo = new TikTokCreatorInfo(api, tokens, db, clock);
   return {
     ...rules,
     connection,
