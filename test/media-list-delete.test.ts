@@ -81,6 +81,7 @@ describe('GET /public/v1/media', () => {
       contentType: 'image/png',
       kind: 'image',
       size: png().length,
+      durationSec: null,
       url: expect.stringMatching(/\/media-files\/media\/.+\?expires=\d+&type=image%2Fpng&signature=/),
       urlExpiresAt: expect.any(String),
       createdAt: '2026-11-20T10:00:00.000Z',
