@@ -563,8 +563,354 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/public/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description The organization's webhook endpoints, oldest first, in one piece (an organization has at
+         *     most 20). An OAuth app's token sees the endpoints that app created; an API key sees all.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Registers an HTTPS (or HTTP) URL to receive the event types listed. The answer carries the
+         *     signing secret (`whsec_…`) once; store it, it is never shown again (rotate it to get a new
+         *     one). A URL whose host resolves to a loopback, private, link-local or cloud-metadata
+         *     address is refused with `422` (the operator may allow ranges for receivers on their own
+         *     network); the same check is made again at every delivery. Created with an OAuth app's
+         *     token, the endpoint belongs to that app too: revoking or deleting the app removes it.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id (`whk_…`). An id of another organization (or, for an OAuth app's token, of another app) is answered `404` exactly like an unknown id.
+                 * @example whk_7Hs2Kq9Lm4Tx1Vb8Nc3D
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /** Get a webhook endpoint */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Deletes the endpoint and its deliveries; nothing more is sent to it.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a webhook endpoint
+         * @description Changes the URL, the event types, the description, or turns the endpoint on or off. Turning
+         *     on an endpoint the server turned off (`disabledReason: failing`) starts its deliveries again;
+         *     deliveries that failed meanwhile can be retried one by one.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/public/v1/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id (`whk_…`). An id of another organization (or, for an OAuth app's token, of another app) is answered `404` exactly like an unknown id.
+                 * @example whk_7Hs2Kq9Lm4Tx1Vb8Nc3D
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Sends a `webhook.test` event to the endpoint, signed like every delivery, whatever event
+         *     types it subscribed to. Answered at once with the delivery; follow it in the deliveries list.
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id (`whk_…`). An id of another organization (or, for an OAuth app's token, of another app) is answered `404` exactly like an unknown id.
+                 * @example whk_7Hs2Kq9Lm4Tx1Vb8Nc3D
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the signing secret
+         * @description Makes a new secret, shown in this answer once. The previous one stays valid for 24 hours
+         *     (`previousSecretExpiresAt`): deliveries in that window carry a signature with each secret in
+         *     `webhook-signature`, so a receiver that still has the old one keeps verifying while you
+         *     deploy the new one. Rotating again within the window ends the older secret at once.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id (`whk_…`). An id of another organization (or, for an OAuth app's token, of another app) is answered `404` exactly like an unknown id.
+                 * @example whk_7Hs2Kq9Lm4Tx1Vb8Nc3D
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's deliveries
+         * @description The endpoint's deliveries, newest first, with their attempts and outcome.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/webhooks/{id}/deliveries/{deliveryId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id (`whk_…`). An id of another organization (or, for an OAuth app's token, of another app) is answered `404` exactly like an unknown id.
+                 * @example whk_7Hs2Kq9Lm4Tx1Vb8Nc3D
+                 */
+                id: components["parameters"]["WebhookId"];
+                /**
+                 * @description The delivery id (`msg_…`, the `webhook-id` the receiver saw).
+                 * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+                 */
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again
+         * @description Sends a delivery again now, with the same `webhook-id` and payload (a receiver that already
+         *     has it can drop it by that id). Refused with `409` while the delivery is still being tried.
+         */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "post.scheduled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A post is scheduled
+         * @description A post became due at its `scheduledAt` (created or scheduled again). The body is the post as `GET /public/v1/posts/{id}` returns it
+         *     right after the change. Events of one post reach one endpoint in the order they happened.
+         */
+        post: operations["eventPostScheduled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "post.publishing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A post is being published
+         * @description A worker started publishing the post. The body is the post as `GET /public/v1/posts/{id}` returns it
+         *     right after the change. Events of one post reach one endpoint in the order they happened.
+         */
+        post: operations["eventPostPublishing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "post.published": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A post is published
+         * @description The network published the post: `releaseId` and `releaseUrl` say where. The body is the post as `GET /public/v1/posts/{id}` returns it
+         *     right after the change. Events of one post reach one endpoint in the order they happened.
+         */
+        post: operations["eventPostPublished"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "post.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A post failed
+         * @description The post could not be published: `error` says why. The body is the post as `GET /public/v1/posts/{id}` returns it
+         *     right after the change. Events of one post reach one endpoint in the order they happened.
+         */
+        post: operations["eventPostFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "post.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A post is deleted
+         * @description The post was deleted; the body is the post as it was. The body is the post as `GET /public/v1/posts/{id}` returns it
+         *     right after the change. Events of one post reach one endpoint in the order they happened.
+         */
+        post: operations["eventPostDeleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "channel.connected": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A channel is connected
+         * @description A user connected an account (through the web app or a connection the API started), or
+         *     connected one again; the body is the channel as `GET /public/v1/channels` shows it.
+         */
+        post: operations["eventChannelConnected"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "channel.needs_reconnect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A channel needs to be connected again
+         * @description The network refused the channel's credentials (the user revoked the access, or it expired):
+         *     its posts fail with `channel_needs_reconnect` until a user connects it again. Start a new
+         *     connection (`POST /public/v1/channels/connect`) for the user.
+         */
+        post: operations["eventChannelNeedsReconnect"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A test event
+         * @description Sent by `POST /public/v1/webhooks/{id}/test`, to check a receiver and its signature check.
+         */
+        post: operations["eventWebhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /** @description The body of every non-2xx response. */
@@ -604,6 +950,157 @@ export interface components {
             path: string;
             /** @description What is wrong with that field. */
             message: string;
+        };
+        /**
+         * @description An event a webhook endpoint can receive: `post.scheduled`, `post.publishing`,
+         *     `post.published`, `post.failed`, `post.deleted`, `channel.connected`,
+         *     `channel.needs_reconnect`, or `webhook.test` (sent by the test operation only). More types may be added within v1: ignore a type you don't know.
+         * @example post.published
+         */
+        WebhookEventType: string;
+        /** @description An endpoint of yours that receives signed events. */
+        Webhook: {
+            /**
+             * @description The endpoint id (`whk_…`).
+             * @example whk_7Hs2Kq9Lm4Tx1Vb8Nc3D
+             */
+            id: string;
+            /**
+             * Format: uri
+             * @description Where the events are POSTed.
+             */
+            url: string;
+            /** @description Your note about the endpoint. */
+            description: string | null;
+            /** @description The event types sent to it. */
+            eventTypes: components["schemas"]["WebhookEventType"][];
+            /** @description `false` when nothing is sent to it: turned off by you, or by the server (`disabledReason`). */
+            enabled: boolean;
+            /** @description `failing` when the server turned the endpoint off because every delivery failed for 3 days; `null` otherwise. */
+            disabledReason: string | null;
+            /**
+             * Format: date-time
+             * @description Until when the secret before the last rotation still signs deliveries, or `null`.
+             */
+            previousSecretExpiresAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description The endpoint just created, with its signing secret, shown this once. */
+        CreatedWebhook: components["schemas"]["Webhook"] & {
+            /**
+             * @description The signing secret (`whsec_…`, Standard Webhooks): verify every delivery with it.
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret: string;
+        };
+        WebhookList: {
+            data: components["schemas"]["Webhook"][];
+        };
+        CreateWebhookRequest: {
+            /**
+             * Format: uri
+             * @description An absolute `https://` or `http://` URL, without credentials.
+             */
+            url: string;
+            eventTypes: ("post.scheduled" | "post.publishing" | "post.published" | "post.failed" | "post.deleted" | "channel.connected" | "channel.needs_reconnect")[];
+            /** @description Your note about the endpoint (an empty string is none). */
+            description?: string;
+        };
+        UpdateWebhookRequest: {
+            /** Format: uri */
+            url?: string;
+            eventTypes?: ("post.scheduled" | "post.publishing" | "post.published" | "post.failed" | "post.deleted" | "channel.connected" | "channel.needs_reconnect")[];
+            /** @description Your note about the endpoint; an empty string removes it. */
+            description?: string;
+            enabled?: boolean;
+        };
+        WebhookSecret: {
+            /**
+             * @description The new signing secret (`whsec_…`).
+             * @example whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD
+             */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description Until when the previous secret still signs deliveries.
+             */
+            previousSecretExpiresAt: string;
+        };
+        /** @description One event for one endpoint, and how sending it went. */
+        WebhookDelivery: {
+            /**
+             * @description The delivery id (`msg_…`): the `webhook-id` header of every attempt.
+             * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+             */
+            id: string;
+            webhookId: string;
+            eventType: components["schemas"]["WebhookEventType"];
+            /**
+             * @description `pending` (being tried), `succeeded` (a 2xx answer), or `failed` (every attempt failed, or the endpoint was off).
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "failed";
+            /** @description Attempts made so far. */
+            attempts: number;
+            /** @description The HTTP status of the last attempt, `null` when it got no answer. */
+            lastStatusCode: number | null;
+            /** @description How long the last attempt took. */
+            lastDurationMs: number | null;
+            /** @description Why the last attempt failed: no answer, a refused address, a non-2xx status. */
+            lastError: string | null;
+            /** @description The first 1 KB of the last answer's body. */
+            lastResponseBody: string | null;
+            /**
+             * Format: date-time
+             * @description When it is tried again (`pending`).
+             */
+            nextAttemptAt: string | null;
+            /**
+             * Format: date-time
+             * @description When a 2xx answer came (`succeeded`).
+             */
+            deliveredAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        WebhookDeliveryPage: {
+            data: components["schemas"]["WebhookDelivery"][];
+            nextCursor: string | null;
+        };
+        /** @description A change of a post, with the post as the API returns it right after the change. */
+        PostWebhookEvent: {
+            /** @enum {string} */
+            type: "post.scheduled" | "post.publishing" | "post.published" | "post.failed" | "post.deleted";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            timestamp: string;
+            data: components["schemas"]["Post"];
+        };
+        /** @description A channel connected (or connected again), or needing to be connected again, with the channel as the API returns it. */
+        ChannelWebhookEvent: {
+            /** @enum {string} */
+            type: "channel.connected" | "channel.needs_reconnect";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            timestamp: string;
+            data: components["schemas"]["Channel"];
+        };
+        /** @description Sent by the test operation. */
+        TestWebhookEvent: {
+            /** @constant */
+            type: "webhook.test";
+            /** Format: date-time */
+            timestamp: string;
+            data: {
+                webhookId: string;
+            };
         };
         /**
          * @description The social network of a channel. Extensible: new providers may be added within v1, so
@@ -1412,6 +1909,29 @@ export interface components {
          * @example ch_5Hs3Jk8Pq2Rt6Yu1Zx4C
          */
         ChannelId: string;
+        /**
+         * @description The webhook endpoint id (`whk_…`). An id of another organization (or, for an OAuth app's token, of another app) is answered `404` exactly like an unknown id.
+         * @example whk_7Hs2Kq9Lm4Tx1Vb8Nc3D
+         */
+        WebhookId: string;
+        /**
+         * @description The delivery's id (`msg_…`), the same on every attempt of it: drop a delivery whose id you processed already.
+         * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+         */
+        WebhookIdHeader: string;
+        /**
+         * @description When the attempt was signed, in seconds since the epoch; refuse one far from your clock (5 minutes) to stop replays.
+         * @example 1795281123
+         */
+        WebhookTimestamp: string;
+        /**
+         * @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}" with the secret>`, per
+         *     the Standard Webhooks specification; during the 24 hours after a rotation, a second
+         *     signature, with the previous secret, follows after a space. Verify with a Standard Webhooks
+         *     library or the SDK's `verifyWebhook`.
+         * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+         */
+        WebhookSignature: string;
         /**
          * @description Maximum number of items on the page.
          * @example 20
@@ -2258,6 +2778,666 @@ export interface operations {
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its secret shown this once. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id (`whk_…`). An id of another organization (or, for an OAuth app's token, of another app) is answered `404` exactly like an unknown id.
+                 * @example whk_7Hs2Kq9Lm4Tx1Vb8Nc3D
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id (`whk_…`). An id of another organization (or, for an OAuth app's token, of another app) is answered `404` exactly like an unknown id.
+                 * @example whk_7Hs2Kq9Lm4Tx1Vb8Nc3D
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint was deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id (`whk_…`). An id of another organization (or, for an OAuth app's token, of another app) is answered `404` exactly like an unknown id.
+                 * @example whk_7Hs2Kq9Lm4Tx1Vb8Nc3D
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as it is now. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id (`whk_…`). An id of another organization (or, for an OAuth app's token, of another app) is answered `404` exactly like an unknown id.
+                 * @example whk_7Hs2Kq9Lm4Tx1Vb8Nc3D
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery is on its way. */
+            202: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id (`whk_…`). An id of another organization (or, for an OAuth app's token, of another app) is answered `404` exactly like an unknown id.
+                 * @example whk_7Hs2Kq9Lm4Tx1Vb8Nc3D
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items on the page.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `nextCursor` of the previous page, with the same filters; omit it for the first page.
+                 *     Opaque and signed: don't build or change it.
+                 * @example eyJzIjoiMjAyNi0xMi0wMVQwOTozMDowMC4wMDBaIiwiaSI6InBvc3RfNEtpN0xvMVBtM05qOEJoNUd2MkMifQ.q3VwU0Gm8x9kZt2LcR4pYw
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id (`whk_…`). An id of another organization (or, for an OAuth app's token, of another app) is answered `404` exactly like an unknown id.
+                 * @example whk_7Hs2Kq9Lm4Tx1Vb8Nc3D
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of deliveries. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id (`whk_…`). An id of another organization (or, for an OAuth app's token, of another app) is answered `404` exactly like an unknown id.
+                 * @example whk_7Hs2Kq9Lm4Tx1Vb8Nc3D
+                 */
+                id: components["parameters"]["WebhookId"];
+                /**
+                 * @description The delivery id (`msg_…`, the `webhook-id` the receiver saw).
+                 * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+                 */
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery is on its way again. */
+            202: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    eventPostScheduled: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id (`msg_…`), the same on every attempt of it: drop a delivery whose id you processed already.
+                 * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When the attempt was signed, in seconds since the epoch; refuse one far from your clock (5 minutes) to stop replays.
+                 * @example 1795281123
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}" with the secret>`, per
+                 *     the Standard Webhooks specification; during the 24 hours after a rotation, a second
+                 *     signature, with the previous secret, follows after a space. Verify with a Standard Webhooks
+                 *     library or the SDK's `verifyWebhook`.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostWebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Answer within 10 seconds; any other answer, or none, is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventPostPublishing: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id (`msg_…`), the same on every attempt of it: drop a delivery whose id you processed already.
+                 * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When the attempt was signed, in seconds since the epoch; refuse one far from your clock (5 minutes) to stop replays.
+                 * @example 1795281123
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}" with the secret>`, per
+                 *     the Standard Webhooks specification; during the 24 hours after a rotation, a second
+                 *     signature, with the previous secret, follows after a space. Verify with a Standard Webhooks
+                 *     library or the SDK's `verifyWebhook`.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostWebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Answer within 10 seconds; any other answer, or none, is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventPostPublished: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id (`msg_…`), the same on every attempt of it: drop a delivery whose id you processed already.
+                 * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When the attempt was signed, in seconds since the epoch; refuse one far from your clock (5 minutes) to stop replays.
+                 * @example 1795281123
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}" with the secret>`, per
+                 *     the Standard Webhooks specification; during the 24 hours after a rotation, a second
+                 *     signature, with the previous secret, follows after a space. Verify with a Standard Webhooks
+                 *     library or the SDK's `verifyWebhook`.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostWebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Answer within 10 seconds; any other answer, or none, is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventPostFailed: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id (`msg_…`), the same on every attempt of it: drop a delivery whose id you processed already.
+                 * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When the attempt was signed, in seconds since the epoch; refuse one far from your clock (5 minutes) to stop replays.
+                 * @example 1795281123
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}" with the secret>`, per
+                 *     the Standard Webhooks specification; during the 24 hours after a rotation, a second
+                 *     signature, with the previous secret, follows after a space. Verify with a Standard Webhooks
+                 *     library or the SDK's `verifyWebhook`.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostWebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Answer within 10 seconds; any other answer, or none, is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventPostDeleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id (`msg_…`), the same on every attempt of it: drop a delivery whose id you processed already.
+                 * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When the attempt was signed, in seconds since the epoch; refuse one far from your clock (5 minutes) to stop replays.
+                 * @example 1795281123
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}" with the secret>`, per
+                 *     the Standard Webhooks specification; during the 24 hours after a rotation, a second
+                 *     signature, with the previous secret, follows after a space. Verify with a Standard Webhooks
+                 *     library or the SDK's `verifyWebhook`.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostWebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Answer within 10 seconds; any other answer, or none, is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventChannelConnected: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id (`msg_…`), the same on every attempt of it: drop a delivery whose id you processed already.
+                 * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When the attempt was signed, in seconds since the epoch; refuse one far from your clock (5 minutes) to stop replays.
+                 * @example 1795281123
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}" with the secret>`, per
+                 *     the Standard Webhooks specification; during the 24 hours after a rotation, a second
+                 *     signature, with the previous secret, follows after a space. Verify with a Standard Webhooks
+                 *     library or the SDK's `verifyWebhook`.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChannelWebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Answer within 10 seconds; any other answer, or none, is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventChannelNeedsReconnect: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id (`msg_…`), the same on every attempt of it: drop a delivery whose id you processed already.
+                 * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When the attempt was signed, in seconds since the epoch; refuse one far from your clock (5 minutes) to stop replays.
+                 * @example 1795281123
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}" with the secret>`, per
+                 *     the Standard Webhooks specification; during the 24 hours after a rotation, a second
+                 *     signature, with the previous secret, follows after a space. Verify with a Standard Webhooks
+                 *     library or the SDK's `verifyWebhook`.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChannelWebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Answer within 10 seconds; any other answer, or none, is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventWebhookTest: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id (`msg_…`), the same on every attempt of it: drop a delivery whose id you processed already.
+                 * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When the attempt was signed, in seconds since the epoch; refuse one far from your clock (5 minutes) to stop replays.
+                 * @example 1795281123
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}" with the secret>`, per
+                 *     the Standard Webhooks specification; during the 24 hours after a rotation, a second
+                 *     signature, with the previous secret, follows after a space. Verify with a Standard Webhooks
+                 *     library or the SDK's `verifyWebhook`.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TestWebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Answer within 10 seconds; any other answer, or none, is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

@@ -15,13 +15,14 @@ import { BrowserCookies } from './pages/visitor.js';
 import type { PostsContext } from './posts/publication-plan.js';
 import { sandboxNetwork } from './providers/sandbox/network.js';
 import { createPublicApi } from './public-api.js';
+import type { WebhookManagement } from './webhooks/management.js';
 import { createWebApp, pagePrelude } from './web/routes.js';
 
 const OPENAPI_DIR = projectPath('openapi');
 export const DOCS_DIR = projectPath('dist', 'docs');
 
 /** Builds the HTTP application from the service's context; it holds no global state. */
-export function createApp(ctx: MediaContext & PostsContext, options: { sandboxKey: Buffer }): Express {
+export function createApp(ctx: MediaContext & PostsContext & { webhooks: WebhookManagement }, options: { sandboxKey: Buffer }): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');

@@ -18,6 +18,11 @@ import { OutboundClient } from './net/outbound-client.js';
 import type { Resolver } from './net/remote-fetch.js';
 import { createProviders, type ProviderOverrides, type Providers } from './providers/providers.js';
 import { Publisher, PUBLISHER_QUEUES } from './publisher/worker.js';
+import { DELIVER, WebhookDeliverer } from './webhooks/deliveries.js';
+import { WebhookDispatcher } from './webhooks/dispatcher.js';
+import { WebhookManagement } from './webhooks/management.js';
+import type { JobConsumer } from './jobs/consumer.js';
+import type { Jobs } from './jobs/queue.js';
 
 /** The whole service: every feature's context in one object, and the parts its role runs. */
 export interface Service extends AppContext {
@@ -29,6 +34,8 @@ export interface Service extends AppContext {
   app: Express;
   /** The publishing worker (roles `worker` and `all`, unless turned off). */
   publisher: Publisher | undefined;
+  /** Manages webhook endpoints; their deliveries' jobs run in the worker. */
+  webhooks: WebhookManagement;
   /** Serves the application on `host:port` (0 for any free port). */
   listen(port: number, host: string): Promise<Server>;
   /** Stops the worker (running publications get `graceMs` to finish) and the queue; the database stays open. */
@@ -51,7 +58,14 @@ export interface ComposeOptions {
   worker?: boolean;
 }
 
-const QUEUES = [...PUBLISHER_QUEUES, { name: 'housekeeping' as const, options: { retryLimit: 0 } }];
+const QUEUES = [
+  ...PUBLISHER_QUEUES,
+  // A delivery's row says where it stands, and its job is planned again on the row's schedule. pg-boss
+  // retries only a job whose worker died (no heartbeat for 10 s) or failed unexpectedly: sending again
+  // is safe, a receiver drops a repeated webhook-id.
+  { name: DELIVER, options: { retryLimit: 10, retryDelay: 2, heartbeatSeconds: 10, expireInSeconds: 120 } },
+  { name: 'housekeeping' as const, options: { retryLimit: 0 } },
+];
 
 /**
  * The one place the service is put together from its configuration: `src/main.ts` and the tests both
@@ -82,13 +96,25 @@ export async function compose(options: ComposeOptions): Promise<Service> {
   const runsWorker = options.worker ?? config.role !== 'api';
   const queue = new JobQueue(database, logger, { runsSchedules: runsWorker });
   await queue.start(QUEUES);
-  const ctx = { ...base, storage, providers, queue };
+  // Webhook receivers are URLs callers give: the address policy applies, with the operator's ranges.
+  const webhookOutbound = new OutboundClient(
+    { allowPrivateAddresses: false, allowedRanges: config.webhooks.allowedRanges, idleTimeoutSeconds: 10, maxDurationSeconds: 10 },
+    options.resolve,
+  );
+  const deliverer = new WebhookDeliverer({ ...base, queue }, webhookOutbound);
+  const webhooks = new WebhookManagement({ ...base, queue }, deliverer);
+  const ctx = { ...base, storage, providers, queue, webhooks };
   const app = createApp(ctx, { sandboxKey });
 
   let publisher: Publisher | undefined;
+  let dispatcher: WebhookDispatcher | undefined;
+  let deliveries: JobConsumer<Jobs[typeof DELIVER]> | undefined;
   if (runsWorker) {
     publisher = new Publisher(ctx, config.publisher);
     await publisher.start();
+    dispatcher = new WebhookDispatcher({ ...base, queue });
+    dispatcher.start();
+    deliveries = queue.consume(DELIVER, { capacity: 100, pollingIntervalSeconds: 0.5, heartbeatSeconds: 10 }, (job) => deliverer.deliver(job.data.deliveryId));
     await queue.work('housekeeping', { pollingIntervalSeconds: 5 }, () => keepHouse(ctx));
     await queue.boss.schedule('housekeeping', '*/10 * * * *', {});
   }
@@ -98,6 +124,7 @@ export async function compose(options: ComposeOptions): Promise<Service> {
     database,
     app,
     publisher,
+    webhooks,
     listen: (port, host) =>
       new Promise((resolve, reject) => {
         // Express 5 calls back with the error when listening fails (a port in use), not only on success.
@@ -109,6 +136,8 @@ export async function compose(options: ComposeOptions): Promise<Service> {
       }),
     stop: async (graceMs) => {
       await publisher?.stop(graceMs);
+      await dispatcher?.stop();
+      await deliveries?.stop(graceMs);
       await queue.stop(graceMs);
     },
   };

@@ -7,14 +7,17 @@ import { forgetExpiredKeys } from './posts/idempotency.js';
 import { forgetExpiredConnections } from './providers/account-connections.js';
 import { revokeRemovedAccounts } from './providers/account-revocations.js';
 import type { ProvidersContext } from './providers/providers.js';
+import type { JobQueue } from './jobs/queue.js';
+import { sweepDeliveries } from './webhooks/deliveries.js';
 
 /**
  * What the service forgets when it no longer serves anybody, as a scheduled job of the workers
  * (every 10 minutes) rather than inside requests: stale uploads and their bytes, rate-limit counts
- * of past windows, expired sessions, idempotency keys, OAuth codes and consent requests, connections of accounts never finished; and it
- * asks the networks to revoke the tokens of removed channels.
+ * of past windows, expired sessions, idempotency keys, OAuth codes and consent requests, connections of accounts never finished, webhook
+ * deliveries older than 30 days; it asks the networks to revoke the tokens of removed channels, and
+ * plans again any webhook delivery that lost its job.
  */
-export async function keepHouse(ctx: MediaContext & ProvidersContext): Promise<void> {
+export async function keepHouse(ctx: MediaContext & ProvidersContext & { queue: JobQueue }): Promise<void> {
   const now = ctx.clock();
   await forgetStaleUploads(ctx, now);
   await forgetOldRateLimitWindows(ctx.db, now);
@@ -23,4 +26,5 @@ export async function keepHouse(ctx: MediaContext & ProvidersContext): Promise<v
   await forgetExpiredCodes(ctx.db, now);
   await forgetExpiredConnections(ctx.db, now);
   await revokeRemovedAccounts(ctx);
+  await sweepDeliveries(ctx);
 }

@@ -18,11 +18,13 @@ import { ACCESS_TOKEN_PREFIX } from './oauth/tokens.js';
 import { postOperations } from './posts/routes.js';
 import { tiktokOperations } from './providers/tiktok/routes.js';
 import { channelConnectOperations } from './providers/connection-routes.js';
+import type { WebhookManagement } from './webhooks/management.js';
+import { webhookOperations } from './webhooks/routes.js';
 
 export const PUBLIC_API_BASE = '/public/v1';
 
 /** The Public API: every operation of `openapi/public-v1.yaml`, from the features that own them. */
-export function createPublicApi(ctx: MediaContext & PostsContext): Router {
+export function createPublicApi(ctx: MediaContext & PostsContext & { webhooks: WebhookManagement }): Router {
   // API keys and OAuth access tokens act alike: each is looked up by the hash of its secret.
   const resolvers = new Map<CredentialPrefix, CredentialResolver>([
     [API_KEY_PREFIX, credentialResolver('api_key')],
@@ -40,6 +42,7 @@ export function createPublicApi(ctx: MediaContext & PostsContext): Router {
     ...postOperations(ctx),
     ...mediaOperations(ctx),
     ...tiktokOperations(ctx),
+    ...webhookOperations(ctx, ctx.webhooks),
   };
   return contractRouter({
     specFile: SPEC_FILES.publicV1,

@@ -328,6 +328,8 @@ beforeAll(async () => {
     env: {
       RATE_LIMIT_MAX: '1000000',
       MEDIA_FETCH_ALLOW_RANGES: '127.0.0.1/32',
+      // Webhook receivers of the examples are sent to the local file server too.
+      WEBHOOK_ALLOW_RANGES: '127.0.0.1/32',
       MEDIA_FETCH_TIMEOUT_SECONDS: '2',
       MEDIA_FETCH_MAX_DURATION_SECONDS: '5',
       // Starting a connection asks nothing of Google: an app's credentials are enough.
@@ -366,7 +368,24 @@ beforeAll(async () => {
     });
     return ((await response.json()) as { uploadId: string }).uploadId;
   };
+  // An organization keeps at most 20 endpoints: a fresh one makes room by deleting all but the 5 newest.
+  const newWebhook = (org: TestOrganization) => async () => {
+    const newest = db.selectFrom('webhook_endpoints').select('id').where('organization_id', '=', org.id).orderBy('created_at', 'desc').limit(5);
+    await db.deleteFrom('webhook_endpoints').where('organization_id', '=', org.id).where('id', 'not in', newest).execute();
+    const response = await server.fetch('/public/v1/webhooks', {
+      method: 'POST',
+      headers: { ...org.auth, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ url: `${remote.origin}/hooks`, eventTypes: ['post.published'] }),
+    });
+    return ((await response.json()) as { id: string }).id;
+  };
+  const newDelivery = (org: TestOrganization) => async () => {
+    const response = await server.fetch(`/public/v1/webhooks/${await newWebhook(org)()}/test`, { method: 'POST', headers: org.auth });
+    return ((await response.json()) as { id: string }).id;
+  };
   freshIds.set('post_', newPost(acme.id, sandbox));
+  freshIds.set('whk_', newWebhook(acme));
+  freshIds.set('msg_', newDelivery(acme));
   freshIds.set('ch_', async () => tiktokChannel);
   freshIds.set('med_', () => insertMedia(db, acme.id, 'image'));
   freshIds.set('upl_', newUpload(acme));
@@ -374,6 +393,8 @@ beforeAll(async () => {
   foreignIds.set('ch_', foreignChannel);
   foreignIds.set('med_', await insertMedia(db, globex.id, 'image'));
   foreignIds.set('upl_', await newUpload(globex)());
+  foreignIds.set('whk_', await newWebhook(globex)());
+  foreignIds.set('msg_', await newDelivery(globex)());
 });
 
 afterAll(async () => {

@@ -1,4 +1,5 @@
 import type { components } from '../../generated/public-v1.js';
+import { sql } from 'kysely';
 import { newId } from '../core/ids.js';
 import type { Db } from '../db/database.js';
 import type { Channel, NewChannel } from './tables.js';
@@ -57,7 +58,13 @@ export async function setChannelEnabled(db: Db, organizationId: string, channelI
 
 /** The network refused the channel's credentials: it takes no posts until a user connects it again. */
 export async function markNeedsReconnect(db: Db, channelId: string): Promise<void> {
-  await db.updateTable('channels').set({ status: 'needs_reconnect' }).where('id', '=', channelId).where('status', '=', 'active').execute();
+  // The change and its event in one statement: webhooks hear of it once, when it happens.
+  await sql`
+    with changed as (
+      update channels set status = 'needs_reconnect' where id = ${channelId} and status = 'active' returning organization_id, id
+    )
+    insert into channel_events (organization_id, channel_id, type, at)
+    select organization_id, id, 'needs_reconnect', now() from changed`.execute(db);
 }
 
 export function addChannel(db: Db, channel: Omit<NewChannel, 'id'>): Promise<Channel> {

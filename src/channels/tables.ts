@@ -63,11 +63,23 @@ export interface AccountRevocationTable {
   next_attempt_at: Generated<Date>;
 }
 
+/** A change of a channel that webhooks report (`connected`, `needs_reconnect`): the channels' outbox. */
+export interface ChannelEventTable {
+  id: Generated<string>;
+  organization_id: string;
+  channel_id: string;
+  type: 'connected' | 'needs_reconnect';
+  at: Date;
+  /** When the webhook dispatcher made the event's deliveries; `null` until then. */
+  webhooks_dispatched_at: Date | null;
+}
+
 export interface ChannelTables {
   channels: ChannelTable;
   channel_connections: ChannelConnectionTable;
   connection_return_origins: ConnectionReturnOriginTable;
   account_revocations: AccountRevocationTable;
+  channel_events: ChannelEventTable;
 }
 
 export type Channel = Selectable<ChannelTable>;

@@ -8,6 +8,7 @@ import { DomainError, NotFoundError } from '../core/errors.js';
 import { DatabaseBusyError, DatabaseVersionError, openDatabase, type Db } from '../db/database.js';
 import { reencryptInstanceSecrets } from '../db/instance-secrets.js';
 import { reencryptAccountSecrets } from '../providers/account-credentials.js';
+import { reencryptWebhookSecrets } from '../webhooks/endpoints.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { addKeyToFile, loadKeys } from '../crypto/key-source.js';
 import { UnknownKeyError } from '../crypto/keyring.js';
@@ -109,7 +110,7 @@ const COMMANDS: Record<string, (db: Db, options: Options, config: Config) => Pro
       addKeyToFile(keys.file!);
       keys = loadKeys({ encryptionKey: undefined, dataDir: config.dataDir });
     }
-    const written = (await reencryptInstanceSecrets(db, keys.keyring)) + (await reencryptAccountSecrets(db, keys.keyring));
+    const written = (await reencryptInstanceSecrets(db, keys.keyring)) + (await reencryptAccountSecrets(db, keys.keyring)) + (await reencryptWebhookSecrets(db, keys.keyring));
     const key = keys.keyring.currentKeyId;
     return keys.from === 'env'
       ? `Re-encrypted ${written} values with the key "${key}". No value uses another key now: the others may be removed from ENCRYPTION_KEY once every process runs with "${key}" first.`

@@ -85,6 +85,12 @@ export interface Config {
     /** How long a worker holds a post it publishes without renewing its hold. */
     leaseMs: number;
   };
+  webhooks: {
+    /** Addresses or CIDR ranges webhook receivers may be at even though they are not public (receivers on the operator's network). */
+    allowedRanges: string[];
+    /** Waits before each retry of a failed delivery, in seconds; after the last, the delivery fails. */
+    retrySchedule: number[];
+  };
   /** On SIGTERM, how long requests in flight and running publications get to finish. */
   shutdownGraceSeconds: number;
 }
@@ -322,6 +328,7 @@ export function loadConfig(env: Env = process.env): Config {
       retryBaseMs: integer('PUBLISH_RETRY_BASE_MS', 5000, 100, 3_600_000),
       leaseMs: integer('PUBLISH_LEASE_SECONDS', 30, 5, 3600) * 1000,
     },
+    webhooks: readWebhooks(env, problems),
     shutdownGraceSeconds: integer('SHUTDOWN_GRACE_SECONDS', 10, 0, 3600),
   };
 
@@ -329,6 +336,22 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
   }
   return config;
+}
+
+/** About a day of retries: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
+const WEBHOOK_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18_000, 36_000, 36_000];
+
+function readWebhooks(env: Record<string, string | undefined>, problems: string[]): Config['webhooks'] {
+  const allowedRanges = (env.WEBHOOK_ALLOW_RANGES ?? '').split(',').map((range) => range.trim()).filter(Boolean);
+  for (const range of allowedRanges) {
+    if (!ipaddr.isValidCIDR(range) && !ipaddr.isValid(range)) problems.push(`WEBHOOK_ALLOW_RANGES must list IP addresses or CIDR ranges, got "${range}"`);
+  }
+  const raw = env.WEBHOOK_RETRY_SCHEDULE?.trim();
+  const retrySchedule = raw ? raw.split(',').map((entry) => Number(entry.trim())) : WEBHOOK_RETRY_SCHEDULE;
+  if (retrySchedule.length > 20 || retrySchedule.some((seconds) => !Number.isFinite(seconds) || seconds < 0.1 || seconds > 86_400)) {
+    problems.push(`WEBHOOK_RETRY_SCHEDULE must list up to 20 waits in seconds (0.1 to 86400), got "${raw}"`);
+  }
+  return { allowedRanges, retrySchedule };
 }
 
 // Express's names for ranges of proxy addresses.

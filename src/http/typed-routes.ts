@@ -1,6 +1,6 @@
 import type { Request, Response, Router } from 'express';
 import type { operations as OAuthOperations } from '../../generated/oauth.js';
-import type { operations as PublicOperations } from '../../generated/public-v1.js';
+import type { operations as PublicContractOperations } from '../../generated/public-v1.js';
 import type { Principal } from './principal.js';
 import { readOperationRoutes } from './spec.js';
 
@@ -66,6 +66,12 @@ export type Handler<Op extends Operation, Extra = unknown> = (input: OperationIn
 
 /** One handler for every operation of a contract; a missing or extra one does not compile. */
 export type Handlers<Ops extends { [O in keyof Ops]: Operation }, Extra = unknown> = { [O in keyof Ops]: Handler<Ops[O], Extra> };
+
+/**
+ * The operations this server answers: the contract's, without the requests it sends (its
+ * `webhooks`, whose operation ids start with `event`).
+ */
+export type PublicOperations = { [O in keyof PublicContractOperations as O extends `event${string}` ? never : O]: PublicContractOperations[O] };
 
 /** The Public API's operations act for the principal its authentication established. */
 export type PublicHandlers = Handlers<PublicOperations, { principal: Principal }>;

@@ -9,6 +9,8 @@ export interface Jobs {
   'publish-post': { postId: string };
   /** Plan a job for every post that should have one and has none (see the publisher). */
   'reconcile-publications': Record<string, never>;
+  /** Send (or send again) one webhook delivery; its row says where it stands. */
+  'deliver-webhook': { deliveryId: string };
   /** Housekeeping that used to run inside requests. */
   housekeeping: Record<string, never>;
 }
@@ -86,6 +88,16 @@ export class JobQueue {
       ...(options.group ? { group: options.group } : {}),
       db: fromKysely(trx),
     });
+  }
+
+  /** Plans several jobs of one queue in the caller's transaction, in one statement. */
+  async planMany<Q extends QueueName>(trx: Db, name: Q, jobs: { data: Jobs[Q]; startAfter?: Date }[]): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.boss.insert(
+      name,
+      jobs.map((job) => ({ data: job.data, ...(job.startAfter ? { startAfter: job.startAfter } : {}) })),
+      { db: fromKysely(trx) },
+    );
   }
 
   /** Runs `handler` for the jobs of one queue. */

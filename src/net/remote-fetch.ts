@@ -81,6 +81,20 @@ export async function openRemote(rawUrl: string, options: RemoteFetchOptions): P
   }
 }
 
+/**
+ * Checks, without connecting, that a URL is one a request may be sent to under `policy`: http(s),
+ * no credentials, and every address its host resolves to allowed. The reason when it is not.
+ */
+export async function destinationProblem(rawUrl: string, options: { policy: AddressPolicy; resolve?: Resolver }): Promise<string | undefined> {
+  try {
+    await checkedAddress(parseUrl(rawUrl), options);
+    return undefined;
+  } catch (error) {
+    if (error instanceof UnprocessableError) return error.details?.[0]?.message ?? error.message;
+    throw error;
+  }
+}
+
 function parseUrl(text: string, base?: URL): URL {
   let url: URL;
   try {
@@ -95,7 +109,7 @@ function parseUrl(text: string, base?: URL): URL {
   return url;
 }
 
-async function checkedAddress(url: URL, options: RemoteFetchOptions): Promise<string> {
+async function checkedAddress(url: URL, options: Pick<RemoteFetchOptions, 'policy' | 'resolve'>): Promise<string> {
   // The URL parser has already turned every IPv4 spelling (0x7f.1, 2130706433 …) into dotted decimal.
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const policy = options.policy;

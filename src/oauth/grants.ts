@@ -109,14 +109,18 @@ export async function listApprovedApps(db: Db, userId: string): Promise<Approved
 
 /**
  * A user's Revoke: removes the app's grant for one organization, and with it (the foreign keys
- * cascade) that organization's tokens and pending codes for the app. Other organizations that
- * approved the same app are untouched.
+ * cascade) that organization's tokens and pending codes for the app, and the webhook endpoints the
+ * app created for the organization. Other organizations that approved the same app are untouched.
  */
 export async function revokeGrant(db: Db, userId: string, grantId: string): Promise<void> {
-  const deleted = await db
-    .deleteFrom('oauth_grants')
-    .where('id', '=', grantId)
-    .where('organization_id', 'in', db.selectFrom('memberships').select('organization_id').where('user_id', '=', userId))
-    .executeTakeFirst();
-  if (deleted.numDeletedRows === 0n) throw new NotFoundError('No approved app with this id for your organizations.');
+  await db.transaction().execute(async (trx) => {
+    const deleted = await trx
+      .deleteFrom('oauth_grants')
+      .where('id', '=', grantId)
+      .where('organization_id', 'in', trx.selectFrom('memberships').select('organization_id').where('user_id', '=', userId))
+      .returning(['organization_id', 'app_id'])
+      .executeTakeFirst();
+    if (!deleted) throw new NotFoundError('No approved app with this id for your organizations.');
+    await trx.deleteFrom('webhook_endpoints').where('organization_id', '=', deleted.organization_id).where('app_id', '=', deleted.app_id).execute();
+  });
 }

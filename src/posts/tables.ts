@@ -39,6 +39,8 @@ export interface PostEventTable {
   details: ColumnType<Record<string, unknown>, string, string>;
   /** The post as the API showed it right after the event. */
   post: ColumnType<unknown, string, string>;
+  /** When the webhook dispatcher made the event's deliveries; `null` until then. */
+  webhooks_dispatched_at: ColumnType<Date | null, never, Date>;
 }
 
 /** A create that succeeded with an `Idempotency-Key`, kept to answer its retries. */

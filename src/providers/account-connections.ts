@@ -147,6 +147,7 @@ async function saveConnectedChannel(
     // upsert, which waited for a removal of the row in progress, so that removal's revocation is seen.
     await cancelRevocations(trx, { organizationId, provider, externalId: identity.externalId });
     const { inserted, ...channel } = rows[0]!;
+    await trx.insertInto('channel_events').values({ organization_id: organizationId, channel_id: channel.id, type: 'connected', at: input.now, webhooks_dispatched_at: null }).execute();
     return { channel, reconnected: !inserted };
   });
 }

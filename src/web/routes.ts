@@ -14,6 +14,7 @@ import { postsPages } from './posts-pages.js';
 import { settingsPages } from './settings-pages.js';
 import { requireSignIn } from './signed-in.js';
 import { loadVisitor } from './visitor-loader.js';
+import type { WebhookManagement } from '../webhooks/management.js';
 
 const TITLES: Record<number, string> = {
   400: 'Something is wrong with this request',
@@ -48,7 +49,7 @@ export function pagePrelude(ctx: AppContext, tools: PageTools): RequestHandler[]
  * The pages people use in a browser: accounts, posts and settings, the consent form's answer and the apps'
  * pictures, and the error page of every page (the authorize page's included).
  */
-export function createWebApp(ctx: PostsContext, tools: PageTools): Router {
+export function createWebApp(ctx: PostsContext & { webhooks: WebhookManagement }, tools: PageTools): Router {
   const router = express.Router();
   router.use(
     '/assets',

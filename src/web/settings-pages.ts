@@ -6,9 +6,11 @@ import { appPages } from './app-pages.js';
 import { approvedAppsPage } from './approved-apps-page.js';
 import { channelsPage } from './channels-page.js';
 import { requireSignIn } from './signed-in.js';
+import { webhooksPage } from './webhooks-page.js';
+import type { WebhookManagement } from '../webhooks/management.js';
 
-/** Settings → Channels, Settings → Developers → Access and Apps, and Settings → Approved apps: signed-in users only. */
-export function settingsPages(ctx: PostsContext, csrf: CsrfTokens): Router {
+/** Settings → Channels, Webhooks, Developers → Access and Apps, and Approved apps: signed-in users only. */
+export function settingsPages(ctx: PostsContext & { webhooks: WebhookManagement }, csrf: CsrfTokens): Router {
   const router = express.Router();
   router.use('/settings', requireSignIn(csrf));
   router.get('/settings', (_req, res) => res.redirect(302, '/settings/developers/access'));
@@ -16,5 +18,6 @@ export function settingsPages(ctx: PostsContext, csrf: CsrfTokens): Router {
   router.use(appPages(ctx));
   router.use(approvedAppsPage(ctx));
   router.use(channelsPage(ctx));
+  router.use(webhooksPage(ctx));
   return router;
 }

@@ -40,6 +40,15 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   deleteMedia: { method: 'DELETE', path: '/public/v1/media/med_probe' },
   tiktokCreatorInfo: { method: 'GET', path: '/public/v1/channels/ch_probe/tiktok/creator-info' },
   tiktokAnalytics: { method: 'GET', path: '/public/v1/channels/ch_probe/tiktok/analytics' },
+  listWebhooks: { method: 'GET', path: '/public/v1/webhooks' },
+  createWebhook: { method: 'POST', path: '/public/v1/webhooks', body: { url: 'http://127.0.0.1:9/probe', eventTypes: ['post.published'] } },
+  getWebhook: { method: 'GET', path: '/public/v1/webhooks/whk_probe' },
+  updateWebhook: { method: 'PATCH', path: '/public/v1/webhooks/whk_probe', body: { enabled: false } },
+  deleteWebhook: { method: 'DELETE', path: '/public/v1/webhooks/whk_probe' },
+  testWebhook: { method: 'POST', path: '/public/v1/webhooks/whk_probe/test' },
+  rotateWebhookSecret: { method: 'POST', path: '/public/v1/webhooks/whk_probe/rotate-secret' },
+  listWebhookDeliveries: { method: 'GET', path: '/public/v1/webhooks/whk_probe/deliveries' },
+  retryWebhookDelivery: { method: 'POST', path: '/public/v1/webhooks/whk_probe/deliveries/msg_probe/retry' },
 };
 
 async function unbuiltOperations(server: TestServer, org: TestOrganization): Promise<Set<Operation>> {
@@ -99,7 +108,7 @@ beforeAll(async () => {
   // The second installation's organizations may make one request per window, and its clock is
   // stopped 50 seconds before the end of a window; its one request is used up below.
   [server, busyServer] = await Promise.all([
-    startTestServer({ env: tiktokEnv(tiktok) }),
+    startTestServer({ env: { ...tiktokEnv(tiktok), WEBHOOK_ALLOW_RANGES: '127.0.0.1/32' } }),
     startTestServer({ env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_SECONDS: '60' } }),
   ]);
   busyServer.setNow('2026-11-21T10:00:10.000Z');
@@ -176,6 +185,26 @@ describe('@service/sdk against the real server: answers that depend on its data'
     ]);
     const analytics = await service.tiktokAnalytics(channel.id, { days: 7 });
     expect(analytics).toMatchObject({ channelId: channel.id, days: 7, nextCursor: null, videos: [{ id: '7300000000000000001', title: 'From the contract', durationSec: 15 }] });
+  });
+
+  it('manages a webhook endpoint through every webhook operation, as the contract declares them', async () => {
+    const service = target.client();
+    const created = await service.createWebhook({ url: 'http://127.0.0.1:9/hooks', eventTypes: ['post.published', 'channel.needs_reconnect'], description: 'Contract receiver' });
+    expect(created.secret).toMatch(/^whsec_/);
+    expect((await service.listWebhooks()).data.map((w) => w.id)).toContain(created.id);
+    expect(await service.getWebhook(created.id)).toMatchObject({ id: created.id, enabled: true });
+    expect(await service.updateWebhook(created.id, { description: '', eventTypes: ['post.failed'] })).toMatchObject({ description: null, eventTypes: ['post.failed'] });
+    const rotated = await service.rotateWebhookSecret(created.id);
+    expect(rotated.secret).not.toBe(created.secret);
+    const delivery = await service.testWebhook(created.id);
+    expect(delivery).toMatchObject({ eventType: 'webhook.test', status: 'pending', attempts: 0 });
+    const page = await service.webhookDeliveries(created.id, { limit: 5 });
+    expect(page).toEqual({ data: [delivery], nextCursor: null });
+    // This installation runs no worker: the delivery is still pending, and cannot be sent again yet.
+    await expect(service.retryWebhookDelivery(created.id, delivery.id)).rejects.toMatchObject({ status: 409, code: 'conflict' });
+    await expect(service.createWebhook({ url: 'http://10.0.0.1/hooks', eventTypes: ['post.failed'] })).rejects.toMatchObject({ status: 422, code: 'unprocessable' });
+    await service.deleteWebhook(created.id);
+    await expect(service.getWebhook(created.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });
   });
 
   it('refuses to create media from a loopback address', async (ctx) => {

@@ -9,6 +9,7 @@ import * as channelStatus from './2026-11-23-02-channel-status.js';
 import * as channelConnections from './2026-11-23-03-channel-connections.js';
 import * as apiConnections from './2026-11-24-01-api-connections.js';
 import * as tiktok from './2026-11-24-02-tiktok.js';
+import * as webhooks from './2026-11-24-03-webhooks.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-23-03-channel-connections': channelConnections,
   '2026-11-24-01-api-connections': apiConnections,
   '2026-11-24-02-tiktok': tiktok,
+  '2026-11-24-03-webhooks': webhooks,
 };

@@ -27,7 +27,18 @@ import type {
   TikTokCreatorInfo,
   TikTokVideo,
   UpdatePostRequest,
+  CreatedWebhook,
+  CreateWebhookRequest,
+  UpdateWebhookRequest,
+  Webhook,
+  WebhookDelivery,
+  WebhookDeliveryPage,
+  WebhookDeliveryQuery,
+  WebhookEvent,
+  WebhookList,
+  WebhookSecret,
 } from './types.js';
+import { verifyWebhook, type WebhookHeaders } from './webhooks.js';
 
 /** The origin used when neither the constructor nor `SERVICE_API_URL` gives one. */
 export const DEFAULT_ORIGIN = 'http://localhost:3000';
@@ -501,5 +512,99 @@ export default class Service {
       (cursor) => this.tiktokAnalytics(channelId, { ...query, cursor }, options),
       (page) => page.videos,
     );
+  }
+  /**
+   * Lists the webhook endpoints: all the organization's with an API key, your app's own with an
+   * OAuth token.
+   *
+   * `GET /public/v1/webhooks`
+   */
+  async listWebhooks(options?: RequestOptions): Promise<WebhookList> {
+    return dataOf(await this.api.GET('/public/v1/webhooks', this.init(options)));
+  }
+
+  /**
+   * Registers an endpoint for the event types listed. The answer's `secret` (`whsec_…`) is shown
+   * this once: store it to verify deliveries with {@link verifyWebhook}. Not retried after a network
+   * failure or a 5xx, which could register the endpoint twice.
+   *
+   * `POST /public/v1/webhooks`
+   */
+  async createWebhook(request: CreateWebhookRequest, options?: RequestOptions): Promise<CreatedWebhook> {
+    return dataOf(await this.api.POST('/public/v1/webhooks', { ...this.init(options, { replayable: false }), body: request }));
+  }
+
+  /** `GET /public/v1/webhooks/{id}` */
+  async getWebhook(id: string, options?: RequestOptions): Promise<Webhook> {
+    return dataOf(await this.api.GET('/public/v1/webhooks/{id}', { ...this.init(options), params: { path: { id } } }));
+  }
+
+  /**
+   * Changes an endpoint's URL, event types or description, or turns it off or on (`enabled`).
+   *
+   * `PATCH /public/v1/webhooks/{id}`
+   */
+  async updateWebhook(id: string, changes: UpdateWebhookRequest, options?: RequestOptions): Promise<Webhook> {
+    return dataOf(await this.api.PATCH('/public/v1/webhooks/{id}', { ...this.init(options), params: { path: { id } }, body: changes }));
+  }
+
+  /** `DELETE /public/v1/webhooks/{id}` */
+  async deleteWebhook(id: string, options?: RequestOptions): Promise<void> {
+    await this.api.DELETE('/public/v1/webhooks/{id}', { ...this.init(options), params: { path: { id } } });
+  }
+
+  /**
+   * Sends a `webhook.test` event to the endpoint; the answer is the delivery, to follow in
+   * {@link Service.webhookDeliveries}.
+   *
+   * `POST /public/v1/webhooks/{id}/test`
+   */
+  async testWebhook(id: string, options?: RequestOptions): Promise<WebhookDelivery> {
+    return dataOf(await this.api.POST('/public/v1/webhooks/{id}/test', { ...this.init(options), params: { path: { id } } }));
+  }
+
+  /**
+   * Makes a new signing secret, shown in the answer once; the previous one keeps signing for 24
+   * hours. Not retried after a network failure or a 5xx: a second rotation would end the secret
+   * the first one made before you saw it.
+   *
+   * `POST /public/v1/webhooks/{id}/rotate-secret`
+   */
+  async rotateWebhookSecret(id: string, options?: RequestOptions): Promise<WebhookSecret> {
+    return dataOf(await this.api.POST('/public/v1/webhooks/{id}/rotate-secret', { ...this.init(options, { replayable: false }), params: { path: { id } } }));
+  }
+
+  /**
+   * Lists one page of an endpoint's deliveries, newest first; or use
+   * {@link Service.iterateWebhookDeliveries}.
+   *
+   * `GET /public/v1/webhooks/{id}/deliveries`
+   */
+  async webhookDeliveries(id: string, page: WebhookDeliveryQuery = {}, options?: RequestOptions): Promise<WebhookDeliveryPage> {
+    return dataOf(await this.api.GET('/public/v1/webhooks/{id}/deliveries', { ...this.init(options), params: { path: { id }, query: page } }));
+  }
+
+  /** Every delivery of an endpoint, page after page, newest first. */
+  iterateWebhookDeliveries(id: string, options?: RequestOptions): AsyncGenerator<WebhookDelivery, void, undefined> {
+    return paginate(
+      (cursor) => this.webhookDeliveries(id, { cursor }, options),
+      (page) => page.data,
+    );
+  }
+
+  /**
+   * Sends a delivery that succeeded or failed again, with the same `webhook-id` and payload.
+   *
+   * `POST /public/v1/webhooks/{id}/deliveries/{deliveryId}/retry`
+   */
+  async retryWebhookDelivery(id: string, deliveryId: string, options?: RequestOptions): Promise<WebhookDelivery> {
+    return dataOf(
+      await this.api.POST('/public/v1/webhooks/{id}/deliveries/{deliveryId}/retry', { ...this.init(options), params: { path: { id, deliveryId } } }),
+    );
+  }
+
+  /** {@link verifyWebhook}, for callers that have the class at hand. */
+  static verifyWebhook(payload: string | Uint8Array, headers: WebhookHeaders, secret: string | string[]): WebhookEvent {
+    return verifyWebhook(payload, headers, secret);
   }
 }

@@ -18,6 +18,8 @@ export { Service };
 export { DEFAULT_ORIGIN } from './client.js';
 export type { CreatePostOptions, RequestOptions, ServiceOptions, UploadOptions } from './client.js';
 export { ServiceError } from './errors.js';
+export { verifyWebhook, WebhookVerificationError } from './webhooks.js';
+export type { WebhookHeaders } from './webhooks.js';
 export type { FailedRequest } from './errors.js';
 export type * from './types.js';
 /** The types generated from the contract, for calling the API with `openapi-fetch` directly. */

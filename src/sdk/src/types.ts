@@ -128,6 +128,48 @@ export type TikTokVideo = Schemas['TikTokVideo'];
 /** The period and page of `Service.tiktokAnalytics`: `days` (1–60, default 7) and `cursor`. */
 export type TikTokAnalyticsQuery = NonNullable<operations['tiktokAnalytics']['parameters']['query']>;
 
+/** A webhook endpoint of the organization (or of your OAuth app). */
+export type Webhook = Schemas['Webhook'];
+
+/** The answer of `Service.createWebhook`: the endpoint and its signing secret, shown this once. */
+export type CreatedWebhook = Schemas['CreatedWebhook'];
+
+/** The answer of `Service.listWebhooks`: `{ data: Webhook[] }`. */
+export type WebhookList = Schemas['WebhookList'];
+
+/** The body of `Service.createWebhook`: the URL, the event types, a description. */
+export type CreateWebhookRequest = Schemas['CreateWebhookRequest'];
+
+/** The body of `Service.updateWebhook`: any of the URL, event types, description and `enabled`. */
+export type UpdateWebhookRequest = Schemas['UpdateWebhookRequest'];
+
+/** The answer of `Service.rotateWebhookSecret`: the new secret, and until when the previous one still signs. */
+export type WebhookSecret = Schemas['WebhookSecret'];
+
+/** The type of a webhook event: `post.published`, `channel.needs_reconnect`, … (more may be added within v1). */
+export type WebhookEventType = Schemas['WebhookEventType'];
+
+/** One event for one endpoint, and how sending it went. */
+export type WebhookDelivery = Schemas['WebhookDelivery'];
+
+/** One page of an endpoint's deliveries, newest first: `{ data, nextCursor }`. */
+export type WebhookDeliveryPage = Schemas['WebhookDeliveryPage'];
+
+/** The page of `Service.webhookDeliveries`: `limit` and `cursor`. */
+export type WebhookDeliveryQuery = NonNullable<operations['listWebhookDeliveries']['parameters']['query']>;
+
+/** A post event a webhook delivers: the post as the API returns it right after the change. */
+export type PostWebhookEvent = Schemas['PostWebhookEvent'];
+
+/** A channel event a webhook delivers: the channel as the API returns it. */
+export type ChannelWebhookEvent = Schemas['ChannelWebhookEvent'];
+
+/** The event the test operation sends. */
+export type TestWebhookEvent = Schemas['TestWebhookEvent'];
+
+/** Any event a webhook delivers, as `verifyWebhook` returns it; narrow it on `type`. */
+export type WebhookEvent = PostWebhookEvent | ChannelWebhookEvent | TestWebhookEvent;
+
 /** One problem of a failed request: the field (`posts[1].settings.privacyLevel`) and what is wrong with it. */
 export type ErrorDetail = Schemas['ErrorDetail'];
 

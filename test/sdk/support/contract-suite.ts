@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import Service, { ServiceError, type CreatePostRequest, type RequestOptions, type ServiceOptions } from '../../../src/sdk/src/index.js';
 import type { operations } from '../../../src/sdk/src/spec.js';
 
-/** An operation of the contract, by its operationId. */
-export type Operation = keyof operations;
+/** An operation of the contract that the server answers, by its operationId (the `event…` ones are the webhooks it sends). */
+export type Operation = Exclude<keyof operations, `event${string}`>;
 
 /** Where the contract suite runs: Prism mocking the contract, or the real server behind Prism's validating proxy. */
 export interface ContractTarget {

@@ -1,0 +1,191 @@
+import express, { type Request, type Response, type Router } from 'express';
+import { DomainError, ValidationError } from '../core/errors.js';
+import type { AppContext } from '../http/context.js';
+import { formatTime } from '../pages/forms.js';
+import { renderPage } from '../pages/render.js';
+import { field } from '../pages/visitor.js';
+import { toDeliveryBody } from '../webhooks/deliveries.js';
+import { findEndpoint, listEndpoints, MAX_ENDPOINTS, toWebhookBody, type WebhookOwner } from '../webhooks/endpoints.js';
+import type { WebhookManagement } from '../webhooks/management.js';
+import { signedIn } from './signed-in.js';
+
+/** The event types a user can subscribe an endpoint to, in words. */
+const EVENT_TYPES = [
+  { type: 'post.scheduled', words: 'A post is scheduled' },
+  { type: 'post.publishing', words: 'A post is being published' },
+  { type: 'post.published', words: 'A post is published' },
+  { type: 'post.failed', words: 'A post failed' },
+  { type: 'post.deleted', words: 'A post is deleted' },
+  { type: 'channel.connected', words: 'A channel is connected' },
+  { type: 'channel.needs_reconnect', words: 'A channel needs to be connected again' },
+] as const;
+
+const NOTICES = {
+  deleted: 'The endpoint is deleted.',
+  updated: 'The endpoint is saved.',
+  tested: 'A test event is on its way; it shows below in a moment.',
+  retried: 'The delivery is on its way again.',
+} as const;
+
+const DESCRIPTION_MAX = 200;
+
+/**
+ * Settings → Webhooks: the organization's endpoints (those its OAuth apps created too), created with
+ * their secret shown once; per endpoint, its settings, a test event, the secret's rotation, and its
+ * recent deliveries with a Retry button. The same rules as the Public API's webhook operations.
+ */
+export function webhooksPage(ctx: AppContext & { webhooks: WebhookManagement }): Router {
+  const router = express.Router();
+  const ownerOf = (res: Response): WebhookOwner => ({ organizationId: signedIn(res).organization.id, appId: null });
+
+  async function showList(res: Response, extra: { notice?: string; problem?: string; created?: { url: string; secret: string }; form?: object } = {}, status = 200) {
+    const rows = await listEndpoints(ctx.db, ownerOf(res));
+    const apps = await appNames(rows.flatMap((row) => (row.app_id ? [row.app_id] : [])));
+    renderPage(
+      res,
+      '/web/templates/webhooks',
+      {
+        title: 'Webhooks',
+        path: '/settings/webhooks',
+        endpoints: rows.map((row) => ({ ...toWebhookBody(row, ctx.clock()), app: row.app_id ? (apps.get(row.app_id) ?? 'an app') : null })),
+        eventTypes: EVENT_TYPES,
+        max: MAX_ENDPOINTS,
+        form: { url: '', description: '', eventTypes: ['post.published', 'post.failed'] },
+        ...extra,
+      },
+      status,
+    );
+  }
+
+  async function showEndpoint(res: Response, id: string, extra: { notice?: string; problem?: string; secret?: string } = {}, status = 200) {
+    const owner = ownerOf(res);
+    const row = await findEndpoint(ctx.db, owner, id);
+    const { rows } = await ctx.webhooks.deliveries(owner, id, { limit: 20 });
+    renderPage(
+      res,
+      '/web/templates/webhook',
+      {
+        title: `Webhook ${row.url}`,
+        path: '/settings/webhooks',
+        endpoint: toWebhookBody(row, ctx.clock()),
+        eventTypes: EVENT_TYPES,
+        deliveries: rows.map((delivery) => ({
+          ...toDeliveryBody(delivery),
+          createdText: formatTime(delivery.created_at),
+          nextText: delivery.next_attempt_at ? formatTime(delivery.next_attempt_at) : null,
+        })),
+        ...extra,
+      },
+      status,
+    );
+  }
+
+  async function appNames(ids: string[]): Promise<Map<string, string>> {
+    if (ids.length === 0) return new Map();
+    const apps = await ctx.db.selectFrom('oauth_apps').select(['id', 'name']).where('id', 'in', ids).execute();
+    return new Map(apps.map((app) => [app.id, app.name]));
+  }
+
+  /** The endpoint form's fields, checked as the contract checks them. */
+  function formOf(req: Request): { url: string; description: string | null; eventTypes: string[] } {
+    const url = field(req, 'url').trim();
+    const description = field(req, 'description').trim();
+    const body = req.body as Record<string, unknown>;
+    const chosen = ([] as unknown[]).concat(body.eventTypes ?? []).filter((type): type is string => typeof type === 'string');
+    const eventTypes = EVENT_TYPES.map((e) => e.type).filter((type) => chosen.includes(type));
+    if (!URL.canParse(url)) throw new ValidationError('Enter the receiver’s URL, starting with https:// or http://.', [{ path: 'url', message: 'not a URL' }]);
+    if (url.length > 2000) throw new ValidationError('A webhook URL has at most 2000 characters.', [{ path: 'url', message: 'too long' }]);
+    if (description.length > DESCRIPTION_MAX) throw new ValidationError(`A description has at most ${DESCRIPTION_MAX} characters.`, [{ path: 'description', message: 'too long' }]);
+    if (eventTypes.length === 0) throw new ValidationError('Choose at least one event to send.', [{ path: 'eventTypes', message: 'none chosen' }]);
+    return { url, description: description === '' ? null : description, eventTypes };
+  }
+
+  /** Runs a change; a refusal is shown on the page it came from, with the status it has in the API. */
+  const attempt = async (res: Response, change: () => Promise<void>, onProblem: (problem: string, status: number) => Promise<void>) => {
+    try {
+      await change();
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.status >= 500) throw error;
+      await onProblem(error.message, error.status);
+    }
+  };
+
+  router.get('/settings/webhooks', async (req, res) => {
+    const done = typeof req.query.done === 'string' && req.query.done in NOTICES ? NOTICES[req.query.done as keyof typeof NOTICES] : undefined;
+    await showList(res, done ? { notice: done } : {});
+  });
+
+  router.post('/settings/webhooks', async (req, res) => {
+    let form = { url: field(req, 'url'), description: field(req, 'description'), eventTypes: [] as string[] };
+    await attempt(
+      res,
+      async () => {
+        const input = formOf(req);
+        form = { ...input, description: input.description ?? '' };
+        const { row, secret } = await ctx.webhooks.create(ownerOf(res), input);
+        await showList(res, { created: { url: row.url, secret } }, 201);
+      },
+      (problem, status) => showList(res, { problem, form }, status),
+    );
+  });
+
+  router.get('/settings/webhooks/:id', async (req, res) => {
+    const done = typeof req.query.done === 'string' && req.query.done in NOTICES ? NOTICES[req.query.done as keyof typeof NOTICES] : undefined;
+    await attempt(
+      res,
+      () => showEndpoint(res, req.params.id, done ? { notice: done } : {}),
+      (problem, status) => showList(res, { problem }, status),
+    );
+  });
+
+  router.post('/settings/webhooks/:id', async (req, res) => {
+    const id = req.params.id;
+    await attempt(
+      res,
+      async () => {
+        const input = formOf(req);
+        await ctx.webhooks.update(ownerOf(res), id, { ...input, enabled: field(req, 'enabled') === 'on' });
+        res.redirect(303, `/settings/webhooks/${id}?done=updated`);
+      },
+      (problem, status) => showEndpoint(res, id, { problem }, status).catch(() => showList(res, { problem }, status)),
+    );
+  });
+
+  router.post('/settings/webhooks/:id/:action', async (req, res) => {
+    const { id, action } = req.params;
+    const owner = ownerOf(res);
+    await attempt(
+      res,
+      async () => {
+        if (action === 'test') {
+          await ctx.webhooks.test(owner, id);
+          return res.redirect(303, `/settings/webhooks/${id}?done=tested`);
+        }
+        if (action === 'rotate') {
+          const { secret } = await ctx.webhooks.rotate(owner, id);
+          return showEndpoint(res, id, { secret });
+        }
+        if (action === 'delete') {
+          await ctx.webhooks.remove(owner, id);
+          return res.redirect(303, '/settings/webhooks?done=deleted');
+        }
+        return showList(res, { problem: 'There is no such action.' }, 404);
+      },
+      (problem, status) => showList(res, { problem }, status),
+    );
+  });
+
+  router.post('/settings/webhooks/:id/deliveries/:deliveryId/retry', async (req, res) => {
+    const { id, deliveryId } = req.params;
+    await attempt(
+      res,
+      async () => {
+        await ctx.webhooks.retry(ownerOf(res), id, deliveryId);
+        res.redirect(303, `/settings/webhooks/${id}?done=retried`);
+      },
+      (problem, status) => showEndpoint(res, id, { problem }, status).catch(() => showList(res, { problem }, status)),
+    );
+  });
+
+  return router;
+}

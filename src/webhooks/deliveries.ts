@@ -1,0 +1,309 @@
+import { sql, type Selectable } from 'kysely';
+import { Webhook } from 'standardwebhooks';
+import type { components } from '../../generated/public-v1.js';
+import type { Config } from '../core/config.js';
+import { newId } from '../core/ids.js';
+import type { Logger } from '../core/logger.js';
+import type { Keyring } from '../crypto/keyring.js';
+import type { CursorCodec } from '../http/cursors.js';
+import type { Db } from '../db/database.js';
+import type { JobQueue } from '../jobs/queue.js';
+import type { OutboundClient } from '../net/outbound-client.js';
+import { signingSecrets, type WebhookEndpoint } from './endpoints.js';
+import type { WebhookDeliveryTable } from './tables.js';
+
+export type WebhookDeliveryBody = components['schemas']['WebhookDelivery'];
+export type WebhookDelivery = Selectable<WebhookDeliveryTable>;
+
+export const DELIVER = 'deliver-webhook' as const;
+/** A receiver has this long to answer. */
+const TIMEOUT_SECONDS = 10;
+/** What is kept of a receiver's answer, for the deliveries list. */
+const RESPONSE_KEPT_BYTES = 1024;
+/** How long a worker holds a delivery it sends: longer than an attempt can take. */
+const CLAIM_MS = (TIMEOUT_SECONDS + 5) * 1000;
+/** An endpoint whose every attempt failed for this long is turned off. */
+const DISABLE_AFTER_MS = 3 * 86_400_000;
+
+/** What the webhooks need of the service. */
+export interface WebhookContext {
+  config: Config;
+  db: Db;
+  keyring: Keyring;
+  queue: JobQueue;
+  logger: Logger;
+  clock: () => Date;
+  cursors: CursorCodec;
+}
+
+export function toDeliveryBody(row: WebhookDelivery): WebhookDeliveryBody {
+  return {
+    id: row.id,
+    webhookId: row.endpoint_id,
+    eventType: row.event_type,
+    status: row.status,
+    attempts: row.attempts,
+    lastStatusCode: row.last_status_code,
+    lastDurationMs: row.last_duration_ms,
+    lastError: row.last_error,
+    lastResponseBody: row.last_response_body,
+    nextAttemptAt: row.next_attempt_at?.toISOString() ?? null,
+    deliveredAt: row.delivered_at?.toISOString() ?? null,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+/** One event to deliver: its type, when it happened, what it carries, and what orders it. */
+export interface WebhookEvent {
+  type: string;
+  at: Date;
+  data: unknown;
+  /** Events with the same key reach an endpoint in the order they were made (a post's id). */
+  orderingKey: string | null;
+}
+
+/**
+ * Makes the deliveries of events to their endpoints, and plans sending them, in the caller's
+ * transaction: they exist if, and only if, it commits. One statement for the rows and one for the jobs.
+ */
+export async function createDeliveries(trx: Db, queue: JobQueue, events: { endpointIds: string[]; event: WebhookEvent }[]): Promise<WebhookDelivery[]> {
+  const values = events.flatMap(({ endpointIds, event }) => {
+    const payload = JSON.stringify({ type: event.type, timestamp: event.at.toISOString(), data: event.data });
+    return endpointIds.map((endpointId) => ({ id: newId('msg'), endpoint_id: endpointId, event_type: event.type, ordering_key: event.orderingKey, payload, next_attempt_at: event.at }));
+  });
+  if (values.length === 0) return [];
+  const rows = await trx.insertInto('webhook_deliveries').values(values).returningAll().execute();
+  await queue.planMany(trx, DELIVER, rows.map((row) => ({ data: { deliveryId: row.id } })));
+  return rows;
+}
+
+/**
+ * Sends deliveries, at least once each: signed per the Standard Webhooks specification (with the
+ * previous secret too during a rotation's overlap), POSTed through the outbound client that refuses
+ * private addresses (unless the operator allowed their ranges), no redirect followed, 10 seconds to
+ * answer. A 2xx is a success; anything else is tried again on the configured schedule, then the
+ * delivery fails. Deliveries of one post wait for the earlier ones to one endpoint.
+ */
+export class WebhookDeliverer {
+  constructor(
+    private readonly ctx: WebhookContext,
+    private readonly outbound: OutboundClient,
+  ) {}
+
+  async deliver(deliveryId: string): Promise<void> {
+    const now = this.ctx.clock();
+    const [claimed, endpoint] = await Promise.all([this.claim(deliveryId, now), this.endpointOf(deliveryId)]);
+    if (!claimed) {
+      // Another job of it is sending it (a job planned again while the first was queued): come back
+      // when that one's hold ends, in case it died. Otherwise it is settled, not due yet (its own
+      // job comes then), or waiting for an earlier delivery of its post (which plans it when it settles).
+      const held = await this.ctx.db.selectFrom('webhook_deliveries').select(['status', 'claimed_until']).where('id', '=', deliveryId).executeTakeFirst();
+      if (held?.status === 'pending' && held.claimed_until && held.claimed_until > now) {
+        await this.ctx.queue.plan(this.ctx.db, DELIVER, { deliveryId }, { startAfter: new Date(held.claimed_until.getTime() + 1000) });
+      }
+      return;
+    }
+    if (!endpoint) return;
+    if (!endpoint.enabled) {
+      await this.finish(claimed, { status: 'failed', error: 'the endpoint is turned off', statusCode: null, durationMs: null, body: null });
+      return;
+    }
+    const attempt = await this.send(endpoint, claimed, now);
+    if (attempt.ok) {
+      await this.finish(claimed, { status: 'succeeded', error: null, statusCode: attempt.statusCode, durationMs: attempt.durationMs, body: attempt.body }, endpoint);
+      return;
+    }
+    await this.failed(claimed, endpoint, attempt);
+  }
+
+  /**
+   * Takes the delivery to send it now, in one statement: only a pending one, due, held by no other
+   * job, and with no earlier delivery of its post to the endpoint still pending.
+   */
+  private async claim(deliveryId: string, now: Date): Promise<WebhookDelivery | undefined> {
+    const { rows } = await sql<WebhookDelivery>`
+      update webhook_deliveries d set claimed_until = ${new Date(now.getTime() + CLAIM_MS)}
+      where d.id = ${deliveryId} and d.status = 'pending'
+        and (d.claimed_until is null or d.claimed_until < ${now})
+        and (d.next_attempt_at is null or d.next_attempt_at <= ${new Date(now.getTime() + 1000)})
+        and not exists (
+          select 1 from webhook_deliveries e
+          where e.endpoint_id = d.endpoint_id and e.ordering_key = d.ordering_key and e.status = 'pending' and e.seq < d.seq
+        )
+      returning d.*`.execute(this.ctx.db);
+    return rows[0];
+  }
+
+  private endpointOf(deliveryId: string): Promise<WebhookEndpoint | undefined> {
+    return this.ctx.db
+      .selectFrom('webhook_endpoints')
+      .selectAll()
+      .where('id', '=', (eb) => eb.selectFrom('webhook_deliveries').select('endpoint_id').where('id', '=', deliveryId))
+      .executeTakeFirst();
+  }
+
+  private async send(endpoint: WebhookEndpoint, delivery: WebhookDelivery, now: Date): Promise<Attempt> {
+    const signatures = signingSecrets(this.ctx.keyring, endpoint, now).map((secret) => new Webhook(secret).sign(delivery.id, now, delivery.payload));
+    const started = performance.now();
+    try {
+      const answer = await this.outbound.call(endpoint.url, {
+        method: 'POST',
+        trusted: false,
+        headers: {
+          'Content-Type': 'application/json',
+          'User-Agent': 'post-scheduler-webhooks',
+          'webhook-id': delivery.id,
+          'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+          'webhook-signature': signatures.join(' '),
+        },
+        body: delivery.payload,
+        timeoutSeconds: TIMEOUT_SECONDS,
+        maxResponseBytes: RESPONSE_KEPT_BYTES,
+      });
+      const durationMs = Math.round(performance.now() - started);
+      const body = answer.body.toString('utf8').replace(/\u0000/g, '');
+      const ok = answer.status >= 200 && answer.status <= 299;
+      return { ok, statusCode: answer.status, durationMs, body, error: ok ? null : `the receiver answered ${answer.status}` };
+    } catch (error) {
+      const durationMs = Math.round(performance.now() - started);
+      const reason = (error as { details?: { message: string }[] }).details?.[0]?.message;
+      const why = reason ?? ((error as Error).name === 'TimeoutError' || (error as Error).name === 'AbortError' ? `no answer within ${TIMEOUT_SECONDS} seconds` : `no answer (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      return { ok: false, statusCode: null, durationMs, body: null, error: why };
+    }
+  }
+
+  /** A failed attempt: tried again on the schedule, or failed for good; an endpoint failing for 3 days is turned off. */
+  private async failed(delivery: WebhookDelivery, endpoint: WebhookEndpoint, attempt: Attempt): Promise<void> {
+    const now = this.ctx.clock();
+    const schedule = this.ctx.config.webhooks.retrySchedule;
+    const failingSince = endpoint.failing_since ?? now;
+    const disable = now.getTime() - failingSince.getTime() >= DISABLE_AFTER_MS;
+    await this.ctx.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('webhook_endpoints')
+        .set(disable ? { failing_since: failingSince, enabled: false, disabled_reason: 'failing', updated_at: now } : { failing_since: failingSince })
+        .where('id', '=', endpoint.id)
+        .execute();
+      const wait = schedule[delivery.attempts];
+      if (wait === undefined || disable) {
+        await this.settle(trx, delivery, { status: 'failed', ...attempt });
+        return;
+      }
+      const next = new Date(now.getTime() + wait * 1000);
+      await trx
+        .updateTable('webhook_deliveries')
+        .set({
+          attempts: delivery.attempts + 1,
+          last_status_code: attempt.statusCode,
+          last_duration_ms: attempt.durationMs,
+          last_error: attempt.error,
+          last_response_body: attempt.body,
+          next_attempt_at: next,
+          claimed_until: null,
+        })
+        .where('id', '=', delivery.id)
+        .execute();
+      await this.ctx.queue.plan(trx, DELIVER, { deliveryId: delivery.id }, { startAfter: next });
+    });
+    if (disable) this.ctx.logger.warn({ webhookId: endpoint.id }, 'turned off a webhook endpoint that failed every delivery for 3 days');
+  }
+
+  private async finish(delivery: WebhookDelivery, outcome: Outcome, endpoint?: WebhookEndpoint): Promise<void> {
+    await this.ctx.db.transaction().execute(async (trx) => {
+      if (endpoint?.failing_since) await trx.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', endpoint.id).execute();
+      await this.settle(trx, delivery, outcome);
+    });
+  }
+
+  /** Records the delivery's outcome, and lets the next pending delivery of the same post go. */
+  private async settle(trx: Db, delivery: WebhookDelivery, outcome: Outcome): Promise<void> {
+    const now = this.ctx.clock();
+    await trx
+      .updateTable('webhook_deliveries')
+      .set({
+        status: outcome.status,
+        attempts: delivery.attempts + (outcome.statusCode === null && outcome.durationMs === null ? 0 : 1),
+        last_status_code: outcome.statusCode,
+        last_duration_ms: outcome.durationMs,
+        last_error: outcome.error,
+        last_response_body: outcome.body,
+        next_attempt_at: null,
+        claimed_until: null,
+        delivered_at: outcome.status === 'succeeded' ? now : null,
+      })
+      .where('id', '=', delivery.id)
+      .execute();
+    if (delivery.ordering_key === null) return;
+    const next = await trx
+      .selectFrom('webhook_deliveries')
+      .select(['id', 'next_attempt_at'])
+      .where('endpoint_id', '=', delivery.endpoint_id)
+      .where('ordering_key', '=', delivery.ordering_key)
+      .where('status', '=', 'pending')
+      .where('seq', '>', delivery.seq)
+      .orderBy('seq')
+      .limit(1)
+      .executeTakeFirst();
+    if (next) await this.ctx.queue.plan(trx, DELIVER, { deliveryId: next.id }, next.next_attempt_at && next.next_attempt_at > now ? { startAfter: next.next_attempt_at } : {});
+  }
+
+  /** Sends a settled delivery again, now, with the same id and payload. */
+  async retry(delivery: WebhookDelivery): Promise<WebhookDelivery> {
+    const now = this.ctx.clock();
+    return this.ctx.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable('webhook_deliveries')
+        // Attempts keep counting: a delivery tried again by hand gets one more attempt.
+        .set({ status: 'pending', next_attempt_at: now, delivered_at: null })
+        .where('id', '=', delivery.id)
+        .where('status', '!=', 'pending')
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) return delivery;
+      await this.ctx.queue.plan(trx, DELIVER, { deliveryId: row.id });
+      return row;
+    });
+  }
+}
+
+interface Attempt {
+  ok: boolean;
+  statusCode: number | null;
+  durationMs: number;
+  body: string | null;
+  error: string | null;
+}
+
+interface Outcome {
+  status: 'succeeded' | 'failed';
+  statusCode: number | null;
+  durationMs: number | null;
+  body: string | null;
+  error: string | null;
+}
+
+/** Settled deliveries are listed for this long, then forgotten. */
+const KEEP_SETTLED_MS = 30 * 86_400_000;
+/** A pending delivery whose time passed this long ago without a job has lost it (see sweepDeliveries). */
+const LOST_AFTER_SECONDS = 600;
+
+/**
+ * Housekeeping of deliveries: forgets settled ones after 30 days, and plans a job again for any
+ * pending delivery that is overdue and has none (a job pg-boss gave up on), so none is left behind.
+ */
+export async function sweepDeliveries(ctx: Pick<WebhookContext, 'db' | 'queue' | 'clock'>): Promise<void> {
+  const now = ctx.clock();
+  await ctx.db.deleteFrom('webhook_deliveries').where('status', '!=', 'pending').where('created_at', '<', new Date(now.getTime() - KEEP_SETTLED_MS)).execute();
+  const { rows } = await sql<{ id: string }>`
+    select d.id from webhook_deliveries d
+    where d.status = 'pending' and d.next_attempt_at < ${new Date(now.getTime() - LOST_AFTER_SECONDS * 1000)}
+    and d.id not in (
+      select job.data->>'deliveryId' from pgboss.job
+      where job.name = ${DELIVER} and job.state in ('created', 'retry', 'active') and job.data->>'deliveryId' is not null
+    )
+    order by d.seq limit 1000`.execute(ctx.db);
+  if (rows.length === 0) return;
+  await ctx.db.transaction().execute(async (trx) => {
+    for (const row of rows) await ctx.queue.plan(trx, DELIVER, { deliveryId: row.id });
+  });
+}

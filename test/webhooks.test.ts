@@ -1,0 +1,301 @@
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keepHouse } from '../src/housekeeping.js';
+import { revokeGrant } from '../src/oauth/grants.js';
+import { verifyWebhook, WebhookVerificationError } from '../src/sdk/src/index.js';
+import { BrowserSession } from './support/browser-session.js';
+import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
+import { connectTikTok, startFakeTikTok, tiktokEnv, type FakeTikTok } from './support/fake-tiktok.js';
+import { approve, createOAuthApp, exchange } from './support/oauth.js';
+import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
+import { json } from './support/http.js';
+import { send } from './support/posts.js';
+import { startTestServer, type TestServer } from './support/server.js';
+import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from './support/webhook-receiver.js';
+
+// Webhooks end to end: endpoints managed through the Public API, events of real sandbox posts
+// delivered to a receiver on loopback (the operator allowed 127.0.0.1 for receivers on its own
+// network), signed per Standard Webhooks and checked with the `standardwebhooks` verifier. Retries
+// wait a fraction of a second here instead of the day-long schedule.
+let network: FakeNetwork;
+let server: TestServer;
+let strict: TestServer;
+let org: TestOrganization;
+let other: TestOrganization;
+let receiver: WebhookReceiver;
+let channelId: string;
+let tiktok: FakeTikTok;
+
+beforeAll(async () => {
+  network = await startFakeNetwork();
+  tiktok = await startFakeTikTok({ account: { displayName: 'Acme on TikTok', username: 'acme' } });
+  receiver = await startWebhookReceiver();
+  [server, strict] = await Promise.all([
+    startTestServer({
+      worker: true,
+      env: { ...tiktokEnv(tiktok), SANDBOX_NETWORK_URL: network.url, WEBHOOK_ALLOW_RANGES: '127.0.0.1/32', WEBHOOK_RETRY_SCHEDULE: '0.3,0.3', RATE_LIMIT_MAX: '100000', DAILY_POST_LIMIT_SANDBOX: '1000' },
+    }),
+    // As installed by default: receivers must be on public addresses.
+    startTestServer({ env: { WEBHOOK_ALLOW_RANGES: '' } }),
+  ]);
+  org = await createOrganization(server.ctx.db, 'Acme');
+  other = await createOrganization(server.ctx.db, 'Globex');
+  channelId = (await createChannel(server.ctx.db, org.id, 'sandbox', 'Acme sandbox')).id;
+});
+afterAll(async () => {
+  await Promise.all([server?.close(), strict?.close()]);
+  await Promise.all([network?.close(), receiver?.close(), tiktok?.close()]);
+});
+
+async function call(path: string, init: { method?: string; body?: unknown; as?: TestOrganization | { auth: { Authorization: string } }; on?: TestServer } = {}) {
+  const response = await send(init.on ?? server, (init.as ?? org).auth, init.method ?? 'GET', path, init.body);
+  return { status: response.status, body: response.status === 204 ? undefined : await json(response) };
+}
+
+async function createEndpoint(eventTypes: string[], url = receiver.url) {
+  const created = await call('/public/v1/webhooks', { method: 'POST', body: { url, eventTypes, description: 'Test receiver' } });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return created.body as { id: string; secret: string };
+}
+
+const verify = (secret: string, message: ReceivedWebhook) => new Webhook(secret).verify(message.body, message.headers) as { type: string; data: any };
+
+async function publishNow(content: string): Promise<string> {
+  const created = await call('/public/v1/posts', { method: 'POST', body: { type: 'now', content, channelIds: [channelId] } });
+  expect(created.status).toBe(201);
+  return created.body.data[0].id;
+}
+
+async function deliveries(webhookId: string) {
+  return (await call(`/public/v1/webhooks/${webhookId}/deliveries?limit=100`)).body.data as Record<string, any>[];
+}
+
+async function untilSettled(webhookId: string, count: number) {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const list = await deliveries(webhookId);
+    if (list.length >= count && list.every((d) => d.status !== 'pending')) return list;
+    if (Date.now() > deadline) throw new Error(`deliveries not settled: ${JSON.stringify(list)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('managing webhook endpoints', () => {
+  it('creates an endpoint with its secret shown once, lists, reads, updates and deletes it; another organization sees none of it', async () => {
+    const created = await createEndpoint(['post.published']);
+    expect(created).toMatchObject({ url: receiver.url, eventTypes: ['post.published'], description: 'Test receiver', enabled: true, disabledReason: null, previousSecretExpiresAt: null });
+    expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
+    const read = await call(`/public/v1/webhooks/${created.id}`);
+    expect(read.body).not.toHaveProperty('secret');
+    expect((await call('/public/v1/webhooks')).body.data.map((w: { id: string }) => w.id)).toContain(created.id);
+    // The secret is stored encrypted.
+    const row = await server.ctx.db.selectFrom('webhook_endpoints').select('secret').where('id', '=', created.id).executeTakeFirstOrThrow();
+    expect(row.secret).not.toContain(created.secret.slice(6));
+
+    const updated = await call(`/public/v1/webhooks/${created.id}`, { method: 'PATCH', body: { eventTypes: ['post.failed', 'post.published'], description: '', enabled: false } });
+    expect(updated.body).toMatchObject({ eventTypes: ['post.failed', 'post.published'], description: null, enabled: false });
+
+    expect((await call(`/public/v1/webhooks/${created.id}`, { as: other })).status).toBe(404);
+    expect((await call(`/public/v1/webhooks/${created.id}/test`, { method: 'POST', as: other })).status).toBe(404);
+    expect((await call('/public/v1/webhooks', { as: other })).body.data).toEqual([]);
+
+    expect((await call(`/public/v1/webhooks/${created.id}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await call(`/public/v1/webhooks/${created.id}`)).status).toBe(404);
+  });
+
+  it('gives an OAuth app its own endpoints, which revoking the app removes', async () => {
+    const app = await createOAuthApp(server.ctx.db, other.id, { name: 'Hooks app' });
+    const token = { auth: { Authorization: `Bearer ${await exchange(server, app, await approve(server.ctx.db, app, org))}` } };
+    const mine = await createEndpoint(['post.published']);
+    const theirs = await call('/public/v1/webhooks', { method: 'POST', as: token, body: { url: receiver.url, eventTypes: ['post.failed'] } });
+    expect(theirs.status).toBe(201);
+    // The app sees its own; the organization's API key sees both.
+    expect((await call('/public/v1/webhooks', { as: token })).body.data.map((w: { id: string }) => w.id)).toEqual([theirs.body.id]);
+    expect((await call(`/public/v1/webhooks/${mine.id}`, { as: token })).status).toBe(404);
+    expect((await call('/public/v1/webhooks')).body.data.map((w: { id: string }) => w.id)).toEqual(expect.arrayContaining([mine.id, theirs.body.id]));
+
+    const grant = await server.ctx.db.selectFrom('oauth_grants').select('id').where('app_id', '=', app.app.id).where('organization_id', '=', org.id).executeTakeFirstOrThrow();
+    await revokeGrant(server.ctx.db, org.userId, grant.id);
+    expect((await call(`/public/v1/webhooks/${theirs.body.id}`)).status).toBe(404);
+    expect((await call(`/public/v1/webhooks/${mine.id}`)).status).toBe(200);
+    await call(`/public/v1/webhooks/${mine.id}`, { method: 'DELETE' });
+  });
+
+  it('refuses receivers on loopback, private, link-local and metadata addresses, and names resolving to them', async () => {
+    for (const url of ['http://127.0.0.1:8080/h', 'http://[::1]/h', 'http://10.0.0.1/h', 'http://169.254.169.254/latest/meta-data', 'http://localhost:8080/h', 'http://user:pw@hooks.example.com/h']) {
+      const refused = await call('/public/v1/webhooks', { method: 'POST', on: strict, as: await strictOrg(), body: { url, eventTypes: ['post.published'] } });
+      expect(refused.status, url).toBe(422);
+      expect(refused.body.error.details[0].path).toBe('url');
+    }
+    // An operator's allowed range never opens the metadata address.
+    const metadata = await call('/public/v1/webhooks', { method: 'POST', body: { url: 'http://169.254.169.254/h', eventTypes: ['post.published'] } });
+    expect(metadata.status).toBe(422);
+    expect(metadata.body.error.message).toMatch(/metadata/);
+  });
+});
+
+let strictOrganization: TestOrganization | undefined;
+async function strictOrg(): Promise<TestOrganization> {
+  strictOrganization ??= await createOrganization(strict.ctx.db, 'Strict');
+  return strictOrganization;
+}
+
+describe('delivering events', () => {
+  it('sends the events of a published post, in order, signed so that the Standard Webhooks verifier accepts them', async () => {
+    const endpoint = await createEndpoint(['post.scheduled', 'post.publishing', 'post.published']);
+    const before = receiver.received.length;
+    const postId = await publishNow('Hello, webhooks');
+    const messages = (await receiver.untilReceived(before + 3)).slice(before);
+    const events = messages.map((message) => verify(endpoint.secret, message));
+    expect(events.map((event) => event.type)).toEqual(['post.scheduled', 'post.publishing', 'post.published']);
+    expect(events[2]!.data).toMatchObject({ id: postId, status: 'published', releaseId: expect.any(String) });
+    // The post as the API returns it.
+    expect(events[2]!.data).toEqual((await call(`/public/v1/posts/${postId}`)).body);
+    expect(messages[0]!.headers['webhook-id']).toMatch(/^msg_/);
+
+    // A body altered on the way, or an old timestamp, fails verification.
+    const tampered = { ...messages[2]!, body: messages[2]!.body.replace('published', 'failed') };
+    expect(() => verify(endpoint.secret, tampered)).toThrow();
+    const old = { ...messages[2]!, headers: { ...messages[2]!.headers, 'webhook-timestamp': String(Math.floor(Date.now() / 1000) - 3600) } };
+    expect(() => verify(endpoint.secret, old)).toThrow();
+
+    // The SDK verifies the same way, and says why it refuses.
+    expect(verifyWebhook(messages[2]!.body, messages[2]!.headers, endpoint.secret)).toMatchObject({ type: 'post.published', data: { id: postId } });
+    expect(verifyWebhook(Buffer.from(messages[2]!.body), new Headers(messages[2]!.headers), ['whsec_' + Buffer.alloc(24).toString('base64'), endpoint.secret]).type).toBe('post.published');
+    for (const refused of [tampered, old]) {
+      const error = (() => {
+        try {
+          verifyWebhook(refused.body, refused.headers, endpoint.secret);
+        } catch (caught) {
+          return caught;
+        }
+      })();
+      expect(error).toBeInstanceOf(WebhookVerificationError);
+      expect(error).toMatchObject({ status: 400, code: 'invalid_webhook' });
+    }
+    expect(() => verifyWebhook(messages[2]!.body, {}, endpoint.secret)).toThrow(/no webhook-id header/);
+    await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
+  });
+
+  it('tries again after failures with the same webhook-id, keeps the post’s later events waiting, and lists the attempts', async () => {
+    const endpoint = await createEndpoint(['post.scheduled', 'post.published']);
+    const before = receiver.received.length;
+    receiver.answerNext(500, 503);
+    await publishNow('Flaky receiver');
+    const messages = (await receiver.untilReceived(before + 4)).slice(before);
+    const types = messages.map((message) => verify(endpoint.secret, message).type);
+    // The scheduled event three times (two failures, then 200), and only then the published one.
+    expect(types).toEqual(['post.scheduled', 'post.scheduled', 'post.scheduled', 'post.published']);
+    expect(new Set(messages.slice(0, 3).map((m) => m.headers['webhook-id'])).size).toBe(1);
+
+    const list = await untilSettled(endpoint.id, 2);
+    expect(list.map((d) => [d.eventType, d.status, d.attempts, d.lastStatusCode])).toEqual([
+      ['post.published', 'succeeded', 1, 200],
+      ['post.scheduled', 'succeeded', 3, 200],
+    ]);
+    expect(list[1]!.id).toBe(messages[0]!.headers['webhook-id']);
+    await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
+  });
+
+  it('fails a delivery after the last retry, without following a redirect, and sends it again on request', async () => {
+    const endpoint = await createEndpoint(['post.published']);
+    const elsewhere = await startWebhookReceiver();
+    try {
+      receiver.answerNext({ redirect: elsewhere.url }, 500, 500);
+      const test = await call(`/public/v1/webhooks/${endpoint.id}/test`, { method: 'POST' });
+      expect(test.status).toBe(202);
+      expect(test.body).toMatchObject({ eventType: 'webhook.test', status: 'pending' });
+      const [failed] = await untilSettled(endpoint.id, 1);
+      expect(failed).toMatchObject({ status: 'failed', attempts: 3, lastStatusCode: 500, lastError: 'the receiver answered 500', lastResponseBody: 'failing with 500' });
+      expect(elsewhere.received).toEqual([]);
+
+      const before = receiver.received.length;
+      const retried = await call(`/public/v1/webhooks/${endpoint.id}/deliveries/${failed!.id}/retry`, { method: 'POST' });
+      expect(retried.status).toBe(202);
+      const [again] = (await receiver.untilReceived(before + 1)).slice(before);
+      expect(again!.headers['webhook-id']).toBe(failed!.id);
+      expect(verify(endpoint.secret, again!)).toMatchObject({ type: 'webhook.test', data: { webhookId: endpoint.id } });
+      expect((await untilSettled(endpoint.id, 1))[0]).toMatchObject({ status: 'succeeded', attempts: 4 });
+    } finally {
+      await elsewhere.close();
+      await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
+    }
+  });
+
+  it('signs with both secrets for a day after a rotation, then with the new one only', async () => {
+    const endpoint = await createEndpoint(['post.published']);
+    const rotated = await call(`/public/v1/webhooks/${endpoint.id}/rotate-secret`, { method: 'POST' });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.secret).not.toBe(endpoint.secret);
+    expect(Date.parse(rotated.body.previousSecretExpiresAt) - Date.now()).toBeGreaterThan(23.9 * 3_600_000);
+
+    let before = receiver.received.length;
+    await call(`/public/v1/webhooks/${endpoint.id}/test`, { method: 'POST' });
+    const [during] = (await receiver.untilReceived(before + 1)).slice(before);
+    expect(during!.headers['webhook-signature']!.split(' ')).toHaveLength(2);
+    expect(verify(rotated.body.secret, during!).type).toBe('webhook.test');
+    expect(verify(endpoint.secret, during!).type).toBe('webhook.test');
+
+    // A day later.
+    await server.ctx.db.updateTable('webhook_endpoints').set({ previous_secret_expires_at: new Date(Date.now() - 1000) }).where('id', '=', endpoint.id).execute();
+    before = receiver.received.length;
+    await call(`/public/v1/webhooks/${endpoint.id}/test`, { method: 'POST' });
+    const [after] = (await receiver.untilReceived(before + 1)).slice(before);
+    expect(verify(rotated.body.secret, after!).type).toBe('webhook.test');
+    expect(() => verify(endpoint.secret, after!)).toThrow();
+    expect((await call(`/public/v1/webhooks/${endpoint.id}`)).body.previousSecretExpiresAt).toBeNull();
+    await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
+  });
+
+  it('turns off an endpoint that failed every delivery for 3 days', async () => {
+    const endpoint = await createEndpoint(['post.published']);
+    await server.ctx.db.updateTable('webhook_endpoints').set({ failing_since: new Date(Date.now() - 3 * 86_400_000 - 60_000) }).where('id', '=', endpoint.id).execute();
+    receiver.answerNext(500);
+    await call(`/public/v1/webhooks/${endpoint.id}/test`, { method: 'POST' });
+    await untilSettled(endpoint.id, 1);
+    expect((await call(`/public/v1/webhooks/${endpoint.id}`)).body).toMatchObject({ enabled: false, disabledReason: 'failing' });
+    // Turned on again by its owner, it starts afresh.
+    expect((await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'PATCH', body: { enabled: true } })).body).toMatchObject({ enabled: true, disabledReason: null });
+    await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
+  });
+
+  it('reports a channel connected, and a channel that needs to be connected again', async () => {
+    const endpoint = await createEndpoint(['channel.connected', 'channel.needs_reconnect']);
+    const before = receiver.received.length;
+    const session = new BrowserSession(server);
+    await session.logIn(org.email, org.password);
+    expect((await connectTikTok(session)).headers.get('location')).toBe('/settings/channels?done=connected');
+    const [connected] = (await receiver.untilReceived(before + 1)).slice(before);
+    const event = verify(endpoint.secret, connected!);
+    expect(event).toMatchObject({ type: 'channel.connected', data: { provider: 'tiktok', name: 'Acme on TikTok', username: 'acme', status: 'active' } });
+
+    tiktok.revokeAll();
+    tiktok.advanceClock(86_400 + 60);
+    server.setNow(new Date(Date.now() + 86_400_000 + 60_000));
+    try {
+      expect((await call(`/public/v1/channels/${event.data.id}/tiktok/creator-info`)).status).toBe(422);
+    } finally {
+      server.setNow(undefined);
+    }
+    const [marked] = (await receiver.untilReceived(before + 2)).slice(before + 1);
+    expect(verify(endpoint.secret, marked!)).toMatchObject({ type: 'channel.needs_reconnect', data: { id: event.data.id, status: 'needs_reconnect' } });
+    await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
+  });
+
+  it('housekeeping sends a pending delivery that lost its job, and forgets settled ones after 30 days', async () => {
+    const endpoint = await createEndpoint(['post.published']);
+    const lost = 'msg_lostItsJob000000000';
+    const payload = JSON.stringify({ type: 'webhook.test', timestamp: new Date().toISOString(), data: { webhookId: endpoint.id } });
+    await server.ctx.db.insertInto('webhook_deliveries').values({ id: lost, endpoint_id: endpoint.id, event_type: 'webhook.test', ordering_key: null, payload, next_attempt_at: new Date(Date.now() - 20 * 60_000) }).execute();
+    await server.ctx.db
+      .insertInto('webhook_deliveries')
+      .values({ id: 'msg_settledLongAgo0000000', endpoint_id: endpoint.id, event_type: 'webhook.test', ordering_key: null, payload, status: 'succeeded', next_attempt_at: null, created_at: new Date(Date.now() - 31 * 86_400_000) })
+      .execute();
+    const before = receiver.received.length;
+    await keepHouse(server.ctx);
+    const [sent] = (await receiver.untilReceived(before + 1)).slice(before);
+    expect(sent!.headers['webhook-id']).toBe(lost);
+    expect((await untilSettled(endpoint.id, 1)).map((d) => [d.id, d.status])).toEqual([[lost, 'succeeded']]);
+    await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
+  });
+});
