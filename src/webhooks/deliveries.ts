@@ -186,7 +186,8 @@ export class WebhookDeliverer {
         .execute();
       const wait = schedule[delivery.attempts];
       if (wait === undefined || disable) {
-        await this.settle(trx, delivery, { status: 'failed', ...attempt });
+        const next = await this.settle(trx, delivery, { status: 'failed', ...attempt });
+        if (next) await this.ctx.queue.plan(trx, DELIVER, { deliveryId: next.id }, next.at && next.at > now ? { startAfter: next.at } : {});
         return;
       }
       const next = new Date(now.getTime() + wait * 1000);
@@ -209,42 +210,32 @@ export class WebhookDeliverer {
   }
 
   private async finish(delivery: WebhookDelivery, outcome: Outcome, endpoint?: WebhookEndpoint): Promise<void> {
-    await this.ctx.db.transaction().execute(async (trx) => {
-      if (endpoint?.failing_since) await trx.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', endpoint.id).execute();
-      await this.settle(trx, delivery, outcome);
-    });
+    if (endpoint?.failing_since) await this.ctx.db.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', endpoint.id).execute();
+    const next = await this.settle(this.ctx.db, delivery, outcome);
+    // Planned after the outcome is written: were the worker to die in between, housekeeping plans it.
+    if (next) await this.ctx.queue.plan(this.ctx.db, DELIVER, { deliveryId: next.id }, next.at && next.at > this.ctx.clock() ? { startAfter: next.at } : {});
   }
 
-  /** Records the delivery's outcome, and lets the next pending delivery of the same post go. */
-  private async settle(trx: Db, delivery: WebhookDelivery, outcome: Outcome): Promise<void> {
+  /**
+   * Records the delivery's outcome, in one statement that also finds the next pending delivery of
+   * the same post to the endpoint, which was waiting for this one: the caller lets it go.
+   */
+  private async settle(db: Db, delivery: WebhookDelivery, outcome: Outcome): Promise<{ id: string; at: Date | null } | undefined> {
     const now = this.ctx.clock();
-    await trx
-      .updateTable('webhook_deliveries')
-      .set({
-        status: outcome.status,
-        attempts: delivery.attempts + (outcome.statusCode === null && outcome.durationMs === null ? 0 : 1),
-        last_status_code: outcome.statusCode,
-        last_duration_ms: outcome.durationMs,
-        last_error: outcome.error,
-        last_response_body: outcome.body,
-        next_attempt_at: null,
-        claimed_until: null,
-        delivered_at: outcome.status === 'succeeded' ? now : null,
-      })
-      .where('id', '=', delivery.id)
-      .execute();
-    if (delivery.ordering_key === null) return;
-    const next = await trx
-      .selectFrom('webhook_deliveries')
-      .select(['id', 'next_attempt_at'])
-      .where('endpoint_id', '=', delivery.endpoint_id)
-      .where('ordering_key', '=', delivery.ordering_key)
-      .where('status', '=', 'pending')
-      .where('seq', '>', delivery.seq)
-      .orderBy('seq')
-      .limit(1)
-      .executeTakeFirst();
-    if (next) await this.ctx.queue.plan(trx, DELIVER, { deliveryId: next.id }, next.next_attempt_at && next.next_attempt_at > now ? { startAfter: next.next_attempt_at } : {});
+    const attempts = delivery.attempts + (outcome.statusCode === null && outcome.durationMs === null ? 0 : 1);
+    const { rows } = await sql<{ next_id: string | null; next_at: Date | null }>`
+      update webhook_deliveries d set
+        status = ${outcome.status}, attempts = ${attempts}, last_status_code = ${outcome.statusCode},
+        last_duration_ms = ${outcome.durationMs}, last_error = ${outcome.error}, last_response_body = ${outcome.body},
+        next_attempt_at = null, claimed_until = null, delivered_at = ${outcome.status === 'succeeded' ? now : null}
+      where d.id = ${delivery.id}
+      returning
+        (select n.id from webhook_deliveries n where n.endpoint_id = d.endpoint_id and n.ordering_key = d.ordering_key
+          and n.status = 'pending' and n.seq > d.seq order by n.seq limit 1) as next_id,
+        (select n.next_attempt_at from webhook_deliveries n where n.endpoint_id = d.endpoint_id and n.ordering_key = d.ordering_key
+          and n.status = 'pending' and n.seq > d.seq order by n.seq limit 1) as next_at`.execute(db);
+    const next = rows[0];
+    return next?.next_id ? { id: next.next_id, at: next.next_at } : undefined;
   }
 
   /** Sends a settled delivery again, now, with the same id and payload. */
