@@ -114,7 +114,11 @@ export async function compose(options: ComposeOptions): Promise<Service> {
     await publisher.start();
     dispatcher = new WebhookDispatcher({ ...base, queue });
     dispatcher.start();
-    deliveries = queue.consume(DELIVER, { capacity: 100, pollingIntervalSeconds: 0.5, heartbeatSeconds: 10 }, (job) => deliverer.deliver(job.data.deliveryId));
+    deliveries = queue.consume(
+      DELIVER,
+      { capacity: 100, pollingIntervalSeconds: 0.5, heartbeatSeconds: 10, prepare: (jobs) => deliverer.prepare(jobs.map((job) => job.data.deliveryId)) },
+      (job) => deliverer.deliver(job.data.deliveryId),
+    );
     await queue.work('housekeeping', { pollingIntervalSeconds: 5 }, () => keepHouse(ctx));
     await queue.boss.schedule('housekeeping', '*/10 * * * *', {});
   }

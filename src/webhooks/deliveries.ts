@@ -85,15 +85,40 @@ export async function createDeliveries(trx: Db, queue: JobQueue, events: { endpo
  * delivery fails. Deliveries of one post wait for the earlier ones to one endpoint.
  */
 export class WebhookDeliverer {
+  /**
+   * Deliveries of the batch the consumer just fetched, claimed together (see `prepare`): what each
+   * job's handler sends, or `null` for one that could not be claimed then.
+   */
+  private readonly prepared = new Map<string, { delivery: WebhookDelivery; endpoint: WebhookEndpoint | undefined } | null>();
+  private readonly outcomes: OutcomeBatch;
+
   constructor(
     private readonly ctx: WebhookContext,
     private readonly outbound: OutboundClient,
-  ) {}
+  ) {
+    this.outcomes = new OutcomeBatch((items) => this.settleMany(this.ctx.db, items));
+  }
+
+  /**
+   * Claims the deliveries of a fetched batch of jobs, and reads their endpoints, in two statements
+   * for the whole batch rather than two per delivery; each job's `deliver` then sends its own.
+   */
+  async prepare(deliveryIds: string[]): Promise<void> {
+    const now = this.ctx.clock();
+    const [claimed, endpoints] = await Promise.all([this.claim(deliveryIds, now), this.endpointsOf(deliveryIds)]);
+    for (const id of deliveryIds) this.prepared.set(id, null);
+    for (const delivery of claimed) this.prepared.set(delivery.id, { delivery, endpoint: endpoints.find((endpoint) => endpoint.id === delivery.endpoint_id) });
+  }
 
   async deliver(deliveryId: string): Promise<void> {
     const now = this.ctx.clock();
-    const [claimed, endpoint] = await Promise.all([this.claim(deliveryId, now), this.endpointOf(deliveryId)]);
-    if (!claimed) {
+    let prepared = this.prepared.get(deliveryId);
+    this.prepared.delete(deliveryId);
+    if (prepared === undefined) {
+      const [claimed, endpoints] = await Promise.all([this.claim([deliveryId], now), this.endpointsOf([deliveryId])]);
+      prepared = claimed[0] ? { delivery: claimed[0], endpoint: endpoints[0] } : null;
+    }
+    if (!prepared) {
       // Another job of it is sending it (a job planned again while the first was queued): come back
       // when that one's hold ends, in case it died. Otherwise it is settled, not due yet (its own
       // job comes then), or waiting for an earlier delivery of its post (which plans it when it settles).
@@ -103,27 +128,28 @@ export class WebhookDeliverer {
       }
       return;
     }
+    const { delivery, endpoint } = prepared;
     if (!endpoint) return;
     if (!endpoint.enabled) {
-      await this.finish(claimed, { status: 'failed', error: 'the endpoint is turned off', statusCode: null, durationMs: null, body: null });
+      await this.finish(delivery, { status: 'failed', error: 'the endpoint is turned off', statusCode: null, durationMs: null, body: null });
       return;
     }
-    const attempt = await this.send(endpoint, claimed, now);
+    const attempt = await this.send(endpoint, delivery, now);
     if (attempt.ok) {
-      await this.finish(claimed, { status: 'succeeded', error: null, statusCode: attempt.statusCode, durationMs: attempt.durationMs, body: attempt.body }, endpoint);
+      await this.finish(delivery, { status: 'succeeded', error: null, statusCode: attempt.statusCode, durationMs: attempt.durationMs, body: attempt.body }, endpoint);
       return;
     }
-    await this.failed(claimed, endpoint, attempt);
+    await this.failed(delivery, endpoint, attempt);
   }
 
   /**
-   * Takes the delivery to send it now, in one statement: only a pending one, due, held by no other
-   * job, and with no earlier delivery of its post to the endpoint still pending.
+   * Takes deliveries to send them now, in one statement: only pending ones, due, held by no other
+   * job, and with no earlier delivery of their post to the endpoint still pending.
    */
-  private async claim(deliveryId: string, now: Date): Promise<WebhookDelivery | undefined> {
+  private async claim(deliveryIds: string[], now: Date): Promise<WebhookDelivery[]> {
     const { rows } = await sql<WebhookDelivery>`
       update webhook_deliveries d set claimed_until = ${new Date(now.getTime() + CLAIM_MS)}
-      where d.id = ${deliveryId} and d.status = 'pending'
+      where d.id in (select jsonb_array_elements_text(${JSON.stringify(deliveryIds)}::jsonb)) and d.status = 'pending'
         and (d.claimed_until is null or d.claimed_until < ${now})
         and (d.next_attempt_at is null or d.next_attempt_at <= ${new Date(now.getTime() + 1000)})
         and not exists (
@@ -131,17 +157,18 @@ export class WebhookDeliverer {
           where e.endpoint_id = d.endpoint_id and e.ordering_key = d.ordering_key and e.status = 'pending' and e.seq < d.seq
         )
       returning d.*`.execute(this.ctx.db);
-    return rows[0];
+    return rows;
   }
 
-  private endpointOf(deliveryId: string): Promise<WebhookEndpoint | undefined> {
+  private endpointsOf(deliveryIds: string[]): Promise<WebhookEndpoint[]> {
     return this.ctx.db
       .selectFrom('webhook_endpoints')
       .selectAll()
-      .where('id', '=', (eb) => eb.selectFrom('webhook_deliveries').select('endpoint_id').where('id', '=', deliveryId))
-      .executeTakeFirst();
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('webhook_deliveries').select('endpoint_id').where('id', 'in', sql<string>`(select jsonb_array_elements_text(${JSON.stringify(deliveryIds)}::jsonb))`),
+      )
+      .execute();
   }
-
   private async send(endpoint: WebhookEndpoint, delivery: WebhookDelivery, now: Date): Promise<Attempt> {
     const signatures = signingSecrets(this.ctx.keyring, endpoint, now).map((secret) => new Webhook(secret).sign(delivery.id, now, delivery.payload));
     const started = performance.now();
@@ -186,8 +213,7 @@ export class WebhookDeliverer {
         .execute();
       const wait = schedule[delivery.attempts];
       if (wait === undefined || disable) {
-        const next = await this.settle(trx, delivery, { status: 'failed', ...attempt });
-        if (next) await this.ctx.queue.plan(trx, DELIVER, { deliveryId: next.id }, next.at && next.at > now ? { startAfter: next.at } : {});
+        await this.settleMany(trx, [{ delivery, outcome: { status: 'failed', ...attempt } }]);
         return;
       }
       const next = new Date(now.getTime() + wait * 1000);
@@ -211,31 +237,47 @@ export class WebhookDeliverer {
 
   private async finish(delivery: WebhookDelivery, outcome: Outcome, endpoint?: WebhookEndpoint): Promise<void> {
     if (endpoint?.failing_since) await this.ctx.db.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', endpoint.id).execute();
-    const next = await this.settle(this.ctx.db, delivery, outcome);
-    // Planned after the outcome is written: were the worker to die in between, housekeeping plans it.
-    if (next) await this.ctx.queue.plan(this.ctx.db, DELIVER, { deliveryId: next.id }, next.at && next.at > this.ctx.clock() ? { startAfter: next.at } : {});
+    await this.outcomes.add({ delivery, outcome });
   }
 
   /**
-   * Records the delivery's outcome, in one statement that also finds the next pending delivery of
-   * the same post to the endpoint, which was waiting for this one: the caller lets it go.
+   * Records deliveries' outcomes, in one statement that also finds, for each, the next pending
+   * delivery of the same post to the endpoint, which was waiting for it; then plans those. Planned
+   * after the outcomes are written (in `db`'s transaction, if it is one): were the worker to die in
+   * between, housekeeping plans them.
    */
-  private async settle(db: Db, delivery: WebhookDelivery, outcome: Outcome): Promise<{ id: string; at: Date | null } | undefined> {
+  private async settleMany(db: Db, items: { delivery: WebhookDelivery; outcome: Outcome }[]): Promise<void> {
     const now = this.ctx.clock();
-    const attempts = delivery.attempts + (outcome.statusCode === null && outcome.durationMs === null ? 0 : 1);
+    const input = JSON.stringify(
+      items.map(({ delivery, outcome }) => ({
+        id: delivery.id,
+        status: outcome.status,
+        attempts: delivery.attempts + (outcome.statusCode === null && outcome.durationMs === null ? 0 : 1),
+        status_code: outcome.statusCode,
+        duration_ms: outcome.durationMs,
+        error: outcome.error,
+        body: outcome.body,
+        delivered_at: outcome.status === 'succeeded' ? now.toISOString() : null,
+      })),
+    );
     const { rows } = await sql<{ next_id: string | null; next_at: Date | null }>`
+      with input as (
+        select * from jsonb_to_recordset(${input}::jsonb)
+          as input(id text, status text, attempts integer, status_code integer, duration_ms integer, error text, body text, delivered_at timestamptz)
+      )
       update webhook_deliveries d set
-        status = ${outcome.status}, attempts = ${attempts}, last_status_code = ${outcome.statusCode},
-        last_duration_ms = ${outcome.durationMs}, last_error = ${outcome.error}, last_response_body = ${outcome.body},
-        next_attempt_at = null, claimed_until = null, delivered_at = ${outcome.status === 'succeeded' ? now : null}
-      where d.id = ${delivery.id}
+        status = input.status, attempts = input.attempts, last_status_code = input.status_code,
+        last_duration_ms = input.duration_ms, last_error = input.error, last_response_body = input.body,
+        next_attempt_at = null, claimed_until = null, delivered_at = input.delivered_at
+      from input
+      where d.id = input.id
       returning
         (select n.id from webhook_deliveries n where n.endpoint_id = d.endpoint_id and n.ordering_key = d.ordering_key
           and n.status = 'pending' and n.seq > d.seq order by n.seq limit 1) as next_id,
         (select n.next_attempt_at from webhook_deliveries n where n.endpoint_id = d.endpoint_id and n.ordering_key = d.ordering_key
           and n.status = 'pending' and n.seq > d.seq order by n.seq limit 1) as next_at`.execute(db);
-    const next = rows[0];
-    return next?.next_id ? { id: next.next_id, at: next.next_at } : undefined;
+    const next = rows.flatMap((row) => (row.next_id ? [{ data: { deliveryId: row.next_id }, ...(row.next_at && row.next_at > now ? { startAfter: row.next_at } : {}) }] : []));
+    await this.ctx.queue.planMany(db, DELIVER, next);
   }
 
   /** Sends a settled delivery again, now, with the same id and payload. */
@@ -271,6 +313,40 @@ interface Outcome {
   durationMs: number | null;
   body: string | null;
   error: string | null;
+}
+
+/** Outcomes written within this long of each other go in one statement, at most this many. */
+const OUTCOME_DELAY_MS = 10;
+const OUTCOME_BATCH = 100;
+
+/**
+ * Collects outcomes and writes them together: each `add` resolves once its outcome is written (or
+ * rejects if writing failed), so a job completes only after its outcome is recorded.
+ */
+class OutcomeBatch {
+  private pending: { item: { delivery: WebhookDelivery; outcome: Outcome }; resolve: () => void; reject: (error: unknown) => void }[] = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly write: (items: { delivery: WebhookDelivery; outcome: Outcome }[]) => Promise<void>) {}
+
+  add(item: { delivery: WebhookDelivery; outcome: Outcome }): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ item, resolve, reject });
+      if (this.pending.length >= OUTCOME_BATCH) this.flush();
+      else this.timer ??= setTimeout(() => this.flush(), OUTCOME_DELAY_MS);
+    });
+  }
+
+  private flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = this.pending;
+    this.pending = [];
+    this.write(batch.map((entry) => entry.item)).then(
+      () => batch.forEach((entry) => entry.resolve()),
+      (error: unknown) => batch.forEach((entry) => entry.reject(error)),
+    );
+  }
 }
 
 /** Settled deliveries are listed for this long, then forgotten. */
