@@ -210,7 +210,7 @@ export interface components {
              * @description The RFC 6749 error code; see the operation for when each is used.
              * @enum {string}
              */
-            error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type";
+            error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "server_error";
             /**
              * @description What went wrong, for the developer. Don't parse it. Printable ASCII without `"` or `\`
              *     (RFC 6749 §5.2), so it is safe to log and to put in a header.
@@ -229,7 +229,7 @@ export interface components {
         };
         /** @description The RFC 7009 revocation request. Unknown parameters are ignored. */
         RevokeRequest: {
-            /** @description The access token to revoke (`pos_…`). */
+            /** @description The access token to revoke (`pos_…`). Required and not empty (RFC 7009 §2.1); an empty one is `invalid_request`. */
             token: string;
             /**
              * @description Optional; `access_token` is the only kind this server issues. Other values are ignored.
@@ -320,6 +320,19 @@ export interface components {
         MethodNotAllowedPost: {
             headers: {
                 Allow: components["headers"]["Allow"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["OAuthError"];
+            };
+        };
+        /**
+         * @description `server_error`: the server failed to handle a valid request (for example, its database was
+         *     unreachable). Nothing was changed; try again later. The body names no internals.
+         */
+        ServerError: {
+            headers: {
+                "Cache-Control": components["headers"]["Cache-Control"];
                 [name: string]: unknown;
             };
             content: {
@@ -467,6 +480,19 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            /**
+             * @description An error page: the server failed to handle the request (for example, its database was
+             *     unreachable). Nothing was decided; the user may try again later.
+             */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <!doctype html><html lang="en"><title>Something went wrong</title>…</html> */
+                    "text/html": string;
+                };
+            };
         };
     };
     token: {
@@ -508,6 +534,7 @@ export interface operations {
             401: components["responses"]["InvalidClient"];
             405: components["responses"]["MethodNotAllowedPost"];
             429: components["responses"]["TooManyFailedAttempts"];
+            500: components["responses"]["ServerError"];
         };
     };
     revoke: {
@@ -532,7 +559,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `invalid_request`: `token` is missing, or client credentials were sent both ways. */
+            /** @description `invalid_request`: `token` is missing or empty, or client credentials were sent both ways. */
             400: {
                 headers: {
                     "Cache-Control": components["headers"]["Cache-Control"];
@@ -545,6 +572,7 @@ export interface operations {
             401: components["responses"]["InvalidClient"];
             405: components["responses"]["MethodNotAllowedPost"];
             429: components["responses"]["TooManyFailedAttempts"];
+            500: components["responses"]["ServerError"];
         };
     };
     authorizationServerMetadata: {
@@ -578,8 +606,11 @@ export interface operations {
                     Allow: string;
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
             };
+            500: components["responses"]["ServerError"];
         };
     };
 }

@@ -1389,30 +1389,57 @@ export interface components {
             nextCursor: string | null;
         };
         /**
-         * @description `schedule`: publish at `date` (required). `now`: publish as soon as possible (`date` is
-         *     ignored). `draft`: save without publishing (a `date`, when given, is kept as
-         *     `scheduledAt`).
-         * @enum {string}
+         * @description A union discriminated by `type`: `schedule` requires `date`; `now` and `draft` take it
+         *     optionally. Either way, the posts come in one of two forms, and exactly one must match: the
+         *     single-content form sends the same content to every channel in `channelIds`; the per-channel
+         *     form gives each channel its own item in `posts`. Mixing fields of both forms, or sending a
+         *     field neither declares, is refused with `400`.
+         *
+         *     **`date` and `scheduledAt`.** The time to publish is named `date` here, as in the API this
+         *     one continues, and `scheduledAt` on a post and on every other operation (the time the post is
+         *     scheduled for, which is what `date` becomes). A create request with `scheduledAt` is refused
+         *     with `400`, not read as `date`.
          */
-        CreatePostType: "schedule" | "now" | "draft";
+        CreatePostRequest: components["schemas"]["CreateScheduledPost"] | components["schemas"]["CreateUnscheduledPost"];
         /**
-         * @description One of two forms; exactly one must match. The single-content form sends the same content
-         *     to every channel in `channelIds`; the per-channel form gives each channel its own item in
-         *     `posts`. Mixing fields of both forms is refused with `400`.
+         * Scheduled
+         * @description Published at `date`, in the single-content or the per-channel form.
          */
-        CreatePostRequest: components["schemas"]["CreatePostSingleContent"] | components["schemas"]["CreatePostPerChannel"];
+        CreateScheduledPost: {
+            /**
+             * @description `schedule`: publish at `date`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "schedule";
+            /**
+             * Format: date-time
+             * @description When to publish; more than 1 minute in the past is refused with `422`. Becomes the post's `scheduledAt`.
+             * @example 2026-12-01T09:30:00.000Z
+             */
+            date: string;
+        } & (components["schemas"]["CreatePostSingleContent"] | components["schemas"]["CreatePostPerChannel"]);
+        /**
+         * Now or draft
+         * @description Published as soon as possible (`now`) or saved unpublished (`draft`), in the single-content or the per-channel form.
+         */
+        CreateUnscheduledPost: {
+            /**
+             * @description `now`: publish as soon as possible. `draft`: save without publishing. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "now" | "draft";
+            /**
+             * Format: date-time
+             * @description `draft`: kept as the post's `scheduledAt` (a time you plan to publish at). `now`: ignored.
+             * @example 2026-12-01T09:30:00.000Z
+             */
+            date?: string;
+        } & (components["schemas"]["CreatePostSingleContent"] | components["schemas"]["CreatePostPerChannel"]);
         /**
          * Single content
          * @description The same content and media for every channel; no provider settings (for YouTube and TikTok use the per-channel form).
          */
         CreatePostSingleContent: {
-            type: components["schemas"]["CreatePostType"];
-            /**
-             * Format: date-time
-             * @description When to publish. Required when `type` is `schedule`; more than 1 minute in the past is refused with `422`.
-             * @example 2026-12-01T09:30:00.000Z
-             */
-            date?: string;
             /** @description The text of every post. */
             content: string;
             /** @description The target channels; one post is created per channel. */
@@ -1425,13 +1452,6 @@ export interface components {
          * @description One item per channel, each with its own content, media and settings.
          */
         CreatePostPerChannel: {
-            type: components["schemas"]["CreatePostType"];
-            /**
-             * Format: date-time
-             * @description When to publish. Required when `type` is `schedule`; more than 1 minute in the past is refused with `422`.
-             * @example 2026-12-01T09:30:00.000Z
-             */
-            date?: string;
             posts: components["schemas"]["PostItem"][];
         };
         /** @description The post for one channel. */
@@ -2354,6 +2374,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2465,6 +2487,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2554,6 +2578,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2595,6 +2621,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

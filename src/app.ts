@@ -1,14 +1,12 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import express, { type Express } from 'express';
 import { sql } from 'kysely';
 import { pinoHttp } from 'pino-http';
 import { newId } from './core/ids.js';
 import { redactUrl } from './core/logger.js';
-import { projectPath } from './core/project-files.js';
 import { localFileRoutes } from './media/local-file-routes.js';
 import { LocalMediaStorage } from './media/local-storage.js';
 import type { MediaContext } from './media/storage.js';
+import { servedContract } from './http/served-contract.js';
 import { createOAuthApi } from './oauth/api.js';
 import { CsrfTokens } from './pages/csrf.js';
 import { BrowserCookies } from './pages/visitor.js';
@@ -17,9 +15,6 @@ import { sandboxNetwork } from './providers/sandbox/network.js';
 import { createPublicApi } from './public-api.js';
 import type { WebhookManagement } from './webhooks/management.js';
 import { createWebApp, pagePrelude } from './web/routes.js';
-
-const OPENAPI_DIR = projectPath('openapi');
-export const DOCS_DIR = projectPath('dist', 'docs');
 
 /** Builds the HTTP application from the service's context; it holds no global state. */
 export function createApp(ctx: MediaContext & PostsContext & { webhooks: WebhookManagement }, options: { sandboxKey: Buffer }): Express {
@@ -62,9 +57,7 @@ export function createApp(ctx: MediaContext & PostsContext & { webhooks: Webhook
     }
   });
 
-  app.use('/openapi', express.static(OPENAPI_DIR, { index: false, extensions: ['yaml'] }));
-  app.get(['/docs', '/docs/public-v1'], (_req, res) => sendDocs(res, 'public-v1.html'));
-  app.get('/docs/oauth', (_req, res) => sendDocs(res, 'oauth.html'));
+  app.use(servedContract(ctx.config.publicUrl));
 
   if (ctx.storage instanceof LocalMediaStorage) app.use(localFileRoutes(ctx, ctx.storage));
 
@@ -87,26 +80,4 @@ function strictTransportSecurity(): express.RequestHandler {
     res.setHeader('Strict-Transport-Security', 'max-age=31536000');
     next();
   };
-}
-
-// The Redoc page is self-contained but its "powered by" badge points at a CDN; readers of a
-// self-hosted installation's docs should not be announced to third parties, so only this origin loads.
-const DOCS_CSP = [
-  "default-src 'self'",
-  "script-src 'self' 'unsafe-inline'",
-  "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data:",
-  "font-src 'self' data:",
-  "worker-src 'self' blob:",
-  "frame-ancestors 'none'",
-].join('; ');
-
-function sendDocs(res: express.Response, file: string): void {
-  const full = path.join(DOCS_DIR, file);
-  res.setHeader('Content-Security-Policy', DOCS_CSP);
-  if (!fs.existsSync(full)) {
-    res.status(404).type('text/plain').send('The API reference has not been built: run `npm run docs`.');
-    return;
-  }
-  res.sendFile(full);
 }

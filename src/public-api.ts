@@ -10,6 +10,7 @@ import { contractRouter } from './http/contract-router.js';
 import { publicApiErrors } from './http/error-envelope.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { refuseUnstorableText } from './http/storable-text.js';
+import { strictQueryStrings } from './http/query-strings.js';
 import type { PublicHandlers } from './http/typed-routes.js';
 import { mediaOperations } from './media/routes.js';
 import type { MediaContext } from './media/storage.js';
@@ -48,7 +49,7 @@ export function createPublicApi(ctx: MediaContext & PostsContext & { webhooks: W
     specFile: SPEC_FILES.publicV1,
     validates: (path) => path.startsWith(`${PUBLIC_API_BASE}/`),
     handlesErrors: (path) => path === PUBLIC_API_BASE || path.startsWith(`${PUBLIC_API_BASE}/`),
-    before: [[PUBLIC_API_BASE, authenticateAndLimit(authenticator, limiter), express.json({ limit: '1mb' })]],
+    before: [[PUBLIC_API_BASE, authenticateAndLimit(authenticator, limiter), strictQueryStrings(SPEC_FILES.publicV1), express.json({ limit: '1mb' })]],
     after: [[PUBLIC_API_BASE, refuseUnstorableText()]],
     // allErrors: an integrator fixes every problem of a request in one round trip (the envelope keeps
     // the first few); bodies are capped at 1 MB and arrays by the contract, so the extra work is bounded.

@@ -79,7 +79,8 @@ describe('POST /public/v1/posts: the two forms', () => {
         provider: 'sandbox',
         content: 'Doors open at 9',
         mediaIds: [media.image],
-        settings: null,
+        // The same defaults the per-channel form stores for a sandbox item without settings.
+        settings: { __type: 'sandbox', outcome: 'published' },
         status: 'scheduled',
         scheduledAt: NOW,
         publishedAt: null,

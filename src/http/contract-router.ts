@@ -1,4 +1,5 @@
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response, type Router } from 'express';
+import { NotFoundError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { builtOnFirstUse } from './built-on-first-use.js';
 import { isInstant } from './instant.js';
@@ -52,10 +53,17 @@ function headValidatedAsGet(validation: RequestHandler): RequestHandler {
  * validator configured in one place, every operation mounted by its operationId, and one error handler.
  */
 export function contractRouter<Extra>(options: ContractRouterOptions<Extra>): Router {
-  // Paths match in their exact case only: the validator skips any path it does not own, so a
-  // case-insensitive route would reach a handler with unchecked input.
-  const router = express.Router({ caseSensitive: true });
+  // Paths match exactly, in their case and without a trailing slash (`/posts/` is not `/posts`): the
+  // validator skips any path it does not own, so a looser route would reach a handler with unchecked input.
+  const router = express.Router({ caseSensitive: true, strict: true });
   for (const [path, ...handlers] of options.before ?? []) router.use(path, ...handlers);
+  // The validator reads `/posts/` as `/posts`: refuse it before, so one path names one operation.
+  router.use((req, _res, next) => {
+    if (req.path.length > 1 && req.path.endsWith('/') && options.validates(req.path)) {
+      return next(new NotFoundError(`There is no operation at ${req.method} ${req.path}.`));
+    }
+    next();
+  });
 
   const validation = builtOnFirstUse(async () =>
     (await import('express-openapi-validator')).middleware({
@@ -92,6 +100,11 @@ export function contractRouter<Extra>(options: ContractRouterOptions<Extra>): Ro
   for (const [path, ...handlers] of options.after ?? []) router.use(path, ...handlers);
 
   mountOperations(router, options.specFile, options.handlers, options.extra);
+  // A path the validator let through that no operation matches ends here, in the contract's envelope.
+  router.use((req, _res, next) => {
+    if (!options.validates(req.path)) return next();
+    next(new NotFoundError(`There is no operation at ${req.method} ${req.path}.`));
+  });
 
   router.use(((error, req, res, next) => {
     if (!options.handlesErrors(req.path)) return next(error);

@@ -71,7 +71,19 @@ const FORMAT_MESSAGES: Record<string, string> = {
 
 function messageOf(violation: Violation): string {
   const format = keyword(violation) === 'format' ? /format "([^"]+)"/.exec(violation.message ?? '')?.[1] : undefined;
+  // A property no form of the body declares: the same words whether a closed object or a union found it.
+  if (keyword(violation) === 'unevaluatedProperties') return 'must NOT have additional properties';
+  // Ajv says `value of tag "type" must be in oneOf`; the detail's path already names the property.
+  if (keyword(violation) === 'discriminator') {
+    return /must be in oneOf/.test(violation.message ?? '') ? 'must be equal to one of the allowed values' : (violation.message ?? '').replace(/^.*tag "[^"]+" /, '');
+  }
   return (format && FORMAT_MESSAGES[format]) ?? violation.message ?? 'is not valid';
+}
+
+/** Where the violation is; a union's discriminator is reported on the object, so the path names its property. */
+function pathOf(violation: Violation): string {
+  const tag = keyword(violation) === 'discriminator' ? /tag "([^"]+)"/.exec(violation.message ?? '')?.[1] : undefined;
+  return tag ? `${violation.path ?? ''}/${tag}` : (violation.path ?? '');
 }
 
 const keyword = (violation: Violation) => violation.errorCode?.replace(/\.openapi\.validation$/, '');
@@ -80,28 +92,31 @@ const parentOf = (path: string) => path.slice(0, Math.max(0, path.lastIndexOf('/
 /**
  * Turns the validator's violations into the details an integrator can act on. When a value must match
  * one of several forms (a `oneOf`), the schema validator reports why it failed every form, including
- * "required property" and "additional property" complaints that only say the value is not the other
- * form. Those are dropped when anything more specific remains, along with the summary lines
- * ("must match exactly one schema", "must match then schema") and repeats. A requirement that comes
- * from a condition (`if`/`then`, e.g. `date` when `type` is `schedule`) is kept: Ajv reports it
- * immediately before the failed `if` of the object it belongs to.
+ * "required property" and "additional (or unevaluated) property" complaints that only say the value is
+ * not the other form. Those are dropped when anything more specific remains, along with the summary
+ * lines ("must match exactly one schema", "must match then schema") and repeats. Ajv reports a form's
+ * complaints before the `oneOf` that failed them, and the object's own rules (e.g. `date` required
+ * when `type` is `schedule`, or a conditional `then`) after it or beside an `if`: those are kept.
  */
 export function violationDetails(violations: Violation[]): ErrorDetail[] {
-  const alternatives = new Set(violations.filter((v) => keyword(v) === 'oneOf').map((v) => v.path ?? ''));
   const isSummary = (v: Violation) => keyword(v) === 'oneOf' || keyword(v) === 'if';
-  const isConditional = (v: Violation, next: Violation | undefined) =>
-    keyword(v) === 'required' && next !== undefined && keyword(next) === 'if' && next.path === parentOf(v.path ?? '');
-  const choosesForm = (v: Violation, next: Violation | undefined) =>
-    (keyword(v) === 'required' || keyword(v) === 'additionalProperties') &&
-    alternatives.has(parentOf(v.path ?? '')) &&
-    !isConditional(v, next);
-  let chosen = violations.filter((v, i) => !isSummary(v) && !choosesForm(v, violations[i + 1]));
-  if (chosen.length === 0) chosen = violations.filter((v) => !isSummary(v) && keyword(v) !== 'additionalProperties');
+  const isExtraProperty = (v: Violation) => keyword(v) === 'additionalProperties' || keyword(v) === 'unevaluatedProperties';
+  const isConditional = (v: Violation, i: number) => {
+    const next = violations[i + 1];
+    return keyword(v) === 'required' && next !== undefined && keyword(next) === 'if' && next.path === parentOf(v.path ?? '');
+  };
+  const failsOneOf = (v: Violation, after: number) =>
+    violations.slice(after).some((other) => keyword(other) === 'oneOf' && other.path === parentOf(v.path ?? ''));
+  // An unevaluated property is one no form claimed, because every form failed: reported after the oneOf.
+  const choosesForm = (v: Violation, i: number) =>
+    keyword(v) === 'unevaluatedProperties' ? failsOneOf(v, 0) : (keyword(v) === 'required' || isExtraProperty(v)) && failsOneOf(v, i + 1) && !isConditional(v, i);
+  let chosen = violations.filter((v, i) => !isSummary(v) && !choosesForm(v, i));
+  if (chosen.length === 0) chosen = violations.filter((v) => !isSummary(v) && !isExtraProperty(v));
   if (chosen.length === 0) chosen = violations;
   const seen = new Set<string>();
   const details: ErrorDetail[] = [];
   for (const violation of chosen) {
-    const detail = { path: detailPath(violation.path ?? ''), message: messageOf(violation) };
+    const detail = { path: detailPath(pathOf(violation)), message: messageOf(violation) };
     const key = `${detail.path}\n${detail.message}`;
     if (seen.has(key)) continue;
     seen.add(key);

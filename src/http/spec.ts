@@ -18,6 +18,7 @@ export interface OperationRoute {
  */
 export function readSpecForValidator(specFile: string): object {
   const document = readSpec(specFile) as object;
+  wrapDiscriminatedBodies(document);
   const strip = (node: unknown): void => {
     if (Array.isArray(node)) node.forEach(strip);
     else if (node && typeof node === 'object') {
@@ -32,6 +33,32 @@ export function readSpecForValidator(specFile: string): object {
 }
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
+
+/**
+ * express-openapi-validator decides a request body that is itself a discriminated union on its own,
+ * by the mapping's keys or else the branches' schema names, never by the branches' `const`/`enum`;
+ * with the mapping gone it would refuse every real value (`schedule` is no schema's name). Wrapped in
+ * an `allOf`, such a body is one schema for Ajv, whose `discriminator` reads the branches' values.
+ */
+function wrapDiscriminatedBodies(document: object): void {
+  type Schema = { $ref?: string; discriminator?: unknown };
+  const spec = document as {
+    paths?: Record<string, Partial<Record<string, { requestBody?: { content?: Record<string, { schema?: Schema }> } }>>>;
+  };
+  const target = (ref: string): Schema | undefined =>
+    ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce<unknown>((at, key) => (at as Record<string, unknown> | undefined)?.[key], document) as Schema | undefined;
+  for (const item of Object.values(spec.paths ?? {})) {
+    for (const method of METHODS) {
+      for (const media of Object.values(item[method]?.requestBody?.content ?? {})) {
+        const ref = media.schema?.$ref;
+        if (ref && target(ref)?.discriminator) media.schema = { allOf: [{ $ref: ref }] } as Schema;
+      }
+    }
+  }
+}
 
 /** Every operation of a spec, by operationId. */
 export function readOperationRoutes(specFile: string): Map<string, OperationRoute> {

@@ -6,6 +6,8 @@ import { ValidationError, type ErrorDetail } from '../core/errors.js';
 const NUL = /\u0000/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+const PROTOTYPE_NAMES = new Set(Object.getOwnPropertyNames(Object.prototype));
+
 // As in the validator's answers: the first few problems; fixing them reveals the rest.
 const MAX_DETAILS = 20;
 
@@ -39,6 +41,10 @@ export function unstorableText(value: unknown, path: string): ErrorDetail[] {
         const child = at ? `${at}.${key}` : key;
         const message = problemOf(key);
         if (message) details.push({ path: child, message: `its name ${message}` });
+        // No schema declares a property named like a member of Object.prototype (`__proto__`,
+        // `constructor`, …), but a union's unevaluated-property check lets one through (Ajv notes the
+        // properties it saw in a plain object, where those names are always "seen"): refused here.
+        else if (PROTOTYPE_NAMES.has(key)) details.push({ path: child, message: 'must NOT have additional properties' });
         else pending.push([item, child]);
       }
     }

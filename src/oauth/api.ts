@@ -1,6 +1,7 @@
 import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
 import type { components } from '../../generated/oauth.js';
 import { SPEC_FILES } from '../core/contract.js';
+import { NotFoundError } from '../core/errors.js';
 import { clientAddress } from '../http/client-address.js';
 import type { AppContext } from '../http/context.js';
 import { contractRouter } from '../http/contract-router.js';
@@ -52,6 +53,8 @@ function describeViolation(violation: Violation | undefined): string {
         : `The ${parameter} parameter must be a single string value (parameters must not be repeated).`;
     case 'maxLength':
       return `The ${parameter} parameter is too long.`;
+    case 'minLength':
+      return `The ${parameter} parameter is empty.`;
     default:
       return 'The request is not valid.';
   }
@@ -67,6 +70,9 @@ function oauthErrors(ctx: AppContext): ErrorRequestHandler {
       const description =
         'type' in error && error.type === 'entity.too.large' ? 'The request body is too large.' : 'The request body could not be read as JSON or form parameters.';
       return sendOAuthError(res, new OAuthError('invalid_request', description));
+    }
+    if (error instanceof NotFoundError) {
+      return sendOAuthError(res, new OAuthError('invalid_request', `There is no OAuth endpoint at ${req.path}.`, 404));
     }
     if (isValidatorError(error) && error.status < 500) {
       if (error.status === 405) {

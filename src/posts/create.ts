@@ -154,7 +154,7 @@ function newPostRow(
     channel_id: post.channel.id,
     content: post.content,
     media_ids: JSON.stringify(post.mediaIds),
-    settings: post.settings === null ? null : JSON.stringify(post.settings),
+    settings: JSON.stringify(post.settings),
     status: timing.status,
     scheduled_at: timing.scheduledAt,
     created_at: now,

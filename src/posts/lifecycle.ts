@@ -76,7 +76,7 @@ export async function editPost(ctx: PostsContext, organizationId: string, postId
       edited = await updatePost(trx, organizationId, postId, {
         ...(changes.content === undefined ? {} : { content: result.content }),
         ...(changes.mediaIds === undefined ? {} : { media_ids: JSON.stringify(result.mediaIds) }),
-        ...(changes.settings === undefined ? {} : { settings: result.settings === null ? null : JSON.stringify(result.settings) }),
+        ...(changes.settings === undefined ? {} : { settings: JSON.stringify(result.settings) }),
         updated_at: now,
       });
       await recordPostEvent(trx, edited, 'edited', now);

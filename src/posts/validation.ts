@@ -21,8 +21,8 @@ export interface CheckedPost {
   paths: ItemPaths;
   content: string;
   mediaIds: string[];
-  /** With the defaults filled in; `null` when none were sent (allowed for the sandbox only). */
-  settings: ProviderSettings | null;
+  /** With the defaults filled in, also when none were sent (allowed where the network needs none). */
+  settings: ProviderSettings;
 }
 
 export interface CheckDependencies {
@@ -113,7 +113,8 @@ export async function checkDrafts(
         paths,
         content: draft.content,
         mediaIds: draft.mediaIds,
-        settings: draft.settings ? network.withDefaults(draft.settings as SettingsOf<typeof channel.provider>) : null,
+        // A network that needs no settings gets its defaults either way, so both create forms store the same.
+        settings: network.withDefaults((draft.settings ?? { __type: channel.provider }) as SettingsOf<typeof channel.provider>),
       });
     }
   }

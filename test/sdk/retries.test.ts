@@ -141,6 +141,24 @@ describe('retries', () => {
     expect(received).toHaveLength(1);
   });
 
+  it('fails fast by default on a Retry-After beyond 10 s, and lets the client or one call raise or lower the cap', async () => {
+    answer({ status: 429, headers: { 'Retry-After': '42' }, body: envelope('rate_limited', { retryAfter: 42 }) });
+    const started = Date.now();
+    const error = await failureOf(new Service(KEY, origin).channels());
+    expect(error).toMatchObject({ status: 429, retryAfter: 42 });
+    expect(received).toHaveLength(1);
+    expect(Date.now() - started).toBeLessThan(2_000);
+
+    answer({ status: 429, headers: { 'Retry-After': '1' }, body: envelope('rate_limited', { retryAfter: 1 }) });
+    await failureOf(new Service(KEY, origin).channels({ maxRetryAfter: 0 }));
+    expect(received).toHaveLength(1);
+
+    answer({ status: 429, headers: { 'Retry-After': '1' }, body: envelope('rate_limited', { retryAfter: 1 }) }, { status: 200, body: CHANNELS });
+    await expect(new Service(KEY, origin, { maxRetryAfter: 0 }).channels({ maxRetryAfter: 5 })).resolves.toEqual(CHANNELS);
+    expect(received).toHaveLength(2);
+    expect(() => new Service(KEY, origin, { maxRetryAfter: -1 })).toThrow(TypeError);
+  });
+
   it('reports a network failure as status 0, after retrying it', async () => {
     answer({ drop: true });
     const error = await failureOf(new Service(KEY, origin, { maxRetries: 1 }).channels());
@@ -189,7 +207,7 @@ describe('retries', () => {
   it('stops waiting when the caller aborts, with the caller’s reason', async () => {
     answer({ status: 503, headers: { 'Retry-After': '30' }, body: envelope('internal') });
     const controller = new AbortController();
-    const call = new Service(KEY, origin).channels({ signal: controller.signal });
+    const call = new Service(KEY, origin, { maxRetryAfter: 60 }).channels({ signal: controller.signal });
     await new Promise((resolve) => setTimeout(resolve, 100));
     controller.abort(new Error('the user went away'));
     await expect(call).rejects.toThrow('the user went away');

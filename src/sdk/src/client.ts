@@ -44,7 +44,7 @@ import { verifyWebhook, type WebhookHeaders } from './webhooks.js';
 export const DEFAULT_ORIGIN = 'http://localhost:3000';
 
 const DEFAULT_MAX_RETRIES = 2;
-const DEFAULT_MAX_RETRY_AFTER_SECONDS = 60;
+const DEFAULT_MAX_RETRY_AFTER_SECONDS = 10;
 
 /** Options of a {@link Service} client. */
 export interface ServiceOptions {
@@ -54,8 +54,9 @@ export interface ServiceOptions {
    */
   maxRetries?: number;
   /**
-   * The longest `Retry-After` the client waits for, in seconds (default 60). When the server asks
-   * for a longer wait, the call fails at once with a {@link ServiceError} whose `retryAfter` says how long.
+   * The longest `Retry-After` the client waits for, in seconds (default 10, so a script fails fast).
+   * When the server asks for a longer wait, the call fails at once with a {@link ServiceError} whose
+   * `retryAfter` says how long. Raise it for jobs that would rather wait; each call can override it.
    */
   maxRetryAfter?: number;
   /** The `fetch` requests are sent with (default `globalThis.fetch`), e.g. to add a proxy or logging. */
@@ -68,6 +69,8 @@ export interface ServiceOptions {
 export interface RequestOptions {
   /** Retries for this call, instead of the client's `maxRetries`. */
   maxRetries?: number;
+  /** The longest `Retry-After` this call waits for, in seconds, instead of the client's `maxRetryAfter`. */
+  maxRetryAfter?: number;
   /** Aborts the call (and any wait between retries); the call then rejects with the signal's reason. */
   signal?: AbortSignal;
   /** Extra headers for this call. */
@@ -110,6 +113,11 @@ function checkRetries(value: number, name: string): number {
   return value;
 }
 
+function checkRetryAfter(value: number): number {
+  if (!(value >= 0)) throw new TypeError(`maxRetryAfter must be a number of seconds ≥ 0, not ${value}.`);
+  return value;
+}
+
 /**
  * The client of the Public API (`/public/v1`) of one installation.
  *
@@ -148,8 +156,7 @@ export default class Service {
     if (!URL.canParse(base)) throw new TypeError(`new Service(keyOrToken, origin): "${base}" is not a URL.`);
     this.origin = base.replace(/\/+$/, '');
     this.maxRetries = checkRetries(options.maxRetries ?? DEFAULT_MAX_RETRIES, 'maxRetries');
-    this.maxRetryAfter = options.maxRetryAfter ?? DEFAULT_MAX_RETRY_AFTER_SECONDS;
-    if (!(this.maxRetryAfter >= 0)) throw new TypeError(`maxRetryAfter must be a number of seconds ≥ 0, not ${options.maxRetryAfter}.`);
+    this.maxRetryAfter = checkRetryAfter(options.maxRetryAfter ?? DEFAULT_MAX_RETRY_AFTER_SECONDS);
     this.fetchRequest = options.fetch ?? ((request) => globalThis.fetch(request));
     const credential = `Bearer ${keyOrToken.trim()}`;
     this.api = createClient<paths>({ baseUrl: this.origin, headers: options.headers });
@@ -176,7 +183,7 @@ export default class Service {
       sendWithRetries(request, {
         fetch: this.fetchRequest,
         maxRetries,
-        maxRetryAfter: this.maxRetryAfter,
+        maxRetryAfter: checkRetryAfter(options?.maxRetryAfter ?? this.maxRetryAfter),
         replayable,
         expectJson,
       });

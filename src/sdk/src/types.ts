@@ -54,10 +54,19 @@ export type PostEventPage = Schemas['PostEventPage'];
 export type PostHistoryQuery = NonNullable<operations['getPostHistory']['parameters']['query']>;
 
 /** What happens to created posts: `schedule` (at `date`), `now` or `draft`. */
-export type CreatePostType = Schemas['CreatePostType'];
+export type CreatePostType = CreatePostRequest['type'];
 
-/** The body of `Service.createPost`: the single-content form or the per-channel form. */
+/**
+ * The body of `Service.createPost`, discriminated by `type`: `schedule` requires `date`, `now` and
+ * `draft` take it optionally; each in the single-content or the per-channel form.
+ */
 export type CreatePostRequest = Schemas['CreatePostRequest'];
+
+/** `type: 'schedule'` with its `date`, in either form. */
+export type CreateScheduledPost = Schemas['CreateScheduledPost'];
+
+/** `type: 'now'` or `'draft'`, in either form. */
+export type CreateUnscheduledPost = Schemas['CreateUnscheduledPost'];
 
 /** The single-content form: the same `content` and `mediaIds` for every channel of `channelIds`. */
 export type CreatePostSingleContent = Schemas['CreatePostSingleContent'];

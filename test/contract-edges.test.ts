@@ -1,0 +1,210 @@
+import fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseYaml, SPEC_FILES } from '../src/core/contract.js';
+import { createChannel, createOrganization, insertPost, type TestOrganization } from './support/fixtures.js';
+import { json } from './support/http.js';
+import { POSTS_TEST_ENV, send } from './support/posts.js';
+import { startTestServer, type TestServer } from './support/server.js';
+import { createOAuthApp, tokenRequest } from './support/oauth.js';
+
+/**
+ * The edges where a standards-following client and the contract must agree with the server: how a
+ * query string is read, which paths exist, and what the OAuth endpoints answer at their limits.
+ */
+
+let server: TestServer;
+let org: TestOrganization;
+
+beforeAll(async () => {
+  server = await startTestServer({ env: POSTS_TEST_ENV });
+  server.setNow('2026-11-21T12:00:00.000Z');
+  org = await createOrganization(server.ctx.db, 'Edges');
+});
+afterAll(() => server?.close());
+
+async function get(path: string) {
+  const response = await send(server, org.auth, 'GET', path);
+  return { status: response.status, body: await json(response) };
+}
+
+describe('query strings are read as RFC 3986 says', () => {
+  it('takes an unencoded + in a date offset as a plus, as allowReserved promises', async () => {
+    const channel = await createChannel(server.ctx.db, org.id, 'sandbox');
+    const post = await insertPost(server.ctx.db, { organizationId: org.id, channelId: channel.id, status: 'scheduled', scheduledAt: '2026-12-01T08:30:00.000Z' });
+
+    const inside = await get('/public/v1/posts?from=2026-12-01T09:00:00+01:00&to=2026-12-01T10:00:00+01:00');
+    expect(inside.status, JSON.stringify(inside.body)).toBe(200);
+    expect(inside.body.data.map((p: { id: string }) => p.id)).toEqual([post]);
+
+    // The same instant written with an encoded plus means the same thing.
+    const encoded = await get('/public/v1/posts?from=2026-12-01T09%3A00%3A00%2B01%3A00&to=2026-12-01T09:29:00%2B01:00');
+    expect(encoded.status).toBe(200);
+    expect(encoded.body.data).toEqual([]);
+  });
+
+  it('takes only plain decimal integers', async () => {
+    for (const limit of ['0x10', '1e1', '3.0', ' 5', '+5', '5 ', '']) {
+      const answer = await get(`/public/v1/posts?limit=${encodeURIComponent(limit)}`);
+      expect(answer.status, `limit=${limit}`).toBe(400);
+      expect(answer.body.error.code).toBe('validation_failed');
+      expect(answer.body.error.details.map((d: { path: string }) => d.path)).toContain('query.limit');
+    }
+    expect((await get('/public/v1/posts?limit=7')).status).toBe(200);
+  });
+
+  it('says so when a single-valued parameter is repeated, and takes repeated array parameters', async () => {
+    const repeated = await get('/public/v1/posts?limit=5&limit=6');
+    expect(repeated.status).toBe(400);
+    expect(repeated.body.error.details).toContainEqual({ path: 'query.limit', message: 'must be given once; it was given 2 times' });
+
+    const statuses = await get('/public/v1/posts?status=draft&status=scheduled');
+    expect(statuses.status, JSON.stringify(statuses.body)).toBe(200);
+  });
+
+  it('refuses broken percent-encoding with a 400, not a 500', async () => {
+    const broken = await get('/public/v1/posts?from=100%');
+    expect(broken.status).toBe(400);
+    expect(broken.body.error.details[0].message).toMatch(/percent-encoding/);
+  });
+});
+
+describe('paths match exactly', () => {
+  it('answers 404 for a trailing slash instead of aliasing another route', async () => {
+    for (const path of ['/public/v1/posts/', '/public/v1/channels/', '/public/v1/media/']) {
+      const answer = await get(path);
+      expect(answer.status, path).toBe(404);
+      expect(answer.body.error.code).toBe('not_found');
+      expect(answer.body.error.message).toBe(`There is no operation at GET ${path}.`);
+    }
+    const token = await server.fetch('/api/oauth/token/', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+    expect(token.status).toBe(404);
+  });
+});
+
+describe('OAuth endpoints at their edges', () => {
+  it('answers a POST to the metadata with the declared OAuth error body', async () => {
+    const response = await server.fetch('/.well-known/oauth-authorization-server', { method: 'POST' });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe('GET, HEAD');
+    const body = await json(response);
+    expect(body).toEqual({ error: 'invalid_request', error_description: expect.any(String) });
+  });
+
+  it('refuses a revoke request whose token is missing or empty (RFC 7009 §2.1)', async () => {
+    const app = await createOAuthApp(server.ctx.db, org.id);
+    for (const parameters of [{ token: '' }, {}]) {
+      const response = await tokenRequest(server, { ...parameters, client_id: app.clientId, client_secret: app.secret }, { path: '/api/oauth/revoke' });
+      expect(response.status, JSON.stringify(parameters)).toBe(400);
+      expect((await json(response)).error).toBe('invalid_request');
+    }
+    const form = await tokenRequest(server, { token: '', client_id: app.clientId, client_secret: app.secret }, { path: '/api/oauth/revoke', form: true });
+    expect(form.status).toBe(400);
+  });
+});
+
+describe('the served contract', () => {
+  let elsewhere: TestServer;
+  beforeAll(async () => {
+    elsewhere = await startTestServer({ env: { PUBLIC_URL: 'https://scheduler.example.org' } });
+  });
+  afterAll(() => elsewhere?.close());
+
+  it('names the installation’s PUBLIC_URL as the server, in the YAML and in the reference pages', async () => {
+    for (const path of ['/openapi/public-v1.yaml', '/openapi/oauth.yaml', '/docs', '/docs/oauth']) {
+      const response = await elsewhere.fetch(path);
+      expect(response.status, path).toBe(200);
+      const text = await response.text();
+      expect(text, path).toContain('https://scheduler.example.org');
+      expect(text, path).not.toContain('localhost:3000');
+    }
+    const yaml = await (await elsewhere.fetch('/openapi/public-v1.yaml')).text();
+    expect(yaml).toMatch(/servers:\n {2}- url: https:\/\/scheduler\.example\.org\n/);
+  });
+});
+
+describe('the create body, a union discriminated by type', () => {
+  let channel: string;
+  beforeAll(async () => {
+    channel = (await createChannel(server.ctx.db, org.id, 'sandbox', 'Union')).id;
+  });
+  const create = async (body: unknown) => {
+    const response = await send(server, org.auth, 'POST', '/public/v1/posts', body);
+    return { status: response.status, body: await json(response) };
+  };
+
+  it('requires date for schedule and names only that', async () => {
+    const missing = await create({ type: 'schedule', content: 'x', channelIds: [channel] });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.details).toEqual([{ path: 'date', message: "must have required property 'date'" }]);
+    const perChannel = await create({ type: 'schedule', posts: [{ channelId: channel, content: 'x' }] });
+    expect(perChannel.body.error.details).toEqual([{ path: 'date', message: "must have required property 'date'" }]);
+  });
+
+  it('refuses scheduledAt on create instead of reading it as date, and an unknown type', async () => {
+    const renamed = await create({ type: 'schedule', date: '2026-12-01T09:00:00Z', scheduledAt: '2026-12-01T09:00:00Z', content: 'x', channelIds: [channel] });
+    expect(renamed.status).toBe(400);
+    expect(renamed.body.error.details).toEqual([{ path: 'scheduledAt', message: 'must NOT have additional properties' }]);
+
+    const unknown = await create({ type: 'later', content: 'x', channelIds: [channel] });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.details).toEqual([{ path: 'type', message: 'must be equal to one of the allowed values' }]);
+    const untyped = await create({ content: 'x', channelIds: [channel] });
+    expect(untyped.status).toBe(400);
+    expect(untyped.body.error.details).toEqual([{ path: 'type', message: 'must be string' }]);
+  });
+
+  it('refuses a body or settings that are not objects (a union checks the type before its branches)', async () => {
+    for (const body of [[], [{ type: 'now', content: 'x', channelIds: [channel] }]]) {
+      const answer = await create(body);
+      expect(answer.status).toBe(400);
+      expect(answer.body.error.details).toEqual([{ path: 'body', message: 'must be object' }]);
+    }
+    const draft = await create({ type: 'draft', content: 'x', channelIds: [channel] });
+    for (const settings of [0, 'sandbox', [], false]) {
+      const response = await send(server, org.auth, 'PATCH', `/public/v1/posts/${draft.body.data[0].id}`, { settings });
+      expect(response.status, JSON.stringify(settings)).toBe(400);
+      expect((await json(response)).error.details).toEqual([{ path: 'settings', message: 'must be object' }]);
+    }
+  });
+
+  it('refuses a body that mixes both forms', async () => {
+    const mixed = await create({ type: 'now', content: 'x', channelIds: [channel], posts: [{ channelId: channel }] });
+    expect(mixed.status).toBe(400);
+    expect(mixed.body.error.code).toBe('validation_failed');
+  });
+
+  it('stores the same settings from the single-content and the per-channel form', async () => {
+    const single = await create({ type: 'draft', content: 'x', channelIds: [channel] });
+    const perChannel = await create({ type: 'draft', posts: [{ channelId: channel, content: 'x' }] });
+    expect(single.status).toBe(201);
+    expect(perChannel.status).toBe(201);
+    expect(single.body.data[0].settings).toEqual({ __type: 'sandbox', outcome: 'published' });
+    expect(perChannel.body.data[0].settings).toEqual(single.body.data[0].settings);
+  });
+});
+
+describe('property names of Object.prototype', () => {
+  it('are declared nowhere in the contract and refused in any body', async () => {
+    const names = Object.getOwnPropertyNames(Object.prototype);
+    const declared = new Set<string>();
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(walk);
+      else if (node && typeof node === 'object') {
+        for (const [key, value] of Object.entries(node)) {
+          if (key === 'properties' && value && typeof value === 'object') Object.keys(value).forEach((name) => declared.add(name));
+          walk(value);
+        }
+      }
+    };
+    walk(parseYaml(fs.readFileSync(SPEC_FILES.publicV1, 'utf8')));
+    expect(names.filter((name) => declared.has(name))).toEqual([]);
+
+    const channel = (await createChannel(server.ctx.db, org.id, 'sandbox', 'Prototype')).id;
+    for (const name of ['__proto__', 'constructor', 'toString']) {
+      const body = `{"type":"now","content":"x","channelIds":["${channel}"],"${name}":{"polluted":true}}`;
+      const response = await server.fetch('/public/v1/posts', { method: 'POST', headers: { ...org.auth, 'Content-Type': 'application/json' }, body });
+      expect(response.status, name).toBe(400);
+      expect((await json(response)).error.details).toEqual([{ path: name, message: 'must NOT have additional properties' }]);
+    }
+  });
+});
