@@ -207,10 +207,10 @@ export interface components {
         /** @description An RFC 6749 §5.2 error. */
         OAuthError: {
             /**
-             * @description The RFC 6749 error code; see the operation for when each is used.
-             * @enum {string}
+             * @description The RFC 6749 error code; see the operation for when each is used. Extensible, as RFC
+             *     6749 §8.5 allows: handle an unknown code by the HTTP status.
              */
-            error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "server_error";
+            error: string | ("invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "server_error");
             /**
              * @description What went wrong, for the developer. Don't parse it. Printable ASCII without `"` or `\`
              *     (RFC 6749 §5.2), so it is safe to log and to put in a header.

@@ -190,8 +190,10 @@ export interface paths {
         /**
          * Read TikTok analytics
          * @description Account totals and the videos the account published in the last `days` days, newest
-         *     first, with their counters as TikTok reports them now. Page through the videos with
-         *     `cursor`; `account` is the same on every page. Answers `422` for a channel that is not a
+         *     first, with their counters as TikTok reports them now. A paginated list like every other:
+         *     the videos are in `data`, at most `limit` a page (TikTok gives at most 20 per request, so
+         *     20 is the maximum here), and `nextCursor` leads to the next page; `account` is the same on
+         *     every page. Answers `422` for a channel that is not a
          *     TikTok channel or one whose credentials TikTok refuses (the channel is then
          *     `needs_reconnect`), and `502` when TikTok cannot be reached or answers with an error. A
          *     server whose operator configured no TikTok app answers `501` for a TikTok channel.
@@ -1105,12 +1107,16 @@ export interface components {
         /**
          * @description The social network of a channel. Extensible: new providers may be added within v1, so
          *     handle unknown values (for example by showing the channel without provider-specific
-         *     features). `sandbox` is built in: it publishes to a page of this server
-         *     (`/sandbox/releases/{id}`, the post's `releaseUrl`) and lets you try the whole flow without
-         *     a third-party account.
+         *     features); the values this version knows are those of `KnownProvider`. `sandbox` is built
+         *     in: it publishes to a page of this server (`/sandbox/releases/{id}`, the post's
+         *     `releaseUrl`) and lets you try the whole flow without a third-party account.
+         */
+        Provider: components["schemas"]["KnownProvider"] | string;
+        /**
+         * @description The providers of this version of the contract.
          * @enum {string}
          */
-        Provider: "youtube" | "tiktok" | "sandbox";
+        KnownProvider: "youtube" | "tiktok" | "sandbox";
         ConnectionStatus: {
             /**
              * @description Always `true`; an invalid credential is answered `401`.
@@ -1204,10 +1210,15 @@ export interface components {
          *     - `disabled`: a user turned it off in the web app; its scheduled posts fail with
          *       `channel_disabled` at their time.
          *
-         *     More statuses may be added within v1.
+         *     More statuses may be added within v1: treat an unknown one like `disabled` (the channel
+         *     takes no posts).
+         */
+        ChannelStatus: string | components["schemas"]["KnownChannelStatus"];
+        /**
+         * @description The channel statuses of this version of the contract.
          * @enum {string}
          */
-        ChannelStatus: "active" | "needs_reconnect" | "disabled";
+        KnownChannelStatus: "active" | "needs_reconnect" | "disabled";
         ChannelList: {
             data: components["schemas"]["Channel"][];
         };
@@ -1216,11 +1227,8 @@ export interface components {
             /** @description The channel id (`ch_…`). */
             channelId: string;
             provider: components["schemas"]["Provider"];
-            /**
-             * @description The period the limit applies to; `day` is the UTC calendar day. Extensible.
-             * @enum {string}
-             */
-            window: "day";
+            /** @description The period the limit applies to; `day` is the UTC calendar day. Extensible, so other periods may be added within v1. */
+            window: string | "day";
             /** @description Posts the channel may publish per window. */
             limit: number;
             /** @description This channel's posts that are `scheduled`, `publishing` or `published` with a `scheduledAt` in the current window. */
@@ -1273,8 +1281,11 @@ export interface components {
             content: string;
             /** @description The attached media, in order. */
             mediaIds: string[];
-            /** @description The provider settings, with defaults filled in; `null` when the post has none. */
-            settings: components["schemas"]["ProviderSettings"] | null;
+            /**
+             * @description The provider settings as stored, every default filled in. `null` only on sandbox posts
+             *     created by the single-content form before it stored the sandbox's defaults.
+             */
+            settings: components["schemas"]["StoredProviderSettings"] | null;
             status: components["schemas"]["PostStatus"];
             /**
              * Format: date-time
@@ -1507,6 +1518,66 @@ export interface components {
          */
         ProviderSettings: components["schemas"]["YouTubeSettings"] | components["schemas"]["TikTokSettings"] | components["schemas"]["SandboxSettings"];
         /**
+         * @description A post's settings as the server answers them: those sent, with every optional choice the
+         *     request left out filled in with its documented default, so each field below is present.
+         */
+        StoredProviderSettings: components["schemas"]["StoredYouTubeSettings"] | components["schemas"]["StoredTikTokSettings"] | components["schemas"]["StoredSandboxSettings"];
+        /**
+         * YouTube
+         * @description YouTube settings as stored; `tags` is always present.
+         */
+        StoredYouTubeSettings: {
+            /** @constant */
+            __type?: "youtube";
+        } & (components["schemas"]["YouTubeSettings"] & {
+            /** @description The tags sent, `[]` when none were. */
+            tags: string[];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "youtube";
+        });
+        /**
+         * TikTok
+         * @description TikTok settings as stored; every toggle is present.
+         */
+        StoredTikTokSettings: {
+            /** @constant */
+            __type?: "tiktok";
+        } & (components["schemas"]["TikTokSettings"] & {
+            disableComment: boolean;
+            disableDuet: boolean;
+            disableStitch: boolean;
+            brandContentToggle: boolean;
+            brandOrganicToggle: boolean;
+            isAiGenerated: boolean;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "tiktok";
+        });
+        /**
+         * Sandbox
+         * @description Sandbox settings as stored; `outcome` is always present.
+         */
+        StoredSandboxSettings: {
+            /** @constant */
+            __type?: "sandbox";
+        } & (components["schemas"]["SandboxSettings"] & {
+            /** @enum {string} */
+            outcome: "published" | "failed";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "sandbox";
+        });
+        /**
          * YouTube
          * @description How the video is published on YouTube. The post needs exactly one video.
          */
@@ -1531,11 +1602,13 @@ export interface components {
              * @description Keywords. YouTube limits all tags together to 500 characters, counting a comma between
              *     two tags and quotation marks around a tag that contains a space (`422` beyond). Stored
              *     as `[]` when omitted.
+             * @default []
              */
             tags?: string[];
         };
         /**
-         * @description Who can see a TikTok post. Extensible, as TikTok may add levels.
+         * @description Who can see a TikTok post: the levels this version can post with. TikTok may add levels,
+         *     which a later version may offer in `privacyLevelOptions` and accept here.
          * @enum {string}
          */
         TikTokPrivacyLevel: "PUBLIC_TO_EVERYONE" | "MUTUAL_FOLLOW_FRIENDS" | "FOLLOWER_OF_CREATOR" | "SELF_ONLY";
@@ -1557,17 +1630,35 @@ export interface components {
             postMode: "direct" | "inbox";
             /** @description Who can see the post; must be one of the creator's `privacyLevelOptions`, chosen by the user. */
             privacyLevel: components["schemas"]["TikTokPrivacyLevel"];
-            /** @description Turn comments off. Must be `true` when the creator info says `commentDisabled`. Omitted means `false`. */
+            /**
+             * @description Turn comments off. Must be `true` when the creator info says `commentDisabled`. Omitted means `false`.
+             * @default false
+             */
             disableComment?: boolean;
-            /** @description Turn duets off. Must be `true` when the creator info says `duetDisabled`. Omitted means `false`. */
+            /**
+             * @description Turn duets off. Must be `true` when the creator info says `duetDisabled`. Omitted means `false`.
+             * @default false
+             */
             disableDuet?: boolean;
-            /** @description Turn stitches off. Must be `true` when the creator info says `stitchDisabled`. Omitted means `false`. */
+            /**
+             * @description Turn stitches off. Must be `true` when the creator info says `stitchDisabled`. Omitted means `false`.
+             * @default false
+             */
             disableStitch?: boolean;
-            /** @description The post is a paid partnership promoting a third-party brand. Omitted means `false`. */
+            /**
+             * @description The post is a paid partnership promoting a third-party brand. Omitted means `false`.
+             * @default false
+             */
             brandContentToggle?: boolean;
-            /** @description The post promotes the creator's own business. Omitted means `false`. */
+            /**
+             * @description The post promotes the creator's own business. Omitted means `false`.
+             * @default false
+             */
             brandOrganicToggle?: boolean;
-            /** @description The content was generated with AI. Omitted means `false`. */
+            /**
+             * @description The content was generated with AI. Omitted means `false`.
+             * @default false
+             */
             isAiGenerated?: boolean;
         };
         /**
@@ -1582,6 +1673,7 @@ export interface components {
             __type: "sandbox";
             /**
              * @description How publishing ends; `failed` lets you try the failure path. Omitted means `published`.
+             * @default published
              * @enum {string}
              */
             outcome?: "published" | "failed";
@@ -1696,8 +1788,12 @@ export interface components {
              * @description The creator's avatar; the address expires after a few hours, so don't store it.
              */
             creatorAvatarUrl: string | null;
-            /** @description The privacy levels the user may choose from for `privacyLevel`. */
-            privacyLevelOptions: components["schemas"]["TikTokPrivacyLevel"][];
+            /**
+             * @description The privacy levels the user may choose from for `privacyLevel`: those TikTok offers the
+             *     creator that this server can post with. Extensible: a later version may list levels
+             *     TikTok adds, so offer only those your client knows.
+             */
+            privacyLevelOptions: (components["schemas"]["TikTokPrivacyLevel"] | string)[];
             /** @description `true`: the creator turned comments off, so a post must set `disableComment: true`. */
             commentDisabled: boolean;
             /** @description `true`: the creator turned duets off, so a post must set `disableDuet: true`. */
@@ -1720,8 +1816,8 @@ export interface components {
                 likesCount: number;
                 videoCount: number;
             };
-            /** @description Videos published in the period, newest first. */
-            videos: components["schemas"]["TikTokVideo"][];
+            /** @description One page of the videos published in the period, newest first. */
+            data: components["schemas"]["TikTokVideo"][];
             /** @description Pass it as `cursor` for more videos; `null` when there are no more. */
             nextCursor: string | null;
         };
@@ -2219,6 +2315,11 @@ export interface operations {
                  * @example 7
                  */
                 days?: number;
+                /**
+                 * @description The most videos in a page (TikTok's own maximum per request is 20).
+                 * @example 20
+                 */
+                limit?: number;
                 /**
                  * @description The `nextCursor` of the previous page, with the same filters; omit it for the first page.
                  *     Opaque and signed: don't build or change it.

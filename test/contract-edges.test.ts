@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import formats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseYaml, SPEC_FILES } from '../src/core/contract.js';
 import { createChannel, createOrganization, insertPost, type TestOrganization } from './support/fixtures.js';
@@ -206,5 +208,64 @@ describe('property names of Object.prototype', () => {
       expect(response.status, name).toBe(400);
       expect((await json(response)).error.details).toEqual([{ path: name, message: 'must NOT have additional properties' }]);
     }
+  });
+});
+
+describe('extensible enumerations', () => {
+  // The contracts as a client generator sees them: Ajv 2020, every schema by its JSON pointer.
+  const ajv = new Ajv2020({ strict: false, discriminator: true, allErrors: true });
+  formats.default(ajv);
+  ajv.addSchema(parseYaml(fs.readFileSync(SPEC_FILES.publicV1, 'utf8')) as object, 'public');
+  ajv.addSchema(parseYaml(fs.readFileSync(SPEC_FILES.oauth, 'utf8')) as object, 'oauth');
+  const valid = (ref: string, value: unknown) => ajv.validate({ $ref: ref }, value);
+
+  const channel = {
+    id: 'ch_x',
+    provider: 'youtube',
+    name: 'Acme',
+    username: null,
+    picture: null,
+    status: 'active',
+    disabled: false,
+    createdAt: '2026-11-21T12:00:00.000Z',
+  };
+
+  it('take values added after this version in answers: provider, channel status, quota window, OAuth error', () => {
+    expect(valid('public#/components/schemas/Channel', channel)).toBe(true);
+    expect(valid('public#/components/schemas/Channel', { ...channel, provider: 'mastodon', status: 'paused' })).toBe(true);
+    const quota = { channelId: 'ch_x', provider: 'bluesky', window: 'week', limit: 5, used: 0, remaining: 5, resetsAt: '2026-11-22T00:00:00.000Z' };
+    expect(valid('public#/components/schemas/ChannelQuota', quota)).toBe(true);
+    expect(valid('oauth#/components/schemas/OAuthError', { error: 'temporarily_unavailable', error_description: 'Later.' })).toBe(true);
+    // Still typed: a number is no provider.
+    expect(valid('public#/components/schemas/Channel', { ...channel, provider: 7 })).toBe(false);
+  });
+
+  it('stay closed where a client sends them: the server acts only on values it knows', async () => {
+    const connect = await send(server, org.auth, 'POST', '/public/v1/channels/connect', { provider: 'mastodon', returnUrl: 'https://app.example.com/done' });
+    expect(connect.status).toBe(400);
+    expect((await json(connect)).error.details).toEqual([{ path: 'provider', message: expect.stringContaining('must be equal to one of the allowed values') }]);
+  });
+});
+
+describe('answers declare the defaults they always carry', () => {
+  it('requires every defaulted setting in a post’s stored settings, so generated clients see them as present', () => {
+    const spec = parseYaml(fs.readFileSync(SPEC_FILES.publicV1, 'utf8')) as any;
+    const schemas = spec.components.schemas;
+    const required = (name: string) => schemas[name].allOf.flatMap((part: { required?: string[] }) => part.required ?? []);
+    expect(spec.components.schemas.Post.properties.settings.oneOf[0].$ref).toBe('#/components/schemas/StoredProviderSettings');
+    // Every optional request field with a default is required in the stored form.
+    for (const [request, stored] of [['YouTubeSettings', 'StoredYouTubeSettings'], ['TikTokSettings', 'StoredTikTokSettings'], ['SandboxSettings', 'StoredSandboxSettings']] as const) {
+      const defaulted = Object.entries(schemas[request].properties as Record<string, { default?: unknown }>)
+        .filter(([, property]) => property.default !== undefined)
+        .map(([name]) => name);
+      expect(defaulted.length, request).toBeGreaterThan(0);
+      expect(required(stored), stored).toEqual(expect.arrayContaining(defaulted));
+    }
+  });
+
+  it('answers those defaults on posts created without them', async () => {
+    const channel = (await createChannel(server.ctx.db, org.id, 'sandbox', 'Defaults')).id;
+    const created = await send(server, org.auth, 'POST', '/public/v1/posts', { type: 'draft', posts: [{ channelId: channel, content: 'x', settings: { __type: 'sandbox' } }] });
+    expect((await json(created)).data[0].settings).toEqual({ __type: 'sandbox', outcome: 'published' });
   });
 });

@@ -270,15 +270,15 @@ describe('TikTok analytics', () => {
     expect(first.status).toBe(200);
     const page1 = await json(first);
     expect(page1.account).toEqual({ followerCount: 3400, followingCount: tiktok.account.followingCount, likesCount: tiktok.account.likesCount, videoCount: expect.any(Number) });
-    expect(page1.videos).toHaveLength(20);
-    expect(page1.videos[0]).toEqual(expect.objectContaining({ durationSec: expect.any(Number), shareUrl: expect.any(String) }));
-    const times = page1.videos.map((v: { createdAt: string }) => Date.parse(v.createdAt));
+    expect(page1.data).toHaveLength(20);
+    expect(page1.data[0]).toEqual(expect.objectContaining({ durationSec: expect.any(Number), shareUrl: expect.any(String) }));
+    const times = page1.data.map((v: { createdAt: string }) => Date.parse(v.createdAt));
     expect([...times].sort((a, b) => b - a)).toEqual(times);
     expect(page1.nextCursor).toEqual(expect.any(String));
 
     const page2 = await json(await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?days=7&cursor=${encodeURIComponent(page1.nextCursor)}`));
     expect(page2.nextCursor).toBeNull();
-    const all = [...page1.videos, ...page2.videos];
+    const all = [...page1.data, ...page2.data];
     // Every video of the period once, none older than it.
     expect(all).toHaveLength(inPeriod);
     expect(new Set(all.map((v) => v.id)).size).toBe(inPeriod);
@@ -295,6 +295,13 @@ describe('TikTok analytics', () => {
       shareUrl: 'https://www.tiktok.com/@acme/video/23',
       coverImageUrl: 'https://p16.tiktokcdn.example/cover/23.jpeg',
     });
+
+    // `limit` sets the page size, as in every list; TikTok's own maximum (20) is the contract's.
+    const small = await json(await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?days=7&limit=5`));
+    expect(small.data.map((v: { id: string }) => v.id)).toEqual(page1.data.slice(0, 5).map((v: { id: string }) => v.id));
+    const next = await json(await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?days=7&limit=5&cursor=${encodeURIComponent(small.nextCursor)}`));
+    expect(next.data.map((v: { id: string }) => v.id)).toEqual(page1.data.slice(5, 10).map((v: { id: string }) => v.id));
+    expect((await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?limit=21`)).status).toBe(400);
 
     // The cursor belongs to this reading: another period, or a forged one, is refused.
     const otherDays = await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?days=30&cursor=${encodeURIComponent(page1.nextCursor)}`);

@@ -18,10 +18,10 @@ export const SPEC_FILES = {
 type Schemas = components['schemas'];
 
 /** The social networks a channel can belong to. */
-export type Provider = Schemas['Provider'];
+export type Provider = Schemas['KnownProvider'];
 /** Where a post is in its life. */
 export type PostStatus = Schemas['PostStatus'];
-export type ChannelStatus = Schemas['ChannelStatus'];
+export type ChannelStatus = Schemas['KnownChannelStatus'];
 /** The file types media can have, recognised from their bytes. */
 export type MediaContentType = Schemas['MediaContentType'];
 export type MediaKind = Schemas['Media']['kind'];
@@ -56,6 +56,6 @@ function enumValues<Name extends keyof Schemas>(name: Name): readonly Schemas[Na
   return values as Schemas[Name][];
 }
 
-export const PROVIDERS = enumValues('Provider');
+export const PROVIDERS = enumValues('KnownProvider');
 export const POST_STATUSES = enumValues('PostStatus');
 export const MEDIA_CONTENT_TYPES = enumValues('MediaContentType');

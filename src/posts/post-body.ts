@@ -4,6 +4,8 @@ import type { Post } from './tables.js';
 
 export type PostBody = components['schemas']['Post'];
 export type ProviderSettings = components['schemas']['ProviderSettings'];
+/** Settings as stored: what `withDefaults` of the channel's network made of the request's. */
+export type StoredProviderSettings = components['schemas']['StoredProviderSettings'];
 
 /** A post with the provider of its channel, which the contract shows on every post. */
 export type PostRow = Post & { provider: Provider };
@@ -16,7 +18,7 @@ export function toPostBody(post: PostRow): PostBody {
     provider: post.provider,
     content: post.content,
     mediaIds: post.media_ids,
-    settings: (post.settings ?? null) as ProviderSettings | null,
+    settings: (post.settings ?? null) as StoredProviderSettings | null,
     status: post.status,
     scheduledAt: post.scheduled_at?.toISOString() ?? null,
     publishedAt: post.published_at?.toISOString() ?? null,

@@ -4,7 +4,7 @@ import { UnprocessableError, type ErrorDetail } from '../core/errors.js';
 import type { Db } from '../db/database.js';
 import type { Media } from '../media/tables.js';
 import type { CreatorInfo, ItemFacts, ItemPaths, ProviderAdapter, Providers, SettingsOf } from '../providers/provider.js';
-import type { ProviderSettings } from './post-body.js';
+import type { ProviderSettings, StoredProviderSettings } from './post-body.js';
 
 /** One post as a request describes it, before any rule is checked. */
 export interface PostDraft {
@@ -22,7 +22,7 @@ export interface CheckedPost {
   content: string;
   mediaIds: string[];
   /** With the defaults filled in, also when none were sent (allowed where the network needs none). */
-  settings: ProviderSettings;
+  settings: StoredProviderSettings;
 }
 
 export interface CheckDependencies {

@@ -12,6 +12,8 @@ import type { ConnectionAdapter } from './connection.js';
 
 /** A post's settings for the network `P`: the variant of the contract's `ProviderSettings` with `__type: P`. */
 export type SettingsOf<P extends Provider> = Extract<components['schemas']['ProviderSettings'], { __type: P }>;
+/** A network's settings as stored and answered: every optional choice filled in with its default. */
+export type StoredSettingsOf<P extends Provider> = Extract<components['schemas']['StoredProviderSettings'], { __type: P }>;
 
 /** What a network's creator info says an account allows right now (TikTok's creator info). */
 export type CreatorInfo = Omit<components['schemas']['TikTokCreatorInfo'], 'channelId'>;
@@ -35,7 +37,7 @@ export interface AnalyticsPage {
 
 /** Reads an account's analytics from its network: `ProviderError` when the network fails, `UnprocessableError` for the account. */
 export interface AnalyticsSource {
-  analytics(channel: Channel, request: { since: Date; cursor: string | undefined }): Promise<AnalyticsPage>;
+  analytics(channel: Channel, request: { since: Date; limit: number; cursor: string | undefined }): Promise<AnalyticsPage>;
 }
 
 /** Where the parts of one post sit in the request, so each problem names its field. */
@@ -83,7 +85,7 @@ export interface ProviderAdapter<P extends Provider = Provider> {
   /** The problems of one post's settings, every one of them, with the path of the field concerned. */
   settingsProblems(check: SettingsCheck<P>): Promise<ErrorDetail[]>;
   /** The settings as stored and answered: every optional choice with its documented default. */
-  withDefaults(settings: SettingsOf<P>): SettingsOf<P>;
+  withDefaults(settings: SettingsOf<P>): StoredSettingsOf<P>;
   readonly connection?: ConnectionAdapter;
   readonly publishing?: PublishingAdapter;
   readonly creatorInfo?: CreatorInfoSource;

@@ -215,7 +215,7 @@ describe('@service/sdk against the mock: what it sends and decodes', () => {
     expect(analytics).toEqual(example('/public/v1/channels/{id}/tiktok/analytics', 'get', '200', 'analytics'));
     expect(new URL(sent.at(-1)!.url).searchParams.get('days')).toBe('30');
     const videos = await take(client.iterateTiktokVideos('ch_5Hs3Jk8Pq2Rt6Yu1Zx4C'), 10);
-    expect(videos).toEqual(analytics.videos);
+    expect(videos).toEqual(analytics.data);
   });
 
   it('maps the contract’s error examples: 404 on delete, 409 with details, 422 with details', async () => {

@@ -184,7 +184,7 @@ describe('@service/sdk against the real server: answers that depend on its data'
       },
     ]);
     const analytics = await service.tiktokAnalytics(channel.id, { days: 7 });
-    expect(analytics).toMatchObject({ channelId: channel.id, days: 7, nextCursor: null, videos: [{ id: '7300000000000000001', title: 'From the contract', durationSec: 15 }] });
+    expect(analytics).toMatchObject({ channelId: channel.id, days: 7, nextCursor: null, data: [{ id: '7300000000000000001', title: 'From the contract', durationSec: 15 }] });
   });
 
   it('manages a webhook endpoint through every webhook operation, as the contract declares them', async () => {

@@ -229,7 +229,7 @@ describe('list iterators', () => {
     }
   });
 
-  it('iterates media under data and TikTok videos under videos', async () => {
+  it('iterates media and TikTok videos, each list under data', async () => {
     const media = api({
       first: { data: [{ id: 'med_1' }], nextCursor: 'c2' },
       c2: { data: [{ id: 'med_2' }], nextCursor: null },
@@ -240,8 +240,8 @@ describe('list iterators', () => {
     expect(media.requests.map((request) => queryOf(request).get('cursor'))).toEqual([null, 'c2']);
 
     const tiktok = api({
-      first: { account: {}, videos: [{ id: 'vid_1' }], nextCursor: 'c2' },
-      c2: { account: {}, videos: [{ id: 'vid_2' }, { id: 'vid_3' }], nextCursor: null },
+      first: { account: {}, data: [{ id: 'vid_1' }], nextCursor: 'c2' },
+      c2: { account: {}, data: [{ id: 'vid_2' }, { id: 'vid_3' }], nextCursor: null },
     });
     const videoIds: string[] = [];
     for await (const video of tiktok.service.iterateTiktokVideos('ch_tiktok', { days: 30 })) videoIds.push(video.id);

@@ -7,8 +7,6 @@ import type { AnalyticsPage, AnalyticsSource } from '../provider.js';
 import { TikTokError, TikTokUnreachableError, type TikTokApi } from './api.js';
 import type { TikTokTokens } from './tokens.js';
 
-/** TikTok's most videos per `video/list` page. */
-const PAGE_SIZE = 20;
 const VIDEO_FIELDS = 'id,title,video_description,create_time,duration,cover_image_url,share_url,like_count,comment_count,share_count,view_count';
 
 interface UserAnswer {
@@ -48,13 +46,13 @@ export class TikTokAnalytics implements AnalyticsSource {
     private readonly db: Db,
   ) {}
 
-  async analytics(channel: Channel, request: { since: Date; cursor: string | undefined }): Promise<AnalyticsPage> {
+  async analytics(channel: Channel, request: { since: Date; limit: number; cursor: string | undefined }): Promise<AnalyticsPage> {
     try {
       const call = <T>(path: string, body?: unknown) =>
         this.tokens.authorized(channel, (accessToken) => this.api.call<T>(path, body === undefined ? { accessToken, method: 'GET' } : { accessToken, body }));
       const [user, list] = await Promise.all([
         call<UserAnswer>('/v2/user/info/?fields=follower_count,following_count,likes_count,video_count'),
-        call<VideoListAnswer>(`/v2/video/list/?fields=${VIDEO_FIELDS}`, { max_count: PAGE_SIZE, ...(request.cursor ? { cursor: Number(request.cursor) } : {}) }),
+        call<VideoListAnswer>(`/v2/video/list/?fields=${VIDEO_FIELDS}`, { max_count: request.limit, ...(request.cursor ? { cursor: Number(request.cursor) } : {}) }),
       ]);
       const since = request.since.getTime() / 1000;
       const all = list.data.videos ?? [];

@@ -35,9 +35,9 @@ export function tiktokOperations(ctx: ProvidersContext): Pick<PublicHandlers, 't
       const scope = { list: 'tiktok-analytics', binding: { organizationId: principal.organizationId, channelId: channel.id, days } };
       const position = query.cursor === undefined ? undefined : ctx.cursors.decode(scope, query.cursor, readAnalyticsPosition);
       const since = position ? new Date(position.since) : new Date(ctx.clock().getTime() - days * 86_400_000);
-      const page = await source.analytics(channel, { since, cursor: position?.tiktok });
+      const page = await source.analytics(channel, { since, limit: query.limit!, cursor: position?.tiktok });
       const nextCursor = page.next === null ? null : ctx.cursors.encode(scope, { since: since.getTime(), tiktok: page.next });
-      return { status: 200, body: { channelId: channel.id, days, account: page.account, videos: page.videos, nextCursor } };
+      return { status: 200, body: { channelId: channel.id, days, account: page.account, data: page.videos, nextCursor } };
     },
   };
 }

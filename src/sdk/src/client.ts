@@ -494,8 +494,8 @@ export default class Service {
   }
 
   /**
-   * Reads a TikTok account's totals and one page of the videos it published in the last `days`
-   * days (default 7); pass `nextCursor` back as `cursor` for more, or use
+   * Reads a TikTok account's totals and one page (`data`, up to `limit`, default 20) of the videos it
+   * published in the last `days` days (default 7); pass `nextCursor` back as `cursor` for more, or use
    * {@link Service.iterateTiktokVideos}.
    *
    * `GET /public/v1/channels/{id}/tiktok/analytics`
@@ -517,7 +517,7 @@ export default class Service {
   ): AsyncGenerator<TikTokVideo, void, undefined> {
     return paginate(
       (cursor) => this.tiktokAnalytics(channelId, { ...query, cursor }, options),
-      (page) => page.videos,
+      (page) => page.data,
     );
   }
   /**

@@ -4,8 +4,14 @@ import type { components, operations } from './spec.js';
 
 type Schemas = components['schemas'];
 
-/** The social network of a channel: `youtube`, `tiktok` or `sandbox` (more may be added within v1). */
-export type Provider = Schemas['Provider'];
+/**
+ * The social network of a channel: `youtube`, `tiktok` or `sandbox`, or one added within v1 after
+ * this version (the contract declares it extensible, so an unknown value is a string, not an error).
+ */
+export type Provider = KnownProvider | (string & {});
+
+/** The providers this version of the contract knows. */
+export type KnownProvider = Schemas['KnownProvider'];
 
 /** The answer of `Service.isConnected`: the organization the credential acts for and its kind. */
 export type ConnectionStatus = Schemas['ConnectionStatus'];
@@ -15,7 +21,8 @@ export type Channel = Schemas['Channel'];
 
 /** The answer of `Service.channels`: `{ data: Channel[] }`. */
 export type ChannelList = Schemas['ChannelList'];
-export type ChannelStatus = Schemas['ChannelStatus'];
+/** `active`, `needs_reconnect` or `disabled`, or a status added within v1 after this version. */
+export type ChannelStatus = Schemas['KnownChannelStatus'] | (string & {});
 
 /** What `Service.connectChannel` asks: the network, where the user comes back to, and your `state`. */
 export type ConnectChannelRequest = Schemas['ConnectChannelRequest'];
@@ -104,6 +111,12 @@ export type TikTokSettings = Schemas['TikTokSettings'];
 /** Settings of the built-in sandbox provider (`__type: 'sandbox'`), which publishes to a page of the server. */
 export type SandboxSettings = Schemas['SandboxSettings'];
 
+/**
+ * A post's settings as the server answers them (`Post.settings`): what was sent, with every optional
+ * choice filled in with its default, so `tags`, the TikTok toggles and `outcome` are always present.
+ */
+export type StoredProviderSettings = Schemas['StoredProviderSettings'];
+
 /** Who can see a TikTok post. */
 export type TikTokPrivacyLevel = Schemas['TikTokPrivacyLevel'];
 
@@ -128,13 +141,13 @@ export type Upload = Schemas['Upload'];
 /** What a TikTok account allows right now; read it before every TikTok direct post. */
 export type TikTokCreatorInfo = Schemas['TikTokCreatorInfo'];
 
-/** TikTok account totals and one page of recent videos. */
+/** TikTok account totals and one page of recent videos (`data`, with `nextCursor`). */
 export type TikTokAnalytics = Schemas['TikTokAnalytics'];
 
 /** One TikTok video with its counters. */
 export type TikTokVideo = Schemas['TikTokVideo'];
 
-/** The period and page of `Service.tiktokAnalytics`: `days` (1–60, default 7) and `cursor`. */
+/** The period and page of `Service.tiktokAnalytics`: `days` (1–60, default 7), `limit` (1–20, default 20) and `cursor`. */
 export type TikTokAnalyticsQuery = NonNullable<operations['tiktokAnalytics']['parameters']['query']>;
 
 /** A webhook endpoint of the organization (or of your OAuth app). */
