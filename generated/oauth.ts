@@ -26,8 +26,10 @@ export interface paths {
          *     form cannot change it. The server then redirects the browser with `303 See Other`:
          *
          *     - **Approve**: to your redirect URL with `code` and your `state`, byte for byte:
-         *       `https://app.example.org/callback?code=pac_…&state=…`.
+         *       `https://app.example.org/callback?code=pac_…&state=…&iss=http%3A%2F%2Flocalhost%3A3000`.
          *     - **Deny**: with `error=access_denied` and `state`.
+         *
+         *     Every redirect to your URL, error or not, carries `iss`, this server's `issuer` (RFC 9207).
          *
          *     Errors, with `state` when you sent one:
          *
@@ -37,7 +39,7 @@ export interface paths {
          *       nobody can use this endpoint to send users to an address of their choosing.
          *     - Otherwise the browser is redirected (`302`) to your redirect URL with
          *       `error=invalid_request` (a missing `response_type`, a parameter given twice, a
-         *       `code_challenge_method` other than `S256`, or a `code_challenge` that is not 43–128
+         *       `code_challenge` without `code_challenge_method=S256`, or one that is not 43–128
          *       characters of `A–Z a–z 0–9 - . _ ~`) or `error=unsupported_response_type` (a
          *       `response_type` other than `code`), and `error_description`.
          *
@@ -286,6 +288,8 @@ export interface components {
              *     ]
              */
             code_challenge_methods_supported: string[];
+            /** @description `true`: every authorization response carries `iss` (RFC 9207). */
+            authorization_response_iss_parameter_supported: boolean;
             /**
              * Format: uri
              * @description This reference, for humans.
@@ -416,7 +420,8 @@ export interface operations {
                  */
                 code_challenge?: string;
                 /**
-                 * @description `S256`, the only method supported (and the default when `code_challenge` is given). `plain` is refused.
+                 * @description `S256`, the only method supported; required with `code_challenge`. A missing method
+                 *     (which RFC 7636 reads as `plain`) and `plain` are refused with `invalid_request`.
                  * @example S256
                  */
                 code_challenge_method?: string;
@@ -447,7 +452,7 @@ export interface operations {
                 headers: {
                     /**
                      * @description Where the browser goes next.
-                     * @example https://app.example.org/oauth/callback?error=unsupported_response_type&state=9c2f7a1e4b8d4c0f
+                     * @example https://app.example.org/oauth/callback?error=unsupported_response_type&state=9c2f7a1e4b8d4c0f&iss=http%3A%2F%2Flocalhost%3A3000
                      */
                     Location: string;
                     [name: string]: unknown;

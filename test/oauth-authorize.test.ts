@@ -141,6 +141,7 @@ describe('authorize: errors of a known app go back to it', () => {
     expect(`${missing.origin}${missing.pathname}`).toBe(REDIRECT);
     expect(missing.searchParams.get('error')).toBe('invalid_request');
     expect(missing.searchParams.get('state')).toBe('st-1');
+    expect(missing.searchParams.get('iss')).toBe(server.ctx.config.publicUrl);
 
     for (const responseType of ['token', 'id_token', 'code token', 'CODE']) {
       const unsupported = redirectedTo(await browser.get(authorizePath(valid({ response_type: responseType, state: 'st-2' }))));
@@ -152,7 +153,7 @@ describe('authorize: errors of a known app go back to it', () => {
 
   it('answers invalid_request to a parameter given twice', async () => {
     for (const name of ['response_type', 'state', 'code_challenge', 'scope']) {
-      const query = `${new URLSearchParams(valid({ code_challenge: s256('v'.repeat(43)) }))}&${name}=again&${name}=and-again`;
+      const query = `${new URLSearchParams(valid({ code_challenge: s256('v'.repeat(43)), code_challenge_method: 'S256' }))}&${name}=again&${name}=and-again`;
       const url = redirectedTo(await browser.get(authorizePath(query)));
       expect(url.searchParams.get('error')).toBe('invalid_request');
       expect(url.searchParams.get('error_description')).toContain(name);
@@ -183,7 +184,10 @@ describe('authorize: errors of a known app go back to it', () => {
       expect(url.searchParams.get('state')).toBe('pkce');
     }
     expect((await browser.get(authorizePath(valid({ code_challenge: good, code_challenge_method: 'S256' })))).status).toBe(200);
-    expect((await browser.get(authorizePath(valid({ code_challenge: good })))).status).toBe(200);
+    // RFC 7636 reads a missing method as plain: refused, and the description names the method to send.
+    const missing = redirectedTo(await browser.get(authorizePath(valid({ state: 'pkce', code_challenge: good }))));
+    expect(missing.searchParams.get('error')).toBe('invalid_request');
+    expect(missing.searchParams.get('error_description')).toBe('The code_challenge_method parameter is missing; it must be S256.');
   });
 });
 
@@ -259,6 +263,7 @@ describe('authorize: approve and deny', () => {
     expect(url.searchParams.get('state')).toBe('approve-me');
     const code = url.searchParams.get('code')!;
     expect(code).toMatch(/^pac_/);
+    expect(url.searchParams.get('iss')).toBe(server.ctx.config.publicUrl);
     const token = await exchange(server, app, code);
     const connected = await json(await server.fetch('/public/v1/is-connected', { headers: { Authorization: `Bearer ${token}` } }));
     expect(connected.organization.id).toBe(user.id);
@@ -283,7 +288,8 @@ describe('authorize: approve and deny', () => {
     const { form } = await consent(browser, valid({ state: 'no thanks' }));
     const response = await answer(browser, form, 'deny');
     expect(response.status).toBe(303);
-    expect(response.headers.get('location')).toBe(`${REDIRECT}?error=access_denied&state=no%20thanks`);
+    // RFC 9207: the answer names the server that gave it, so an app can refuse a mixed-up one.
+    expect(response.headers.get('location')).toBe(`${REDIRECT}?error=access_denied&state=no%20thanks&iss=${encodeURIComponent(server.ctx.config.publicUrl)}`);
     expect(await codeCount()).toBe(before);
   });
 

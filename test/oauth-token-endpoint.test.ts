@@ -399,6 +399,7 @@ describe('authorization server metadata (RFC 8414)', () => {
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
       revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
       code_challenge_methods_supported: ['S256'],
+      authorization_response_iss_parameter_supported: true,
       service_documentation: `${base}/docs/oauth`,
     });
     const head = await server.fetch('/.well-known/oauth-authorization-server', { method: 'HEAD' });

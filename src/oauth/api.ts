@@ -142,6 +142,7 @@ function operations(ctx: AppContext): OAuthHandlers {
         token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
         revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
         code_challenge_methods_supported: ['S256'],
+        authorization_response_iss_parameter_supported: true,
         service_documentation: `${origin}/docs/oauth`,
       };
       return { status: 200, body: metadata };

@@ -59,7 +59,9 @@ export function checkAuthorizationParameters(query: AuthorizationQuery): Paramet
   if (challenge === undefined && method !== undefined) return fail('invalid_request', 'code_challenge_method was sent without a code_challenge.');
   if (challenge !== undefined) {
     // RFC 9700 §2.1.1: plain offers no protection once the request is seen, so only S256 is accepted.
-    if ((method ?? 'S256') !== 'S256') return fail('invalid_request', 'Only code_challenge_method=S256 is supported.');
+    // RFC 7636 §4.3 reads a missing method as plain: refused too, rather than guessed to be S256.
+    if (method === undefined) return fail('invalid_request', 'The code_challenge_method parameter is missing; it must be S256.');
+    if (method !== 'S256') return fail('invalid_request', 'Only code_challenge_method=S256 is supported.');
     if (!isWellFormedPkceValue(challenge)) {
       return fail('invalid_request', 'The code_challenge must be 43 to 128 characters of A-Z, a-z, 0-9, hyphen, period, underscore and tilde.');
     }

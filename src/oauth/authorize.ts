@@ -30,7 +30,7 @@ export function authorizeOperation(ctx: AppContext): OAuthHandler<'authorize'> {
     const { app } = client;
     const checked = checkAuthorizationParameters(query);
     if (!checked.ok) {
-      const location = withQuery(app.redirect_uri, { error: checked.error, error_description: checked.description, state: checked.state });
+      const location = withQuery(app.redirect_uri, { error: checked.error, error_description: checked.description, state: checked.state, iss: ctx.config.publicUrl });
       return { status: 302, headers: { Location: location } };
     }
 
@@ -98,6 +98,7 @@ export function consentRoutes(ctx: AppContext, csrf: CsrfTokens): Router {
     if (!(await verifySessionForm(req, visitor, csrf))) return formExpired(res);
     const outcome = await answerConsent(
       ctx.db,
+      ctx.config.publicUrl,
       { sessionId: visitor.sessionId, userId: visitor.user.id, organizationIds: visitor.organizations.map((o) => o.id) },
       {
         requestId: field(req, 'request_id'),
