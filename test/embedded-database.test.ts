@@ -4,7 +4,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EMBEDDED_POSTGRES_MAJOR, openDatabase } from '../src/db/database.js';
-import { spawnBuilt, untilExit } from './support/processes.js';
+import { freePort, spawnBuilt, stop, untilExit, untilReady } from './support/processes.js';
 
 const made: string[] = [];
 afterAll(() => made.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
@@ -39,4 +39,32 @@ describe('the embedded database', () => {
     // Nothing was written into the directory it refused.
     expect(fs.readdirSync(path.join(dataDir, 'pglite'))).toEqual(['PG_VERSION']);
   }, 60_000);
+
+  it('is taken over at once by the next start after its server was killed with SIGKILL, and names a live holder', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'killed-holder-'));
+    made.push(dataDir);
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
+    const port = await freePort();
+    const first = spawnBuilt('start', [], { ...env, PORT: String(port) });
+    await untilReady(`http://127.0.0.1:${port}/readyz`, first);
+
+    // While it runs, another start is refused and told which process holds the database.
+    const refused = await untilExit(spawnBuilt('start', [], { ...env, PORT: String(await freePort()) }));
+    expect(refused.code).toBe(75);
+    expect(refused.stderr).toContain(`in use by another process (process ${first.pid}:`);
+
+    const killed = new Promise((resolve) => first.once('exit', resolve));
+    first.kill('SIGKILL');
+    await killed;
+    // The lock it left is fresh (refreshed every 5 s, stale only after 15 s): waiting it out would
+    // keep the service down that long. The next start sees its holder is dead and takes it now.
+    const second = spawnBuilt('start', [], { ...env, PORT: String(port) });
+    try {
+      await untilReady(`http://127.0.0.1:${port}/readyz`, second, 12_000);
+    } finally {
+      expect(await stop(second)).toBe(0);
+    }
+    // A clean stop leaves neither the lock nor its holder's record behind.
+    expect(fs.readdirSync(dataDir).filter((name) => name.includes('lock'))).toEqual([]);
+  }, 120_000);
 });

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { PGlite, types } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
@@ -115,27 +116,85 @@ function checkDataVersion(directory: string): void {
   );
 }
 
+/** Who holds the embedded database's lock, written beside it so a later process can tell. */
+interface LockOwner {
+  pid: number;
+  host: string;
+  /** The lock directory this record is about: a record left by an older lock names another one. */
+  lockIno: number;
+}
+
+const ownerFileOf = (lockPath: string) => `${lockPath}.owner.json`;
+
+function readOwner(lockPath: string): LockOwner | undefined {
+  try {
+    const owner = JSON.parse(fs.readFileSync(ownerFileOf(lockPath), 'utf8')) as Partial<LockOwner>;
+    return typeof owner.pid === 'number' && typeof owner.host === 'string' && typeof owner.lockIno === 'number' ? (owner as LockOwner) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: the process exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * The holder of a lock, when it is a process of this machine that no longer runs: its lock can be
+ * taken over at once instead of after it goes stale. Only a record written for the lock directory
+ * that exists now counts (a record of an older lock proves nothing about this one).
+ */
+function deadOwner(lockPath: string): LockOwner | undefined {
+  const owner = readOwner(lockPath);
+  if (!owner || owner.host !== os.hostname()) return undefined;
+  let lockIno: number;
+  try {
+    lockIno = fs.statSync(lockPath).ino;
+  } catch {
+    return undefined;
+  }
+  // A recorded id that is now this process's was reused after its holder died.
+  return owner.lockIno === lockIno && (owner.pid === process.pid || !isAlive(owner.pid)) ? owner : undefined;
+}
+
 /**
  * PGlite is a single-process database: two processes opening the same directory would corrupt it.
  * A lock file held (and refreshed) for the life of the process keeps a second server or an admin
- * command out; a lock left by a crashed process goes stale and is taken over.
+ * command out. A lock left by a process of this machine that was killed is taken over at once (its
+ * process id is recorded beside the lock); any other abandoned lock goes stale after 15 seconds.
  */
 async function lockDirectory(directory: string, onCompromised: (error: Error) => void): Promise<() => Promise<void>> {
+  const lockPath = `${directory}.lock`;
+  const lock = () => lockfile.lock(directory, { lockfilePath: lockPath, stale: 15_000, update: 5_000, retries: 0, onCompromised });
+  let release: () => Promise<void>;
   try {
-    return await lockfile.lock(directory, {
-      lockfilePath: `${directory}.lock`,
-      stale: 15_000,
-      update: 5_000,
-      retries: 0,
-      onCompromised,
-    });
+    release = await lock();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ELOCKED') {
+    if ((error as NodeJS.ErrnoException).code !== 'ELOCKED') throw error;
+    const dead = deadOwner(lockPath);
+    if (!dead) {
+      const owner = readOwner(lockPath);
+      const holder = owner ? `process ${owner.pid}${owner.host === os.hostname() ? '' : ` on ${owner.host}`}` : 'another process';
       throw new DatabaseBusyError(
-        `The embedded database in ${directory} is in use by another process (a running server or admin command). ` +
+        `The embedded database in ${directory} is in use by another process (${holder}: a running server or admin command). ` +
           'Stop that process first, or set DATABASE_URL to a PostgreSQL database, which many processes can share.',
       );
     }
-    throw error;
+    fs.rmSync(lockPath, { recursive: true, force: true });
+    release = await lock();
   }
+  const owner: LockOwner = { pid: process.pid, host: os.hostname(), lockIno: fs.statSync(lockPath).ino };
+  const file = ownerFileOf(lockPath);
+  fs.writeFileSync(`${file}.${process.pid}`, JSON.stringify(owner));
+  fs.renameSync(`${file}.${process.pid}`, file);
+  return async () => {
+    fs.rmSync(file, { force: true });
+    await release();
+  };
 }
