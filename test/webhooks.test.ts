@@ -189,9 +189,9 @@ describe('delivering events', () => {
     expect(new Set(messages.slice(0, 3).map((m) => m.headers['webhook-id'])).size).toBe(1);
 
     const list = await untilSettled(endpoint.id, 2);
-    expect(list.map((d) => [d.eventType, d.status, d.attempts, d.lastStatusCode])).toEqual([
-      ['post.published', 'succeeded', 1, 200],
-      ['post.scheduled', 'succeeded', 3, 200],
+    expect(list.map((d) => [d.eventType, d.status, d.attempts, d.lastStatusCode, d.lastResponseBody])).toEqual([
+      ['post.published', 'succeeded', 1, 200, 'ok'],
+      ['post.scheduled', 'succeeded', 3, 200, 'ok'],
     ]);
     expect(list[1]!.id).toBe(messages[0]!.headers['webhook-id']);
     await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
@@ -201,12 +201,17 @@ describe('delivering events', () => {
     const endpoint = await createEndpoint(['post.published']);
     const elsewhere = await startWebhookReceiver();
     try {
-      receiver.answerNext({ redirect: elsewhere.url }, 500, 500);
+      receiver.answerNext(500, 500, { redirect: `${elsewhere.url}/moved` });
       const test = await call(`/public/v1/webhooks/${endpoint.id}/test`, { method: 'POST' });
       expect(test.status).toBe(202);
       expect(test.body).toMatchObject({ eventType: 'webhook.test', status: 'pending' });
       const [failed] = await untilSettled(endpoint.id, 1);
-      expect(failed).toMatchObject({ status: 'failed', attempts: 3, lastStatusCode: 500, lastError: 'the receiver answered 500', lastResponseBody: 'failing with 500' });
+      expect(failed).toMatchObject({
+        status: 'failed',
+        attempts: 3,
+        lastStatusCode: 302,
+        lastError: `the receiver answered 302, a redirect to ${elsewhere.url}/moved, which is not followed: register the URL that answers`,
+      });
       expect(elsewhere.received).toEqual([]);
 
       const before = receiver.received.length;

@@ -190,7 +190,7 @@ export class WebhookDeliverer {
       const durationMs = Math.round(performance.now() - started);
       const body = answer.body.toString('utf8').replace(/\u0000/g, '');
       const ok = answer.status >= 200 && answer.status <= 299;
-      return { ok, statusCode: answer.status, durationMs, body, error: ok ? null : `the receiver answered ${answer.status}` };
+      return { ok, statusCode: answer.status, durationMs, body, error: ok ? null : failureOf(answer.status, answer.headers.location) };
     } catch (error) {
       const durationMs = Math.round(performance.now() - started);
       const reason = (error as { details?: { message: string }[] }).details?.[0]?.message;
@@ -297,6 +297,17 @@ export class WebhookDeliverer {
       return row;
     });
   }
+}
+
+/**
+ * Why an answer other than 2xx failed the attempt. A redirect is never followed (it could lead to an
+ * address the endpoint's checks would refuse, and a signed event belongs to the URL registered for
+ * it), so the answer says where it pointed, for the receiver's owner to register that URL instead.
+ */
+function failureOf(status: number, location: string | undefined): string {
+  if (status < 300 || status > 399 || !location) return `the receiver answered ${status}`;
+  const target = location.length > 200 ? `${location.slice(0, 200)}…` : location;
+  return `the receiver answered ${status}, a redirect to ${target}, which is not followed: register the URL that answers`;
 }
 
 interface Attempt {
