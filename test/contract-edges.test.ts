@@ -237,6 +237,7 @@ describe('extensible enumerations', () => {
     const quota = { channelId: 'ch_x', provider: 'bluesky', window: 'week', limit: 5, used: 0, remaining: 5, resetsAt: '2026-11-22T00:00:00.000Z' };
     expect(valid('public#/components/schemas/ChannelQuota', quota)).toBe(true);
     expect(valid('oauth#/components/schemas/OAuthError', { error: 'temporarily_unavailable', error_description: 'Later.' })).toBe(true);
+    expect(valid('public#/components/schemas/Error', { error: { code: 'quota_paused', message: 'Later.', requestId: 'req_x' } })).toBe(true);
     // Still typed: a number is no provider.
     expect(valid('public#/components/schemas/Channel', { ...channel, provider: 7 })).toBe(false);
   });
