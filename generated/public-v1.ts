@@ -608,7 +608,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get a webhook endpoint */
+        /**
+         * Get a webhook endpoint
+         * @description The endpoint as it is now, without its secret (shown only when created or rotated).
+         */
         get: operations["getWebhook"];
         put?: never;
         post?: never;
@@ -1744,7 +1747,12 @@ export interface components {
              * @example video/mp4
              */
             contentType: string;
-            /** @description The exact size of the file in bytes. */
+            /**
+             * Format: int64
+             * @description The exact size of the file in bytes. The installation's limit depends on the type (by
+             *     default 10 MB for images and 1 GB for videos; `413` beyond it) and is never above 5 GiB,
+             *     the largest size an operator can allow: a larger `size` is refused with `400`.
+             */
             size: number;
         };
         /** @description Where and how to send the bytes of a signed upload. */

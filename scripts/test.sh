@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole check: the contract lints, the generated types are fresh, the code type-checks, its
+# The whole check: the contract lints (Redocly and Spectral), breaks no client of the last release
+# unless CHANGELOG.md announces it, the generated types are fresh, the code type-checks, its
 # imports follow the layers of the README's architecture, the
 # suite passes on PGlite and, when TEST_DATABASE_URL is set, again on PostgreSQL, and the SDK's
 # tarball installs and type-checks in an empty project (SDK_PACK_CHECK=skip when the caller ran it).
@@ -8,6 +9,7 @@ cd "$(dirname "$0")/.."
 export REDOCLY_TELEMETRY=off
 
 echo "== lint the contract"; npm run -s lint:spec
+echo "== breaking changes since the last release are announced (openapi/released/, CHANGELOG.md)"; npm run -s contract:changes
 echo "== generated types are fresh"; npm run -s gen:check
 echo "== type-check"; npx tsc --noEmit
 echo "== imports run downhill, without cycles (.dependency-cruiser.mjs)"; npx depcruise src --config .dependency-cruiser.mjs --output-type err

@@ -18,7 +18,8 @@ let server: TestServer;
 let org: TestOrganization;
 
 beforeAll(async () => {
-  server = await startTestServer({ env: POSTS_TEST_ENV });
+  // Webhook receivers on loopback, so that deliveries can be made for the list of deliveries.
+  server = await startTestServer({ env: { ...POSTS_TEST_ENV, WEBHOOK_ALLOW_RANGES: '127.0.0.1/32' } });
   server.setNow('2026-11-21T12:00:00.000Z');
   org = await createOrganization(server.ctx.db, 'Edges');
 });
@@ -236,6 +237,7 @@ describe('extensible enumerations', () => {
     const quota = { channelId: 'ch_x', provider: 'bluesky', window: 'week', limit: 5, used: 0, remaining: 5, resetsAt: '2026-11-22T00:00:00.000Z' };
     expect(valid('public#/components/schemas/ChannelQuota', quota)).toBe(true);
     expect(valid('oauth#/components/schemas/OAuthError', { error: 'temporarily_unavailable', error_description: 'Later.' })).toBe(true);
+    expect(valid('public#/components/schemas/Error', { error: { code: 'quota_paused', message: 'Later.', requestId: 'req_x' } })).toBe(true);
     // Still typed: a number is no provider.
     expect(valid('public#/components/schemas/Channel', { ...channel, provider: 7 })).toBe(false);
   });
@@ -267,5 +269,105 @@ describe('answers declare the defaults they always carry', () => {
     const channel = (await createChannel(server.ctx.db, org.id, 'sandbox', 'Defaults')).id;
     const created = await send(server, org.auth, 'POST', '/public/v1/posts', { type: 'draft', posts: [{ channelId: channel, content: 'x', settings: { __type: 'sandbox' } }] });
     expect((await json(created)).data[0].settings).toEqual({ __type: 'sandbox', outcome: 'published' });
+  });
+});
+
+describe('the contract declares every answer the server gives at its limits', () => {
+  const specs = { public: parseYaml(fs.readFileSync(SPEC_FILES.publicV1, 'utf8')) as any, oauth: parseYaml(fs.readFileSync(SPEC_FILES.oauth, 'utf8')) as any };
+  const operations = (spec: any) =>
+    Object.entries(spec.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+      ['get', 'post', 'put', 'patch', 'delete'].filter((method) => item[method]).map((method) => ({ path, method, item, op: item[method] })),
+    );
+  const resolve = (spec: any, node: any) => (node?.$ref ? node.$ref.slice(2).split('/').reduce((at: any, key: string) => at[key.replaceAll('~1', '/')], spec) : node);
+
+  it('413 and 415 wherever a request body is taken', () => {
+    const missing = operations(specs.public)
+      .filter(({ op }) => op.requestBody)
+      .flatMap(({ op }) => ['413', '415'].filter((status) => !op.responses[status]).map((status) => `${op.operationId} ${status}`));
+    expect(missing).toEqual([]);
+  });
+
+  it('500 server_error on every OAuth operation', () => {
+    const missing = operations(specs.oauth).filter(({ op }) => !op.responses['500']).map(({ op }) => op.operationId);
+    expect(missing).toEqual([]);
+  });
+
+  it('one list shape: every list with a cursor takes limit and answers data and nextCursor', () => {
+    const lists = operations(specs.public).filter(({ item, op }) => [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p) => resolve(specs.public, p).name).includes('cursor'));
+    expect(lists.map(({ op }) => op.operationId).sort()).toEqual(['getPostHistory', 'listMedia', 'listPosts', 'listWebhookDeliveries', 'tiktokAnalytics']);
+    for (const { item, op } of lists) {
+      const names = [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p) => resolve(specs.public, p).name);
+      expect(names, op.operationId).toContain('limit');
+      const page = resolve(specs.public, op.responses['200'].content['application/json'].schema);
+      expect(page.required, op.operationId).toEqual(expect.arrayContaining(['data', 'nextCursor']));
+      expect(page.properties.data.type, op.operationId).toBe('array');
+    }
+  });
+});
+
+describe('arrays and sizes are bounded', () => {
+  it('refuses more statuses than there are, more tags than YouTube takes, and an upload beyond any installation’s limit', async () => {
+    const statuses = await get(`/public/v1/posts?${Array(6).fill('status=draft').join('&')}`);
+    expect(statuses.status).toBe(400);
+    expect(statuses.body.error.details).toEqual([{ path: 'query.status', message: 'must NOT have more than 5 items' }]);
+    expect((await get(`/public/v1/posts?${Array(5).fill('status=draft').join('&')}`)).status).toBe(200);
+
+    const channel = (await createChannel(server.ctx.db, org.id, 'youtube', 'Bounded')).id;
+    const settings = { __type: 'youtube', title: 'Winter', privacyStatus: 'private', madeForKids: false, tags: Array.from({ length: 251 }, (_, i) => `t${i}`) };
+    const tags = await send(server, org.auth, 'POST', '/public/v1/posts', { type: 'draft', posts: [{ channelId: channel, content: 'x', settings }] });
+    expect(tags.status).toBe(400);
+    expect((await json(tags)).error.details).toEqual([{ path: 'posts[0].settings.tags', message: 'must NOT have more than 250 items' }]);
+
+    const upload = (size: number) => send(server, org.auth, 'POST', '/public/v1/media/uploads', { fileName: 'film.mp4', contentType: 'video/mp4', size });
+    const huge = await upload(5 * 1024 ** 3 + 1);
+    expect(huge.status).toBe(400);
+    expect((await json(huge)).error.details).toEqual([{ path: 'size', message: 'must be <= 5368709120' }]);
+    // Within the contract, over this installation's limit for videos (1 GB by default).
+    const large = await upload(5 * 1024 ** 3);
+    expect(large.status).toBe(413);
+    expect((await json(large)).error.code).toBe('payload_too_large');
+  });
+});
+
+describe('cursors of a post’s history and of an endpoint’s deliveries', () => {
+  const altered = (cursor: string) => {
+    const [payload, tag] = cursor.split('.');
+    const flip = (text: string) => (text[0] === 'A' ? 'B' : 'A') + text.slice(1);
+    return [`${flip(payload!)}.${tag}`, `${payload}.${flip(tag!)}`, payload!, `${cursor}.x`];
+  };
+  const refused = async (path: string) => {
+    const answer = await get(path);
+    expect(answer.status, path).toBe(400);
+    expect(answer.body.error.details, path).toEqual([{ path: 'query.cursor', message: 'is not a cursor issued by this API for this list and these filters' }]);
+  };
+
+  it('read back only for the post that issued them, unaltered', async () => {
+    const channel = (await createChannel(server.ctx.db, org.id, 'sandbox', 'History')).id;
+    const create = async () => (await json(await send(server, org.auth, 'POST', '/public/v1/posts', { type: 'draft', content: 'x', channelIds: [channel] }))).data[0].id as string;
+    const [first, second] = [await create(), await create()];
+    for (const content of ['y', 'z']) await send(server, org.auth, 'PATCH', `/public/v1/posts/${first}`, { content });
+    const page = await get(`/public/v1/posts/${first}/history?limit=1`);
+    expect(page.body.nextCursor).toEqual(expect.any(String));
+    const cursor = page.body.nextCursor as string;
+    expect((await get(`/public/v1/posts/${first}/history?limit=1&cursor=${encodeURIComponent(cursor)}`)).body.data[0].type).toBe('edited');
+
+    for (const forged of altered(cursor)) await refused(`/public/v1/posts/${first}/history?cursor=${encodeURIComponent(forged)}`);
+    await refused(`/public/v1/posts/${second}/history?cursor=${encodeURIComponent(cursor)}`);
+    await refused(`/public/v1/posts?cursor=${encodeURIComponent(cursor)}`);
+  });
+
+  it('read back only for the endpoint that issued them, unaltered', async () => {
+    const endpoint = async () => (await json(await send(server, org.auth, 'POST', '/public/v1/webhooks', { url: 'http://127.0.0.1:9/hooks', eventTypes: ['post.failed'] }))).id as string;
+    const [first, second] = [await endpoint(), await endpoint()];
+    for (const id of [first, first, second]) expect((await send(server, org.auth, 'POST', `/public/v1/webhooks/${id}/test`)).status).toBe(202);
+    const page = await get(`/public/v1/webhooks/${first}/deliveries?limit=1`);
+    const cursor = page.body.nextCursor as string;
+    expect(cursor).toEqual(expect.any(String));
+    const next = await get(`/public/v1/webhooks/${first}/deliveries?limit=1&cursor=${encodeURIComponent(cursor)}`);
+    expect(next.body.data, JSON.stringify(next.body)).toHaveLength(1);
+
+    for (const forged of altered(cursor)) await refused(`/public/v1/webhooks/${first}/deliveries?cursor=${encodeURIComponent(forged)}`);
+    await refused(`/public/v1/webhooks/${second}/deliveries?cursor=${encodeURIComponent(cursor)}`);
+    await refused(`/public/v1/media?cursor=${encodeURIComponent(cursor)}`);
   });
 });

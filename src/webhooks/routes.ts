@@ -66,7 +66,8 @@ export function webhookOperations(ctx: WebhookContext, webhooks: WebhookManageme
       const scope = { list: 'webhook-deliveries', binding: { organizationId: owner.organizationId, webhookId: params.id } };
       const before = query.cursor === undefined ? undefined : ctx.cursors.decode(scope, query.cursor, readPosition);
       const { rows, more } = await webhooks.deliveries(owner, params.id, { limit: query.limit ?? 20, ...(before ? { beforeSeq: before.seq } : {}) });
-      return { status: 200, body: { data: rows.map(toDeliveryBody), nextCursor: more ? ctx.cursors.encode(scope, { seq: rows.at(-1)!.seq }) : null } };
+      // As text, as readPosition takes it: PGlite 0.5 reads int8 as a number despite its INT8 parser.
+      return { status: 200, body: { data: rows.map(toDeliveryBody), nextCursor: more ? ctx.cursors.encode(scope, { seq: String(rows.at(-1)!.seq) }) : null } };
     },
 
     retryWebhookDelivery: async ({ principal, params }) => {

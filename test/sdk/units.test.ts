@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { contentTypeFromName, detectContentType, sniffContentType } from '../../src/sdk/src/content-type.js';
 import { createServiceError, describeRequest, parseRetryAfter } from '../../src/sdk/src/errors.js';
-import Service, { ServiceError } from '../../src/sdk/src/index.js';
+import Service, { ServiceError, type CreatePostRequest } from '../../src/sdk/src/index.js';
 import { paginate } from '../../src/sdk/src/paginate.js';
 import { backoffSeconds, retryDelaySeconds, shouldRetry, type AttemptOutcome, type RetryPolicy } from '../../src/sdk/src/retry.js';
 
@@ -279,5 +279,25 @@ describe('list iterators', () => {
     })().catch((error: unknown) => error);
     expect(failure).toBe(reason);
     expect(requests).toHaveLength(1);
+  });
+});
+
+describe('createPost’s body, a union discriminated by type', () => {
+  // The @ts-expect-error lines are checked by `tsc --noEmit` (part of `npm test`).
+  it('requires date for schedule, at compile time, and takes now and draft without it', async () => {
+    const channelIds = ['ch_2Wq8Lm4Tx7Vb1Nc9Kd3F'];
+    const bodies: CreatePostRequest[] = [
+      { type: 'schedule', date: '2026-12-01T09:30:00.000Z', content: 'Winter', channelIds },
+      { type: 'now', content: 'Winter', channelIds },
+      { type: 'draft', posts: [{ channelId: channelIds[0]! }] },
+    ];
+    // @ts-expect-error `schedule` without `date`
+    const undated: CreatePostRequest = { type: 'schedule', content: 'Winter', channelIds };
+    // @ts-expect-error a type the contract does not know
+    const unknownType: CreatePostRequest = { type: 'later', content: 'Winter', channelIds };
+    // @ts-expect-error `scheduledAt` is the post's field, not the create body's
+    const renamed: CreatePostRequest = { type: 'now', scheduledAt: '2026-12-01T09:30:00.000Z', content: 'Winter', channelIds };
+    expect(bodies.map((body) => body.type)).toEqual(['schedule', 'now', 'draft']);
+    expect([undated, unknownType, renamed]).toHaveLength(3);
   });
 });

@@ -7,6 +7,7 @@ const PRISM = fileURLToPath(new URL('../../../node_modules/@stoplight/prism-cli/
 // Prism declares Node 24.18 or later: it runs on the project's own Node 24 whichever Node runs the tests.
 const PROJECT_NODE = fileURLToPath(new URL('../../../node_modules/node/bin/node', import.meta.url));
 export const PUBLIC_SPEC = 'openapi/public-v1.yaml';
+export const OAUTH_SPEC = 'openapi/oauth.yaml';
 const HOST = '127.0.0.1';
 const START_TIMEOUT_MS = 30_000;
 const STOP_GRACE_MS = 5_000;
@@ -34,12 +35,12 @@ async function freePort(): Promise<number> {
  * an error. Prism is spawned directly (npx would leave it running when stopped),
  * as the leader of its own process group, so stopping it stops everything it started.
  */
-export async function startPrism(mode: { mock: true } | { proxy: string }): Promise<PrismServer> {
+export async function startPrism(mode: { mock: true } | { proxy: string }, spec = PUBLIC_SPEC): Promise<PrismServer> {
   const port = await freePort();
   const args =
     'proxy' in mode
-      ? ['proxy', '--errors', PUBLIC_SPEC, mode.proxy, '--host', HOST, '--port', String(port)]
-      : ['mock', PUBLIC_SPEC, '--host', HOST, '--port', String(port)];
+      ? ['proxy', '--errors', spec, mode.proxy, '--host', HOST, '--port', String(port)]
+      : ['mock', spec, '--host', HOST, '--port', String(port)];
   const child = spawn(PROJECT_NODE, [PRISM, ...args], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
