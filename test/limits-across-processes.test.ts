@@ -10,6 +10,7 @@ import { inputValue } from './support/browser-session.js';
 import { cookiesOf, formPost, send, type Answer, type SendOptions } from './support/loopback-client.js';
 import { approve, createOAuthApp, type TestApp } from './support/oauth.js';
 import { freePort, spawnBuilt, stop, untilReady } from './support/processes.js';
+import { clearOfWindowEdge } from './support/rate-windows.js';
 import { TEST_ENCRYPTION_KEY } from './support/server.js';
 
 // Two API processes of the build on one PostgreSQL database, as behind a load balancer: each limit
@@ -123,12 +124,3 @@ onPostgres('limits shared by two API processes on one PostgreSQL', () => {
     expect(statuses).toEqual({ 401: LIMIT, 429: LIMIT });
   });
 });
-
-/**
- * Counting in fixed windows, a burst that straddles the end of one would rightly get more through:
- * waits out the last seconds of a window (of `seconds`, counted from the epoch) before a burst.
- */
-async function clearOfWindowEdge(seconds: number): Promise<void> {
-  const left = seconds * 1000 - (Date.now() % (seconds * 1000));
-  if (left < 10_000) await new Promise((resolve) => setTimeout(resolve, left + 500));
-}

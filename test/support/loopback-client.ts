@@ -11,7 +11,7 @@ export interface Answer {
 export interface SendOptions {
   method?: string;
   headers?: Record<string, string>;
-  body?: string;
+  body?: string | Buffer;
   /** The address the request comes from (any of 127.0.0.0/8 on loopback): another client to the server. */
   localAddress?: string;
   /** Connects here instead of resolving the URL's host name (a test host name, as a hosts file would). */
