@@ -1,9 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
+import { createHash, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inputValue } from './support/browser-session.js';
+import { launchChromium, skipBrowserTests } from './support/chromium.js';
 import { createTestDatabase, TEST_DATABASE_URL } from './support/database.js';
 import { gif } from './support/media-samples.js';
 import { cookiesOf, formPost, send, type Answer, type SendOptions } from './support/loopback-client.js';
@@ -213,6 +215,47 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
     const media = JSON.parse(completed.body) as { url: string };
     expect(media.url.startsWith(`${publicUrl}/media-files/`)).toBe(true);
     expect((await send(media.url, { connectTo: '127.0.0.1', ca: certificate.cert })).status).toBe(200);
+  });
+
+  it.skipIf(skipBrowserTests)('lets a real browser log in and approve over https, with its policy enforced', { timeout: 60_000 }, async () => {
+    // Chromium finds the test host on loopback and trusts the test's certificate, and no other.
+    const spki = createHash('sha256').update(new X509Certificate(certificate.cert).publicKey.export({ type: 'spki', format: 'der' })).digest('base64');
+    const profile = await launchChromium({ args: [`--host-resolver-rules=MAP ${HOST_NAME} 127.0.0.1`, `--ignore-certificate-errors-spki-list=${spki}`] });
+    try {
+      const { context } = profile;
+      const callbacks: URL[] = [];
+      await context.route('https://app.example.org/**', (route) => {
+        callbacks.push(new URL(route.request().url()));
+        return route.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>Back at the app</title>' });
+      });
+      const page = await context.newPage();
+      const violations: string[] = [];
+      page.on('console', (message) => {
+        if (/Content Security Policy|Refused to/i.test(message.text())) violations.push(message.text());
+      });
+      const authorize = `${publicUrl}/oauth/authorize?${new URLSearchParams({ client_id: app.clientId, response_type: 'code', state: 'in-a-browser' })}`;
+      await page.goto(authorize);
+      expect(new URL(page.url()).pathname).toBe('/login');
+      await page.getByLabel('Email').fill('operator@example.org');
+      await page.getByLabel('Password').fill('a long enough password');
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.getByRole('button', { name: 'Approve' }).waitFor();
+      expect(page.url()).toBe(authorize);
+
+      const cookies = await context.cookies(publicUrl);
+      expect(cookies.find((cookie) => cookie.name === '__Host-session')).toMatchObject({ secure: true, httpOnly: true, sameSite: 'Lax', path: '/', domain: HOST_NAME });
+      expect(cookies.map((cookie) => cookie.name)).not.toContain('session');
+
+      await page.getByRole('button', { name: 'Approve' }).click();
+      await page.waitForURL('https://app.example.org/**');
+      expect(callbacks).toHaveLength(1);
+      expect(callbacks[0]!.searchParams.get('state')).toBe('in-a-browser');
+      expect(callbacks[0]!.searchParams.get('iss')).toBe(publicUrl);
+      expect(callbacks[0]!.searchParams.get('code')).toMatch(/^pac_/);
+      expect(violations).toEqual([]);
+    } finally {
+      await profile.close();
+    }
   });
 
   it('counts each client by the address the proxy names, and ignores the header from anyone else', async () => {
