@@ -102,7 +102,7 @@ export async function compose(options: ComposeOptions): Promise<Service> {
     options.resolve,
   );
   const deliverer = new WebhookDeliverer({ ...base, queue }, webhookOutbound);
-  const webhooks = new WebhookManagement({ ...base, queue }, deliverer);
+  const webhooks = new WebhookManagement({ ...base, queue }, deliverer, webhookOutbound);
   const ctx = { ...base, storage, providers, queue, webhooks };
   const app = createApp(ctx, { sandboxKey });
 

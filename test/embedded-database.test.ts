@@ -1,10 +1,11 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EMBEDDED_POSTGRES_MAJOR, openDatabase } from '../src/db/database.js';
-import { freePort, spawnBuilt, stop, untilExit, untilReady } from './support/processes.js';
+import { freePort, ROOT, spawnBuilt, stop, untilExit, untilReady } from './support/processes.js';
 
 const made: string[] = [];
 afterAll(() => made.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
@@ -67,4 +68,50 @@ describe('the embedded database', () => {
     // A clean stop leaves neither the lock nor its holder's record behind.
     expect(fs.readdirSync(dataDir).filter((name) => name.includes('lock'))).toEqual([]);
   }, 120_000);
+
+  it.skipIf(process.platform !== 'linux')('is taken over at once when its killed server is not yet reaped by its parent', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'zombie-holder-'));
+    made.push(dataDir);
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
+    const port = await freePort();
+    // The server's parent becomes a process that never collects its children's exit (as an init
+    // that reaps late does): killed, the server stays a zombie, still answering `kill(pid, 0)`.
+    const pidFile = path.join(dataDir, 'server.pid');
+    const parent = spawn('sh', ['-c', `"${process.execPath}" scripts/start.mjs & echo $! > "${pidFile}"; exec sleep 600`], {
+      cwd: ROOT,
+      env: { ...env, PORT: String(port) },
+      stdio: 'ignore',
+    });
+    try {
+      await untilReady(`http://127.0.0.1:${port}/readyz`, parent);
+      const serverPid = Number(fs.readFileSync(pidFile, 'utf8'));
+      process.kill(serverPid, 'SIGKILL');
+      const deadline = Date.now() + 10_000;
+      while (processState(serverPid) !== 'Z' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(processState(serverPid)).toBe('Z');
+
+      const second = spawnBuilt('start', [], { ...env, PORT: String(port) });
+      let stderr = '';
+      second.stderr?.on('data', (chunk) => (stderr += chunk));
+      try {
+        await untilReady(`http://127.0.0.1:${port}/readyz`, second, 12_000).catch((error: Error) => {
+          throw new Error(`${error.message}: ${stderr}`);
+        });
+      } finally {
+        await stop(second);
+      }
+    } finally {
+      parent.kill('SIGKILL');
+    }
+  }, 120_000);
 });
+
+/** The state letter Linux shows for a process (`R`, `S`, `Z` for a zombie …). */
+function processState(pid: number): string | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).charAt(0);
+  } catch {
+    return undefined;
+  }
+}

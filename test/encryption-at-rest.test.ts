@@ -9,8 +9,10 @@ import { KEY_FILE, loadKeys, parseEncryptionKeys } from '../src/crypto/key-sourc
 import { DecryptionError, Keyring, UnknownKeyError } from '../src/crypto/keyring.js';
 import { openDatabase } from '../src/db/database.js';
 import { createTestDatabase, TEST_DATABASE_URL } from './support/database.js';
+import { createOrganization } from './support/fixtures.js';
 import { freePort, spawnBuilt, stop, untilExit, untilReady } from './support/processes.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { startUpload } from './support/uploads.js';
 
 const key = (id: string) => ({ id, key: randomBytes(32) });
 
@@ -107,6 +109,49 @@ describe('the installation’s own keys in the database', () => {
     expect(server.ctx.keyring.decrypt(stored.value, 'instance_secrets:legacy-key')).toBe(legacy);
   });
 });
+
+describe('a copy of the database', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('holds neither the CSRF key nor the media-signing key in clear, so it forges no form and no media URL', async () => {
+    // Both keys in use: the log-in form carries a CSRF token, an upload a URL signed for this server.
+    expect((await server.fetch('/login')).status).toBe(200);
+    const org = await createOrganization(server.ctx.db);
+    const upload = await startUpload(server, org, 'photo.png', 'image/png', 64);
+    expect(new URL(upload.uploadUrl).pathname).toMatch(/^\/media-files\//);
+
+    const copy = await everyRowAsText(server.ctx.db);
+    expect(copy).toContain(org.email);
+    for (const name of ['csrf', 'media-signing']) {
+      const key = await server.ctx.secrets.get(name);
+      for (const spelling of [key.toString('base64url'), key.toString('base64'), key.toString('hex')]) {
+        expect(copy.includes(spelling), `${name} as ${spelling}`).toBe(false);
+      }
+      const stored = await server.ctx.db.selectFrom('instance_secrets').select('value').where('name', '=', name).executeTakeFirstOrThrow();
+      expect(Keyring.isEncrypted(stored.value), name).toBe(true);
+    }
+  });
+});
+
+/** What a copy of the database gives whoever holds it: every row of every table, as text. */
+async function everyRowAsText(db: TestServer['ctx']['db']): Promise<string> {
+  const { rows: tables } = await sql<{ schema: string; name: string }>`
+    select table_schema as schema, table_name as name from information_schema.tables
+    where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema')`.execute(db);
+  expect(tables.map((table) => table.name)).toContain('instance_secrets');
+  const parts: string[] = [];
+  for (const table of tables) {
+    const { rows } = await sql<{ row: string }>`select t::text as row from ${sql.table(`${table.schema}.${table.name}`)} t`.execute(db);
+    parts.push(...rows.map((row) => row.row));
+  }
+  return parts.join('\n');
+}
 
 describe('rotating the key, with the built server and admin CLI', () => {
   let dataDir: string;

@@ -138,11 +138,28 @@ function readOwner(lockPath: string): LockOwner | undefined {
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     // EPERM: the process exists but belongs to someone else.
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+  return !isZombie(pid);
+}
+
+/**
+ * A killed process stays in the process table, holding nothing, until its parent collects its exit
+ * status; when its parent died with it (`npm start` killed as a group), the system's init does, which
+ * in a container can take seconds. Linux shows that state in /proc; elsewhere `kill` decides alone.
+ */
+function isZombie(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return false;
+  }
+  // `pid (command) state …`: the command may itself contain spaces and parentheses.
+  const state = stat.slice(stat.lastIndexOf(')') + 2).charAt(0);
+  return state === 'Z' || state === 'X';
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { AddressPolicy } from './address-policy.js';
-import { explainFetchFailure, openRemote, type RemoteResponse, type Resolver } from './remote-fetch.js';
+import { destinationProblem, explainFetchFailure, openRemote, type RemoteResponse, type Resolver } from './remote-fetch.js';
 
 export interface OutboundLimits {
   /** Also connect to loopback, private, link-local and unique-local addresses (tests, closed networks). */
@@ -65,6 +65,14 @@ export class OutboundClient {
     private readonly resolve?: Resolver,
   ) {
     this.addresses = new AddressPolicy({ allowPrivate: limits.allowPrivateAddresses, allowedRanges: limits.allowedRanges });
+  }
+
+  /**
+   * Why a request to `url` would be refused (not http or https, credentials, an address the policy
+   * refuses), found as a request would find it but without connecting; `undefined` when it would go.
+   */
+  destinationProblem(url: string): Promise<string | undefined> {
+    return destinationProblem(url, { policy: this.addresses, ...(this.resolve ? { resolve: this.resolve } : {}) });
   }
 
   /**

@@ -89,12 +89,28 @@ export function field(req: Request, name: string): string {
   return typeof value === 'string' ? value : '';
 }
 
+// Any origin will do: a `next` is resolved against it only to see where a browser would take it.
+const NEXT_BASE = 'http://next.invalid';
+
 /**
  * Where to go after signing in: a path on this site only, so the parameter cannot be used to send
- * people elsewhere (`//evil.example` and `/\evil.example` are other sites to a browser).
+ * people elsewhere. A browser resolves the `Location` it is given, so the path must already be in
+ * the form it resolves to: `/settings/../..//evil.example` or `/%2e%2e//evil.example` would become
+ * `//evil.example`, another site; `//evil.example` and `/\evil.example` are other sites as written.
+ * Encoded slashes and backslashes are refused too, so no later decoding can make a second path of it.
+ * The query is answered as the URL parser writes it (the same values, percent-encoded).
  */
 export function safeNext(value: unknown, fallback = '/settings/developers/apps'): string {
   if (typeof value !== 'string' || value.length > 8192) return fallback;
-  if (!value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\') || /[\u0000-\u001f\\]/.test(value)) return fallback;
-  return value;
+  if (!value.startsWith('/') || /[\u0000-\u001f\u007f\\]/.test(value)) return fallback;
+  let url: URL;
+  try {
+    url = new URL(value, NEXT_BASE);
+  } catch {
+    return fallback;
+  }
+  if (url.origin !== NEXT_BASE) return fallback;
+  const path = value.split(/[?#]/, 1)[0];
+  if (url.pathname !== path || /%(2f|5c)/i.test(url.pathname)) return fallback;
+  return `${url.pathname}${url.search}${url.hash}`;
 }

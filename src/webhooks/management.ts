@@ -1,6 +1,5 @@
 import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
-import { AddressPolicy } from '../net/address-policy.js';
-import { destinationProblem } from '../net/remote-fetch.js';
+import type { OutboundClient } from '../net/outbound-client.js';
 import { createDeliveries, type WebhookContext, type WebhookDeliverer, type WebhookDelivery } from './deliveries.js';
 import { createEndpoint, findEndpoint, rotateSecret, updateEndpoint, type WebhookEndpoint, type WebhookOwner } from './endpoints.js';
 
@@ -9,18 +8,16 @@ import { createEndpoint, findEndpoint, rotateSecret, updateEndpoint, type Webhoo
  * alike: the same checks and the same errors wherever it is done.
  */
 export class WebhookManagement {
-  private readonly policy: AddressPolicy;
-
   constructor(
     private readonly ctx: WebhookContext,
     private readonly deliverer: WebhookDeliverer,
-  ) {
-    this.policy = new AddressPolicy({ allowPrivate: false, allowedRanges: ctx.config.webhooks.allowedRanges });
-  }
+    /** The client deliveries go out through: a URL is checked with its address policy and resolver. */
+    private readonly outbound: OutboundClient,
+  ) {}
 
   /** A receiver's URL must be one this server may send to: refused now rather than failing at every delivery. */
   async checkUrl(url: string): Promise<void> {
-    const problem = await destinationProblem(url, { policy: this.policy });
+    const problem = await this.outbound.destinationProblem(url);
     if (problem) throw new UnprocessableError(`The webhook URL cannot be used: ${problem}.`, [{ path: 'url', message: problem }]);
   }
 

@@ -25,15 +25,16 @@ export interface ChromiumProfile {
 
 /**
  * One browser user: Chromium started on a fresh, empty --user-data-dir of its own (removed on close),
- * so no cookie, cache or setting carries over between users or runs.
+ * so no cookie, cache or setting carries over between users or runs; `args` are added to its
+ * command line.
  */
-export async function launchChromium(): Promise<ChromiumProfile> {
+export async function launchChromium(options: { args?: string[] } = {}): Promise<ChromiumProfile> {
   if (!chromiumInstalled) throw new Error(`Chromium is required for the browser tests and was not found at ${CHROMIUM_PATH}.`);
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'post-scheduler-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM_PATH,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', ...(options.args ?? [])],
   });
   return {
     context,

@@ -14,17 +14,22 @@ export interface RemoteServer {
 export async function startRemoteServer(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   host = '127.0.0.1',
+  /** Any free one by default; a given one lets servers on several addresses share a port. */
+  port = 0,
 ): Promise<RemoteServer> {
   const requests: RemoteServer['requests'] = [];
   const server = http.createServer((req, res) => {
     requests.push({ method: req.method ?? '', path: req.url ?? '', host: req.headers.host });
     handler(req, res);
   });
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, resolve);
+  });
+  const bound = (server.address() as AddressInfo).port;
   return {
-    origin: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
-    port,
+    origin: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
+    port: bound,
     requests,
     close: async () => {
       server.closeAllConnections();

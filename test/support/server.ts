@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/core/config.js';
 import { createLogger, type Logger } from '../../src/core/logger.js';
 import type { DatabaseHandle } from '../../src/db/database.js';
 import type { MediaStorage } from '../../src/media/storage.js';
+import type { Resolver } from '../../src/net/remote-fetch.js';
 import type { ProviderOverrides } from '../../src/providers/providers.js';
 import { createTestDatabase } from './database.js';
 
@@ -45,6 +46,8 @@ export interface TestServerOptions {
   worker?: boolean;
   /** An open database to share with another test server (a second worker); a fresh one by default. */
   database?: DatabaseHandle;
+  /** Host name resolution for the server's outbound requests; the system's by default. */
+  resolve?: Resolver;
 }
 
 /**
@@ -64,6 +67,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     clock: () => new Date(now ?? Date.now()),
     ...(options.providers ? { providers: options.providers } : {}),
     ...(options.storage ? { storage: options.storage } : {}),
+    ...(options.resolve ? { resolve: options.resolve } : {}),
     worker: options.worker ?? false,
   });
   const server = await service.listen(0, '127.0.0.1');
