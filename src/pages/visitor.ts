@@ -93,7 +93,7 @@ export function field(req: Request, name: string): string {
  * Where to go after signing in: a path on this site only, so the parameter cannot be used to send
  * people elsewhere (`//evil.example` and `/\evil.example` are other sites to a browser).
  */
-export function safeNext(value: unknown, fallback = '/settings/developers/apps'): string {
+export function safeNext(value: unknown, fallback = '/calendar'): string {
   if (typeof value !== 'string' || value.length > 8192) return fallback;
   if (!value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\') || /[\u0000-\u001f\\]/.test(value)) return fallback;
   return value;

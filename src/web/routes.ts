@@ -9,6 +9,7 @@ import type { CsrfTokens } from '../pages/csrf.js';
 import { ASSETS_DIR, renderErrorPage, securityHeaders } from '../pages/render.js';
 import type { BrowserCookies } from '../pages/visitor.js';
 import { accountPages } from './account-pages.js';
+import { calendarPages } from './calendar-page.js';
 import { channelCallbackPage } from './channels-page.js';
 import { postsPages } from './posts-pages.js';
 import { settingsPages } from './settings-pages.js';
@@ -62,7 +63,9 @@ export function createWebApp(ctx: PostsContext & { webhooks: WebhookManagement }
   router.use(accountPages(ctx, tools.cookies, tools.csrf));
   router.use(channelCallbackPage(ctx));
   router.use('/posts', requireSignIn(tools.csrf));
-  router.use(postsPages(ctx));
+  router.use('/calendar', requireSignIn(tools.csrf));
+  router.use(calendarPages(ctx, tools.cookies));
+  router.use(postsPages(ctx, tools.cookies));
   router.use(settingsPages(ctx, tools.csrf));
   router.use(consentRoutes(ctx, tools.csrf));
   router.use((_req, res) => renderErrorPage(res, 404, 'Not found', 'There is no page at this address.'));
