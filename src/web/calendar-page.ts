@@ -77,7 +77,8 @@ export function calendarPages(ctx: PostsContext, cookies: BrowserCookies): Route
       now,
     );
     const link = (changes: Query) => `/calendar?${calendarQuery({ view, date: layout.anchor, channel: chosen, ...changes })}`;
-    const moved = typeof query.moved === 'string' ? await movedNotice(organization.id, query.moved, timeZone.zone) : undefined;
+    const created = typeof query.created === 'string' && /^\d{1,3}$/.test(query.created) ? `${query.created} posts are created, one per channel.` : undefined;
+    const moved = typeof query.moved === 'string' ? await movedNotice(organization.id, query.moved, timeZone.zone) : created;
     renderPage(
       res,
       '/web/templates/calendar',

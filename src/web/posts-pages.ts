@@ -67,7 +67,8 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
   router.get('/posts/:id', async (req, res) => {
     const { organization } = signedIn(res);
     const { zone } = readTimeZone(req, res, cookies);
-    const notice = req.query.scheduled === '1' ? 'The post is scheduled again.' : req.query.moved ? 'The post has its new time.' : req.query.saved ? 'The post is saved.' : undefined;
+    const notice =
+      req.query.scheduled === '1' ? 'The post is scheduled again.' : req.query.created ? 'The post is created.' : req.query.saved ? 'The post is saved.' : req.query.moved ? 'The post has its new time.' : undefined;
     await showPost(ctx, req, res, { organizationId: organization.id, postId: String(req.params.id), zone, notice });
   });
 
