@@ -63,6 +63,10 @@ export function createWebApp(ctx: PostsContext & MediaContext & { webhooks: Webh
     '/assets',
     express.static(ASSETS_DIR, { index: false, fallthrough: false, maxAge: '1h', setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff') }),
   );
+  // Browsers ask every site for /favicon.ico, whatever its pages link to.
+  router.get('/favicon.ico', (_req, res) => {
+    res.sendFile('favicon.ico', { root: ASSETS_DIR, maxAge: '1d', headers: { 'Content-Type': 'image/x-icon', 'X-Content-Type-Options': 'nosniff' } });
+  });
   router.use(securityHeaders());
   // Apps' pictures are public and read nothing of the request but their client id.
   router.use(appPictureRoute(ctx));
