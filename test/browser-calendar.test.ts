@@ -3,10 +3,11 @@ import { DateTime } from 'luxon';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerApp } from '../src/oauth/apps.js';
+import { createPosts } from '../src/posts/create.js';
 import { seriousViolations } from './support/axe.js';
 import { launchChromium, skipBrowserTests, type ChromiumProfile } from './support/chromium.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
-import { createOrganization } from './support/fixtures.js';
+import { createChannel, createOrganization } from './support/fixtures.js';
 import { png } from './support/media-samples.js';
 import { testPictures } from './support/oauth.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -185,6 +186,29 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
       await scan(`${target} again`);
     }
   }, 120_000);
+
+  it('moves a post to another hour by dragging it in the week, keeping its minutes', async () => {
+    const owner = await createOrganization(server.ctx.db, 'Week Studio');
+    const channel = await createChannel(server.ctx.db, owner.id, 'sandbox', 'Week sandbox');
+    const created = await createPosts(server.ctx, owner.id, { type: 'schedule', date: '2030-06-12T07:45:00.000Z', channelIds: [channel.id], content: 'Mid-week' }, undefined);
+    const postId = created.body.data[0]!.id;
+    await page.context().clearCookies();
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${server.baseUrl}/login?next=${encodeURIComponent('/calendar?date=2030-06-12&tz=Europe/Paris')}`);
+    await page.getByLabel('Email').fill(owner.email);
+    await page.getByLabel('Password').fill(owner.password);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    const chip = page.locator(`a.chip-link[data-post-id="${postId}"]`);
+    // 07:45 UTC is 09:45 in Paris in June.
+    await expect.poll(() => chip.getAttribute('data-time')).toBe('09:45');
+    expect(await chip.getAttribute('data-date')).toBe('2030-06-12');
+    await chip.dragTo(page.locator('td[data-date="2030-06-14"][data-hour="11"]'));
+    await expect.poll(() => page.getByRole('status').first().textContent()).toBe('The post is scheduled for Fri 14 Jun 2030, 11:45 (Europe/Paris).');
+    const moved = await server.ctx.db.selectFrom('posts').select('scheduled_at').where('id', '=', postId).executeTakeFirstOrThrow();
+    expect(moved.scheduled_at?.toISOString()).toBe('2030-06-14T09:45:00.000Z');
+    await scan('calendar (week, with a post)');
+    await page.screenshot({ path: new URL('calendar-week.png', ARTIFACTS).pathname });
+  }, 60_000);
 
   it('serves a favicon', async () => {
     const icon = await page.request.get(`${server.baseUrl}/favicon.ico`);
