@@ -39,7 +39,9 @@ describe.skipIf(skipBrowserTests)('Settings → Channels in a real browser (Chro
     await page.getByRole('button', { name: 'Create account' }).click();
     await expect.poll(() => new URL(page.url()).pathname).not.toBe('/signup');
 
-    await page.getByRole('link', { name: 'Channels' }).click();
+    // A new user lands on the calendar; Settings opens on the channels.
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/calendar');
+    await page.getByRole('link', { name: 'Settings' }).click();
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Channels');
     expect(await channelRow('Sandbox').locator('.status').textContent()).toBe('Active');
     // No operator app for the real networks in this test: said so, not offered.

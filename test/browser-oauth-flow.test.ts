@@ -81,6 +81,10 @@ describe.skipIf(skipBrowserTests)('OAuth in a real browser (Chromium)', () => {
     const page = await developer.newPage();
     await page.goto(`${server.baseUrl}/signup`);
     await signUp(page, { name: 'Dev', email: 'dev@schedulr.example', organization: 'Schedulr Inc' });
+    // A new user lands on the calendar; apps are under Settings → Developers.
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/calendar');
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Apps', exact: true }).click();
     await expect.poll(() => new URL(page.url()).pathname).toBe('/settings/developers/apps');
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Apps');
 

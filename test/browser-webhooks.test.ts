@@ -55,7 +55,8 @@ describe.skipIf(skipBrowserTests)('Settings → Webhooks, in Chromium', () => {
     await page.getByRole('button', { name: 'Create account' }).click();
     await expect.poll(() => new URL(page.url()).pathname).not.toBe('/signup');
 
-    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Webhooks' }).click();
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Webhooks');
     // A receiver on an address the operator did not allow is refused, with the reason.
     await page.getByLabel('URL').fill('http://10.1.2.3/hooks');

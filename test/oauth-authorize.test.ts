@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganizationWithOwner } from '../src/accounts/organizations.js';
 import { deleteApp, registerApp, updateApp } from '../src/oauth/apps.js';
+import { grantedAccess } from '../src/oauth/granted-access.js';
 import { s256 } from '../src/oauth/pkce.js';
 import { BrowserSession, inputValue } from './support/browser-session.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
@@ -247,7 +248,11 @@ describe('authorize: the consent page', () => {
     expect(html).toContain(`<img class="app-picture large" src="/oauth/apps/${hostile.client_id}/picture" alt="Picture of &lt;script&gt;alert(1)&lt;/script&gt;">`);
     expect(html).not.toContain('alert(3)');
     expect(html).toContain('First Org');
-    expect(html).toMatch(/create, schedule, change and delete posts/);
+    // What the token opens on this server, and only that: no network the operator did not configure.
+    const granted = [...(/<ul class="granted-access">([\s\S]*?)<\/ul>/.exec(html)![1]!.matchAll(/<li>([^<]*)<\/li>/g))].map((m) => m[1]);
+    expect(granted).toEqual(grantedAccess({ youtube: undefined, tiktok: undefined }, 'First Org').map((line, i, all) => `${line}${i === all.length - 1 ? '.' : ';'}`));
+    expect(granted.join(' ')).toMatch(/see every post of First Org, also those written here or through other apps/);
+    expect(granted.join(' ')).not.toMatch(/YouTube|TikTok/);
     expect(html).toContain('name="decision" value="approve"');
     expect(html).toContain('name="decision" value="deny"');
   });
@@ -448,5 +453,17 @@ describe('authorize: approve and deny', () => {
     const { form } = await consent(browser, valid());
     const response = await browser.postForm('/session/organization', { csrf_token: form.csrf_token, organization_id: stranger.id, next: '/' });
     expect(response.status).toBe(404);
+  });
+});
+
+describe('the consent page’s list of what an app can do', () => {
+  it('names the networks the operator configured, and their reads, only', () => {
+    const youtube = { clientId: 'x', clientSecret: 'y', accountsUrl: '', oauthUrl: '', apiUrl: '', uploadChunkBytes: 1 };
+    const withYouTube = grantedAccess({ youtube, tiktok: undefined }, 'Acme').join('\n');
+    expect(withYouTube).toContain('connect YouTube accounts to Acme (you sign in to the network yourself), and remove channels');
+    expect(withYouTube).not.toContain('TikTok');
+    const both = grantedAccess({ youtube, tiktok: {} as never }, 'Acme').join('\n');
+    expect(both).toContain('connect YouTube and TikTok accounts to Acme');
+    expect(both).toContain('read the creator information and the analytics (views, likes, comments and shares of recent videos) of its TikTok accounts');
   });
 });

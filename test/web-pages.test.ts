@@ -168,7 +168,7 @@ describe('sign up, log in, log out', () => {
     for (const next of ['https://evil.example/', '//evil.example/x', '/\\evil.example']) {
       const visitor = new BrowserSession(server);
       const response = await visitor.logIn(owner.email, owner.password, next);
-      expect(response.headers.get('location')).toBe('/settings/developers/apps');
+      expect(response.headers.get('location')).toBe('/calendar');
     }
   });
 

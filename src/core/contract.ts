@@ -57,5 +57,11 @@ function enumValues<Name extends keyof Schemas>(name: Name): readonly Schemas[Na
 }
 
 export const PROVIDERS = enumValues('KnownProvider');
+
+/** The longest text of a post the contract accepts (`PostItem.content.maxLength`), on any network. */
+export const POST_CONTENT_MAX_LENGTH = (() => {
+  const spec = readSpec(SPEC_FILES.publicV1) as { components: { schemas: { PostItem: { properties: { content: { maxLength: number } } } } } };
+  return spec.components.schemas.PostItem.properties.content.maxLength;
+})();
 export const POST_STATUSES = enumValues('PostStatus');
 export const MEDIA_CONTENT_TYPES = enumValues('MediaContentType');

@@ -8,6 +8,7 @@ import { appPicturePath } from './app-pictures.js';
 import { checkAuthorizationParameters, identifyClient, type AuthorizationQuery } from './authorization-parameters.js';
 import { createAuthorizationRequest } from './authorization-requests.js';
 import { answerConsent } from './consent.js';
+import { grantedAccess } from './granted-access.js';
 import type { OAuthApp } from './tables.js';
 import { withQuery } from './urls.js';
 
@@ -54,11 +55,11 @@ export function authorizeOperation(ctx: AppContext): OAuthHandler<'authorize'> {
       },
       ctx.clock(),
     );
-    return { status: 200, html: consentPage(res, app, requestId, checked.state, req.originalUrl) };
+    return { status: 200, html: consentPage(res, app, requestId, checked.state, req.originalUrl, grantedAccess(ctx.config, visitor.organization.name)) };
   };
 }
 
-function consentPage(res: Response, app: OAuthApp, requestId: string, state: string | undefined, path: string): string {
+function consentPage(res: Response, app: OAuthApp, requestId: string, state: string | undefined, path: string, access: string[]): string {
   const visitor = visitorOf(res)!;
   return pageHtml(
     res,
@@ -72,6 +73,7 @@ function consentPage(res: Response, app: OAuthApp, requestId: string, state: str
       state: state ?? '',
       redirectOrigin: originOf(app.redirect_uri),
       picture: appPicturePath(app),
+      access,
     },
     // After the answer the form leads to the app's redirect URL, which form-action must allow
     // (browsers apply it to redirects).

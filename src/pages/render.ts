@@ -16,6 +16,11 @@ export interface PagePolicy {
   formOrigins?: string[];
   /** Origins images and videos may come from besides this site (media in an S3-compatible bucket). */
   mediaOrigins?: string[];
+  /**
+   * Origins the page's script may send requests to: this site, and these (an S3-compatible bucket
+   * that takes uploads). Absent, the page's script connects nowhere.
+   */
+  connectOrigins?: string[];
 }
 
 /**
@@ -32,6 +37,7 @@ export function contentSecurityPolicy(policy: PagePolicy = {}): string {
     "script-src 'self'",
     `img-src ${media}`,
     ...(policy.mediaOrigins ? [`media-src ${media}`] : []),
+    ...(policy.connectOrigins ? [`connect-src ${["'self'", ...policy.connectOrigins].join(' ')}`] : []),
     `form-action ${forms}`,
     "frame-ancestors 'none'",
     "base-uri 'none'",

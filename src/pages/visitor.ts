@@ -79,8 +79,10 @@ export async function verifyAnonymousForm(req: Request, cookies: BrowserCookies,
   return nonce !== undefined && csrf.verify(`anonymous:${nonce}`, (req.body as Record<string, unknown> | undefined)?.csrf_token);
 }
 
+/** A form's token is a field; a page's script sends it in `X-CSRF-Token` with a JSON body. */
 export function verifySessionForm(req: Request, visitor: Visitor, csrf: CsrfTokens): Promise<boolean> {
-  return csrf.verify(sessionBinding(visitor.sessionId), (req.body as Record<string, unknown> | undefined)?.csrf_token);
+  const given = (req.body as Record<string, unknown> | undefined)?.csrf_token ?? req.get('X-CSRF-Token');
+  return csrf.verify(sessionBinding(visitor.sessionId), given);
 }
 
 /** A form field as one string: absent, repeated or non-text values read as empty. */
@@ -100,7 +102,7 @@ const NEXT_BASE = 'http://next.invalid';
  * Encoded slashes and backslashes are refused too, so no later decoding can make a second path of it.
  * The query is answered as the URL parser writes it (the same values, percent-encoded).
  */
-export function safeNext(value: unknown, fallback = '/settings/developers/apps'): string {
+export function safeNext(value: unknown, fallback = '/calendar'): string {
   if (typeof value !== 'string' || value.length > 8192) return fallback;
   if (!value.startsWith('/') || /[\u0000-\u001f\u007f\\]/.test(value)) return fallback;
   let url: URL;

@@ -96,6 +96,15 @@ export async function editPost(ctx: PostsContext, organizationId: string, postId
   });
 }
 
+/**
+ * `POST /posts/{id}/schedule`: the post is `scheduled` at the given time, whatever its status was
+ * among those a user may move (the calendar's drag and "Move to…" mean the same). `path` names the
+ * time's field in the caller's request.
+ */
+export function schedulePostAt(ctx: PostsContext, organizationId: string, postId: string, scheduledAt: Date, path = 'scheduledAt'): Promise<PostRow> {
+  return movePost(ctx, organizationId, postId, { status: 'scheduled', scheduledAt, path });
+}
+
 /** Moves a post as `nextState` allows; a move to `scheduled` also checks the channel's quota for that day. */
 export async function movePost(ctx: PostsContext, organizationId: string, postId: string, request: StatusRequest): Promise<PostRow> {
   return ctx.db.transaction().execute(async (trx) => {

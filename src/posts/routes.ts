@@ -2,7 +2,7 @@ import type { PublicHandlers } from '../http/typed-routes.js';
 import { postHistoryPage } from './history.js';
 import type { PostsContext } from './publication-plan.js';
 import { createPosts } from './create.js';
-import { editPost, getPost, movePost, removePost } from './lifecycle.js';
+import { editPost, getPost, movePost, removePost, schedulePostAt } from './lifecycle.js';
 import { listPostPage } from './list.js';
 import { toPostBody } from './post-body.js';
 
@@ -35,8 +35,7 @@ export function postOperations(ctx: PostsContext): Pick<PublicHandlers, PostOper
     },
 
     schedulePost: async ({ principal, params, body }) => {
-      const request = { status: 'scheduled', scheduledAt: new Date(body.scheduledAt), path: 'scheduledAt' } as const;
-      const post = await movePost(ctx, principal.organizationId, params.id, request);
+      const post = await schedulePostAt(ctx, principal.organizationId, params.id, new Date(body.scheduledAt));
       return { status: 200, body: toPostBody(post) };
     },
 

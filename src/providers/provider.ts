@@ -57,6 +57,18 @@ export interface ItemFacts {
   paths: ItemPaths;
 }
 
+/**
+ * How long a post's text may be on a network, as its rules count it, for a page to count along while
+ * the user writes; the rules themselves (`settingsProblems`) refuse what goes beyond.
+ */
+export interface ContentLimit {
+  max: number;
+  /** `characters` in UTF-16 code units (JavaScript's `length`), or `bytes` of UTF-8. */
+  unit: 'characters' | 'bytes';
+  /** What the text becomes there, e.g. "caption". */
+  becomes: string;
+}
+
 /** One post's settings to check against its network's rules. */
 export interface SettingsCheck<P extends Provider> {
   item: ItemFacts;
@@ -82,6 +94,8 @@ export interface ProviderAdapter<P extends Provider = Provider> {
   readonly connectsAccounts: boolean;
   /** Whether a post to this network needs settings (`__type` of its network). */
   readonly needsSettings: boolean;
+  /** The network's own limit of a post's text, when it has one below the contract's. */
+  readonly contentLimit?: ContentLimit;
   /** The problems of one post's settings, every one of them, with the path of the field concerned. */
   settingsProblems(check: SettingsCheck<P>): Promise<ErrorDetail[]>;
   /** The settings as stored and answered: every optional choice with its documented default. */

@@ -17,6 +17,7 @@ import {
   visitorOf,
   type BrowserCookies,
 } from '../pages/visitor.js';
+import { LANDING_PAGE } from './signed-in.js';
 
 // The account checks say what is wrong with a field ("must be at least 8 characters"); the summary
 // above the form lists them apart from their fields, so each starts with the field's label.
@@ -84,7 +85,7 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
   };
 
   router.get('/', (_req, res) => {
-    res.redirect(302, visitorOf(res) ? '/settings/developers/apps' : '/login');
+    res.redirect(302, visitorOf(res) ? LANDING_PAGE : '/login');
   });
 
   router.get('/login', async (req, res) => {

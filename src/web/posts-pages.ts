@@ -2,15 +2,19 @@ import express, { type Request, type Router } from 'express';
 import { listChannels } from '../channels/channels.js';
 import { POST_STATUSES, type PostStatus } from '../core/contract.js';
 import { DomainError, ValidationError } from '../core/errors.js';
+import { DateTime } from 'luxon';
 import { formatTime } from '../pages/forms.js';
+import type { BrowserCookies } from '../pages/visitor.js';
 import { renderPage } from '../pages/render.js';
 import type { PostEventBody } from '../posts/events.js';
 import { postHistoryPage } from '../posts/history.js';
 import { getPost, movePost } from '../posts/lifecycle.js';
+import { isEditable } from '../posts/transitions.js';
 import { listPostPage } from '../posts/list.js';
 import { toPostBody, type PostBody } from '../posts/post-body.js';
 import type { PostsContext } from '../posts/publication-plan.js';
 import { signedIn } from './signed-in.js';
+import { readTimeZone } from './time-zone.js';
 
 const PAGE_SIZE = 50;
 const HISTORY_PAGE_SIZE = 100;
@@ -34,7 +38,7 @@ const EVENT_WORDS: Record<string, string> = {
  * and a post's page with its history and, for a failed post, *Schedule again*. The same domain code
  * as the Public API's, so the same rules and errors apply.
  */
-export function postsPages(ctx: PostsContext): Router {
+export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
   const router = express.Router();
 
   router.get('/posts', async (req, res) => {
@@ -62,7 +66,17 @@ export function postsPages(ctx: PostsContext): Router {
 
   router.get('/posts/:id', async (req, res) => {
     const { organization } = signedIn(res);
-    await showPost(req, res, organization.id, req.query.scheduled === '1' ? 'The post is scheduled again.' : undefined);
+    const { zone } = readTimeZone(req, res, cookies);
+    const notice =
+      req.query.scheduled === '1' ? 'The post is scheduled again.' : req.query.created ? 'The post is created.' : req.query.saved ? 'The post is saved.' : req.query.moved ? 'The post has its new time.' : undefined;
+    await showPost(ctx, req, res, { organizationId: organization.id, postId: String(req.params.id), zone, notice });
+  });
+
+  // What post.js asks while the post is on its way to the network.
+  router.get('/posts/:id/status', async (req, res) => {
+    const { organization } = signedIn(res);
+    const post = await getPost(ctx.db, organization.id, String(req.params.id));
+    res.json({ status: post.status });
   });
 
   router.post('/posts/:id/schedule-again', async (req, res) => {
@@ -71,33 +85,52 @@ export function postsPages(ctx: PostsContext): Router {
       await movePost(ctx, organization.id, String(req.params.id), { status: 'scheduled' });
     } catch (error) {
       if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
-      return showPost(req, res, organization.id, undefined, error);
+      const { zone } = readTimeZone(req, res, cookies);
+      return showPost(ctx, req, res, { organizationId: organization.id, postId: String(req.params.id), zone, problem: `The post could not be scheduled again: ${error.message}`, status: error.status });
     }
     res.redirect(303, `/posts/${encodeURIComponent(String(req.params.id))}?scheduled=1`);
   });
 
-  async function showPost(req: Request, res: express.Response, organizationId: string, notice?: string, problem?: DomainError): Promise<void> {
-    const post = toPostBody(await getPost(ctx.db, organizationId, String(req.params.id)));
-    const cursor = typeof req.query.history === 'string' ? req.query.history : undefined;
-    const history = await postHistoryPage(ctx, organizationId, post.id, { limit: HISTORY_PAGE_SIZE, ...(cursor ? { cursor } : {}) });
-    const channels = await listChannels(ctx.db, organizationId);
-    renderPage(
-      res,
-      '/web/templates/post',
-      {
-        title: 'Post',
-        path: '/posts',
-        post: { ...describe(post), channelName: channels.find((channel) => channel.id === post.channelId)?.name ?? post.channelId },
-        events: history.data.map(describeEvent),
-        moreHistory: history.nextCursor ? `?history=${encodeURIComponent(history.nextCursor)}` : undefined,
-        notice,
-        problem: problem?.message,
-      },
-      problem?.status ?? 200,
-    );
-  }
-
   return router;
+}
+
+interface ShownPost {
+  organizationId: string;
+  postId: string;
+  /** The reader's time zone, for the "Move to…" form. */
+  zone: string;
+  notice?: string | undefined;
+  problem?: string | undefined;
+  status?: number;
+}
+
+/** A post's page: its details, the link to it on the network, its history, and what can be done with it. */
+export async function showPost(ctx: PostsContext, req: Request, res: express.Response, shown: ShownPost): Promise<void> {
+  const post = toPostBody(await getPost(ctx.db, shown.organizationId, shown.postId));
+  const cursor = typeof req.query.history === 'string' ? req.query.history : undefined;
+  const history = await postHistoryPage(ctx, shown.organizationId, post.id, { limit: HISTORY_PAGE_SIZE, ...(cursor ? { cursor } : {}) });
+  const channels = await listChannels(ctx.db, shown.organizationId);
+  const local = post.scheduledAt ? DateTime.fromISO(post.scheduledAt, { zone: shown.zone }) : DateTime.fromJSDate(ctx.clock(), { zone: shown.zone }).plus({ hours: 1 }).startOf('hour');
+  renderPage(
+    res,
+    '/web/templates/post',
+    {
+      title: 'Post',
+      path: '/posts',
+      scripts: ['post.js'],
+      post: { ...describe(post), channelName: channels.find((channel) => channel.id === post.channelId)?.name ?? post.channelId },
+      movable: (['draft', 'scheduled', 'failed'] as string[]).includes(post.status),
+      editable: isEditable(post.status),
+      move: { date: local.toISODate(), time: local.toFormat('HH:mm'), zone: shown.zone },
+      events: history.data.map(describeEvent),
+      moreHistory: history.nextCursor ? `?history=${encodeURIComponent(history.nextCursor)}` : undefined,
+      notice: shown.notice,
+      problem: shown.problem,
+    },
+    shown.status ?? 200,
+    // The page follows a post that is being published (post.js).
+    { connectOrigins: [] },
+  );
 }
 
 interface Filter {

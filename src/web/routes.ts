@@ -9,6 +9,11 @@ import type { CsrfTokens } from '../pages/csrf.js';
 import { ASSETS_DIR, renderErrorPage, securityHeaders } from '../pages/render.js';
 import type { BrowserCookies } from '../pages/visitor.js';
 import { accountPages } from './account-pages.js';
+import { calendarPages } from './calendar-page.js';
+import { composerPages } from './composer-page.js';
+import { mediaPages } from './media-pages.js';
+import type { MediaContext } from '../media/storage.js';
+import { RequestBodies } from '../http/request-bodies.js';
 import { channelCallbackPage } from './channels-page.js';
 import { postsPages } from './posts-pages.js';
 import { settingsPages } from './settings-pages.js';
@@ -34,7 +39,9 @@ export interface PageTools {
 /** What a page reads of its request: form bodies (text the database cannot store refused) and the signed-in visitor. */
 function pageInput(ctx: AppContext, { cookies, csrf }: PageTools): RequestHandler[] {
   return [
-    express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 }),
+    // The composer's form is the largest: a post's text (20,000 characters, up to 12 bytes each once
+    // encoded), its media, and the settings of every channel it goes to.
+    express.urlencoded({ extended: false, limit: '320kb', parameterLimit: 1000 }),
     refuseUnstorableRequestText(() => new ValidationError('The address or a form field holds the NUL character (U+0000) or malformed Unicode, which is not accepted.')),
     loadVisitor(ctx, cookies, csrf),
   ];
@@ -49,12 +56,17 @@ export function pagePrelude(ctx: AppContext, tools: PageTools): RequestHandler[]
  * The pages people use in a browser: accounts, posts and settings, the consent form's answer and the apps'
  * pictures, and the error page of every page (the authorize page's included).
  */
-export function createWebApp(ctx: PostsContext & { webhooks: WebhookManagement }, tools: PageTools): Router {
+export function createWebApp(ctx: PostsContext & MediaContext & { webhooks: WebhookManagement }, tools: PageTools): Router {
+  const bodies = new RequestBodies();
   const router = express.Router();
   router.use(
     '/assets',
     express.static(ASSETS_DIR, { index: false, fallthrough: false, maxAge: '1h', setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff') }),
   );
+  // Browsers ask every site for /favicon.ico, whatever its pages link to.
+  router.get('/favicon.ico', (_req, res) => {
+    res.sendFile('favicon.ico', { root: ASSETS_DIR, maxAge: '1d', headers: { 'Content-Type': 'image/x-icon', 'X-Content-Type-Options': 'nosniff' } });
+  });
   router.use(securityHeaders());
   // Apps' pictures are public and read nothing of the request but their client id.
   router.use(appPictureRoute(ctx));
@@ -62,7 +74,13 @@ export function createWebApp(ctx: PostsContext & { webhooks: WebhookManagement }
   router.use(accountPages(ctx, tools.cookies, tools.csrf));
   router.use(channelCallbackPage(ctx));
   router.use('/posts', requireSignIn(tools.csrf));
-  router.use(postsPages(ctx));
+  router.use('/calendar', requireSignIn(tools.csrf));
+  router.use('/compose', requireSignIn(tools.csrf));
+  router.use('/media', requireSignIn(tools.csrf));
+  router.use(calendarPages(ctx, tools.cookies));
+  router.use(composerPages(ctx, tools.cookies, bodies));
+  router.use(mediaPages(ctx, bodies));
+  router.use(postsPages(ctx, tools.cookies));
   router.use(settingsPages(ctx, tools.csrf));
   router.use(consentRoutes(ctx, tools.csrf));
   router.use((_req, res) => renderErrorPage(res, 404, 'Not found', 'There is no page at this address.'));

@@ -13,7 +13,8 @@ import type { WebhookManagement } from '../webhooks/management.js';
 export function settingsPages(ctx: PostsContext & { webhooks: WebhookManagement }, csrf: CsrfTokens): Router {
   const router = express.Router();
   router.use('/settings', requireSignIn(csrf));
-  router.get('/settings', (_req, res) => res.redirect(302, '/settings/developers/access'));
+  router.get('/settings', (_req, res) => res.redirect(302, '/settings/channels'));
+  router.get('/settings/developers', (_req, res) => res.redirect(302, '/settings/developers/access'));
   router.use(apiKeyPages(ctx));
   router.use(appPages(ctx));
   router.use(approvedAppsPage(ctx));

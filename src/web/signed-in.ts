@@ -3,6 +3,9 @@ import type { CsrfTokens } from '../pages/csrf.js';
 import { formExpired, renderErrorPage } from '../pages/render.js';
 import { verifySessionForm, visitorOf, type OrganizationChoice, type Visitor } from '../pages/visitor.js';
 
+/** Where a signed-in user starts: the calendar of their organization's posts. */
+export const LANDING_PAGE = '/calendar';
+
 /**
  * Settings pages need a signed-in user acting for an organization; every form they post carries the
  * session's CSRF token. A browser without a session goes to the log-in page and comes back.

@@ -15,3 +15,14 @@ document.addEventListener('click', async (event) => {
   button.textContent = 'Copied';
   setTimeout(() => { button.textContent = label; }, 2000);
 });
+
+// Times are shown in the browser's time zone: a page that does not know it yet (it shows UTC) asks
+// for itself again with the zone, which the server then keeps in a cookie.
+(() => {
+  if (!document.documentElement.hasAttribute('data-time-zone-unset')) return;
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const url = new URL(location.href);
+  if (!zone || zone === 'UTC' || url.searchParams.has('tz')) return;
+  url.searchParams.set('tz', zone);
+  location.replace(url.href);
+})();

@@ -5,7 +5,7 @@ import { TikTokAnalytics } from './analytics.js';
 import { TikTokApi } from './api.js';
 import { TikTokConnection } from './connection.js';
 import { TikTokCreatorInfo } from './creator-info.js';
-import { tiktokProblems } from './rules.js';
+import { TIKTOK_CONTENT_LIMIT, tiktokProblems } from './rules.js';
 import { TikTokTokens } from './tokens.js';
 
 /**
@@ -19,6 +19,7 @@ export const tiktokNetwork: ProviderFactory<'tiktok'> = ({ config, outbound, clo
     name: 'TikTok',
     connectsAccounts: true,
     needsSettings: true,
+    contentLimit: TIKTOK_CONTENT_LIMIT,
     settingsProblems: tiktokProblems,
     withDefaults: (settings) => ({
       ...settings,

@@ -1,10 +1,12 @@
 import { acceptsPosts } from '../../channels/channels.js';
 import { UnprocessableError, type ErrorDetail } from '../../core/errors.js';
-import type { CreatorInfo, SettingsCheck } from '../provider.js';
+import type { ContentLimit, CreatorInfo, SettingsCheck } from '../provider.js';
 import { exactlyOneVideo } from '../rules.js';
 
 // TikTok counts the caption in UTF-16 code units, as JavaScript's `length` does.
 const CAPTION_MAX = 2200;
+
+export const TIKTOK_CONTENT_LIMIT: ContentLimit = { max: CAPTION_MAX, unit: 'characters', becomes: 'caption' };
 
 const INTERACTIONS = [
   { setting: 'disableComment', disabledBy: 'commentDisabled', name: 'comments' },

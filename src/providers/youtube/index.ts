@@ -2,7 +2,7 @@ import { AccountTokens } from '../account-tokens.js';
 import type { ProviderFactory } from '../provider.js';
 import { YouTubeAdapter } from './adapter.js';
 import { YouTubeConnection } from './connection.js';
-import { youtubeProblems } from './rules.js';
+import { YOUTUBE_CONTENT_LIMIT, youtubeProblems } from './rules.js';
 
 /**
  * YouTube (YouTube Data API v3, Google's OAuth 2.0 for web server apps). Accounts are connected and
@@ -15,6 +15,7 @@ export const youtubeNetwork: ProviderFactory<'youtube'> = ({ config, outbound, c
     name: 'YouTube',
     connectsAccounts: true,
     needsSettings: true,
+    contentLimit: YOUTUBE_CONTENT_LIMIT,
     settingsProblems: async (check) => youtubeProblems(check),
     withDefaults: (settings) => ({ ...settings, tags: settings.tags ?? [] }),
   } satisfies ReturnType<ProviderFactory<'youtube'>>;

@@ -2,8 +2,13 @@ import type { ErrorDetail } from '../../core/errors.js';
 import type { SettingsCheck } from '../provider.js';
 import { exactlyOneVideo } from '../rules.js';
 
+import type { ContentLimit } from '../provider.js';
+
 // YouTube Data API, videos resource: a description of at most 5000 bytes, without `<` or `>`.
 const DESCRIPTION_MAX_BYTES = 5000;
+
+/** Without settings.description, the content becomes the video's description. */
+export const YOUTUBE_CONTENT_LIMIT: ContentLimit = { max: DESCRIPTION_MAX_BYTES, unit: 'bytes', becomes: 'description, unless one is set' };
 const TAGS_MAX = 500;
 
 /**

@@ -1,0 +1,162 @@
+import express, { type Request, type Response, type Router } from 'express';
+import { DateTime } from 'luxon';
+import { listChannels } from '../channels/channels.js';
+import { POST_STATUSES } from '../core/contract.js';
+import { DomainError, ValidationError } from '../core/errors.js';
+import { renderPage } from '../pages/render.js';
+import { field, safeNext, type BrowserCookies } from '../pages/visitor.js';
+import { getPost, schedulePostAt } from '../posts/lifecycle.js';
+import { listPostPage } from '../posts/list.js';
+import type { PostBody } from '../posts/post-body.js';
+import type { PostsContext } from '../posts/publication-plan.js';
+import { anchorDay, layOutCalendar, wallClockInstant, type CalendarView } from './calendar-view.js';
+import { showPost } from './posts-pages.js';
+import { signedIn } from './signed-in.js';
+import { readTimeZone, timeZoneOptions } from './time-zone.js';
+
+const PAGE_SIZE = 100;
+/** A view shows at most this many posts; beyond, it says so and the channel filter narrows it. */
+const MAX_POSTS = 1000;
+
+type Query = Record<string, unknown>;
+
+/**
+ * The calendar: the organization's posts in a week or a month, in the reader's time zone, coloured by
+ * status and filtered by channel. Dragging a post to another day or hour, or its "Move to…" form,
+ * schedules it through the same code as `POST /public/v1/posts/{id}/schedule`.
+ */
+export function calendarPages(ctx: PostsContext, cookies: BrowserCookies): Router {
+  const router = express.Router();
+
+  router.get('/calendar', async (req, res) => {
+    await showCalendar(req, res, req.query as Query);
+  });
+
+  router.post('/posts/:id/move', async (req, res) => {
+    const { organization } = signedIn(res);
+    const postId = String(req.params.id);
+    const back = safeNext(field(req, 'return'), '/calendar');
+    const { zone } = readTimeZone(req, res, cookies);
+    const at = wallClockInstant(field(req, 'date'), field(req, 'time'), zone);
+    try {
+      if (!at) throw new ValidationError('Choose a day and a time to move the post to.', [{ path: 'scheduledAt', message: 'needs a day (YYYY-MM-DD) and a time (HH:MM)' }]);
+      await schedulePostAt(ctx, organization.id, postId, at);
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
+      const problem = `The post could not be moved: ${error.message}`;
+      const url = new URL(back, 'http://page.invalid');
+      if (url.pathname === '/calendar') return showCalendar(req, res, Object.fromEntries(url.searchParams), { problem }, error.status);
+      return showPost(ctx, req, res, { organizationId: organization.id, postId, zone, problem, status: error.status });
+    }
+    const url = new URL(back, 'http://page.invalid');
+    url.searchParams.set('moved', postId);
+    res.redirect(303, `${url.pathname}${url.search}`);
+  });
+
+  async function showCalendar(req: Request, res: Response, query: Query, extra: { problem?: string } = {}, status = 200): Promise<void> {
+    const { organization } = signedIn(res);
+    const timeZone = readTimeZone(req, res, cookies);
+    const view = readView(query.view);
+    const channels = await listChannels(ctx.db, organization.id);
+    const chosen = readChannels(query.channel, new Set(channels.map((channel) => channel.id)));
+    const now = ctx.clock();
+    const anchor = anchorDay(query.date, timeZone.zone, now);
+    const shell = layOutCalendar(view, anchor, [], now);
+    const { posts, truncated } = await postsBetween(ctx, organization.id, shell.start, shell.end, chosen);
+    const names = new Map(channels.map((channel) => [channel.id, channel.name]));
+    const layout = layOutCalendar(
+      view,
+      anchor,
+      posts.map((post) => ({
+        id: post.id,
+        status: post.status,
+        scheduledAt: new Date(post.scheduledAt!),
+        channelName: names.get(post.channelId) ?? post.channelId,
+        content: post.content,
+      })),
+      now,
+    );
+    const link = (changes: Query) => `/calendar?${calendarQuery({ view, date: layout.anchor, channel: chosen, ...changes })}`;
+    const created = typeof query.created === 'string' && /^\d{1,3}$/.test(query.created) ? `${query.created} posts are created, one per channel.` : undefined;
+    const moved = typeof query.moved === 'string' ? await movedNotice(organization.id, query.moved, timeZone.zone) : created;
+    renderPage(
+      res,
+      '/web/templates/calendar',
+      {
+        title: 'Calendar',
+        path: '/calendar',
+        wide: true,
+        scripts: ['calendar.js'],
+        timeZone,
+        zones: timeZoneOptions(timeZone.zone),
+        layout,
+        channels: channels.map((channel) => ({ id: channel.id, name: channel.name, provider: channel.provider, checked: chosen.includes(channel.id) })),
+        activeChannels: channels.filter((channel) => channel.status === 'active').length,
+        chosen,
+        statuses: POST_STATUSES,
+        truncated,
+        links: {
+          previous: link({ date: layout.previous }),
+          next: link({ date: layout.next }),
+          today: link({ date: undefined }),
+          week: link({ view: 'week' }),
+          month: link({ view: 'month' }),
+        },
+        here: link({}),
+        notice: moved,
+        ...extra,
+      },
+      status,
+    );
+  }
+
+  async function movedNotice(organizationId: string, postId: string, zone: string): Promise<string | undefined> {
+    const post = await getPost(ctx.db, organizationId, postId).catch(() => undefined);
+    if (!post?.scheduled_at) return undefined;
+    const when = DateTime.fromJSDate(post.scheduled_at, { zone }).toFormat('ccc d LLL yyyy, HH:mm');
+    return `The post is ${post.status === 'scheduled' ? 'scheduled' : 'moved'} for ${when} (${zone}).`;
+  }
+
+  return router;
+}
+
+function readView(value: unknown): CalendarView {
+  if (value === undefined || value === '' || value === 'week') return 'week';
+  if (value === 'month') return 'month';
+  throw new ValidationError('The calendar shows a week (view=week) or a month (view=month).');
+}
+
+/** The channels to show, from the address; one that is not the organization's is refused rather than ignored. */
+function readChannels(value: unknown, known: Set<string>): string[] {
+  if (value === undefined || value === '') return [];
+  const ids = (Array.isArray(value) ? value : [value]).map(String);
+  for (const id of ids) if (!known.has(id)) throw new ValidationError(`There is no channel ${id} in this organization.`);
+  return [...new Set(ids)];
+}
+
+function calendarQuery(values: { view: CalendarView; date: string | undefined; channel: string[] }): string {
+  const query = new URLSearchParams();
+  if (values.view !== 'week') query.set('view', values.view);
+  if (values.date) query.set('date', values.date);
+  for (const id of values.channel) query.append('channel', id);
+  return query.toString();
+}
+
+/** Every post due in `[start, end)`, through the same listing as `GET /public/v1/posts`, page by page. */
+async function postsBetween(ctx: PostsContext, organizationId: string, start: Date, end: Date, channelIds: string[]): Promise<{ posts: PostBody[]; truncated: boolean }> {
+  const posts: PostBody[] = [];
+  let cursor: string | undefined;
+  while (posts.length < MAX_POSTS) {
+    const page = await listPostPage(ctx, organizationId, {
+      limit: PAGE_SIZE,
+      from: start.toISOString(),
+      to: end.toISOString(),
+      ...(channelIds.length > 0 ? { channelId: channelIds } : {}),
+      ...(cursor ? { cursor } : {}),
+    });
+    posts.push(...page.data);
+    if (!page.nextCursor) return { posts, truncated: false };
+    cursor = page.nextCursor;
+  }
+  return { posts, truncated: true };
+}

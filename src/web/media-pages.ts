@@ -1,0 +1,104 @@
+import express, { type ErrorRequestHandler, type Response, type Router } from 'express';
+import { DomainError, ValidationError } from '../core/errors.js';
+import { sendError } from '../http/error-envelope.js';
+import type { RequestBodies } from '../http/request-bodies.js';
+import { mediaPage, presentMedia, removeMedia } from '../media/library.js';
+import type { MediaBody } from '../media/media-body.js';
+import { MediaPolicy } from '../media/media-types.js';
+import type { MediaContext } from '../media/storage.js';
+import { SignedUploads } from '../media/uploads.js';
+import { renderPage } from '../pages/render.js';
+import { signedIn } from './signed-in.js';
+
+const LIBRARY_PAGE_SIZE = 60;
+
+/**
+ * The media library, and the signed upload as the composer and the library run it from the browser:
+ * the same three steps and the same code as `POST /public/v1/media/uploads` and `…/complete`, the
+ * bytes going straight to the signed URL. Answers of the upload steps are the API's JSON bodies and
+ * error envelope; their requests carry the session's CSRF token in `X-CSRF-Token`.
+ */
+export function mediaPages(ctx: MediaContext, bodies: RequestBodies): Router {
+  const router = express.Router();
+  const policy = new MediaPolicy(ctx.config.media);
+  const uploads = new SignedUploads(ctx, policy);
+
+  router.post('/media/uploads', express.json({ limit: '16kb' }), async (req, res) => {
+    const { organization } = signedIn(res);
+    const details = bodies.check('createUpload', req.body);
+    if (details.length > 0) throw new ValidationError('The request does not match the API contract.', details);
+    res.status(201).json(await uploads.create(organization.id, req.body));
+  });
+
+  router.post('/media/uploads/:uploadId/complete', async (req, res) => {
+    const { organization } = signedIn(res);
+    const media = await uploads.complete(organization.id, String(req.params.uploadId));
+    res.status(200).json(await presentMedia(ctx, media));
+  });
+
+  router.use('/media/uploads', ((error, _req, res, next) => {
+    if (res.headersSent || !(error instanceof DomainError) || error.status >= 500) return next(error);
+    sendError(res, { status: error.status, code: error.code, message: error.message, details: error.details }, String(res.locals.requestId ?? ''));
+  }) as ErrorRequestHandler);
+
+  router.get('/media', async (req, res) => {
+    await showLibrary(res, typeof req.query.cursor === 'string' ? req.query.cursor : undefined, req.query.deleted === '1' ? 'The media is deleted.' : undefined);
+  });
+
+  router.post('/media/:id/delete', async (req, res) => {
+    const { organization } = signedIn(res);
+    try {
+      await removeMedia(ctx, organization.id, String(req.params.id));
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
+      return showLibrary(res, undefined, undefined, { id: String(req.params.id), message: error.message, details: (error.details ?? []).map((d) => d.message) }, error.status);
+    }
+    res.redirect(303, '/media?deleted=1');
+  });
+
+  async function showLibrary(res: Response, cursor: string | undefined, notice?: string, refused?: { id: string; message: string; details: string[] }, status = 200): Promise<void> {
+    const { organization } = signedIn(res);
+    const page = await mediaPage(ctx, organization.id, { limit: LIBRARY_PAGE_SIZE, cursor });
+    const origins = await mediaOrigins(ctx, page.data);
+    renderPage(
+      res,
+      '/web/templates/media',
+      {
+        title: 'Media',
+        path: '/media',
+        wide: true,
+        scripts: ['upload.js'],
+        media: page.data.map(describeMedia),
+        next: page.nextCursor ? `/media?cursor=${encodeURIComponent(page.nextCursor)}` : undefined,
+        accept: policy.allowedTypes.join(','),
+        notice,
+        refused,
+      },
+      status,
+      { mediaOrigins: origins, connectOrigins: origins },
+    );
+  }
+
+  return router;
+}
+
+/** Media as the pages show it: its size in words, and whether the page can show it as an image or a video. */
+export function describeMedia(media: MediaBody) {
+  return { ...media, sizeText: sizeInWords(media.size), durationText: media.durationSec === null ? undefined : `${Math.round(media.durationSec)} s` };
+}
+
+export function sizeInWords(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  if (bytes < 1024 * 1024 * 1024) return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+  return `${(bytes / 1024 / 1024 / 1024).toFixed(2)} GB`;
+}
+
+/**
+ * Where the media's files are served from and uploads go, for the page's content security policy:
+ * this site with local storage, the bucket's origin with S3. A signed URL says it exactly.
+ */
+export async function mediaOrigins(ctx: MediaContext, shown: MediaBody[]): Promise<string[]> {
+  const probe = await ctx.storage.signedGetUrl('media/origin', { contentType: 'image/png', expiresAt: new Date(ctx.clock().getTime() + 60_000) });
+  return [...new Set([probe, ...shown.map((media) => media.url)].map((url) => new URL(url).origin))];
+}

@@ -1,0 +1,220 @@
+import fs from 'node:fs';
+import { DateTime } from 'luxon';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerApp } from '../src/oauth/apps.js';
+import { createPosts } from '../src/posts/create.js';
+import { seriousViolations } from './support/axe.js';
+import { launchChromium, skipBrowserTests, type ChromiumProfile } from './support/chromium.js';
+import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
+import { createChannel, createOrganization } from './support/fixtures.js';
+import { png } from './support/media-samples.js';
+import { testPictures } from './support/oauth.js';
+import { startTestServer, type TestServer } from './support/server.js';
+
+const ARTIFACTS = new URL('../test-artifacts/', import.meta.url);
+const PICTURE = new URL('calendar-upload.png', ARTIFACTS).pathname;
+
+/**
+ * A new user's first minutes, at a desktop's width and at a phone's (390 px): sign up, the calendar
+ * (empty, saying what to do), a post composed for the sandbox channel with an uploaded image, on the
+ * calendar, dragged to tomorrow, another published at once and shown published with its link; every
+ * page scanned with axe-core on the way.
+ */
+describe.skipIf(skipBrowserTests)('the calendar, the composer and the media library in Chromium', () => {
+  let network: FakeNetwork;
+  let server: TestServer;
+  let profile: ChromiumProfile;
+  let page: Page;
+  let consentPath: string;
+  const scanned = new Map<string, number>();
+
+  beforeAll(async () => {
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    fs.writeFileSync(PICTURE, png(120, 80, [220, 60, 40, 255]));
+    network = await startFakeNetwork();
+    server = await startTestServer({ worker: true, env: { SANDBOX_NETWORK_URL: network.url } });
+    const developer = await createOrganization(server.ctx.db, 'App maker');
+    const { app } = await registerApp(server.ctx.db, developer.id, { name: 'Planner', description: 'Plans posts.', pictureUrl: '', redirectUri: 'https://planner.example.org/cb' }, testPictures);
+    consentPath = `/oauth/authorize?client_id=${app.client_id}&response_type=code&state=s`;
+    profile = await launchChromium();
+    page = await profile.context.newPage();
+    page.on('pageerror', (error) => {
+      throw error;
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await profile?.close();
+    await server?.close();
+    await network?.close();
+  });
+
+  /** No serious or critical accessibility violation on the page as it is now. */
+  async function scan(name: string): Promise<void> {
+    const violations = await seriousViolations(page);
+    expect(violations, `${name}: ${JSON.stringify(violations, null, 2)}`).toEqual([]);
+    // Usable at the phone's width: nothing makes the page scroll sideways.
+    const width = page.viewportSize()!.width;
+    expect(await page.evaluate('document.documentElement.scrollWidth'), `${name} is wider than ${width} px`).toBeLessThanOrEqual(width);
+    scanned.set(name, (scanned.get(name) ?? 0) + 1);
+  }
+
+  const path = () => new URL(page.url()).pathname;
+
+  async function walk(width: number, who: string): Promise<void> {
+    await page.setViewportSize({ width, height: 900 });
+    const shot = (name: string) => page.screenshot({ path: new URL(`calendar-${width}-${name}.png`, ARTIFACTS).pathname, fullPage: true });
+    await page.goto(`${server.baseUrl}/signup`);
+    await scan('sign up');
+    await page.getByLabel('Your name').fill(who);
+    await page.getByLabel('Email').fill(`${who.toLowerCase()}@studio.example`);
+    await page.getByLabel('Password').fill('a long and good password');
+    await page.getByLabel('Organization name').fill(`${who} Studio`);
+    await page.getByRole('button', { name: 'Create account' }).click();
+
+    // Signed up: the calendar, which says what to do first.
+    await expect.poll(path).toBe('/calendar');
+    expect(await page.locator('#calendar-empty').textContent()).toMatch(/Nothing is planned for this week\.\s+Write a post with New post/);
+    await scan('calendar (week, empty)');
+    await shot('empty');
+    const zone = (await page.locator('main .meta strong').first().textContent())!;
+    const today = DateTime.now().setZone(zone).startOf('day');
+    const tomorrow = today.plus({ days: 1 }).toISODate()!;
+    const later = today.plus({ days: 2 }).toISODate()!;
+
+    // Compose a post for the sandbox channel with an uploaded image, for the day after tomorrow.
+    await page.getByRole('link', { name: 'New post' }).first().click();
+    await expect.poll(path).toBe('/compose');
+    await scan('composer');
+    await page.getByRole('checkbox', { name: 'Sandbox' }).check();
+    await page.getByLabel('Text', { exact: true }).fill(`Hello from ${who}`);
+    await page.getByLabel('Upload images or videos').setInputFiles(PICTURE);
+    await expect.poll(() => page.locator('.upload-row').textContent(), { timeout: 10_000 }).toBe('calendar-upload.png: uploaded');
+    const media = page.locator('input[name="media"]').first();
+    expect(await media.isChecked()).toBe(true);
+    const mediaId = await media.inputValue();
+    await page.getByLabel('Day').fill(later);
+    await page.getByLabel('Time', { exact: true }).fill('10:00');
+    await scan('composer (filled)');
+    await shot('composer');
+    await page.getByRole('button', { name: 'Schedule', exact: true }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent()).toBe('The post is created.');
+    const postId = path().split('/')[2]!;
+    await scan('post (scheduled)');
+
+    // On the calendar (a month, which always holds tomorrow and the day after), then dragged to tomorrow.
+    await page.getByRole('link', { name: 'Calendar' }).first().click();
+    await page.getByRole('link', { name: 'Month' }).click();
+    await expect.poll(() => new URL(page.url()).searchParams.get('view')).toBe('month');
+    const chip = page.locator(`a.chip-link[data-post-id="${postId}"]`);
+    expect(await chip.getAttribute('data-date')).toBe(later);
+    await scan('calendar (month)');
+    await chip.dragTo(page.locator(`td[data-date="${tomorrow}"]`));
+    await expect.poll(() => page.getByRole('status').first().textContent()).toMatch(new RegExp(`The post is scheduled for .* 10:00 \\(${zone}\\)\\.`));
+    expect(await chip.getAttribute('data-date')).toBe(tomorrow);
+    expect(await chip.getAttribute('data-time')).toBe('10:00');
+    const moved = await server.ctx.db.selectFrom('posts').select(['scheduled_at', 'media_ids']).where('id', '=', postId).executeTakeFirstOrThrow();
+    expect(moved.scheduled_at?.toISOString()).toBe(DateTime.fromISO(`${tomorrow}T10:00`, { zone }).toUTC().toISO());
+    expect(moved.media_ids).toEqual([mediaId]);
+    await shot('month');
+
+    // The keyboard's way: the post's Move link opens a dialog with the same form.
+    await page.locator(`a.chip-move[data-move="${postId}"]`).focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('#move-dialog').getAttribute('open')).toBe('');
+    await scan('calendar (move dialog)');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => page.locator('#move-dialog').getAttribute('open')).toBeNull();
+
+    // Another post, published now, with the keyboard only.
+    await page.goto(`${server.baseUrl}/compose`);
+    await page.getByRole('checkbox', { name: 'Sandbox' }).focus();
+    await page.keyboard.press('Space');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(`Out now from ${who}`);
+    await page.getByRole('button', { name: 'Publish now' }).focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(path).toMatch(/^\/posts\/post_/);
+    // The page follows the post until it is published, then shows its link on the network.
+    await expect.poll(() => page.locator('dd .status').textContent(), { timeout: 15_000 }).toBe('published');
+    const link = page.locator('dt:text("On the network") + dd a');
+    expect(await link.getAttribute('href')).toMatch(new RegExp(`^${network.url}/`));
+    await scan('post (published)');
+    await shot('published');
+
+    // The other pages.
+    await page.goto(`${server.baseUrl}/calendar`);
+    await scan('calendar (week)');
+    for (const [name, target] of [
+      ['posts', '/posts'],
+      ['media', '/media'],
+      ['channels', '/settings/channels'],
+      ['webhooks', '/settings/webhooks'],
+      ['approved apps', '/settings/approved-apps'],
+      ['API keys', '/settings/developers/access'],
+      ['apps', '/settings/developers/apps'],
+      ['consent', consentPath],
+      ['not found', '/no/such/page'],
+    ] as const) {
+      await page.goto(`${server.baseUrl}${target}`);
+      await scan(name);
+    }
+    expect(await page.locator('.media-card').count()).toBe(0);
+    await page.goto(`${server.baseUrl}/media`);
+    expect(await page.locator('.media-card').count()).toBe(1);
+    expect(await page.locator('.media-card').textContent()).toMatch(/calendar-upload\.png\s+image · image\/png · \d+ B/);
+    await shot('media');
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await expect.poll(path).toBe('/login');
+    await scan('log in');
+  }
+
+  it('walks a new user through their first posts at a desktop’s width', async () => {
+    await walk(1280, 'Desk');
+  }, 120_000);
+
+  it('walks the same way at a phone’s width (390 px), without scrolling sideways', async () => {
+    await walk(390, 'Phone');
+    await page.goto(`${server.baseUrl}/login`);
+    await page.getByLabel('Email').fill('phone@studio.example');
+    await page.getByLabel('Password').fill('a long and good password');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await expect.poll(path).toBe('/calendar');
+    for (const target of ['/calendar?view=month', '/compose', '/media', '/posts', '/settings/channels']) {
+      await page.goto(`${server.baseUrl}${target}`);
+      await scan(`${target} again`);
+    }
+  }, 120_000);
+
+  it('moves a post to another hour by dragging it in the week, keeping its minutes', async () => {
+    const owner = await createOrganization(server.ctx.db, 'Week Studio');
+    const channel = await createChannel(server.ctx.db, owner.id, 'sandbox', 'Week sandbox');
+    const created = await createPosts(server.ctx, owner.id, { type: 'schedule', date: '2030-06-12T07:45:00.000Z', channelIds: [channel.id], content: 'Mid-week' }, undefined);
+    const postId = created.body.data[0]!.id;
+    await page.context().clearCookies();
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${server.baseUrl}/login?next=${encodeURIComponent('/calendar?date=2030-06-12&tz=Europe/Paris')}`);
+    await page.getByLabel('Email').fill(owner.email);
+    await page.getByLabel('Password').fill(owner.password);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    const chip = page.locator(`a.chip-link[data-post-id="${postId}"]`);
+    // 07:45 UTC is 09:45 in Paris in June.
+    await expect.poll(() => chip.getAttribute('data-time')).toBe('09:45');
+    expect(await chip.getAttribute('data-date')).toBe('2030-06-12');
+    await chip.dragTo(page.locator('td[data-date="2030-06-14"][data-hour="11"]'));
+    await expect.poll(() => page.getByRole('status').first().textContent()).toBe('The post is scheduled for Fri 14 Jun 2030, 11:45 (Europe/Paris).');
+    const moved = await server.ctx.db.selectFrom('posts').select('scheduled_at').where('id', '=', postId).executeTakeFirstOrThrow();
+    expect(moved.scheduled_at?.toISOString()).toBe('2030-06-14T09:45:00.000Z');
+    await scan('calendar (week, with a post)');
+    await page.screenshot({ path: new URL('calendar-week.png', ARTIFACTS).pathname });
+  }, 60_000);
+
+  it('serves a favicon', async () => {
+    const icon = await page.request.get(`${server.baseUrl}/favicon.ico`);
+    expect(icon.status()).toBe(200);
+    expect(icon.headers()['content-type']).toBe('image/x-icon');
+    expect((await icon.body()).subarray(0, 4)).toEqual(Buffer.from([0, 0, 1, 0]));
+    expect(scanned.size).toBeGreaterThanOrEqual(18);
+  });
+});
