@@ -122,7 +122,7 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
       organizationName: 'Behind TLS',
     });
     expect(signedUp.status).toBe(303);
-    expect(signedUp.headers.location).toBe('/settings/developers/apps');
+    expect(signedUp.headers.location).toBe('/calendar');
     expectHostCookie(signedUp, '__Host-session');
     // The session works under its __Host- name, and only under it.
     expect((await owner.request('/settings/developers/apps')).status).toBe(200);

@@ -5,7 +5,7 @@ import { startTestServer, type TestServer } from './support/server.js';
 
 // Where log-in and sign-up send a browser afterwards (`next`): only a path of this site in the form a
 // browser would resolve it to, whatever the spelling.
-const FALLBACK = '/settings/developers/apps';
+const FALLBACK = '/calendar';
 
 // Each becomes another site once a browser resolves it as a Location, or could after decoding.
 const ELSEWHERE = [
