@@ -173,6 +173,11 @@ describe('the composer', () => {
     // The channel of a post is not the form's to change.
     expect(edited).toMatchObject({ channelId: channels.sandbox, content: 'Better words', status: 'scheduled', scheduledAt: '2030-03-26T10:15:00.000Z' });
 
+    // An edit and its move are one change: a move refused (a time long past) leaves the edit unsaved.
+    const refused = await compose({ channel: channels.sandbox, content: 'Words never saved', date: '2020-01-01', time: '09:00', action: 'schedule' }, `/posts/${post.id}/edit`);
+    expect(refused.status).toBe(422);
+    expect(await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}`))).toMatchObject({ content: 'Better words', scheduledAt: '2030-03-26T10:15:00.000Z' });
+
     await compose({ channel: channels.sandbox, content: 'Better words', date: '', time: '', action: 'draft' }, `/posts/${post.id}/edit`);
     expect((await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}`))).status).toBe('draft');
 

@@ -41,7 +41,17 @@ const checkedParts = (post: PostRow) => JSON.stringify([post.content, post.media
  * were judged as they were read, and an edit of them in between could make the combination break a
  * rule that neither edit broke alone.
  */
-export async function editPost(ctx: PostsContext, organizationId: string, postId: string, changes: UpdatePostRequest): Promise<PostRow> {
+export async function editPost(
+  ctx: PostsContext,
+  organizationId: string,
+  postId: string,
+  changes: UpdatePostRequest,
+  /**
+   * Moves made in the same transaction, before and after the edit (a form's "save as draft" or
+   * "schedule"): a move that is refused leaves the edit unsaved too, and the other way round.
+   */
+  moves: { before?: StatusRequest; after?: StatusRequest } = {},
+): Promise<PostRow> {
   const post = await getPost(ctx.db, organizationId, postId);
   assertEditable(post);
   const checked = await checkDrafts({ db: ctx.db, providers: ctx.providers }, organizationId, [
@@ -61,15 +71,16 @@ export async function editPost(ctx: PostsContext, organizationId: string, postId
     );
   }
   return ctx.db.transaction().execute(async (trx) => {
-    const current = await lockedPost(trx, organizationId, postId);
+    const now = ctx.clock();
+    let current = await lockedPost(trx, organizationId, postId);
     assertEditable(current);
+    if (moves.before) current = await moveLockedPost(ctx, trx, current, moves.before, now);
     if (checkedParts(current) !== checkedParts(post)) {
       throw new ConflictError('The post was changed by another request while this edit was being checked; read it again and retry.');
     }
     if (changes.mediaIds !== undefined) {
       await assertMediaStillPresent(trx, organizationId, [{ mediaIds: result.mediaIds, path: 'mediaIds' }]);
     }
-    const now = ctx.clock();
     let edited = current;
     if (changes.content !== undefined || changes.mediaIds !== undefined || changes.settings !== undefined) {
       // Only what was sent is written, so concurrent edits of different fields don't undo each other.
@@ -92,7 +103,7 @@ export async function editPost(ctx: PostsContext, organizationId: string, postId
         await recordPostEvent(trx, edited, 'edited', now);
       }
     }
-    return edited;
+    return moves.after ? moveLockedPost(ctx, trx, edited, moves.after, now) : edited;
   });
 }
 

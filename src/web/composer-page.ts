@@ -12,7 +12,7 @@ import type { MediaContext } from '../media/storage.js';
 import { renderPage } from '../pages/render.js';
 import { field, type BrowserCookies } from '../pages/visitor.js';
 import { createPosts } from '../posts/create.js';
-import { editPost, getPost, movePost, schedulePostAt } from '../posts/lifecycle.js';
+import { editPost, getPost } from '../posts/lifecycle.js';
 import type { PostRow } from '../posts/post-body.js';
 import type { PostsContext } from '../posts/publication-plan.js';
 import { isEditable } from '../posts/transitions.js';
@@ -128,11 +128,10 @@ export function composerPages(ctx: PostsContext & MediaContext, cookies: Browser
     if (details.length > 0) return show(req, res, mode, values, placeErrors(details, values.channels, names), 400);
     try {
       if (action === 'draft') {
-        await movePost(ctx, organization.id, post.id, { status: 'draft' });
-        await editPost(ctx, organization.id, post.id, { ...changes, ...(at ? { scheduledAt: at.toISOString() } : {}) });
+        await editPost(ctx, organization.id, post.id, { ...changes, ...(at ? { scheduledAt: at.toISOString() } : {}) }, { before: { status: 'draft' } });
       } else {
-        await editPost(ctx, organization.id, post.id, changes);
-        await schedulePostAt(ctx, organization.id, post.id, action === 'now' ? ctx.clock() : at!, 'date');
+        const scheduledAt = action === 'now' ? ctx.clock() : at!;
+        await editPost(ctx, organization.id, post.id, changes, { after: { status: 'scheduled', scheduledAt, path: 'date' } });
       }
     } catch (error) {
       if (!shownOnForm(error)) throw error;
