@@ -1,0 +1,24 @@
+// The statements the service sends for the benchmarked operations, as the bare baseline sends them.
+// test/round-trips.test.ts compares them with what the service sends, so the two cannot drift apart.
+import { insertJobs } from 'pg-boss/dist/plans.js';
+
+const list = (count, from = 1) => Array.from({ length: count }, (_, i) => `$${from + i}`).join(', ');
+
+export const BASELINE_SQL = {
+  credential: 'select id, organization_id, last_used_at from "api_keys" where "secret_hash" = $1 and revoked_at is null',
+  organization: 'select * from "organizations" where "id" = $1',
+  channels: 'select * from "channels" where "organization_id" = $1 and "status" <> $2 order by "created_at", "id"',
+  postsOnDay: (channels) =>
+    `select "channel_id", count(*) as "count" from "posts" where "channel_id" in (${list(channels)}) and "status" in (${list(3, channels + 1)}) and "scheduled_at" >= $${channels + 4} and "scheduled_at" < $${channels + 5} group by "channel_id"`,
+  listPosts:
+    'select "posts".*, "channels"."provider" from "posts" inner join "channels" on "channels"."id" = "posts"."channel_id" where "posts"."organization_id" = $1 order by coalesce(posts.scheduled_at, \'infinity\'::timestamptz), (posts.id collate "C") limit $2',
+  getPost:
+    'select "posts".*, "channels"."provider" from "posts" inner join "channels" on "channels"."id" = "posts"."channel_id" where "posts"."organization_id" = $1 and "posts"."id" = $2',
+  listMedia: 'select * from "media" where "organization_id" = $1 order by "created_at" desc, "id" desc limit $2',
+  createChannels: (channels) => `select * from "channels" where "organization_id" = $1 and "id" in (${list(channels, 2)}) and "status" <> $${channels + 2}`,
+  lockChannels: (channels) => `select * from "channels" where "organization_id" = $1 and "id" in (${list(channels, 2)}) order by "id" for no key update`,
+  insertPost:
+    'insert into "posts" ("id", "organization_id", "group_id", "channel_id", "content", "media_ids", "settings", "status", "scheduled_at", "created_at", "updated_at") values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning *',
+  insertEvent: 'insert into "post_events" ("organization_id", "post_id", "type", "at", "details", "post") values ($1, $2, $3, $4, $5, $6)',
+  planJob: insertJobs('pgboss', { table: 'job_common', name: 'publish-post', returnId: true, notify: false }),
+};
