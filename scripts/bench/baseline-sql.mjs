@@ -7,7 +7,9 @@ const list = (count, from = 1) => Array.from({ length: count }, (_, i) => `$${fr
 export const BASELINE_SQL = {
   credential: 'select id, organization_id, last_used_at from "api_keys" where "secret_hash" = $1 and revoked_at is null',
   organization: 'select * from "organizations" where "id" = $1',
-  channels: 'select * from "channels" where "organization_id" = $1 and "status" <> $2 order by "created_at", "id"',
+  channels: 'select * from "channels" where "channels"."organization_id" = $1 and "channels"."status" <> $2 order by "channels"."created_at", "channels"."id"',
+  quota:
+    'select "channels"."provider", "channels"."id", (select count(*) as "count" from "posts" where "posts"."channel_id" = "channels"."id" and "posts"."status" in ($1, $2, $3) and "posts"."scheduled_at" >= $4 and "posts"."scheduled_at" < $5) as "used" from "channels" where "channels"."organization_id" = $6 and "channels"."status" <> $7 order by "channels"."created_at", "channels"."id"',
   postsOnDay: (channels) =>
     `select "channel_id", count(*) as "count" from "posts" where "channel_id" in (${list(channels)}) and "status" in (${list(3, channels + 1)}) and "scheduled_at" >= $${channels + 4} and "scheduled_at" < $${channels + 5} group by "channel_id"`,
   listPosts:
@@ -20,5 +22,14 @@ export const BASELINE_SQL = {
   insertPost:
     'insert into "posts" ("id", "organization_id", "group_id", "channel_id", "content", "media_ids", "settings", "status", "scheduled_at", "created_at", "updated_at") values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning *',
   insertEvent: 'insert into "post_events" ("organization_id", "post_id", "type", "at", "details", "post") values ($1, $2, $3, $4, $5, $6)',
+  createPost: (channels) => [
+    BASELINE_SQL.createChannels(channels),
+    'begin',
+    BASELINE_SQL.lockChannels(channels),
+    BASELINE_SQL.postsOnDay(channels),
+    ...Array.from({ length: channels }, () => BASELINE_SQL.insertPost),
+    ...Array.from({ length: channels }, () => [BASELINE_SQL.insertEvent, BASELINE_SQL.insertEvent, BASELINE_SQL.planJob]).flat(),
+    'commit',
+  ],
   planJob: insertJobs('pgboss', { table: 'job_common', name: 'publish-post', returnId: true, notify: false }),
 };
