@@ -26,7 +26,9 @@ const normalized = (statement: string) => statement.replace(/\s+/g, ' ').replace
 /** The test database, with a Kysely instance that records every statement it sends. */
 async function countingDatabase(): Promise<DatabaseHandle> {
   const handle = await createTestDatabase();
-  const log = (event: { level: string; query: { sql: string } }) => recording?.push(normalized(event.query.sql));
+  const log = (event: { query: { sql: string } }) => {
+    recording?.push(normalized(event.query.sql));
+  };
   counted = handle.url
     ? new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: handle.url, max: 10 }) }), log })
     : new Kysely({ dialect: new PGliteDialect(handle.pglite!), log });
