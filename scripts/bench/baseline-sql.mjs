@@ -18,18 +18,19 @@ export const BASELINE_SQL = {
     'select "posts".*, "channels"."provider" from "posts" inner join "channels" on "channels"."id" = "posts"."channel_id" where "posts"."organization_id" = $1 and "posts"."id" = $2',
   listMedia: 'select * from "media" where "organization_id" = $1 order by "created_at" desc, "id" desc limit $2',
   createChannels: (channels) => `select * from "channels" where "organization_id" = $1 and "id" in (${list(channels, 2)}) and "status" <> $${channels + 2}`,
-  lockChannels: (channels) => `select * from "channels" where "organization_id" = $1 and "id" in (${list(channels, 2)}) order by "id" for no key update`,
-  insertPost:
-    'insert into "posts" ("id", "organization_id", "group_id", "channel_id", "content", "media_ids", "settings", "status", "scheduled_at", "created_at", "updated_at") values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning *',
-  insertEvent: 'insert into "post_events" ("organization_id", "post_id", "type", "at", "details", "post") values ($1, $2, $3, $4, $5, $6)',
+  lockChannels: (channels) => `select "id", "status" from "channels" where "organization_id" = $1 and "id" in (${list(channels, 2)}) order by "id" for no key update`,
+  insertPosts:
+    'insert into posts (id, organization_id, group_id, channel_id, content, media_ids, settings, status, scheduled_at, created_at, updated_at) select id, organization_id, group_id, channel_id, content, media_ids, settings, status, scheduled_at, created_at, updated_at from jsonb_populate_recordset(null::posts, $1::jsonb) where not exists (select from jsonb_to_recordset($2::jsonb) as claim(channel_id text, adding int, daily_limit int) where claim.adding + (select count(*) from posts where posts.channel_id = claim.channel_id and posts.status in ($3, $4, $5) and posts.scheduled_at >= $6 and posts.scheduled_at < $7) > claim.daily_limit) returning *',
+  insertEvents: (events) =>
+    `insert into "post_events" ("organization_id", "post_id", "type", "at", "details", "post") values ${Array.from({ length: events }, (_, i) => `(${list(6, 1 + i * 6)})`).join(', ')}`,
+  planJobs: insertJobs('pgboss', { table: 'job_common', name: 'publish-post', returnId: false, notify: false }),
   createPost: (channels) => [
     BASELINE_SQL.createChannels(channels),
     'begin',
     BASELINE_SQL.lockChannels(channels),
-    BASELINE_SQL.postsOnDay(channels),
-    ...Array.from({ length: channels }, () => BASELINE_SQL.insertPost),
-    ...Array.from({ length: channels }, () => [BASELINE_SQL.insertEvent, BASELINE_SQL.insertEvent, BASELINE_SQL.planJob]).flat(),
+    BASELINE_SQL.insertPosts,
+    BASELINE_SQL.insertEvents(2 * channels),
+    BASELINE_SQL.planJobs,
     'commit',
   ],
-  planJob: insertJobs('pgboss', { table: 'job_common', name: 'publish-post', returnId: true, notify: false }),
 };

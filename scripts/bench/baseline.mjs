@@ -141,29 +141,36 @@ app.post('/public/v1/posts', express.json(), async (req, res) => {
   const byId = new Map(channels.map((channel) => [channel.id, channel]));
   if (channelIds.some((channelId) => byId.get(channelId)?.status !== 'active')) return res.status(422).json({ error: { code: 'unprocessable' } });
   const dayStart = new Date(Math.floor(scheduledAt.getTime() / DAY_MS) * DAY_MS);
+  const group = id('grp');
+  const rows = channelIds.map((channelId) => ({
+    id: id('post'),
+    organization_id: organizationId,
+    group_id: group,
+    channel_id: channelId,
+    content,
+    media_ids: [],
+    settings: { __type: 'sandbox', outcome: 'published' },
+    status: 'scheduled',
+    scheduled_at: scheduledAt,
+    created_at: now,
+    updated_at: now,
+  }));
+  const claims = channelIds.map((channelId) => ({ channel_id: channelId, adding: 1, daily_limit: 10_000 }));
   const client = await pool.connect();
   try {
     await client.query('begin');
-    await client.query(BASELINE_SQL.lockChannels(channelIds.length), [organizationId, ...channelIds]);
-    const { rows: counts } = await client.query(BASELINE_SQL.postsOnDay(channelIds.length), [...channelIds, ...COUNTED, dayStart, new Date(dayStart.getTime() + DAY_MS)]);
-    if (counts.some((row) => Number(row.count) >= 10_000)) {
+    const { rows: locked } = await client.query(BASELINE_SQL.lockChannels(channelIds.length), [organizationId, ...channelIds]);
+    if (locked.some((channel) => channel.status !== 'active')) throw new Error('a channel stopped taking posts');
+    const { rows: inserted } = await client.query(BASELINE_SQL.insertPosts, [JSON.stringify(rows), JSON.stringify(claims), ...COUNTED, dayStart, new Date(dayStart.getTime() + DAY_MS)]);
+    if (inserted.length !== rows.length) {
       await client.query('rollback');
       return res.status(422).json({ error: { code: 'unprocessable' } });
     }
-    const group = id('grp');
-    const posts = [];
-    for (const channelId of channelIds) {
-      const values = [id('post'), organizationId, group, channelId, content, '[]', JSON.stringify({ __type: 'sandbox', outcome: 'published' }), 'scheduled', scheduledAt, now, now];
-      const { rows } = await client.query(BASELINE_SQL.insertPost, values);
-      posts.push({ ...rows[0], provider: byId.get(channelId).provider });
-    }
-    for (const post of posts) {
-      for (const type of ['created', 'scheduled']) {
-        await client.query(BASELINE_SQL.insertEvent, [organizationId, post.id, type, now, '{}', JSON.stringify(postBody(post))]);
-      }
-      const job = { data: { postId: post.id }, startAfter: iso(post.scheduled_at), groupId: post.channel_id, groupTier: post.provider };
-      await client.query(BASELINE_SQL.planJob, [JSON.stringify([job])]);
-    }
+    const posts = inserted.map((row) => ({ ...row, provider: byId.get(row.channel_id).provider }));
+    const events = [...posts.map((post) => [post, 'created']), ...posts.map((post) => [post, 'scheduled'])];
+    await client.query(BASELINE_SQL.insertEvents(events.length), events.flatMap(([post, type]) => [organizationId, post.id, type, now, '{}', JSON.stringify(postBody(post))]));
+    const jobs = posts.map((post) => ({ data: { postId: post.id }, startAfter: iso(post.scheduled_at), groupId: post.channel_id, groupTier: post.provider }));
+    await client.query(BASELINE_SQL.planJobs, [JSON.stringify(jobs)]);
     await client.query('commit');
     res.status(201).json({ group, data: posts.map(postBody) });
   } catch (error) {

@@ -91,11 +91,11 @@ export class JobQueue {
   }
 
   /** Plans several jobs of one queue in the caller's transaction, in one statement. */
-  async planMany<Q extends QueueName>(trx: Db, name: Q, jobs: { data: Jobs[Q]; startAfter?: Date }[]): Promise<void> {
+  async planMany<Q extends QueueName>(trx: Db, name: Q, jobs: { data: Jobs[Q]; startAfter?: Date; group?: PlanOptions['group'] }[]): Promise<void> {
     if (jobs.length === 0) return;
     await this.boss.insert(
       name,
-      jobs.map((job) => ({ data: job.data, ...(job.startAfter ? { startAfter: job.startAfter } : {}) })),
+      jobs.map((job) => ({ data: job.data, ...(job.startAfter ? { startAfter: job.startAfter } : {}), ...(job.group ? { group: job.group } : {}) })),
       { db: fromKysely(trx) },
     );
   }
