@@ -60,6 +60,7 @@ export function createPublicApi(ctx: MediaContext & PostsContext & { webhooks: W
     extra: (_req, res) => ({ principal: principalOf(res) }),
     errors: publicApiErrors(ctx.logger),
     responseViolations: ctx.config.environment === 'production' ? 'log' : 'fail',
+    responseValidation: ctx.config.responseValidation,
     logger: ctx.logger,
   });
 }
