@@ -16,6 +16,13 @@ const publicUrl = `http://127.0.0.1:${process.env.PORT}`;
 const DAY_MS = 86_400_000;
 const COUNTED = ['scheduled', 'publishing', 'published'];
 
+// Named statements, as the service sends its recurring ones (src/db/statement-names.ts).
+const names = new Map();
+const named = (text, values) => {
+  if (!names.has(text)) names.set(text, `baseline_${names.size + 1}`);
+  return { name: names.get(text), text, values };
+};
+
 const iso = (date) => (date === null ? null : date.toISOString());
 const id = (prefix) => `${prefix}_${randomBytes(12).toString('base64url')}`;
 const sign = (text) => createHmac('sha256', signingKey).update(text).digest('base64url');
@@ -73,32 +80,32 @@ app.get('/ready', (_req, res) => {
 app.use('/public/v1', async (req, res, next) => {
   const credential = /^(?:bearer[ ]+)?(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
   if (!credential) return res.status(401).json({ error: { code: 'unauthorized' } });
-  const { rows } = await pool.query(BASELINE_SQL.credential, [createHash('sha256').update(credential).digest('hex')]);
+  const { rows } = await pool.query(named(BASELINE_SQL.credential, [createHash('sha256').update(credential).digest('hex')]));
   if (!rows[0]) return res.status(401).json({ error: { code: 'unauthorized' } });
   res.locals.organizationId = rows[0].organization_id;
   next();
 });
 
 app.get('/public/v1/is-connected', async (_req, res) => {
-  const { rows } = await pool.query(BASELINE_SQL.organization, [res.locals.organizationId]);
+  const { rows } = await pool.query(named(BASELINE_SQL.organization, [res.locals.organizationId]));
   res.json({ connected: true, organization: { id: rows[0].id, name: rows[0].name }, credential: { type: 'api_key' } });
 });
 
 app.get('/public/v1/channels', async (_req, res) => {
-  const { rows } = await pool.query(BASELINE_SQL.channels, [res.locals.organizationId, 'removed']);
+  const { rows } = await pool.query(named(BASELINE_SQL.channels, [res.locals.organizationId, 'removed']));
   res.json({ data: rows.map(channelBody) });
 });
 
 app.get('/public/v1/channels/quota', async (_req, res) => {
   const now = Date.now();
   const start = new Date(Math.floor(now / DAY_MS) * DAY_MS);
-  const { rows } = await pool.query(BASELINE_SQL.quota, [...COUNTED, start, new Date(start.getTime() + DAY_MS), res.locals.organizationId, 'removed']);
+  const { rows } = await pool.query(named(BASELINE_SQL.quota, [...COUNTED, start, new Date(start.getTime() + DAY_MS), res.locals.organizationId, 'removed']));
   res.json({ data: quotaOf(rows, rows.map((row) => ({ channel_id: row.id, count: row.used })), now) });
 });
 
 app.get('/public/v1/posts', async (req, res) => {
   const limit = Number(req.query.limit ?? 20);
-  const { rows } = await pool.query(BASELINE_SQL.listPosts, [res.locals.organizationId, limit + 1]);
+  const { rows } = await pool.query(named(BASELINE_SQL.listPosts, [res.locals.organizationId, limit + 1]));
   const page = rows.slice(0, limit);
   const last = page.at(-1);
   const nextCursor = rows.length > limit && last ? `${Buffer.from(JSON.stringify([iso(last.scheduled_at), last.id])).toString('base64url')}.${sign(last.id)}` : null;
@@ -106,14 +113,14 @@ app.get('/public/v1/posts', async (req, res) => {
 });
 
 app.get('/public/v1/posts/:id', async (req, res) => {
-  const { rows } = await pool.query(BASELINE_SQL.getPost, [res.locals.organizationId, req.params.id]);
+  const { rows } = await pool.query(named(BASELINE_SQL.getPost, [res.locals.organizationId, req.params.id]));
   if (!rows[0]) return res.status(404).json({ error: { code: 'not_found' } });
   res.json(postBody(rows[0]));
 });
 
 app.get('/public/v1/media', async (req, res) => {
   const limit = Number(req.query.limit ?? 20);
-  const { rows } = await pool.query(BASELINE_SQL.listMedia, [res.locals.organizationId, limit + 1]);
+  const { rows } = await pool.query(named(BASELINE_SQL.listMedia, [res.locals.organizationId, limit + 1]));
   const expires = Math.floor(Date.now() / 1000) + 3600;
   const page = rows.slice(0, limit);
   res.json({
@@ -137,7 +144,7 @@ app.post('/public/v1/posts', express.json(), async (req, res) => {
   const { date, channelIds, content } = req.body;
   const scheduledAt = new Date(date);
   const now = new Date();
-  const { rows: channels } = await pool.query(BASELINE_SQL.createChannels(channelIds.length), [organizationId, ...channelIds, 'removed']);
+  const { rows: channels } = await pool.query(named(BASELINE_SQL.createChannels(channelIds.length), [organizationId, ...channelIds, 'removed']));
   const byId = new Map(channels.map((channel) => [channel.id, channel]));
   if (channelIds.some((channelId) => byId.get(channelId)?.status !== 'active')) return res.status(422).json({ error: { code: 'unprocessable' } });
   const dayStart = new Date(Math.floor(scheduledAt.getTime() / DAY_MS) * DAY_MS);
@@ -159,18 +166,18 @@ app.post('/public/v1/posts', express.json(), async (req, res) => {
   const client = await pool.connect();
   try {
     await client.query('begin');
-    const { rows: locked } = await client.query(BASELINE_SQL.lockChannels(channelIds.length), [organizationId, ...channelIds]);
+    const { rows: locked } = await client.query(named(BASELINE_SQL.lockChannels(channelIds.length), [organizationId, ...channelIds]));
     if (locked.some((channel) => channel.status !== 'active')) throw new Error('a channel stopped taking posts');
-    const { rows: inserted } = await client.query(BASELINE_SQL.insertPosts, [JSON.stringify(rows), JSON.stringify(claims), ...COUNTED, dayStart, new Date(dayStart.getTime() + DAY_MS)]);
+    const { rows: inserted } = await client.query(named(BASELINE_SQL.insertPosts, [JSON.stringify(rows), JSON.stringify(claims), ...COUNTED, dayStart, new Date(dayStart.getTime() + DAY_MS)]));
     if (inserted.length !== rows.length) {
       await client.query('rollback');
       return res.status(422).json({ error: { code: 'unprocessable' } });
     }
     const posts = inserted.map((row) => ({ ...row, provider: byId.get(row.channel_id).provider }));
     const events = [...posts.map((post) => [post, 'created']), ...posts.map((post) => [post, 'scheduled'])];
-    await client.query(BASELINE_SQL.insertEvents(events.length), events.flatMap(([post, type]) => [organizationId, post.id, type, now, '{}', JSON.stringify(postBody(post))]));
+    await client.query(named(BASELINE_SQL.insertEvents(events.length), events.flatMap(([post, type]) => [organizationId, post.id, type, now, '{}', JSON.stringify(postBody(post))])));
     const jobs = posts.map((post) => ({ data: { postId: post.id }, startAfter: iso(post.scheduled_at), groupId: post.channel_id, groupTier: post.provider }));
-    await client.query(BASELINE_SQL.planJobs, [JSON.stringify(jobs)]);
+    await client.query(named(BASELINE_SQL.planJobs, [JSON.stringify(jobs)]));
     await client.query('commit');
     res.status(201).json({ group, data: posts.map(postBody) });
   } catch (error) {

@@ -7,6 +7,7 @@ import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import type { Database } from './schema.js';
+import { nameRecurringStatements, StatementNames } from './statement-names.js';
 
 export type Db = Kysely<Database>;
 
@@ -57,6 +58,8 @@ async function openPostgres(databaseUrl: string, poolSize = 10): Promise<Databas
   const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
   // An idle client that loses its connection emits 'error'; without a listener it would crash the process.
   pool.on('error', () => {});
+  const names = new StatementNames();
+  pool.on('connect', (client) => nameRecurringStatements(client, names));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const url = new URL(databaseUrl);
   return {
