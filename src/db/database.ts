@@ -39,6 +39,14 @@ export class DatabaseVersionError extends Error {
  */
 export const EMBEDDED_POSTGRES_MAJOR = 18;
 
+/**
+ * PostgreSQL's page cache inside the embedded database. initdb writes PostgreSQL's default of 128 MB,
+ * which the embedded database fills in at start: with 32 MB the process starts at about 130 MB less
+ * resident memory, and an installation small enough for the embedded database keeps its hot pages
+ * cached all the same (pages outside it are read through the operating system's file cache).
+ */
+const EMBEDDED_SHARED_BUFFERS = '32MB';
+
 export interface OpenDatabaseOptions {
   /** PostgreSQL connection string; without it the embedded database is used. */
   databaseUrl?: string | undefined;
@@ -88,6 +96,7 @@ async function openPglite(
     pglite = new PGlite(directory, {
       // pg returns int8 (and count(*)) as strings; the embedded database must read the same.
       parsers: { [types.INT8]: (value: string) => value },
+      startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`],
     });
     await pglite.waitReady;
   } catch (error) {
