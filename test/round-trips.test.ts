@@ -1,11 +1,11 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DatabaseHandle, Db } from '../src/db/database.js';
+import { postgresPool, type DatabaseHandle, type Db } from '../src/db/database.js';
 import { BASELINE_SQL } from '../scripts/bench/baseline-sql.mjs';
 import { createChannel, createOrganization, insertMedia, type TestOrganization } from './support/fixtures.js';
-import { createTestDatabase } from './support/database.js';
+import { createTestDatabase, DIALECT } from './support/database.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 /**
@@ -19,19 +19,45 @@ let org: TestOrganization;
 let channelId: string;
 let postId: string;
 let recording: string[] | undefined;
+/** Times a connection sent a statement while it waited for no answer: the round trips (PostgreSQL). */
+let roundTrips = 0;
 let counted: Db;
 
 const normalized = (statement: string) => statement.replace(/\s+/g, ' ').replace(/\( /g, '(').replace(/ \)/g, ')').trim();
 
-/** The test database, with a Kysely instance that records every statement it sends. */
+/**
+ * Counts a client's round trips: a statement started while none of the client's is waiting for its
+ * answer starts one. The others go out at once only because the service's connections are pipelined,
+ * which the test checks of the pool it uses.
+ */
+function countRoundTrips(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  let waiting = 0;
+  const answered = () => {
+    waiting -= 1;
+  };
+  client.query = ((...args: unknown[]) => {
+    if (waiting === 0 && recording) roundTrips += 1;
+    waiting += 1;
+    const running = query(...args);
+    running.then(answered, answered);
+    return running;
+  }) as typeof client.query;
+}
+
+/** The test database, with a Kysely instance that records every statement it sends (on the service's own pool on PostgreSQL). */
 async function countingDatabase(): Promise<DatabaseHandle> {
   const handle = await createTestDatabase();
   const log = (event: { query: { sql: string } }) => {
     recording?.push(normalized(event.query.sql));
   };
-  counted = handle.url
-    ? new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: handle.url, max: 10 }) }), log })
-    : new Kysely({ dialect: new PGliteDialect(handle.pglite!), log });
+  let pool: pg.Pool | undefined;
+  if (handle.url) {
+    pool = postgresPool(handle.url);
+    expect((pool.options as { pipeline?: boolean }).pipeline).toBe(true);
+    pool.on('connect', countRoundTrips);
+  }
+  counted = pool ? new Kysely({ dialect: new PostgresDialect({ pool }), log }) : new Kysely({ dialect: new PGliteDialect(handle.pglite!), log });
   return {
     ...handle,
     db: counted,
@@ -44,6 +70,7 @@ async function countingDatabase(): Promise<DatabaseHandle> {
 
 async function statementsOf(path: string, init: RequestInit = {}): Promise<string[]> {
   recording = [];
+  roundTrips = 0;
   const response = await server.fetch(path, { ...init, headers: { ...org.auth, ...init.headers } });
   const body = await response.text();
   expect(response.status, body).toBeLessThan(300);
@@ -74,7 +101,7 @@ describe('round trips of the hot Public API operations', () => {
     expect(credential).toMatch(/^with credential as \(select .* from "api_keys" .*insert into rate_limit_windows .* select credential\.id, credential\.organization_id, counted\.count from credential, counted$/);
   });
 
-  it('answer each GET with one statement besides that one, the statement the baseline sends', async () => {
+  it('answer each GET with one statement besides that one, the statement the baseline sends: 2 round trips', async () => {
     const gets: [string, string][] = [
       ['/public/v1/is-connected', BASELINE_SQL.organization],
       ['/public/v1/channels', BASELINE_SQL.channels],
@@ -86,15 +113,18 @@ describe('round trips of the hot Public API operations', () => {
     for (const [path, expected] of gets) {
       const statements = await statementsOf(path);
       expect(statements.slice(1), path).toEqual([normalized(expected)]);
+      if (DIALECT === 'postgres') expect(roundTrips, path).toBe(2);
     }
   });
 
-  it('create a scheduled post in the statements the baseline sends', async () => {
+  it('create a scheduled post in the statements the baseline sends, in 4 round trips on PostgreSQL', async () => {
     const statements = await statementsOf('/public/v1/posts', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ type: 'schedule', date: inOneDay(), channelIds: [channelId], content: 'second' }),
     });
     expect(statements.slice(1)).toEqual(BASELINE_SQL.createPost(1).map(normalized));
+    // The credential; the channels and media; BEGIN, the lock and the insert; the events, the jobs and COMMIT.
+    if (DIALECT === 'postgres') expect(roundTrips).toBe(4);
   });
 });

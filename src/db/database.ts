@@ -62,12 +62,21 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   return openPglite(options.dataDir, options.onLockCompromised);
 }
 
-async function openPostgres(databaseUrl: string, poolSize = 10): Promise<DatabaseHandle> {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
+/** The service's connections to PostgreSQL, as Kysely uses them. */
+export function postgresPool(databaseUrl: string, poolSize = 10): pg.Pool {
+  // Pipelined connections send a statement as soon as it is started, without waiting for the answer to
+  // the one before: a transaction's statements that need no answer in between share a round trip
+  // (`pipelinedTransaction`). Statements awaited one by one behave exactly as on any connection.
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize, pipeline: true } as pg.PoolConfig);
   // An idle client that loses its connection emits 'error'; without a listener it would crash the process.
   pool.on('error', () => {});
   const names = new StatementNames();
   pool.on('connect', (client) => nameRecurringStatements(client, names));
+  return pool;
+}
+
+async function openPostgres(databaseUrl: string, poolSize = 10): Promise<DatabaseHandle> {
+  const pool = postgresPool(databaseUrl, poolSize);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const url = new URL(databaseUrl);
   return {

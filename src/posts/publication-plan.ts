@@ -21,8 +21,13 @@ export async function planPublication(ctx: PostsContext, trx: Db, post: { id: st
   });
 }
 
-/** `planPublication` for several posts at once, in one statement. */
-export async function planPublications(ctx: PostsContext, trx: Db, posts: { id: string; channel_id: string; provider: string; scheduled_at: Date | null }[]): Promise<void> {
+/** `planPublication` for several posts at once, in one statement; `sent` as for `JobQueue.planMany`. */
+export async function planPublications(
+  ctx: PostsContext,
+  trx: Db,
+  posts: { id: string; channel_id: string; provider: string; scheduled_at: Date | null }[],
+  sent?: () => void,
+): Promise<void> {
   await ctx.queue.planMany(
     trx,
     'publish-post',
@@ -31,6 +36,7 @@ export async function planPublications(ctx: PostsContext, trx: Db, posts: { id: 
       ...(post.scheduled_at ? { startAfter: post.scheduled_at } : {}),
       group: { id: post.channel_id, tier: post.provider },
     })),
+    sent,
   );
 }
 

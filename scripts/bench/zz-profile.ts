@@ -1,0 +1,22 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { openDatabase } from '../../src/db/database.js';
+import { buildIfStale } from '../build-if-stale.mjs';
+import { load, operations } from './load.js';
+import { startService } from './processes.js';
+import { seed } from './seed.js';
+buildIfStale();
+const work = '/tmp/wt17/prof'; fs.rmSync(work, { recursive: true, force: true }); fs.mkdirSync(work, { recursive: true });
+const admin = new pg.Client('postgresql://postgres@127.0.0.1:5432/postgres'); await admin.connect();
+await admin.query('drop database if exists prof17 with (force)'); await admin.query('create database prof17'); await admin.end();
+const url = 'postgresql://postgres@127.0.0.1:5432/prof17';
+const h = await openDatabase({ databaseUrl: url }); const seeded = await seed(h.db); await h.close();
+const only = process.argv[2] ?? 'GET /channels';
+const service = await startService('prof', { DATABASE_URL: url, ROLE: 'api', DATA_DIR: path.join(work, 'data'), RATE_LIMIT_MAX: '1000000', DAILY_POST_LIMIT_SANDBOX: '10000', ...(process.env.EXTRA ? JSON.parse(process.env.EXTRA) : {}) }, work, ['--cpu-prof', `--cpu-prof-dir=${work}`]);
+console.log('rss after start', service.rssMb());
+const op = operations(seeded).find((o) => o.name === only)!;
+await load(service.url, seeded.apiKey, op, 10, 2);
+for (const c of [10, 50]) { const s = await load(service.url, seeded.apiKey, op, c, Number(process.env.SECS ?? 8)); console.log(only, c, Math.round(s.rps), s.p99, s.failed); }
+console.log('rss after load', service.rssMb());
+await service.stop();
