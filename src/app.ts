@@ -1,11 +1,10 @@
 import express, { type Express } from 'express';
 import { sql } from 'kysely';
-import { pinoHttp } from 'pino-http';
 import { newId } from './core/ids.js';
-import { redactUrl } from './core/logger.js';
 import { localFileRoutes } from './media/local-file-routes.js';
 import { LocalMediaStorage } from './media/local-storage.js';
 import type { MediaContext } from './media/storage.js';
+import { requestLog } from './http/request-log.js';
 import { servedContract } from './http/served-contract.js';
 import { createOAuthApi } from './oauth/api.js';
 import { CsrfTokens } from './pages/csrf.js';
@@ -31,18 +30,7 @@ export function createApp(ctx: MediaContext & PostsContext & { webhooks: Webhook
     next();
   });
   if (ctx.config.publicUrl.startsWith('https:')) app.use(strictTransportSecurity());
-  app.use(
-    pinoHttp({
-      logger: ctx.logger,
-      genReqId: (_req, res) => (res as express.Response).locals.requestId,
-      // The id a client sees in X-Request-Id and in an error body finds this line.
-      customProps: (_req, res) => ({ requestId: (res as express.Response).locals.requestId }),
-      serializers: {
-        req: (req: { method: string; url: string }) => ({ method: req.method, url: redactUrl(req.url) }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-    }),
-  );
+  app.use(requestLog(ctx.logger));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

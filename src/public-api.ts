@@ -33,7 +33,6 @@ export function createPublicApi(ctx: MediaContext & PostsContext & { webhooks: W
   ]);
   const authenticator = new Authenticator(ctx.db, ctx.clock, resolvers);
   const limiter = new RateLimiter(ctx.db, 'public', ctx.config.rateLimit, ctx.clock);
-  const authenticated = () => (req: express.Request) => req.res?.locals.principal !== undefined;
 
   const handlers: PublicHandlers = {
     ...connectionOperations(ctx),
@@ -54,12 +53,14 @@ export function createPublicApi(ctx: MediaContext & PostsContext & { webhooks: W
     // allErrors: an integrator fixes every problem of a request in one round trip (the envelope keeps
     // the first few); bodies are capped at 1 MB and arrays by the contract, so the extra work is bounded.
     allErrors: true,
-    // authenticateAndLimit has already established who is calling; both schemes accept its verdict.
-    security: { bearerAuth: authenticated(), bareAuthorization: authenticated() },
+    // authenticateAndLimit has established who is calling before the validator runs, and refused every
+    // request without a valid credential: the validator's own check of the schemes would repeat it.
+    security: false,
     handlers,
     extra: (_req, res) => ({ principal: principalOf(res) }),
     errors: publicApiErrors(ctx.logger),
     responseViolations: ctx.config.environment === 'production' ? 'log' : 'fail',
+    responseValidation: ctx.config.responseValidation,
     logger: ctx.logger,
   });
 }

@@ -25,4 +25,12 @@ describe('configuration', () => {
   it('refuses a public URL with a path', () => {
     expect(() => loadConfig({ PUBLIC_URL: 'https://example.com/app' })).toThrow(/PUBLIC_URL/);
   });
+
+  it('checks every response against the contract unless told otherwise, and always in tests', () => {
+    expect(loadConfig({}).responseValidation).toBe('strict');
+    expect(loadConfig({ RESPONSE_VALIDATION: 'sample' }).responseValidation).toBe('sample');
+    expect(loadConfig({ RESPONSE_VALIDATION: 'off', NODE_ENV: 'production' }).responseValidation).toBe('off');
+    expect(() => loadConfig({ RESPONSE_VALIDATION: 'some' })).toThrow(/RESPONSE_VALIDATION must be one of strict, sample, off/);
+    expect(() => loadConfig({ RESPONSE_VALIDATION: 'off', NODE_ENV: 'test' })).toThrow(/RESPONSE_VALIDATION must be strict when NODE_ENV=test/);
+  });
 });

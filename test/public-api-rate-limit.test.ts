@@ -54,3 +54,26 @@ describe('Public API rate limiting', () => {
     server.setNow(undefined);
   });
 });
+
+describe('Public API rate limiting across processes', () => {
+  it('refuses at exactly the limit when two servers on one database share the budget', async () => {
+    // A second server process of the same installation: its own limiter, the same database.
+    const second = await startTestServer({ database: server.ctx.database, env: { RATE_LIMIT_MAX: '3', RATE_LIMIT_WINDOW_SECONDS: '60' } });
+    try {
+      const busy = await createOrganization(server.ctx.db, 'Shared');
+      for (const each of [server, second]) each.setNow('2026-11-21T11:00:10.000Z');
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? server : second).fetch('/public/v1/channels', { headers: busy.auth })),
+      );
+      const statuses = answers.map((answer) => answer.status);
+      expect(statuses.filter((status) => status === 200)).toHaveLength(3);
+      expect(statuses.filter((status) => status === 429)).toHaveLength(17);
+      const remaining = answers.filter((answer) => answer.status === 200).map((answer) => answer.headers.get('ratelimit-remaining'));
+      expect(remaining.sort()).toEqual(['0', '1', '2']);
+    } finally {
+      for (const each of [server, second]) each.setNow(undefined);
+      await second.close({ keepDatabase: true });
+    }
+  });
+});
+

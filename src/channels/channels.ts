@@ -24,15 +24,18 @@ export function acceptsPosts(channel: Pick<Channel, 'status'>): boolean {
   return channel.status === 'active';
 }
 
-export function listChannels(db: Db, organizationId: string): Promise<Channel[]> {
+/** The organization's channels in the order lists show them, to select from. */
+export function channelsOf(db: Db, organizationId: string) {
   return db
     .selectFrom('channels')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('status', '<>', 'removed')
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+    .where('channels.organization_id', '=', organizationId)
+    .where('channels.status', '<>', 'removed')
+    .orderBy('channels.created_at')
+    .orderBy('channels.id');
+}
+
+export function listChannels(db: Db, organizationId: string): Promise<Channel[]> {
+  return channelsOf(db, organizationId).selectAll().execute();
 }
 
 /** A channel of this organization; another organization's channel is `undefined`, exactly like an unknown one. */

@@ -1,7 +1,7 @@
 import type { components } from '../../generated/public-v1.js';
 import type { Provider } from '../core/contract.js';
 import type { Db } from '../db/database.js';
-import type { Channel } from './tables.js';
+import { channelsOf } from './channels.js';
 
 export type ChannelQuotaBody = components['schemas']['ChannelQuota'];
 export type DailyPostLimits = Record<Provider, number>;
@@ -35,21 +35,26 @@ export async function postsOnDay(db: Db, channelIds: string[], instant: Date): P
   return used;
 }
 
-export async function channelQuotas(
-  db: Db,
-  channels: Channel[],
-  limits: DailyPostLimits,
-  now: Date,
-): Promise<ChannelQuotaBody[]> {
-  const used = await postsOnDay(
-    db,
-    channels.map((channel) => channel.id),
-    now,
-  );
-  const { end } = utcDay(now);
-  return channels.map((channel) => {
+/** The organization's channels, as `listChannels` lists them, each with its daily quota: one statement. */
+export async function channelQuotas(db: Db, organizationId: string, limits: DailyPostLimits, now: Date): Promise<ChannelQuotaBody[]> {
+  const { start, end } = utcDay(now);
+  const rows = await channelsOf(db, organizationId)
+    .select('channels.provider')
+    .select('channels.id')
+    .select((eb) =>
+      eb
+        .selectFrom('posts')
+        .select(eb.fn.countAll<string>().as('count'))
+        .whereRef('posts.channel_id', '=', 'channels.id')
+        .where('posts.status', 'in', COUNTED_STATUSES)
+        .where('posts.scheduled_at', '>=', start)
+        .where('posts.scheduled_at', '<', end)
+        .as('used'),
+    )
+    .execute();
+  return rows.map((channel) => {
     const limit = limits[channel.provider];
-    const count = used.get(channel.id) ?? 0;
+    const count = Number(channel.used ?? 0);
     return {
       channelId: channel.id,
       provider: channel.provider,

@@ -11,8 +11,7 @@ export function channelOperations(ctx: AppContext): Pick<PublicHandlers, 'listCh
     },
 
     getQuota: async ({ principal }) => {
-      const channels = await listChannels(ctx.db, principal.organizationId);
-      const data = await channelQuotas(ctx.db, channels, ctx.config.dailyPostLimits, ctx.clock());
+      const data = await channelQuotas(ctx.db, principal.organizationId, ctx.config.dailyPostLimits, ctx.clock());
       return { status: 200, body: { data } };
     },
   };

@@ -29,6 +29,12 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** `production` logs contract violations of responses instead of failing them. */
   environment: 'development' | 'production' | 'test';
+  /**
+   * Which responses the contract validator checks: every one (`strict`, the default, and always in
+   * tests), about one in a hundred (`sample`), or none (`off`), for operators who need the
+   * throughput (README, Performance). Requests are always checked.
+   */
+  responseValidation: 'strict' | 'sample' | 'off';
   rateLimit: {
     /** Requests an organization may make per window, across all its API keys and OAuth tokens. */
     max: number;
@@ -257,6 +263,11 @@ export function loadConfig(env: Env = process.env): Config {
   const host = env.HOST || '127.0.0.1';
   const environment = oneOf('NODE_ENV', ['development', 'production', 'test'] as const, 'development');
 
+  const responseValidation = oneOf('RESPONSE_VALIDATION', ['strict', 'sample', 'off'] as const, 'strict');
+  if (environment === 'test' && responseValidation !== 'strict') {
+    problems.push(`RESPONSE_VALIDATION must be strict when NODE_ENV=test: tests check every response against the contract, got "${responseValidation}"`);
+  }
+
   const publicUrl = (env.PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, '');
   try {
     const url = new URL(publicUrl);
@@ -291,6 +302,7 @@ export function loadConfig(env: Env = process.env): Config {
     encryptionKey: env.ENCRYPTION_KEY || undefined,
     logLevel: oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     environment,
+    responseValidation,
     rateLimit: {
       max: integer('RATE_LIMIT_MAX', 300, 1, 1_000_000),
       windowSeconds: integer('RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),

@@ -4,10 +4,19 @@ import { RateLimitedError, UnauthorizedError } from '../core/errors.js';
 import { hashSecret, isWellFormedCredential, type CredentialPrefix } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
 import type { Principal } from './principal.js';
-import type { RateLimiter } from './rate-limit.js';
+import type { LimitWindow, RateLimiter, RateLimitState } from './rate-limit.js';
 
-/** Looks up an active credential of one kind by the hash of its secret. */
-export type CredentialResolver = (db: Db, secretHash: string, now: Date) => Promise<Principal | undefined>;
+/** A principal, and the count of its organization's rate-limit window after this request's hit. */
+export interface CountedPrincipal {
+  principal: Principal;
+  count: number;
+}
+
+/**
+ * Looks up an active credential of one kind by the hash of its secret and counts the request in its
+ * organization's rate-limit window (`RateLimiter.window`), in one statement.
+ */
+export type CredentialResolver = (db: Db, secretHash: string, now: Date, window: LimitWindow) => Promise<CountedPrincipal | undefined>;
 
 // The longest credential is under 64 characters; anything much longer is refused before parsing.
 const MAX_HEADER_LENGTH = 512;
@@ -31,19 +40,31 @@ const CREDENTIAL_TABLES = {
   oauth_token: { table: 'oauth_tokens', hash: 'token_hash' },
 } as const;
 
-/** The one lookup of every kind of credential the Public API accepts. */
+/**
+ * The one lookup of every kind of credential the Public API accepts. The lookup, the rate-limit count
+ * and the `lastUsedAt` update (once a minute) are one statement, so a request pays one round trip
+ * for them: the count is taken in the database, so every process counts against the same budget.
+ */
 export function credentialResolver(type: Principal['credential']['type']): CredentialResolver {
   const { table, hash } = CREDENTIAL_TABLES[type];
-  return async (db, secretHash, now) => {
-    const { rows } = await sql<{ id: string; organization_id: string; last_used_at: Date | null }>`
-      select id, organization_id, last_used_at from ${sql.table(table)}
-      where ${sql.ref(hash)} = ${secretHash} and revoked_at is null`.execute(db);
+  return async (db, secretHash, now, window) => {
+    const { rows } = await sql<{ id: string; organization_id: string; count: number }>`
+      with credential as (
+        select id, organization_id from ${sql.table(table)} where ${sql.ref(hash)} = ${secretHash} and revoked_at is null
+      ), used as (
+        update ${sql.table(table)} set last_used_at = ${now}
+        where id = (select id from credential)
+          and (last_used_at is null or last_used_at <= ${new Date(now.getTime() - LAST_USED_PRECISION_MS)})
+      ), counted as (
+        insert into rate_limit_windows (bucket, window_start, count)
+        select ${window.bucketPrefix} || organization_id, ${window.start}, 1 from credential
+        on conflict (bucket, window_start) do update set count = rate_limit_windows.count + 1
+        returning count
+      )
+      select credential.id, credential.organization_id, counted.count from credential, counted`.execute(db);
     const found = rows[0];
     if (!found) return undefined;
-    if (!found.last_used_at || now.getTime() - found.last_used_at.getTime() >= LAST_USED_PRECISION_MS) {
-      await sql`update ${sql.table(table)} set last_used_at = ${now} where id = ${found.id}`.execute(db);
-    }
-    return { organizationId: found.organization_id, credential: { type, id: found.id } };
+    return { principal: { organizationId: found.organization_id, credential: { type, id: found.id } }, count: found.count };
   };
 }
 
@@ -58,7 +79,8 @@ export class Authenticator {
     private readonly resolvers: ReadonlyMap<CredentialPrefix, CredentialResolver>,
   ) {}
 
-  async authenticate(header: string | undefined): Promise<Principal> {
+  /** Authenticates the request and counts it in its organization's window of `limiter`. */
+  async authenticate(header: string | undefined, limiter: RateLimiter): Promise<{ principal: Principal; limit: RateLimitState }> {
     if (!header) {
       throw new UnauthorizedError(
         'Authentication required: send your API key or OAuth access token as "Authorization: Bearer <credential>".',
@@ -68,8 +90,10 @@ export class Authenticator {
     for (const [prefix, resolve] of this.resolvers) {
       if (!credential?.startsWith(prefix)) continue;
       if (isWellFormedCredential(credential, prefix)) {
-        const principal = await resolve(this.db, hashSecret(credential), this.clock());
-        if (principal) return principal;
+        const now = this.clock();
+        const window = limiter.window(now);
+        const counted = await resolve(this.db, hashSecret(credential), now, window);
+        if (counted) return { principal: counted.principal, limit: limiter.stateOf(counted.count, window, now) };
       }
       break;
     }
@@ -84,9 +108,8 @@ export class Authenticator {
  */
 export function authenticateAndLimit(authenticator: Authenticator, limiter: RateLimiter): RequestHandler {
   return async (req, res, next) => {
-    const principal = await authenticator.authenticate(req.headers.authorization);
+    const { principal, limit: state } = await authenticator.authenticate(req.headers.authorization, limiter);
     res.locals.principal = principal;
-    const state = await limiter.hit(principal.organizationId);
     res.setHeader('RateLimit-Limit', String(state.limit));
     res.setHeader('RateLimit-Remaining', String(state.remaining));
     res.setHeader('RateLimit-Reset', String(state.resetSeconds));

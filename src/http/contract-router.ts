@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { NotFoundError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
@@ -29,6 +30,8 @@ export interface ContractRouterOptions<Extra> {
   errors: ErrorRequestHandler;
   /** A response that breaks the contract fails (development, tests) or is only logged (production). */
   responseViolations: 'fail' | 'log';
+  /** Which responses are checked: all, about one in a hundred, or none (`Config['responseValidation']`). */
+  responseValidation: 'strict' | 'sample' | 'off';
   logger: Logger;
 }
 
@@ -49,6 +52,46 @@ function headValidatedAsGet(validation: RequestHandler): RequestHandler {
 }
 
 /**
+ * express-openapi-validator finds a request's operation by compiling every path of the contract to a
+ * regular expression, for every request (5.6.2, `lookupRoute`): with the Public API's paths that was a
+ * twentieth of a request's CPU. The compiled expression of a path and options never changes and is
+ * used without global state (no `g` or `y` flag), so the validator's copy of path-to-regexp compiles
+ * each one once.
+ */
+function compileValidatorRoutesOnce(): void {
+  const validatorRequire = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
+  const module = validatorRequire('path-to-regexp') as { pathToRegexp: (path: string, options?: object) => unknown; compiledOnce?: true };
+  if (module.compiledOnce) return;
+  const compile = module.pathToRegexp;
+  const compiled = new Map<string, unknown>();
+  module.pathToRegexp = (path, options = {}) => {
+    const key = `${path}\n${JSON.stringify(options)}`;
+    let found = compiled.get(key);
+    if (found === undefined) {
+      found = compile(path, options);
+      compiled.set(key, found);
+    }
+    return found;
+  };
+  module.compiledOnce = true;
+}
+
+// One response in this many is checked when only a sample is.
+const RESPONSE_SAMPLE = 100;
+
+/**
+ * The validator for a response-validation mode. A sample is taken by sending about one request in a
+ * hundred through a validator that also checks responses, and the others through one that checks
+ * requests only: express-openapi-validator checks all responses or none.
+ */
+function validatorFor(mode: ContractRouterOptions<unknown>['responseValidation'], validator: (checksResponses: boolean) => RequestHandler): RequestHandler {
+  if (mode !== 'sample') return validator(mode === 'strict');
+  const checked = validator(true);
+  const unchecked = validator(false);
+  return (req, res, next) => (Math.random() * RESPONSE_SAMPLE < 1 ? checked : unchecked)(req, res, next);
+}
+
+/**
  * The one factory of the contract-first routers (the Public API and the OAuth API): express-openapi-
  * validator configured in one place, every operation mounted by its operationId, and one error handler.
  */
@@ -65,37 +108,41 @@ export function contractRouter<Extra>(options: ContractRouterOptions<Extra>): Ro
     next();
   });
 
-  const validation = builtOnFirstUse(async () =>
-    (await import('express-openapi-validator')).middleware({
-      apiSpec: readSpecForValidator(options.specFile) as never,
-      ignorePaths: (path: string) => !options.validates(path),
-      // The contracts are linted against the OpenAPI schema before they ship (`npm run lint:spec`);
-      // checking them again on every start cost a fifth of the start-up time.
-      validateApiSpec: false,
-      // Replaces the validator's pattern for date-time, so a date that names no real instant is a 400.
-      formats: { 'date-time': { type: 'string', validate: isInstant } },
-      validateRequests: {
-        allowUnknownQueryParameters: false,
-        // Bodies only: the validator always converts path, query and header strings to their types. A
-        // body says what it means, and converting would turn `madeForKids: null` into `false` and a
-        // number into a title.
-        coerceTypes: false,
-        allErrors: options.allErrors,
-        // Unions discriminated by a property (provider settings by `__type`): report the chosen branch's rules only.
-        discriminator: true,
-      },
-      validateResponses:
-        options.responseViolations === 'fail'
-          ? { removeAdditional: false }
-          : {
-              removeAdditional: false,
-              onError: (error, _body, req) => options.logger.error({ err: error, path: req.path, method: req.method }, 'response breaks the contract'),
-            },
-      validateSecurity: options.security === false ? false : { handlers: options.security },
-      fileUploader: false,
-      ignoreUndocumented: false,
-    }),
-  );
+  const validator = (checksResponses: boolean) =>
+    builtOnFirstUse(async () => {
+      compileValidatorRoutesOnce();
+      return (await import('express-openapi-validator')).middleware({
+        apiSpec: readSpecForValidator(options.specFile) as never,
+        ignorePaths: (path: string) => !options.validates(path),
+        // The contracts are linted against the OpenAPI schema before they ship (`npm run lint:spec`);
+        // checking them again on every start cost a fifth of the start-up time.
+        validateApiSpec: false,
+        // Replaces the validator's pattern for date-time, so a date that names no real instant is a 400.
+        formats: { 'date-time': { type: 'string', validate: isInstant } },
+        validateRequests: {
+          allowUnknownQueryParameters: false,
+          // Bodies only: the validator always converts path, query and header strings to their types. A
+          // body says what it means, and converting would turn `madeForKids: null` into `false` and a
+          // number into a title.
+          coerceTypes: false,
+          allErrors: options.allErrors,
+          // Unions discriminated by a property (provider settings by `__type`): report the chosen branch's rules only.
+          discriminator: true,
+        },
+        validateResponses: !checksResponses
+          ? false
+          : options.responseViolations === 'fail'
+            ? { removeAdditional: false }
+            : {
+                removeAdditional: false,
+                onError: (error, _body, req) => options.logger.error({ err: error, path: req.path, method: req.method }, 'response breaks the contract'),
+              },
+        validateSecurity: options.security === false ? false : { handlers: options.security },
+        fileUploader: false,
+        ignoreUndocumented: false,
+      });
+    });
+  const validation = validatorFor(options.responseValidation, validator);
   router.use(headValidatedAsGet(validation));
   for (const [path, ...handlers] of options.after ?? []) router.use(path, ...handlers);
 

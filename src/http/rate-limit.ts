@@ -18,6 +18,13 @@ export interface RateLimitState {
   windowStart: Date;
 }
 
+/** The window a hit at some instant counts in, for a statement that counts it (see `credentialResolver`). */
+export interface LimitWindow {
+  start: Date;
+  /** The bucket of a key is this prefix and the key. */
+  bucketPrefix: string;
+}
+
 // Windows are at most a day long (the configuration's limit): older than two days, a window is over for every limiter.
 const KEEP_MS = 2 * 86_400_000;
 // Keys can come from what a visitor typed (an email address, a client id in a Basic header): one that
@@ -39,23 +46,37 @@ export class RateLimiter {
   ) {}
 
   async hit(key: string): Promise<RateLimitState> {
-    const now = this.clock().getTime();
-    const windowMs = this.policy.windowSeconds * 1000;
-    const windowStart = Math.floor(now / windowMs) * windowMs;
+    const now = this.clock();
+    const window = this.window(now);
     const { count } = await this.db
       .insertInto('rate_limit_windows')
-      .values({ bucket: this.bucketOf(key), window_start: new Date(windowStart), count: 1 })
+      .values({ bucket: this.bucketOf(key), window_start: window.start, count: 1 })
       .onConflict((oc) =>
         oc.columns(['bucket', 'window_start']).doUpdateSet({ count: sql<number>`rate_limit_windows.count + 1` }),
       )
       .returning('count')
       .executeTakeFirstOrThrow();
+    return this.stateOf(count, window, now);
+  }
+
+  /**
+   * The window of a hit at `now`, for a statement of the caller's that counts it in the bucket of a key
+   * it reads itself (an organization id: short, so stored as given, as `bucketOf` would).
+   */
+  window(now: Date): LimitWindow {
+    const windowMs = this.policy.windowSeconds * 1000;
+    return { start: new Date(Math.floor(now.getTime() / windowMs) * windowMs), bucketPrefix: `${this.name}:` };
+  }
+
+  /** What a window's count after a hit means for the request. */
+  stateOf(count: number, window: LimitWindow, now: Date): RateLimitState {
+    const end = window.start.getTime() + this.policy.windowSeconds * 1000;
     return {
       limit: this.policy.max,
       remaining: Math.max(0, this.policy.max - count),
-      resetSeconds: Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000)),
+      resetSeconds: Math.max(1, Math.ceil((end - now.getTime()) / 1000)),
       allowed: count <= this.policy.max,
-      windowStart: new Date(windowStart),
+      windowStart: window.start,
     };
   }
 

@@ -1,4 +1,5 @@
 import { fromKysely, fromPglite, PgBoss, type Db as BossDb, type Job, type WorkOptions } from 'pg-boss';
+import { CompiledQuery } from 'kysely';
 import type { Logger } from '../core/logger.js';
 import type { DatabaseHandle, Db } from '../db/database.js';
 import { JobConsumer, type ConsumerOptions } from './consumer.js';
@@ -90,13 +91,28 @@ export class JobQueue {
     });
   }
 
-  /** Plans several jobs of one queue in the caller's transaction, in one statement. */
-  async planMany<Q extends QueueName>(trx: Db, name: Q, jobs: { data: Jobs[Q]; startAfter?: Date }[]): Promise<void> {
-    if (jobs.length === 0) return;
+  /**
+   * Plans several jobs of one queue in the caller's transaction, in one statement. `sent` is called once
+   * that statement is on its way, for a pipelined transaction that sends its COMMIT right behind it.
+   */
+  async planMany<Q extends QueueName>(
+    trx: Db,
+    name: Q,
+    jobs: { data: Jobs[Q]; startAfter?: Date; group?: PlanOptions['group'] }[],
+    sent: () => void = () => {},
+  ): Promise<void> {
+    if (jobs.length === 0) return sent();
+    const db: BossDb = {
+      executeSql: async (text, values) => {
+        const running = trx.executeQuery(CompiledQuery.raw(text, values ?? []));
+        sent();
+        return { rows: [...(await running).rows] };
+      },
+    };
     await this.boss.insert(
       name,
-      jobs.map((job) => ({ data: job.data, ...(job.startAfter ? { startAfter: job.startAfter } : {}) })),
-      { db: fromKysely(trx) },
+      jobs.map((job) => ({ data: job.data, ...(job.startAfter ? { startAfter: job.startAfter } : {}), ...(job.group ? { group: job.group } : {}) })),
+      { db },
     );
   }
 

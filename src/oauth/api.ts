@@ -176,6 +176,7 @@ export function createOAuthApi(ctx: AppContext, pages: RequestHandler[]): Router
     extra: () => ({}),
     errors: oauthErrors(ctx),
     responseViolations: ctx.config.environment === 'production' ? 'log' : 'fail',
+    responseValidation: ctx.config.responseValidation,
     logger: ctx.logger,
   });
 }

@@ -4,12 +4,14 @@ import type { PostStatus } from '../core/contract.js';
 import { UnprocessableError, type ErrorDetail } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import type { Db } from '../db/database.js';
+import type { Channel } from '../channels/tables.js';
+import { pipelinedTransaction } from '../db/pipelined-transaction.js';
 import { claimKey, findStoredResponse, idempotentRequest, storeResponse, type IdempotentRequest } from './idempotency.js';
 import { toPostBody } from './post-body.js';
-import { recordPostEvent } from './events.js';
-import { planPublication, type PostsContext } from './publication-plan.js';
-import { assertMediaStillPresent, insertPosts } from './queries.js';
-import { assertWithinDailyQuota, lockChannels } from './quota.js';
+import { recordPostEvents } from './events.js';
+import { planPublications, type PostsContext } from './publication-plan.js';
+import { assertMediaStillPresent } from './queries.js';
+import { assertWithinDailyQuota, insertPostsWithinQuota, lockChannelStates } from './quota.js';
 import type { NewPost } from './tables.js';
 import { isTooFarInThePast } from './transitions.js';
 import { checkDrafts, type CheckedPost, type PostDraft } from './validation.js';
@@ -106,36 +108,58 @@ export async function createPosts(
     );
   }
 
-  return ctx.db.transaction().execute(async (trx) => {
+  // Two round trips: BEGIN, the locks and the insert; then the events, the jobs and COMMIT.
+  return pipelinedTransaction(ctx.db, async ({ trx, commit }) => {
     if (idempotent && !(await claimKey(trx, organizationId, idempotent, now))) {
-      return replayAfterConcurrentCreate(trx, organizationId, idempotent, now);
+      const replay = await replayAfterConcurrentCreate(trx, organizationId, idempotent, now);
+      await commit();
+      return replay;
     }
-    await assertChannelsStillAccept(trx, organizationId, drafts);
-    await assertMediaStillPresent(
-      trx,
-      organizationId,
-      checked.posts.map((post) => ({ mediaIds: post.mediaIds, path: post.paths.mediaIds })),
-    );
-    if (timing.status === 'scheduled' && timing.scheduledAt) {
-      const claims = checked.posts.map((post) => ({ channel: post.channel, path: post.paths.channel }));
-      await assertWithinDailyQuota(trx, ctx.config.dailyPostLimits, claims, timing.scheduledAt);
-    }
+    const claims = timing.status === 'scheduled' && timing.scheduledAt ? checked.posts.map((post) => ({ channel: post.channel, path: post.paths.channel })) : [];
     const group = newId('grp');
     const planned = checked.posts.map((post) => ({ row: newPostRow(post, organizationId, group, timing, now), provider: post.channel.provider }));
-    const inserted = new Map((await insertPosts(trx, planned.map((p) => p.row))).map((row) => [row.id, row]));
-    const posts = planned.map(({ row, provider }) => ({ ...inserted.get(row.id)!, provider }));
-    for (const post of posts) {
-      await recordPostEvent(trx, post, 'created', now);
-      if (post.status === 'scheduled') {
-        await recordPostEvent(trx, post, 'scheduled', now);
-        await planPublication(ctx, trx, post);
-      }
+    // Without claims (drafts) the day is not read: any day will do.
+    const quota = { limits: ctx.config.dailyPostLimits, claims, instant: claims.length > 0 && timing.scheduledAt ? timing.scheduledAt : now };
+    // The channels and media were read and checked before the transaction. Under their locks only
+    // whether they still take the posts is read again, and the insert counts the quota after them.
+    const [channels, , rows] = await Promise.all([
+      lockChannelStates(trx, organizationId, drafts.map((d) => d.channelId)),
+      assertMediaStillPresent(
+        trx,
+        organizationId,
+        checked.posts.map((post) => ({ mediaIds: post.mediaIds, path: post.paths.mediaIds })),
+      ),
+      insertPostsWithinQuota(trx, planned.map((p) => p.row), quota),
+    ]);
+    assertChannelsStillAccept(channels, drafts);
+    if (!rows) {
+      await assertWithinDailyQuota(trx, quota.limits, claims, quota.instant);
+      throw new Error('the posts were refused by their daily quota, which has room for them');
     }
+    const inserted = new Map(rows.map((row) => [row.id, row]));
+    const posts = planned.map(({ row, provider }) => ({ ...inserted.get(row.id)!, provider }));
+    const scheduled = posts.filter((post) => post.status === 'scheduled');
     const body: CreatePostResponse = {
       group,
       data: posts.map(toPostBody),
     };
-    if (idempotent) await storeResponse(trx, organizationId, idempotent, { status: 201, body });
+    const recording = recordPostEvents(trx, [
+      ...posts.map((post) => ({ post, type: 'created' as const, at: now })),
+      ...scheduled.map((post) => ({ post, type: 'scheduled' as const, at: now })),
+    ]);
+    const storing = idempotent ? storeResponse(trx, organizationId, idempotent, { status: 201, body }) : Promise.resolve();
+    // pg-boss sends its statement a few promise turns later: COMMIT must go behind it, and must not
+    // go at all if planning failed before its statement was sent.
+    let planSent = false;
+    let sent!: () => void;
+    const sending = new Promise<void>((resolve) => (sent = resolve));
+    const planning = planPublications(ctx, trx, scheduled, () => {
+      planSent = true;
+      sent();
+    });
+    await Promise.race([sending, planning.catch(() => {})]);
+    if (!planSent) await Promise.all([recording, storing, planning]);
+    await commit(recording, storing, planning);
     return { body, replayed: false };
   });
 }
@@ -163,8 +187,8 @@ function newPostRow(
 }
 
 /** The channels were checked before the transaction; under their lock, make sure none was disabled or removed meanwhile. */
-async function assertChannelsStillAccept(trx: Db, organizationId: string, drafts: PostDraft[]): Promise<void> {
-  const channels = new Map((await lockChannels(trx, organizationId, drafts.map((d) => d.channelId))).map((c) => [c.id, c]));
+function assertChannelsStillAccept(locked: Pick<Channel, 'id' | 'status'>[], drafts: PostDraft[]): void {
+  const channels = new Map(locked.map((c) => [c.id, c]));
   const problems = drafts
     .filter((d) => { const channel = channels.get(d.channelId); return !channel || !acceptsPosts(channel); })
     .map((d) => ({ path: d.paths.channel, message: `Channel ${d.channelId} was disabled or removed while the posts were being created.` }));

@@ -38,6 +38,12 @@ export async function recordPostEvent(trx: Db, post: PostRow, type: PostEventTyp
   await trx.insertInto('post_events').values(postEventValues(post, type, at, details)).execute();
 }
 
+/** Writes several changes of posts in one statement (see `recordPostEvent`). */
+export async function recordPostEvents(trx: Db, events: { post: PostRow; type: PostEventType; at: Date }[]): Promise<void> {
+  if (events.length === 0) return;
+  await trx.insertInto('post_events').values(events.map(({ post, type, at }) => postEventValues(post, type, at))).execute();
+}
+
 export interface PostEventValues {
   organization_id: string;
   post_id: string;

@@ -20,3 +20,23 @@ export async function planPublication(ctx: PostsContext, trx: Db, post: { id: st
     group: { id: post.channel_id, tier: post.provider },
   });
 }
+
+/** `planPublication` for several posts at once, in one statement; `sent` as for `JobQueue.planMany`. */
+export async function planPublications(
+  ctx: PostsContext,
+  trx: Db,
+  posts: { id: string; channel_id: string; provider: string; scheduled_at: Date | null }[],
+  sent?: () => void,
+): Promise<void> {
+  await ctx.queue.planMany(
+    trx,
+    'publish-post',
+    posts.map((post) => ({
+      data: { postId: post.id },
+      ...(post.scheduled_at ? { startAfter: post.scheduled_at } : {}),
+      group: { id: post.channel_id, tier: post.provider },
+    })),
+    sent,
+  );
+}
+

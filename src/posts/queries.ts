@@ -4,7 +4,7 @@ import { UnprocessableError } from '../core/errors.js';
 import type { Db } from '../db/database.js';
 import type { PostCursor } from './cursor.js';
 import type { PostRow } from './post-body.js';
-import type { NewPost, Post, PostUpdate } from './tables.js';
+import type { PostUpdate } from './tables.js';
 
 function selectPosts(db: Db, organizationId: string) {
   return db
@@ -54,10 +54,6 @@ export async function assertMediaStillPresent(
     ),
   );
   if (problems.length > 0) throw new UnprocessableError('Media of the post no longer exists; nothing was changed.', problems);
-}
-
-export function insertPosts(trx: Db, posts: NewPost[]): Promise<Post[]> {
-  return trx.insertInto('posts').values(posts).returningAll().execute();
 }
 
 export async function updatePost(trx: Db, organizationId: string, postId: string, changes: PostUpdate): Promise<PostRow> {

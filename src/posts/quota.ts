@@ -1,8 +1,10 @@
 import { COUNTED_STATUSES, postsOnDay, utcDay, type DailyPostLimits } from '../channels/quota.js';
+import { sql } from 'kysely';
 import type { Channel } from '../channels/tables.js';
 import type { PostStatus } from '../core/contract.js';
 import { UnprocessableError, type ErrorDetail } from '../core/errors.js';
 import type { Db } from '../db/database.js';
+import type { NewPost, Post } from './tables.js';
 
 /** A post about to count against its channel's daily cap, and where the request names its channel. */
 export interface QuotaClaim {
@@ -26,6 +28,53 @@ export function lockChannels(trx: Db, organizationId: string, channelIds: string
     .orderBy('id')
     .forNoKeyUpdate()
     .execute();
+}
+
+/** Like `lockChannels`, for a write that needs only to know whether each channel still takes posts. */
+export function lockChannelStates(trx: Db, organizationId: string, channelIds: string[]): Promise<Pick<Channel, 'id' | 'status'>[]> {
+  return trx
+    .selectFrom('channels')
+    .select(['id', 'status'])
+    .where('organization_id', '=', organizationId)
+    .where('id', 'in', [...new Set(channelIds)])
+    .orderBy('id')
+    .forNoKeyUpdate()
+    .execute();
+}
+
+/**
+ * Inserts the posts, all or none: none when the claims would take a channel past its cap on the UTC day
+ * of `instant` (then `undefined`). The count is part of the insert, so it costs no statement of its own;
+ * call it with the channels locked (`lockChannels`), so the count cannot change before the insert ends.
+ */
+export async function insertPostsWithinQuota(
+  trx: Db,
+  posts: NewPost[],
+  quota: { limits: DailyPostLimits; claims: QuotaClaim[]; instant: Date },
+): Promise<Post[] | undefined> {
+  const adding = new Map<string, { channel_id: string; adding: number; daily_limit: number }>();
+  for (const { channel } of quota.claims) {
+    const entry = adding.get(channel.id) ?? { channel_id: channel.id, adding: 0, daily_limit: quota.limits[channel.provider] };
+    entry.adding += 1;
+    adding.set(channel.id, entry);
+  }
+  const { start, end } = utcDay(quota.instant);
+  // jsonb columns as JSON values, so the record type of `posts` reads every column as the table has it.
+  const rows = posts.map((post) => ({ ...post, media_ids: JSON.parse(post.media_ids), settings: post.settings === null || post.settings === undefined ? null : JSON.parse(post.settings) }));
+  const { rows: inserted } = await sql<Post>`
+    insert into posts (id, organization_id, group_id, channel_id, content, media_ids, settings, status, scheduled_at, created_at, updated_at)
+    select id, organization_id, group_id, channel_id, content, media_ids, settings, status, scheduled_at, created_at, updated_at
+    from jsonb_populate_recordset(null::posts, ${JSON.stringify(rows)}::jsonb)
+    where not exists (
+      select from jsonb_to_recordset(${JSON.stringify([...adding.values()])}::jsonb) as claim(channel_id text, adding int, daily_limit int)
+      where claim.adding + (
+        select count(*) from posts
+        where posts.channel_id = claim.channel_id and posts.status in (${sql.join(COUNTED_STATUSES)})
+          and posts.scheduled_at >= ${start} and posts.scheduled_at < ${end}
+      ) > claim.daily_limit
+    )
+    returning *`.execute(trx);
+  return inserted.length === posts.length ? inserted : undefined;
 }
 
 /** Whether a post in this state already counts against its channel on the UTC day of `instant`. */
