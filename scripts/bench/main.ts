@@ -1,9 +1,10 @@
 /**
  * `npm run bench`: the Public API's hot operations against a bare Express + pg server that sends the
  * same statements (scripts/bench/baseline.mjs), interleaved, three rounds each at 10 and 50
- * connections, on PostgreSQL; the same operations on the embedded PGlite (service only); two API
- * processes on one PostgreSQL together, and the rate limiter's exactness across them. Prints tables;
- * asserts nothing. Runs in about 8 minutes on 2 cores.
+ * connections, on PostgreSQL, with the CPU each side and the database used per request; the same
+ * operations on the embedded PGlite (service only); two API processes on one PostgreSQL together,
+ * and the rate limiter's exactness across them. Prints tables; asserts nothing. Runs in about 8
+ * minutes on 2 cores.
  *
  * PostgreSQL: BENCH_DATABASE_URL names a server (a scratch database is made beside the one named and
  * dropped at the end); postgresql://postgres@127.0.0.1:5432/postgres by default.
@@ -20,7 +21,7 @@ import { createOrganizationWithOwner } from '../../src/accounts/organizations.js
 import { openDatabase } from '../../src/db/database.js';
 import { buildIfStale } from '../build-if-stale.mjs';
 import { countStatuses, load, median, operations, type Operation, type Sample } from './load.js';
-import { startBaseline, startService, type Running } from './processes.js';
+import { postgresCpuMs, startBaseline, startService, type Running } from './processes.js';
 import { seed, type Seeded } from './seed.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 3);
@@ -64,7 +65,23 @@ async function seedDatabase(options: { databaseUrl?: string; dataDir?: string })
   }
 }
 
-type Comparison = Map<string, { service: Sample; baseline: Sample }>;
+/** CPU per request of one side's runs: its own process, and the local PostgreSQL server's (if local). */
+interface CpuPerRequest {
+  process: number;
+  database: number | undefined;
+}
+
+type Comparison = Map<string, { service: Sample; baseline: Sample; cpu: { service: CpuPerRequest; baseline: CpuPerRequest } }>;
+
+/** Runs `operation` against `target` and reads the CPU it and the database used per request meanwhile. */
+async function measured(target: Running, seeded: Seeded, operation: Operation, connections: number): Promise<{ sample: Sample; cpu: CpuPerRequest }> {
+  const [process0, database0] = [target.cpuMs(), postgresCpuMs()];
+  const sample = await load(target.url, seeded.apiKey, operation, connections, SECONDS);
+  const [process1, database1] = [target.cpuMs(), postgresCpuMs()];
+  const requests = Math.max(1, sample.rps * SECONDS);
+  const database = database0 === undefined || database1 === undefined ? undefined : (database1 - database0) / requests;
+  return { sample, cpu: { process: (process1 - process0) / requests, database } };
+}
 
 /** Service and baseline in turn, the order alternating by round, so neither always runs warmer. */
 async function compare(service: Running, baseline: Running, seeded: Seeded, ops: Operation[]): Promise<Comparison> {
@@ -72,14 +89,24 @@ async function compare(service: Running, baseline: Running, seeded: Seeded, ops:
   for (const operation of ops) {
     for (const connections of CONNECTIONS) {
       const samples = { service: [] as Sample[], baseline: [] as Sample[] };
+      const cpu = { service: [] as CpuPerRequest[], baseline: [] as CpuPerRequest[] };
       for (let round = 0; round < ROUNDS; round++) {
         const order = round % 2 === 0 ? (['service', 'baseline'] as const) : (['baseline', 'service'] as const);
         for (const side of order) {
-          const target = side === 'service' ? service : baseline;
-          samples[side].push(await load(target.url, seeded.apiKey, operation, connections, SECONDS));
+          const run = await measured(side === 'service' ? service : baseline, seeded, operation, connections);
+          samples[side].push(run.sample);
+          cpu[side].push(run.cpu);
         }
       }
-      results.set(`${operation.name}|${connections}`, { service: summarize(samples.service), baseline: summarize(samples.baseline) });
+      const cpuOf = (runs: CpuPerRequest[]): CpuPerRequest => {
+        const database = runs.map((run) => run.database);
+        return { process: median(runs.map((run) => run.process)), database: database.includes(undefined) ? undefined : median(database as number[]) };
+      };
+      results.set(`${operation.name}|${connections}`, {
+        service: summarize(samples.service),
+        baseline: summarize(samples.baseline),
+        cpu: { service: cpuOf(cpu.service), baseline: cpuOf(cpu.baseline) },
+      });
     }
   }
   return results;
@@ -126,10 +153,16 @@ async function onPostgres(ops: Ops): Promise<void> {
     const rssAfterLoad = service.rssMb();
 
     lines.push('', `PostgreSQL (service: RSS ${rssAtStart} MB after start, ${rssAfterLoad} MB after the runs)`, '');
-    lines.push('| operation | c | service rps / p99 | bare rps / p99 | rps ratio | p99 ratio |', '|---|---|---|---|---|---|');
-    for (const [key, { service: s, baseline: b }] of comparison) {
+    lines.push(
+      '| operation | c | service rps / p99 | bare rps / p99 | rps ratio | p99 ratio | CPU ms per request, service: node + db | bare: node + db |',
+      '|---|---|---|---|---|---|---|---|',
+    );
+    const cpuText = ({ process, database }: CpuPerRequest) => `${process.toFixed(3)} + ${database === undefined ? '?' : database.toFixed(3)}`;
+    for (const [key, { service: s, baseline: b, cpu }] of comparison) {
       const [name, c] = key.split('|');
-      lines.push(`| ${name} | ${c} | ${flagged(s, `${round1(s.rps)} / ${s.p99} ms`)} | ${flagged(b, `${round1(b.rps)} / ${b.p99} ms`)} | ${ratio(s.rps / b.rps)} | ${ratio(s.p99 / b.p99)} |`);
+      lines.push(
+        `| ${name} | ${c} | ${flagged(s, `${round1(s.rps)} / ${s.p99} ms`)} | ${flagged(b, `${round1(b.rps)} / ${b.p99} ms`)} | ${ratio(s.rps / b.rps)} | ${ratio(s.p99 / b.p99)} | ${cpuText(cpu.service)} | ${cpuText(cpu.baseline)} |`,
+      );
     }
     console.log(lines.join('\n'));
     await baseline.stop();

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { freePort, ROOT, untilReady } from '../../test/support/processes.js';
@@ -9,6 +9,8 @@ export interface Running {
   child: ChildProcess;
   /** Resident memory of the process now, in MB. */
   rssMb(): number;
+  /** CPU time the process has used so far (user and system), in ms. */
+  cpuMs(): number;
   stop(): Promise<void>;
 }
 
@@ -16,6 +18,36 @@ function rssMbOf(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? NaN);
   return Math.round(kb / 1024);
+}
+
+const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+
+function cpuMsOf(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // After `pid (command) `: state is field 3, utime and stime are fields 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+}
+
+/**
+ * CPU time used so far by the PostgreSQL server on this machine (every `postgres` process: backends,
+ * WAL writer, checkpointer), in ms; `undefined` when it does not run here. Processes that ended in
+ * between are missed, so it is read around runs on pooled connections, which stay.
+ */
+export function postgresCpuMs(): number | undefined {
+  let pids: string[];
+  try {
+    pids = execFileSync('pgrep', ['-x', 'postgres']).toString().trim().split('\n').filter(Boolean);
+  } catch {
+    return undefined;
+  }
+  return pids.reduce((total, pid) => {
+    try {
+      return total + cpuMsOf(Number(pid));
+    } catch {
+      return total;
+    }
+  }, 0);
 }
 
 /**
@@ -38,6 +70,7 @@ async function startProgram(name: string, program: string, args: string[], env: 
     url,
     child,
     rssMb: () => rssMbOf(child.pid!),
+    cpuMs: () => cpuMsOf(child.pid!),
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();

@@ -10,6 +10,7 @@ import * as channelConnections from './2026-11-23-03-channel-connections.js';
 import * as apiConnections from './2026-11-24-01-api-connections.js';
 import * as tiktok from './2026-11-24-02-tiktok.js';
 import * as webhooks from './2026-11-24-03-webhooks.js';
+import * as unloggedRateLimits from './2026-11-25-01-unlogged-rate-limits.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-24-01-api-connections': apiConnections,
   '2026-11-24-02-tiktok': tiktok,
   '2026-11-24-03-webhooks': webhooks,
+  '2026-11-25-01-unlogged-rate-limits': unloggedRateLimits,
 };
