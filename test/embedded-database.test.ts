@@ -47,16 +47,18 @@ describe('the embedded database', () => {
     const env = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
     const port = await freePort();
     const first = spawnBuilt('start', [], { ...env, PORT: String(port) });
-    await untilReady(`http://127.0.0.1:${port}/readyz`, first);
-
-    // While it runs, another start is refused and told which process holds the database.
-    const refused = await untilExit(spawnBuilt('start', [], { ...env, PORT: String(await freePort()) }));
-    expect(refused.code).toBe(75);
-    expect(refused.stderr).toContain(`in use by another process (process ${first.pid}:`);
-
     const killed = new Promise((resolve) => first.once('exit', resolve));
-    first.kill('SIGKILL');
-    await killed;
+    try {
+      await untilReady(`http://127.0.0.1:${port}/readyz`, first);
+      // While it runs, another start is refused and told which process holds the database.
+      const refused = await untilExit(spawnBuilt('start', [], { ...env, PORT: String(await freePort()) }));
+      expect(refused.code).toBe(75);
+      expect(refused.stderr).toContain(`in use by another process (process ${first.pid}:`);
+    } finally {
+      // Killed here whatever happened above, so a failure leaves no server behind.
+      first.kill('SIGKILL');
+      await killed;
+    }
     // The lock it left is fresh (refreshed every 5 s, stale only after 15 s): waiting it out would
     // keep the service down that long. The next start sees its holder is dead and takes it now.
     const second = spawnBuilt('start', [], { ...env, PORT: String(port) });
