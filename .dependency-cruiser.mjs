@@ -1,5 +1,5 @@
-// The import rules of src/, checked by `npm test` (scripts/check-structure.sh). The layers are the
-// README's (Architecture): each may import the layers below it, never one above, and no folder may
+// The import rules of src/, checked by `npm test` (scripts/check-structure.sh). The layers are those
+// of docs/development.md (Architecture): each may import the layers below it, never one above, and no folder may
 // import another that imports it back.
 
 const CORE = '^src/core/';

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole check: the contract lints (Redocly and Spectral), breaks no client of the last release
 # unless CHANGELOG.md announces it, the generated types are fresh, the code type-checks, its
-# imports follow the layers of the README's architecture, the
+# imports follow the layers of docs/development.md (Architecture), the
 # suite passes on PGlite and, when TEST_DATABASE_URL is set, again on PostgreSQL, and the SDK's
 # tarball installs and type-checks in an empty project (SDK_PACK_CHECK=skip when the caller ran it).
 set -euo pipefail

@@ -32,7 +32,7 @@ export interface Config {
   /**
    * Which responses the contract validator checks: every one (`strict`, the default, and always in
    * tests), about one in a hundred (`sample`), or none (`off`), for operators who need the
-   * throughput (README, Performance). Requests are always checked.
+   * throughput (docs/performance.md). Requests are always checked.
    */
   responseValidation: 'strict' | 'sample' | 'off';
   rateLimit: {
