@@ -9,14 +9,16 @@ export interface Running {
   child: ChildProcess;
   /** Resident memory of the process now, in MB. */
   rssMb(): number;
+  /** The most resident memory the process has had so far, in MB (its high-water mark). */
+  peakRssMb(): number;
   /** CPU time the process has used so far (user and system), in ms. */
   cpuMs(): number;
   stop(): Promise<void>;
 }
 
-function rssMbOf(pid: number): number {
+function statusMbOf(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? NaN);
+  const kb = Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
   return Math.round(kb / 1024);
 }
 
@@ -69,7 +71,8 @@ async function startProgram(name: string, program: string, args: string[], env: 
     name,
     url,
     child,
-    rssMb: () => rssMbOf(child.pid!),
+    rssMb: () => statusMbOf(child.pid!, 'VmRSS'),
+    peakRssMb: () => statusMbOf(child.pid!, 'VmHWM'),
     cpuMs: () => cpuMsOf(child.pid!),
     stop: () =>
       new Promise<void>((resolve) => {
