@@ -81,7 +81,7 @@ async function main(): Promise<void> {
   const serving = server
     ? [
         `  Post scheduler is running at ${config.publicUrl}`,
-        `  Web app:        ${config.publicUrl}/  (sign up, API keys, OAuth apps)`,
+        `  Web app:        ${config.publicUrl}/  (sign up, then the calendar and New post)`,
         `  API reference:  ${config.publicUrl}/docs  (OAuth: ${config.publicUrl}/docs/oauth)`,
         `  Public API:     ${config.publicUrl}/public/v1`,
       ]
