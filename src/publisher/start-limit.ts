@@ -1,10 +1,16 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 
-const WINDOW_MS = 60_000;
+/**
+ * How long a start counts: the network's minute, and a margin for the time between taking the start
+ * and the network receiving the call (TikTok's creator info is read in between, and a busy worker
+ * takes longer). Without it a start taken exactly a minute after the oldest could reach the network
+ * while that one is still inside the network's own minute, and be refused for its rate.
+ */
+const WINDOW_MS = 65_000;
 
 /**
- * Takes one of a channel's starts of the last minute, for a network that allows at most `max`
+ * Takes one of a channel's starts of the last minute (and the margin above), for a network that allows at most `max`
  * publications to begin per account in any minute (TikTok: 6 video inits). Every worker counts in
  * the same rows, under the channel's row lock, so that together they never exceed the limit, even
  * across the turn of a minute. When none is left, the answer is when the oldest frees up.
