@@ -52,8 +52,8 @@ const EMBEDDED_SHARED_BUFFERS = '32MB';
  * The embedded PostgreSQL is a WebAssembly module. By default V8 compiles the functions it runs most
  * again with its optimising compiler, in the background, in the second after start: that compilation
  * took the process from about 250 MB to over 700 MB for a moment, enough to get a small machine's server
- * killed for memory. The baseline compiler's code answers the embedded database's queries within about
- * 10 % of the optimised code's throughput (docs/performance.md), so WebAssembly stays at that tier. Set
+ * killed for memory. The baseline compiler's code answers the embedded database's queries at 85 to 100 %
+ * of the optimised code's throughput (docs/performance.md), so WebAssembly stays at that tier. Set
  * before the module is compiled, and only when the embedded database is opened; the server runs no
  * other WebAssembly.
  */
