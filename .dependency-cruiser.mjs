@@ -30,7 +30,8 @@ export default {
     },
     {
       name: 'core-imports-nothing',
-      comment: 'src/core is the bottom: configuration, errors, ids, logging, the contract. It imports no other folder of src.',
+      comment:
+        'src/core is the bottom: configuration, errors, ids, logging, the contract. It imports no other folder of src.',
       severity: 'error',
       from: { path: CORE },
       to: { path: '^src/', pathNot: CORE },
@@ -52,7 +53,8 @@ export default {
     },
     {
       name: 'features-below-pages-and-composition',
-      comment: 'Features import the layers below them and each other (without cycles), never the web pages or the composition.',
+      comment:
+        'Features import the layers below them and each other (without cycles), never the web pages or the composition.',
       severity: 'error',
       from: { path: FEATURES },
       to: { path: `${PEOPLE}|${COMPOSITION}|${ENTRY}|${SDK}` },
@@ -73,7 +75,8 @@ export default {
     },
     {
       name: 'sdk-is-its-own-package',
-      comment: '@service/sdk is published alone: it imports nothing of src but the generated contract, and src does not import it.',
+      comment:
+        '@service/sdk is published alone: it imports nothing of src but the generated contract, and src does not import it.',
       severity: 'error',
       from: { path: SDK },
       to: { path: '^src/', pathNot: SDK },

@@ -61,7 +61,9 @@ function percentile(sorted: number[], p: number): number {
 
 function report(label: string, samples: number[]): void {
   const sorted = [...samples].sort((a, b) => a - b);
-  console.log(`${label.padEnd(44)} p50 ${percentile(sorted, 50).toFixed(2)} ms   p95 ${percentile(sorted, 95).toFixed(2)} ms   (${samples.length} runs)`);
+  console.log(
+    `${label.padEnd(44)} p50 ${percentile(sorted, 50).toFixed(2)} ms   p95 ${percentile(sorted, 95).toFixed(2)} ms   (${samples.length} runs)`,
+  );
 }
 
 async function main() {
@@ -88,15 +90,29 @@ async function main() {
     const organizationId = newId('org');
     await db.insertInto('organizations').values({ id: organizationId, name: 'Bench' }).execute();
     const userId = newId('usr');
-    await db.insertInto('users').values({ id: userId, email: 'bench@example.com', name: 'Bench', password_hash: 'x' }).execute();
+    await db
+      .insertInto('users')
+      .values({ id: userId, email: 'bench@example.com', name: 'Bench', password_hash: 'x' })
+      .execute();
     const details = { name: 'Bench', description: '', pictureUrl: '', redirectUri: 'https://bench.example.org/cb' };
-    const { app, secret } = await registerApp(db, organizationId, details, new AppPictureDownloader(new OutboundClient(config.media.fetch)));
-    const issue = () => approveApp(db, { appId: app.id, organizationId, userId, redirectUri: null, codeChallenge: null }, new Date());
+    const { app, secret } = await registerApp(
+      db,
+      organizationId,
+      details,
+      new AppPictureDownloader(new OutboundClient(config.media.fetch)),
+    );
+    const issue = () =>
+      approveApp(db, { appId: app.id, organizationId, userId, redirectUri: null, codeChallenge: null }, new Date());
     const redeem = (code: string) =>
       fetch(`${base}/api/oauth/token`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'authorization_code', code, client_id: app.client_id, client_secret: secret }),
+        body: JSON.stringify({
+          grant_type: 'authorization_code',
+          code,
+          client_id: app.client_id,
+          client_secret: secret,
+        }),
       });
 
     console.log(`database: ${database.kind}`);
@@ -120,7 +136,9 @@ async function main() {
       const samples: number[] = [];
       for (let i = 0; i < API_CALLS; i++) {
         const start = performance.now();
-        const response = await fetch(`${base}/public/v1/channels`, { headers: { Authorization: `Bearer ${credential}` } });
+        const response = await fetch(`${base}/public/v1/channels`, {
+          headers: { Authorization: `Bearer ${credential}` },
+        });
         await response.arrayBuffer();
         samples.push(performance.now() - start);
       }

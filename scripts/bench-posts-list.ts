@@ -53,7 +53,16 @@ async function main() {
     const channels = Array.from({ length: CHANNELS }, () => newId('ch'));
     await db
       .insertInto('channels')
-      .values(channels.map((id) => ({ id, organization_id: organizationId, provider: 'sandbox' as const, name: id, username: null, picture: null })))
+      .values(
+        channels.map((id) => ({
+          id,
+          organization_id: organizationId,
+          provider: 'sandbox' as const,
+          name: id,
+          username: null,
+          picture: null,
+        })),
+      )
       .execute();
 
     const seedStart = performance.now();
@@ -110,7 +119,11 @@ async function main() {
         ...compiled,
         sql: `explain ${compiled.sql}`,
       });
-      const index = plan.rows.map((r) => r['QUERY PLAN']).find((line) => /Index/.test(line))?.trim() ?? 'no index';
+      const index =
+        plan.rows
+          .map((r) => r['QUERY PLAN'])
+          .find((line) => /Index/.test(line))
+          ?.trim() ?? 'no index';
       console.log(`${c.name.padEnd(34)} median ${median.toFixed(2)} ms, p95 ${p95.toFixed(2)} ms  [${index}]`);
     }
   } finally {

@@ -15,7 +15,10 @@
  * It creates a scratch database next to the one named, and drops it at the end. The server bundle
  * must be built (`npm run build`, which `npm install` runs).
  */
-process.env.TEST_DATABASE_URL = process.argv.slice(2).find((arg) => arg.startsWith('postgres')) ?? process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
+process.env.TEST_DATABASE_URL =
+  process.argv.slice(2).find((arg) => arg.startsWith('postgres')) ??
+  process.env.TEST_DATABASE_URL ??
+  'postgresql://postgres@127.0.0.1:5432/test';
 const scenarios = process.argv.slice(2).filter((arg) => /^[abc]$/.test(arg));
 
 const { startFakeNetwork } = await import('../test/support/fake-network.js');
@@ -23,11 +26,14 @@ const { latenesses, startPublishingRig } = await import('../test/support/publish
 
 const WORKERS = 2;
 // BENCH_PROFILE_DIR: the workers write CPU profiles there (open them in Chrome's DevTools).
-const workerEnv: Record<string, string> = process.env.BENCH_PROFILE_DIR ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}` } : {};
+const workerEnv: Record<string, string> = process.env.BENCH_PROFILE_DIR
+  ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}` }
+  : {};
 const COUNT_A = Number(process.env.BENCH_POSTS ?? 10_000);
 const CHANNELS = 100;
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
 async function burst(count: number): Promise<void> {
@@ -44,9 +50,15 @@ async function burst(count: number): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, dueAt.getTime() - Date.now()));
     const outcomes = await rig.untilSettled(600_000);
     await Promise.all(workers.map((worker) => worker.terminate()));
-    const last = await rig.api.ctx.db.selectFrom('posts').select((eb) => eb.fn.max('published_at').as('last')).where('organization_id', '=', rig.org.id).executeTakeFirstOrThrow();
+    const last = await rig.api.ctx.db
+      .selectFrom('posts')
+      .select((eb) => eb.fn.max('published_at').as('last'))
+      .where('organization_id', '=', rig.org.id)
+      .executeTakeFirstOrThrow();
     const took = new Date(last.last as Date).getTime() - dueAt.getTime();
-    console.log(`(a) ${JSON.stringify(outcomes)}: the last published ${seconds(took)} after the due time, ${Math.round(count / (took / 1000))} publications/s; ${network.published.length} received by the network`);
+    console.log(
+      `(a) ${JSON.stringify(outcomes)}: the last published ${seconds(took)} after the due time, ${Math.round(count / (took / 1000))} publications/s; ${network.published.length} received by the network`,
+    );
   } finally {
     await rig.close();
     await network.close();
@@ -63,7 +75,9 @@ async function steady(label: string, perSecond: number, forSeconds: number, late
     const firstDueAt = new Date(Date.now() + 60_000);
     const created = Date.now();
     await rig.createDuePosts(count, firstDueAt, forSeconds * 1000 - 1000 / (perSecond / perRequest), perRequest);
-    console.log(`${label} created ${count} posts in ${seconds(Date.now() - created)}; ${perSecond}/s fall due for ${forSeconds} s, network latency ${latencyMs} ms`);
+    console.log(
+      `${label} created ${count} posts in ${seconds(Date.now() - created)}; ${perSecond}/s fall due for ${forSeconds} s, network latency ${latencyMs} ms`,
+    );
     const workers = [];
     for (let i = 0; i < WORKERS; i++) workers.push(await rig.startWorker());
     const outcomes = await rig.untilSettled(forSeconds * 1000 + 600_000);
@@ -79,7 +93,9 @@ async function steady(label: string, perSecond: number, forSeconds: number, late
 }
 
 const run = scenarios.length > 0 ? scenarios : ['a', 'b', 'c'];
-console.log(`publisher benchmark: ${WORKERS} worker processes, ${CHANNELS} sandbox channels, PostgreSQL; Node ${process.version}`);
+console.log(
+  `publisher benchmark: ${WORKERS} worker processes, ${CHANNELS} sandbox channels, PostgreSQL; Node ${process.version}`,
+);
 if (run.includes('a')) await burst(COUNT_A);
 if (run.includes('b')) await steady('(b)', 100, 60, 0);
 if (run.includes('c')) await steady('(c)', 100, 60, 1000);

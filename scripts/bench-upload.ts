@@ -23,9 +23,7 @@ interface Sample {
   heapUsed: number;
   external: number;
 }
-type Message =
-  | { type: 'ready'; port: number; apiKey: string }
-  | { type: 'report'; samples: Sample[] };
+type Message = { type: 'ready'; port: number; apiKey: string } | { type: 'report'; samples: Sample[] };
 
 if (process.argv.includes('--serve')) await serve();
 else await measure();
@@ -114,7 +112,10 @@ async function measure(): Promise<void> {
     if (putStatus !== 200) throw new Error(`PUT answered ${putStatus}`);
 
     const completeStarted = performance.now();
-    const completed = await fetch(`${origin}/public/v1/media/uploads/${upload.uploadId}/complete`, { method: 'POST', headers: auth });
+    const completed = await fetch(`${origin}/public/v1/media/uploads/${upload.uploadId}/complete`, {
+      method: 'POST',
+      headers: auth,
+    });
     const completeMs = performance.now() - completeStarted;
     if (completed.status !== 200) throw new Error(`complete answered ${completed.status}: ${await completed.text()}`);
     const totalMs = performance.now() - started;
@@ -125,15 +126,23 @@ async function measure(): Promise<void> {
     const row = (label: string, key: keyof Sample) =>
       `  ${label.padEnd(16)} ${mb(baseline[key]).padStart(9)} ${mb(peak(key)).padStart(9)} ${`+${mb(peak(key) - baseline[key])}`.padStart(10)}`;
 
-    console.log(`\nSigned upload of a ${mb(size)} MP4 to local disk (server in its own process, sampled every ${SAMPLE_EVERY_MS} ms, ${samples.length} samples)`);
+    console.log(
+      `\nSigned upload of a ${mb(size)} MP4 to local disk (server in its own process, sampled every ${SAMPLE_EVERY_MS} ms, ${samples.length} samples)`,
+    );
     console.log(`  create + PUT + complete  ${(totalMs / 1000).toFixed(2)} s`);
-    console.log(`  PUT                      ${(putMs / 1000).toFixed(2)} s (${(size / MB / (putMs / 1000)).toFixed(0)} MB/s)`);
+    console.log(
+      `  PUT                      ${(putMs / 1000).toFixed(2)} s (${(size / MB / (putMs / 1000)).toFixed(0)} MB/s)`,
+    );
     console.log(`  complete                 ${completeMs.toFixed(0)} ms`);
-    console.log(`\n  ${'server memory'.padEnd(16)} ${'before'.padStart(9)} ${'peak'.padStart(9)} ${'growth'.padStart(10)}`);
+    console.log(
+      `\n  ${'server memory'.padEnd(16)} ${'before'.padStart(9)} ${'peak'.padStart(9)} ${'growth'.padStart(10)}`,
+    );
     console.log(row('RSS', 'rss'));
     console.log(row('heap used', 'heapUsed'));
     console.log(row('external', 'external'));
-    console.log(`\n  peak RSS growth is ${((100 * (peak('rss') - baseline.rss)) / size).toFixed(1)}% of the file size\n`);
+    console.log(
+      `\n  peak RSS growth is ${((100 * (peak('rss') - baseline.rss)) / size).toFixed(1)}% of the file size\n`,
+    );
   } finally {
     child.send('stop');
   }

@@ -12,7 +12,10 @@
  * It creates a scratch database next to the one named, and drops it at the end. The server bundle
  * must be built (`npm run build`, which `npm install` runs).
  */
-process.env.TEST_DATABASE_URL = process.argv.slice(2).find((arg) => arg.startsWith('postgres')) ?? process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
+process.env.TEST_DATABASE_URL =
+  process.argv.slice(2).find((arg) => arg.startsWith('postgres')) ??
+  process.env.TEST_DATABASE_URL ??
+  'postgresql://postgres@127.0.0.1:5432/test';
 
 const { startFakeNetwork } = await import('../test/support/fake-network.js');
 const { startPublishingRig } = await import('../test/support/publishing-rig.js');
@@ -22,7 +25,8 @@ const scenarios = process.argv.slice(2).filter((arg) => /^[ab]$/.test(arg));
 const ENDPOINTS = 10;
 const WORKERS = 2;
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
 async function run(label: string, posts: number, dueOverMs: number): Promise<void> {
   const network = await startFakeNetwork();
@@ -48,13 +52,22 @@ async function run(label: string, posts: number, dueOverMs: number): Promise<voi
 
     const arrivals = receivers.flatMap((receiver) => receiver.received);
     const delays = arrivals
-      .map((message) => message.at - Date.parse((JSON.parse(message.body) as { data: { publishedAt: string } }).data.publishedAt))
+      .map(
+        (message) =>
+          message.at - Date.parse((JSON.parse(message.body) as { data: { publishedAt: string } }).data.publishedAt),
+      )
       .sort((a, b) => a - b);
     const times = arrivals.map((message) => message.at).sort((a, b) => a - b);
     const spanSeconds = (times.at(-1)! - times[0]!) / 1000;
-    console.log(`(${label}) ${arrivals.length} of ${expected} deliveries arrived (${posts} posts × ${ENDPOINTS} endpoints, ${WORKERS} workers)`);
-    console.log(`(${label}) throughput: ${Math.round(arrivals.length / spanSeconds)} deliveries/s over ${spanSeconds.toFixed(2)} s`);
-    console.log(`(${label}) event → delivery: p50 ${percentile(delays, 50)} ms, p99 ${percentile(delays, 99)} ms, max ${delays.at(-1)} ms`);
+    console.log(
+      `(${label}) ${arrivals.length} of ${expected} deliveries arrived (${posts} posts × ${ENDPOINTS} endpoints, ${WORKERS} workers)`,
+    );
+    console.log(
+      `(${label}) throughput: ${Math.round(arrivals.length / spanSeconds)} deliveries/s over ${spanSeconds.toFixed(2)} s`,
+    );
+    console.log(
+      `(${label}) event → delivery: p50 ${percentile(delays, 50)} ms, p99 ${percentile(delays, 99)} ms, max ${delays.at(-1)} ms`,
+    );
   } finally {
     await rig.close();
     await Promise.all(receivers.map((receiver) => receiver.close()));

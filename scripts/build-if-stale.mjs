@@ -33,8 +33,14 @@ function staleParts() {
     modified(at('scripts', 'build-server.mjs')),
     modified(at('package-lock.json')),
   );
-  const docsSources = Math.max(newest(at('openapi'), (file) => file.endsWith('.yaml')), modified(at('redocly.yaml')));
-  const docsBuilt = Math.min(modified(at('dist', 'docs', 'public-v1.html')), modified(at('dist', 'docs', 'oauth.html')));
+  const docsSources = Math.max(
+    newest(at('openapi'), (file) => file.endsWith('.yaml')),
+    modified(at('redocly.yaml')),
+  );
+  const docsBuilt = Math.min(
+    modified(at('dist', 'docs', 'public-v1.html')),
+    modified(at('dist', 'docs', 'oauth.html')),
+  );
   const stale = [];
   if (serverSources > modified(at('dist', 'server', '.built-at'))) stale.push('server');
   if (docsSources > docsBuilt) stale.push('docs');
@@ -44,10 +50,14 @@ function staleParts() {
 /** Rebuilds what is stale; exits the process when a build fails. */
 export function buildIfStale() {
   for (const part of staleParts()) {
-    console.error(`Building the ${part === 'server' ? 'server' : 'API reference'} (its sources changed since the last build)…`);
+    console.error(
+      `Building the ${part === 'server' ? 'server' : 'API reference'} (its sources changed since the last build)…`,
+    );
     const { status } = spawnSync(at('scripts', 'build.sh'), [part], { cwd: root, stdio: 'inherit' });
     if (status !== 0) {
-      console.error(`The build of the ${part === 'server' ? 'server' : 'API reference'} failed; \`npm run build\` shows why.`);
+      console.error(
+        `The build of the ${part === 'server' ? 'server' : 'API reference'} failed; \`npm run build\` shows why.`,
+      );
       process.exit(status ?? 1);
     }
   }

@@ -28,6 +28,8 @@ await build({
     'pg-native',
   ],
   // The CommonJS dependencies inside the bundle require Node's own modules.
-  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+  },
 });
 fs.writeFileSync(`${outdir}/.built-at`, `${new Date().toISOString()}\n`);

@@ -26,7 +26,9 @@ let failed = false;
 for (const file of CONTRACTS) {
   const changes = breakingChanges(read(values.released, file), read(values.current, file));
   const missing = unannounced(changes, changelog);
-  console.log(`${file}: ${changes.length} breaking change${changes.length === 1 ? '' : 's'} since the last release, ${missing.size} subject${missing.size === 1 ? '' : 's'} not announced`);
+  console.log(
+    `${file}: ${changes.length} breaking change${changes.length === 1 ? '' : 's'} since the last release, ${missing.size} subject${missing.size === 1 ? '' : 's'} not announced`,
+  );
   for (const [subject, descriptions] of missing) {
     failed = true;
     console.error(`  \`${subject}\` breaks clients of the released contract:`);

@@ -29,8 +29,13 @@ export function breakingChanges(released: unknown, current: unknown): BreakingCh
     if (path[0] === 'paths' && diff.type === 'breaking' && path[1]!.startsWith('webhook ')) {
       changes.push({ subject: path[1]!, description: `${diff.description ?? diff.action} (${where})` });
     } else if (path[0] === 'paths' && diff.type === 'breaking') {
-      const methods = path[2] && METHODS.has(path[2]) ? [path[2]] : methodsOf(diff.action === 'add' ? current : released, path[1]!);
-      for (const method of methods) changes.push({ subject: `${method.toUpperCase()} ${path[1]}`, description: `${diff.description ?? diff.action} (${where})` });
+      const methods =
+        path[2] && METHODS.has(path[2]) ? [path[2]] : methodsOf(diff.action === 'add' ? current : released, path[1]!);
+      for (const method of methods)
+        changes.push({
+          subject: `${method.toUpperCase()} ${path[1]}`,
+          description: `${diff.description ?? diff.action} (${where})`,
+        });
     }
   }
   return changes;
@@ -42,10 +47,17 @@ export function breakingChanges(released: unknown, current: unknown): BreakingCh
  * client reads an answer (a field taken away breaks it, a field added does not).
  */
 function asReceived(document: unknown): unknown {
-  const copy = structuredClone(document) as { paths?: Record<string, unknown>; webhooks?: Record<string, { post?: { requestBody?: { content?: unknown } } }> };
+  const copy = structuredClone(document) as {
+    paths?: Record<string, unknown>;
+    webhooks?: Record<string, { post?: { requestBody?: { content?: unknown } } }>;
+  };
   for (const [name, item] of Object.entries(copy.webhooks ?? {})) {
     const content = item.post?.requestBody?.content;
-    if (content) copy.paths = { ...copy.paths, [`webhook ${name}`]: { post: { responses: { '200': { description: 'The payload', content } } } } };
+    if (content)
+      copy.paths = {
+        ...copy.paths,
+        [`webhook ${name}`]: { post: { responses: { '200': { description: 'The payload', content } } } },
+      };
   }
   delete copy.webhooks;
   return copy;

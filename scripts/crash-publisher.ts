@@ -11,8 +11,12 @@
  * must be built (`npm run build`, which `npm install` runs).
  */
 const args = process.argv.slice(2);
-process.env.TEST_DATABASE_URL = args.find((arg) => arg.startsWith('postgres')) ?? process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
-const option = (name: string, fallback: number) => Number(args.find((arg) => arg.startsWith(`${name}=`))?.split('=')[1] ?? fallback);
+process.env.TEST_DATABASE_URL =
+  args.find((arg) => arg.startsWith('postgres')) ??
+  process.env.TEST_DATABASE_URL ??
+  'postgresql://postgres@127.0.0.1:5432/test';
+const option = (name: string, fallback: number) =>
+  Number(args.find((arg) => arg.startsWith(`${name}=`))?.split('=')[1] ?? fallback);
 const POSTS = option('posts', 1000);
 const KILLS = option('kills', 3);
 const SECONDS = option('seconds', 40);
@@ -23,14 +27,20 @@ const { duplicatesAndMissing, publishedIds, startPublishingRig } = await import(
 const network = await startFakeNetwork();
 // Each publication takes a moment, so that kills land in the middle of some.
 network.delay(100);
-const rig = await startPublishingRig({ channels: 20, networkUrl: network.url, workerEnv: { PUBLISH_LEASE_SECONDS: '5', PUBLISH_RETRY_BASE_MS: '500' } });
+const rig = await startPublishingRig({
+  channels: 20,
+  networkUrl: network.url,
+  workerEnv: { PUBLISH_LEASE_SECONDS: '5', PUBLISH_RETRY_BASE_MS: '500' },
+});
 let failed = false;
 try {
   const firstDueAt = new Date(Date.now() + 10_000 + POSTS * 5);
   const ids = await rig.createDuePosts(POSTS, firstDueAt, SECONDS * 1000);
   let victim = await rig.startWorker();
   await rig.startWorker();
-  const moments = Array.from({ length: KILLS }, () => firstDueAt.getTime() + Math.random() * SECONDS * 1000).sort((a, b) => a - b);
+  const moments = Array.from({ length: KILLS }, () => firstDueAt.getTime() + Math.random() * SECONDS * 1000).sort(
+    (a, b) => a - b,
+  );
   for (const moment of moments) {
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, moment - Date.now())));
     await victim.kill();
@@ -40,7 +50,9 @@ try {
   const outcomes = await rig.untilSettled(SECONDS * 1000 + 600_000);
   const { duplicates, missing } = duplicatesAndMissing(network, ids, await publishedIds(rig));
   console.log(`${POSTS} posts due over ${SECONDS} s, ${KILLS} kills: ${JSON.stringify(outcomes)}`);
-  console.log(`published twice: ${duplicates.length}; published without the network having it: ${missing.length}; sent again with a key already published: ${network.resends.length}`);
+  console.log(
+    `published twice: ${duplicates.length}; published without the network having it: ${missing.length}; sent again with a key already published: ${network.resends.length}`,
+  );
   failed = duplicates.length > 0 || missing.length > 0 || Boolean(outcomes.scheduled) || Boolean(outcomes.publishing);
 } finally {
   await rig.close();

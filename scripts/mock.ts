@@ -53,7 +53,12 @@ const children = new Map<string, ChildProcess>();
 let stopping = false;
 
 /** Prefixes each line of Prism's output with the mock's name. */
-function relay(name: string, stream: NodeJS.ReadableStream, out: NodeJS.WriteStream, onLine: (line: string) => void): void {
+function relay(
+  name: string,
+  stream: NodeJS.ReadableStream,
+  out: NodeJS.WriteStream,
+  onLine: (line: string) => void,
+): void {
   let buffered = '';
   stream.setEncoding('utf8');
   stream.on('data', (chunk: string) => {
@@ -126,4 +131,6 @@ process.on('exit', () => {
 });
 
 for (const mock of mocks) children.set(mock.name, start(mock));
-console.log(`Starting Prism mocks on http://${HOST}:${publicPort} (public-v1) and http://${HOST}:${oauthPort} (oauth); Ctrl+C stops both.`);
+console.log(
+  `Starting Prism mocks on http://${HOST}:${publicPort} (public-v1) and http://${HOST}:${oauthPort} (oauth); Ctrl+C stops both.`,
+);

@@ -16,7 +16,10 @@ import type { WebhookManagement } from './webhooks/management.js';
 import { createWebApp, pagePrelude } from './web/routes.js';
 
 /** Builds the HTTP application from the service's context; it holds no global state. */
-export function createApp(ctx: MediaContext & PostsContext & { webhooks: WebhookManagement }, options: { sandboxKey: Buffer }): Express {
+export function createApp(
+  ctx: MediaContext & PostsContext & { webhooks: WebhookManagement },
+  options: { sandboxKey: Buffer },
+): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');

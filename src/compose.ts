@@ -92,13 +92,21 @@ export async function compose(options: ComposeOptions): Promise<Service> {
   };
   const storage = options.storage ?? (await createMediaStorage(config, secrets, clock));
   const sandboxKey = await secrets.get('sandbox-network');
-  const providers = createProviders({ config, outbound, sandboxKey, clock, db: database.db, keyring }, options.providers);
+  const providers = createProviders(
+    { config, outbound, sandboxKey, clock, db: database.db, keyring },
+    options.providers,
+  );
   const runsWorker = options.worker ?? config.role !== 'api';
   const queue = new JobQueue(database, logger, { runsSchedules: runsWorker });
   await queue.start(QUEUES);
   // Webhook receivers are URLs callers give: the address policy applies, with the operator's ranges.
   const webhookOutbound = new OutboundClient(
-    { allowPrivateAddresses: false, allowedRanges: config.webhooks.allowedRanges, idleTimeoutSeconds: 10, maxDurationSeconds: 10 },
+    {
+      allowPrivateAddresses: false,
+      allowedRanges: config.webhooks.allowedRanges,
+      idleTimeoutSeconds: 10,
+      maxDurationSeconds: 10,
+    },
     options.resolve,
   );
   const deliverer = new WebhookDeliverer({ ...base, queue }, webhookOutbound);
@@ -116,7 +124,12 @@ export async function compose(options: ComposeOptions): Promise<Service> {
     dispatcher.start();
     deliveries = queue.consume(
       DELIVER,
-      { capacity: 100, pollingIntervalSeconds: 0.5, heartbeatSeconds: 10, prepare: (jobs) => deliverer.prepare(jobs.map((job) => job.data.deliveryId)) },
+      {
+        capacity: 100,
+        pollingIntervalSeconds: 0.5,
+        heartbeatSeconds: 10,
+        prepare: (jobs) => deliverer.prepare(jobs.map((job) => job.data.deliveryId)),
+      },
       (job) => deliverer.deliver(job.data.deliveryId),
     );
     await queue.work('housekeeping', { pollingIntervalSeconds: 5 }, () => keepHouse(ctx));

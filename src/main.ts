@@ -55,7 +55,10 @@ async function main(): Promise<void> {
   } catch (error) {
     const keys = error instanceof ConfigError || error instanceof UnknownKeyError;
     if (!keys) throw error;
-    const advice = error instanceof UnknownKeyError ? ': every process of one installation needs the same ENCRYPTION_KEY (or the same DATA_DIR/encryption-keys)' : '';
+    const advice =
+      error instanceof UnknownKeyError
+        ? ': every process of one installation needs the same ENCRYPTION_KEY (or the same DATA_DIR/encryption-keys)'
+        : '';
     console.error(`${error.message}${advice}`);
     await database.close();
     process.exit(78); // EX_CONFIG

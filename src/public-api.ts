@@ -5,7 +5,13 @@ import { connectionOperations } from './accounts/routes.js';
 import { channelOperations } from './channels/routes.js';
 import { SPEC_FILES } from './core/contract.js';
 import type { CredentialPrefix } from './crypto/issued-secrets.js';
-import { authenticateAndLimit, Authenticator, credentialResolver, principalOf, type CredentialResolver } from './http/authenticate.js';
+import {
+  authenticateAndLimit,
+  Authenticator,
+  credentialResolver,
+  principalOf,
+  type CredentialResolver,
+} from './http/authenticate.js';
 import { contractRouter } from './http/contract-router.js';
 import { publicApiErrors } from './http/error-envelope.js';
 import { RateLimiter } from './http/rate-limit.js';
@@ -48,7 +54,14 @@ export function createPublicApi(ctx: MediaContext & PostsContext & { webhooks: W
     specFile: SPEC_FILES.publicV1,
     validates: (path) => path.startsWith(`${PUBLIC_API_BASE}/`),
     handlesErrors: (path) => path === PUBLIC_API_BASE || path.startsWith(`${PUBLIC_API_BASE}/`),
-    before: [[PUBLIC_API_BASE, authenticateAndLimit(authenticator, limiter), strictQueryStrings(SPEC_FILES.publicV1), express.json({ limit: '1mb' })]],
+    before: [
+      [
+        PUBLIC_API_BASE,
+        authenticateAndLimit(authenticator, limiter),
+        strictQueryStrings(SPEC_FILES.publicV1),
+        express.json({ limit: '1mb' }),
+      ],
+    ],
     after: [[PUBLIC_API_BASE, refuseUnstorableText()]],
     // allErrors: an integrator fixes every problem of a request in one round trip (the envelope keeps
     // the first few); bodies are capped at 1 MB and arrays by the contract, so the extra work is bounded.

@@ -26,7 +26,12 @@ afterAll(async () => {
 });
 
 function env(): NodeJS.ProcessEnv {
-  const base: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  const base: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+  };
   if (databaseUrl) base.DATABASE_URL = databaseUrl;
   return base;
 }
@@ -50,7 +55,15 @@ async function startServer(): Promise<{ child: ChildProcess; url: string }> {
 
 describe('admin CLI', () => {
   it('creates an organization, a key and a channel that the API then serves, and revokes the key', async () => {
-    const org = await admin('create-org', '--name', 'Acme', '--email', 'Owner@Example.com', '--password', 'long enough pw');
+    const org = await admin(
+      'create-org',
+      '--name',
+      'Acme',
+      '--email',
+      'Owner@Example.com',
+      '--password',
+      'long enough pw',
+    );
     expect(org.code, org.stderr).toBe(0);
     expect(org.stdout).toMatch(/^org_[0-9A-Za-z]{20}$/);
 
@@ -93,7 +106,9 @@ describe('admin CLI', () => {
 
     const restarted = await startServer();
     try {
-      const response = await fetch(`${restarted.url}/public/v1/channels`, { headers: { Authorization: `Bearer ${key.stdout}` } });
+      const response = await fetch(`${restarted.url}/public/v1/channels`, {
+        headers: { Authorization: `Bearer ${key.stdout}` },
+      });
       expect(response.status).toBe(401);
     } finally {
       await stop(restarted.child);
@@ -123,7 +138,15 @@ describe('admin CLI', () => {
     expect(shortPassword.code).toBe(1);
     expect(shortPassword.stderr).toMatch(/password: must be at least 8 characters/);
 
-    const badPrefix = await admin('create-org', '--name', 'Y', '--email', 'y@example.com', '--password', 'long enough pw');
+    const badPrefix = await admin(
+      'create-org',
+      '--name',
+      'Y',
+      '--email',
+      'y@example.com',
+      '--password',
+      'long enough pw',
+    );
     const wrong = await admin('revoke-key', '--org', badPrefix.stdout, '--key-prefix', 'svc_live_ZZZZZZZZ');
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toMatch(/No active API key/);

@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { countPosts, createChannel, createOrganization, insertPost, type TestOrganization } from './support/fixtures.js';
+import {
+  countPosts,
+  createChannel,
+  createOrganization,
+  insertPost,
+  type TestOrganization,
+} from './support/fixtures.js';
 import { json } from './support/http.js';
 import { POSTS_TEST_ENV, send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -15,7 +21,12 @@ beforeAll(async () => {
   server = await startTestServer({ env: POSTS_TEST_ENV });
   acme = await createOrganization(server.ctx.db);
   sandbox = (await createChannel(server.ctx.db, acme.id, 'sandbox')).id;
-  draft = await insertPost(server.ctx.db, { organizationId: acme.id, channelId: sandbox, status: 'draft', scheduledAt: null });
+  draft = await insertPost(server.ctx.db, {
+    organizationId: acme.id,
+    channelId: sandbox,
+    status: 'draft',
+    scheduledAt: null,
+  });
 });
 afterAll(() => server?.close());
 beforeEach(() => server.setNow(NOW));
@@ -32,9 +43,14 @@ describe('text the database cannot store as sent', () => {
   it('a NUL character in a body field is 400 naming the field, and nothing is created', async () => {
     const response = await send(server, acme.auth, 'POST', '/public/v1/posts', {
       type: 'draft',
-      posts: [{ channelId: sandbox, content: 'ok' }, { channelId: sandbox, content: 'a\u0000b' }],
+      posts: [
+        { channelId: sandbox, content: 'ok' },
+        { channelId: sandbox, content: 'a\u0000b' },
+      ],
     });
-    expect(await refusedWith400(response)).toEqual([{ path: 'posts[1].content', message: expect.stringContaining('NUL') }]);
+    expect(await refusedWith400(response)).toEqual([
+      { path: 'posts[1].content', message: expect.stringContaining('NUL') },
+    ]);
     expect(await countPosts(server.ctx.db, acme.id)).toBe(1);
   });
 
@@ -44,7 +60,9 @@ describe('text the database cannot store as sent', () => {
       headers: { ...acme.auth, 'Content-Type': 'application/json' },
       body: '{"content": "caf\\ud800"}',
     });
-    expect(await refusedWith400(response)).toEqual([{ path: 'content', message: expect.stringContaining('surrogate') }]);
+    expect(await refusedWith400(response)).toEqual([
+      { path: 'content', message: expect.stringContaining('surrogate') },
+    ]);
     const post = await json(await server.fetch(`/public/v1/posts/${draft}`, { headers: acme.auth }));
     expect(post.content).toBe('inserted by the test');
   });
@@ -53,9 +71,9 @@ describe('text the database cannot store as sent', () => {
     expect(await refusedWith400(await server.fetch('/public/v1/posts/post_%00', { headers: acme.auth }))).toEqual([
       { path: 'params.id', message: expect.stringContaining('NUL') },
     ]);
-    expect(await refusedWith400(await server.fetch('/public/v1/media/med_%00', { method: 'DELETE', headers: acme.auth }))).toEqual([
-      { path: 'params.id', message: expect.stringContaining('NUL') },
-    ]);
+    expect(
+      await refusedWith400(await server.fetch('/public/v1/media/med_%00', { method: 'DELETE', headers: acme.auth })),
+    ).toEqual([{ path: 'params.id', message: expect.stringContaining('NUL') }]);
     expect(await refusedWith400(await server.fetch('/public/v1/posts?group=grp_%00', { headers: acme.auth }))).toEqual([
       { path: 'query.group', message: expect.stringContaining('NUL') },
     ]);
@@ -68,7 +86,12 @@ describe('text the database cannot store as sent', () => {
     expect(ignored.status).toBe(204);
     const refused = await server.fetch('/public/v1/posts', { method: 'POST', headers, body });
     expect(refused.status).toBe(400);
-    draft = await insertPost(server.ctx.db, { organizationId: acme.id, channelId: sandbox, status: 'draft', scheduledAt: null });
+    draft = await insertPost(server.ctx.db, {
+      organizationId: acme.id,
+      channelId: sandbox,
+      status: 'draft',
+      scheduledAt: null,
+    });
   });
 
   it('emoji and combining characters are stored and answered exactly', async () => {
@@ -96,17 +119,28 @@ describe('timestamps', () => {
   it.each(NOT_AN_INSTANT)('%s as a create date is 400 on `date`, and nothing is created', async (date) => {
     const before = await countPosts(server.ctx.db, acme.id);
     for (const type of ['schedule', 'draft']) {
-      const response = await send(server, acme.auth, 'POST', '/public/v1/posts', { type, date, content: 'x', channelIds: [sandbox] });
-      expect(await refusedWith400(response)).toEqual([{ path: 'date', message: expect.stringContaining('real instant') }]);
+      const response = await send(server, acme.auth, 'POST', '/public/v1/posts', {
+        type,
+        date,
+        content: 'x',
+        channelIds: [sandbox],
+      });
+      expect(await refusedWith400(response)).toEqual([
+        { path: 'date', message: expect.stringContaining('real instant') },
+      ]);
     }
     expect(await countPosts(server.ctx.db, acme.id)).toBe(before);
   });
 
   it.each(NOT_AN_INSTANT)('%s is 400 as scheduledAt and as a list filter', async (date) => {
     const schedule = await send(server, acme.auth, 'POST', `/public/v1/posts/${draft}/schedule`, { scheduledAt: date });
-    expect(await refusedWith400(schedule)).toEqual([{ path: 'scheduledAt', message: expect.stringContaining('real instant') }]);
+    expect(await refusedWith400(schedule)).toEqual([
+      { path: 'scheduledAt', message: expect.stringContaining('real instant') },
+    ]);
     const list = await server.fetch(`/public/v1/posts?from=${encodeURIComponent(date)}`, { headers: acme.auth });
-    expect(await refusedWith400(list)).toEqual([{ path: 'query.from', message: expect.stringContaining('real instant') }]);
+    expect(await refusedWith400(list)).toEqual([
+      { path: 'query.from', message: expect.stringContaining('real instant') },
+    ]);
   });
 
   it('accepts any offset and the edges of the range, and answers them in UTC', async () => {
@@ -121,7 +155,12 @@ describe('timestamps', () => {
     expect(created.status).toBe(201);
     expect((await json(created)).data[0].scheduledAt).toBe('2026-12-01T09:30:00.500Z');
     for (const date of ['1970-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '2028-02-29T00:00:00-00:00']) {
-      const response = await send(server, acme.auth, 'POST', '/public/v1/posts', { type: 'draft', date, content: 'x', channelIds: [sandbox] });
+      const response = await send(server, acme.auth, 'POST', '/public/v1/posts', {
+        type: 'draft',
+        date,
+        content: 'x',
+        channelIds: [sandbox],
+      });
       expect(response.status).toBe(201);
       expect((await json(response)).data[0].scheduledAt).toBe(new Date(date).toISOString());
     }
@@ -135,18 +174,34 @@ describe('types in a JSON body', () => {
     const youtube = (await createChannel(server.ctx.db, acme.id, 'youtube')).id;
     const settings = { __type: 'youtube', title: 'Winter', privacyStatus: 'unlisted', madeForKids: false };
     const cases: [unknown, string][] = [
-      [{ type: 'draft', posts: [{ channelId: youtube, settings: { ...settings, madeForKids: null } }] }, 'posts[0].settings.madeForKids'],
-      [{ type: 'draft', posts: [{ channelId: youtube, settings: { ...settings, madeForKids: 'false' } }] }, 'posts[0].settings.madeForKids'],
-      [{ type: 'draft', posts: [{ channelId: youtube, settings: { ...settings, title: 0 } }] }, 'posts[0].settings.title'],
+      [
+        { type: 'draft', posts: [{ channelId: youtube, settings: { ...settings, madeForKids: null } }] },
+        'posts[0].settings.madeForKids',
+      ],
+      [
+        { type: 'draft', posts: [{ channelId: youtube, settings: { ...settings, madeForKids: 'false' } }] },
+        'posts[0].settings.madeForKids',
+      ],
+      [
+        { type: 'draft', posts: [{ channelId: youtube, settings: { ...settings, title: 0 } }] },
+        'posts[0].settings.title',
+      ],
       [{ type: 'draft', content: true, channelIds: [sandbox] }, 'content'],
     ];
     const before = await countPosts(server.ctx.db, acme.id);
     for (const [body, path] of cases) {
       const details = await refusedWith400(await send(server, acme.auth, 'POST', '/public/v1/posts', body));
-      expect(details.map((d) => d.path), JSON.stringify(body)).toContain(path);
+      expect(
+        details.map((d) => d.path),
+        JSON.stringify(body),
+      ).toContain(path);
     }
     expect(await countPosts(server.ctx.db, acme.id)).toBe(before);
-    const upload = await send(server, acme.auth, 'POST', '/public/v1/media/uploads', { fileName: 'a.png', contentType: 'image/png', size: '2048' });
+    const upload = await send(server, acme.auth, 'POST', '/public/v1/media/uploads', {
+      fileName: 'a.png',
+      contentType: 'image/png',
+      size: '2048',
+    });
     expect(await refusedWith400(upload)).toEqual([{ path: 'size', message: 'must be integer' }]);
   });
 

@@ -2,7 +2,13 @@ import fs from 'node:fs';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseYaml, SPEC_FILES } from '../src/core/contract.js';
-import { createChannel, createOrganization, insertMedia, insertPost, type TestOrganization } from './support/fixtures.js';
+import {
+  createChannel,
+  createOrganization,
+  insertMedia,
+  insertPost,
+  type TestOrganization,
+} from './support/fixtures.js';
 import { jpeg } from './support/media-samples.js';
 import { FakeTikTok } from './support/posts.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
@@ -156,7 +162,13 @@ function swapped(value: Json): Json[] {
   if (typeof value === 'number') return [String(value), [value], { value }];
   if (typeof value === 'boolean') return [String(value), value ? 1 : 0];
   if (typeof value === 'string') return [Number(value) || 42, [value], { value }, value.toUpperCase(), ` ${value} `];
-  if (Array.isArray(value)) return [value[0] ?? 'x', Object.fromEntries(value.map((v, i) => [String(i), v])), [...value, ...value], Array(60).fill(value[0] ?? 'x')];
+  if (Array.isArray(value))
+    return [
+      value[0] ?? 'x',
+      Object.fromEntries(value.map((v, i) => [String(i), v])),
+      [...value, ...value],
+      Array(60).fill(value[0] ?? 'x'),
+    ];
   if (value && typeof value === 'object') return [Object.values(value) as Json, JSON.stringify(value)];
   return [];
 }
@@ -168,7 +180,8 @@ type PathKey = (string | number)[];
 /** Every position in a JSON value (the root excluded), parents before children. */
 function positions(value: Json, at: PathKey = []): PathKey[] {
   if (Array.isArray(value)) return value.flatMap((item, i) => [[...at, i], ...positions(item, [...at, i])]);
-  if (value && typeof value === 'object') return Object.entries(value).flatMap(([key, item]) => [[...at, key], ...positions(item, [...at, key])]);
+  if (value && typeof value === 'object')
+    return Object.entries(value).flatMap(([key, item]) => [[...at, key], ...positions(item, [...at, key])]);
   return [];
 }
 
@@ -255,7 +268,10 @@ const HOSTILE_RAW_BODIES: { label: string; body: string | Buffer; status?: numbe
   { label: 'a number too large for a double', body: '{"size": 1e999999}' },
   { label: 'arrays nested 100 000 deep', body: '['.repeat(100_000) + ']'.repeat(100_000) },
   { label: 'objects nested 20 000 deep', body: '{"a":'.repeat(20_000) + '1' + '}'.repeat(20_000) },
-  { label: '__proto__ keys', body: '{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}}' },
+  {
+    label: '__proto__ keys',
+    body: '{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}}',
+  },
   { label: 'duplicate keys', body: '{"status": "draft", "status": "published"}' },
   { label: 'a byte-order mark', body: '\ufeff{}' },
   { label: 'bytes that are not UTF-8', body: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]) },
@@ -370,8 +386,17 @@ beforeAll(async () => {
   };
   // An organization keeps at most 20 endpoints: a fresh one makes room by deleting all but the 5 newest.
   const newWebhook = (org: TestOrganization) => async () => {
-    const newest = db.selectFrom('webhook_endpoints').select('id').where('organization_id', '=', org.id).orderBy('created_at', 'desc').limit(5);
-    await db.deleteFrom('webhook_endpoints').where('organization_id', '=', org.id).where('id', 'not in', newest).execute();
+    const newest = db
+      .selectFrom('webhook_endpoints')
+      .select('id')
+      .where('organization_id', '=', org.id)
+      .orderBy('created_at', 'desc')
+      .limit(5);
+    await db
+      .deleteFrom('webhook_endpoints')
+      .where('organization_id', '=', org.id)
+      .where('id', 'not in', newest)
+      .execute();
     const response = await server.fetch('/public/v1/webhooks', {
       method: 'POST',
       headers: { ...org.auth, 'Content-Type': 'application/json' },
@@ -380,7 +405,10 @@ beforeAll(async () => {
     return ((await response.json()) as { id: string }).id;
   };
   const newDelivery = (org: TestOrganization) => async () => {
-    const response = await server.fetch(`/public/v1/webhooks/${await newWebhook(org)()}/test`, { method: 'POST', headers: org.auth });
+    const response = await server.fetch(`/public/v1/webhooks/${await newWebhook(org)()}/test`, {
+      method: 'POST',
+      headers: org.auth,
+    });
     return ((await response.json()) as { id: string }).id;
   };
   freshIds.set('post_', newPost(acme.id, sandbox));
@@ -422,11 +450,13 @@ function withRealIds(value: Json): Json {
     return value;
   }
   if (Array.isArray(value)) return value.map(withRealIds);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withRealIds(v)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withRealIds(v)]));
   return value;
 }
 
-const STACK_TRACE = /\bat .*\.(ts|js|mjs|cjs):\d+|node_modules|\/src\/|Error: |invalid byte sequence|syntax error at|violates .* constraint|relation "/;
+const STACK_TRACE =
+  /\bat .*\.(ts|js|mjs|cjs):\d+|node_modules|\/src\/|Error: |invalid byte sequence|syntax error at|violates .* constraint|relation "/;
 
 /**
  * Sends one request and records every way its answer breaks the contract: a status of 500 or more
@@ -446,7 +476,8 @@ async function probe(
   if (init.contentType !== undefined) headers['Content-Type'] = init.contentType;
   const response = await send(op.method, path, headers, init.body);
   const { text } = response;
-  const record = (problem: string) => findings.push({ operation: op.id, request: label, problem: `${problem} — ${text.slice(0, 300)}` });
+  const record = (problem: string) =>
+    findings.push({ operation: op.id, request: label, problem: `${problem} — ${text.slice(0, 300)}` });
   const { status } = response;
   let body: unknown;
   try {
@@ -454,20 +485,32 @@ async function probe(
   } catch {
     body = text;
   }
-  const error = (body as { error?: { code?: unknown; message?: unknown; requestId?: unknown; details?: unknown } } | undefined)?.error;
+  const error = (
+    body as { error?: { code?: unknown; message?: unknown; requestId?: unknown; details?: unknown } } | undefined
+  )?.error;
   const expectedList = expected === undefined ? undefined : [expected].flat();
-  if (expectedList && !expectedList.includes(status)) record(`answered ${status}, expected ${expectedList.join(' or ')}`);
+  if (expectedList && !expectedList.includes(status))
+    record(`answered ${status}, expected ${expectedList.join(' or ')}`);
   // 501 is a declared answer of an operation this installation does not offer yet, not a failure.
   const notOffered = status === 501 && op.declared.has(501) && error?.code === 'not_implemented';
   if (status >= 500 && !notOffered) record(`answered ${status}`);
-  if (!op.declared.has(status) && !(status in GENERIC_STATUSES)) record(`answered ${status}, which the operation does not declare`);
+  if (!op.declared.has(status) && !(status in GENERIC_STATUSES))
+    record(`answered ${status}, which the operation does not declare`);
   if (status >= 400) {
-    if (!response.headers.get('content-type')?.startsWith('application/json')) record(`error with Content-Type ${response.headers.get('content-type')}`);
-    if (!error || typeof error.code !== 'string' || typeof error.message !== 'string') record('error without the envelope');
+    if (!response.headers.get('content-type')?.startsWith('application/json'))
+      record(`error with Content-Type ${response.headers.get('content-type')}`);
+    if (!error || typeof error.code !== 'string' || typeof error.message !== 'string')
+      record('error without the envelope');
     else {
-      if (error.requestId !== response.headers.get('x-request-id') || !/^req_/.test(String(error.requestId))) record('error without its request id');
-      if (CODE_BY_STATUS[status] && error.code !== CODE_BY_STATUS[status]) record(`code ${error.code} with status ${status}`);
-      if (error.details !== undefined && (!Array.isArray(error.details) || error.details.some((d) => typeof d?.path !== 'string' || typeof d?.message !== 'string'))) {
+      if (error.requestId !== response.headers.get('x-request-id') || !/^req_/.test(String(error.requestId)))
+        record('error without its request id');
+      if (CODE_BY_STATUS[status] && error.code !== CODE_BY_STATUS[status])
+        record(`code ${error.code} with status ${status}`);
+      if (
+        error.details !== undefined &&
+        (!Array.isArray(error.details) ||
+          error.details.some((d) => typeof d?.path !== 'string' || typeof d?.message !== 'string'))
+      ) {
         record('details that are not [{path, message}]');
       }
     }
@@ -484,25 +527,33 @@ async function probe(
  */
 function send(method: string, path: string, headers: Record<string, string>, body: string | Buffer | undefined) {
   const url = new URL(server.baseUrl);
-  return new Promise<{ status: number; headers: { get(name: string): string | null }; text: string }>((resolve, reject) => {
-    const request = http.request(
-      { host: url.hostname, port: url.port, method, path, headers: body === undefined ? headers : { ...headers, 'Content-Length': String(Buffer.byteLength(body)) } },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () =>
-          resolve({
-            status: response.statusCode ?? 0,
-            headers: { get: (name) => [response.headers[name.toLowerCase()] ?? null].flat()[0] ?? null },
-            text: Buffer.concat(chunks).toString('utf8'),
-          }),
-        );
-        response.on('error', reject);
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
+  return new Promise<{ status: number; headers: { get(name: string): string | null }; text: string }>(
+    (resolve, reject) => {
+      const request = http.request(
+        {
+          host: url.hostname,
+          port: url.port,
+          method,
+          path,
+          headers: body === undefined ? headers : { ...headers, 'Content-Length': String(Buffer.byteLength(body)) },
+        },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () =>
+            resolve({
+              status: response.statusCode ?? 0,
+              headers: { get: (name) => [response.headers[name.toLowerCase()] ?? null].flat()[0] ?? null },
+              text: Buffer.concat(chunks).toString('utf8'),
+            }),
+          );
+          response.on('error', reject);
+        },
+      );
+      request.on('error', reject);
+      request.end(body);
+    },
+  );
 }
 
 const querySeparator = (path: string) => (path.includes('?') ? '&' : '?');
@@ -512,7 +563,8 @@ const querySeparator = (path: string) => (path.includes('?') ? '&' : '?');
  * example's settings name, with one video and valid settings, so an edit passes the provider's rules.
  */
 async function postFor(example: Json): Promise<string> {
-  const provider = ((example as { settings?: { __type?: string } } | null)?.settings?.__type ?? 'sandbox') as 'youtube' | 'tiktok' | 'sandbox';
+  const provider = ((example as { settings?: { __type?: string } } | null)?.settings?.__type ?? 'sandbox') as
+    'youtube' | 'tiktok' | 'sandbox';
   const { db } = server.ctx;
   const channel = (await createChannel(db, acme.id, provider)).id;
   const settings = {
@@ -520,94 +572,162 @@ async function postFor(example: Json): Promise<string> {
     tiktok: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'SELF_ONLY' },
     sandbox: { __type: 'sandbox', outcome: 'published' },
   }[provider];
-  const id = await insertPost(db, { organizationId: acme.id, channelId: channel, status: 'draft', scheduledAt: '2026-12-01T09:30:00.000Z' });
+  const id = await insertPost(db, {
+    organizationId: acme.id,
+    channelId: channel,
+    status: 'draft',
+    scheduledAt: '2026-12-01T09:30:00.000Z',
+  });
   const video = await insertMedia(db, acme.id, 'video');
-  await db.updateTable('posts').set({ media_ids: JSON.stringify([video]), settings: JSON.stringify(settings) }).where('id', '=', id).execute();
+  await db
+    .updateTable('posts')
+    .set({ media_ids: JSON.stringify([video]), settings: JSON.stringify(settings) })
+    .where('id', '=', id)
+    .execute();
   return id;
 }
 
 describe('the request examples of the contract', () => {
-  const withExamples = OPERATIONS.flatMap((op) => op.bodyExamples.map((example, i) => [`${op.id} ${op.bodyExampleNames[i]}`, op, example] as const));
+  const withExamples = OPERATIONS.flatMap((op) =>
+    op.bodyExamples.map((example, i) => [`${op.id} ${op.bodyExampleNames[i]}`, op, example] as const),
+  );
 
   it.each(withExamples)('%s succeeds against the real server', async (_name, op, example) => {
     const ids = Object.fromEntries(
-      await Promise.all(op.pathParams.map(async (param) => [param.name, prefixOf(param) === 'post_' ? await postFor(example) : await freshIds.get(prefixOf(param))!()])),
+      await Promise.all(
+        op.pathParams.map(async (param) => [
+          param.name,
+          prefixOf(param) === 'post_' ? await postFor(example) : await freshIds.get(prefixOf(param))!(),
+        ]),
+      ),
     );
-    const { status, body } = await probe(op, 'the example', await pathOf(op, ids), { body: JSON.stringify(withRealIds(example)), contentType: 'application/json' });
+    const { status, body } = await probe(op, 'the example', await pathOf(op, ids), {
+      body: JSON.stringify(withRealIds(example)),
+      contentType: 'application/json',
+    });
     expect(status, JSON.stringify(body)).toBeLessThan(300);
   });
 });
 
-describe.each(OPERATIONS.map((op) => [op.id, op] as const))('%s answers hostile input in the envelope, never 5xx', (_id, op) => {
-  it('hostile ids in the path: 400 or 404, another organization\'s id exactly 404', async () => {
-    for (const param of op.pathParams) {
-      for (const id of HOSTILE_IDS) {
-        await probe(op, `${param.name}=${id.slice(0, 40)}`, await pathOf(op, { [param.name]: id }), jsonBody(op), [400, 404]);
-      }
-      const foreign = foreignIds.get(prefixOf(param))!;
-      await probe(op, `${param.name}=foreign`, await pathOf(op, { [param.name]: foreign }), jsonBody(op), 404);
-      const otherKind = [...foreignIds.keys()].find((prefix) => prefix !== prefixOf(param))!;
-      await probe(op, `${param.name}=an id of another kind`, await pathOf(op, { [param.name]: await freshIds.get(otherKind)!() }), jsonBody(op), 404);
-    }
-  });
-
-  it('the path in another case is no operation: 404 in the envelope, no handler reached', async () => {
-    const path = await pathOf(op);
-    const shouted = path.replace(/^(\/public\/v1\/)(.*)$/, (_all, base: string, rest: string) => base + rest.toUpperCase());
-    const response = await send(op.method, shouted, acme.auth, jsonBody(op).body);
-    expect(response.status, response.text).toBe(404);
-    expect(JSON.parse(response.text).error.code).toBe('not_found');
-  });
-
-  it('hostile query parameters: 400 or a valid answer', async () => {
-    const names = [...op.queryParams.map((p) => p.name), '__proto__', 'constructor', 'toString', 'colour'];
-    for (const name of names) {
-      for (const value of HOSTILE_QUERY_VALUES) {
-        const path = await pathOf(op);
-        await probe(op, `?${name}=${value.slice(0, 40)}`, `${path}${querySeparator(path)}${name}=${value}`, jsonBody(op));
-      }
-      const path = await pathOf(op);
-      await probe(op, `?${name} twice`, `${path}?${name}=1&${name}=2`, jsonBody(op));
-      const isArray = op.queryParams.find((p) => p.name === name)?.schema?.type === 'array';
-      await probe(op, `?${name}[]`, `${path}?${name}[]=1`, jsonBody(op), isArray ? undefined : 400);
-      await probe(op, `?${name}[a]`, `${path}?${name}[a]=1`, jsonBody(op), 400);
-    }
-    for (const unknown of ['__proto__', 'constructor', 'colour']) {
-      await probe(op, `unknown ?${unknown}`, `${await pathOf(op)}?${unknown}=1`, jsonBody(op), 400);
-    }
-  });
-
-  it('hostile bodies and content types', async () => {
-    for (const raw of HOSTILE_RAW_BODIES) {
-      await probe(op, raw.label, await pathOf(op), { body: raw.body, contentType: 'application/json' }, op.bodyExamples.length ? raw.status : undefined);
-    }
-    const example = op.bodyExamples[0] === undefined ? '{}' : JSON.stringify(withRealIds(op.bodyExamples[0]));
-    for (const { type, status } of HOSTILE_CONTENT_TYPES) {
-      await probe(op, `Content-Type ${type}`, await pathOf(op), { body: example, contentType: type }, op.bodyExamples.length ? status : undefined);
-    }
-  });
-
-  // Only operations that take a body have examples to vary.
-  if (op.bodyExamples.length > 0) it('every field of every example replaced by hostile values', { timeout: 300_000 }, async () => {
-    for (const [index, rawExample] of op.bodyExamples.entries()) {
-      const example = withRealIds(rawExample);
-      for (const at of positions(example)) {
-        const original = valueAt(example, at);
-        for (const value of [...HOSTILE_VALUES, ...swapped(original), undefined]) {
-          const body = JSON.stringify(replaced(example, at, value));
-          if (body.length > 1_000_000) continue;
-          // No request field of the contract accepts two JSON types, and nothing is converted.
-          const wrongType = value !== undefined && typeof original !== 'object' && jsonType(value) !== jsonType(original);
-          await probe(op, `example ${index}, ${at.join('.')} = ${JSON.stringify(value)?.slice(0, 40)}`, await pathOf(op), { body, contentType: 'application/json' }, wrongType ? 400 : undefined);
+describe.each(OPERATIONS.map((op) => [op.id, op] as const))(
+  '%s answers hostile input in the envelope, never 5xx',
+  (_id, op) => {
+    it("hostile ids in the path: 400 or 404, another organization's id exactly 404", async () => {
+      for (const param of op.pathParams) {
+        for (const id of HOSTILE_IDS) {
+          await probe(
+            op,
+            `${param.name}=${id.slice(0, 40)}`,
+            await pathOf(op, { [param.name]: id }),
+            jsonBody(op),
+            [400, 404],
+          );
         }
+        const foreign = foreignIds.get(prefixOf(param))!;
+        await probe(op, `${param.name}=foreign`, await pathOf(op, { [param.name]: foreign }), jsonBody(op), 404);
+        const otherKind = [...foreignIds.keys()].find((prefix) => prefix !== prefixOf(param))!;
+        await probe(
+          op,
+          `${param.name}=an id of another kind`,
+          await pathOf(op, { [param.name]: await freshIds.get(otherKind)!() }),
+          jsonBody(op),
+          404,
+        );
       }
-      for (const key of ['__proto__', 'constructor', 'prototype', '__type', 'extra']) {
-        const body = `{"${key}": {"polluted": true}, ${JSON.stringify(example).slice(1)}`;
-        await probe(op, `example ${index} with "${key}"`, await pathOf(op), { body, contentType: 'application/json' }, 400);
+    });
+
+    it('the path in another case is no operation: 404 in the envelope, no handler reached', async () => {
+      const path = await pathOf(op);
+      const shouted = path.replace(
+        /^(\/public\/v1\/)(.*)$/,
+        (_all, base: string, rest: string) => base + rest.toUpperCase(),
+      );
+      const response = await send(op.method, shouted, acme.auth, jsonBody(op).body);
+      expect(response.status, response.text).toBe(404);
+      expect(JSON.parse(response.text).error.code).toBe('not_found');
+    });
+
+    it('hostile query parameters: 400 or a valid answer', async () => {
+      const names = [...op.queryParams.map((p) => p.name), '__proto__', 'constructor', 'toString', 'colour'];
+      for (const name of names) {
+        for (const value of HOSTILE_QUERY_VALUES) {
+          const path = await pathOf(op);
+          await probe(
+            op,
+            `?${name}=${value.slice(0, 40)}`,
+            `${path}${querySeparator(path)}${name}=${value}`,
+            jsonBody(op),
+          );
+        }
+        const path = await pathOf(op);
+        await probe(op, `?${name} twice`, `${path}?${name}=1&${name}=2`, jsonBody(op));
+        const isArray = op.queryParams.find((p) => p.name === name)?.schema?.type === 'array';
+        await probe(op, `?${name}[]`, `${path}?${name}[]=1`, jsonBody(op), isArray ? undefined : 400);
+        await probe(op, `?${name}[a]`, `${path}?${name}[a]=1`, jsonBody(op), 400);
       }
-    }
-  });
-});
+      for (const unknown of ['__proto__', 'constructor', 'colour']) {
+        await probe(op, `unknown ?${unknown}`, `${await pathOf(op)}?${unknown}=1`, jsonBody(op), 400);
+      }
+    });
+
+    it('hostile bodies and content types', async () => {
+      for (const raw of HOSTILE_RAW_BODIES) {
+        await probe(
+          op,
+          raw.label,
+          await pathOf(op),
+          { body: raw.body, contentType: 'application/json' },
+          op.bodyExamples.length ? raw.status : undefined,
+        );
+      }
+      const example = op.bodyExamples[0] === undefined ? '{}' : JSON.stringify(withRealIds(op.bodyExamples[0]));
+      for (const { type, status } of HOSTILE_CONTENT_TYPES) {
+        await probe(
+          op,
+          `Content-Type ${type}`,
+          await pathOf(op),
+          { body: example, contentType: type },
+          op.bodyExamples.length ? status : undefined,
+        );
+      }
+    });
+
+    // Only operations that take a body have examples to vary.
+    if (op.bodyExamples.length > 0)
+      it('every field of every example replaced by hostile values', { timeout: 300_000 }, async () => {
+        for (const [index, rawExample] of op.bodyExamples.entries()) {
+          const example = withRealIds(rawExample);
+          for (const at of positions(example)) {
+            const original = valueAt(example, at);
+            for (const value of [...HOSTILE_VALUES, ...swapped(original), undefined]) {
+              const body = JSON.stringify(replaced(example, at, value));
+              if (body.length > 1_000_000) continue;
+              // No request field of the contract accepts two JSON types, and nothing is converted.
+              const wrongType =
+                value !== undefined && typeof original !== 'object' && jsonType(value) !== jsonType(original);
+              await probe(
+                op,
+                `example ${index}, ${at.join('.')} = ${JSON.stringify(value)?.slice(0, 40)}`,
+                await pathOf(op),
+                { body, contentType: 'application/json' },
+                wrongType ? 400 : undefined,
+              );
+            }
+          }
+          for (const key of ['__proto__', 'constructor', 'prototype', '__type', 'extra']) {
+            const body = `{"${key}": {"polluted": true}, ${JSON.stringify(example).slice(1)}`;
+            await probe(
+              op,
+              `example ${index} with "${key}"`,
+              await pathOf(op),
+              { body, contentType: 'application/json' },
+              400,
+            );
+          }
+        }
+      });
+  },
+);
 
 /** A valid body for operations that take one, so that only the part under test is wrong. */
 function jsonBody(op: Operation): { body?: string; contentType?: string } {
@@ -625,7 +745,9 @@ describe('after the battery', () => {
     for (const list of ['/public/v1/posts', '/public/v1/media']) {
       let cursor: string | null = null;
       do {
-        const response = await server.fetch(`${list}?limit=100${cursor ? `&cursor=${cursor}` : ''}`, { headers: acme.auth });
+        const response = await server.fetch(`${list}?limit=100${cursor ? `&cursor=${cursor}` : ''}`, {
+          headers: acme.auth,
+        });
         const body = (await response.json()) as { data: { id: string }[]; nextCursor: string | null };
         expect(response.status, JSON.stringify(body).slice(0, 500)).toBe(200);
         cursor = body.nextCursor;
@@ -640,7 +762,10 @@ describe('after the battery', () => {
       const key = `${finding.operation}: ${finding.problem.replace(/ — .*/s, '')}`;
       summary.set(key, [...(summary.get(key) ?? []), finding]);
     }
-    const report = [...summary.entries()].map(([key, list]) => `${key} (${list.length}×, e.g. ${list[0]!.request}: ${list[0]!.problem.replace(/^.* — /s, '').slice(0, 200)})`);
+    const report = [...summary.entries()].map(
+      ([key, list]) =>
+        `${key} (${list.length}×, e.g. ${list[0]!.request}: ${list[0]!.problem.replace(/^.* — /s, '').slice(0, 200)})`,
+    );
     expect(report).toEqual([]);
   });
 });

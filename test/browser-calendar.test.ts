@@ -35,7 +35,12 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
     network = await startFakeNetwork();
     server = await startTestServer({ worker: true, env: { SANDBOX_NETWORK_URL: network.url } });
     const developer = await createOrganization(server.ctx.db, 'App maker');
-    const { app } = await registerApp(server.ctx.db, developer.id, { name: 'Planner', description: 'Plans posts.', pictureUrl: '', redirectUri: 'https://planner.example.org/cb' }, testPictures);
+    const { app } = await registerApp(
+      server.ctx.db,
+      developer.id,
+      { name: 'Planner', description: 'Plans posts.', pictureUrl: '', redirectUri: 'https://planner.example.org/cb' },
+      testPictures,
+    );
     consentPath = `/oauth/authorize?client_id=${app.client_id}&response_type=code&state=s`;
     profile = await launchChromium();
     page = await profile.context.newPage();
@@ -56,7 +61,10 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
     expect(violations, `${name}: ${JSON.stringify(violations, null, 2)}`).toEqual([]);
     // Usable at the phone's width: nothing makes the page scroll sideways.
     const width = page.viewportSize()!.width;
-    expect(await page.evaluate('document.documentElement.scrollWidth'), `${name} is wider than ${width} px`).toBeLessThanOrEqual(width);
+    expect(
+      await page.evaluate('document.documentElement.scrollWidth'),
+      `${name} is wider than ${width} px`,
+    ).toBeLessThanOrEqual(width);
     scanned.set(name, (scanned.get(name) ?? 0) + 1);
   }
 
@@ -64,7 +72,8 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
 
   async function walk(width: number, who: string): Promise<void> {
     await page.setViewportSize({ width, height: 900 });
-    const shot = (name: string) => page.screenshot({ path: new URL(`calendar-${width}-${name}.png`, ARTIFACTS).pathname, fullPage: true });
+    const shot = (name: string) =>
+      page.screenshot({ path: new URL(`calendar-${width}-${name}.png`, ARTIFACTS).pathname, fullPage: true });
     await page.goto(`${server.baseUrl}/signup`);
     await scan('sign up');
     await page.getByLabel('Your name').fill(who);
@@ -75,7 +84,9 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
 
     // Signed up: the calendar, which says what to do first.
     await expect.poll(path).toBe('/calendar');
-    expect(await page.locator('#calendar-empty').textContent()).toMatch(/Nothing is planned for this week\.\s+Write a post with New post/);
+    expect(await page.locator('#calendar-empty').textContent()).toMatch(
+      /Nothing is planned for this week\.\s+Write a post with New post/,
+    );
     await scan('calendar (week, empty)');
     await shot('empty');
     const zone = (await page.locator('main .meta strong').first().textContent())!;
@@ -90,7 +101,9 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
     await page.getByRole('checkbox', { name: 'Sandbox' }).check();
     await page.getByLabel('Text', { exact: true }).fill(`Hello from ${who}`);
     await page.getByLabel('Upload images or videos').setInputFiles(PICTURE);
-    await expect.poll(() => page.locator('.upload-row').textContent(), { timeout: 10_000 }).toBe('calendar-upload.png: uploaded');
+    await expect
+      .poll(() => page.locator('.upload-row').textContent(), { timeout: 10_000 })
+      .toBe('calendar-upload.png: uploaded');
     const media = page.locator('input[name="media"]').first();
     expect(await media.isChecked()).toBe(true);
     const mediaId = await media.inputValue();
@@ -111,10 +124,16 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
     expect(await chip.getAttribute('data-date')).toBe(later);
     await scan('calendar (month)');
     await chip.dragTo(page.locator(`td[data-date="${tomorrow}"]`));
-    await expect.poll(() => page.getByRole('status').first().textContent()).toMatch(new RegExp(`The post is scheduled for .* 10:00 \\(${zone}\\)\\.`));
+    await expect
+      .poll(() => page.getByRole('status').first().textContent())
+      .toMatch(new RegExp(`The post is scheduled for .* 10:00 \\(${zone}\\)\\.`));
     expect(await chip.getAttribute('data-date')).toBe(tomorrow);
     expect(await chip.getAttribute('data-time')).toBe('10:00');
-    const moved = await server.ctx.db.selectFrom('posts').select(['scheduled_at', 'media_ids']).where('id', '=', postId).executeTakeFirstOrThrow();
+    const moved = await server.ctx.db
+      .selectFrom('posts')
+      .select(['scheduled_at', 'media_ids'])
+      .where('id', '=', postId)
+      .executeTakeFirstOrThrow();
     expect(moved.scheduled_at?.toISOString()).toBe(DateTime.fromISO(`${tomorrow}T10:00`, { zone }).toUTC().toISO());
     expect(moved.media_ids).toEqual([mediaId]);
     await shot('month');
@@ -163,7 +182,9 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
     expect(await page.locator('.media-card').count()).toBe(0);
     await page.goto(`${server.baseUrl}/media`);
     expect(await page.locator('.media-card').count()).toBe(1);
-    expect(await page.locator('.media-card').textContent()).toMatch(/calendar-upload\.png\s+image · image\/png · \d+ B/);
+    expect(await page.locator('.media-card').textContent()).toMatch(
+      /calendar-upload\.png\s+image · image\/png · \d+ B/,
+    );
     await shot('media');
     await page.getByRole('button', { name: 'Log out' }).click();
     await expect.poll(path).toBe('/login');
@@ -190,7 +211,12 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
   it('moves a post to another hour by dragging it in the week, keeping its minutes', async () => {
     const owner = await createOrganization(server.ctx.db, 'Week Studio');
     const channel = await createChannel(server.ctx.db, owner.id, 'sandbox', 'Week sandbox');
-    const created = await createPosts(server.ctx, owner.id, { type: 'schedule', date: '2030-06-12T07:45:00.000Z', channelIds: [channel.id], content: 'Mid-week' }, undefined);
+    const created = await createPosts(
+      server.ctx,
+      owner.id,
+      { type: 'schedule', date: '2030-06-12T07:45:00.000Z', channelIds: [channel.id], content: 'Mid-week' },
+      undefined,
+    );
     const postId = created.body.data[0]!.id;
     await page.context().clearCookies();
     await page.setViewportSize({ width: 1280, height: 900 });
@@ -203,8 +229,14 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
     await expect.poll(() => chip.getAttribute('data-time')).toBe('09:45');
     expect(await chip.getAttribute('data-date')).toBe('2030-06-12');
     await chip.dragTo(page.locator('td[data-date="2030-06-14"][data-hour="11"]'));
-    await expect.poll(() => page.getByRole('status').first().textContent()).toBe('The post is scheduled for Fri 14 Jun 2030, 11:45 (Europe/Paris).');
-    const moved = await server.ctx.db.selectFrom('posts').select('scheduled_at').where('id', '=', postId).executeTakeFirstOrThrow();
+    await expect
+      .poll(() => page.getByRole('status').first().textContent())
+      .toBe('The post is scheduled for Fri 14 Jun 2030, 11:45 (Europe/Paris).');
+    const moved = await server.ctx.db
+      .selectFrom('posts')
+      .select('scheduled_at')
+      .where('id', '=', postId)
+      .executeTakeFirstOrThrow();
     expect(moved.scheduled_at?.toISOString()).toBe('2030-06-14T09:45:00.000Z');
     await scan('calendar (week, with a post)');
     await page.screenshot({ path: new URL('calendar-week.png', ARTIFACTS).pathname });

@@ -48,16 +48,35 @@ describe.skipIf(skipBrowserTests)('Settings → Channels in a real browser (Chro
     expect(await page.getByText('Not configured by the operator of this server.').count()).toBe(2);
 
     // The organization's first channel publishes a post at once.
-    const organizationId = (await server.ctx.db.selectFrom('organizations').select('id').where('name', '=', 'Nora Studio').executeTakeFirstOrThrow()).id;
-    const channel = await server.ctx.db.selectFrom('channels').select(['id', 'provider']).where('organization_id', '=', organizationId).executeTakeFirstOrThrow();
+    const organizationId = (
+      await server.ctx.db
+        .selectFrom('organizations')
+        .select('id')
+        .where('name', '=', 'Nora Studio')
+        .executeTakeFirstOrThrow()
+    ).id;
+    const channel = await server.ctx.db
+      .selectFrom('channels')
+      .select(['id', 'provider'])
+      .where('organization_id', '=', organizationId)
+      .executeTakeFirstOrThrow();
     expect(channel.provider).toBe('sandbox');
     const { secret } = await createApiKey(server.ctx.db, organizationId, 'test');
     const auth = { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' };
-    const created = await server.fetch('/public/v1/posts', { method: 'POST', headers: auth, body: JSON.stringify({ type: 'now', content: 'First post', channelIds: [channel.id] }) });
+    const created = await server.fetch('/public/v1/posts', {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ type: 'now', content: 'First post', channelIds: [channel.id] }),
+    });
     expect(created.status).toBe(201);
     const postId = ((await created.json()) as { data: { id: string }[] }).data[0]!.id;
     await expect
-      .poll(async () => ((await (await server.fetch(`/public/v1/posts/${postId}`, { headers: auth })).json()) as { status: string }).status, { timeout: 10_000 })
+      .poll(
+        async () =>
+          ((await (await server.fetch(`/public/v1/posts/${postId}`, { headers: auth })).json()) as { status: string })
+            .status,
+        { timeout: 10_000 },
+      )
       .toBe('published');
     await page.goto(`${server.baseUrl}/posts`);
     expect(await page.locator(`tr[data-post-id="${postId}"] .status`).textContent()).toBe('published');
@@ -85,17 +104,35 @@ describe.skipIf(skipBrowserTests)('Settings → Channels in a real browser (Chro
   });
 
   it('refuses an action on another organization’s channel', async () => {
-    const other = await server.ctx.db.insertInto('organizations').values({ id: 'org_other00000000000000', name: 'Other' }).returning('id').executeTakeFirstOrThrow();
+    const other = await server.ctx.db
+      .insertInto('organizations')
+      .values({ id: 'org_other00000000000000', name: 'Other' })
+      .returning('id')
+      .executeTakeFirstOrThrow();
     const theirs = await server.ctx.db
       .insertInto('channels')
-      .values({ id: 'ch_theirs0000000000000', organization_id: other.id, provider: 'sandbox', name: 'Theirs', username: null, picture: null })
+      .values({
+        id: 'ch_theirs0000000000000',
+        organization_id: other.id,
+        provider: 'sandbox',
+        name: 'Theirs',
+        username: null,
+        picture: null,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     await page.goto(`${server.baseUrl}/settings/channels`);
     const token = await page.locator('input[name="csrf_token"]').first().inputValue();
-    const response = await page.request.post(`${server.baseUrl}/settings/channels/${theirs.id}/remove`, { form: { csrf_token: token }, maxRedirects: 0 });
+    const response = await page.request.post(`${server.baseUrl}/settings/channels/${theirs.id}/remove`, {
+      form: { csrf_token: token },
+      maxRedirects: 0,
+    });
     expect(response.status()).toBe(404);
-    const still = await server.ctx.db.selectFrom('channels').select('status').where('id', '=', theirs.id).executeTakeFirstOrThrow();
+    const still = await server.ctx.db
+      .selectFrom('channels')
+      .select('status')
+      .where('id', '=', theirs.id)
+      .executeTakeFirstOrThrow();
     expect(still.status).toBe('active');
   });
 });

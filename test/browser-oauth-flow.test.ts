@@ -36,7 +36,12 @@ async function startAppServer() {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { origin, callbacks, pictureRequests, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    origin,
+    callbacks,
+    pictureRequests,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 describe.skipIf(skipBrowserTests)('OAuth in a real browser (Chromium)', () => {
@@ -102,7 +107,13 @@ describe.skipIf(skipBrowserTests)('OAuth in a real browser (Chromium)', () => {
     expect(await page.getByText('this once only').count()).toBe(1);
     // The server downloaded the picture once, itself; the page shows it from the server.
     expect(appServer.pictureRequests).toEqual(['post-scheduler-media-fetcher']);
-    await expect.poll(() => page.locator('img[alt="Picture of Schedulr Pro"]').evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBe(72);
+    await expect
+      .poll(() =>
+        page
+          .locator('img[alt="Picture of Schedulr Pro"]')
+          .evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth),
+      )
+      .toBe(72);
 
     // The copy button puts the secret on the clipboard.
     await page.locator('button[data-copy="new-secret"]').click();
@@ -139,11 +150,19 @@ describe.skipIf(skipBrowserTests)('OAuth in a real browser (Chromium)', () => {
     await signUp(page, { name: 'Customer', email: 'customer@shop.example', organization: 'Corner Shop' });
 
     // Back on the consent page, not sent on without it.
-    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Schedulr Pro wants to access Corner Shop');
+    await expect
+      .poll(() => page.getByRole('heading', { level: 1 }).textContent())
+      .toBe('Schedulr Pro wants to access Corner Shop');
     expect(new URL(page.url()).pathname).toBe('/oauth/authorize');
     expect(appServer.callbacks).toHaveLength(0);
     await expect.poll(() => page.getByText('Plans and publishes your posts <b>everywhere</b>.').count()).toBe(1);
-    await expect.poll(() => page.locator('img[alt="Picture of Schedulr Pro"]').evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBe(72);
+    await expect
+      .poll(() =>
+        page
+          .locator('img[alt="Picture of Schedulr Pro"]')
+          .evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth),
+      )
+      .toBe(72);
     expect(await page.locator('strong.organization').textContent()).toBe('Corner Shop');
     await page.screenshot({ path: new URL('consent.png', ARTIFACTS).pathname, fullPage: true });
     expect(requested).toContain(`${server.baseUrl}/oauth/apps/${clientId}/picture`);
@@ -161,14 +180,27 @@ describe.skipIf(skipBrowserTests)('OAuth in a real browser (Chromium)', () => {
     const exchange = await server.fetch('/api/oauth/token', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ grant_type: 'authorization_code', code, client_id: clientId, client_secret: clientSecret }),
+      body: JSON.stringify({
+        grant_type: 'authorization_code',
+        code,
+        client_id: clientId,
+        client_secret: clientSecret,
+      }),
     });
     expect(exchange.status).toBe(200);
     const token = await json(exchange);
     expect(token).toMatchObject({ cus: null, token_type: 'bearer' });
-    await addChannel(server.ctx.db, { organization_id: token.id, provider: 'sandbox', name: 'Shop window', username: null, picture: null });
+    await addChannel(server.ctx.db, {
+      organization_id: token.id,
+      provider: 'sandbox',
+      name: 'Shop window',
+      username: null,
+      picture: null,
+    });
 
-    const channels = await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${token.access_token}` } });
+    const channels = await server.fetch('/public/v1/channels', {
+      headers: { Authorization: `Bearer ${token.access_token}` },
+    });
     expect(channels.status).toBe(200);
     // The organization the customer signed up with starts with its sandbox channel; the token sees its channels only.
     expect((await json(channels)).data).toEqual([
@@ -183,7 +215,9 @@ describe.skipIf(skipBrowserTests)('OAuth in a real browser (Chromium)', () => {
     await page.getByRole('button', { name: 'Revoke Schedulr Pro for Corner Shop' }).click();
     await expect.poll(() => page.getByText('You have not approved any apps.').count()).toBe(1);
 
-    const rejected = await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${token.access_token}` } });
+    const rejected = await server.fetch('/public/v1/channels', {
+      headers: { Authorization: `Bearer ${token.access_token}` },
+    });
     expect(rejected.status).toBe(401);
     await page.close();
   }, 120_000);
@@ -191,7 +225,9 @@ describe.skipIf(skipBrowserTests)('OAuth in a real browser (Chromium)', () => {
   it('sends the user back with access_denied and the state on Deny', async () => {
     const state = 'deny-9f2c';
     const page = await customer.newPage();
-    await page.goto(`${server.baseUrl}/oauth/authorize?${new URLSearchParams({ client_id: clientId, response_type: 'code', state })}`);
+    await page.goto(
+      `${server.baseUrl}/oauth/authorize?${new URLSearchParams({ client_id: clientId, response_type: 'code', state })}`,
+    );
     await expect.poll(() => page.getByRole('button', { name: 'Deny' }).count()).toBe(1);
     const before = appServer.callbacks.length;
     await page.getByRole('button', { name: 'Deny' }).click();
@@ -212,7 +248,9 @@ describe.skipIf(skipBrowserTests)('OAuth in a real browser (Chromium)', () => {
     // Another site (the app's origin here) tries to frame the consent page; setContent waits for the
     // frame's load event, which fires for a blocked frame too.
     await page.goto(`${appServer.origin}/callback`);
-    await page.setContent(`<iframe id="frame" src="${authorizeUrl}" width="600" height="400"></iframe>`, { waitUntil: 'load' });
+    await page.setContent(`<iframe id="frame" src="${authorizeUrl}" width="600" height="400"></iframe>`, {
+      waitUntil: 'load',
+    });
     expect(page.frames()).toHaveLength(2);
     for (const frame of page.frames()) {
       expect(await frame.getByRole('button', { name: 'Approve' }).count()).toBe(0);

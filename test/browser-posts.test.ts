@@ -42,7 +42,10 @@ describe.skipIf(skipBrowserTests)('the Posts pages in a real browser (Chromium)'
   beforeAll(async () => {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     network = await startFakeNetwork();
-    server = await startTestServer({ worker: true, env: { SANDBOX_NETWORK_URL: network.url, PUBLISH_RETRY_BASE_MS: '200' } });
+    server = await startTestServer({
+      worker: true,
+      env: { SANDBOX_NETWORK_URL: network.url, PUBLISH_RETRY_BASE_MS: '200' },
+    });
     org = await createOrganization(server.ctx.db, 'Posts Studio');
     other = await createOrganization(server.ctx.db, 'Someone else');
     const channel = (await createChannel(server.ctx.db, org.id, 'sandbox', 'Studio sandbox')).id;
@@ -111,16 +114,27 @@ describe.skipIf(skipBrowserTests)('the Posts pages in a real browser (Chromium)'
     await page.goto(`${server.baseUrl}/posts`);
     await page.locator(`tr[data-post-id="${ids.failed}"] a`).click();
     await expect.poll(() => new URL(page.url()).pathname).toBe(`/posts/${ids.failed}`);
-    const history = () => page.locator('.history li').evaluateAll((items) => items.map((item) => item.getAttribute('data-event-type')));
+    const history = () =>
+      page.locator('.history li').evaluateAll((items) => items.map((item) => item.getAttribute('data-event-type')));
     expect(await history()).toEqual(['created', 'scheduled', 'publishing', 'failed']);
-    expect(await page.locator('.history li[data-event-type="failed"]').textContent()).toContain('This channel does not take links.');
+    expect(await page.locator('.history li[data-event-type="failed"]').textContent()).toContain(
+      'This channel does not take links.',
+    );
 
     await page.getByRole('button', { name: 'Schedule again' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toBe('The post is scheduled again.');
     await until(ids.failed, 'published');
     await page.reload();
     expect(await page.locator('dd .status').textContent()).toBe('published');
-    expect(await history()).toEqual(['created', 'scheduled', 'publishing', 'failed', 'scheduled', 'publishing', 'published']);
+    expect(await history()).toEqual([
+      'created',
+      'scheduled',
+      'publishing',
+      'failed',
+      'scheduled',
+      'publishing',
+      'published',
+    ]);
     expect(await page.getByRole('button', { name: 'Schedule again' }).count()).toBe(0);
     expect(network.publicationsOf(ids.failed)).toBe(1);
     await page.screenshot({ path: new URL('post-history.png', ARTIFACTS).pathname, fullPage: true });
@@ -137,7 +151,15 @@ describe.skipIf(skipBrowserTests)('the Posts pages in a real browser (Chromium)'
   });
 
   it('answers 404 for a post of another organization', async () => {
-    const [theirs] = (await json(await send(server, other.auth, 'POST', '/public/v1/posts', { type: 'draft', channelIds: [(await createChannel(server.ctx.db, other.id, 'sandbox')).id], content: 'Theirs' }))).data;
+    const [theirs] = (
+      await json(
+        await send(server, other.auth, 'POST', '/public/v1/posts', {
+          type: 'draft',
+          channelIds: [(await createChannel(server.ctx.db, other.id, 'sandbox')).id],
+          content: 'Theirs',
+        }),
+      )
+    ).data;
     const response = await page.goto(`${server.baseUrl}/posts/${theirs.id}`);
     expect(response?.status()).toBe(404);
     expect(await page.content()).not.toContain('Theirs');
@@ -146,5 +168,5 @@ describe.skipIf(skipBrowserTests)('the Posts pages in a real browser (Chromium)'
 
 async function csrfToken(page: Page): Promise<string> {
   await page.goto(new URL('/posts', page.url()).href);
-  return (await page.locator('input[name="csrf_token"]').first().inputValue());
+  return await page.locator('input[name="csrf_token"]').first().inputValue();
 }

@@ -56,8 +56,12 @@ describe.skipIf(skipBrowserTests)('TikTok in Settings → Channels, in Chromium'
     await page.screenshot({ path: new URL('channels-tiktok.png', ARTIFACTS).pathname, fullPage: true });
 
     // The consent page was asked for what the service needs, with state, and without PKCE (TikTok's web flow).
-    const consent = new URL(tiktok.url + tiktok.requests.filter((r) => r.path.startsWith('/v2/auth/authorize/')).at(-1)!.path);
-    expect(consent.searchParams.get('scope')).toBe('user.info.basic,user.info.stats,video.list,video.publish,video.upload');
+    const consent = new URL(
+      tiktok.url + tiktok.requests.filter((r) => r.path.startsWith('/v2/auth/authorize/')).at(-1)!.path,
+    );
+    expect(consent.searchParams.get('scope')).toBe(
+      'user.info.basic,user.info.stats,video.list,video.publish,video.upload',
+    );
     expect(consent.searchParams.get('state')).toMatch(/.{20,}/);
     expect(consent.searchParams.get('redirect_uri')).toBe(`${server.baseUrl}/channels/callback/tiktok`);
   });

@@ -22,7 +22,10 @@ describe.skipIf(skipBrowserTests)('Settings → Webhooks, in Chromium', () => {
   beforeAll(async () => {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     receiver = await startWebhookReceiver();
-    server = await startTestServer({ worker: true, env: { WEBHOOK_ALLOW_RANGES: '127.0.0.1/32', WEBHOOK_RETRY_SCHEDULE: '0.2' } });
+    server = await startTestServer({
+      worker: true,
+      env: { WEBHOOK_ALLOW_RANGES: '127.0.0.1/32', WEBHOOK_RETRY_SCHEDULE: '0.2' },
+    });
     profile = await launchChromium();
     page = await profile.context.newPage();
   }, 120_000);
@@ -61,7 +64,9 @@ describe.skipIf(skipBrowserTests)('Settings → Webhooks, in Chromium', () => {
     // A receiver on an address the operator did not allow is refused, with the reason.
     await page.getByLabel('URL').fill('http://10.1.2.3/hooks');
     await page.getByRole('button', { name: 'Add endpoint' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/cannot be used: 10\.1\.2\.3 is a private address/);
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toMatch(/cannot be used: 10\.1\.2\.3 is a private address/);
 
     await page.getByLabel('URL').fill(receiver.url);
     await page.getByLabel('Description').fill('My receiver');
@@ -80,7 +85,10 @@ describe.skipIf(skipBrowserTests)('Settings → Webhooks, in Chromium', () => {
     receiver.answerNext(500, 500);
     await page.getByRole('button', { name: 'Send a test event' }).click();
     await untilNewest('Failed');
-    await page.getByRole('button', { name: /^Retry the webhook.test delivery/ }).first().click();
+    await page
+      .getByRole('button', { name: /^Retry the webhook.test delivery/ })
+      .first()
+      .click();
     await expect.poll(() => page.getByRole('status').textContent()).toMatch(/on its way again/);
     await untilNewest('Delivered');
     expect(receiver.received.at(-1)!.headers['webhook-id']).toBe(receiver.received.at(-2)!.headers['webhook-id']);

@@ -25,7 +25,9 @@ describe.skipIf(skipBrowserTests)('YouTube from sign-up to a published video, in
 
   beforeAll(async () => {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
-    google = await startFakeGoogle({ account: { channelId: 'UC_browser_0001', title: 'Nora on YouTube', handle: '@nora' } });
+    google = await startFakeGoogle({
+      account: { channelId: 'UC_browser_0001', title: 'Nora on YouTube', handle: '@nora' },
+    });
     server = await startTestServer({
       worker: true,
       env: {
@@ -80,11 +82,24 @@ describe.skipIf(skipBrowserTests)('YouTube from sign-up to a published video, in
     expect(await row.locator('.status').textContent()).toBe('Active');
     await page.screenshot({ path: new URL('channels-youtube.png', ARTIFACTS).pathname, fullPage: true });
 
-    const organizationId = (await server.ctx.db.selectFrom('organizations').select('id').where('name', '=', 'Nora Videos').executeTakeFirstOrThrow()).id;
+    const organizationId = (
+      await server.ctx.db
+        .selectFrom('organizations')
+        .select('id')
+        .where('name', '=', 'Nora Videos')
+        .executeTakeFirstOrThrow()
+    ).id;
     auth = { Authorization: `Bearer ${(await createApiKey(server.ctx.db, organizationId, 'test')).secret}` };
-    const channel = (await api('/public/v1/channels')).body.data.find((c: { provider: string }) => c.provider === 'youtube');
+    const channel = (await api('/public/v1/channels')).body.data.find(
+      (c: { provider: string }) => c.provider === 'youtube',
+    );
     const bytes = mp4(400 * 1024);
-    const upload = (await api('/public/v1/media/uploads', { method: 'POST', body: { fileName: 'first.mp4', contentType: 'video/mp4', size: bytes.length } })).body;
+    const upload = (
+      await api('/public/v1/media/uploads', {
+        method: 'POST',
+        body: { fileName: 'first.mp4', contentType: 'video/mp4', size: bytes.length },
+      })
+    ).body;
     expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
     const media = (await api(`/public/v1/media/uploads/${upload.uploadId}/complete`, { method: 'POST' })).body;
 
@@ -93,7 +108,14 @@ describe.skipIf(skipBrowserTests)('YouTube from sign-up to a published video, in
       body: {
         type: 'schedule',
         date: new Date(Date.now() + 2000).toISOString(),
-        posts: [{ channelId: channel.id, content: 'My first video', mediaIds: [media.id], settings: { __type: 'youtube', title: 'First video', privacyStatus: 'public', madeForKids: false } }],
+        posts: [
+          {
+            channelId: channel.id,
+            content: 'My first video',
+            mediaIds: [media.id],
+            settings: { __type: 'youtube', title: 'First video', privacyStatus: 'public', madeForKids: false },
+          },
+        ],
       },
     });
     expect(created.status).toBe(201);
@@ -101,7 +123,11 @@ describe.skipIf(skipBrowserTests)('YouTube from sign-up to a published video, in
     const post = await untilSettled(postId);
     expect(post.status).toBe('published');
     expect(post.releaseUrl).toBe(`https://www.youtube.com/watch?v=${google.videos.at(-1)!.id}`);
-    expect(google.videos.at(-1)).toMatchObject({ title: 'First video', bytes: bytes.length, channelId: 'UC_browser_0001' });
+    expect(google.videos.at(-1)).toMatchObject({
+      title: 'First video',
+      bytes: bytes.length,
+      channelId: 'UC_browser_0001',
+    });
 
     await page.goto(`${server.baseUrl}/posts/${postId}`);
     expect(await page.locator('dd .status').textContent()).toBe('published');
@@ -110,11 +136,23 @@ describe.skipIf(skipBrowserTests)('YouTube from sign-up to a published video, in
 
   it('marks the channel when Google’s grant is revoked, and publishes again once the user reconnects', async () => {
     google.revokeAll();
-    const channel = (await api('/public/v1/channels')).body.data.find((c: { provider: string }) => c.provider === 'youtube');
+    const channel = (await api('/public/v1/channels')).body.data.find(
+      (c: { provider: string }) => c.provider === 'youtube',
+    );
     const media = (await api('/public/v1/media')).body.data[0];
     const created = await api('/public/v1/posts', {
       method: 'POST',
-      body: { type: 'now', posts: [{ channelId: channel.id, content: 'Second', mediaIds: [media.id], settings: { __type: 'youtube', title: 'Second video', privacyStatus: 'public', madeForKids: false } }] },
+      body: {
+        type: 'now',
+        posts: [
+          {
+            channelId: channel.id,
+            content: 'Second',
+            mediaIds: [media.id],
+            settings: { __type: 'youtube', title: 'Second video', privacyStatus: 'public', madeForKids: false },
+          },
+        ],
+      },
     });
     const postId = created.body.data[0].id;
     const failed = await untilSettled(postId);

@@ -18,7 +18,9 @@ let app: TestApp;
 let appToken: string;
 
 beforeAll(async () => {
-  google = await startFakeGoogle({ account: { channelId: 'UC_api_connect_0001', title: 'Acme via API', handle: '@acmeapi' } });
+  google = await startFakeGoogle({
+    account: { channelId: 'UC_api_connect_0001', title: 'Acme via API', handle: '@acmeapi' },
+  });
   server = await startTestServer({ env: youtubeEnv(google) });
   org = await createOrganization(server.ctx.db, 'Acme');
   app = await createOAuthApp(server.ctx.db, org.id, { redirectUri: 'https://app.example.org/oauth/callback' });
@@ -29,8 +31,15 @@ afterAll(async () => {
   await google?.close();
 });
 
-function connectRequest(body: unknown, auth: Record<string, string> = { Authorization: `Bearer ${appToken}` }): Promise<Response> {
-  return server.fetch('/public/v1/channels/connect', { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+function connectRequest(
+  body: unknown,
+  auth: Record<string, string> = { Authorization: `Bearer ${appToken}` },
+): Promise<Response> {
+  return server.fetch('/public/v1/channels/connect', {
+    method: 'POST',
+    headers: { ...auth, 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 }
 
 /** The user's browser: to Google's consent page, back to this server's callback, and on to wherever it sends them. */
@@ -44,7 +53,12 @@ async function followAsUser(authorizationUrl: string): Promise<URL> {
 }
 
 async function youtubeChannelsOf(organizationId: string) {
-  return server.ctx.db.selectFrom('channels').select(['id', 'status', 'external_id']).where('organization_id', '=', organizationId).where('provider', '=', 'youtube').execute();
+  return server.ctx.db
+    .selectFrom('channels')
+    .select(['id', 'status', 'external_id'])
+    .where('organization_id', '=', organizationId)
+    .where('provider', '=', 'youtube')
+    .execute();
 }
 
 describe('POST /public/v1/channels/connect with an OAuth app token', () => {
@@ -81,7 +95,10 @@ describe('POST /public/v1/channels/connect with an OAuth app token', () => {
     const other = await createOrganization(server.ctx.db, 'Refusers');
     const token = await exchange(server, app, await approve(server.ctx.db, app, other));
     const { authorizationUrl } = await json(
-      await connectRequest({ provider: 'youtube', returnUrl: RETURN_URL, state: 's1' }, { Authorization: `Bearer ${token}` }),
+      await connectRequest(
+        { provider: 'youtube', returnUrl: RETURN_URL, state: 's1' },
+        { Authorization: `Bearer ${token}` },
+      ),
     );
     google.deny();
     const landed = await followAsUser(authorizationUrl);
@@ -105,10 +122,15 @@ describe('POST /public/v1/channels/connect with an OAuth app token', () => {
   });
 
   it('sends the user back with error=expired after 15 minutes, and a replayed answer gets no redirect', async () => {
-    const { authorizationUrl } = await json(await connectRequest({ provider: 'youtube', returnUrl: RETURN_URL, state: 'late' }));
+    const { authorizationUrl } = await json(
+      await connectRequest({ provider: 'youtube', returnUrl: RETURN_URL, state: 'late' }),
+    );
     const atGoogle = await fetch(authorizationUrl, { redirect: 'manual' });
     const callback = new URL(atGoogle.headers.get('location')!);
-    await server.ctx.db.updateTable('channel_connections').set({ expires_at: new Date(Date.now() - 1000) }).execute();
+    await server.ctx.db
+      .updateTable('channel_connections')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .execute();
     const late = await server.fetch(callback.pathname + callback.search, { redirect: 'manual' });
     expect(late.status).toBe(303);
     const landed = new URL(late.headers.get('location')!);
@@ -121,20 +143,34 @@ describe('POST /public/v1/channels/connect with an OAuth app token', () => {
   });
 
   it('refuses a return URL off the app’s registered origin, or not https', async () => {
-    for (const returnUrl of ['https://evil.example/done', 'https://app.example.org.evil.example/done', 'http://app.example.org/done', 'https://user:pw@app.example.org/done', 'https://app.example.org/done#frag']) {
+    for (const returnUrl of [
+      'https://evil.example/done',
+      'https://app.example.org.evil.example/done',
+      'http://app.example.org/done',
+      'https://user:pw@app.example.org/done',
+      'https://app.example.org/done#frag',
+    ]) {
       const refused = await connectRequest({ provider: 'youtube', returnUrl });
       expect(refused.status, returnUrl).toBe(422);
       const { error } = await json(refused);
       expect(error.code).toBe('unprocessable');
       expect(error.details[0]!.path).toBe('returnUrl');
     }
-    expect(await server.ctx.db.selectFrom('channel_connections').select('id').where('return_url', 'like', '%evil%').execute()).toHaveLength(0);
+    expect(
+      await server.ctx.db
+        .selectFrom('channel_connections')
+        .select('id')
+        .where('return_url', 'like', '%evil%')
+        .execute(),
+    ).toHaveLength(0);
   });
 
   it('validates the request against the contract', async () => {
     expect((await connectRequest({ provider: 'sandbox', returnUrl: RETURN_URL })).status).toBe(400);
     expect((await connectRequest({ provider: 'youtube' })).status).toBe(400);
-    expect((await connectRequest({ provider: 'youtube', returnUrl: RETURN_URL, state: 'x'.repeat(501) })).status).toBe(400);
+    expect((await connectRequest({ provider: 'youtube', returnUrl: RETURN_URL, state: 'x'.repeat(501) })).status).toBe(
+      400,
+    );
     expect((await connectRequest({ provider: 'youtube', returnUrl: RETURN_URL, extra: 1 })).status).toBe(400);
   });
 
@@ -149,23 +185,36 @@ describe('POST /public/v1/channels/connect with an API key', () => {
   it('returns only to the origins the organization lists in Settings → Channels', async () => {
     const keyOrg = await createOrganization(server.ctx.db, 'Keyholders');
     const service = new Service(keyOrg.apiKey, server.baseUrl, { maxRetries: 0 });
-    const refused = await service.connectChannel({ provider: 'youtube', returnUrl: 'https://partner.example.com/back' }).catch((error: unknown) => error);
+    const refused = await service
+      .connectChannel({ provider: 'youtube', returnUrl: 'https://partner.example.com/back' })
+      .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(ServiceError);
     expect((refused as ServiceError).status).toBe(422);
     expect((refused as ServiceError).message).toMatch(/not one of the organization's return origins/);
 
     const session = new BrowserSession(server);
     await session.logIn(keyOrg.email, keyOrg.password);
-    for (const bad of ['not a url', 'ftp://partner.example.com', 'http://partner.example.com', 'https://partner.example.com/path']) {
+    for (const bad of [
+      'not a url',
+      'ftp://partner.example.com',
+      'http://partner.example.com',
+      'https://partner.example.com/path',
+    ]) {
       const added = await session.submit('/settings/channels', '/settings/channels/return-origins', { origin: bad });
       expect(added.status, bad).toBe(400);
     }
-    const added = await session.submit('/settings/channels', '/settings/channels/return-origins', { origin: 'https://partner.example.com/' });
+    const added = await session.submit('/settings/channels', '/settings/channels/return-origins', {
+      origin: 'https://partner.example.com/',
+    });
     expect(added.status).toBe(303);
     const page = await (await session.get('/settings/channels?done=origin_added')).text();
     expect(page).toContain('https://partner.example.com');
 
-    const { authorizationUrl } = await service.connectChannel({ provider: 'youtube', returnUrl: 'https://partner.example.com/back', state: 'k' });
+    const { authorizationUrl } = await service.connectChannel({
+      provider: 'youtube',
+      returnUrl: 'https://partner.example.com/back',
+      state: 'k',
+    });
     const landed = await followAsUser(authorizationUrl);
     expect(landed.origin).toBe('https://partner.example.com');
     expect(landed.searchParams.get('channelId')).toMatch(/^ch_/);
@@ -174,17 +223,30 @@ describe('POST /public/v1/channels/connect with an API key', () => {
     expect(channels.data.map((c) => c.id)).toContain(landed.searchParams.get('channelId'));
 
     // Another organization's list does not count, and a removed origin no longer works.
-    expect((await connectRequest({ provider: 'youtube', returnUrl: 'https://partner.example.com/back' }, org.auth)).status).toBe(422);
-    const removed = await session.submit('/settings/channels', '/settings/channels/return-origins/remove', { origin: 'https://partner.example.com' });
+    expect(
+      (await connectRequest({ provider: 'youtube', returnUrl: 'https://partner.example.com/back' }, org.auth)).status,
+    ).toBe(422);
+    const removed = await session.submit('/settings/channels', '/settings/channels/return-origins/remove', {
+      origin: 'https://partner.example.com',
+    });
     expect(removed.status).toBe(303);
-    expect((await connectRequest({ provider: 'youtube', returnUrl: 'https://partner.example.com/back' }, keyOrg.auth)).status).toBe(422);
+    expect(
+      (await connectRequest({ provider: 'youtube', returnUrl: 'https://partner.example.com/back' }, keyOrg.auth))
+        .status,
+    ).toBe(422);
   });
 
   it('accepts http only on loopback, for development', async () => {
     const devOrg = await createOrganization(server.ctx.db, 'Developers');
     const session = new BrowserSession(server);
     await session.logIn(devOrg.email, devOrg.password);
-    expect((await session.submit('/settings/channels', '/settings/channels/return-origins', { origin: 'http://localhost:5173' })).status).toBe(303);
+    expect(
+      (
+        await session.submit('/settings/channels', '/settings/channels/return-origins', {
+          origin: 'http://localhost:5173',
+        })
+      ).status,
+    ).toBe(303);
     const started = await connectRequest({ provider: 'youtube', returnUrl: 'http://localhost:5173/cb' }, devOrg.auth);
     expect(started.status).toBe(200);
   });

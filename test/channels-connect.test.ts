@@ -18,7 +18,9 @@ let org: TestOrganization;
 const logLines: string[] = [];
 
 beforeAll(async () => {
-  google = await startFakeGoogle({ account: { channelId: 'UC_fake_channel_0001', title: 'Acme on YouTube', handle: '@acme' } });
+  google = await startFakeGoogle({
+    account: { channelId: 'UC_fake_channel_0001', title: 'Acme on YouTube', handle: '@acme' },
+  });
   const logger = createLogger({ logLevel: 'debug' }, { write: (line: string) => void logLines.push(line) });
   server = await startTestServer({
     logger,
@@ -54,7 +56,12 @@ async function consent(authorize: URL): Promise<URL> {
 }
 
 async function youtubeChannels() {
-  return server.ctx.db.selectFrom('channels').selectAll().where('organization_id', '=', org.id).where('provider', '=', 'youtube').execute();
+  return server.ctx.db
+    .selectFrom('channels')
+    .selectAll()
+    .where('organization_id', '=', org.id)
+    .where('provider', '=', 'youtube')
+    .execute();
 }
 
 describe('connecting a YouTube channel in Settings → Channels', () => {
@@ -82,9 +89,18 @@ describe('connecting a YouTube channel in Settings → Channels', () => {
     expect(page).toContain('Acme on YouTube');
 
     const [channel] = await youtubeChannels();
-    expect(channel).toMatchObject({ name: 'Acme on YouTube', username: '@acme', external_id: 'UC_fake_channel_0001', status: 'active' });
+    expect(channel).toMatchObject({
+      name: 'Acme on YouTube',
+      username: '@acme',
+      external_id: 'UC_fake_channel_0001',
+      status: 'active',
+    });
     const listed = (await json(await server.fetch('/public/v1/channels', { headers: org.auth }))).data;
-    expect(listed.find((c: { id: string }) => c.id === channel!.id)).toMatchObject({ provider: 'youtube', status: 'active', name: 'Acme on YouTube' });
+    expect(listed.find((c: { id: string }) => c.id === channel!.id)).toMatchObject({
+      provider: 'youtube',
+      status: 'active',
+      name: 'Acme on YouTube',
+    });
 
     // The tokens are in the database only encrypted, bound to the channel, and in no log line.
     const credentials = channelCredentials(server.ctx.keyring, channel!)!;
@@ -113,12 +129,20 @@ describe('connecting a YouTube channel in Settings → Channels', () => {
     // Nothing is left under the old key: a second run writes nothing.
     expect(await reencryptAccountSecrets(server.ctx.db, rotated)).toBe(0);
     // Put back under the server's key for the tests that follow.
-    await reencryptAccountSecrets(server.ctx.db, new Keyring([...server.ctx.keyring.keys, { id: 'next', key: rotated.keys[0]!.key }]));
+    await reencryptAccountSecrets(
+      server.ctx.db,
+      new Keyring([...server.ctx.keyring.keys, { id: 'next', key: rotated.keys[0]!.key }]),
+    );
   });
 
   it('updates the channel when the same account is connected again, and refuses a replayed answer', async () => {
     const session = await signedIn();
-    await server.ctx.db.updateTable('channels').set({ status: 'needs_reconnect' }).where('organization_id', '=', org.id).where('provider', '=', 'youtube').execute();
+    await server.ctx.db
+      .updateTable('channels')
+      .set({ status: 'needs_reconnect' })
+      .where('organization_id', '=', org.id)
+      .where('provider', '=', 'youtube')
+      .execute();
     const back = await consent(await connect(session));
     const finished = await session.get(back.pathname + back.search);
     expect(finished.headers.get('location')).toBe('/settings/channels?done=reconnected');
@@ -140,7 +164,9 @@ describe('connecting a YouTube channel in Settings → Channels', () => {
     expect(back.searchParams.get('error')).toBe('access_denied');
     const finished = await session.get(back.pathname + back.search);
     expect(finished.headers.get('location')).toBe('/settings/channels?failed=denied&network=youtube');
-    expect(await (await session.get('/settings/channels?failed=denied&network=youtube')).text()).toContain('YouTube: Access was not allowed on the network');
+    expect(await (await session.get('/settings/channels?failed=denied&network=youtube')).text()).toContain(
+      'YouTube: Access was not allowed on the network',
+    );
     expect(await youtubeChannels()).toHaveLength(before);
   });
 
@@ -152,10 +178,17 @@ describe('connecting a YouTube channel in Settings → Channels', () => {
     const other = await signedIn(mallory);
     const finished = await other.get(back.pathname + back.search);
     expect(finished.headers.get('location')).toBe('/settings/channels?failed=other_session&network=youtube');
-    const theirs = await server.ctx.db.selectFrom('channels').select('id').where('organization_id', '=', mallory.id).where('provider', '=', 'youtube').execute();
+    const theirs = await server.ctx.db
+      .selectFrom('channels')
+      .select('id')
+      .where('organization_id', '=', mallory.id)
+      .where('provider', '=', 'youtube')
+      .execute();
     expect(theirs).toHaveLength(0);
     // Used up all the same: the rightful session cannot finish it later either.
-    expect((await started.get(back.pathname + back.search)).headers.get('location')).toBe('/settings/channels?failed=unknown&network=youtube');
+    expect((await started.get(back.pathname + back.search)).headers.get('location')).toBe(
+      '/settings/channels?failed=unknown&network=youtube',
+    );
   });
 
   it('refuses a forged answer without a visitor, and a link cannot put words on the page', async () => {
@@ -173,30 +206,56 @@ describe('removing a connected channel', () => {
     fetch(`${google.url}/token`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: google.clientId, client_secret: google.clientSecret }),
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: refreshToken,
+        client_id: google.clientId,
+        client_secret: google.clientSecret,
+      }),
     });
 
   async function connectedChannel(owner: TestOrganization) {
     const session = await signedIn(owner);
     const back = await consent(await connect(session));
     expect((await session.get(back.pathname + back.search)).status).toBe(303);
-    return server.ctx.db.selectFrom('channels').selectAll().where('organization_id', '=', owner.id).where('provider', '=', 'youtube').executeTakeFirstOrThrow();
+    return server.ctx.db
+      .selectFrom('channels')
+      .selectAll()
+      .where('organization_id', '=', owner.id)
+      .where('provider', '=', 'youtube')
+      .executeTakeFirstOrThrow();
   }
 
   it('takes the tokens off the channel at once and has Google revoke them', async () => {
     const owner = await createOrganization(server.ctx.db, 'Leavers');
     const channel = await connectedChannel(owner);
     const { refreshToken } = channelCredentials(server.ctx.keyring, channel)!;
-    expect((await server.fetch(`/public/v1/channels/${channel.id}`, { method: 'DELETE', headers: owner.auth })).status).toBe(204);
+    expect(
+      (await server.fetch(`/public/v1/channels/${channel.id}`, { method: 'DELETE', headers: owner.auth })).status,
+    ).toBe(204);
 
-    const removed = await server.ctx.db.selectFrom('channels').selectAll().where('id', '=', channel.id).executeTakeFirstOrThrow();
+    const removed = await server.ctx.db
+      .selectFrom('channels')
+      .selectAll()
+      .where('id', '=', channel.id)
+      .executeTakeFirstOrThrow();
     expect(removed).toMatchObject({ status: 'removed', credentials: null });
-    const waiting = await server.ctx.db.selectFrom('account_revocations').selectAll().where('organization_id', '=', owner.id).execute();
+    const waiting = await server.ctx.db
+      .selectFrom('account_revocations')
+      .selectAll()
+      .where('organization_id', '=', owner.id)
+      .execute();
     expect(waiting).toHaveLength(1);
     expect(waiting[0]!.credentials).not.toContain(refreshToken!);
 
     await revokeRemovedAccounts(server.ctx);
-    expect(await server.ctx.db.selectFrom('account_revocations').select('id').where('organization_id', '=', owner.id).execute()).toHaveLength(0);
+    expect(
+      await server.ctx.db
+        .selectFrom('account_revocations')
+        .select('id')
+        .where('organization_id', '=', owner.id)
+        .execute(),
+    ).toHaveLength(0);
     const refused = await refreshAtGoogle(refreshToken!);
     expect(refused.status).toBe(400);
     expect((await json(refused)).error).toBe('invalid_grant');
@@ -205,10 +264,18 @@ describe('removing a connected channel', () => {
   it('revokes nothing when the account is connected again before housekeeping ran', async () => {
     const owner = await createOrganization(server.ctx.db, 'Returners');
     const channel = await connectedChannel(owner);
-    expect((await server.fetch(`/public/v1/channels/${channel.id}`, { method: 'DELETE', headers: owner.auth })).status).toBe(204);
+    expect(
+      (await server.fetch(`/public/v1/channels/${channel.id}`, { method: 'DELETE', headers: owner.auth })).status,
+    ).toBe(204);
     const again = await connectedChannel(owner);
     expect(again).toMatchObject({ id: channel.id, status: 'active' });
-    expect(await server.ctx.db.selectFrom('account_revocations').select('id').where('organization_id', '=', owner.id).execute()).toHaveLength(0);
+    expect(
+      await server.ctx.db
+        .selectFrom('account_revocations')
+        .select('id')
+        .where('organization_id', '=', owner.id)
+        .execute(),
+    ).toHaveLength(0);
     await revokeRemovedAccounts(server.ctx);
     const { refreshToken } = channelCredentials(server.ctx.keyring, again)!;
     expect((await refreshAtGoogle(refreshToken!)).status).toBe(200);
@@ -218,17 +285,45 @@ describe('removing a connected channel', () => {
     const owner = await createOrganization(server.ctx.db, 'Revokers');
     const channel = await connectedChannel(owner);
     google.revokeAll();
-    expect((await server.fetch(`/public/v1/channels/${channel.id}`, { method: 'DELETE', headers: owner.auth })).status).toBe(204);
+    expect(
+      (await server.fetch(`/public/v1/channels/${channel.id}`, { method: 'DELETE', headers: owner.auth })).status,
+    ).toBe(204);
     await revokeRemovedAccounts(server.ctx);
-    expect(await server.ctx.db.selectFrom('account_revocations').select('id').where('organization_id', '=', owner.id).execute()).toHaveLength(0);
+    expect(
+      await server.ctx.db
+        .selectFrom('account_revocations')
+        .select('id')
+        .where('organization_id', '=', owner.id)
+        .execute(),
+    ).toHaveLength(0);
 
     // Google unreachable: the revocation waits for a later round.
     const stranded = await createOrganization(server.ctx.db, 'Stranded');
     const other = await connectedChannel(stranded);
-    expect((await server.fetch(`/public/v1/channels/${other.id}`, { method: 'DELETE', headers: stranded.auth })).status).toBe(204);
-    const unreachable = { ...server.ctx, providers: { ...server.ctx.providers, youtube: { ...server.ctx.providers.youtube, connection: { ...server.ctx.providers.youtube.connection!, revoke: async () => { throw new Error('connect ECONNREFUSED'); } } } } };
+    expect(
+      (await server.fetch(`/public/v1/channels/${other.id}`, { method: 'DELETE', headers: stranded.auth })).status,
+    ).toBe(204);
+    const unreachable = {
+      ...server.ctx,
+      providers: {
+        ...server.ctx.providers,
+        youtube: {
+          ...server.ctx.providers.youtube,
+          connection: {
+            ...server.ctx.providers.youtube.connection!,
+            revoke: async () => {
+              throw new Error('connect ECONNREFUSED');
+            },
+          },
+        },
+      },
+    };
     await revokeRemovedAccounts(unreachable);
-    const [left] = await server.ctx.db.selectFrom('account_revocations').selectAll().where('organization_id', '=', stranded.id).execute();
+    const [left] = await server.ctx.db
+      .selectFrom('account_revocations')
+      .selectAll()
+      .where('organization_id', '=', stranded.id)
+      .execute();
     expect(left).toMatchObject({ attempts: 1 });
     expect(left!.next_attempt_at.getTime()).toBeGreaterThan(Date.now());
   });
@@ -241,7 +336,9 @@ describe('without a Google app', () => {
       const owner = await createOrganization(bare.ctx.db, 'Bare');
       const session = new BrowserSession(bare);
       await session.logIn(owner.email, owner.password);
-      expect(await (await session.get('/settings/channels')).text()).toContain('Not configured by the operator of this server.');
+      expect(await (await session.get('/settings/channels')).text()).toContain(
+        'Not configured by the operator of this server.',
+      );
       const refused = await session.submit('/settings/channels', '/settings/channels/connect/youtube', {});
       expect(refused.status).toBe(422);
       expect(await refused.text()).toContain('not configured by the operator');

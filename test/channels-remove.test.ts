@@ -17,7 +17,12 @@ afterAll(async () => {
   await server?.close();
 });
 
-const listed = async (org: TestOrganization) => (await json(await send(server, org.auth, 'GET', '/public/v1/channels'))).data as { id: string; status: string; disabled: boolean }[];
+const listed = async (org: TestOrganization) =>
+  (await json(await send(server, org.auth, 'GET', '/public/v1/channels'))).data as {
+    id: string;
+    status: string;
+    disabled: boolean;
+  }[];
 const post = async (id: string) => json(await send(server, acme.auth, 'GET', `/public/v1/posts/${id}`));
 const tomorrow = () => new Date(Date.now() + 86_400_000);
 
@@ -35,12 +40,32 @@ describe('channel status', () => {
 describe('DELETE /public/v1/channels/{id}', () => {
   it('removes the channel, turns its scheduled and failed posts into drafts and keeps the rest', async () => {
     const channel = await createChannel(server.ctx.db, acme.id, 'sandbox', 'Going away');
-    const created = await send(server, acme.auth, 'POST', '/public/v1/posts', { type: 'schedule', date: tomorrow().toISOString(), content: 'Due tomorrow', channelIds: [channel.id] });
+    const created = await send(server, acme.auth, 'POST', '/public/v1/posts', {
+      type: 'schedule',
+      date: tomorrow().toISOString(),
+      content: 'Due tomorrow',
+      channelIds: [channel.id],
+    });
     expect(created.status).toBe(201);
     const scheduled = (await json(created)).data[0].id as string;
-    const failed = await insertPost(server.ctx.db, { organizationId: acme.id, channelId: channel.id, status: 'failed', scheduledAt: tomorrow().toISOString() });
-    const published = await insertPost(server.ctx.db, { organizationId: acme.id, channelId: channel.id, status: 'published', scheduledAt: tomorrow().toISOString() });
-    const draft = await insertPost(server.ctx.db, { organizationId: acme.id, channelId: channel.id, status: 'draft', scheduledAt: tomorrow().toISOString() });
+    const failed = await insertPost(server.ctx.db, {
+      organizationId: acme.id,
+      channelId: channel.id,
+      status: 'failed',
+      scheduledAt: tomorrow().toISOString(),
+    });
+    const published = await insertPost(server.ctx.db, {
+      organizationId: acme.id,
+      channelId: channel.id,
+      status: 'published',
+      scheduledAt: tomorrow().toISOString(),
+    });
+    const draft = await insertPost(server.ctx.db, {
+      organizationId: acme.id,
+      channelId: channel.id,
+      status: 'draft',
+      scheduledAt: tomorrow().toISOString(),
+    });
 
     const removed = await send(server, acme.auth, 'DELETE', `/public/v1/channels/${channel.id}`);
     expect(removed.status).toBe(204);
@@ -50,20 +75,35 @@ describe('DELETE /public/v1/channels/{id}', () => {
     expect((await post(published)).status).toBe('published');
     expect((await post(draft)).status).toBe('draft');
     const history = (await json(await send(server, acme.auth, 'GET', `/public/v1/posts/${scheduled}/history`))).data;
-    expect(history.at(-1)).toMatchObject({ type: 'drafted', status: 'draft', reason: 'its channel Going away was removed' });
+    expect(history.at(-1)).toMatchObject({
+      type: 'drafted',
+      status: 'draft',
+      reason: 'its channel Going away was removed',
+    });
 
     // Gone: it takes no posts, and removing it again is a 404.
-    const refused = await send(server, acme.auth, 'POST', '/public/v1/posts', { type: 'draft', content: 'Hi', channelIds: [channel.id] });
+    const refused = await send(server, acme.auth, 'POST', '/public/v1/posts', {
+      type: 'draft',
+      content: 'Hi',
+      channelIds: [channel.id],
+    });
     expect(refused.status).toBe(422);
     expect((await send(server, acme.auth, 'DELETE', `/public/v1/channels/${channel.id}`)).status).toBe(404);
     // Its drafts cannot be scheduled on it any more.
-    const again = await send(server, acme.auth, 'POST', `/public/v1/posts/${scheduled}/schedule`, { scheduledAt: tomorrow().toISOString() });
+    const again = await send(server, acme.auth, 'POST', `/public/v1/posts/${scheduled}/schedule`, {
+      scheduledAt: tomorrow().toISOString(),
+    });
     expect(again.status).toBe(422);
   });
 
   it('refuses while a post of the channel is publishing, and changes nothing', async () => {
     const channel = await createChannel(server.ctx.db, acme.id, 'sandbox', 'Busy');
-    const publishing = await insertPost(server.ctx.db, { organizationId: acme.id, channelId: channel.id, status: 'publishing', scheduledAt: tomorrow().toISOString() });
+    const publishing = await insertPost(server.ctx.db, {
+      organizationId: acme.id,
+      channelId: channel.id,
+      status: 'publishing',
+      scheduledAt: tomorrow().toISOString(),
+    });
     const refused = await send(server, acme.auth, 'DELETE', `/public/v1/channels/${channel.id}`);
     expect(refused.status).toBe(409);
     expect((await json(refused)).error.code).toBe('conflict');

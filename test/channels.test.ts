@@ -46,14 +46,54 @@ describe('GET /public/v1/channels/quota', () => {
     const org = await createOrganization(server.ctx.db, 'Quota');
     const tiktok = await createChannel(server.ctx.db, org.id, 'tiktok');
     const sandbox = await createChannel(server.ctx.db, org.id, 'sandbox');
-    await insertPost(server.ctx.db, { organizationId: org.id, channelId: tiktok.id, status: 'scheduled', scheduledAt: '2026-11-21T08:00:00.000Z' });
-    await insertPost(server.ctx.db, { organizationId: org.id, channelId: tiktok.id, status: 'published', scheduledAt: '2026-11-21T00:00:00.000Z' });
-    await insertPost(server.ctx.db, { organizationId: org.id, channelId: tiktok.id, status: 'publishing', scheduledAt: '2026-11-21T23:59:59.999Z' });
-    await insertPost(server.ctx.db, { organizationId: org.id, channelId: tiktok.id, status: 'draft', scheduledAt: '2026-11-21T09:00:00.000Z' }); // drafts do not count
-    await insertPost(server.ctx.db, { organizationId: org.id, channelId: tiktok.id, status: 'failed', scheduledAt: '2026-11-21T09:00:00.000Z' }); // nor failures
-    await insertPost(server.ctx.db, { organizationId: org.id, channelId: tiktok.id, status: 'scheduled', scheduledAt: '2026-11-22T00:00:00.000Z' }); // tomorrow
-    await insertPost(server.ctx.db, { organizationId: org.id, channelId: tiktok.id, status: 'published', scheduledAt: '2026-11-20T23:59:59.999Z' }); // yesterday
-    await insertPost(server.ctx.db, { organizationId: org.id, channelId: sandbox.id, status: 'scheduled', scheduledAt: '2026-11-21T12:00:00.000Z' });
+    await insertPost(server.ctx.db, {
+      organizationId: org.id,
+      channelId: tiktok.id,
+      status: 'scheduled',
+      scheduledAt: '2026-11-21T08:00:00.000Z',
+    });
+    await insertPost(server.ctx.db, {
+      organizationId: org.id,
+      channelId: tiktok.id,
+      status: 'published',
+      scheduledAt: '2026-11-21T00:00:00.000Z',
+    });
+    await insertPost(server.ctx.db, {
+      organizationId: org.id,
+      channelId: tiktok.id,
+      status: 'publishing',
+      scheduledAt: '2026-11-21T23:59:59.999Z',
+    });
+    await insertPost(server.ctx.db, {
+      organizationId: org.id,
+      channelId: tiktok.id,
+      status: 'draft',
+      scheduledAt: '2026-11-21T09:00:00.000Z',
+    }); // drafts do not count
+    await insertPost(server.ctx.db, {
+      organizationId: org.id,
+      channelId: tiktok.id,
+      status: 'failed',
+      scheduledAt: '2026-11-21T09:00:00.000Z',
+    }); // nor failures
+    await insertPost(server.ctx.db, {
+      organizationId: org.id,
+      channelId: tiktok.id,
+      status: 'scheduled',
+      scheduledAt: '2026-11-22T00:00:00.000Z',
+    }); // tomorrow
+    await insertPost(server.ctx.db, {
+      organizationId: org.id,
+      channelId: tiktok.id,
+      status: 'published',
+      scheduledAt: '2026-11-20T23:59:59.999Z',
+    }); // yesterday
+    await insertPost(server.ctx.db, {
+      organizationId: org.id,
+      channelId: sandbox.id,
+      status: 'scheduled',
+      scheduledAt: '2026-11-21T12:00:00.000Z',
+    });
 
     server.setNow('2026-11-21T15:30:00.000Z');
     try {
@@ -95,7 +135,14 @@ describe('contract enforcement', () => {
     // A picture that is not a URL can only come from bad data; the contract says `format: uri`.
     await server.ctx.db
       .insertInto('channels')
-      .values({ id: newId('ch'), organization_id: org.id, provider: 'sandbox', name: 'x', username: null, picture: 'not a url' })
+      .values({
+        id: newId('ch'),
+        organization_id: org.id,
+        provider: 'sandbox',
+        name: 'x',
+        username: null,
+        picture: 'not a url',
+      })
       .execute();
     const response = await server.fetch('/public/v1/channels', { headers: org.auth });
     expect(response.status).toBe(500);

@@ -44,11 +44,18 @@ interface Operation {
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
 
 function operationsOf(file: string): Operation[] {
-  const spec = parseYaml(fs.readFileSync(file, 'utf8')) as { paths: Record<string, Record<string, { operationId: string; 'x-codeSamples'?: CodeSample[] }>> };
+  const spec = parseYaml(fs.readFileSync(file, 'utf8')) as {
+    paths: Record<string, Record<string, { operationId: string; 'x-codeSamples'?: CodeSample[] }>>;
+  };
   return Object.entries(spec.paths).flatMap(([template, item]) =>
     Object.entries(item)
       .filter(([method]) => METHODS.includes(method))
-      .map(([method, operation]) => ({ operationId: operation.operationId, method: method.toUpperCase(), path: template, samples: operation['x-codeSamples'] ?? [] })),
+      .map(([method, operation]) => ({
+        operationId: operation.operationId,
+        method: method.toUpperCase(),
+        path: template,
+        samples: operation['x-codeSamples'] ?? [],
+      })),
   );
 }
 
@@ -57,7 +64,8 @@ const OAUTH = operationsOf(SPEC_FILES.oauth);
 
 const isCurl = (sample: CodeSample) => sample.lang === 'Shell' && sample.label === 'curl';
 const curlOf = (operation: Operation) => operation.samples.find(isCurl)!;
-const sdkOf = (operation: Operation) => operation.samples.find((sample) => sample.lang === 'TypeScript' && sample.label === '@service/sdk')!;
+const sdkOf = (operation: Operation) =>
+  operation.samples.find((sample) => sample.lang === 'TypeScript' && sample.label === '@service/sdk')!;
 const typeScriptOf = (operation: Operation) => operation.samples.filter((sample) => sample.lang === 'TypeScript');
 
 /** The SDK method each operation's sample calls (`upload` makes the three requests of a signed upload). */
@@ -137,26 +145,42 @@ describe('every operation of the reference has its request samples', () => {
       const requests = requestsToServer(curl[0]!.source);
       expect(requests, `${operation.operationId}: one curl request to $BASE`).toHaveLength(1);
       expect(requests[0]!.method, operation.operationId).toBe(operation.method);
-      expect(samplePathMatches(requests[0]!.path, operation.path), `${operation.operationId}: ${requests[0]!.path} is not ${operation.path}`).toBe(true);
+      expect(
+        samplePathMatches(requests[0]!.path, operation.path),
+        `${operation.operationId}: ${requests[0]!.path} is not ${operation.path}`,
+      ).toBe(true);
       expect(sdk[0]!.source, operation.operationId).toMatch(/^import Service from '@service\/sdk';$/m);
       expect(sdk[0]!.source, operation.operationId).toContain(`service.${SDK_METHODS[operation.operationId]}(`);
     }
     // The receiver beside createWebhook shows how to verify what the endpoint will receive.
-    const receiver = PUBLIC.find((operation) => operation.operationId === 'createWebhook')!.samples.find((sample) => sample.label === 'Receiver (@service/sdk)');
+    const receiver = PUBLIC.find((operation) => operation.operationId === 'createWebhook')!.samples.find(
+      (sample) => sample.label === 'Receiver (@service/sdk)',
+    );
     expect(receiver?.source).toContain('verifyWebhook(');
   });
 
   it('a curl sample on each OAuth operation, the authorization URL built in TypeScript, and fetch for the token and revocation endpoints', () => {
-    expect(OAUTH.map((operation) => operation.operationId).sort()).toEqual(['authorizationServerMetadata', 'authorize', 'revoke', 'token']);
+    expect(OAUTH.map((operation) => operation.operationId).sort()).toEqual([
+      'authorizationServerMetadata',
+      'authorize',
+      'revoke',
+      'token',
+    ]);
     for (const operation of OAUTH) {
       expect(operation.samples.filter(isCurl), operation.operationId).toHaveLength(1);
       const requests = requestsToServer(curlOf(operation).source);
       expect(requests, operation.operationId).toEqual([{ method: operation.method, path: operation.path }]);
     }
     const byId = (id: string) => OAUTH.find((operation) => operation.operationId === id)!;
-    expect(typeScriptOf(byId('authorize')).map((sample) => sample.source).join()).toContain('new URLSearchParams(');
+    expect(
+      typeScriptOf(byId('authorize'))
+        .map((sample) => sample.source)
+        .join(),
+    ).toContain('new URLSearchParams(');
     for (const id of ['token', 'revoke']) {
-      const fetchSample = byId(id).samples.find((sample) => sample.lang === 'TypeScript' && sample.label === 'TypeScript');
+      const fetchSample = byId(id).samples.find(
+        (sample) => sample.lang === 'TypeScript' && sample.label === 'TypeScript',
+      );
       expect(fetchSample?.source, id).toContain(`fetch(\`\${process.env.BASE}${byId(id).path}\``);
     }
   });
@@ -165,10 +189,18 @@ describe('every operation of the reference has its request samples', () => {
     const config = parseYaml(fs.readFileSync(path.join(ROOT, 'redocly.yaml'), 'utf8')) as {
       apis: Record<string, { openapi?: { codeSamples?: { languages: { lang: string; label?: string }[] } } }>;
     };
-    for (const [api, operations] of [['public-v1', PUBLIC], ['oauth', OAUTH]] as const) {
-      const shown = new Set(config.apis[api]!.openapi?.codeSamples?.languages.map((language) => (language.label ?? language.lang).toLowerCase()));
+    for (const [api, operations] of [
+      ['public-v1', PUBLIC],
+      ['oauth', OAUTH],
+    ] as const) {
+      const shown = new Set(
+        config.apis[api]!.openapi?.codeSamples?.languages.map((language) =>
+          (language.label ?? language.lang).toLowerCase(),
+        ),
+      );
       for (const operation of operations) {
-        for (const sample of operation.samples) expect(shown.has(sample.label.toLowerCase()), `${api} ${operation.operationId}: ${sample.label}`).toBe(true);
+        for (const sample of operation.samples)
+          expect(shown.has(sample.label.toLowerCase()), `${api} ${operation.operationId}: ${sample.label}`).toBe(true);
       }
     }
   });
@@ -177,7 +209,8 @@ describe('every operation of the reference has its request samples', () => {
     for (const operation of [...PUBLIC, ...OAUTH]) {
       for (const sample of operation.samples) {
         expect(sample.source, `${operation.operationId} (${sample.label})`).not.toMatch(/localhost|127\.0\.0\.1|:3000/);
-        if (sample.lang === 'TypeScript' && /fetch\(|new Service\(|new URL\(/.test(sample.source)) expect(sample.source).toContain('process.env.BASE');
+        if (sample.lang === 'TypeScript' && /fetch\(|new Service\(|new URL\(/.test(sample.source))
+          expect(sample.source).toContain('process.env.BASE');
       }
     }
   });
@@ -196,7 +229,11 @@ let work: string;
 let videoFile: string;
 
 beforeAll(async () => {
-  [google, tiktok, receiver] = await Promise.all([startFakeGoogle(), startFakeTikTok({ account: { displayName: 'Acme on TikTok', username: 'acme' } }), startWebhookReceiver()]);
+  [google, tiktok, receiver] = await Promise.all([
+    startFakeGoogle(),
+    startFakeTikTok({ account: { displayName: 'Acme on TikTok', username: 'acme' } }),
+    startWebhookReceiver(),
+  ]);
   const poster = png(4);
   files = await startRemoteServer((_req, res) => res.writeHead(200, { 'Content-Type': 'image/png' }).end(poster));
   server = await startTestServer({
@@ -239,7 +276,10 @@ async function call(method: string, apiPath: string, body?: unknown) {
 
 /** Connects an account of the network's fake as an integrator's user does: consent, callback, return URL. */
 async function connectThroughApi(provider: 'youtube' | 'tiktok'): Promise<string> {
-  const { authorizationUrl } = await call('POST', '/public/v1/channels/connect', { provider, returnUrl: 'https://app.example.com/back' });
+  const { authorizationUrl } = await call('POST', '/public/v1/channels/connect', {
+    provider,
+    returnUrl: 'https://app.example.com/back',
+  });
   const consent = await fetch(authorizationUrl, { redirect: 'manual' });
   const callback = new URL(consent.headers.get('location')!);
   const back = await server.fetch(callback.pathname + callback.search, { redirect: 'manual' });
@@ -249,7 +289,12 @@ async function connectThroughApi(provider: 'youtube' | 'tiktok'): Promise<string
 }
 
 async function newPost(type: 'draft' | 'schedule'): Promise<string> {
-  const created = await call('POST', '/public/v1/posts', { type, date: '2030-12-01T09:30:00.000Z', content: 'A post of the samples', channelIds: [sandboxChannel] });
+  const created = await call('POST', '/public/v1/posts', {
+    type,
+    date: '2030-12-01T09:30:00.000Z',
+    content: 'A post of the samples',
+    channelIds: [sandboxChannel],
+  });
   return created.data[0].id;
 }
 
@@ -278,7 +323,9 @@ async function webhook(): Promise<string> {
 }
 
 /** The delivery of a test event, once tried (a delivery being tried cannot be sent again). */
-async function settledDelivery(webhookId: string): Promise<{ id: string; status: string; lastStatusCode: number | null }> {
+async function settledDelivery(
+  webhookId: string,
+): Promise<{ id: string; status: string; lastStatusCode: number | null }> {
   const { id } = await call('POST', `/public/v1/webhooks/${webhookId}/test`);
   const deadline = Date.now() + 10_000;
   for (;;) {
@@ -331,8 +378,12 @@ const PUBLIC_FIXTURES: Record<string, () => Promise<Env>> = {
 
 /** Checks of what a sample did, beyond its 2xx answers, where the answer alone would not show it. */
 const PUBLIC_EFFECTS: Record<string, (env: Env) => Promise<void>> = {
-  deletePost: async (env) => expect((await send(server, org.auth, 'GET', `/public/v1/posts/${env.POST}`)).status).toBe(404),
-  deleteMedia: async (env) => expect((await call('GET', '/public/v1/media?limit=100')).data.map((media: { id: string }) => media.id)).not.toContain(env.MEDIA),
+  deletePost: async (env) =>
+    expect((await send(server, org.auth, 'GET', `/public/v1/posts/${env.POST}`)).status).toBe(404),
+  deleteMedia: async (env) =>
+    expect(
+      (await call('GET', '/public/v1/media?limit=100')).data.map((media: { id: string }) => media.id),
+    ).not.toContain(env.MEDIA),
   changePostStatus: async (env) => expect((await call('GET', `/public/v1/posts/${env.POST}`)).status).toBe('draft'),
 };
 
@@ -341,10 +392,16 @@ const OAUTH_FIXTURES: Record<string, () => Promise<Env>> = {
   authorize: async () => ({ CLIENT_ID: app.clientId }),
   token: async () => {
     const verifier = randomBytes(32).toString('base64url');
-    const code = await approve(server.ctx.db, app, org, { codeChallenge: createHash('sha256').update(verifier).digest('base64url') });
+    const code = await approve(server.ctx.db, app, org, {
+      codeChallenge: createHash('sha256').update(verifier).digest('base64url'),
+    });
     return { CODE: code, VERIFIER: verifier, CLIENT_ID: app.clientId, CLIENT_SECRET: app.secret };
   },
-  revoke: async () => ({ ACCESS_TOKEN: await exchange(server, app, await approve(server.ctx.db, app, org)), CLIENT_ID: app.clientId, CLIENT_SECRET: app.secret }),
+  revoke: async () => ({
+    ACCESS_TOKEN: await exchange(server, app, await approve(server.ctx.db, app, org)),
+    CLIENT_ID: app.clientId,
+    CLIENT_SECRET: app.secret,
+  }),
   authorizationServerMetadata: async () => ({}),
 };
 
@@ -371,12 +428,14 @@ async function runShell(source: string, env: Env) {
     env: { PATH: process.env.PATH, HOME: work, BASE: server.baseUrl, ...env },
   });
   const finished = await untilExit(child, 20_000);
-  const requests: RecordedRequest[] = [...finished.stderr.matchAll(/^REQUEST (\S+) (\S+) (\d+) ?(.*)$/gm)].map(([, method, url, status, redirect]) => ({
-    method: method!,
-    url: new URL(url!),
-    status: Number(status),
-    redirect: redirect ?? '',
-  }));
+  const requests: RecordedRequest[] = [...finished.stderr.matchAll(/^REQUEST (\S+) (\S+) (\d+) ?(.*)$/gm)].map(
+    ([, method, url, status, redirect]) => ({
+      method: method!,
+      url: new URL(url!),
+      status: Number(status),
+      redirect: redirect ?? '',
+    }),
+  );
   return { ...finished, requests };
 }
 
@@ -386,12 +445,17 @@ async function runShell(source: string, env: Env) {
  */
 function expectOneRequestOf(operation: Operation, requests: RecordedRequest[], status: (code: number) => boolean) {
   const operations = PUBLIC.includes(operation) ? PUBLIC : OAUTH;
-  const toApi = (request: RecordedRequest) => request.url.origin === server.baseUrl && operations.some((candidate) => requestPathMatches(request.url.pathname, candidate.path));
+  const toApi = (request: RecordedRequest) =>
+    request.url.origin === server.baseUrl &&
+    operations.some((candidate) => requestPathMatches(request.url.pathname, candidate.path));
   const toServer = requests.filter(toApi);
   expect(toServer, JSON.stringify(requests)).toHaveLength(1);
   const [request] = toServer;
   expect(request!.method).toBe(operation.method);
-  expect(requestPathMatches(request!.url.pathname, operation.path), `${request!.url.pathname} is not ${operation.path}`).toBe(true);
+  expect(
+    requestPathMatches(request!.url.pathname, operation.path),
+    `${request!.url.pathname} is not ${operation.path}`,
+  ).toBe(true);
   expect(status(request!.status), `answered ${request!.status}`).toBe(true);
   return request!;
 }
@@ -419,7 +483,11 @@ describe('the curl samples, run with bash against a real server', () => {
     const uploadId = /^UPLOAD=(upl_\S+)$/m.exec(run.stdout)?.[1];
     const completed = await completeUpload(server, org, uploadId!);
     expect(completed.status).toBe(200);
-    expect(await json(completed)).toMatchObject({ fileName: 'winter.mp4', contentType: 'video/mp4', size: fs.statSync(videoFile).size });
+    expect(await json(completed)).toMatchObject({
+      fileName: 'winter.mp4',
+      contentType: 'video/mp4',
+      size: fs.statSync(videoFile).size,
+    });
   });
 
   for (const operation of OAUTH) {
@@ -434,7 +502,8 @@ describe('the curl samples, run with bash against a real server', () => {
       } else {
         expectOneRequestOf(operation, run.requests, success);
       }
-      if (operation.operationId === 'token') expect(JSON.parse(run.stdout)).toMatchObject({ access_token: expect.stringMatching(/^pos_/), id: org.id });
+      if (operation.operationId === 'token')
+        expect(JSON.parse(run.stdout)).toMatchObject({ access_token: expect.stringMatching(/^pos_/), id: org.id });
       await OAUTH_EFFECTS[operation.operationId]?.(env);
     });
   }
@@ -459,8 +528,22 @@ interface TypeScriptSample {
 }
 
 const TYPESCRIPT_SAMPLES: TypeScriptSample[] = [
-  ...PUBLIC.flatMap((operation) => typeScriptOf(operation).map((sample, i) => ({ name: `${operation.operationId}-${i}`, operation, api: 'public-v1' as const, sample }))),
-  ...OAUTH.flatMap((operation) => typeScriptOf(operation).map((sample, i) => ({ name: `oauth-${operation.operationId}-${i}`, operation, api: 'oauth' as const, sample }))),
+  ...PUBLIC.flatMap((operation) =>
+    typeScriptOf(operation).map((sample, i) => ({
+      name: `${operation.operationId}-${i}`,
+      operation,
+      api: 'public-v1' as const,
+      sample,
+    })),
+  ),
+  ...OAUTH.flatMap((operation) =>
+    typeScriptOf(operation).map((sample, i) => ({
+      name: `oauth-${operation.operationId}-${i}`,
+      operation,
+      api: 'oauth' as const,
+      sample,
+    })),
+  ),
 ];
 
 /**
@@ -472,7 +555,15 @@ function writeSampleProject(dir: string): string[] {
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
   fs.writeFileSync(
     path.join(dir, 'tsconfig.json'),
-    JSON.stringify({ compilerOptions: { ...SAMPLE_COMPILER_OPTIONS, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2023'] } }),
+    JSON.stringify({
+      compilerOptions: {
+        ...SAMPLE_COMPILER_OPTIONS,
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        target: 'ES2022',
+        lib: ['ES2023'],
+      },
+    }),
   );
   return TYPESCRIPT_SAMPLES.map(({ name, sample }) => {
     const file = path.join(dir, `${name}.ts`);
@@ -503,12 +594,16 @@ describe('the TypeScript samples', () => {
       baseUrl: dir,
     });
     const problems = ts.getPreEmitDiagnostics(program).map((diagnostic) => {
-      const where = diagnostic.file ? `${path.basename(diagnostic.file.fileName)}:${diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start ?? 0).line + 1}` : '';
+      const where = diagnostic.file
+        ? `${path.basename(diagnostic.file.fileName)}:${diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start ?? 0).line + 1}`
+        : '';
       return `${where} ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`;
     });
     expect(problems).toEqual([]);
     // The samples were part of the program, and the SDK behind @service/sdk too.
-    expect(program.getSourceFiles().map((file) => path.resolve(file.fileName))).toEqual(expect.arrayContaining([...files, SDK_ENTRY]));
+    expect(program.getSourceFiles().map((file) => path.resolve(file.fileName))).toEqual(
+      expect.arrayContaining([...files, SDK_ENTRY]),
+    );
   });
 
   const runnable = TYPESCRIPT_SAMPLES.filter(({ sample }) => sample.label !== 'Receiver (@service/sdk)');
@@ -532,7 +627,9 @@ describe('the TypeScript samples', () => {
   }
 
   it('the receiver beside createWebhook accepts deliveries signed with its secret and refuses others', async () => {
-    const source = PUBLIC.find((operation) => operation.operationId === 'createWebhook')!.samples.find((sample) => sample.label === 'Receiver (@service/sdk)')!.source;
+    const source = PUBLIC.find((operation) => operation.operationId === 'createWebhook')!.samples.find(
+      (sample) => sample.label === 'Receiver (@service/sdk)',
+    )!.source;
     const dir = path.join(work, 'receiver');
     writeSampleProject(dir);
     fs.writeFileSync(path.join(dir, 'receiver.ts'), source);
@@ -540,11 +637,15 @@ describe('the TypeScript samples', () => {
     const endpoint = await newWebhook(`http://127.0.0.1:${port}/hooks`);
     const stranger = await newWebhook(`http://127.0.0.1:${port}/hooks`);
     // tsx resolves @service/sdk through the project's tsconfig paths, as a bundler or tsc would.
-    const child: ChildProcess = spawn(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['--tsconfig', path.join(dir, 'tsconfig.json'), path.join(dir, 'receiver.ts')], {
-      cwd: dir,
-      env: { PATH: process.env.PATH, PORT: String(port), WEBHOOK_SECRET: endpoint.secret },
-      stdio: 'ignore',
-    });
+    const child: ChildProcess = spawn(
+      path.join(ROOT, 'node_modules', '.bin', 'tsx'),
+      ['--tsconfig', path.join(dir, 'tsconfig.json'), path.join(dir, 'receiver.ts')],
+      {
+        cwd: dir,
+        env: { PATH: process.env.PATH, PORT: String(port), WEBHOOK_SECRET: endpoint.secret },
+        stdio: 'ignore',
+      },
+    );
     try {
       await untilListening(`http://127.0.0.1:${port}/hooks`, child);
       expect((await settledDelivery(endpoint.id)).lastStatusCode).toBe(204);
@@ -602,12 +703,20 @@ async function runModule(name: string, source: string, env: Env): Promise<string
 
 describe('the reference an installation serves', () => {
   it('carries the samples in its copies of the contracts and in the built /docs pages', async () => {
-    for (const [name, operations] of [['public-v1', PUBLIC], ['oauth', OAUTH]] as const) {
+    for (const [name, operations] of [
+      ['public-v1', PUBLIC],
+      ['oauth', OAUTH],
+    ] as const) {
       const response = await server.fetch(`/openapi/${name}.yaml`);
       expect(response.status).toBe(200);
-      const served = parseYaml(await response.text()) as { paths: Record<string, Record<string, { 'x-codeSamples'?: CodeSample[] }>> };
+      const served = parseYaml(await response.text()) as {
+        paths: Record<string, Record<string, { 'x-codeSamples'?: CodeSample[] }>>;
+      };
       for (const operation of operations) {
-        expect(served.paths[operation.path]![operation.method.toLowerCase()]!['x-codeSamples'], operation.operationId).toEqual(operation.samples);
+        expect(
+          served.paths[operation.path]![operation.method.toLowerCase()]!['x-codeSamples'],
+          operation.operationId,
+        ).toEqual(operation.samples);
       }
     }
     // The pages embed the contracts they render (scripts/build-docs.sh), samples included.
@@ -618,23 +727,32 @@ describe('the reference an installation serves', () => {
     expect(oauthDocs).toContain('openssl dgst -sha256 -binary');
   });
 
-  it.skipIf(skipBrowserTests)('shows the samples in a browser (Chromium): the SDK’s once @service/sdk is chosen, and the OAuth TypeScript ones', async () => {
-    const profile = await launchChromium();
-    try {
-      const page = await profile.context.newPage();
-      const choose = async (language: string) => {
-        await page.getByRole('button', { name: 'curl' }).first().click({ timeout: 10_000 });
-        await page.getByRole('menuitem', { name: language, exact: true }).click({ timeout: 5_000 });
-      };
-      await page.goto(`${server.baseUrl}/docs#tag/Posts/operation/createPost`);
-      await expect.poll(() => page.locator('code', { hasText: 'curl -X POST "$BASE/public/v1/posts"' }).first().isVisible()).toBe(true);
-      await choose('@service/sdk');
-      await expect.poll(() => page.locator('code', { hasText: 'service.createPost({' }).first().isVisible()).toBe(true);
-      await page.goto(`${server.baseUrl}/docs/oauth#tag/Tokens/operation/token`);
-      await choose('TypeScript');
-      await expect.poll(() => page.locator('code', { hasText: "grant_type: 'authorization_code'" }).first().isVisible()).toBe(true);
-    } finally {
-      await profile.close();
-    }
-  });
+  it.skipIf(skipBrowserTests)(
+    'shows the samples in a browser (Chromium): the SDK’s once @service/sdk is chosen, and the OAuth TypeScript ones',
+    async () => {
+      const profile = await launchChromium();
+      try {
+        const page = await profile.context.newPage();
+        const choose = async (language: string) => {
+          await page.getByRole('button', { name: 'curl' }).first().click({ timeout: 10_000 });
+          await page.getByRole('menuitem', { name: language, exact: true }).click({ timeout: 5_000 });
+        };
+        await page.goto(`${server.baseUrl}/docs#tag/Posts/operation/createPost`);
+        await expect
+          .poll(() => page.locator('code', { hasText: 'curl -X POST "$BASE/public/v1/posts"' }).first().isVisible())
+          .toBe(true);
+        await choose('@service/sdk');
+        await expect
+          .poll(() => page.locator('code', { hasText: 'service.createPost({' }).first().isVisible())
+          .toBe(true);
+        await page.goto(`${server.baseUrl}/docs/oauth#tag/Tokens/operation/token`);
+        await choose('TypeScript');
+        await expect
+          .poll(() => page.locator('code', { hasText: "grant_type: 'authorization_code'" }).first().isVisible())
+          .toBe(true);
+      } finally {
+        await profile.close();
+      }
+    },
+  );
 });

@@ -30,7 +30,11 @@ describe('configuration', () => {
     expect(loadConfig({}).responseValidation).toBe('strict');
     expect(loadConfig({ RESPONSE_VALIDATION: 'sample' }).responseValidation).toBe('sample');
     expect(loadConfig({ RESPONSE_VALIDATION: 'off', NODE_ENV: 'production' }).responseValidation).toBe('off');
-    expect(() => loadConfig({ RESPONSE_VALIDATION: 'some' })).toThrow(/RESPONSE_VALIDATION must be one of strict, sample, off/);
-    expect(() => loadConfig({ RESPONSE_VALIDATION: 'off', NODE_ENV: 'test' })).toThrow(/RESPONSE_VALIDATION must be strict when NODE_ENV=test/);
+    expect(() => loadConfig({ RESPONSE_VALIDATION: 'some' })).toThrow(
+      /RESPONSE_VALIDATION must be one of strict, sample, off/,
+    );
+    expect(() => loadConfig({ RESPONSE_VALIDATION: 'off', NODE_ENV: 'test' })).toThrow(
+      /RESPONSE_VALIDATION must be strict when NODE_ENV=test/,
+    );
   });
 });

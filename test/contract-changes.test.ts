@@ -29,16 +29,23 @@ function guard(edit: (contracts: { publicV1: any; oauth: any }) => void, changel
   fs.writeFileSync(path.join(dir, 'public-v1.yaml'), dump(contracts.publicV1));
   fs.writeFileSync(path.join(dir, 'oauth.yaml'), dump(contracts.oauth));
   fs.writeFileSync(path.join(dir, 'CHANGELOG.md'), changelog);
-  const run = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['scripts/check-contract-changes.ts', '--current', dir, '--changelog', path.join(dir, 'CHANGELOG.md')], {
-    cwd: ROOT,
-    encoding: 'utf8',
-  });
+  const run = spawnSync(
+    path.join(ROOT, 'node_modules', '.bin', 'tsx'),
+    ['scripts/check-contract-changes.ts', '--current', dir, '--changelog', path.join(dir, 'CHANGELOG.md')],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+    },
+  );
   const named = [...run.stderr.matchAll(/^ {2}`([^`]+)` breaks/gm)].map((match) => match[1]!);
   return { code: run.status, named, output: `${run.stdout}${run.stderr}` };
 }
 
 const announcing = (subjects: string[], changelog = CHANGELOG) =>
-  changelog.replace('### Breaking changes\n\nNone.\n', `### Breaking changes\n\n${subjects.map((s) => `- \`${s}\`: changed on purpose.`).join('\n')}\n`);
+  changelog.replace(
+    '### Breaking changes\n\nNone.\n',
+    `### Breaking changes\n\n${subjects.map((s) => `- \`${s}\`: changed on purpose.`).join('\n')}\n`,
+  );
 
 const removeReleaseUrl = ({ publicV1 }: { publicV1: any }) => {
   const post = publicV1.components.schemas.Post;
@@ -52,15 +59,25 @@ const requireFrom = ({ publicV1 }: { publicV1: any }) => {
 describe('the breaking-change guard', () => {
   it('passes the contracts as released, and the contracts of this tree against the released copy', () => {
     expect(guard(() => {}).code).toBe(0);
-    const current = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['scripts/check-contract-changes.ts'], { cwd: ROOT, encoding: 'utf8' });
+    const current = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['scripts/check-contract-changes.ts'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
     expect(current.status, current.stderr).toBe(0);
   });
 
   it('passes additive changes: a new optional response field, a new optional parameter, a new operation', () => {
     const result = guard(({ publicV1, oauth }) => {
       publicV1.components.schemas.Post.properties.note = { type: 'string', maxLength: 100 };
-      publicV1.paths['/public/v1/posts'].get.parameters.push({ name: 'provider', in: 'query', required: false, schema: { type: 'string', maxLength: 20 } });
-      publicV1.paths['/public/v1/posts/{id}/copy'] = { post: { ...publicV1.paths['/public/v1/posts/{id}/schedule'].post, operationId: 'copyPost' } };
+      publicV1.paths['/public/v1/posts'].get.parameters.push({
+        name: 'provider',
+        in: 'query',
+        required: false,
+        schema: { type: 'string', maxLength: 20 },
+      });
+      publicV1.paths['/public/v1/posts/{id}/copy'] = {
+        post: { ...publicV1.paths['/public/v1/posts/{id}/schedule'].post, operationId: 'copyPost' },
+      };
       oauth.components.schemas.TokenResponse.properties.scope = { type: 'string' };
     });
     expect(result.code, result.output).toBe(0);
@@ -69,7 +86,9 @@ describe('the breaking-change guard', () => {
   it('fails on a response field removed, naming every operation that answered it', () => {
     const result = guard(removeReleaseUrl);
     expect(result.code).toBe(1);
-    expect(result.named).toEqual(expect.arrayContaining(['GET /public/v1/posts', 'GET /public/v1/posts/{id}', 'POST /public/v1/posts']));
+    expect(result.named).toEqual(
+      expect.arrayContaining(['GET /public/v1/posts', 'GET /public/v1/posts/{id}', 'POST /public/v1/posts']),
+    );
     expect(result.output).toMatch(/releaseUrl/);
   });
 
@@ -109,7 +128,10 @@ describe('the breaking-change guard', () => {
     expect(partly.code).toBe(1);
     expect(partly.named).toEqual(['GET /public/v1/posts/{id}']);
     // An announcement in a released section is history, not this change's.
-    const misplaced = CHANGELOG.replace('The first release', `${subjects.map((s) => `- \`${s}\``).join('\n')}\n\nThe first release`);
+    const misplaced = CHANGELOG.replace(
+      'The first release',
+      `${subjects.map((s) => `- \`${s}\``).join('\n')}\n\nThe first release`,
+    );
     expect(guard(both, misplaced).code).toBe(1);
   });
 });

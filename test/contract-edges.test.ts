@@ -33,7 +33,12 @@ async function get(path: string) {
 describe('query strings are read as RFC 3986 says', () => {
   it('takes an unencoded + in a date offset as a plus, as allowReserved promises', async () => {
     const channel = await createChannel(server.ctx.db, org.id, 'sandbox');
-    const post = await insertPost(server.ctx.db, { organizationId: org.id, channelId: channel.id, status: 'scheduled', scheduledAt: '2026-12-01T08:30:00.000Z' });
+    const post = await insertPost(server.ctx.db, {
+      organizationId: org.id,
+      channelId: channel.id,
+      status: 'scheduled',
+      scheduledAt: '2026-12-01T08:30:00.000Z',
+    });
 
     const inside = await get('/public/v1/posts?from=2026-12-01T09:00:00+01:00&to=2026-12-01T10:00:00+01:00');
     expect(inside.status, JSON.stringify(inside.body)).toBe(200);
@@ -58,7 +63,10 @@ describe('query strings are read as RFC 3986 says', () => {
   it('says so when a single-valued parameter is repeated, and takes repeated array parameters', async () => {
     const repeated = await get('/public/v1/posts?limit=5&limit=6');
     expect(repeated.status).toBe(400);
-    expect(repeated.body.error.details).toContainEqual({ path: 'query.limit', message: 'must be given once; it was given 2 times' });
+    expect(repeated.body.error.details).toContainEqual({
+      path: 'query.limit',
+      message: 'must be given once; it was given 2 times',
+    });
 
     const statuses = await get('/public/v1/posts?status=draft&status=scheduled');
     expect(statuses.status, JSON.stringify(statuses.body)).toBe(200);
@@ -79,7 +87,11 @@ describe('paths match exactly', () => {
       expect(answer.body.error.code).toBe('not_found');
       expect(answer.body.error.message).toBe(`There is no operation at GET ${path}.`);
     }
-    const token = await server.fetch('/api/oauth/token/', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+    const token = await server.fetch('/api/oauth/token/', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{}',
+    });
     expect(token.status).toBe(404);
   });
 });
@@ -96,11 +108,19 @@ describe('OAuth endpoints at their edges', () => {
   it('refuses a revoke request whose token is missing or empty (RFC 7009 §2.1)', async () => {
     const app = await createOAuthApp(server.ctx.db, org.id);
     for (const parameters of [{ token: '' }, {}]) {
-      const response = await tokenRequest(server, { ...parameters, client_id: app.clientId, client_secret: app.secret }, { path: '/api/oauth/revoke' });
+      const response = await tokenRequest(
+        server,
+        { ...parameters, client_id: app.clientId, client_secret: app.secret },
+        { path: '/api/oauth/revoke' },
+      );
       expect(response.status, JSON.stringify(parameters)).toBe(400);
       expect((await json(response)).error).toBe('invalid_request');
     }
-    const form = await tokenRequest(server, { token: '', client_id: app.clientId, client_secret: app.secret }, { path: '/api/oauth/revoke', form: true });
+    const form = await tokenRequest(
+      server,
+      { token: '', client_id: app.clientId, client_secret: app.secret },
+      { path: '/api/oauth/revoke', form: true },
+    );
     expect(form.status).toBe(400);
   });
 });
@@ -144,13 +164,23 @@ describe('the create body, a union discriminated by type', () => {
   });
 
   it('refuses scheduledAt on create instead of reading it as date, and an unknown type', async () => {
-    const renamed = await create({ type: 'schedule', date: '2026-12-01T09:00:00Z', scheduledAt: '2026-12-01T09:00:00Z', content: 'x', channelIds: [channel] });
+    const renamed = await create({
+      type: 'schedule',
+      date: '2026-12-01T09:00:00Z',
+      scheduledAt: '2026-12-01T09:00:00Z',
+      content: 'x',
+      channelIds: [channel],
+    });
     expect(renamed.status).toBe(400);
-    expect(renamed.body.error.details).toEqual([{ path: 'scheduledAt', message: 'must NOT have additional properties' }]);
+    expect(renamed.body.error.details).toEqual([
+      { path: 'scheduledAt', message: 'must NOT have additional properties' },
+    ]);
 
     const unknown = await create({ type: 'later', content: 'x', channelIds: [channel] });
     expect(unknown.status).toBe(400);
-    expect(unknown.body.error.details).toEqual([{ path: 'type', message: 'must be equal to one of the allowed values' }]);
+    expect(unknown.body.error.details).toEqual([
+      { path: 'type', message: 'must be equal to one of the allowed values' },
+    ]);
     const untyped = await create({ content: 'x', channelIds: [channel] });
     expect(untyped.status).toBe(400);
     expect(untyped.body.error.details).toEqual([{ path: 'type', message: 'must be string' }]);
@@ -194,7 +224,8 @@ describe('property names of Object.prototype', () => {
       if (Array.isArray(node)) node.forEach(walk);
       else if (node && typeof node === 'object') {
         for (const [key, value] of Object.entries(node)) {
-          if (key === 'properties' && value && typeof value === 'object') Object.keys(value).forEach((name) => declared.add(name));
+          if (key === 'properties' && value && typeof value === 'object')
+            Object.keys(value).forEach((name) => declared.add(name));
           walk(value);
         }
       }
@@ -205,9 +236,15 @@ describe('property names of Object.prototype', () => {
     const channel = (await createChannel(server.ctx.db, org.id, 'sandbox', 'Prototype')).id;
     for (const name of ['__proto__', 'constructor', 'toString']) {
       const body = `{"type":"now","content":"x","channelIds":["${channel}"],"${name}":{"polluted":true}}`;
-      const response = await server.fetch('/public/v1/posts', { method: 'POST', headers: { ...org.auth, 'Content-Type': 'application/json' }, body });
+      const response = await server.fetch('/public/v1/posts', {
+        method: 'POST',
+        headers: { ...org.auth, 'Content-Type': 'application/json' },
+        body,
+      });
       expect(response.status, name).toBe(400);
-      expect((await json(response)).error.details).toEqual([{ path: name, message: 'must NOT have additional properties' }]);
+      expect((await json(response)).error.details).toEqual([
+        { path: name, message: 'must NOT have additional properties' },
+      ]);
     }
   });
 });
@@ -233,19 +270,40 @@ describe('extensible enumerations', () => {
 
   it('take values added after this version in answers: provider, channel status, quota window, OAuth error', () => {
     expect(valid('public#/components/schemas/Channel', channel)).toBe(true);
-    expect(valid('public#/components/schemas/Channel', { ...channel, provider: 'mastodon', status: 'paused' })).toBe(true);
-    const quota = { channelId: 'ch_x', provider: 'bluesky', window: 'week', limit: 5, used: 0, remaining: 5, resetsAt: '2026-11-22T00:00:00.000Z' };
+    expect(valid('public#/components/schemas/Channel', { ...channel, provider: 'mastodon', status: 'paused' })).toBe(
+      true,
+    );
+    const quota = {
+      channelId: 'ch_x',
+      provider: 'bluesky',
+      window: 'week',
+      limit: 5,
+      used: 0,
+      remaining: 5,
+      resetsAt: '2026-11-22T00:00:00.000Z',
+    };
     expect(valid('public#/components/schemas/ChannelQuota', quota)).toBe(true);
-    expect(valid('oauth#/components/schemas/OAuthError', { error: 'temporarily_unavailable', error_description: 'Later.' })).toBe(true);
-    expect(valid('public#/components/schemas/Error', { error: { code: 'quota_paused', message: 'Later.', requestId: 'req_x' } })).toBe(true);
+    expect(
+      valid('oauth#/components/schemas/OAuthError', { error: 'temporarily_unavailable', error_description: 'Later.' }),
+    ).toBe(true);
+    expect(
+      valid('public#/components/schemas/Error', {
+        error: { code: 'quota_paused', message: 'Later.', requestId: 'req_x' },
+      }),
+    ).toBe(true);
     // Still typed: a number is no provider.
     expect(valid('public#/components/schemas/Channel', { ...channel, provider: 7 })).toBe(false);
   });
 
   it('stay closed where a client sends them: the server acts only on values it knows', async () => {
-    const connect = await send(server, org.auth, 'POST', '/public/v1/channels/connect', { provider: 'mastodon', returnUrl: 'https://app.example.com/done' });
+    const connect = await send(server, org.auth, 'POST', '/public/v1/channels/connect', {
+      provider: 'mastodon',
+      returnUrl: 'https://app.example.com/done',
+    });
     expect(connect.status).toBe(400);
-    expect((await json(connect)).error.details).toEqual([{ path: 'provider', message: expect.stringContaining('must be equal to one of the allowed values') }]);
+    expect((await json(connect)).error.details).toEqual([
+      { path: 'provider', message: expect.stringContaining('must be equal to one of the allowed values') },
+    ]);
   });
 });
 
@@ -253,10 +311,17 @@ describe('answers declare the defaults they always carry', () => {
   it('requires every defaulted setting in a post’s stored settings, so generated clients see them as present', () => {
     const spec = parseYaml(fs.readFileSync(SPEC_FILES.publicV1, 'utf8')) as any;
     const schemas = spec.components.schemas;
-    const required = (name: string) => schemas[name].allOf.flatMap((part: { required?: string[] }) => part.required ?? []);
-    expect(spec.components.schemas.Post.properties.settings.oneOf[0].$ref).toBe('#/components/schemas/StoredProviderSettings');
+    const required = (name: string) =>
+      schemas[name].allOf.flatMap((part: { required?: string[] }) => part.required ?? []);
+    expect(spec.components.schemas.Post.properties.settings.oneOf[0].$ref).toBe(
+      '#/components/schemas/StoredProviderSettings',
+    );
     // Every optional request field with a default is required in the stored form.
-    for (const [request, stored] of [['YouTubeSettings', 'StoredYouTubeSettings'], ['TikTokSettings', 'StoredTikTokSettings'], ['SandboxSettings', 'StoredSandboxSettings']] as const) {
+    for (const [request, stored] of [
+      ['YouTubeSettings', 'StoredYouTubeSettings'],
+      ['TikTokSettings', 'StoredTikTokSettings'],
+      ['SandboxSettings', 'StoredSandboxSettings'],
+    ] as const) {
       const defaulted = Object.entries(schemas[request].properties as Record<string, { default?: unknown }>)
         .filter(([, property]) => property.default !== undefined)
         .map(([name]) => name);
@@ -267,34 +332,62 @@ describe('answers declare the defaults they always carry', () => {
 
   it('answers those defaults on posts created without them', async () => {
     const channel = (await createChannel(server.ctx.db, org.id, 'sandbox', 'Defaults')).id;
-    const created = await send(server, org.auth, 'POST', '/public/v1/posts', { type: 'draft', posts: [{ channelId: channel, content: 'x', settings: { __type: 'sandbox' } }] });
+    const created = await send(server, org.auth, 'POST', '/public/v1/posts', {
+      type: 'draft',
+      posts: [{ channelId: channel, content: 'x', settings: { __type: 'sandbox' } }],
+    });
     expect((await json(created)).data[0].settings).toEqual({ __type: 'sandbox', outcome: 'published' });
   });
 });
 
 describe('the contract declares every answer the server gives at its limits', () => {
-  const specs = { public: parseYaml(fs.readFileSync(SPEC_FILES.publicV1, 'utf8')) as any, oauth: parseYaml(fs.readFileSync(SPEC_FILES.oauth, 'utf8')) as any };
+  const specs = {
+    public: parseYaml(fs.readFileSync(SPEC_FILES.publicV1, 'utf8')) as any,
+    oauth: parseYaml(fs.readFileSync(SPEC_FILES.oauth, 'utf8')) as any,
+  };
   const operations = (spec: any) =>
     Object.entries(spec.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
-      ['get', 'post', 'put', 'patch', 'delete'].filter((method) => item[method]).map((method) => ({ path, method, item, op: item[method] })),
+      ['get', 'post', 'put', 'patch', 'delete']
+        .filter((method) => item[method])
+        .map((method) => ({ path, method, item, op: item[method] })),
     );
-  const resolve = (spec: any, node: any) => (node?.$ref ? node.$ref.slice(2).split('/').reduce((at: any, key: string) => at[key.replaceAll('~1', '/')], spec) : node);
+  const resolve = (spec: any, node: any) =>
+    node?.$ref
+      ? node.$ref
+          .slice(2)
+          .split('/')
+          .reduce((at: any, key: string) => at[key.replaceAll('~1', '/')], spec)
+      : node;
 
   it('413 and 415 wherever a request body is taken', () => {
     const missing = operations(specs.public)
       .filter(({ op }) => op.requestBody)
-      .flatMap(({ op }) => ['413', '415'].filter((status) => !op.responses[status]).map((status) => `${op.operationId} ${status}`));
+      .flatMap(({ op }) =>
+        ['413', '415'].filter((status) => !op.responses[status]).map((status) => `${op.operationId} ${status}`),
+      );
     expect(missing).toEqual([]);
   });
 
   it('500 server_error on every OAuth operation', () => {
-    const missing = operations(specs.oauth).filter(({ op }) => !op.responses['500']).map(({ op }) => op.operationId);
+    const missing = operations(specs.oauth)
+      .filter(({ op }) => !op.responses['500'])
+      .map(({ op }) => op.operationId);
     expect(missing).toEqual([]);
   });
 
   it('one list shape: every list with a cursor takes limit and answers data and nextCursor', () => {
-    const lists = operations(specs.public).filter(({ item, op }) => [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p) => resolve(specs.public, p).name).includes('cursor'));
-    expect(lists.map(({ op }) => op.operationId).sort()).toEqual(['getPostHistory', 'listMedia', 'listPosts', 'listWebhookDeliveries', 'tiktokAnalytics']);
+    const lists = operations(specs.public).filter(({ item, op }) =>
+      [...(item.parameters ?? []), ...(op.parameters ?? [])]
+        .map((p) => resolve(specs.public, p).name)
+        .includes('cursor'),
+    );
+    expect(lists.map(({ op }) => op.operationId).sort()).toEqual([
+      'getPostHistory',
+      'listMedia',
+      'listPosts',
+      'listWebhookDeliveries',
+      'tiktokAnalytics',
+    ]);
     for (const { item, op } of lists) {
       const names = [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p) => resolve(specs.public, p).name);
       expect(names, op.operationId).toContain('limit');
@@ -313,12 +406,28 @@ describe('arrays and sizes are bounded', () => {
     expect((await get(`/public/v1/posts?${Array(5).fill('status=draft').join('&')}`)).status).toBe(200);
 
     const channel = (await createChannel(server.ctx.db, org.id, 'youtube', 'Bounded')).id;
-    const settings = { __type: 'youtube', title: 'Winter', privacyStatus: 'private', madeForKids: false, tags: Array.from({ length: 251 }, (_, i) => `t${i}`) };
-    const tags = await send(server, org.auth, 'POST', '/public/v1/posts', { type: 'draft', posts: [{ channelId: channel, content: 'x', settings }] });
+    const settings = {
+      __type: 'youtube',
+      title: 'Winter',
+      privacyStatus: 'private',
+      madeForKids: false,
+      tags: Array.from({ length: 251 }, (_, i) => `t${i}`),
+    };
+    const tags = await send(server, org.auth, 'POST', '/public/v1/posts', {
+      type: 'draft',
+      posts: [{ channelId: channel, content: 'x', settings }],
+    });
     expect(tags.status).toBe(400);
-    expect((await json(tags)).error.details).toEqual([{ path: 'posts[0].settings.tags', message: 'must NOT have more than 250 items' }]);
+    expect((await json(tags)).error.details).toEqual([
+      { path: 'posts[0].settings.tags', message: 'must NOT have more than 250 items' },
+    ]);
 
-    const upload = (size: number) => send(server, org.auth, 'POST', '/public/v1/media/uploads', { fileName: 'film.mp4', contentType: 'video/mp4', size });
+    const upload = (size: number) =>
+      send(server, org.auth, 'POST', '/public/v1/media/uploads', {
+        fileName: 'film.mp4',
+        contentType: 'video/mp4',
+        size,
+      });
     const huge = await upload(5 * 1024 ** 3 + 1);
     expect(huge.status).toBe(400);
     expect((await json(huge)).error.details).toEqual([{ path: 'size', message: 'must be <= 5368709120' }]);
@@ -338,35 +447,59 @@ describe('cursors of a post’s history and of an endpoint’s deliveries', () =
   const refused = async (path: string) => {
     const answer = await get(path);
     expect(answer.status, path).toBe(400);
-    expect(answer.body.error.details, path).toEqual([{ path: 'query.cursor', message: 'is not a cursor issued by this API for this list and these filters' }]);
+    expect(answer.body.error.details, path).toEqual([
+      { path: 'query.cursor', message: 'is not a cursor issued by this API for this list and these filters' },
+    ]);
   };
 
   it('read back only for the post that issued them, unaltered', async () => {
     const channel = (await createChannel(server.ctx.db, org.id, 'sandbox', 'History')).id;
-    const create = async () => (await json(await send(server, org.auth, 'POST', '/public/v1/posts', { type: 'draft', content: 'x', channelIds: [channel] }))).data[0].id as string;
+    const create = async () =>
+      (
+        await json(
+          await send(server, org.auth, 'POST', '/public/v1/posts', {
+            type: 'draft',
+            content: 'x',
+            channelIds: [channel],
+          }),
+        )
+      ).data[0].id as string;
     const [first, second] = [await create(), await create()];
     for (const content of ['y', 'z']) await send(server, org.auth, 'PATCH', `/public/v1/posts/${first}`, { content });
     const page = await get(`/public/v1/posts/${first}/history?limit=1`);
     expect(page.body.nextCursor).toEqual(expect.any(String));
     const cursor = page.body.nextCursor as string;
-    expect((await get(`/public/v1/posts/${first}/history?limit=1&cursor=${encodeURIComponent(cursor)}`)).body.data[0].type).toBe('edited');
+    expect(
+      (await get(`/public/v1/posts/${first}/history?limit=1&cursor=${encodeURIComponent(cursor)}`)).body.data[0].type,
+    ).toBe('edited');
 
-    for (const forged of altered(cursor)) await refused(`/public/v1/posts/${first}/history?cursor=${encodeURIComponent(forged)}`);
+    for (const forged of altered(cursor))
+      await refused(`/public/v1/posts/${first}/history?cursor=${encodeURIComponent(forged)}`);
     await refused(`/public/v1/posts/${second}/history?cursor=${encodeURIComponent(cursor)}`);
     await refused(`/public/v1/posts?cursor=${encodeURIComponent(cursor)}`);
   });
 
   it('read back only for the endpoint that issued them, unaltered', async () => {
-    const endpoint = async () => (await json(await send(server, org.auth, 'POST', '/public/v1/webhooks', { url: 'http://127.0.0.1:9/hooks', eventTypes: ['post.failed'] }))).id as string;
+    const endpoint = async () =>
+      (
+        await json(
+          await send(server, org.auth, 'POST', '/public/v1/webhooks', {
+            url: 'http://127.0.0.1:9/hooks',
+            eventTypes: ['post.failed'],
+          }),
+        )
+      ).id as string;
     const [first, second] = [await endpoint(), await endpoint()];
-    for (const id of [first, first, second]) expect((await send(server, org.auth, 'POST', `/public/v1/webhooks/${id}/test`)).status).toBe(202);
+    for (const id of [first, first, second])
+      expect((await send(server, org.auth, 'POST', `/public/v1/webhooks/${id}/test`)).status).toBe(202);
     const page = await get(`/public/v1/webhooks/${first}/deliveries?limit=1`);
     const cursor = page.body.nextCursor as string;
     expect(cursor).toEqual(expect.any(String));
     const next = await get(`/public/v1/webhooks/${first}/deliveries?limit=1&cursor=${encodeURIComponent(cursor)}`);
     expect(next.body.data, JSON.stringify(next.body)).toHaveLength(1);
 
-    for (const forged of altered(cursor)) await refused(`/public/v1/webhooks/${first}/deliveries?cursor=${encodeURIComponent(forged)}`);
+    for (const forged of altered(cursor))
+      await refused(`/public/v1/webhooks/${first}/deliveries?cursor=${encodeURIComponent(forged)}`);
     await refused(`/public/v1/webhooks/${second}/deliveries?cursor=${encodeURIComponent(cursor)}`);
     await refused(`/public/v1/media?cursor=${encodeURIComponent(cursor)}`);
   });

@@ -1,7 +1,13 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseYaml, SPEC_FILES } from '../src/core/contract.js';
-import { createChannel, createOrganization, insertMedia, insertPost, type TestOrganization } from './support/fixtures.js';
+import {
+  createChannel,
+  createOrganization,
+  insertMedia,
+  insertPost,
+  type TestOrganization,
+} from './support/fixtures.js';
 import { json } from './support/http.js';
 import { pdf } from './support/media-samples.js';
 import { FakeTikTok, send } from './support/posts.js';
@@ -16,8 +22,10 @@ import { startTestServer, type TestServer } from './support/server.js';
 
 // The contract as plain data: tests walk it by the names the OpenAPI format gives its parts.
 const spec: any = parseYaml(fs.readFileSync(SPEC_FILES.publicV1, 'utf8'));
-const errorExample = (response: string, name: string) => spec.components.responses[response].content['application/json'].examples[name].value;
-const anyId = (value: unknown) => JSON.parse(JSON.stringify(value).replace(/\b(ch|post|med|req|grp|org|upl)_[A-Za-z0-9]{20}\b/g, '$1_…'));
+const errorExample = (response: string, name: string) =>
+  spec.components.responses[response].content['application/json'].examples[name].value;
+const anyId = (value: unknown) =>
+  JSON.parse(JSON.stringify(value).replace(/\b(ch|post|med|req|grp|org|upl)_[A-Za-z0-9]{20}\b/g, '$1_…'));
 
 let server: TestServer;
 let files: RemoteServer;
@@ -28,7 +36,9 @@ let tiktokChannel: string;
 let sandbox: string;
 
 beforeAll(async () => {
-  files = await startRemoteServer((_req, res) => void res.writeHead(200, { 'Content-Type': 'application/pdf' }).end(pdf()));
+  files = await startRemoteServer(
+    (_req, res) => void res.writeHead(200, { 'Content-Type': 'application/pdf' }).end(pdf()),
+  );
   server = await startTestServer({
     env: { RATE_LIMIT_MAX: '1000000', DAILY_POST_LIMIT_TIKTOK: '15', MEDIA_FETCH_ALLOW_RANGES: '127.0.0.1/32' },
     providers: { tiktok: { creatorInfo: tiktok } },
@@ -52,23 +62,35 @@ describe('the error examples of the contract are answers of the real server', ()
   it('BadRequest validationFailed', async () => {
     const response = await send(server, acme.auth, 'POST', '/public/v1/posts', {
       type: 'schedule',
-      posts: [{ channelId: youtube }, { channelId: tiktokChannel, settings: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'FRIENDS' } }],
+      posts: [
+        { channelId: youtube },
+        { channelId: tiktokChannel, settings: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'FRIENDS' } },
+      ],
     });
     expect(response.status).toBe(400);
     expect(await errorOf(response)).toEqual(anyId(errorExample('BadRequest', 'validationFailed')));
   });
 
   it('Unauthorized invalidCredential and missingCredential', async () => {
-    const invalid = await server.fetch('/public/v1/channels', { headers: { Authorization: 'Bearer svc_live_revoked' } });
+    const invalid = await server.fetch('/public/v1/channels', {
+      headers: { Authorization: 'Bearer svc_live_revoked' },
+    });
     expect(await errorOf(invalid)).toEqual(anyId(errorExample('Unauthorized', 'invalidCredential')));
-    expect(await errorOf(await server.fetch('/public/v1/channels'))).toEqual(anyId(errorExample('Unauthorized', 'missingCredential')));
+    expect(await errorOf(await server.fetch('/public/v1/channels'))).toEqual(
+      anyId(errorExample('Unauthorized', 'missingCredential')),
+    );
   });
 
   it('NotFound notFound and Conflict publishing', async () => {
     expect(await errorOf(await send(server, acme.auth, 'GET', '/public/v1/posts/post_4Ki7Lo1Pm3Nj8Bh5Gv2C'))).toEqual(
       anyId(errorExample('NotFound', 'notFound')),
     );
-    const publishing = await insertPost(server.ctx.db, { organizationId: acme.id, channelId: sandbox, status: 'publishing', scheduledAt: '2026-11-21T16:00:00.000Z' });
+    const publishing = await insertPost(server.ctx.db, {
+      organizationId: acme.id,
+      channelId: sandbox,
+      status: 'publishing',
+      scheduledAt: '2026-11-21T16:00:00.000Z',
+    });
     const conflict = await send(server, acme.auth, 'PATCH', `/public/v1/posts/${publishing}`, { content: 'too late' });
     expect(conflict.status).toBe(409);
     expect(await errorOf(conflict)).toEqual(anyId(errorExample('Conflict', 'publishing')));
@@ -76,18 +98,33 @@ describe('the error examples of the contract are answers of the real server', ()
 
   it('Conflict mediaInUse', async () => {
     const video = await insertMedia(server.ctx.db, acme.id, 'video');
-    const post = await insertPost(server.ctx.db, { organizationId: acme.id, channelId: sandbox, status: 'scheduled', scheduledAt: '2026-12-01T09:30:00.000Z' });
-    await server.ctx.db.updateTable('posts').set({ media_ids: JSON.stringify([video]) }).where('id', '=', post).execute();
+    const post = await insertPost(server.ctx.db, {
+      organizationId: acme.id,
+      channelId: sandbox,
+      status: 'scheduled',
+      scheduledAt: '2026-12-01T09:30:00.000Z',
+    });
+    await server.ctx.db
+      .updateTable('posts')
+      .set({ media_ids: JSON.stringify([video]) })
+      .where('id', '=', post)
+      .execute();
     const response = await send(server, acme.auth, 'DELETE', `/public/v1/media/${video}`);
     expect(response.status).toBe(409);
     expect(await errorOf(response)).toEqual(anyId(errorExample('Conflict', 'mediaInUse')));
   });
 
   it('PayloadTooLarge tooLarge and UnsupportedMediaType unsupportedType', async () => {
-    const tooLarge = await send(server, acme.auth, 'POST', '/public/v1/media/uploads', { fileName: 'poster.jpg', contentType: 'image/jpeg', size: 15728640 });
+    const tooLarge = await send(server, acme.auth, 'POST', '/public/v1/media/uploads', {
+      fileName: 'poster.jpg',
+      contentType: 'image/jpeg',
+      size: 15728640,
+    });
     expect(tooLarge.status).toBe(413);
     expect(await errorOf(tooLarge)).toEqual(anyId(errorExample('PayloadTooLarge', 'tooLarge')));
-    const unsupported = await send(server, acme.auth, 'POST', '/public/v1/media/upload-from-url', { url: `${files.origin}/brochure.pdf` });
+    const unsupported = await send(server, acme.auth, 'POST', '/public/v1/media/upload-from-url', {
+      url: `${files.origin}/brochure.pdf`,
+    });
     expect(unsupported.status).toBe(415);
     expect(await errorOf(unsupported)).toEqual(anyId(errorExample('UnsupportedMediaType', 'unsupportedType')));
   });
@@ -99,28 +136,47 @@ describe('the error examples of the contract are answers of the real server', ()
       type: 'schedule',
       date: '2026-12-01T09:30:00.000Z',
       posts: [
-        { channelId: youtube, mediaIds: [image], settings: { __type: 'youtube', title: 'Winter', privacyStatus: 'unlisted', madeForKids: false } },
-        { channelId: tiktokChannel, mediaIds: [video], settings: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'FOLLOWER_OF_CREATOR' } },
+        {
+          channelId: youtube,
+          mediaIds: [image],
+          settings: { __type: 'youtube', title: 'Winter', privacyStatus: 'unlisted', madeForKids: false },
+        },
+        {
+          channelId: tiktokChannel,
+          mediaIds: [video],
+          settings: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'FOLLOWER_OF_CREATOR' },
+        },
       ],
     });
     expect(rules.status).toBe(422);
     expect(await errorOf(rules)).toEqual(anyId(errorExample('Unprocessable', 'postRules')));
 
     for (let i = 0; i < 15; i++) {
-      await insertPost(server.ctx.db, { organizationId: acme.id, channelId: tiktokChannel, status: 'scheduled', scheduledAt: '2026-12-01T08:00:00.000Z' });
+      await insertPost(server.ctx.db, {
+        organizationId: acme.id,
+        channelId: tiktokChannel,
+        status: 'scheduled',
+        scheduledAt: '2026-12-01T08:00:00.000Z',
+      });
     }
     const quota = await send(server, acme.auth, 'POST', '/public/v1/posts', {
       type: 'schedule',
       date: '2026-12-01T09:30:00.000Z',
       posts: [
         { channelId: sandbox, content: 'Doors open at 9' },
-        { channelId: tiktokChannel, mediaIds: [video], settings: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'SELF_ONLY' } },
+        {
+          channelId: tiktokChannel,
+          mediaIds: [video],
+          settings: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'SELF_ONLY' },
+        },
       ],
     });
     expect(quota.status).toBe(422);
     expect(await errorOf(quota)).toEqual(anyId(errorExample('Unprocessable', 'quotaExceeded')));
 
-    const refused = await send(server, acme.auth, 'POST', '/public/v1/media/upload-from-url', { url: 'http://10.0.0.12/poster.jpg' });
+    const refused = await send(server, acme.auth, 'POST', '/public/v1/media/upload-from-url', {
+      url: 'http://10.0.0.12/poster.jpg',
+    });
     expect(refused.status).toBe(422);
     expect(await errorOf(refused)).toEqual(anyId(errorExample('Unprocessable', 'refusedUrl')));
   });
@@ -139,8 +195,14 @@ describe('the media examples of the contract have the form of real media', () =>
 
   it('listMedia and completeUpload', async () => {
     const id = await insertMedia(server.ctx.db, acme.id, 'video');
-    await server.ctx.db.updateTable('media').set({ storage_key: `media/${acme.id}/${id}` }).where('id', '=', id).execute();
-    const real = (await json(await send(server, acme.auth, 'GET', '/public/v1/media'))).data.find((m: { id: string }) => m.id === id);
+    await server.ctx.db
+      .updateTable('media')
+      .set({ storage_key: `media/${acme.id}/${id}` })
+      .where('id', '=', id)
+      .execute();
+    const real = (await json(await send(server, acme.auth, 'GET', '/public/v1/media'))).data.find(
+      (m: { id: string }) => m.id === id,
+    );
     for (const [path, operation, status, name] of [
       ['/public/v1/media', 'get', '200', 'page'],
       ['/public/v1/media/uploads/{uploadId}/complete', 'post', '200', 'video'],
@@ -153,8 +215,15 @@ describe('the media examples of the contract have the form of real media', () =>
   });
 
   it('createUpload', async () => {
-    const real = await json(await send(server, acme.auth, 'POST', '/public/v1/media/uploads', { fileName: 'winter-collection.mp4', contentType: 'video/mp4', size: 48213776 }));
-    const example = spec.paths['/public/v1/media/uploads'].post.responses['201'].content['application/json'].examples.video.value;
+    const real = await json(
+      await send(server, acme.auth, 'POST', '/public/v1/media/uploads', {
+        fileName: 'winter-collection.mp4',
+        contentType: 'video/mp4',
+        size: 48213776,
+      }),
+    );
+    const example =
+      spec.paths['/public/v1/media/uploads'].post.responses['201'].content['application/json'].examples.video.value;
     const facts = (upload: { uploadUrl: string; expiresAt: string }) => {
       const url = new URL(upload.uploadUrl);
       return {

@@ -1,7 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
-import { contractProblems, describe as describeRequest, generateRequests, readOperations, type Answer, type FuzzOperation, type FuzzRequest } from './support/contract-fuzz.js';
-import { createChannel, createOrganization, insertMedia, insertPost, type TestOrganization } from './support/fixtures.js';
+import {
+  contractProblems,
+  describe as describeRequest,
+  generateRequests,
+  readOperations,
+  type Answer,
+  type FuzzOperation,
+  type FuzzRequest,
+} from './support/contract-fuzz.js';
+import {
+  createChannel,
+  createOrganization,
+  insertMedia,
+  insertPost,
+  type TestOrganization,
+} from './support/fixtures.js';
 import { jpeg } from './support/media-samples.js';
 import { approve, createOAuthApp, type TestApp } from './support/oauth.js';
 import { FakeTikTok } from './support/posts.js';
@@ -65,25 +79,62 @@ beforeAll(async () => {
   await addReturnOrigin(db, org.id, remote.origin);
 
   const channel = async (provider: 'sandbox' | 'youtube' | 'tiktok') => (await createChannel(db, org.id, provider)).id;
-  const channels = [await channel('sandbox'), await channel('sandbox'), await channel('youtube'), await channel('tiktok')];
-  const media = [await insertMedia(db, org.id, 'image'), await insertMedia(db, org.id, 'video', 15_000), await insertMedia(db, org.id, 'video', 30_000)];
+  const channels = [
+    await channel('sandbox'),
+    await channel('sandbox'),
+    await channel('youtube'),
+    await channel('tiktok'),
+  ];
+  const media = [
+    await insertMedia(db, org.id, 'image'),
+    await insertMedia(db, org.id, 'video', 15_000),
+    await insertMedia(db, org.id, 'video', 30_000),
+  ];
   const post = (status: 'draft' | 'scheduled' | 'failed' | 'published') => () =>
-    insertPost(db, { organizationId: org.id, channelId: channels[0]!, status, scheduledAt: '2026-12-01T09:30:00.000Z' });
+    insertPost(db, {
+      organizationId: org.id,
+      channelId: channels[0]!,
+      status,
+      scheduledAt: '2026-12-01T09:30:00.000Z',
+    });
   const api = async (method: string, path: string, body?: unknown) => {
-    const response = await server.fetch(path, { method, headers: { ...org.auth, ...(body ? { 'Content-Type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+    const response = await server.fetch(path, {
+      method,
+      headers: { ...org.auth, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
     return (await response.json()) as { id: string; uploadId: string };
   };
   // An organization keeps at most 20 endpoints: a fresh one makes room by deleting all but the newest.
   const webhook = async () => {
-    const newest = db.selectFrom('webhook_endpoints').select('id').where('organization_id', '=', org.id).orderBy('created_at', 'desc').limit(3);
-    await db.deleteFrom('webhook_endpoints').where('organization_id', '=', org.id).where('id', 'not in', newest).where('id', 'not in', pools.get('whk_') ?? ['-']).execute();
-    return (await api('POST', '/public/v1/webhooks', { url: `${remote.origin}/hooks`, eventTypes: ['post.published'] })).id;
+    const newest = db
+      .selectFrom('webhook_endpoints')
+      .select('id')
+      .where('organization_id', '=', org.id)
+      .orderBy('created_at', 'desc')
+      .limit(3);
+    await db
+      .deleteFrom('webhook_endpoints')
+      .where('organization_id', '=', org.id)
+      .where('id', 'not in', newest)
+      .where('id', 'not in', pools.get('whk_') ?? ['-'])
+      .execute();
+    return (await api('POST', '/public/v1/webhooks', { url: `${remote.origin}/hooks`, eventTypes: ['post.published'] }))
+      .id;
   };
-  const upload = async () => (await api('POST', '/public/v1/media/uploads', { fileName: 'poster.jpg', contentType: 'image/jpeg', size: 2048 })).uploadId;
+  const upload = async () =>
+    (await api('POST', '/public/v1/media/uploads', { fileName: 'poster.jpg', contentType: 'image/jpeg', size: 2048 }))
+      .uploadId;
 
   pools.set('ch_', channels);
   pools.set('med_', media);
-  pools.set('post_', [await post('draft')(), await post('scheduled')(), await post('failed')(), await post('published')(), await post('draft')()]);
+  pools.set('post_', [
+    await post('draft')(),
+    await post('scheduled')(),
+    await post('failed')(),
+    await post('published')(),
+    await post('draft')(),
+  ]);
   pools.set('whk_', [await webhook()]);
   pools.set('msg_', [(await api('POST', `/public/v1/webhooks/${pools.get('whk_')![0]}/test`)).id]);
   pools.set('upl_', [await upload()]);
@@ -93,7 +144,8 @@ beforeAll(async () => {
   fresh.set('whk_', webhook);
   fresh.set('upl_', upload);
 
-  const ids = (list: Json[] | undefined, pool: string[]) => (list ?? []).map((_, i) => pool[i % pool.length]!).filter((id, i, all) => all.indexOf(id) === i);
+  const ids = (list: Json[] | undefined, pool: string[]) =>
+    (list ?? []).map((_, i) => pool[i % pool.length]!).filter((id, i, all) => all.indexOf(id) === i);
   requests = generateRequests([...readOperations('public'), ...readOperations('oauth')], {
     seed: SEED,
     valid: VALID_PER_OPERATION,
@@ -109,13 +161,15 @@ beforeAll(async () => {
             if (key === 'mediaIds') return ids(node.slice(0, 1), rotateFrom(media));
             return node.map((item) => swap(item));
           }
-          if (node && typeof node === 'object') return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, swap(v, k)]));
+          if (node && typeof node === 'object')
+            return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, swap(v, k)]));
           if (typeof node !== 'string') return node;
           if (key === 'channelId') return rotate(channels);
           if (key === 'url' || key === 'returnUrl') return `${remote.origin}/${op.id}`;
           if (key === 'client_id') return app.clientId;
           if (key === 'client_secret') return app.secret;
-          if (key === 'contentType' && op.id === 'createUpload') return rotate(['image/jpeg', 'image/png', 'video/mp4', 'application/pdf']);
+          if (key === 'contentType' && op.id === 'createUpload')
+            return rotate(['image/jpeg', 'image/png', 'video/mp4', 'application/pdf']);
           return node;
         };
         return swap(value);
@@ -144,7 +198,10 @@ async function pathOf(op: FuzzOperation): Promise<string> {
   let path = op.path;
   for (const parameter of op.parameters.filter((p) => p.in === 'path')) {
     const prefix = prefixOf(parameter.example);
-    const id = op.method === 'DELETE' && fresh.has(prefix) ? await fresh.get(prefix)!() : rotate(pools.get(prefix) ?? [`${prefix}unknown`]);
+    const id =
+      op.method === 'DELETE' && fresh.has(prefix)
+        ? await fresh.get(prefix)!()
+        : rotate(pools.get(prefix) ?? [`${prefix}unknown`]);
     path = path.replace(`{${parameter.name}}`, id);
   }
   return path;
@@ -153,14 +210,21 @@ async function pathOf(op: FuzzOperation): Promise<string> {
 /** Every third valid token request redeems a code the organization's user just approved, so some succeed. */
 async function bodyOf(request: FuzzRequest): Promise<unknown> {
   if (request.op.id === 'token' && request.valid && turn++ % 3 === 0) {
-    return { grant_type: 'authorization_code', code: await approve(server.ctx.db, app, org, { now: new Date(NOW) }), client_id: app.clientId, client_secret: app.secret };
+    return {
+      grant_type: 'authorization_code',
+      code: await approve(server.ctx.db, app, org, { now: new Date(NOW) }),
+      client_id: app.clientId,
+      client_secret: app.secret,
+    };
   }
   return request.body?.value;
 }
 
 async function sendTo(origin: string, request: FuzzRequest): Promise<{ answer: Answer; line: string }> {
   const path = await pathOf(request.op);
-  const query = request.query.length ? `?${request.query.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')}` : '';
+  const query = request.query.length
+    ? `?${request.query.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')}`
+    : '';
   const headers: Record<string, string> = { ...request.headers };
   if (request.op.api === 'public') Object.assign(headers, org.auth);
   let body: string | undefined;
@@ -169,15 +233,29 @@ async function sendTo(origin: string, request: FuzzRequest): Promise<{ answer: A
     headers['Content-Type'] = request.body.mediaType;
     body =
       request.body.mediaType === 'application/x-www-form-urlencoded'
-        ? new URLSearchParams(Object.entries(value as Record<string, unknown>).map(([k, v]): [string, string] => [k, String(v)])).toString()
+        ? new URLSearchParams(
+            Object.entries(value as Record<string, unknown>).map(([k, v]): [string, string] => [k, String(v)]),
+          ).toString()
         : JSON.stringify(value);
   }
-  const response = await fetch(`${origin}${path}${query}`, { method: request.op.method, headers, body, redirect: 'manual' });
-  return { answer: { status: response.status, headers: response.headers, text: await response.text() }, line: describeRequest(request, path) };
+  const response = await fetch(`${origin}${path}${query}`, {
+    method: request.op.method,
+    headers,
+    body,
+    redirect: 'manual',
+  });
+  return {
+    answer: { status: response.status, headers: response.headers, text: await response.text() },
+    line: describeRequest(request, path),
+  };
 }
 
 /** Sends the requests a few at a time, as several clients would: the server waits on its database between them. */
-async function inFlight(list: FuzzRequest[], send: (request: FuzzRequest) => Promise<void>, concurrency = 4): Promise<void> {
+async function inFlight(
+  list: FuzzRequest[],
+  send: (request: FuzzRequest) => Promise<void>,
+  concurrency = 4,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -193,7 +271,11 @@ describe('requests generated from the contracts', () => {
     for (const op of operations) {
       const mine = requests.filter((request) => request.op.id === op.id);
       expect(mine.filter((r) => r.valid).length, `valid requests of ${op.id}`).toBeGreaterThan(VALID_PER_OPERATION / 2);
-      if (op.id !== 'authorizationServerMetadata' && op.method !== 'DELETE') expect(mine.some((r) => !r.valid), `invalid requests of ${op.id}`).toBe(true);
+      if (op.id !== 'authorizationServerMetadata' && op.method !== 'DELETE')
+        expect(
+          mine.some((r) => !r.valid),
+          `invalid requests of ${op.id}`,
+        ).toBe(true);
     }
   });
 
@@ -211,8 +293,13 @@ describe('requests generated from the contracts', () => {
     const report = [...findings.entries()].map(([key, lines]) => `${key} (${lines.length}×, e.g. ${lines[0]})`);
     expect(report).toEqual([]);
     // The requests reach the handlers, not only the validator: most operations succeed at least once.
-    const succeeded = [...statuses.entries()].filter(([, seen]) => [...seen].some((status) => status < 400)).map(([id]) => id);
-    expect(succeeded.length, JSON.stringify(Object.fromEntries([...statuses].map(([id, seen]) => [id, [...seen]])))).toBeGreaterThanOrEqual(25);
+    const succeeded = [...statuses.entries()]
+      .filter(([, seen]) => [...seen].some((status) => status < 400))
+      .map(([id]) => id);
+    expect(
+      succeeded.length,
+      JSON.stringify(Object.fromEntries([...statuses].map(([id, seen]) => [id, [...seen]]))),
+    ).toBeGreaterThanOrEqual(25);
   });
 });
 
@@ -220,7 +307,10 @@ describe('the same requests through Prism’s validating proxy', () => {
   let publicProxy: PrismServer;
   let oauthProxy: PrismServer;
   beforeAll(async () => {
-    [publicProxy, oauthProxy] = await Promise.all([startPrism({ proxy: server.baseUrl }), startPrism({ proxy: server.baseUrl }, OAUTH_SPEC)]);
+    [publicProxy, oauthProxy] = await Promise.all([
+      startPrism({ proxy: server.baseUrl }),
+      startPrism({ proxy: server.baseUrl }, OAUTH_SPEC),
+    ]);
   }, 60_000);
   afterAll(async () => {
     await Promise.all([publicProxy?.stop(), oauthProxy?.stop()]);
@@ -258,6 +348,7 @@ function prismViolations(request: FuzzRequest, answer: Answer): string[] {
     found.push(`${location.join('.')}: ${violation.message}`);
   }
   const refused = answer.headers.get('content-type')?.startsWith('application/problem+json');
-  if (refused && (request.valid || answer.status !== 422)) found.push(`Prism refused the exchange (${answer.status}): ${answer.text.slice(0, 300)}`);
+  if (refused && (request.valid || answer.status !== 422))
+    found.push(`Prism refused the exchange (${answer.status}): ${answer.text.slice(0, 300)}`);
   return [...new Set(found)];
 }

@@ -56,7 +56,11 @@ beforeAll(async () => {
   expect(systemAddresses).toContain(LOOPBACK);
   loopbackServices = await Promise.all(
     [...new Set([LOOPBACK, ...systemAddresses])].map((address) =>
-      startRemoteServer((_req, res) => res.writeHead(200, { 'Content-Type': 'image/png' }).end(png(3)), address, checked.port),
+      startRemoteServer(
+        (_req, res) => res.writeHead(200, { 'Content-Type': 'image/png' }).end(png(3)),
+        address,
+        checked.port,
+      ),
     ),
   );
   server = await startTestServer({
@@ -85,7 +89,9 @@ describe('outbound connections go to the address that was checked', () => {
   it('the rig: a second answer for the name is loopback, which the server refuses', async () => {
     resolver.arm();
     await resolver.resolve(HOST);
-    const response = await call('/public/v1/media/upload-from-url', { url: `http://${HOST}:${checked.port}/first-answer-used-up.png` });
+    const response = await call('/public/v1/media/upload-from-url', {
+      url: `http://${HOST}:${checked.port}/first-answer-used-up.png`,
+    });
     expect(response.status).toBe(422);
     expect((await json(response)).error.message).toContain('loopback');
     expect(loopbackRequests()).toEqual([]);
@@ -94,7 +100,9 @@ describe('outbound connections go to the address that was checked', () => {
 
   it('upload from URL: the file comes from the checked address, loopback is never reached', async () => {
     resolver.arm();
-    const response = await call('/public/v1/media/upload-from-url', { url: `http://${HOST}:${checked.port}/poster.png` });
+    const response = await call('/public/v1/media/upload-from-url', {
+      url: `http://${HOST}:${checked.port}/poster.png`,
+    });
     expect(response.status).toBe(201);
     expect((await json(response)).contentType).toBe('image/png');
     expect(checked.requests).toEqual([{ method: 'GET', path: '/poster.png', host: `${HOST}:${checked.port}` }]);
@@ -103,7 +111,10 @@ describe('outbound connections go to the address that was checked', () => {
 
   it('webhook delivery: the receiver at the checked address gets it, loopback is never reached', async () => {
     resolver.arm();
-    const created = await call('/public/v1/webhooks', { url: `http://${HOST}:${checked.port}/hooks`, eventTypes: ['post.published'] });
+    const created = await call('/public/v1/webhooks', {
+      url: `http://${HOST}:${checked.port}/hooks`,
+      eventTypes: ['post.published'],
+    });
     expect(created.status).toBe(201);
     const endpoint = await json(created);
 
@@ -114,7 +125,11 @@ describe('outbound connections go to the address that was checked', () => {
     const deadline = Date.now() + 15_000;
     let settled: { status: string; lastError: string | null } | undefined;
     while (Date.now() < deadline) {
-      const list = (await json(await call(`/public/v1/webhooks/${endpoint.id}/deliveries`))).data as { id: string; status: string; lastError: string | null }[];
+      const list = (await json(await call(`/public/v1/webhooks/${endpoint.id}/deliveries`))).data as {
+        id: string;
+        status: string;
+        lastError: string | null;
+      }[];
       settled = list.find((item) => item.id === delivery.id && item.status !== 'pending');
       if (settled) break;
       await new Promise((resolve) => setTimeout(resolve, 50));

@@ -14,7 +14,9 @@ describe('the embedded database', () => {
   it('embeds the PostgreSQL major version the server checks data directories against', async () => {
     const database = await openDatabase({});
     try {
-      const { rows } = await sql<{ version: string }>`select current_setting('server_version_num') as version`.execute(database.db);
+      const { rows } = await sql<{ version: string }>`select current_setting('server_version_num') as version`.execute(
+        database.db,
+      );
       expect(Math.floor(Number(rows[0]!.version) / 10_000)).toBe(EMBEDDED_POSTGRES_MAJOR);
     } finally {
       await database.close();
@@ -33,7 +35,9 @@ describe('the embedded database', () => {
       const result = await untilExit(spawnBuilt(program, args, env));
       expect(result.code, result.stderr).toBe(65);
       expect(result.stderr.split('\n')).toEqual([
-        expect.stringContaining(`was made by PostgreSQL 15, and this version embeds PostgreSQL ${EMBEDDED_POSTGRES_MAJOR}`),
+        expect.stringContaining(
+          `was made by PostgreSQL 15, and this version embeds PostgreSQL ${EMBEDDED_POSTGRES_MAJOR}`,
+        ),
       ]);
       expect(result.stdout).not.toContain('is running at');
     }
@@ -44,7 +48,13 @@ describe('the embedded database', () => {
   it('is taken over at once by the next start after its server was killed with SIGKILL, and names a live holder', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'killed-holder-'));
     made.push(dataDir);
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
+    const env = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      HOST: '127.0.0.1',
+    };
     const port = await freePort();
     const first = spawnBuilt('start', [], { ...env, PORT: String(port) });
     const killed = new Promise((resolve) => first.once('exit', resolve));
@@ -71,41 +81,56 @@ describe('the embedded database', () => {
     expect(fs.readdirSync(dataDir).filter((name) => name.includes('lock'))).toEqual([]);
   }, 120_000);
 
-  it.skipIf(process.platform !== 'linux')('is taken over at once when its killed server is not yet reaped by its parent', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'zombie-holder-'));
-    made.push(dataDir);
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
-    const port = await freePort();
-    // The server's parent becomes a process that never collects its children's exit (as an init
-    // that reaps late does): killed, the server stays a zombie, still answering `kill(pid, 0)`.
-    const pidFile = path.join(dataDir, 'server.pid');
-    const parent = spawn('sh', ['-c', `"${process.execPath}" scripts/start.mjs & echo $! > "${pidFile}"; exec sleep 600`], {
-      cwd: ROOT,
-      env: { ...env, PORT: String(port) },
-      stdio: 'ignore',
-    });
-    try {
-      await untilReady(`http://127.0.0.1:${port}/readyz`, parent);
-      const serverPid = Number(fs.readFileSync(pidFile, 'utf8'));
-      process.kill(serverPid, 'SIGKILL');
-      const deadline = Date.now() + 10_000;
-      while (processState(serverPid) !== 'Z' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-      expect(processState(serverPid)).toBe('Z');
-
-      const second = spawnBuilt('start', [], { ...env, PORT: String(port) });
-      let stderr = '';
-      second.stderr?.on('data', (chunk) => (stderr += chunk));
+  it.skipIf(process.platform !== 'linux')(
+    'is taken over at once when its killed server is not yet reaped by its parent',
+    async () => {
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'zombie-holder-'));
+      made.push(dataDir);
+      const env = {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'warn',
+        HOST: '127.0.0.1',
+      };
+      const port = await freePort();
+      // The server's parent becomes a process that never collects its children's exit (as an init
+      // that reaps late does): killed, the server stays a zombie, still answering `kill(pid, 0)`.
+      const pidFile = path.join(dataDir, 'server.pid');
+      const parent = spawn(
+        'sh',
+        ['-c', `"${process.execPath}" scripts/start.mjs & echo $! > "${pidFile}"; exec sleep 600`],
+        {
+          cwd: ROOT,
+          env: { ...env, PORT: String(port) },
+          stdio: 'ignore',
+        },
+      );
       try {
-        await untilReady(`http://127.0.0.1:${port}/readyz`, second, 12_000).catch((error: Error) => {
-          throw new Error(`${error.message}: ${stderr}`);
-        });
+        await untilReady(`http://127.0.0.1:${port}/readyz`, parent);
+        const serverPid = Number(fs.readFileSync(pidFile, 'utf8'));
+        process.kill(serverPid, 'SIGKILL');
+        const deadline = Date.now() + 10_000;
+        while (processState(serverPid) !== 'Z' && Date.now() < deadline)
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(processState(serverPid)).toBe('Z');
+
+        const second = spawnBuilt('start', [], { ...env, PORT: String(port) });
+        let stderr = '';
+        second.stderr?.on('data', (chunk) => (stderr += chunk));
+        try {
+          await untilReady(`http://127.0.0.1:${port}/readyz`, second, 12_000).catch((error: Error) => {
+            throw new Error(`${error.message}: ${stderr}`);
+          });
+        } finally {
+          await stop(second);
+        }
       } finally {
-        await stop(second);
+        parent.kill('SIGKILL');
       }
-    } finally {
-      parent.kill('SIGKILL');
-    }
-  }, 120_000);
+    },
+    120_000,
+  );
 });
 
 /** The state letter Linux shows for a process (`R`, `S`, `Z` for a zombie …). */

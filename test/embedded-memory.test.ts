@@ -35,7 +35,13 @@ describe('the embedded database in a data directory', () => {
     // second after start, which took the process to about 700 MB for a moment: enough to get the
     // server of a small machine killed for memory. It now stays at its baseline tier.
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'embedded-peak-'));
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
+    const env = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      HOST: '127.0.0.1',
+    };
     try {
       // The first start makes the database; the peak that matters is the one of every start after it.
       for (const start of ['first', 'again']) {

@@ -63,7 +63,9 @@ describe('ENCRYPTION_KEY and the key file', () => {
       expect((error as Error).message).toContain('key 2 is not 32 bytes');
       expect((error as Error).message).not.toContain(short);
     }
-    expect(() => parseEncryptionKeys(`a:${raw.toString('base64')},a:${randomBytes(32).toString('base64')}`)).toThrow('twice');
+    expect(() => parseEncryptionKeys(`a:${raw.toString('base64')},a:${randomBytes(32).toString('base64')}`)).toThrow(
+      'twice',
+    );
   });
 
   it('creates the data directory’s key file once, for its owner only, and refuses one others can read', () => {
@@ -103,7 +105,11 @@ describe('the installation’s own keys in the database', () => {
     const legacy = randomBytes(32).toString('base64url');
     await server.ctx.db.insertInto('instance_secrets').values({ name: 'legacy-key', value: legacy }).execute();
     expect((await server.ctx.secrets.get('legacy-key')).toString('base64url')).toBe(legacy);
-    const stored = await server.ctx.db.selectFrom('instance_secrets').select('value').where('name', '=', 'legacy-key').executeTakeFirstOrThrow();
+    const stored = await server.ctx.db
+      .selectFrom('instance_secrets')
+      .select('value')
+      .where('name', '=', 'legacy-key')
+      .executeTakeFirstOrThrow();
     expect(Keyring.isEncrypted(stored.value)).toBe(true);
     expect(stored.value).not.toContain(legacy);
     expect(server.ctx.keyring.decrypt(stored.value, 'instance_secrets:legacy-key')).toBe(legacy);
@@ -133,7 +139,11 @@ describe('a copy of the database', () => {
       for (const spelling of [key.toString('base64url'), key.toString('base64'), key.toString('hex')]) {
         expect(copy.includes(spelling), `${name} as ${spelling}`).toBe(false);
       }
-      const stored = await server.ctx.db.selectFrom('instance_secrets').select('value').where('name', '=', name).executeTakeFirstOrThrow();
+      const stored = await server.ctx.db
+        .selectFrom('instance_secrets')
+        .select('value')
+        .where('name', '=', name)
+        .executeTakeFirstOrThrow();
       expect(Keyring.isEncrypted(stored.value), name).toBe(true);
     }
   });
@@ -147,7 +157,9 @@ async function everyRowAsText(db: TestServer['ctx']['db']): Promise<string> {
   expect(tables.map((table) => table.name)).toContain('instance_secrets');
   const parts: string[] = [];
   for (const table of tables) {
-    const { rows } = await sql<{ row: string }>`select t::text as row from ${sql.table(`${table.schema}.${table.name}`)} t`.execute(db);
+    const { rows } = await sql<{
+      row: string;
+    }>`select t::text as row from ${sql.table(`${table.schema}.${table.name}`)} t`.execute(db);
     parts.push(...rows.map((row) => row.row));
   }
   return parts.join('\n');
@@ -188,38 +200,44 @@ describe('rotating the key, with the built server and admin CLI', () => {
     await stop(child);
   }
 
-  it('re-encrypts every value with a new key, keeps the server working, and a process without the key refuses to start', { timeout: 120_000 }, async () => {
-    await startAndStop();
-    const file = path.join(dataDir, KEY_FILE);
-    const before = fs.readFileSync(file, 'utf8').trim().split('\n');
-    expect(before).toHaveLength(1);
+  it(
+    're-encrypts every value with a new key, keeps the server working, and a process without the key refuses to start',
+    { timeout: 120_000 },
+    async () => {
+      await startAndStop();
+      const file = path.join(dataDir, KEY_FILE);
+      const before = fs.readFileSync(file, 'utf8').trim().split('\n');
+      expect(before).toHaveLength(1);
 
-    const rotated = await untilExit(spawnBuilt('admin', ['rotate-encryption-key'], env()));
-    expect(rotated.code, rotated.stderr).toBe(0);
-    const after = fs.readFileSync(file, 'utf8').trim().split('\n');
-    expect(after).toHaveLength(2);
-    expect(after[1]).toBe(before[0]);
-    const newId = after[0]!.split(':')[0]!;
-    expect(rotated.stdout).toContain(`with the new key "${newId}"`);
-    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+      const rotated = await untilExit(spawnBuilt('admin', ['rotate-encryption-key'], env()));
+      expect(rotated.code, rotated.stderr).toBe(0);
+      const after = fs.readFileSync(file, 'utf8').trim().split('\n');
+      expect(after).toHaveLength(2);
+      expect(after[1]).toBe(before[0]);
+      const newId = after[0]!.split(':')[0]!;
+      expect(rotated.stdout).toContain(`with the new key "${newId}"`);
+      expect(fs.statSync(file).mode & 0o777).toBe(0o600);
 
-    // Every stored value now names the new key.
-    const database = await openDatabase({ databaseUrl, dataDir });
-    try {
-      const { rows } = await sql<{ value: string }>`select value from instance_secrets`.execute(database.db);
-      expect(rows.length).toBeGreaterThan(0);
-      for (const row of rows) expect(Keyring.keyIdOf(row.value)).toBe(newId);
-    } finally {
-      await database.close();
-    }
-    await startAndStop();
+      // Every stored value now names the new key.
+      const database = await openDatabase({ databaseUrl, dataDir });
+      try {
+        const { rows } = await sql<{ value: string }>`select value from instance_secrets`.execute(database.db);
+        expect(rows.length).toBeGreaterThan(0);
+        for (const row of rows) expect(Keyring.keyIdOf(row.value)).toBe(newId);
+      } finally {
+        await database.close();
+      }
+      await startAndStop();
 
-    // A process given other keys than the installation's says so, names no key material, and stops.
-    const stranger = randomBytes(32).toString('base64');
-    const refused = await untilExit(spawnBuilt('start', [], { ...env({ ENCRYPTION_KEY: `other:${stranger}` }), PORT: String(await freePort()) }));
-    expect(refused.code).toBe(78);
-    expect(refused.stderr).toContain(`encrypted with the key "${newId}"`);
-    expect(refused.stderr).toContain('same ENCRYPTION_KEY');
-    expect(refused.stderr + refused.stdout).not.toContain(stranger);
-  });
+      // A process given other keys than the installation's says so, names no key material, and stops.
+      const stranger = randomBytes(32).toString('base64');
+      const refused = await untilExit(
+        spawnBuilt('start', [], { ...env({ ENCRYPTION_KEY: `other:${stranger}` }), PORT: String(await freePort()) }),
+      );
+      expect(refused.code).toBe(78);
+      expect(refused.stderr).toContain(`encrypted with the key "${newId}"`);
+      expect(refused.stderr).toContain('same ENCRYPTION_KEY');
+      expect(refused.stderr + refused.stdout).not.toContain(stranger);
+    },
+  );
 });

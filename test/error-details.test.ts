@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { detailPath, violationDetails } from '../src/http/error-envelope.js';
 
-const v = (path: string, message: string, keyword: string) => ({ path, message, errorCode: `${keyword}.openapi.validation` });
+const v = (path: string, message: string, keyword: string) => ({
+  path,
+  message,
+  errorCode: `${keyword}.openapi.validation`,
+});
 
 describe('validation details', () => {
   it('name the field in the body or the query', () => {

@@ -80,7 +80,10 @@ describe('the error envelope', () => {
     const { createChannel } = await import('./support/fixtures.js');
     const sandbox = await createChannel(server.ctx.db, org.id, 'sandbox');
     // Settings the contract refuses (an unknown field), which a handler reached around the validator would store.
-    const body = JSON.stringify({ type: 'draft', posts: [{ channelId: sandbox.id, content: 'x', settings: { __type: 'sandbox', extra: { a: 1 } } }] });
+    const body = JSON.stringify({
+      type: 'draft',
+      posts: [{ channelId: sandbox.id, content: 'x', settings: { __type: 'sandbox', extra: { a: 1 } } }],
+    });
     const headers = { ...org.auth, 'Content-Type': 'application/json' };
     for (const path of ['/PUBLIC/v1/posts', '/Public/V1/Posts', '/public/v1/Posts']) {
       const response = await server.fetch(path, { method: 'POST', headers, body });
@@ -125,10 +128,19 @@ describe('the error envelope', () => {
 });
 
 /** The raw bytes of an answer, read off the socket: a client library would hide a body sent to a HEAD. */
-async function rawExchange(method: string, path: string, headers: Record<string, string>): Promise<{ status: number; headers: Map<string, string>; body: string }> {
+async function rawExchange(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: Map<string, string>; body: string }> {
   const { port } = new URL(server.baseUrl);
   const socket = net.connect(Number(port), '127.0.0.1');
-  const lines = [`${method} ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close', ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)];
+  const lines = [
+    `${method} ${path} HTTP/1.1`,
+    'Host: 127.0.0.1',
+    'Connection: close',
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+  ];
   // Written without ending the socket: the server closes it after answering (Connection: close).
   socket.write(`${lines.join('\r\n')}\r\n\r\n`);
   const chunks: Buffer[] = [];
@@ -138,7 +150,12 @@ async function rawExchange(method: string, path: string, headers: Record<string,
   const [statusLine, ...headerLines] = text.slice(0, end).split('\r\n');
   return {
     status: Number(statusLine!.split(' ')[1]),
-    headers: new Map(headerLines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()])),
+    headers: new Map(
+      headerLines.map((line) => [
+        line.slice(0, line.indexOf(':')).toLowerCase(),
+        line.slice(line.indexOf(':') + 1).trim(),
+      ]),
+    ),
     body: text.slice(end + 4),
   };
 }
@@ -153,7 +170,8 @@ describe('HEAD', () => {
     expect(get.body.length).toBeGreaterThan(0);
     expect(head.headers.get('content-type')).toBe(get.headers.get('content-type'));
     expect(head.headers.get('content-length')).toBe(get.headers.get('content-length'));
-    for (const name of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'x-request-id']) expect(head.headers.has(name), name).toBe(true);
+    for (const name of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'x-request-id'])
+      expect(head.headers.has(name), name).toBe(true);
   });
 
   it('answers the GET’s errors without a body: 404 for no operation or an unknown id, 401 without credentials', async () => {
@@ -189,7 +207,10 @@ describe('requests the HTTP parser refuses before any route', () => {
   it('answers headers over the limit with 431 in the envelope', async () => {
     const answer = await rawExchange('GET', '/public/v1/channels', { ...org.auth, 'X-Padding': 'x'.repeat(20_000) });
     expect(answer.status).toBe(431);
-    expect(envelopeOf(answer)).toMatchObject({ code: 'headers_too_large', message: expect.stringMatching(/headers are larger/) });
+    expect(envelopeOf(answer)).toMatchObject({
+      code: 'headers_too_large',
+      message: expect.stringMatching(/headers are larger/),
+    });
   });
 
   it('answers a header with a NUL or a broken request line with 400 in the envelope', async () => {
@@ -198,7 +219,10 @@ describe('requests the HTTP parser refuses before any route', () => {
     expect(envelopeOf(nul).code).toBe('validation_failed');
     const broken = await rawExchange('GET', '/public/v1/channels extra words', org.auth);
     expect(broken.status).toBe(400);
-    expect(envelopeOf(broken)).toMatchObject({ code: 'validation_failed', message: expect.stringMatching(/not valid HTTP/) });
+    expect(envelopeOf(broken)).toMatchObject({
+      code: 'validation_failed',
+      message: expect.stringMatching(/not valid HTTP/),
+    });
   });
 });
 

@@ -14,7 +14,9 @@ const READ_SCOPE = 'https://www.googleapis.com/auth/youtube.readonly';
 let google: FakeGoogle;
 
 beforeAll(async () => {
-  google = await startFakeGoogle({ account: { channelId: 'UC_fake_google_test_001', title: 'Acme Videos', handle: '@acmevideos' } });
+  google = await startFakeGoogle({
+    account: { channelId: 'UC_fake_google_test_001', title: 'Acme Videos', handle: '@acmevideos' },
+  });
 });
 afterAll(async () => {
   await google?.close();
@@ -48,9 +50,18 @@ async function codeFrom(params: Record<string, string | undefined> = {}): Promis
   return new URL(answer.headers.get('location')!).searchParams.get('code')!;
 }
 
-async function tokenRequest(form: Record<string, string>, init: { headers?: Record<string, string>; withClient?: boolean } = {}): Promise<Response> {
-  const body = new URLSearchParams(init.withClient === false ? form : { client_id: google.clientId, client_secret: google.clientSecret, ...form });
-  return fetch(`${google.url}/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...init.headers }, body });
+async function tokenRequest(
+  form: Record<string, string>,
+  init: { headers?: Record<string, string>; withClient?: boolean } = {},
+): Promise<Response> {
+  const body = new URLSearchParams(
+    init.withClient === false ? form : { client_id: google.clientId, client_secret: google.clientSecret, ...form },
+  );
+  return fetch(`${google.url}/token`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...init.headers },
+    body,
+  });
 }
 
 interface Tokens {
@@ -65,13 +76,20 @@ interface Tokens {
 async function connect(params: Record<string, string | undefined> = {}): Promise<Tokens> {
   const { verifier, challenge } = pkce();
   const code = await codeFrom({ code_challenge: challenge, code_challenge_method: 'S256', ...params });
-  const answer = await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier });
+  const answer = await tokenRequest({
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: REDIRECT_URI,
+    code_verifier: verifier,
+  });
   expect(answer.status).toBe(200);
   return (await answer.json()) as Tokens;
 }
 
 const channels = (accessToken?: string) =>
-  fetch(`${google.url}/youtube/v3/channels?part=snippet&mine=true`, { headers: accessToken ? { Authorization: `Bearer ${accessToken}` } : {} });
+  fetch(`${google.url}/youtube/v3/channels?part=snippet&mine=true`, {
+    headers: accessToken ? { Authorization: `Bearer ${accessToken}` } : {},
+  });
 
 describe('the consent page', () => {
   it('sends the browser back with a code, the exact state and the scopes granted', async () => {
@@ -87,7 +105,12 @@ describe('the consent page', () => {
 
   it('shows an error page, and sends nothing back, for an unknown client or a malformed request', async () => {
     const unknownClient = { client_id: 'someone-else.apps.googleusercontent.com' };
-    for (const params of [unknownClient, { client_id: undefined }, { redirect_uri: undefined }, { redirect_uri: 'not a uri' }]) {
+    for (const params of [
+      unknownClient,
+      { client_id: undefined },
+      { redirect_uri: undefined },
+      { redirect_uri: 'not a uri' },
+    ]) {
       const answer = await consent(params);
       expect(answer.status, JSON.stringify(params)).toBe(400);
       expect(answer.headers.get('content-type')).toMatch(/^text\/html/);
@@ -95,7 +118,12 @@ describe('the consent page', () => {
     }
     expect(await (await consent({ client_id: 'someone-else' })).text()).toContain('invalid_client');
     const badChallenge = { code_challenge_method: 'S512', code_challenge: pkce().challenge };
-    for (const params of [{ response_type: 'token' }, { scope: undefined }, { access_type: 'sometimes' }, badChallenge]) {
+    for (const params of [
+      { response_type: 'token' },
+      { scope: undefined },
+      { access_type: 'sometimes' },
+      badChallenge,
+    ]) {
       const answer = await consent(params);
       expect(answer.status, JSON.stringify(params)).toBe(400);
       expect(answer.headers.get('location')).toBeNull();
@@ -116,7 +144,12 @@ describe('the token endpoint', () => {
   it('exchanges a code with its PKCE verifier for an access token and, offline, a refresh token', async () => {
     const { verifier, challenge } = pkce();
     const code = await codeFrom({ code_challenge: challenge, code_challenge_method: 'S256' });
-    const answer = await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier });
+    const answer = await tokenRequest({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+    });
     expect(answer.status).toBe(200);
     expect(answer.headers.get('cache-control')).toContain('no-store');
     const tokens = (await answer.json()) as Tokens;
@@ -137,17 +170,33 @@ describe('the token endpoint', () => {
     const { verifier, challenge } = pkce();
     const code = await codeFrom({ code_challenge: challenge, code_challenge_method: 'S256' });
     const exchange = (form: Record<string, string>) =>
-      tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, ...form });
+      tokenRequest({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: verifier,
+        ...form,
+      });
     expect((await exchange({})).status).toBe(200);
     const reused = await exchange({});
     expect(reused.status).toBe(400);
     expect(await reused.json()).toEqual({ error: 'invalid_grant', error_description: 'Bad Request' });
 
-    const refusals: Record<string, string>[] = [{ code_verifier: pkce().verifier }, { code_verifier: '' }, { redirect_uri: 'http://127.0.0.1:9/elsewhere' }];
+    const refusals: Record<string, string>[] = [
+      { code_verifier: pkce().verifier },
+      { code_verifier: '' },
+      { redirect_uri: 'http://127.0.0.1:9/elsewhere' },
+    ];
     for (const form of refusals) {
       const other = pkce();
       const fresh = await codeFrom({ code_challenge: other.challenge, code_challenge_method: 'S256' });
-      const answer = await tokenRequest({ grant_type: 'authorization_code', code: fresh, redirect_uri: REDIRECT_URI, code_verifier: other.verifier, ...form });
+      const answer = await tokenRequest({
+        grant_type: 'authorization_code',
+        code: fresh,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: other.verifier,
+        ...form,
+      });
       expect(answer.status, JSON.stringify(form)).toBe(400);
       expect((await json(answer)).error).toBe('invalid_grant');
     }
@@ -155,7 +204,12 @@ describe('the token endpoint', () => {
     const late = pkce();
     const expiring = await codeFrom({ code_challenge: late.challenge, code_challenge_method: 'S256' });
     google.advanceClock(10 * 60 + 1);
-    const expired = await tokenRequest({ grant_type: 'authorization_code', code: expiring, redirect_uri: REDIRECT_URI, code_verifier: late.verifier });
+    const expired = await tokenRequest({
+      grant_type: 'authorization_code',
+      code: expiring,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: late.verifier,
+    });
     expect((await json(expired)).error).toBe('invalid_grant');
   });
 
@@ -173,7 +227,11 @@ describe('the token endpoint', () => {
     const wrongSecret = await tokenRequest({ grant_type: 'refresh_token', refresh_token: 'x', client_secret: 'guess' });
     expect(wrongSecret.status).toBe(401);
     expect((await json(wrongSecret)).error).toBe('invalid_client');
-    const unknownClient = await tokenRequest({ grant_type: 'refresh_token', refresh_token: 'x', client_id: 'other.apps.googleusercontent.com' });
+    const unknownClient = await tokenRequest({
+      grant_type: 'refresh_token',
+      refresh_token: 'x',
+      client_id: 'other.apps.googleusercontent.com',
+    });
     expect(unknownClient.status).toBe(401);
     expect((await json(unknownClient)).error).toBe('invalid_client');
   });
@@ -182,14 +240,23 @@ describe('the token endpoint', () => {
     const asJson = await fetch(`${google.url}/token`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ client_id: google.clientId, client_secret: google.clientSecret, grant_type: 'refresh_token', refresh_token: 'x' }),
+      body: JSON.stringify({
+        client_id: google.clientId,
+        client_secret: google.clientSecret,
+        grant_type: 'refresh_token',
+        refresh_token: 'x',
+      }),
     });
     expect(asJson.status).toBe(400);
     expect((await json(asJson)).error).toBe('invalid_request');
     const unsupported = await tokenRequest({ grant_type: 'password' });
     expect(unsupported.status).toBe(400);
     expect((await json(unsupported)).error).toBe('unsupported_grant_type');
-    const incomplete: Record<string, string>[] = [{}, { grant_type: 'authorization_code' }, { grant_type: 'refresh_token' }];
+    const incomplete: Record<string, string>[] = [
+      {},
+      { grant_type: 'authorization_code' },
+      { grant_type: 'refresh_token' },
+    ];
     for (const form of incomplete) {
       const answer = await tokenRequest(form);
       expect(answer.status, JSON.stringify(form)).toBe(400);
@@ -232,7 +299,10 @@ describe('revocation', () => {
     google.revokeAll();
     const refresh = await tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token! });
     expect(refresh.status).toBe(400);
-    expect(await refresh.json()).toEqual({ error: 'invalid_grant', error_description: 'Token has been expired or revoked.' });
+    expect(await refresh.json()).toEqual({
+      error: 'invalid_grant',
+      error_description: 'Token has been expired or revoked.',
+    });
 
     const refused = await channels(tokens.access_token);
     expect(refused.status).toBe(401);
@@ -253,17 +323,25 @@ describe('revocation', () => {
   it('revokes a grant through /revoke with either of its tokens, once', async () => {
     const tokens = await connect();
     const revoke = (token: string) =>
-      fetch(`${google.url}/revoke`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token }) });
+      fetch(`${google.url}/revoke`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token }),
+      });
     expect((await revoke(tokens.refresh_token!)).status).toBe(200);
     expect((await channels(tokens.access_token)).status).toBe(401);
-    expect((await json(await tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }))).error).toBe('invalid_grant');
+    expect(
+      (await json(await tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }))).error,
+    ).toBe('invalid_grant');
     const twice = await revoke(tokens.refresh_token!);
     expect(twice.status).toBe(400);
     expect((await json(twice)).error).toBe('invalid_token');
 
     const other = await connect();
     expect((await revoke(other.access_token)).status).toBe(200);
-    expect((await json(await tokenRequest({ grant_type: 'refresh_token', refresh_token: other.refresh_token! }))).error).toBe('invalid_grant');
+    expect(
+      (await json(await tokenRequest({ grant_type: 'refresh_token', refresh_token: other.refresh_token! }))).error,
+    ).toBe('invalid_grant');
   });
 });
 
@@ -278,7 +356,11 @@ describe('channels.list', () => {
     expect(body.items[0]).toMatchObject({
       kind: 'youtube#channel',
       id: 'UC_fake_google_test_001',
-      snippet: { title: 'Acme Videos', customUrl: '@acmevideos', thumbnails: { default: { url: google.account.thumbnailUrl } } },
+      snippet: {
+        title: 'Acme Videos',
+        customUrl: '@acmevideos',
+        thumbnails: { default: { url: google.account.thumbnailUrl } },
+      },
     });
   });
 
@@ -298,7 +380,12 @@ describe('videos.insert as a resumable upload', () => {
   let accessToken: string;
   const video = Buffer.from(Array.from({ length: VIDEO_BYTES }, (_, i) => (i * 31) % 251));
   const metadata = {
-    snippet: { title: 'Launch day', description: 'Our launch, in two minutes.', tags: ['launch', 'acme'], categoryId: '28' },
+    snippet: {
+      title: 'Launch day',
+      description: 'Our launch, in two minutes.',
+      tags: ['launch', 'acme'],
+      categoryId: '28',
+    },
     status: { privacyStatus: 'unlisted', selfDeclaredMadeForKids: false },
   };
 
@@ -323,7 +410,9 @@ describe('videos.insert as a resumable upload', () => {
     const answer = await initiate();
     expect(answer.status).toBe(200);
     const location = answer.headers.get('location')!;
-    expect(location).toMatch(new RegExp(`^${google.url}/upload/youtube/v3/videos\\?uploadType=resumable&upload_id=\\S+$`));
+    expect(location).toMatch(
+      new RegExp(`^${google.url}/upload/youtube/v3/videos\\?uploadType=resumable&upload_id=\\S+$`),
+    );
     return location;
   }
 
@@ -335,8 +424,10 @@ describe('videos.insert as a resumable upload', () => {
       headers: { 'Content-Range': `bytes ${start}-${end}/${VIDEO_BYTES}`, 'Content-Type': 'video/mp4' },
       body: video.subarray(start, end + 1),
     });
-  const status = (uri: string) => fetch(uri, { method: 'PUT', redirect: 'manual', headers: { 'Content-Range': `bytes */${VIDEO_BYTES}` } });
-  const sessionOf = (uri: string) => google.sessions().find((s) => s.id === new URL(uri).searchParams.get('upload_id'))!;
+  const status = (uri: string) =>
+    fetch(uri, { method: 'PUT', redirect: 'manual', headers: { 'Content-Range': `bytes */${VIDEO_BYTES}` } });
+  const sessionOf = (uri: string) =>
+    google.sessions().find((s) => s.id === new URL(uri).searchParams.get('upload_id'))!;
 
   /** Sends the rest of the video from `from` in chunks of 256 KiB; the last answer. */
   async function sendFrom(uri: string, from: number): Promise<Response> {
@@ -378,14 +469,26 @@ describe('videos.insert as a resumable upload', () => {
       channelId: 'UC_fake_google_test_001',
     });
     expect(google.videoBytes(resource.id)!.equals(video)).toBe(true);
-    expect(sessionOf(uri)).toMatchObject({ total: VIDEO_BYTES, received: VIDEO_BYTES, stored: VIDEO_BYTES, completed: true });
+    expect(sessionOf(uri)).toMatchObject({
+      total: VIDEO_BYTES,
+      received: VIDEO_BYTES,
+      stored: VIDEO_BYTES,
+      completed: true,
+    });
 
     // The session's requests carried no token; the initiation did.
     const path = new URL(uri).pathname + new URL(uri).search;
     expect(google.requests.filter((r) => r.path === path).every((r) => r.auth === 'none')).toBe(true);
-    expect(google.requests.some((r) => r.method === 'POST' && r.path.startsWith('/upload/youtube/v3/videos?') && r.auth === 'bearer')).toBe(true);
+    expect(
+      google.requests.some(
+        (r) => r.method === 'POST' && r.path.startsWith('/upload/youtube/v3/videos?') && r.auth === 'bearer',
+      ),
+    ).toBe(true);
 
-    const list = (ids: string) => fetch(`${google.url}/youtube/v3/videos?part=status&id=${ids}`, { headers: { Authorization: `Bearer ${accessToken}` } });
+    const list = (ids: string) =>
+      fetch(`${google.url}/youtube/v3/videos?part=status&id=${ids}`, {
+        headers: { Authorization: `Bearer ${accessToken}` },
+      });
     const listed = await json(await list(`${resource.id},unknown0000`));
     expect(listed.items).toHaveLength(1);
     expect(listed.items[0]).toMatchObject({ id: resource.id, status: { privacyStatus: 'unlisted' } });
@@ -434,7 +537,9 @@ describe('videos.insert as a resumable upload', () => {
       expect(error).toMatchObject({ code: 400, errors: [{ domain: 'youtube.video', reason }] });
       expect(answer.headers.get('location')).toBeNull();
     }
-    expect((await initiate({ ...metadata, snippet: { ...metadata.snippet, title: 'x'.repeat(100) } })).status).toBe(200);
+    expect((await initiate({ ...metadata, snippet: { ...metadata.snippet, title: 'x'.repeat(100) } })).status).toBe(
+      200,
+    );
     expect((await initiate(metadata, { 'X-Upload-Content-Type': 'image/png' })).status).toBe(400);
     expect((await initiate(metadata, { 'X-Upload-Content-Length': 'lots' })).status).toBe(400);
   });
@@ -445,13 +550,20 @@ describe('videos.insert as a resumable upload', () => {
       const answer = await initiate();
       expect(answer.status).toBe(403);
       expect(await answer.json()).toEqual({
-        error: { code: 403, message: expect.any(String), errors: [{ domain: 'youtube.quota', reason: 'quotaExceeded', message: expect.any(String) }] },
+        error: {
+          code: 403,
+          message: expect.any(String),
+          errors: [{ domain: 'youtube.quota', reason: 'quotaExceeded', message: expect.any(String) }],
+        },
       });
     }
     google.failNextUploads(1, 'uploadLimitExceeded');
     const limited = await initiate();
     expect(limited.status).toBe(400);
-    expect((await json(limited)).error.errors[0]).toMatchObject({ domain: 'youtube.video', reason: 'uploadLimitExceeded' });
+    expect((await json(limited)).error.errors[0]).toMatchObject({
+      domain: 'youtube.video',
+      reason: 'uploadLimitExceeded',
+    });
     google.failNextUploads(1, 'forbidden');
     const forbidden = await initiate();
     expect(forbidden.status).toBe(403);
@@ -498,7 +610,11 @@ describe('videos.insert as a resumable upload', () => {
     const asked = await status(uri);
     expect(asked.status).toBe(200);
     const resource = await json(asked);
-    expect(resource).toMatchObject({ kind: 'youtube#video', id: google.videos.at(-1)!.id, snippet: { title: 'Launch day' } });
+    expect(resource).toMatchObject({
+      kind: 'youtube#video',
+      id: google.videos.at(-1)!.id,
+      snippet: { title: 'Launch day' },
+    });
     expect(google.videos.length).toBe(before + 1);
   });
 });

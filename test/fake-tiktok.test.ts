@@ -18,7 +18,14 @@ afterAll(async () => {
 });
 
 async function consent(params: Record<string, string> = {}): Promise<URL> {
-  const query = new URLSearchParams({ client_key: tiktok.clientKey, response_type: 'code', scope: ALL_SCOPES, redirect_uri: REDIRECT_URI, state: 'st-1', ...params });
+  const query = new URLSearchParams({
+    client_key: tiktok.clientKey,
+    response_type: 'code',
+    scope: ALL_SCOPES,
+    redirect_uri: REDIRECT_URI,
+    state: 'st-1',
+    ...params,
+  });
   const response = await fetch(`${tiktok.url}/v2/auth/authorize/?${query}`, { redirect: 'manual' });
   expect(response.status).toBe(302);
   return new URL(response.headers.get('location')!);
@@ -35,13 +42,19 @@ async function token(form: Record<string, string>) {
 
 async function connected(scope = ALL_SCOPES) {
   const code = (await consent({ scope })).searchParams.get('code')!;
-  return (await token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI })).body as { access_token: string; refresh_token: string };
+  return (await token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI })).body as {
+    access_token: string;
+    refresh_token: string;
+  };
 }
 
 async function api(accessToken: string, path: string, body?: unknown) {
   const response = await fetch(`${tiktok.url}${path}`, {
     method: body === undefined ? 'GET' : 'POST',
-    headers: { Authorization: `Bearer ${accessToken}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json; charset=UTF-8' }) },
+    headers: {
+      Authorization: `Bearer ${accessToken}`,
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json; charset=UTF-8' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: response.status, body: await json(response) };
@@ -53,10 +66,19 @@ describe('Login Kit', () => {
     expect(back.searchParams.get('state')).toBe('st-1');
     expect(back.searchParams.get('scopes')).toBe(ALL_SCOPES);
     const code = back.searchParams.get('code')!;
-    expect((await token({ grant_type: 'authorization_code', code, redirect_uri: 'http://127.0.0.1:9/elsewhere' })).body.error).toBe('invalid_request');
+    expect(
+      (await token({ grant_type: 'authorization_code', code, redirect_uri: 'http://127.0.0.1:9/elsewhere' })).body
+        .error,
+    ).toBe('invalid_request');
     const granted = await token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI });
     expect(granted.status).toBe(200);
-    expect(granted.body).toMatchObject({ open_id: tiktok.account.openId, expires_in: 86_400, refresh_expires_in: 31_536_000, scope: ALL_SCOPES, token_type: 'Bearer' });
+    expect(granted.body).toMatchObject({
+      open_id: tiktok.account.openId,
+      expires_in: 86_400,
+      refresh_expires_in: 31_536_000,
+      scope: ALL_SCOPES,
+      token_type: 'Bearer',
+    });
     const again = await token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI });
     expect(again.status).toBe(400);
     expect(again.body).toMatchObject({ error: 'invalid_grant' });
@@ -76,8 +98,12 @@ describe('Login Kit', () => {
     const refreshed = await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token });
     expect(refreshed.status).toBe(200);
     expect(refreshed.body.refresh_token).not.toBe(first.refresh_token);
-    expect((await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token })).body.error).toBe('invalid_grant');
-    expect((await token({ grant_type: 'refresh_token', refresh_token: refreshed.body.refresh_token })).status).toBe(200);
+    expect((await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token })).body.error).toBe(
+      'invalid_grant',
+    );
+    expect((await token({ grant_type: 'refresh_token', refresh_token: refreshed.body.refresh_token })).status).toBe(
+      200,
+    );
   });
 
   it('revokes a token: the account’s tokens stop working', async () => {
@@ -85,14 +111,20 @@ describe('Login Kit', () => {
     const revoked = await fetch(`${tiktok.url}/v2/oauth/revoke/`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ client_key: tiktok.clientKey, client_secret: tiktok.clientSecret, token: tokens.access_token }),
+      body: new URLSearchParams({
+        client_key: tiktok.clientKey,
+        client_secret: tiktok.clientSecret,
+        token: tokens.access_token,
+      }),
     });
     expect(revoked.status).toBe(200);
     expect(await json(revoked)).toEqual({});
     const refused = await api(tokens.access_token, '/v2/user/info/?fields=open_id');
     expect(refused.status).toBe(401);
     expect(refused.body.error.code).toBe('access_token_invalid');
-    expect((await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token })).body.error).toBe('invalid_grant');
+    expect((await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token })).body.error).toBe(
+      'invalid_grant',
+    );
   });
 });
 
@@ -100,16 +132,22 @@ describe('the API', () => {
   it('answers the envelope, only the fields asked for, and scope_not_authorized for a scope not granted', async () => {
     const tokens = await connected('user.info.basic,video.publish');
     const info = await api(tokens.access_token, '/v2/user/info/?fields=open_id,display_name');
-    expect(info.body).toEqual({ data: { user: { open_id: tiktok.account.openId, display_name: 'Acme on TikTok' } }, error: { code: 'ok', message: '', log_id: expect.any(String) } });
+    expect(info.body).toEqual({
+      data: { user: { open_id: tiktok.account.openId, display_name: 'Acme on TikTok' } },
+      error: { code: 'ok', message: '', log_id: expect.any(String) },
+    });
     const stats = await api(tokens.access_token, '/v2/user/info/?fields=follower_count');
     expect(stats.status).toBe(401);
     expect(stats.body.error.code).toBe('scope_not_authorized');
-    expect((await api(tokens.access_token, '/v2/video/list/?fields=id', {})).body.error.code).toBe('scope_not_authorized');
+    expect((await api(tokens.access_token, '/v2/video/list/?fields=id', {})).body.error.code).toBe(
+      'scope_not_authorized',
+    );
   });
 
   it('allows 20 creator-info queries a minute per token, then 429 rate_limit_exceeded', async () => {
     const tokens = await connected();
-    for (let i = 0; i < 20; i++) expect((await api(tokens.access_token, '/v2/post/publish/creator_info/query/', {})).status).toBe(200);
+    for (let i = 0; i < 20; i++)
+      expect((await api(tokens.access_token, '/v2/post/publish/creator_info/query/', {})).status).toBe(200);
     const refused = await api(tokens.access_token, '/v2/post/publish/creator_info/query/', {});
     expect(refused.status).toBe(429);
     expect(refused.body.error.code).toBe('rate_limit_exceeded');
@@ -139,11 +177,16 @@ describe('the API', () => {
     const { publish_id: publishId, upload_url: uploadUrl } = init.body.data;
     const bytes = Buffer.alloc(size, 7);
     const put = (start: number, end: number) =>
-      fetch(uploadUrl, { method: 'PUT', headers: { 'Content-Type': 'video/mp4', 'Content-Range': `bytes ${start}-${end}/${size}` }, body: bytes.subarray(start, end + 1) });
+      fetch(uploadUrl, {
+        method: 'PUT',
+        headers: { 'Content-Type': 'video/mp4', 'Content-Range': `bytes ${start}-${end}/${size}` },
+        body: bytes.subarray(start, end + 1),
+      });
     // Out of order: refused.
     expect((await put(5 * MB, size - 1)).status).toBe(416);
     expect((await put(0, 5 * MB - 1)).status).toBe(206);
-    const status = async () => (await api(tokens.access_token, '/v2/post/publish/status/fetch/', { publish_id: publishId })).body.data;
+    const status = async () =>
+      (await api(tokens.access_token, '/v2/post/publish/status/fetch/', { publish_id: publishId })).body.data;
     expect(await status()).toMatchObject({ status: 'PROCESSING_UPLOAD', uploaded_bytes: 5 * MB });
     expect((await put(5 * MB, size - 1)).status).toBe(201);
     expect(await status()).toMatchObject({ status: 'PROCESSING_UPLOAD', uploaded_bytes: size });
@@ -162,12 +205,19 @@ describe('the API', () => {
   it('refuses a privacy level the creator does not allow, and anything but SELF_ONLY from an unaudited app', async () => {
     const tokens = await connected();
     const init = (privacy: string) =>
-      api(tokens.access_token, '/v2/post/publish/video/init/', { post_info: { privacy_level: privacy }, source_info: { source: 'FILE_UPLOAD', video_size: 1000, chunk_size: 1000, total_chunk_count: 1 } });
+      api(tokens.access_token, '/v2/post/publish/video/init/', {
+        post_info: { privacy_level: privacy },
+        source_info: { source: 'FILE_UPLOAD', video_size: 1000, chunk_size: 1000, total_chunk_count: 1 },
+      });
     expect((await init('FOLLOWER_OF_CREATOR')).body.error.code).toBe('privacy_level_option_mismatch');
     tiktok.unaudited(true);
     try {
-      expect((await init('PUBLIC_TO_EVERYONE')).body.error.code).toBe('unaudited_client_can_only_post_to_private_accounts');
-      expect((await api(tokens.access_token, '/v2/post/publish/creator_info/query/', {})).body.data.privacy_level_options).toEqual(['SELF_ONLY']);
+      expect((await init('PUBLIC_TO_EVERYONE')).body.error.code).toBe(
+        'unaudited_client_can_only_post_to_private_accounts',
+      );
+      expect(
+        (await api(tokens.access_token, '/v2/post/publish/creator_info/query/', {})).body.data.privacy_level_options,
+      ).toEqual(['SELF_ONLY']);
       expect((await init('SELF_ONLY')).status).toBe(200);
     } finally {
       tiktok.unaudited(false);
@@ -176,19 +226,34 @@ describe('the API', () => {
 
   it('allows 6 inits a minute per token, refuses an unverified PULL_FROM_URL, and fails a publication with its reason', async () => {
     const tokens = await connected();
-    const pull = await api(tokens.access_token, '/v2/post/publish/inbox/video/init/', { source_info: { source: 'PULL_FROM_URL', video_url: 'https://media.example/v.mp4' } });
+    const pull = await api(tokens.access_token, '/v2/post/publish/inbox/video/init/', {
+      source_info: { source: 'PULL_FROM_URL', video_url: 'https://media.example/v.mp4' },
+    });
     expect(pull.status).toBe(403);
     expect(pull.body.error.code).toBe('url_ownership_unverified');
     const inits: { status: number; body: any }[] = [];
     for (let i = 0; i < 6; i++) {
-      inits.push(await api(tokens.access_token, '/v2/post/publish/inbox/video/init/', { source_info: { source: 'FILE_UPLOAD', video_size: 10, chunk_size: 10, total_chunk_count: 1 } }));
+      inits.push(
+        await api(tokens.access_token, '/v2/post/publish/inbox/video/init/', {
+          source_info: { source: 'FILE_UPLOAD', video_size: 10, chunk_size: 10, total_chunk_count: 1 },
+        }),
+      );
     }
     // The refused PULL_FROM_URL counted: the sixth is over the limit.
     expect(inits.map((i) => i.status)).toEqual([200, 200, 200, 200, 200, 429]);
     tiktok.failNextPublication('frame_rate_check_failed');
     const { publish_id: publishId, upload_url: uploadUrl } = inits[0]!.body.data;
-    expect((await fetch(uploadUrl, { method: 'PUT', headers: { 'Content-Type': 'video/mp4', 'Content-Range': 'bytes 0-9/10' }, body: Buffer.alloc(10) })).status).toBe(201);
-    const status = async () => (await api(tokens.access_token, '/v2/post/publish/status/fetch/', { publish_id: publishId })).body.data;
+    expect(
+      (
+        await fetch(uploadUrl, {
+          method: 'PUT',
+          headers: { 'Content-Type': 'video/mp4', 'Content-Range': 'bytes 0-9/10' },
+          body: Buffer.alloc(10),
+        })
+      ).status,
+    ).toBe(201);
+    const status = async () =>
+      (await api(tokens.access_token, '/v2/post/publish/status/fetch/', { publish_id: publishId })).body.data;
     expect((await status()).status).toBe('PROCESSING_UPLOAD');
     expect(await status()).toMatchObject({ status: 'FAILED', fail_reason: 'frame_rate_check_failed' });
   });
@@ -211,13 +276,23 @@ describe('the API', () => {
       })),
     );
     // From just after the newest of these (the post published above is newer still).
-    const first = await api(tokens.access_token, '/v2/video/list/?fields=id,create_time', { max_count: 20, cursor: (base + 24 * 60 + 1) * 1000 });
+    const first = await api(tokens.access_token, '/v2/video/list/?fields=id,create_time', {
+      max_count: 20,
+      cursor: (base + 24 * 60 + 1) * 1000,
+    });
     expect(first.body.data.videos).toHaveLength(20);
     expect(first.body.data.videos[0]).toEqual({ id: String(7_000_000_000_024), create_time: base + 24 * 60 });
     expect(first.body.data.has_more).toBe(true);
-    const second = await api(tokens.access_token, '/v2/video/list/?fields=id', { max_count: 20, cursor: first.body.data.cursor });
-    expect(second.body.data.videos.map((v: { id: string }) => v.id)).toEqual([4, 3, 2, 1, 0].map((i) => String(7_000_000_000_000 + i)));
+    const second = await api(tokens.access_token, '/v2/video/list/?fields=id', {
+      max_count: 20,
+      cursor: first.body.data.cursor,
+    });
+    expect(second.body.data.videos.map((v: { id: string }) => v.id)).toEqual(
+      [4, 3, 2, 1, 0].map((i) => String(7_000_000_000_000 + i)),
+    );
     expect(second.body.data.has_more).toBe(false);
-    expect((await api(tokens.access_token, '/v2/video/list/?fields=id', { max_count: 21 })).body.error.code).toBe('invalid_params');
+    expect((await api(tokens.access_token, '/v2/video/list/?fields=id', { max_count: 21 })).body.error.code).toBe(
+      'invalid_params',
+    );
   });
 });

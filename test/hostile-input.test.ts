@@ -31,27 +31,47 @@ describe('over-long values in the account forms', () => {
 
   it('refuses a sign-up with an email address longer than any deliverable one, or over-long names', async () => {
     const visitor = new BrowserSession(server);
-    const email = await visitor.submit('/signup', '/signup', { name: 'A', email: `${letters(6000)}@example.com`, password: 'long enough password', organizationName: 'A' });
+    const email = await visitor.submit('/signup', '/signup', {
+      name: 'A',
+      email: `${letters(6000)}@example.com`,
+      password: 'long enough password',
+      organizationName: 'A',
+    });
     expect(email.status).toBe(400);
     expect(await email.text()).toMatch(/must be an email address/);
-    const organization = await visitor.submit('/signup', '/signup', { name: 'B', email: 'b@example.com', password: 'long enough password', organizationName: letters(101) });
+    const organization = await visitor.submit('/signup', '/signup', {
+      name: 'B',
+      email: 'b@example.com',
+      password: 'long enough password',
+      organizationName: letters(101),
+    });
     expect(organization.status).toBe(400);
     expect(await organization.text()).toMatch(/at most 100 characters/);
-    const name = await visitor.submit('/signup', '/signup', { name: letters(101), email: 'c@example.com', password: 'long enough password', organizationName: 'C' });
+    const name = await visitor.submit('/signup', '/signup', {
+      name: letters(101),
+      email: 'c@example.com',
+      password: 'long enough password',
+      organizationName: 'C',
+    });
     expect(name.status).toBe(400);
   });
 
   it('answers a log-in with a very long email like any unknown email, and counts it against the throttle', async () => {
     const visitor = new BrowserSession(server);
     const email = `${letters(6000)}@example.com`;
-    for (let i = 0; i < 10; i++) expect((await visitor.submit('/login', '/login', { email, password: 'whatever it is' })).status).toBe(401);
+    for (let i = 0; i < 10; i++)
+      expect((await visitor.submit('/login', '/login', { email, password: 'whatever it is' })).status).toBe(401);
     expect((await visitor.submit('/login', '/login', { email, password: 'whatever it is' })).status).toBe(429);
   });
 });
 
 describe('the NUL character, which the database cannot store', () => {
   const apiJson = (path: string, body: unknown) =>
-    server.fetch(path, { method: 'POST', headers: { ...org.auth, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    server.fetch(path, {
+      method: 'POST',
+      headers: { ...org.auth, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
 
   async function expectEnvelope(response: Response, path: string) {
     expect(response.status).toBe(400);
@@ -61,7 +81,10 @@ describe('the NUL character, which the database cannot store', () => {
   }
 
   it('is refused by the Public API in its envelope, in a body, a query or a path', async () => {
-    await expectEnvelope(await apiJson('/public/v1/media/uploads', { fileName: 'a\u0000.png', contentType: 'image/png', size: 10 }), 'fileName');
+    await expectEnvelope(
+      await apiJson('/public/v1/media/uploads', { fileName: 'a\u0000.png', contentType: 'image/png', size: 10 }),
+      'fileName',
+    );
     await expectEnvelope(
       await apiJson('/public/v1/posts', { type: 'draft', posts: [{ channelId: 'ch_x', content: 'hello\u0000' }] }),
       'posts[0].content',
@@ -78,7 +101,11 @@ describe('the NUL character, which the database cannot store', () => {
       JSON.stringify({ token: 'pos_\u0000', client_id: 'pca_x', client_secret: 'x' }),
     ]) {
       for (const path of ['/api/oauth/token', '/api/oauth/revoke']) {
-        const response = await server.fetch(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+        const response = await server.fetch(path, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body,
+        });
         expect(response.status).toBe(400);
         expect(((await response.json()) as { error: string }).error).toBe('invalid_request');
       }
@@ -92,7 +119,10 @@ describe('the NUL character, which the database cannot store', () => {
     // A client id that is no client's shape is an unknown client, asked of nobody.
     const basic = await server.fetch('/api/oauth/token', {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Authorization: `Basic ${Buffer.from('pca_\u0000:x').toString('base64')}` },
+      headers: {
+        'Content-Type': 'application/json',
+        Authorization: `Basic ${Buffer.from('pca_\u0000:x').toString('base64')}`,
+      },
       body: JSON.stringify({ grant_type: 'authorization_code', code: 'pac_x' }),
     });
     expect(basic.status).toBe(401);
@@ -100,15 +130,35 @@ describe('the NUL character, which the database cannot store', () => {
   });
 
   it('is refused by the web pages with an error page, in a form, a query or a path', async () => {
-    const csrfToken = /name="csrf_token" value="([^"]+)"/.exec(await (await browser.get('/settings/developers/apps')).text())![1]!;
+    const csrfToken = /name="csrf_token" value="([^"]+)"/.exec(
+      await (await browser.get('/settings/developers/apps')).text(),
+    )![1]!;
     const responses = [
-      await browser.postForm('/settings/developers/apps', { csrf_token: csrfToken, name: 'a\u0000', description: '', pictureUrl: '', redirectUri: 'https://x.example.org/cb' }),
+      await browser.postForm('/settings/developers/apps', {
+        csrf_token: csrfToken,
+        name: 'a\u0000',
+        description: '',
+        pictureUrl: '',
+        redirectUri: 'https://x.example.org/cb',
+      }),
       await browser.postForm('/settings/developers/access', { csrf_token: csrfToken, name: 'k\u0000' }),
-      await browser.postForm('/oauth/consent', { csrf_token: csrfToken, request_id: 'authz_\u0000', decision: 'approve' }),
+      await browser.postForm('/oauth/consent', {
+        csrf_token: csrfToken,
+        request_id: 'authz_\u0000',
+        decision: 'approve',
+      }),
       await browser.get('/oauth/authorize?client_id=pca_%00&response_type=code'),
       await browser.get('/settings/developers/apps/app_%00'),
-      await new BrowserSession(server).submit('/login', '/login', { email: 'a\u0000@example.com', password: 'whatever it is' }),
-      await new BrowserSession(server).submit('/signup', '/signup', { name: 'N', email: 'n@example.com', password: 'long enough password', organizationName: 'Org\u0000' }),
+      await new BrowserSession(server).submit('/login', '/login', {
+        email: 'a\u0000@example.com',
+        password: 'whatever it is',
+      }),
+      await new BrowserSession(server).submit('/signup', '/signup', {
+        name: 'N',
+        email: 'n@example.com',
+        password: 'long enough password',
+        organizationName: 'Org\u0000',
+      }),
     ];
     for (const response of responses) {
       expect(response.status).toBe(400);
@@ -116,7 +166,9 @@ describe('the NUL character, which the database cannot store', () => {
       expect(response.headers.get('location')).toBeNull();
       expect(await response.text()).toMatch(/NUL character/);
     }
-    expect(await server.ctx.db.selectFrom('api_keys').select('id').where('organization_id', '=', org.id).execute()).toHaveLength(1);
+    expect(
+      await server.ctx.db.selectFrom('api_keys').select('id').where('organization_id', '=', org.id).execute(),
+    ).toHaveLength(1);
   });
 });
 
@@ -124,7 +176,11 @@ describe('bodies that cannot be read', () => {
   const garbled = { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' };
 
   it('are refused by the Public API with 400 in its envelope', async () => {
-    const response = await server.fetch('/public/v1/posts', { method: 'POST', headers: { ...org.auth, ...garbled }, body: 'not gzip at all' });
+    const response = await server.fetch('/public/v1/posts', {
+      method: 'POST',
+      headers: { ...org.auth, ...garbled },
+      body: 'not gzip at all',
+    });
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('validation_failed');
   });
@@ -133,7 +189,10 @@ describe('bodies that cannot be read', () => {
     for (const path of ['/api/oauth/token', '/api/oauth/revoke']) {
       const response = await server.fetch(path, { method: 'POST', headers: garbled, body: 'not gzip at all' });
       expect(response.status).toBe(400);
-      expect(await response.json()).toEqual({ error: 'invalid_request', error_description: expect.stringMatching(/could not be read/) });
+      expect(await response.json()).toEqual({
+        error: 'invalid_request',
+        error_description: expect.stringMatching(/could not be read/),
+      });
     }
   });
 
@@ -151,7 +210,10 @@ describe('bodies that cannot be read', () => {
 describe('local media file URLs', () => {
   it('refuse a path with a malformed percent-escape as not validly signed', async () => {
     for (const method of ['GET', 'PUT']) {
-      const response = await server.fetch(`/media-files/media/${org.id}/%ZZ?expires=9999999999&type=image%2Fpng&signature=x`, { method, body: method === 'PUT' ? 'x' : undefined });
+      const response = await server.fetch(
+        `/media-files/media/${org.id}/%ZZ?expires=9999999999&type=image%2Fpng&signature=x`,
+        { method, body: method === 'PUT' ? 'x' : undefined },
+      );
       expect(response.status).toBe(403);
       expect(((await response.json()) as { error: { code: string } }).error.code).toBe('forbidden');
     }

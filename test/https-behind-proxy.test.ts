@@ -71,7 +71,14 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
     await untilReady(`${directOrigin}/readyz`, server).catch((error: Error) => {
       throw new Error(`${error.message}\n${stderr}`);
     });
-    proxy = await startTlsProxy({ dir, hostName: HOST_NAME, port: proxyPort, certificate, upstream: directOrigin, bindAddress: PROXY_ADDRESS });
+    proxy = await startTlsProxy({
+      dir,
+      hostName: HOST_NAME,
+      port: proxyPort,
+      certificate,
+      upstream: directOrigin,
+      bindAddress: PROXY_ADDRESS,
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -87,7 +94,10 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
 
     async request(pathAndQuery: string, options: SendOptions = {}): Promise<Answer> {
       const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
-      const answer = await viaProxy(pathAndQuery, { ...options, headers: { ...options.headers, ...(cookie ? { Cookie: cookie } : {}) } });
+      const answer = await viaProxy(pathAndQuery, {
+        ...options,
+        headers: { ...options.headers, ...(cookie ? { Cookie: cookie } : {}) },
+      });
       expect(answer.headers['strict-transport-security'], pathAndQuery).toBe('max-age=31536000');
       for (const line of answer.headers['set-cookie'] ?? []) {
         const [pair] = line.split(';');
@@ -127,14 +137,26 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
     // The session works under its __Host- name, and only under it.
     expect((await owner.request('/settings/developers/apps')).status).toBe(200);
     const session = owner.cookies.get('__Host-session')!;
-    expect((await viaProxy('/settings/developers/apps', { headers: { Cookie: `session=${session}` } })).status).toBe(302);
+    expect((await viaProxy('/settings/developers/apps', { headers: { Cookie: `session=${session}` } })).status).toBe(
+      302,
+    );
 
-    const keys = await owner.submit('/settings/developers/access', '/settings/developers/access', { name: 'proxy test' });
+    const keys = await owner.submit('/settings/developers/access', '/settings/developers/access', {
+      name: 'proxy test',
+    });
     expect(keys.status).toBe(201);
     apiKey = /svc_live_[A-Za-z0-9]+/.exec(keys.body)![0];
-    const registered = await owner.submit('/settings/developers/apps', '/settings/developers/apps', { name: 'Proxy App', description: '', pictureUrl: '', redirectUri: REDIRECT_URI });
+    const registered = await owner.submit('/settings/developers/apps', '/settings/developers/apps', {
+      name: 'Proxy App',
+      description: '',
+      pictureUrl: '',
+      redirectUri: REDIRECT_URI,
+    });
     expect(registered.status).toBe(201);
-    app = { clientId: /pca_[A-Za-z0-9]+/.exec(registered.body)![0], secret: /pcs_[A-Za-z0-9]+/.exec(registered.body)![0] };
+    app = {
+      clientId: /pca_[A-Za-z0-9]+/.exec(registered.body)![0],
+      secret: /pcs_[A-Za-z0-9]+/.exec(registered.body)![0],
+    };
   });
 
   it('names the public https origin as the OAuth issuer and in every metadata URL, whichever Host was used', async () => {
@@ -145,7 +167,10 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
       revocation_endpoint: `${publicUrl}/api/oauth/revoke`,
       service_documentation: `${publicUrl}/docs/oauth`,
     };
-    for (const answer of [await viaProxy('/.well-known/oauth-authorization-server'), await direct('/.well-known/oauth-authorization-server')]) {
+    for (const answer of [
+      await viaProxy('/.well-known/oauth-authorization-server'),
+      await direct('/.well-known/oauth-authorization-server'),
+    ]) {
       expect(answer.status).toBe(200);
       expect(JSON.parse(answer.body)).toMatchObject(expected);
     }
@@ -172,8 +197,13 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
     // Nothing is loaded from elsewhere, nor over plain http.
     expect(consent.body).not.toMatch(/(src|href)="(https?:)?\/\//);
 
-    const fields = Object.fromEntries(['request_id', 'client_id', 'organization_id', 'state'].map((name) => [name, inputValue(consent.body, name)!]));
-    const approved = await owner.request('/oauth/consent', formPost({ csrf_token: inputValue(consent.body, 'csrf_token')!, ...fields, decision: 'approve' }));
+    const fields = Object.fromEntries(
+      ['request_id', 'client_id', 'organization_id', 'state'].map((name) => [name, inputValue(consent.body, name)!]),
+    );
+    const approved = await owner.request(
+      '/oauth/consent',
+      formPost({ csrf_token: inputValue(consent.body, 'csrf_token')!, ...fields, decision: 'approve' }),
+    );
     expect(approved.status).toBe(303);
     const back = new URL(approved.headers.location!);
     expect(`${back.origin}${back.pathname}`).toBe(REDIRECT_URI);
@@ -183,7 +213,12 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
     const token = await viaProxy('/api/oauth/token', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ grant_type: 'authorization_code', code: back.searchParams.get('code'), client_id: app.clientId, client_secret: app.secret }),
+      body: JSON.stringify({
+        grant_type: 'authorization_code',
+        code: back.searchParams.get('code'),
+        client_id: app.clientId,
+        client_secret: app.secret,
+      }),
     });
     expect(token.status).toBe(200);
     const accessToken = JSON.parse(token.body).access_token as string;
@@ -195,7 +230,9 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
       body: JSON.stringify({ provider: 'youtube', returnUrl: 'https://app.example.org/channels/done' }),
     });
     expect(connect.status).toBe(200);
-    expect(new URL(JSON.parse(connect.body).authorizationUrl).searchParams.get('redirect_uri')).toBe(`${publicUrl}/channels/callback/youtube`);
+    expect(new URL(JSON.parse(connect.body).authorizationUrl).searchParams.get('redirect_uri')).toBe(
+      `${publicUrl}/channels/callback/youtube`,
+    );
   });
 
   it('signs media URLs for the public https origin, and they work through the proxy', async () => {
@@ -208,78 +245,125 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
     expect(created.status).toBe(201);
     const upload = JSON.parse(created.body) as { uploadId: string; uploadUrl: string; headers: Record<string, string> };
     expect(upload.uploadUrl.startsWith(`${publicUrl}/media-files/`)).toBe(true);
-    const put = await send(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes, connectTo: '127.0.0.1', ca: certificate.cert });
+    const put = await send(upload.uploadUrl, {
+      method: 'PUT',
+      headers: upload.headers,
+      body: bytes,
+      connectTo: '127.0.0.1',
+      ca: certificate.cert,
+    });
     expect(put.status).toBe(200);
-    const completed = await viaProxy(`/public/v1/media/uploads/${upload.uploadId}/complete`, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}` } });
+    const completed = await viaProxy(`/public/v1/media/uploads/${upload.uploadId}/complete`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${apiKey}` },
+    });
     expect(completed.status).toBe(200);
     const media = JSON.parse(completed.body) as { url: string };
     expect(media.url.startsWith(`${publicUrl}/media-files/`)).toBe(true);
     expect((await send(media.url, { connectTo: '127.0.0.1', ca: certificate.cert })).status).toBe(200);
   });
 
-  it.skipIf(skipBrowserTests)('lets a real browser log in and approve over https, with its policy enforced', { timeout: 60_000 }, async () => {
-    // Chromium finds the test host on loopback and trusts the test's certificate, and no other.
-    const spki = createHash('sha256').update(new X509Certificate(certificate.cert).publicKey.export({ type: 'spki', format: 'der' })).digest('base64');
-    const profile = await launchChromium({ args: [`--host-resolver-rules=MAP ${HOST_NAME} 127.0.0.1`, `--ignore-certificate-errors-spki-list=${spki}`] });
-    try {
-      const { context } = profile;
-      const callbacks: URL[] = [];
-      await context.route('https://app.example.org/**', (route) => {
-        callbacks.push(new URL(route.request().url()));
-        return route.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>Back at the app</title>' });
+  it.skipIf(skipBrowserTests)(
+    'lets a real browser log in and approve over https, with its policy enforced',
+    { timeout: 60_000 },
+    async () => {
+      // Chromium finds the test host on loopback and trusts the test's certificate, and no other.
+      const spki = createHash('sha256')
+        .update(new X509Certificate(certificate.cert).publicKey.export({ type: 'spki', format: 'der' }))
+        .digest('base64');
+      const profile = await launchChromium({
+        args: [`--host-resolver-rules=MAP ${HOST_NAME} 127.0.0.1`, `--ignore-certificate-errors-spki-list=${spki}`],
       });
-      const page = await context.newPage();
-      const violations: string[] = [];
-      page.on('console', (message) => {
-        if (/Content Security Policy|Refused to/i.test(message.text())) violations.push(message.text());
-      });
-      const authorize = `${publicUrl}/oauth/authorize?${new URLSearchParams({ client_id: app.clientId, response_type: 'code', state: 'in-a-browser' })}`;
-      await page.goto(authorize);
-      expect(new URL(page.url()).pathname).toBe('/login');
-      await page.getByLabel('Email').fill('operator@example.org');
-      await page.getByLabel('Password').fill('a long enough password');
-      await page.getByRole('button', { name: 'Log in' }).click();
-      await page.getByRole('button', { name: 'Approve' }).waitFor();
-      expect(page.url()).toBe(authorize);
+      try {
+        const { context } = profile;
+        const callbacks: URL[] = [];
+        await context.route('https://app.example.org/**', (route) => {
+          callbacks.push(new URL(route.request().url()));
+          return route.fulfill({
+            status: 200,
+            contentType: 'text/html',
+            body: '<!doctype html><title>Back at the app</title>',
+          });
+        });
+        const page = await context.newPage();
+        const violations: string[] = [];
+        page.on('console', (message) => {
+          if (/Content Security Policy|Refused to/i.test(message.text())) violations.push(message.text());
+        });
+        const authorize = `${publicUrl}/oauth/authorize?${new URLSearchParams({ client_id: app.clientId, response_type: 'code', state: 'in-a-browser' })}`;
+        await page.goto(authorize);
+        expect(new URL(page.url()).pathname).toBe('/login');
+        await page.getByLabel('Email').fill('operator@example.org');
+        await page.getByLabel('Password').fill('a long enough password');
+        await page.getByRole('button', { name: 'Log in' }).click();
+        await page.getByRole('button', { name: 'Approve' }).waitFor();
+        expect(page.url()).toBe(authorize);
 
-      const cookies = await context.cookies(publicUrl);
-      expect(cookies.find((cookie) => cookie.name === '__Host-session')).toMatchObject({ secure: true, httpOnly: true, sameSite: 'Lax', path: '/', domain: HOST_NAME });
-      expect(cookies.map((cookie) => cookie.name)).not.toContain('session');
+        const cookies = await context.cookies(publicUrl);
+        expect(cookies.find((cookie) => cookie.name === '__Host-session')).toMatchObject({
+          secure: true,
+          httpOnly: true,
+          sameSite: 'Lax',
+          path: '/',
+          domain: HOST_NAME,
+        });
+        expect(cookies.map((cookie) => cookie.name)).not.toContain('session');
 
-      await page.getByRole('button', { name: 'Approve' }).click();
-      await page.waitForURL('https://app.example.org/**');
-      expect(callbacks).toHaveLength(1);
-      expect(callbacks[0]!.searchParams.get('state')).toBe('in-a-browser');
-      expect(callbacks[0]!.searchParams.get('iss')).toBe(publicUrl);
-      expect(callbacks[0]!.searchParams.get('code')).toMatch(/^pac_/);
-      expect(violations).toEqual([]);
-    } finally {
-      await profile.close();
-    }
-  });
+        await page.getByRole('button', { name: 'Approve' }).click();
+        await page.waitForURL('https://app.example.org/**');
+        expect(callbacks).toHaveLength(1);
+        expect(callbacks[0]!.searchParams.get('state')).toBe('in-a-browser');
+        expect(callbacks[0]!.searchParams.get('iss')).toBe(publicUrl);
+        expect(callbacks[0]!.searchParams.get('code')).toMatch(/^pac_/);
+        expect(violations).toEqual([]);
+      } finally {
+        await profile.close();
+      }
+    },
+  );
 
   it('counts each client by the address the proxy names, and ignores the header from anyone else', async () => {
     await clearOfWindowEdge(WINDOW_S);
     const wrongSecret = (headers: Record<string, string> = {}): SendOptions => ({
       method: 'POST',
       headers: { 'Content-Type': 'application/json', ...headers },
-      body: JSON.stringify({ grant_type: 'authorization_code', code: 'pac_none', client_id: app.clientId, client_secret: 'pcs_wrong' }),
+      body: JSON.stringify({
+        grant_type: 'authorization_code',
+        code: 'pac_none',
+        client_id: app.clientId,
+        client_secret: 'pcs_wrong',
+      }),
     });
-    const statuses = async (requests: Promise<Answer>[]) => (await Promise.all(requests)).map((answer) => answer.status);
+    const statuses = async (requests: Promise<Answer>[]) =>
+      (await Promise.all(requests)).map((answer) => answer.status);
 
     // Two clients behind the proxy: each has its own budget, so the proxy's header is what counts.
-    expect(await statuses([viaProxy('/api/oauth/token', { ...wrongSecret(), localAddress: '127.0.0.3' })])).toEqual([401]);
-    expect(await statuses([viaProxy('/api/oauth/token', { ...wrongSecret(), localAddress: '127.0.0.3' })])).toEqual([401]);
-    expect(await statuses([viaProxy('/api/oauth/token', { ...wrongSecret(), localAddress: '127.0.0.3' })])).toEqual([429]);
-    expect(await statuses([viaProxy('/api/oauth/token', { ...wrongSecret(), localAddress: '127.0.0.4' })])).toEqual([401]);
+    expect(await statuses([viaProxy('/api/oauth/token', { ...wrongSecret(), localAddress: '127.0.0.3' })])).toEqual([
+      401,
+    ]);
+    expect(await statuses([viaProxy('/api/oauth/token', { ...wrongSecret(), localAddress: '127.0.0.3' })])).toEqual([
+      401,
+    ]);
+    expect(await statuses([viaProxy('/api/oauth/token', { ...wrongSecret(), localAddress: '127.0.0.3' })])).toEqual([
+      429,
+    ]);
+    expect(await statuses([viaProxy('/api/oauth/token', { ...wrongSecret(), localAddress: '127.0.0.4' })])).toEqual([
+      401,
+    ]);
 
     // A client that names another address to the proxy: nginx appends the real one, which is believed.
-    const forgedThroughProxy = await viaProxy('/api/oauth/token', { ...wrongSecret({ 'X-Forwarded-For': '203.0.113.7' }), localAddress: '127.0.0.3' });
+    const forgedThroughProxy = await viaProxy('/api/oauth/token', {
+      ...wrongSecret({ 'X-Forwarded-For': '203.0.113.7' }),
+      localAddress: '127.0.0.3',
+    });
     expect(forgedThroughProxy.status).toBe(429);
 
     // A client straight to the server's port, naming 127.0.0.4: counted as itself, 127.0.0.4 untouched.
     for (const expected of [401, 401, 429]) {
-      const forged = await direct('/api/oauth/token', { ...wrongSecret({ 'X-Forwarded-For': '127.0.0.4' }), localAddress: '127.0.0.5' });
+      const forged = await direct('/api/oauth/token', {
+        ...wrongSecret({ 'X-Forwarded-For': '127.0.0.4' }),
+        localAddress: '127.0.0.5',
+      });
       expect(forged.status).toBe(expected);
     }
     expect((await viaProxy('/api/oauth/token', { ...wrongSecret(), localAddress: '127.0.0.4' })).status).toBe(401);
@@ -291,7 +375,10 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
 function expectHostCookie(answer: Answer, name: string): void {
   const line = (answer.headers['set-cookie'] ?? []).find((cookie) => cookie.startsWith(`${name}=`));
   expect(line, `${name} in ${JSON.stringify(answer.headers['set-cookie'])}`).toBeDefined();
-  const attributes = line!.split(';').slice(1).map((part) => part.trim().toLowerCase());
+  const attributes = line!
+    .split(';')
+    .slice(1)
+    .map((part) => part.trim().toLowerCase());
   expect(attributes).toContain('secure');
   expect(attributes).toContain('path=/');
   expect(attributes).toContain('httponly');

@@ -83,7 +83,10 @@ onPostgres('limits shared by two API processes on one PostgreSQL', () => {
   }
 
   /** Sends every request at once, the i-th to process i mod 2; how many answers had each status. */
-  async function burst(count: number, request: (origin: string, i: number) => Promise<Answer>): Promise<Record<number, number>> {
+  async function burst(
+    count: number,
+    request: (origin: string, i: number) => Promise<Answer>,
+  ): Promise<Record<number, number>> {
     const answers = await Promise.all(Array.from({ length: count }, (_, i) => request(processes[i % 2]!.origin, i)));
     const statuses: Record<number, number> = {};
     for (const answer of answers) statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
@@ -111,15 +114,27 @@ onPostgres('limits shared by two API processes on one PostgreSQL', () => {
 
     // One email tried from many addresses: the email's budget.
     await clearOfWindowEdge(15 * 60);
-    const perEmail = await burst(2 * LOGIN_FAILURES_PER_EMAIL, (origin, i) => logIn(origin, org.email, `127.0.1.${i + 1}`));
+    const perEmail = await burst(2 * LOGIN_FAILURES_PER_EMAIL, (origin, i) =>
+      logIn(origin, org.email, `127.0.1.${i + 1}`),
+    );
     expect(perEmail).toEqual({ 401: LOGIN_FAILURES_PER_EMAIL, 429: LOGIN_FAILURES_PER_EMAIL });
   });
 
   it('the token endpoint’s throttle of failed client authentication', async () => {
     await clearOfWindowEdge(DAY_S);
-    const body = JSON.stringify({ grant_type: 'authorization_code', code, client_id: app.clientId, client_secret: 'pcs_not_the_secret' });
+    const body = JSON.stringify({
+      grant_type: 'authorization_code',
+      code,
+      client_id: app.clientId,
+      client_secret: 'pcs_not_the_secret',
+    });
     const statuses = await burst(2 * LIMIT, (origin) =>
-      send(`${origin}/api/oauth/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body, localAddress: '127.0.0.6' }),
+      send(`${origin}/api/oauth/token`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body,
+        localAddress: '127.0.0.6',
+      }),
     );
     expect(statuses).toEqual({ 401: LIMIT, 429: LIMIT });
   });

@@ -35,18 +35,29 @@ describe('request logs', () => {
   it('name an OAuth request without its state or PKCE challenge', async () => {
     const state = 'state-known-only-to-the-app-7f3a';
     const challenge = 'challenge-known-only-to-the-app-0123456789abcdefghi';
-    const query = new URLSearchParams({ client_id: 'pca_unknown', response_type: 'code', state, code_challenge: challenge, code_challenge_method: 'S256' });
+    const query = new URLSearchParams({
+      client_id: 'pca_unknown',
+      response_type: 'code',
+      state,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
     const response = await server.fetch(`/oauth/authorize?${query}`, { redirect: 'manual' });
     await response.arrayBuffer();
-    const line = lines.find((entry) => entry.requestId === response.headers.get('x-request-id')) as { req?: { url?: string } } | undefined;
-    expect(line?.req?.url).toMatch(/^\/oauth\/authorize\?client_id=pca_unknown&response_type=code&state=%5BREDACTED%5D&code_challenge=%5BREDACTED%5D/);
+    const line = lines.find((entry) => entry.requestId === response.headers.get('x-request-id')) as
+      { req?: { url?: string } } | undefined;
+    expect(line?.req?.url).toMatch(
+      /^\/oauth\/authorize\?client_id=pca_unknown&response_type=code&state=%5BREDACTED%5D&code_challenge=%5BREDACTED%5D/,
+    );
     const text = JSON.stringify(lines);
     expect(text).not.toContain(state);
     expect(text).not.toContain(challenge);
   });
 
   it('redact sensitive query values', () => {
-    expect(redactUrl('/cb?code=abc&state=xyz&client_secret=s')).toBe('/cb?code=%5BREDACTED%5D&state=%5BREDACTED%5D&client_secret=%5BREDACTED%5D');
+    expect(redactUrl('/cb?code=abc&state=xyz&client_secret=s')).toBe(
+      '/cb?code=%5BREDACTED%5D&state=%5BREDACTED%5D&client_secret=%5BREDACTED%5D',
+    );
     expect(redactUrl('/public/v1/posts?limit=5')).toBe('/public/v1/posts?limit=5');
   });
 });

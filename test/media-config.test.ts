@@ -7,9 +7,22 @@ describe('media configuration', () => {
     const { media, dataDir } = loadConfig({});
     expect(media.storage).toEqual({ kind: 'local' });
     expect(dataDir).toMatch(/\/data$/);
-    expect(media.allowedTypes).toEqual(['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'video/mp4', 'video/quicktime', 'video/webm']);
+    expect(media.allowedTypes).toEqual([
+      'image/jpeg',
+      'image/png',
+      'image/gif',
+      'image/webp',
+      'video/mp4',
+      'video/quicktime',
+      'video/webm',
+    ]);
     expect(media.maxBytes).toEqual({ image: 10 * 1024 * 1024, video: 1024 * 1024 * 1024 });
-    expect(media.fetch).toEqual({ idleTimeoutSeconds: 15, maxDurationSeconds: 300, allowPrivateAddresses: false, allowedRanges: [] });
+    expect(media.fetch).toEqual({
+      idleTimeoutSeconds: 15,
+      maxDurationSeconds: 300,
+      allowPrivateAddresses: false,
+      allowedRanges: [],
+    });
     expect(media.uploadUrlTtlSeconds).toBe(3600);
     expect(media.downloadUrlTtlSeconds).toBe(3600);
   });
@@ -33,7 +46,10 @@ describe('media configuration', () => {
       forcePathStyle: true,
     });
     // Without keys the SDK's own credential chain (an instance role, …) is used.
-    expect(loadConfig({ MEDIA_STORAGE: 's3', S3_BUCKET: 'b' }).media.storage).toMatchObject({ credentials: undefined, endpoint: undefined });
+    expect(loadConfig({ MEDIA_STORAGE: 's3', S3_BUCKET: 'b' }).media.storage).toMatchObject({
+      credentials: undefined,
+      endpoint: undefined,
+    });
   });
 
   it('reports every invalid media setting at once', () => {
@@ -72,10 +88,16 @@ describe('media configuration', () => {
     const policy = new MediaPolicy(media);
     expect(policy.acceptDeclared('Video/MP4')).toBe('video/mp4');
     expect(() => policy.acceptDeclared('image/png')).toThrow(
-      expect.objectContaining({ status: 415, message: 'The content type image/png is not accepted; allowed: image/jpeg, video/mp4.' }),
+      expect.objectContaining({
+        status: 415,
+        message: 'The content type image/png is not accepted; allowed: image/jpeg, video/mp4.',
+      }),
     );
     expect(() => policy.acceptDetected({ mediaType: 'image/gif', detected: 'image/gif' })).toThrow(
-      expect.objectContaining({ status: 415, message: 'The file is image/gif, which is not accepted; allowed: image/jpeg, video/mp4.' }),
+      expect.objectContaining({
+        status: 415,
+        message: 'The file is image/gif, which is not accepted; allowed: image/jpeg, video/mp4.',
+      }),
     );
   });
 });

@@ -93,15 +93,29 @@ describe('upload from URL with the default address policy', () => {
       [`http://0x7f.1:${loopbackOnly.port}/logo.png`, '127.0.0.1 is a loopback address'],
     ];
     for (const [url, reason] of cases) {
-      const error = await expectRefusal(await uploadFromUrl(strict, acme, url), 422, 'unprocessable', 'does not download from');
+      const error = await expectRefusal(
+        await uploadFromUrl(strict, acme, url),
+        422,
+        'unprocessable',
+        'does not download from',
+      );
       expect(error.details, url).toEqual([{ path: 'url', message: expect.stringContaining(reason) }]);
     }
     expect(loopbackOnly.requests).toEqual([]);
   });
 
   it('refuses schemes other than http and https', async () => {
-    for (const url of ['ftp://files.example.org/logo.png', 'file:///etc/passwd', 'data:image/png;base64,iVBORw0KGgo=']) {
-      const error = await expectRefusal(await uploadFromUrl(strict, acme, url), 422, 'unprocessable', 'cannot be downloaded');
+    for (const url of [
+      'ftp://files.example.org/logo.png',
+      'file:///etc/passwd',
+      'data:image/png;base64,iVBORw0KGgo=',
+    ]) {
+      const error = await expectRefusal(
+        await uploadFromUrl(strict, acme, url),
+        422,
+        'unprocessable',
+        'cannot be downloaded',
+      );
       expect(error.details[0].message).toMatch(/the scheme (ftp|file|data) is not http or https/);
     }
   });
@@ -122,10 +136,20 @@ describe('upload from URL with the default address policy', () => {
       ['/to-ipv6-loopback', '::1 is a loopback address'],
       ['/to-metadata', '169.254.169.254 is a cloud metadata address'],
     ]) {
-      const error = await expectRefusal(await uploadFromUrl(strict, acme, `${files.origin}${path}`), 422, 'unprocessable', reason!);
+      const error = await expectRefusal(
+        await uploadFromUrl(strict, acme, `${files.origin}${path}`),
+        422,
+        'unprocessable',
+        reason!,
+      );
       expect(error.details).toEqual([{ path: 'url', message: reason }]);
     }
-    await expectRefusal(await uploadFromUrl(strict, acme, `${files.origin}/to-file`), 422, 'unprocessable', 'the scheme file');
+    await expectRefusal(
+      await uploadFromUrl(strict, acme, `${files.origin}/to-file`),
+      422,
+      'unprocessable',
+      'the scheme file',
+    );
     expect(loopbackOnly.requests.length).toBe(before);
   });
 });
@@ -200,22 +224,48 @@ describe('upload from URL where private addresses are allowed', () => {
   it('downloads a video from a loopback server', async () => {
     const response = await uploadFromUrl(open, acmeOpen, `${remote.origin}/clip.mp4?version=2`);
     expect(response.status).toBe(201);
-    expect(await json(response)).toMatchObject({ fileName: 'clip.mp4', contentType: 'video/mp4', kind: 'video', size: video.length, durationSec: 33.3 });
+    expect(await json(response)).toMatchObject({
+      fileName: 'clip.mp4',
+      contentType: 'video/mp4',
+      kind: 'video',
+      size: video.length,
+      durationSec: 33.3,
+    });
   });
 
   it('still refuses cloud metadata addresses', async () => {
-    await expectRefusal(await uploadFromUrl(open, acmeOpen, 'http://169.254.169.254/latest/meta-data/'), 422, 'unprocessable', 'cloud metadata');
-    await expectRefusal(await uploadFromUrl(open, acmeOpen, 'http://[fd00:ec2::254]/'), 422, 'unprocessable', 'cloud metadata');
+    await expectRefusal(
+      await uploadFromUrl(open, acmeOpen, 'http://169.254.169.254/latest/meta-data/'),
+      422,
+      'unprocessable',
+      'cloud metadata',
+    );
+    await expectRefusal(
+      await uploadFromUrl(open, acmeOpen, 'http://[fd00:ec2::254]/'),
+      422,
+      'unprocessable',
+      'cloud metadata',
+    );
   });
 
   it('follows up to 5 redirects and refuses a sixth', async () => {
     expect((await uploadFromUrl(open, acmeOpen, `${remote.origin}/redirect?hops=5`)).status).toBe(201);
-    const error = await expectRefusal(await uploadFromUrl(open, acmeOpen, `${remote.origin}/redirect?hops=6`), 422, 'unprocessable', 'more than 5 redirects');
+    const error = await expectRefusal(
+      await uploadFromUrl(open, acmeOpen, `${remote.origin}/redirect?hops=6`),
+      422,
+      'unprocessable',
+      'more than 5 redirects',
+    );
     expect(error.details).toEqual([{ path: 'url', message: 'more than 5 redirects' }]);
   });
 
   it('refuses an error status of the remote server', async () => {
-    await expectRefusal(await uploadFromUrl(open, acmeOpen, `${remote.origin}/missing.png`), 422, 'unprocessable', `The server at ${remote.origin} answered 404`);
+    await expectRefusal(
+      await uploadFromUrl(open, acmeOpen, `${remote.origin}/missing.png`),
+      422,
+      'unprocessable',
+      `The server at ${remote.origin} answered 404`,
+    );
   });
 
   it('refuses a file that is not an accepted type, whatever its name (415)', async () => {
@@ -248,12 +298,27 @@ describe('upload from URL where private addresses are allowed', () => {
   });
 
   it('stops waiting for a server that does not answer, or stops sending', async () => {
-    await expectRefusal(await uploadFromUrl(open, acmeOpen, `${remote.origin}/silent.png`), 422, 'unprocessable', 'The server sent nothing for 1 seconds');
-    await expectRefusal(await uploadFromUrl(open, acmeOpen, `${remote.origin}/stalls.png`), 422, 'unprocessable', 'The server sent nothing for 1 seconds');
+    await expectRefusal(
+      await uploadFromUrl(open, acmeOpen, `${remote.origin}/silent.png`),
+      422,
+      'unprocessable',
+      'The server sent nothing for 1 seconds',
+    );
+    await expectRefusal(
+      await uploadFromUrl(open, acmeOpen, `${remote.origin}/stalls.png`),
+      422,
+      'unprocessable',
+      'The server sent nothing for 1 seconds',
+    );
   });
 
   it('stops a download that takes longer than the whole-download limit', async () => {
-    await expectRefusal(await uploadFromUrl(open, acmeOpen, `${remote.origin}/trickle.png`), 422, 'unprocessable', 'took longer than 3 seconds');
+    await expectRefusal(
+      await uploadFromUrl(open, acmeOpen, `${remote.origin}/trickle.png`),
+      422,
+      'unprocessable',
+      'took longer than 3 seconds',
+    );
     expect(trickles).toBeGreaterThan(5);
   });
 
@@ -261,7 +326,11 @@ describe('upload from URL where private addresses are allowed', () => {
     const { readdirSync, existsSync } = await import('node:fs');
     const staging = `${open.ctx.config.dataDir}/tmp`;
     expect(existsSync(staging) ? readdirSync(staging) : []).toEqual([]);
-    const rows = await open.ctx.db.selectFrom('media').select('file_name').where('organization_id', '=', acmeOpen.id).execute();
+    const rows = await open.ctx.db
+      .selectFrom('media')
+      .select('file_name')
+      .where('organization_id', '=', acmeOpen.id)
+      .execute();
     expect(rows.map((row) => row.file_name).sort()).toEqual(['clip.mp4', 'redirect']);
   });
 });

@@ -30,7 +30,10 @@ async function uploadMedia(org: TestOrganization, fileName: string, at: string) 
     });
     const upload = await json(created);
     expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
-    const completed = await server.fetch(`/public/v1/media/uploads/${upload.uploadId}/complete`, { method: 'POST', headers: org.auth });
+    const completed = await server.fetch(`/public/v1/media/uploads/${upload.uploadId}/complete`, {
+      method: 'POST',
+      headers: org.auth,
+    });
     expect(completed.status).toBe(200);
     return json(completed);
   } finally {
@@ -46,7 +49,8 @@ async function postUsing(org: TestOrganization, status: PostStatus, mediaIds: st
 }
 
 const list = (org: TestOrganization, query = '') => server.fetch(`/public/v1/media${query}`, { headers: org.auth });
-const remove = (org: TestOrganization, id: string) => server.fetch(`/public/v1/media/${id}`, { method: 'DELETE', headers: org.auth });
+const remove = (org: TestOrganization, id: string) =>
+  server.fetch(`/public/v1/media/${id}`, { method: 'DELETE', headers: org.auth });
 
 describe('GET /public/v1/media', () => {
   it('pages through the organization’s media newest first with a cursor, and never shows another organization’s', async () => {
@@ -96,12 +100,18 @@ describe('GET /public/v1/media', () => {
       { c: '2026-11-21T16:05:44.902Z', i: 'med_\u0000' },
       { c: 1795600000, i: 'med_x' },
     ].map((key) => Buffer.from(JSON.stringify(key)).toString('base64url'));
-    for (const cursor of ['not-a-cursor', Buffer.from('{"c":"yesterday","i":"med_x"}').toString('base64url'), ...forged]) {
+    for (const cursor of [
+      'not-a-cursor',
+      Buffer.from('{"c":"yesterday","i":"med_x"}').toString('base64url'),
+      ...forged,
+    ]) {
       const response = await list(acme, `?cursor=${cursor}`);
       expect(response.status).toBe(400);
       const { error } = await json(response);
       expect(error.code).toBe('validation_failed');
-      expect(error.details).toEqual([{ path: 'query.cursor', message: 'is not a cursor issued by this API for this list and these filters' }]);
+      expect(error.details).toEqual([
+        { path: 'query.cursor', message: 'is not a cursor issued by this API for this list and these filters' },
+      ]);
     }
     expect((await list(acme, '?limit=0')).status).toBe(400);
     expect((await list(acme, '?limit=101')).status).toBe(400);
@@ -127,7 +137,10 @@ describe('DELETE /public/v1/media/{id}', () => {
     const theirs = await uploadMedia(globex, 'private.png', '2026-11-20T10:00:00.000Z');
     const response = await remove(acme, theirs.id);
     expect(response.status).toBe(404);
-    expect((await json(response)).error).toMatchObject({ code: 'not_found', message: `There is no media ${theirs.id} in this organization.` });
+    expect((await json(response)).error).toMatchObject({
+      code: 'not_found',
+      message: `There is no media ${theirs.id} in this organization.`,
+    });
     expect((await remove(acme, 'med_unknown00000000000')).status).toBe(404);
     expect((await json(await list(globex))).data.map((m: { id: string }) => m.id)).toContain(theirs.id);
   });
@@ -142,7 +155,9 @@ describe('DELETE /public/v1/media/{id}', () => {
     expect(response.status).toBe(409);
     const { error } = await json(response);
     expect(error.code).toBe('conflict');
-    expect(error.message).toBe('The media is used by 2 scheduled or publishing posts; delete or edit those posts first.');
+    expect(error.message).toBe(
+      'The media is used by 2 scheduled or publishing posts; delete or edit those posts first.',
+    );
     expect(error.details).toEqual(
       expect.arrayContaining([
         { path: 'id', message: `used by ${scheduled} (scheduled)` },
@@ -153,7 +168,11 @@ describe('DELETE /public/v1/media/{id}', () => {
     const kept = data.find((m: { id: string }) => m.id === media.id);
     expect((await fetch(kept.url)).status).toBe(200);
 
-    await server.ctx.db.updateTable('posts').set({ status: 'published' }).where('id', 'in', [scheduled, publishing]).execute();
+    await server.ctx.db
+      .updateTable('posts')
+      .set({ status: 'published' })
+      .where('id', 'in', [scheduled, publishing])
+      .execute();
     expect((await remove(acme, media.id)).status).toBe(204);
   });
 
@@ -167,11 +186,14 @@ describe('DELETE /public/v1/media/{id}', () => {
       }),
     );
     await fetch(created.uploadUrl, { method: 'PUT', headers: created.headers, body: bytes });
-    const complete = () => server.fetch(`/public/v1/media/uploads/${created.uploadId}/complete`, { method: 'POST', headers: acme.auth });
+    const complete = () =>
+      server.fetch(`/public/v1/media/uploads/${created.uploadId}/complete`, { method: 'POST', headers: acme.auth });
     const media = await json(await complete());
     expect((await remove(acme, media.id)).status).toBe(204);
     const response = await complete();
     expect(response.status).toBe(422);
-    expect((await json(response)).error.message).toContain(`completed as media ${media.id}, which has since been deleted`);
+    expect((await json(response)).error.message).toContain(
+      `completed as media ${media.id}, which has since been deleted`,
+    );
   });
 });

@@ -22,7 +22,6 @@ afterAll(async () => {
   await s3?.close();
 });
 
-
 describe('signed upload on S3-compatible storage', () => {
   it('PUTs straight to the bucket with a presigned URL, completes, and serves a presigned download', async () => {
     const bytes = mp4(10_000);
@@ -64,7 +63,11 @@ describe('signed upload on S3-compatible storage', () => {
 
     const attempts = [
       fetch(tampered, { method: 'PUT', headers: upload.headers, body: bytes }),
-      fetch(upload.uploadUrl, { method: 'PUT', headers: { 'Content-Type': 'image/png' }, body: Buffer.concat([bytes, bytes]) }),
+      fetch(upload.uploadUrl, {
+        method: 'PUT',
+        headers: { 'Content-Type': 'image/png' },
+        body: Buffer.concat([bytes, bytes]),
+      }),
       fetch(upload.uploadUrl, { method: 'PUT', headers: { 'Content-Type': 'image/jpeg' }, body: bytes }),
     ];
     for (const response of await Promise.all(attempts)) {

@@ -21,7 +21,6 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-
 async function createUpload(org: TestOrganization, body: object) {
   return server.fetch('/public/v1/media/uploads', {
     method: 'POST',
@@ -30,11 +29,14 @@ async function createUpload(org: TestOrganization, body: object) {
   });
 }
 
-
-function put(upload: UploadAnswer, bytes: Buffer, headers: Record<string, string> = upload.headers, url = upload.uploadUrl) {
+function put(
+  upload: UploadAnswer,
+  bytes: Buffer,
+  headers: Record<string, string> = upload.headers,
+  url = upload.uploadUrl,
+) {
   return fetch(url, { method: 'PUT', headers, body: bytes });
 }
-
 
 const mediaDir = () => path.join(server.ctx.config.dataDir, 'media');
 /** Every file under the media directory, relative to it (temporary files included). */
@@ -52,7 +54,9 @@ describe('signed upload on local disk', () => {
     expect(upload.uploadId).toMatch(/^upl_/);
     expect(upload.method).toBe('PUT');
     expect(upload.headers).toEqual({ 'Content-Type': 'image/png', 'Content-Length': String(bytes.length) });
-    expect(upload.uploadUrl.startsWith(`${server.baseUrl}/media-files/uploads/${acme.id}/${upload.uploadId}?`)).toBe(true);
+    expect(upload.uploadUrl.startsWith(`${server.baseUrl}/media-files/uploads/${acme.id}/${upload.uploadId}?`)).toBe(
+      true,
+    );
     expect(new Date(upload.expiresAt).getTime()).toBeGreaterThan(Date.now() + 59 * 60_000);
 
     const putResponse = await put(upload, bytes);
@@ -96,7 +100,10 @@ describe('signed upload on local disk', () => {
     expect(media).toMatchObject({ kind: 'video', durationSec: 12.345 });
     const image = await startUpload(server, acme, 'photo.png', 'image/png', png().length);
     expect((await put(image, png())).status).toBe(200);
-    expect(await json(await completeUpload(server, acme, image.uploadId))).toMatchObject({ kind: 'image', durationSec: null });
+    expect(await json(await completeUpload(server, acme, image.uploadId))).toMatchObject({
+      kind: 'image',
+      durationSec: null,
+    });
   });
 
   it('answers 409 while the bytes have not arrived, and completes once they have', async () => {
@@ -119,7 +126,9 @@ describe('signed upload on local disk', () => {
         if new.file_name = 'doomed.png' then raise exception 'refused by the test'; end if;
         return new;
       end $$`.execute(server.ctx.db);
-    await sql`create trigger refuse_doomed_media before insert on media for each row execute function refuse_doomed_media()`.execute(server.ctx.db);
+    await sql`create trigger refuse_doomed_media before insert on media for each row execute function refuse_doomed_media()`.execute(
+      server.ctx.db,
+    );
     try {
       const filesBefore = storedFiles();
       const failed = await completeUpload(server, acme, upload.uploadId);
@@ -173,7 +182,9 @@ describe('signed upload on local disk', () => {
 
     const shorter = await put(upload, bytes, { 'Content-Type': 'image/png' });
     expect(shorter.status).toBe(400);
-    expect((await json(shorter)).error.message).toBe(`The upload was declared with ${bytes.length + 10} bytes; ${bytes.length} were sent.`);
+    expect((await json(shorter)).error.message).toBe(
+      `The upload was declared with ${bytes.length + 10} bytes; ${bytes.length} were sent.`,
+    );
 
     const longer = await put(upload, Buffer.concat([bytes, Buffer.alloc(20)]), { 'Content-Type': 'image/png' });
     expect(longer.status).toBe(413);
@@ -212,7 +223,11 @@ describe('signed upload on local disk', () => {
     const request = http.request(upload.uploadUrl, { method: 'PUT', headers: upload.headers });
     request.on('error', () => {});
     request.write(bytes.subarray(0, 100_000));
-    await until(() => fs.existsSync(path.join(mediaDir(), '.partial')) && fs.readdirSync(path.join(mediaDir(), '.partial')).length > 0);
+    await until(
+      () =>
+        fs.existsSync(path.join(mediaDir(), '.partial')) &&
+        fs.readdirSync(path.join(mediaDir(), '.partial')).length > 0,
+    );
     request.destroy();
     await until(() => fs.readdirSync(path.join(mediaDir(), '.partial')).length === 0);
     expect(storedFiles().filter((file) => file.includes(upload.uploadId))).toEqual([]);
@@ -229,7 +244,9 @@ describe('signed upload on local disk', () => {
     await claim(new Date(Date.now() + 60_000));
     const busy = await completeUpload(server, acme, upload.uploadId);
     expect(busy.status).toBe(409);
-    expect((await json(busy)).error.message).toBe('Another request is completing this upload right now; retry in a moment.');
+    expect((await json(busy)).error.message).toBe(
+      'Another request is completing this upload right now; retry in a moment.',
+    );
 
     await claim(new Date(Date.now() - 1000)); // its request died: the lease ran out
     expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(200);
@@ -417,7 +434,8 @@ describe('signed upload on local disk', () => {
 
 /** Waits until `condition` holds (for what happens on the server after a connection closes). */
 async function until(condition: () => boolean): Promise<void> {
-  for (let attempt = 0; attempt < 200 && !condition(); attempt++) await new Promise((resolve) => setTimeout(resolve, 10));
+  for (let attempt = 0; attempt < 200 && !condition(); attempt++)
+    await new Promise((resolve) => setTimeout(resolve, 10));
   expect(condition()).toBe(true);
 }
 

@@ -10,7 +10,14 @@ const closedNetwork = new AddressPolicy({ allowPrivate: true, allowedRanges: [] 
 
 describe('address policy', () => {
   it('allows public addresses only, by default', () => {
-    for (const address of ['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '::ffff:8.8.8.8', '64:ff9b::808:808']) {
+    for (const address of [
+      '93.184.215.14',
+      '8.8.8.8',
+      '2606:4700:4700::1111',
+      '2a00:1450:4001:80b::200e',
+      '::ffff:8.8.8.8',
+      '64:ff9b::808:808',
+    ]) {
       expect(strict.check(address), address).toEqual({ allowed: true });
     }
     const refused: [string, string][] = [
@@ -48,16 +55,37 @@ describe('address policy', () => {
   });
 
   it('allows private ranges on a closed network, never the metadata services', () => {
-    for (const address of ['127.0.0.1', '::1', '10.1.2.3', '192.168.1.1', '100.64.0.1', '169.254.1.1', 'fd12::1', 'fe80::1', '::ffff:127.0.0.1']) {
+    for (const address of [
+      '127.0.0.1',
+      '::1',
+      '10.1.2.3',
+      '192.168.1.1',
+      '100.64.0.1',
+      '169.254.1.1',
+      'fd12::1',
+      'fe80::1',
+      '::ffff:127.0.0.1',
+    ]) {
       expect(closedNetwork.check(address), address).toEqual({ allowed: true });
     }
-    for (const address of ['169.254.169.254', '169.254.170.2', '100.100.100.200', 'fd00:ec2::254', '0.0.0.0', '224.0.0.1', '255.255.255.255']) {
+    for (const address of [
+      '169.254.169.254',
+      '169.254.170.2',
+      '100.100.100.200',
+      'fd00:ec2::254',
+      '0.0.0.0',
+      '224.0.0.1',
+      '255.255.255.255',
+    ]) {
       expect(closedNetwork.check(address).allowed, address).toBe(false);
     }
   });
 
   it('allows listed addresses and ranges only', () => {
-    const listed = new AddressPolicy({ allowPrivate: false, allowedRanges: ['10.8.0.0/16', '127.0.0.2', 'fd00:1::/32', '169.254.169.254'] });
+    const listed = new AddressPolicy({
+      allowPrivate: false,
+      allowedRanges: ['10.8.0.0/16', '127.0.0.2', 'fd00:1::/32', '169.254.169.254'],
+    });
     expect(listed.check('10.8.200.1').allowed).toBe(true);
     expect(listed.check('10.9.0.1').allowed).toBe(false);
     expect(listed.check('127.0.0.2').allowed).toBe(true);

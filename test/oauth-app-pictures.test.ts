@@ -35,14 +35,23 @@ const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex
 const hostRequests = (path: string) => host.requests.filter((request) => request.path === path).length;
 
 function register(session: BrowserSession, pictureUrl: string, name = 'Pictured') {
-  return session.submit('/settings/developers/apps', '/settings/developers/apps', { name, description: '', pictureUrl, redirectUri: 'https://pictured.example.org/cb' });
+  return session.submit('/settings/developers/apps', '/settings/developers/apps', {
+    name,
+    description: '',
+    pictureUrl,
+    redirectUri: 'https://pictured.example.org/cb',
+  });
 }
 
 async function registered(response: Response) {
   expect(response.status).toBe(201);
   const html = await response.text();
   const clientId = /id="client-id"[^>]*value="([^"]+)"/.exec(html)![1]!;
-  const app = await server.ctx.db.selectFrom('oauth_apps').selectAll().where('client_id', '=', clientId).executeTakeFirstOrThrow();
+  const app = await server.ctx.db
+    .selectFrom('oauth_apps')
+    .selectAll()
+    .where('client_id', '=', clientId)
+    .executeTakeFirstOrThrow();
   return { html, clientId, app };
 }
 
@@ -79,7 +88,9 @@ describe('registering an app with a picture', () => {
     // Shown again and again without being downloaded again: a browser that has it gets a 304.
     // (Node's http, as fetch marks a conditional request `Cache-Control: no-cache`, which asks for the whole picture.)
     const again = await new Promise<http.IncomingMessage>((resolve, reject) =>
-      http.get(`${server.baseUrl}/oauth/apps/${clientId}/picture`, { headers: { 'If-None-Match': etag! } }, resolve).on('error', reject),
+      http
+        .get(`${server.baseUrl}/oauth/apps/${clientId}/picture`, { headers: { 'If-None-Match': etag! } }, resolve)
+        .on('error', reject),
     );
     expect(again.statusCode).toBe(304);
     const body: Buffer[] = [];
@@ -115,7 +126,10 @@ describe('registering an app with a picture', () => {
     const cases: [string, RegExp][] = [
       // Script can live in an SVG: only raster images are taken.
       [`${host.origin}/logo.svg`, /^The picture must be a PNG, JPEG, GIF or WebP image; the file at this URL is /],
-      [`${host.origin}/not-an-image.png`, /^The picture must be a PNG, JPEG, GIF or WebP image; the file at this URL is of an unknown type\.$/],
+      [
+        `${host.origin}/not-an-image.png`,
+        /^The picture must be a PNG, JPEG, GIF or WebP image; the file at this URL is of an unknown type\.$/,
+      ],
       [`${host.origin}/huge.png`, /^The picture must be at most 1 MB\.$/],
       [`${host.origin}/missing.png`, /^The picture could not be downloaded: the server answered 404\.$/],
       [`${closed.origin}/logo.png`, /^The picture could not be downloaded: connection failed \(ECONNREFUSED\)\.$/],
@@ -141,7 +155,9 @@ describe('registering an app with a picture', () => {
     expect(host.requests.length).toBe(before);
     // The metadata service of cloud hosts is never fetched, even where private addresses are allowed.
     const metadata = await register(browser, 'https://169.254.169.254/latest/meta-data/');
-    expect(await pictureError(metadata)).toBe('The picture could not be downloaded: 169.254.169.254 is a cloud metadata address.');
+    expect(await pictureError(metadata)).toBe(
+      'The picture could not be downloaded: 169.254.169.254 is a cloud metadata address.',
+    );
   });
 });
 
@@ -150,8 +166,18 @@ describe('editing an app’s picture', () => {
     const { app, clientId } = await registered(await register(browser, `${host.origin}/logo.png`, 'Editable'));
     const page = `/settings/developers/apps/${app.id}`;
     const edit = (pictureUrl: string, description = '') =>
-      browser.submit(page, page, { name: 'Editable', description, pictureUrl, redirectUri: 'https://pictured.example.org/cb' });
-    const stored = () => server.ctx.db.selectFrom('oauth_apps').select(['picture_url', 'picture_sha256']).where('id', '=', app.id).executeTakeFirstOrThrow();
+      browser.submit(page, page, {
+        name: 'Editable',
+        description,
+        pictureUrl,
+        redirectUri: 'https://pictured.example.org/cb',
+      });
+    const stored = () =>
+      server.ctx.db
+        .selectFrom('oauth_apps')
+        .select(['picture_url', 'picture_sha256'])
+        .where('id', '=', app.id)
+        .executeTakeFirstOrThrow();
 
     // Another description, the same URL: the developer's host is not asked again.
     const before = hostRequests('/logo.png');
@@ -173,7 +199,9 @@ describe('editing an app’s picture', () => {
     expect((await server.fetch(`/oauth/apps/${clientId}/picture`)).status).toBe(404);
     const html = await (await browser.get(page)).text();
     expect(html).toContain('<span class="app-picture app-initial large" aria-hidden="true">E</span>');
-    expect(await server.ctx.db.selectFrom('oauth_app_pictures').select('app_id').where('app_id', '=', app.id).execute()).toEqual([]);
+    expect(
+      await server.ctx.db.selectFrom('oauth_app_pictures').select('app_id').where('app_id', '=', app.id).execute(),
+    ).toEqual([]);
   });
 });
 
@@ -182,27 +210,43 @@ describe('the consent page', () => {
     const user = await createOrganization(server.ctx.db, 'Consenting Org');
     const visitor = new BrowserSession(server);
     await visitor.logIn(user.email, user.password);
-    const pictured = await createOAuthApp(server.ctx.db, developer.id, { name: 'Pictured', pictureUrl: `${host.origin}/logo.png` });
+    const pictured = await createOAuthApp(server.ctx.db, developer.id, {
+      name: 'Pictured',
+      pictureUrl: `${host.origin}/logo.png`,
+    });
     const before = host.requests.length;
     const response = await visitor.get(`/oauth/authorize?client_id=${pictured.clientId}&response_type=code`);
     expect(response.status).toBe(200);
     const html = await response.text();
-    expect(html).toContain(`<img class="app-picture large" src="/oauth/apps/${pictured.clientId}/picture" alt="Picture of Pictured">`);
+    expect(html).toContain(
+      `<img class="app-picture large" src="/oauth/apps/${pictured.clientId}/picture" alt="Picture of Pictured">`,
+    );
     expect(html).not.toContain(host.origin);
     expect(response.headers.get('content-security-policy')).toContain("img-src 'self';");
     expect(host.requests.length).toBe(before);
 
     // As the migration leaves an app registered with a picture URL before: no stored picture.
     const older = await createOAuthApp(server.ctx.db, developer.id, { name: 'older app' });
-    await server.ctx.db.updateTable('oauth_apps').set({ picture_url: `${host.origin}/logo.png` }).where('id', '=', older.app.id).execute();
-    const olderPage = await (await visitor.get(`/oauth/authorize?client_id=${older.clientId}&response_type=code`)).text();
+    await server.ctx.db
+      .updateTable('oauth_apps')
+      .set({ picture_url: `${host.origin}/logo.png` })
+      .where('id', '=', older.app.id)
+      .execute();
+    const olderPage = await (
+      await visitor.get(`/oauth/authorize?client_id=${older.clientId}&response_type=code`)
+    ).text();
     expect(olderPage).toContain('<span class="app-picture app-initial large" aria-hidden="true">O</span>');
     expect(olderPage).not.toContain('<img');
     expect(olderPage).not.toContain(host.origin);
     expect((await server.fetch(`/oauth/apps/${older.clientId}/picture`)).status).toBe(404);
     // Its developer saves the form once and the picture is downloaded.
     const page = `/settings/developers/apps/${older.app.id}`;
-    const saved = await browser.submit(page, page, { name: 'older app', description: '', pictureUrl: `${host.origin}/logo.png`, redirectUri: older.app.redirect_uri });
+    const saved = await browser.submit(page, page, {
+      name: 'older app',
+      description: '',
+      pictureUrl: `${host.origin}/logo.png`,
+      redirectUri: older.app.redirect_uri,
+    });
     expect(saved.status).toBe(303);
     expect((await server.fetch(`/oauth/apps/${older.clientId}/picture`)).status).toBe(200);
     await approve(server.ctx.db, older, user);
@@ -212,7 +256,13 @@ describe('the consent page', () => {
 describe('the picture address', () => {
   it('answers 404 for an unknown client id, an app without a picture and anything that is not a client id', async () => {
     const plain = await createOAuthApp(server.ctx.db, developer.id, { name: 'No Picture' });
-    for (const clientId of [plain.clientId, 'pca_AAAAAAAAAAAAAAAAAAAAAAAA', 'nothing', '%00', 'pca_x%27%20or%201%3D1']) {
+    for (const clientId of [
+      plain.clientId,
+      'pca_AAAAAAAAAAAAAAAAAAAAAAAA',
+      'nothing',
+      '%00',
+      'pca_x%27%20or%201%3D1',
+    ]) {
       const response = await server.fetch(`/oauth/apps/${clientId}/picture`);
       expect(response.status, clientId).toBe(404);
       expect(response.headers.get('content-type'), clientId).toMatch(/^text\/html/);

@@ -28,12 +28,22 @@ beforeAll(async () => {
   pictureHost = await startPictureHost();
   user = await createOrganization(server.ctx.db, 'First Org');
   // The same person owns a second organization.
-  const second = await createOrganizationWithOwner(server.ctx.db, { organizationName: 'Second Org', email: user.email, password: user.password });
+  const second = await createOrganizationWithOwner(server.ctx.db, {
+    organizationName: 'Second Org',
+    email: user.email,
+    password: user.password,
+  });
   secondOrganizationId = second.organization.id;
   stranger = await createOrganization(server.ctx.db, 'Stranger Org');
   const developer = await createOrganization(server.ctx.db, 'Developer Org');
-  app = await createOAuthApp(server.ctx.db, developer.id, { redirectUri: REDIRECT, pictureUrl: `${pictureHost.origin}/logo.png` });
-  otherApp = await createOAuthApp(server.ctx.db, developer.id, { name: 'Other App', redirectUri: 'https://other.example.org/cb' });
+  app = await createOAuthApp(server.ctx.db, developer.id, {
+    redirectUri: REDIRECT,
+    pictureUrl: `${pictureHost.origin}/logo.png`,
+  });
+  otherApp = await createOAuthApp(server.ctx.db, developer.id, {
+    name: 'Other App',
+    redirectUri: 'https://other.example.org/cb',
+  });
   browser = new BrowserSession(server);
   await browser.logIn(user.email, user.password);
 });
@@ -47,10 +57,18 @@ function authorizePath(parameters: Record<string, string> | string): string {
   return `/oauth/authorize?${query}`;
 }
 
-const valid = (extra: Record<string, string> = {}) => ({ client_id: app.clientId, response_type: 'code', state: 'xyz', ...extra });
+const valid = (extra: Record<string, string> = {}) => ({
+  client_id: app.clientId,
+  response_type: 'code',
+  state: 'xyz',
+  ...extra,
+});
 
 async function codeCount(): Promise<number> {
-  const row = await server.ctx.db.selectFrom('oauth_codes').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  const row = await server.ctx.db
+    .selectFrom('oauth_codes')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -94,7 +112,9 @@ describe('authorize: requests that cannot be trusted show an error page and neve
   it('refuses a missing, repeated, unknown or deleted client_id with a 400 page', async () => {
     await expectErrorPage(await browser.get(authorizePath({ response_type: 'code', state: 's' })));
     await expectErrorPage(await browser.get(authorizePath({ client_id: '', response_type: 'code' })));
-    await expectErrorPage(await browser.get(authorizePath(`client_id=${app.clientId}&client_id=${app.clientId}&response_type=code`)));
+    await expectErrorPage(
+      await browser.get(authorizePath(`client_id=${app.clientId}&client_id=${app.clientId}&response_type=code`)),
+    );
     await expectErrorPage(await browser.get(authorizePath(valid({ client_id: 'pca_NoSuchApp000000000000000' }))));
     await expectErrorPage(await browser.get(authorizePath(valid({ client_id: 'something-else' }))));
     // Without a session too: the error comes before any log-in.
@@ -122,17 +142,44 @@ describe('authorize: requests that cannot be trusted show an error page and neve
     ]) {
       await expectErrorPage(await browser.get(authorizePath(valid({ redirect_uri: redirect }))));
     }
-    await expectErrorPage(await browser.get(authorizePath(`${new URLSearchParams(valid())}&redirect_uri=${encodeURIComponent(REDIRECT)}&redirect_uri=${encodeURIComponent(REDIRECT)}`)));
+    await expectErrorPage(
+      await browser.get(
+        authorizePath(
+          `${new URLSearchParams(valid())}&redirect_uri=${encodeURIComponent(REDIRECT)}&redirect_uri=${encodeURIComponent(REDIRECT)}`,
+        ),
+      ),
+    );
     expect((await browser.get(authorizePath(valid({ redirect_uri: REDIRECT })))).status).toBe(200);
   });
 
   it('still refuses to redirect when an invalid redirect_uri comes with another error', async () => {
-    await expectErrorPage(await browser.get(authorizePath({ client_id: app.clientId, response_type: 'token', redirect_uri: 'https://evil.example/cb', state: 's' })));
-    await expectErrorPage(await browser.get(authorizePath({ client_id: app.clientId, redirect_uri: 'https://evil.example/cb' })));
     await expectErrorPage(
-      await browser.get(authorizePath(`client_id=${app.clientId}&response_type=code&response_type=code&redirect_uri=${encodeURIComponent('https://evil.example/cb')}`)),
+      await browser.get(
+        authorizePath({
+          client_id: app.clientId,
+          response_type: 'token',
+          redirect_uri: 'https://evil.example/cb',
+          state: 's',
+        }),
+      ),
     );
-    await expectErrorPage(await browser.get(authorizePath(valid({ redirect_uri: 'https://evil.example/cb', code_challenge_method: 'plain', code_challenge: 'x' }))));
+    await expectErrorPage(
+      await browser.get(authorizePath({ client_id: app.clientId, redirect_uri: 'https://evil.example/cb' })),
+    );
+    await expectErrorPage(
+      await browser.get(
+        authorizePath(
+          `client_id=${app.clientId}&response_type=code&response_type=code&redirect_uri=${encodeURIComponent('https://evil.example/cb')}`,
+        ),
+      ),
+    );
+    await expectErrorPage(
+      await browser.get(
+        authorizePath(
+          valid({ redirect_uri: 'https://evil.example/cb', code_challenge_method: 'plain', code_challenge: 'x' }),
+        ),
+      ),
+    );
   });
 });
 
@@ -145,7 +192,9 @@ describe('authorize: errors of a known app go back to it', () => {
     expect(missing.searchParams.get('iss')).toBe(server.ctx.config.publicUrl);
 
     for (const responseType of ['token', 'id_token', 'code token', 'CODE']) {
-      const unsupported = redirectedTo(await browser.get(authorizePath(valid({ response_type: responseType, state: 'st-2' }))));
+      const unsupported = redirectedTo(
+        await browser.get(authorizePath(valid({ response_type: responseType, state: 'st-2' }))),
+      );
       expect(unsupported.searchParams.get('error')).toBe('unsupported_response_type');
       expect(unsupported.searchParams.get('state')).toBe('st-2');
       expect(unsupported.searchParams.get('code')).toBeNull();
@@ -184,11 +233,15 @@ describe('authorize: errors of a known app go back to it', () => {
       expect(url.searchParams.get('error')).toBe('invalid_request');
       expect(url.searchParams.get('state')).toBe('pkce');
     }
-    expect((await browser.get(authorizePath(valid({ code_challenge: good, code_challenge_method: 'S256' })))).status).toBe(200);
+    expect(
+      (await browser.get(authorizePath(valid({ code_challenge: good, code_challenge_method: 'S256' })))).status,
+    ).toBe(200);
     // RFC 7636 reads a missing method as plain: refused, and the description names the method to send.
     const missing = redirectedTo(await browser.get(authorizePath(valid({ state: 'pkce', code_challenge: good }))));
     expect(missing.searchParams.get('error')).toBe('invalid_request');
-    expect(missing.searchParams.get('error_description')).toBe('The code_challenge_method parameter is missing; it must be S256.');
+    expect(missing.searchParams.get('error_description')).toBe(
+      'The code_challenge_method parameter is missing; it must be S256.',
+    );
   });
 });
 
@@ -208,7 +261,12 @@ describe('authorize: the consent page', () => {
     // A visitor without an account follows the sign-up link and is told the same.
     const signup = await visitor.get(`/signup?next=${encodeURIComponent(path)}`);
     expect(await signup.text()).toContain('An app is asking for access');
-    const loggedIn = await visitor.postForm('/login', { csrf_token: inputValue(html, 'csrf_token')!, next: inputValue(html, 'next')!, email: user.email, password: user.password });
+    const loggedIn = await visitor.postForm('/login', {
+      csrf_token: inputValue(html, 'csrf_token')!,
+      next: inputValue(html, 'next')!,
+      email: user.email,
+      password: user.password,
+    });
     expect(loggedIn.status).toBe(303);
     expect(loggedIn.headers.get('location')).toBe(path);
 
@@ -234,23 +292,36 @@ describe('authorize: the consent page', () => {
 
   it('shows the app, the organization and what the app may do, escaped', async () => {
     const developer = await createOrganization(server.ctx.db, 'Markup Dev');
-    const { app: hostile } = await registerApp(server.ctx.db, developer.id, {
-      name: '<script>alert(1)</script>',
-      description: '<img src=x onerror=alert(2)> & "quoted"',
-      pictureUrl: `${pictureHost.origin}/logo.png?a="><script>alert(3)</script>`,
-      redirectUri: 'https://hostile.example.org/cb',
-    }, testPictures);
+    const { app: hostile } = await registerApp(
+      server.ctx.db,
+      developer.id,
+      {
+        name: '<script>alert(1)</script>',
+        description: '<img src=x onerror=alert(2)> & "quoted"',
+        pictureUrl: `${pictureHost.origin}/logo.png?a="><script>alert(3)</script>`,
+        redirectUri: 'https://hostile.example.org/cb',
+      },
+      testPictures,
+    );
     const { html } = await consent(browser, { client_id: hostile.client_id, response_type: 'code' });
     expect(html).not.toContain('<script>alert');
     expect(html).not.toContain('<img src=x');
     expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(html).toContain('&lt;img src=x onerror=alert(2)&gt; &amp; &quot;quoted&quot;');
-    expect(html).toContain(`<img class="app-picture large" src="/oauth/apps/${hostile.client_id}/picture" alt="Picture of &lt;script&gt;alert(1)&lt;/script&gt;">`);
+    expect(html).toContain(
+      `<img class="app-picture large" src="/oauth/apps/${hostile.client_id}/picture" alt="Picture of &lt;script&gt;alert(1)&lt;/script&gt;">`,
+    );
     expect(html).not.toContain('alert(3)');
     expect(html).toContain('First Org');
     // What the token opens on this server, and only that: no network the operator did not configure.
-    const granted = [...(/<ul class="granted-access">([\s\S]*?)<\/ul>/.exec(html)![1]!.matchAll(/<li>([^<]*)<\/li>/g))].map((m) => m[1]);
-    expect(granted).toEqual(grantedAccess({ youtube: undefined, tiktok: undefined }, 'First Org').map((line, i, all) => `${line}${i === all.length - 1 ? '.' : ';'}`));
+    const granted = [
+      .../<ul class="granted-access">([\s\S]*?)<\/ul>/.exec(html)![1]!.matchAll(/<li>([^<]*)<\/li>/g),
+    ].map((m) => m[1]);
+    expect(granted).toEqual(
+      grantedAccess({ youtube: undefined, tiktok: undefined }, 'First Org').map(
+        (line, i, all) => `${line}${i === all.length - 1 ? '.' : ';'}`,
+      ),
+    );
     expect(granted.join(' ')).toMatch(/see every post of First Org, also those written here or through other apps/);
     expect(granted.join(' ')).not.toMatch(/YouTube|TikTok/);
     expect(html).toContain('name="decision" value="approve"');
@@ -270,7 +341,9 @@ describe('authorize: approve and deny', () => {
     expect(code).toMatch(/^pac_/);
     expect(url.searchParams.get('iss')).toBe(server.ctx.config.publicUrl);
     const token = await exchange(server, app, code);
-    const connected = await json(await server.fetch('/public/v1/is-connected', { headers: { Authorization: `Bearer ${token}` } }));
+    const connected = await json(
+      await server.fetch('/public/v1/is-connected', { headers: { Authorization: `Bearer ${token}` } }),
+    );
     expect(connected.organization.id).toBe(user.id);
   });
 
@@ -294,13 +367,17 @@ describe('authorize: approve and deny', () => {
     const response = await answer(browser, form, 'deny');
     expect(response.status).toBe(303);
     // RFC 9207: the answer names the server that gave it, so an app can refuse a mixed-up one.
-    expect(response.headers.get('location')).toBe(`${REDIRECT}?error=access_denied&state=no%20thanks&iss=${encodeURIComponent(server.ctx.config.publicUrl)}`);
+    expect(response.headers.get('location')).toBe(
+      `${REDIRECT}?error=access_denied&state=no%20thanks&iss=${encodeURIComponent(server.ctx.config.publicUrl)}`,
+    );
     expect(await codeCount()).toBe(before);
   });
 
   it('keeps a query of the registered redirect URL', async () => {
     const developer = await createOrganization(server.ctx.db, 'Query Dev');
-    const withQuery = await createOAuthApp(server.ctx.db, developer.id, { redirectUri: 'https://q.example.org/cb?tenant=7' });
+    const withQuery = await createOAuthApp(server.ctx.db, developer.id, {
+      redirectUri: 'https://q.example.org/cb?tenant=7',
+    });
     const { form } = await consent(browser, { client_id: withQuery.clientId, response_type: 'code', state: 's' });
     const url = new URL((await answer(browser, form)).headers.get('location')!);
     expect(url.searchParams.get('tenant')).toBe('7');
@@ -375,7 +452,14 @@ describe('authorize: approve and deny', () => {
     const moving = await createOAuthApp(server.ctx.db, developer.id, { redirectUri: 'https://before.example.org/cb' });
     const { form, html } = await consent(browser, { client_id: moving.clientId, response_type: 'code', state: 's' });
     expect(html).toContain('https://before.example.org');
-    await updateApp(server.ctx.db, developer.id, moving.app.id, { name: 'Moving', description: '', pictureUrl: '', redirectUri: 'https://after.example.org/cb' }, new Date(), testPictures);
+    await updateApp(
+      server.ctx.db,
+      developer.id,
+      moving.app.id,
+      { name: 'Moving', description: '', pictureUrl: '', redirectUri: 'https://after.example.org/cb' },
+      new Date(),
+      testPictures,
+    );
     const before = await codeCount();
     const response = await answer(browser, form);
     expect(response.status).toBe(400);
@@ -389,7 +473,11 @@ describe('authorize: approve and deny', () => {
     expect(first.form.organization_id).toBe(user.id);
     expect(first.html).toContain('id="organization-switch"');
 
-    const switched = await browser.postForm('/session/organization', { csrf_token: first.form.csrf_token, organization_id: secondOrganizationId, next: path });
+    const switched = await browser.postForm('/session/organization', {
+      csrf_token: first.form.csrf_token,
+      organization_id: secondOrganizationId,
+      next: path,
+    });
     expect(switched.status).toBe(303);
     expect(switched.headers.get('location')).toBe(path);
 
@@ -399,13 +487,24 @@ describe('authorize: approve and deny', () => {
     // The page shown before the switch still approves what it showed.
     const code = new URL((await answer(browser, first.form)).headers.get('location')!).searchParams.get('code')!;
     const token = await exchange(server, app, code);
-    expect((await json(await server.fetch('/public/v1/is-connected', { headers: { Authorization: `Bearer ${token}` } }))).organization.id).toBe(user.id);
+    expect(
+      (await json(await server.fetch('/public/v1/is-connected', { headers: { Authorization: `Bearer ${token}` } })))
+        .organization.id,
+    ).toBe(user.id);
     const secondCode = new URL((await answer(browser, second.form)).headers.get('location')!).searchParams.get('code')!;
     const secondToken = await exchange(server, app, secondCode);
-    expect((await json(await server.fetch('/public/v1/is-connected', { headers: { Authorization: `Bearer ${secondToken}` } }))).organization.id).toBe(
-      secondOrganizationId,
-    );
-    await browser.postForm('/session/organization', { csrf_token: first.form.csrf_token, organization_id: user.id, next: '/' });
+    expect(
+      (
+        await json(
+          await server.fetch('/public/v1/is-connected', { headers: { Authorization: `Bearer ${secondToken}` } }),
+        )
+      ).organization.id,
+    ).toBe(secondOrganizationId);
+    await browser.postForm('/session/organization', {
+      csrf_token: first.form.csrf_token,
+      organization_id: user.id,
+      next: '/',
+    });
   });
 
   it('refuses switching organizations without the session’s CSRF token', async () => {
@@ -438,10 +537,18 @@ describe('authorize: approve and deny', () => {
     const leaving = await createOrganization(server.ctx.db, 'Leaving Org');
     const session = new BrowserSession(server);
     await session.logIn(leaving.email, leaving.password);
-    await createOrganizationWithOwner(server.ctx.db, { organizationName: 'Staying Org', email: leaving.email, password: leaving.password });
+    await createOrganizationWithOwner(server.ctx.db, {
+      organizationName: 'Staying Org',
+      email: leaving.email,
+      password: leaving.password,
+    });
     const { form } = await consent(session, valid());
     expect(form.organization_id).toBe(leaving.id);
-    await server.ctx.db.deleteFrom('memberships').where('organization_id', '=', leaving.id).where('user_id', '=', leaving.userId).execute();
+    await server.ctx.db
+      .deleteFrom('memberships')
+      .where('organization_id', '=', leaving.id)
+      .where('user_id', '=', leaving.userId)
+      .execute();
     const before = await codeCount();
     const response = await answer(session, form);
     expect(response.status).toBe(400);
@@ -451,19 +558,34 @@ describe('authorize: approve and deny', () => {
 
   it('refuses switching to an organization the user does not belong to', async () => {
     const { form } = await consent(browser, valid());
-    const response = await browser.postForm('/session/organization', { csrf_token: form.csrf_token, organization_id: stranger.id, next: '/' });
+    const response = await browser.postForm('/session/organization', {
+      csrf_token: form.csrf_token,
+      organization_id: stranger.id,
+      next: '/',
+    });
     expect(response.status).toBe(404);
   });
 });
 
 describe('the consent page’s list of what an app can do', () => {
   it('names the networks the operator configured, and their reads, only', () => {
-    const youtube = { clientId: 'x', clientSecret: 'y', accountsUrl: '', oauthUrl: '', apiUrl: '', uploadChunkBytes: 1 };
+    const youtube = {
+      clientId: 'x',
+      clientSecret: 'y',
+      accountsUrl: '',
+      oauthUrl: '',
+      apiUrl: '',
+      uploadChunkBytes: 1,
+    };
     const withYouTube = grantedAccess({ youtube, tiktok: undefined }, 'Acme').join('\n');
-    expect(withYouTube).toContain('connect YouTube accounts to Acme (you sign in to the network yourself), and remove channels');
+    expect(withYouTube).toContain(
+      'connect YouTube accounts to Acme (you sign in to the network yourself), and remove channels',
+    );
     expect(withYouTube).not.toContain('TikTok');
     const both = grantedAccess({ youtube, tiktok: {} as never }, 'Acme').join('\n');
     expect(both).toContain('connect YouTube and TikTok accounts to Acme');
-    expect(both).toContain('read the creator information and the analytics (views, likes, comments and shares of recent videos) of its TikTok accounts');
+    expect(both).toContain(
+      'read the creator information and the analytics (views, likes, comments and shares of recent videos) of its TikTok accounts',
+    );
   });
 });

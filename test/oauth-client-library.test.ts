@@ -30,7 +30,12 @@ async function userApproves(authorizationUrl: URL): Promise<URL> {
   const page = await browser.get(`${authorizationUrl.pathname}${authorizationUrl.search}`);
   expect(page.status).toBe(200);
   const html = await page.text();
-  const fields = Object.fromEntries(['csrf_token', 'request_id', 'client_id', 'organization_id', 'state'].map((name) => [name, inputValue(html, name)!]));
+  const fields = Object.fromEntries(
+    ['csrf_token', 'request_id', 'client_id', 'organization_id', 'state'].map((name) => [
+      name,
+      inputValue(html, name)!,
+    ]),
+  );
   const answer = await browser.postForm('/oauth/consent', { ...fields, decision: 'approve' });
   expect(answer.status).toBe(303);
   return new URL(answer.headers.get('location')!);
@@ -43,7 +48,10 @@ describe('a standard OAuth client library (oauth4webapi)', () => {
   ] as const) {
     it(`completes the flow from the metadata document, with PKCE and ${method}`, async () => {
       const issuer = new URL(server.baseUrl);
-      const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
+      const as = await oauth.processDiscoveryResponse(
+        issuer,
+        await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
+      );
       expect(as.token_endpoint_auth_methods_supported).toContain(method);
       const client: oauth.Client = { client_id: app.clientId };
 
@@ -59,13 +67,23 @@ describe('a standard OAuth client library (oauth4webapi)', () => {
 
       const callback = await userApproves(authorizationUrl);
       const params = oauth.validateAuthResponse(as, client, callback, state);
-      const response = await oauth.authorizationCodeGrantRequest(as, client, clientAuth(), params, REDIRECT, codeVerifier, insecure);
+      const response = await oauth.authorizationCodeGrantRequest(
+        as,
+        client,
+        clientAuth(),
+        params,
+        REDIRECT,
+        codeVerifier,
+        insecure,
+      );
       const tokens = await oauth.processAuthorizationCodeResponse(as, client, response);
       expect(tokens.token_type).toBe('bearer');
       expect(tokens.access_token).toMatch(/^pos_/);
       expect(tokens.id).toBe(user.id);
 
-      const connected = await server.fetch('/public/v1/is-connected', { headers: { Authorization: `Bearer ${tokens.access_token}` } });
+      const connected = await server.fetch('/public/v1/is-connected', {
+        headers: { Authorization: `Bearer ${tokens.access_token}` },
+      });
       expect((await json(connected)).credential).toEqual({ type: 'oauth_token' });
 
       const revocation = await oauth.revocationRequest(as, client, clientAuth(), tokens.access_token, insecure);
@@ -76,13 +94,25 @@ describe('a standard OAuth client library (oauth4webapi)', () => {
 
   it('surfaces the server’s RFC 6749 errors, e.g. a code used twice', async () => {
     const issuer = new URL(server.baseUrl);
-    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
+    const as = await oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
+    );
     const client: oauth.Client = { client_id: app.clientId };
     const state = oauth.generateRandomState();
     const url = new URL(as.authorization_endpoint!);
     url.search = new URLSearchParams({ client_id: app.clientId, response_type: 'code', state }).toString();
     const params = oauth.validateAuthResponse(as, client, await userApproves(url), state);
-    const redeem = () => oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretPost(app.secret), params, REDIRECT, oauth.nopkce, insecure);
+    const redeem = () =>
+      oauth.authorizationCodeGrantRequest(
+        as,
+        client,
+        oauth.ClientSecretPost(app.secret),
+        params,
+        REDIRECT,
+        oauth.nopkce,
+        insecure,
+      );
     await oauth.processAuthorizationCodeResponse(as, client, await redeem());
     const error = await oauth.processAuthorizationCodeResponse(as, client, await redeem()).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(oauth.ResponseBodyError);
@@ -101,9 +131,15 @@ describe('the typed client (@service/sdk) with an OAuth access token', () => {
     expect(connected.credential.type).toBe('oauth_token');
     expect((await service.channels()).data.map((c) => c.id)).toEqual([channel.id]);
     const created = await service.createPost({ type: 'draft', content: 'Written by an app', channelIds: [channel.id] });
-    expect(created.data).toEqual([expect.objectContaining({ channelId: channel.id, content: 'Written by an app', status: 'draft' })]);
+    expect(created.data).toEqual([
+      expect.objectContaining({ channelId: channel.id, content: 'Written by an app', status: 'draft' }),
+    ]);
 
-    await tokenRequest(server, { token, client_id: app.clientId, client_secret: app.secret }, { path: '/api/oauth/revoke' });
+    await tokenRequest(
+      server,
+      { token, client_id: app.clientId, client_secret: app.secret },
+      { path: '/api/oauth/revoke' },
+    );
     const error = await service.channels().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServiceError);
     expect((error as ServiceError).status).toBe(401);

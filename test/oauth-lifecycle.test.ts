@@ -17,7 +17,9 @@ let userX: TestOrganization;
 let userY: TestOrganization;
 
 beforeAll(async () => {
-  server = await startTestServer({ env: { OAUTH_AUTH_FAILURES_PER_CLIENT: '100000', OAUTH_AUTH_FAILURES_PER_ADDRESS: '100000' } });
+  server = await startTestServer({
+    env: { OAUTH_AUTH_FAILURES_PER_CLIENT: '100000', OAUTH_AUTH_FAILURES_PER_ADDRESS: '100000' },
+  });
   developer = await createOrganization(server.ctx.db, 'Developer');
   userX = await createOrganization(server.ctx.db, 'Organization X');
   userY = await createOrganization(server.ctx.db, 'Organization Y');
@@ -40,7 +42,11 @@ async function registerThroughPage(name: string): Promise<TestApp> {
   const clientId = /id="client-id"[^>]*value="([^"]+)"/.exec(html)?.[1];
   expect(secret).toMatch(/^pcs_/);
   expect(clientId).toMatch(/^pca_/);
-  const app = await server.ctx.db.selectFrom('oauth_apps').selectAll().where('client_id', '=', clientId!).executeTakeFirstOrThrow();
+  const app = await server.ctx.db
+    .selectFrom('oauth_apps')
+    .selectAll()
+    .where('client_id', '=', clientId!)
+    .executeTakeFirstOrThrow();
   return { app, clientId: clientId!, secret: secret! };
 }
 
@@ -67,10 +73,19 @@ describe('Rotate secret', () => {
     expect(later).toContain(`pcs_…${newSecret!.slice(-4)}`);
 
     const code = await approve(server.ctx.db, app, userX);
-    const old = await tokenRequest(server, { grant_type: 'authorization_code', code, client_id: app.clientId, client_secret: app.secret });
+    const old = await tokenRequest(server, {
+      grant_type: 'authorization_code',
+      code,
+      client_id: app.clientId,
+      client_secret: app.secret,
+    });
     expect(old.status).toBe(401);
     expect((await json(old)).error).toBe('invalid_client');
-    const revokeWithOld = await tokenRequest(server, { token, client_id: app.clientId, client_secret: app.secret }, { path: '/api/oauth/revoke' });
+    const revokeWithOld = await tokenRequest(
+      server,
+      { token, client_id: app.clientId, client_secret: app.secret },
+      { path: '/api/oauth/revoke' },
+    );
     expect(revokeWithOld.status).toBe(401);
 
     expect(await exchange(server, { ...app, secret: newSecret! }, code)).toMatch(/^pos_/);
@@ -92,7 +107,10 @@ describe('Delete app', () => {
       const page = await session.get(`/oauth/authorize?client_id=${app.clientId}&response_type=code&state=s`);
       const html = await page.text();
       const fields = Object.fromEntries(
-        ['csrf_token', 'request_id', 'client_id', 'organization_id', 'state'].map((name) => [name, inputValue(html, name)!]),
+        ['csrf_token', 'request_id', 'client_id', 'organization_id', 'state'].map((name) => [
+          name,
+          inputValue(html, name)!,
+        ]),
       );
       const approved = await session.postForm('/oauth/consent', { ...fields, decision: 'approve' });
       tokens.push(await exchange(server, app, new URL(approved.headers.get('location')!).searchParams.get('code')!));
@@ -109,7 +127,12 @@ describe('Delete app', () => {
     expect(deleted.headers.get('location')).toBe('/settings/developers/apps');
 
     for (const token of tokens) expect(await channelsStatus(server, token)).toBe(401);
-    const redeem = await tokenRequest(server, { grant_type: 'authorization_code', code: pendingCode, client_id: app.clientId, client_secret: app.secret });
+    const redeem = await tokenRequest(server, {
+      grant_type: 'authorization_code',
+      code: pendingCode,
+      client_id: app.clientId,
+      client_secret: app.secret,
+    });
     expect(redeem.status).toBe(401);
     const authorize = await browserX.get(`/oauth/authorize?client_id=${app.clientId}&response_type=code&state=s`);
     expect(authorize.status).toBe(400);
@@ -154,7 +177,12 @@ describe('Revoke in Approved apps', () => {
     expect(await channelsStatus(server, tokenX)).toBe(401);
     expect(await channelsStatus(server, tokenY)).toBe(200);
     expect(await channelsStatus(server, otherTokenX)).toBe(200);
-    const redeem = await tokenRequest(server, { grant_type: 'authorization_code', code: pendingX, client_id: app.clientId, client_secret: app.secret });
+    const redeem = await tokenRequest(server, {
+      grant_type: 'authorization_code',
+      code: pendingX,
+      client_id: app.clientId,
+      client_secret: app.secret,
+    });
     expect((await json(redeem)).error).toBe('invalid_grant');
     const after = await approvedAppsPage(browserX);
     expect(after).not.toContain('Shared App');
@@ -166,7 +194,10 @@ describe('Approved apps page', () => {
   it('shows the apps’ pictures from this site, and loads nothing from elsewhere', async () => {
     const pictureHost = await startPictureHost();
     try {
-      const pictured = await createOAuthApp(server.ctx.db, developer.id, { name: 'Pictured App', pictureUrl: `${pictureHost.origin}/logo.png` });
+      const pictured = await createOAuthApp(server.ctx.db, developer.id, {
+        name: 'Pictured App',
+        pictureUrl: `${pictureHost.origin}/logo.png`,
+      });
       const plain = await createOAuthApp(server.ctx.db, developer.id, { name: 'plain App' });
       await approve(server.ctx.db, pictured, userY);
       await approve(server.ctx.db, plain, userY);
@@ -212,29 +243,47 @@ describe('OAuth tokens on the Public API', () => {
       const response = await server.fetch('/public/v1/channels', { headers: { Authorization: header } });
       expect(response.status).toBe(200);
     }
-    expect((await server.fetch('/public/v1/channels/quota', { headers: { Authorization: `Bearer ${token}` } })).status).toBe(200);
-    const unknown = await server.fetch('/public/v1/posts/post_doesnotexist', { headers: { Authorization: `Bearer ${token}` } });
+    expect(
+      (await server.fetch('/public/v1/channels/quota', { headers: { Authorization: `Bearer ${token}` } })).status,
+    ).toBe(200);
+    const unknown = await server.fetch('/public/v1/posts/post_doesnotexist', {
+      headers: { Authorization: `Bearer ${token}` },
+    });
     expect(unknown.status).not.toBe(401);
   });
 
   it('refuses no credential, a revoked, garbled or huge token, and a token in the query string, with 401', async () => {
     await expectUnauthorized({});
     const flipped = token.slice(0, 10) + (token[10] === 'x' ? 'y' : 'x') + token.slice(11);
-    for (const credential of [flipped, token.replace('pos_', 'poz_'), `${token}0`, 'pos_', generateCredential('pos_'), 'p'.repeat(10 * 1024), `pos_${'y'.repeat(10 * 1024)}`]) {
+    for (const credential of [
+      flipped,
+      token.replace('pos_', 'poz_'),
+      `${token}0`,
+      'pos_',
+      generateCredential('pos_'),
+      'p'.repeat(10 * 1024),
+      `pos_${'y'.repeat(10 * 1024)}`,
+    ]) {
       await expectUnauthorized({ Authorization: `Bearer ${credential}` });
     }
     const inQuery = await server.fetch(`/public/v1/channels?access_token=${token}`);
     expect(inQuery.status).toBe(401);
 
     const revokedToken = await exchange(server, app, await approve(server.ctx.db, app, userX));
-    await tokenRequest(server, { token: revokedToken, client_id: app.clientId, client_secret: app.secret }, { path: '/api/oauth/revoke' });
+    await tokenRequest(
+      server,
+      { token: revokedToken, client_id: app.clientId, client_secret: app.secret },
+      { path: '/api/oauth/revoke' },
+    );
     await expectUnauthorized({ Authorization: `Bearer ${revokedToken}` });
   });
 
   it('shares the organization’s rate-limit budget with its API keys', async () => {
     const withKey = await server.fetch('/public/v1/channels', { headers: userX.auth });
     const withToken = await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${token}` } });
-    expect(Number(withToken.headers.get('ratelimit-remaining'))).toBe(Number(withKey.headers.get('ratelimit-remaining')) - 1);
+    expect(Number(withToken.headers.get('ratelimit-remaining'))).toBe(
+      Number(withKey.headers.get('ratelimit-remaining')) - 1,
+    );
   });
 
   it('records when a token was last used', async () => {
@@ -243,7 +292,11 @@ describe('OAuth tokens on the Public API', () => {
     try {
       const fresh = await exchange(server, app, await approve(server.ctx.db, app, userX, { now: noon }));
       await channelsStatus(server, fresh);
-      const rows = await server.ctx.db.selectFrom('oauth_tokens').select('last_used_at').where('last_used_at', '=', new Date('2026-11-21T12:00:00.000Z')).execute();
+      const rows = await server.ctx.db
+        .selectFrom('oauth_tokens')
+        .select('last_used_at')
+        .where('last_used_at', '=', new Date('2026-11-21T12:00:00.000Z'))
+        .execute();
       expect(rows).toHaveLength(1);
     } finally {
       server.setNow(undefined);
@@ -260,7 +313,9 @@ describe('storage of secrets', () => {
     const sessionToken = developerBrowser.cookie('session');
     expect(sessionToken).toBeTruthy();
 
-    const created = await developerBrowser.submit('/settings/developers/access', '/settings/developers/access', { name: 'dump check' });
+    const created = await developerBrowser.submit('/settings/developers/access', '/settings/developers/access', {
+      name: 'dump check',
+    });
     const apiKey = /id="new-secret"[^>]*value="([^"]+)"/.exec(await created.text())?.[1];
     expect(apiKey).toMatch(/^svc_live_/);
 
@@ -273,7 +328,16 @@ describe('storage of secrets', () => {
       dump += JSON.stringify(rows.rows);
     }
     expect(dump).toContain(app.clientId);
-    for (const secret of [app.secret, code, pendingCode, token, sessionToken!, apiKey!, developer.password, userX.apiKey]) {
+    for (const secret of [
+      app.secret,
+      code,
+      pendingCode,
+      token,
+      sessionToken!,
+      apiKey!,
+      developer.password,
+      userX.apiKey,
+    ]) {
       expect(dump).not.toContain(secret);
       // Not even the random middle of it.
       expect(dump).not.toContain(secret.slice(4, 24));

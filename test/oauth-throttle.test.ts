@@ -16,7 +16,11 @@ const start = new Date(Math.floor(Date.now() / 60_000) * 60_000 + 60_000);
 
 beforeAll(async () => {
   server = await startTestServer({
-    env: { OAUTH_AUTH_FAILURES_PER_CLIENT: '3', OAUTH_AUTH_FAILURES_PER_ADDRESS: '5', OAUTH_AUTH_FAILURES_WINDOW_SECONDS: '60' },
+    env: {
+      OAUTH_AUTH_FAILURES_PER_CLIENT: '3',
+      OAUTH_AUTH_FAILURES_PER_ADDRESS: '5',
+      OAUTH_AUTH_FAILURES_WINDOW_SECONDS: '60',
+    },
   });
   org = await createOrganization(server.ctx.db);
   appA = await createOAuthApp(server.ctx.db, org.id, { name: 'A' });
@@ -33,7 +37,10 @@ async function expectThrottled(response: Response, retryAfter: string) {
   expect(response.headers.get('retry-after')).toBe(retryAfter);
   expect(response.headers.get('cache-control')).toBe('no-store');
   const body = await json(response);
-  expect(body).toEqual({ error: 'rate_limited', error_description: expect.stringMatching(/^[\x20\x21\x23-\x5B\x5D-\x7E]+$/) });
+  expect(body).toEqual({
+    error: 'rate_limited',
+    error_description: expect.stringMatching(/^[\x20\x21\x23-\x5B\x5D-\x7E]+$/),
+  });
 }
 
 describe('throttling of failed client authentication', () => {
@@ -46,11 +53,27 @@ describe('throttling of failed client authentication', () => {
     // A's budget is spent: even the right secret is refused now, so guessing on learns nothing.
     await expectThrottled(await attempt(appA, appA.secret, codeA), '50');
     // Revocation shares the count.
-    await expectThrottled(await tokenRequest(server, { token: 'x', client_id: appA.clientId, client_secret: appA.secret }, { path: '/api/oauth/revoke' }), '50');
+    await expectThrottled(
+      await tokenRequest(
+        server,
+        { token: 'x', client_id: appA.clientId, client_secret: appA.secret },
+        { path: '/api/oauth/revoke' },
+      ),
+      '50',
+    );
 
     // Another client from the same address still gets through until the address's budget is spent.
     expect((await attempt(appB, 'pcs_wrong', codeA)).status).toBe(401);
-    expect((await tokenRequest(server, { grant_type: 'authorization_code', code: codeA, client_id: 'pca_guess', client_secret: 'x' })).status).toBe(401);
+    expect(
+      (
+        await tokenRequest(server, {
+          grant_type: 'authorization_code',
+          code: codeA,
+          client_id: 'pca_guess',
+          client_secret: 'x',
+        })
+      ).status,
+    ).toBe(401);
     await expectThrottled(await attempt(appC, appC.secret, codeC), '50');
 
     // A new window: the right secrets work again, and the codes were never touched.
@@ -77,7 +100,10 @@ describe('throttling of guesses sent all at once', () => {
       // In the next window, more successes than either limit leave the whole budget for failures.
       const later = new Date(start.getTime() + 12 * 60_000);
       server.setNow(later);
-      for (let i = 0; i < 6; i++) expect((await attempt(appC, appC.secret, await approve(server.ctx.db, appC, org, { now: later }))).status).toBe(200);
+      for (let i = 0; i < 6; i++)
+        expect((await attempt(appC, appC.secret, await approve(server.ctx.db, appC, org, { now: later }))).status).toBe(
+          200,
+        );
       for (let i = 0; i < 3; i++) expect((await attempt(appC, 'pcs_wrong', code)).status).toBe(401);
       await expectThrottled(await attempt(appC, 'pcs_wrong', code), '60');
     } finally {
@@ -91,7 +117,12 @@ describe('client addresses', () => {
     target.fetch('/api/oauth/token', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': forwardedFor },
-      body: JSON.stringify({ grant_type: 'authorization_code', code: 'pac_x', client_id: clientId, client_secret: 'pcs_wrong' }),
+      body: JSON.stringify({
+        grant_type: 'authorization_code',
+        code: 'pac_x',
+        client_id: clientId,
+        client_secret: 'pcs_wrong',
+      }),
     });
 
   it('are the connection’s by default: X-Forwarded-For cannot buy a fresh budget', async () => {
@@ -115,7 +146,12 @@ describe('client addresses', () => {
         proxied.fetch('/api/oauth/token', {
           method: 'POST',
           headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': forwardedFor },
-          body: JSON.stringify({ grant_type: 'authorization_code', code: await approve(proxied.ctx.db, app, owner), client_id: app.clientId, client_secret: secret }),
+          body: JSON.stringify({
+            grant_type: 'authorization_code',
+            code: await approve(proxied.ctx.db, app, owner),
+            client_id: app.clientId,
+            client_secret: secret,
+          }),
         });
       for (let i = 0; i < 2; i++) expect((await exchange('pcs_wrong', '203.0.113.66')).status).toBe(401);
       // The guesser's address is throttled for this client, even with the right secret …
@@ -142,15 +178,26 @@ describe('client addresses', () => {
 
 describe('throttle settings', () => {
   it('have defaults and refuse values that are not positive integers', () => {
-    expect(loadConfig({}).oauthClientAuthFailures).toEqual({ perClientAddress: 10, perAddress: 50, windowSeconds: 300 });
+    expect(loadConfig({}).oauthClientAuthFailures).toEqual({
+      perClientAddress: 10,
+      perAddress: 50,
+      windowSeconds: 300,
+    });
     expect(() => loadConfig({ OAUTH_AUTH_FAILURES_PER_CLIENT: '0' })).toThrow(/OAUTH_AUTH_FAILURES_PER_CLIENT/);
-    expect(() => loadConfig({ OAUTH_AUTH_FAILURES_WINDOW_SECONDS: 'soon' })).toThrow(/OAUTH_AUTH_FAILURES_WINDOW_SECONDS/);
+    expect(() => loadConfig({ OAUTH_AUTH_FAILURES_WINDOW_SECONDS: 'soon' })).toThrow(
+      /OAUTH_AUTH_FAILURES_WINDOW_SECONDS/,
+    );
   });
 
   it('trust no proxy unless told which', () => {
     expect(loadConfig({}).trustProxy).toBe(false);
     expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(1);
-    expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8, 192.0.2.7' }).trustProxy).toEqual(['loopback', '10.0.0.0/8', '192.0.2.7']);
-    for (const value of ['true', 'everyone', '10.0.0.0/33', '0']) expect(() => loadConfig({ TRUST_PROXY: value }), value).toThrow(/TRUST_PROXY/);
+    expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8, 192.0.2.7' }).trustProxy).toEqual([
+      'loopback',
+      '10.0.0.0/8',
+      '192.0.2.7',
+    ]);
+    for (const value of ['true', 'everyone', '10.0.0.0/33', '0'])
+      expect(() => loadConfig({ TRUST_PROXY: value }), value).toThrow(/TRUST_PROXY/);
   });
 });

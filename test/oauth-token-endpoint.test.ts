@@ -18,11 +18,16 @@ const errorBodies: { error: string; error_description: string }[] = [];
 
 beforeAll(async () => {
   // The throttle has its own test; here the many deliberate failures must not trip it.
-  server = await startTestServer({ env: { OAUTH_AUTH_FAILURES_PER_CLIENT: '100000', OAUTH_AUTH_FAILURES_PER_ADDRESS: '100000' } });
+  server = await startTestServer({
+    env: { OAUTH_AUTH_FAILURES_PER_CLIENT: '100000', OAUTH_AUTH_FAILURES_PER_ADDRESS: '100000' },
+  });
   org = await createOrganization(server.ctx.db, 'Authorizing Org');
   const developer = await createOrganization(server.ctx.db, 'Developer Org');
   appA = await createOAuthApp(server.ctx.db, developer.id, { name: 'App A' });
-  appB = await createOAuthApp(server.ctx.db, developer.id, { name: 'App B', redirectUri: 'https://b.example.org/callback' });
+  appB = await createOAuthApp(server.ctx.db, developer.id, {
+    name: 'App B',
+    redirectUri: 'https://b.example.org/callback',
+  });
 });
 afterAll(() => server?.close());
 
@@ -44,7 +49,6 @@ const grant = (app: TestApp, code: string, extra: Record<string, unknown> = {}) 
   client_secret: app.secret,
   ...extra,
 });
-
 
 describe('paths in another case', () => {
   it('are not the token or revocation endpoints: no handler runs around the contract check', async () => {
@@ -68,9 +72,16 @@ describe('token endpoint: success', () => {
     expect(response.headers.get('cache-control')).toBe('no-store');
     expect(response.headers.get('pragma')).toBe('no-cache');
     const body = await json(response);
-    expect(body).toEqual({ id: org.id, cus: null, access_token: expect.stringMatching(/^pos_[0-9A-Za-z]{30}$/), token_type: 'bearer' });
+    expect(body).toEqual({
+      id: org.id,
+      cus: null,
+      access_token: expect.stringMatching(/^pos_[0-9A-Za-z]{30}$/),
+      token_type: 'bearer',
+    });
 
-    const connected = await server.fetch('/public/v1/is-connected', { headers: { Authorization: `Bearer ${body.access_token}` } });
+    const connected = await server.fetch('/public/v1/is-connected', {
+      headers: { Authorization: `Bearer ${body.access_token}` },
+    });
     expect(connected.status).toBe(200);
     expect(await json(connected)).toEqual({
       connected: true,
@@ -113,7 +124,11 @@ describe('token endpoint: success', () => {
   });
 
   it('refuses a body that is not JSON', async () => {
-    const response = await server.fetch('/api/oauth/token', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"grant_type":' });
+    const response = await server.fetch('/api/oauth/token', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{"grant_type":',
+    });
     await expectOAuthError(response, 400, 'invalid_request');
   });
 });
@@ -135,7 +150,11 @@ describe('token endpoint: malformed requests', () => {
       await expectOAuthError(response, 400, 'invalid_request');
     }
     for (const body of ['[]', '"authorization_code"', '42']) {
-      const response = await server.fetch('/api/oauth/token', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+      const response = await server.fetch('/api/oauth/token', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body,
+      });
       await expectOAuthError(response, 400, 'invalid_request');
     }
     expect(await exchange(server, appA, code)).toMatch(/^pos_/);
@@ -144,7 +163,11 @@ describe('token endpoint: malformed requests', () => {
   it('refuses a repeated form parameter with invalid_request', async () => {
     const code = await approve(server.ctx.db, appA, org);
     const body = `grant_type=authorization_code&code=${code}&code=${code}&client_id=${appA.clientId}&client_secret=${appA.secret}`;
-    const response = await server.fetch('/api/oauth/token', { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body });
+    const response = await server.fetch('/api/oauth/token', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body,
+    });
     await expectOAuthError(response, 400, 'invalid_request');
   });
 
@@ -164,7 +187,11 @@ describe('token endpoint: malformed requests', () => {
     await expectOAuthError(await tokenRequest(server, withoutGrantType), 400, 'invalid_request');
     await expectOAuthError(await tokenRequest(server, withoutGrantType, { form: true }), 400, 'invalid_request');
     for (const grantType of ['password', 'client_credentials', 'refresh_token', 'AUTHORIZATION_CODE', 'implicit', '']) {
-      await expectOAuthError(await tokenRequest(server, grant(appA, code, { grant_type: grantType })), 400, 'unsupported_grant_type');
+      await expectOAuthError(
+        await tokenRequest(server, grant(appA, code, { grant_type: grantType })),
+        400,
+        'unsupported_grant_type',
+      );
     }
     expect(await exchange(server, appA, code)).toMatch(/^pos_/);
   });
@@ -201,9 +228,21 @@ describe('token endpoint: codes', () => {
   it('answers invalid_client to a replay with a wrong secret, and the first token keeps working', async () => {
     const code = await approve(server.ctx.db, appA, org);
     const token = await exchange(server, appA, code);
-    await expectOAuthError(await tokenRequest(server, grant(appA, code, { client_secret: generateCredential('pcs_') })), 401, 'invalid_client');
-    await expectOAuthError(await tokenRequest(server, grant(appA, code, { client_secret: 'wrong' })), 401, 'invalid_client');
-    await expectOAuthError(await tokenRequest(server, grant(appA, code, { client_id: 'pca_unknown' })), 401, 'invalid_client');
+    await expectOAuthError(
+      await tokenRequest(server, grant(appA, code, { client_secret: generateCredential('pcs_') })),
+      401,
+      'invalid_client',
+    );
+    await expectOAuthError(
+      await tokenRequest(server, grant(appA, code, { client_secret: 'wrong' })),
+      401,
+      'invalid_client',
+    );
+    await expectOAuthError(
+      await tokenRequest(server, grant(appA, code, { client_id: 'pca_unknown' })),
+      401,
+      'invalid_client',
+    );
     expect(await channelsStatus(server, token)).toBe(200);
   });
 
@@ -213,7 +252,8 @@ describe('token endpoint: codes', () => {
     const statuses = responses.map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(1);
     expect(statuses.filter((s) => s === 400)).toHaveLength(19);
-    for (const response of responses.filter((r) => r.status === 400)) await expectOAuthError(response, 400, 'invalid_grant');
+    for (const response of responses.filter((r) => r.status === 400))
+      await expectOAuthError(response, 400, 'invalid_grant');
     const winner = await json(responses.find((r) => r.status === 200)!);
     // The other attempts were uses of a code already used: its token is revoked, as for any replay.
     expect(await channelsStatus(server, winner.access_token)).toBe(401);
@@ -246,7 +286,11 @@ describe('token endpoint: codes', () => {
     const code = await approve(server.ctx.db, appA, org);
     await expectOAuthError(await tokenRequest(server, grant(appB, code)), 400, 'invalid_grant');
     await expectOAuthError(
-      await tokenRequest(server, { grant_type: 'authorization_code', code }, { basic: { clientId: appB.clientId, secret: appB.secret } }),
+      await tokenRequest(
+        server,
+        { grant_type: 'authorization_code', code },
+        { basic: { clientId: appB.clientId, secret: appB.secret } },
+      ),
       400,
       'invalid_grant',
     );
@@ -256,8 +300,17 @@ describe('token endpoint: codes', () => {
   it('binds the code to the redirect_uri of the authorization request', async () => {
     const registered = appA.app.redirect_uri;
     const withRedirect = await approve(server.ctx.db, appA, org, { redirectUri: registered });
-    for (const other of [`${registered}/`, registered.replace('https:', 'http:'), `${registered}?x=1`, 'https://evil.example/cb']) {
-      await expectOAuthError(await tokenRequest(server, grant(appA, withRedirect, { redirect_uri: other })), 400, 'invalid_grant');
+    for (const other of [
+      `${registered}/`,
+      registered.replace('https:', 'http:'),
+      `${registered}?x=1`,
+      'https://evil.example/cb',
+    ]) {
+      await expectOAuthError(
+        await tokenRequest(server, grant(appA, withRedirect, { redirect_uri: other })),
+        400,
+        'invalid_grant',
+      );
     }
     // Sent at authorize, so it must be sent again.
     await expectOAuthError(await tokenRequest(server, grant(appA, withRedirect)), 400, 'invalid_grant');
@@ -265,7 +318,11 @@ describe('token endpoint: codes', () => {
 
     // Not sent at authorize: omitting it is fine, and a value that is not the registered URL is refused.
     const without = await approve(server.ctx.db, appA, org);
-    await expectOAuthError(await tokenRequest(server, grant(appA, without, { redirect_uri: 'https://evil.example/cb' })), 400, 'invalid_grant');
+    await expectOAuthError(
+      await tokenRequest(server, grant(appA, without, { redirect_uri: 'https://evil.example/cb' })),
+      400,
+      'invalid_grant',
+    );
     expect(await exchange(server, appA, without, { redirect_uri: registered })).toMatch(/^pos_/);
   });
 
@@ -276,29 +333,57 @@ describe('token endpoint: codes', () => {
     const code = await approve(server.ctx.db, appA, org, { codeChallenge: challenge });
     await expectOAuthError(await tokenRequest(server, grant(appA, code)), 400, 'invalid_grant');
     for (const wrong of [verifier.replace('d', 'e'), challenge, 'short', `${verifier}${'a'.repeat(90)}`]) {
-      await expectOAuthError(await tokenRequest(server, grant(appA, code, { code_verifier: wrong })), 400, 'invalid_grant');
+      await expectOAuthError(
+        await tokenRequest(server, grant(appA, code, { code_verifier: wrong })),
+        400,
+        'invalid_grant',
+      );
     }
     expect(await exchange(server, appA, code, { code_verifier: verifier })).toMatch(/^pos_/);
 
     const withoutChallenge = await approve(server.ctx.db, appA, org);
-    await expectOAuthError(await tokenRequest(server, grant(appA, withoutChallenge, { code_verifier: verifier })), 400, 'invalid_grant');
+    await expectOAuthError(
+      await tokenRequest(server, grant(appA, withoutChallenge, { code_verifier: verifier })),
+      400,
+      'invalid_grant',
+    );
   });
 });
 
 describe('token endpoint: client authentication', () => {
   it('answers the same 401 invalid_client to a wrong secret and an unknown client, with WWW-Authenticate for Basic', async () => {
     const code = await approve(server.ctx.db, appA, org);
-    const wrongSecret = await expectOAuthError(await tokenRequest(server, grant(appA, code, { client_secret: generateCredential('pcs_') })), 401, 'invalid_client');
-    const unknownClient = await expectOAuthError(await tokenRequest(server, grant(appA, code, { client_id: 'pca_NoSuchClient0000000000000' })), 401, 'invalid_client');
+    const wrongSecret = await expectOAuthError(
+      await tokenRequest(server, grant(appA, code, { client_secret: generateCredential('pcs_') })),
+      401,
+      'invalid_client',
+    );
+    const unknownClient = await expectOAuthError(
+      await tokenRequest(server, grant(appA, code, { client_id: 'pca_NoSuchClient0000000000000' })),
+      401,
+      'invalid_client',
+    );
     expect(unknownClient).toEqual(wrongSecret);
     // An unknown client with another app's secret learns nothing more either.
-    const mixed = await expectOAuthError(await tokenRequest(server, grant(appA, code, { client_secret: appB.secret })), 401, 'invalid_client');
+    const mixed = await expectOAuthError(
+      await tokenRequest(server, grant(appA, code, { client_secret: appB.secret })),
+      401,
+      'invalid_client',
+    );
     expect(mixed).toEqual(wrongSecret);
 
-    const basicWrong = await tokenRequest(server, { grant_type: 'authorization_code', code }, { basic: { clientId: appA.clientId, secret: 'nope' } });
+    const basicWrong = await tokenRequest(
+      server,
+      { grant_type: 'authorization_code', code },
+      { basic: { clientId: appA.clientId, secret: 'nope' } },
+    );
     expect(basicWrong.headers.get('www-authenticate')).toMatch(/^Basic/);
     await expectOAuthError(basicWrong, 401, 'invalid_client');
-    const basicUnknown = await tokenRequest(server, { grant_type: 'authorization_code', code }, { basic: { clientId: 'pca_nobody', secret: appA.secret } });
+    const basicUnknown = await tokenRequest(
+      server,
+      { grant_type: 'authorization_code', code },
+      { basic: { clientId: 'pca_nobody', secret: appA.secret } },
+    );
     expect(basicUnknown.headers.get('www-authenticate')).toMatch(/^Basic/);
     await expectOAuthError(basicUnknown, 401, 'invalid_client');
     expect(await exchange(server, appA, code)).toMatch(/^pos_/);
@@ -309,7 +394,11 @@ describe('token endpoint: client authentication', () => {
     const basic = { clientId: appA.clientId, secret: appA.secret };
     await expectOAuthError(await tokenRequest(server, grant(appA, code), { basic }), 400, 'invalid_request');
     await expectOAuthError(
-      await tokenRequest(server, { grant_type: 'authorization_code', code, client_secret: appA.secret }, { basic, form: true }),
+      await tokenRequest(
+        server,
+        { grant_type: 'authorization_code', code, client_secret: appA.secret },
+        { basic, form: true },
+      ),
       400,
       'invalid_request',
     );
@@ -342,7 +431,11 @@ describe('token endpoint: client authentication', () => {
 
 describe('revocation endpoint (RFC 7009)', () => {
   const revoke = (app: TestApp, token: unknown, options: { form?: boolean } = {}) =>
-    tokenRequest(server, { token, client_id: app.clientId, client_secret: app.secret }, { ...options, path: '/api/oauth/revoke' });
+    tokenRequest(
+      server,
+      { token, client_id: app.clientId, client_secret: app.secret },
+      { ...options, path: '/api/oauth/revoke' },
+    );
 
   it('revokes the app’s own token with an empty 200', async () => {
     const token = await exchange(server, appA, await approve(server.ctx.db, appA, org));
@@ -367,12 +460,20 @@ describe('revocation endpoint (RFC 7009)', () => {
   it('needs client authentication and a token', async () => {
     const token = await exchange(server, appA, await approve(server.ctx.db, appA, org));
     await expectOAuthError(
-      await tokenRequest(server, { token, client_id: appA.clientId, client_secret: 'wrong' }, { path: '/api/oauth/revoke' }),
+      await tokenRequest(
+        server,
+        { token, client_id: appA.clientId, client_secret: 'wrong' },
+        { path: '/api/oauth/revoke' },
+      ),
       401,
       'invalid_client',
     );
     await expectOAuthError(
-      await tokenRequest(server, { client_id: appA.clientId, client_secret: appA.secret }, { path: '/api/oauth/revoke' }),
+      await tokenRequest(
+        server,
+        { client_id: appA.clientId, client_secret: appA.secret },
+        { path: '/api/oauth/revoke' },
+      ),
       400,
       'invalid_request',
     );

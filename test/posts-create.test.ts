@@ -1,6 +1,13 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { countPosts, createChannel, createOrganization, insertMedia, insertPost, type TestOrganization } from './support/fixtures.js';
+import {
+  countPosts,
+  createChannel,
+  createOrganization,
+  insertMedia,
+  insertPost,
+  type TestOrganization,
+} from './support/fixtures.js';
 import { json } from './support/http.js';
 import { FakeTikTok, POSTS_TEST_ENV, send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -17,7 +24,10 @@ let media: { video: string; video2: string; image: string; foreign: string };
 
 beforeAll(async () => {
   tiktok = new FakeTikTok();
-  server = await startTestServer({ env: { ...POSTS_TEST_ENV, DAILY_POST_LIMIT_SANDBOX: '3' }, providers: { tiktok: { creatorInfo: tiktok } } });
+  server = await startTestServer({
+    env: { ...POSTS_TEST_ENV, DAILY_POST_LIMIT_SANDBOX: '3' },
+    providers: { tiktok: { creatorInfo: tiktok } },
+  });
   const db = server.ctx.db;
   acme = await createOrganization(db, 'Acme');
   globex = await createOrganization(db, 'Globex');
@@ -42,14 +52,33 @@ afterAll(() => server?.close());
 beforeEach(() => server.setNow(NOW));
 
 /** A sandbox channel of its own, for a test whose posts must not count against another test's daily quota. */
-const freshSandbox = async (name = 'Fresh sandbox') => (await createChannel(server.ctx.db, acme.id, 'sandbox', name)).id;
+const freshSandbox = async (name = 'Fresh sandbox') =>
+  (await createChannel(server.ctx.db, acme.id, 'sandbox', name)).id;
 
-const create = (body: unknown, org: TestOrganization = acme) => send(server, org.auth, 'POST', '/public/v1/posts', body);
+const create = (body: unknown, org: TestOrganization = acme) =>
+  send(server, org.auth, 'POST', '/public/v1/posts', body);
 
-const youtubeSettings = { __type: 'youtube', title: 'Winter collection', privacyStatus: 'unlisted', madeForKids: false };
+const youtubeSettings = {
+  __type: 'youtube',
+  title: 'Winter collection',
+  privacyStatus: 'unlisted',
+  madeForKids: false,
+};
 const tiktokSettings = { __type: 'tiktok', postMode: 'direct', privacyLevel: 'SELF_ONLY' };
-const youtubeItem = (extra: object = {}) => ({ channelId: ch.youtube, content: 'Alps', mediaIds: [media.video], settings: youtubeSettings, ...extra });
-const tiktokItem = (extra: object = {}) => ({ channelId: ch.tiktok, content: 'Winter #acme', mediaIds: [media.video], settings: tiktokSettings, ...extra });
+const youtubeItem = (extra: object = {}) => ({
+  channelId: ch.youtube,
+  content: 'Alps',
+  mediaIds: [media.video],
+  settings: youtubeSettings,
+  ...extra,
+});
+const tiktokItem = (extra: object = {}) => ({
+  channelId: ch.tiktok,
+  content: 'Winter #acme',
+  mediaIds: [media.video],
+  settings: tiktokSettings,
+  ...extra,
+});
 
 /** Sends a create that must be refused with 422, checks that nothing was created, and returns the details. */
 async function refused(body: unknown): Promise<{ path: string; message: string }[]> {
@@ -64,7 +93,12 @@ async function refused(body: unknown): Promise<{ path: string; message: string }
 
 describe('POST /public/v1/posts: the two forms', () => {
   it('fans single content out to one post per channel, under one group, in the order of channelIds', async () => {
-    const response = await create({ type: 'now', content: 'Doors open at 9', channelIds: [ch.sandbox2, ch.sandbox], mediaIds: [media.image] });
+    const response = await create({
+      type: 'now',
+      content: 'Doors open at 9',
+      channelIds: [ch.sandbox2, ch.sandbox],
+      mediaIds: [media.image],
+    });
     expect(response.status).toBe(201);
     expect(response.headers.get('idempotent-replayed')).toBeNull();
     const body = await json(response);
@@ -102,14 +136,20 @@ describe('POST /public/v1/posts: the two forms', () => {
       posts: [
         youtubeItem({ settings: { ...youtubeSettings, description: 'Filmed in the Alps.' } }),
         tiktokItem(),
-        { channelId: ch.sandbox, content: 'Trying the failure path', settings: { __type: 'sandbox', outcome: 'failed' } },
+        {
+          channelId: ch.sandbox,
+          content: 'Trying the failure path',
+          settings: { __type: 'sandbox', outcome: 'failed' },
+        },
         { channelId: ch.sandbox2, content: 'Plain', settings: { __type: 'sandbox' } },
       ],
     });
     expect(response.status).toBe(201);
     const { data } = await json(response);
     expect(data.map((p: { provider: string }) => p.provider)).toEqual(['youtube', 'tiktok', 'sandbox', 'sandbox']);
-    expect(data.every((p: { status: string; scheduledAt: string }) => p.status === 'scheduled' && p.scheduledAt === LATER)).toBe(true);
+    expect(
+      data.every((p: { status: string; scheduledAt: string }) => p.status === 'scheduled' && p.scheduledAt === LATER),
+    ).toBe(true);
     expect(data[0].settings).toEqual({ ...youtubeSettings, description: 'Filmed in the Alps.', tags: [] });
     expect(data[1].settings).toEqual({
       ...tiktokSettings,
@@ -127,7 +167,9 @@ describe('POST /public/v1/posts: the two forms', () => {
   });
 
   it('saves drafts unpublished, keeping a date when one is given', async () => {
-    const dated = await json(await create({ type: 'draft', date: LATER, content: 'Later maybe', channelIds: [ch.sandbox] }));
+    const dated = await json(
+      await create({ type: 'draft', date: LATER, content: 'Later maybe', channelIds: [ch.sandbox] }),
+    );
     expect(dated.data[0]).toMatchObject({ status: 'draft', scheduledAt: LATER });
     const undated = await json(await create({ type: 'draft', content: 'Some day', channelIds: [ch.sandbox] }));
     expect(undated.data[0]).toMatchObject({ status: 'draft', scheduledAt: null });
@@ -141,19 +183,31 @@ describe('POST /public/v1/posts: the two forms', () => {
 
 describe('POST /public/v1/posts: dates', () => {
   it('refuses a schedule more than a minute in the past with 422 on `date`', async () => {
-    const details = await refused({ type: 'schedule', date: '2026-11-21T11:58:59.999Z', content: 'Late', channelIds: [ch.sandbox] });
+    const details = await refused({
+      type: 'schedule',
+      date: '2026-11-21T11:58:59.999Z',
+      content: 'Late',
+      channelIds: [ch.sandbox],
+    });
     expect(details).toEqual([{ path: 'date', message: expect.stringContaining('more than 1 minute in the past') }]);
   });
 
   it('accepts a date up to a minute in the past, for clock skew', async () => {
-    const response = await create({ type: 'schedule', date: '2026-11-21T11:59:00.000Z', content: 'Just now', channelIds: [await freshSandbox()] });
+    const response = await create({
+      type: 'schedule',
+      date: '2026-11-21T11:59:00.000Z',
+      content: 'Just now',
+      channelIds: [await freshSandbox()],
+    });
     expect(response.status).toBe(201);
   });
 
   it('answers 400 when `schedule` comes without a date (the contract requires it)', async () => {
     const response = await create({ type: 'schedule', content: 'When?', channelIds: [ch.sandbox] });
     expect(response.status).toBe(400);
-    expect((await json(response)).error.details).toEqual([{ path: 'date', message: "must have required property 'date'" }]);
+    expect((await json(response)).error.details).toEqual([
+      { path: 'date', message: "must have required property 'date'" },
+    ]);
   });
 });
 
@@ -176,11 +230,16 @@ describe('POST /public/v1/posts: the rules of every post', () => {
 
   it('names the channel by its place in channelIds in the single-content form', async () => {
     const details = await refused({ type: 'now', content: 'x', channelIds: [ch.sandbox, ch.foreign] });
-    expect(details).toEqual([{ path: 'channelIds[1]', message: `There is no channel ${ch.foreign} in this organization.` }]);
+    expect(details).toEqual([
+      { path: 'channelIds[1]', message: `There is no channel ${ch.foreign} in this organization.` },
+    ]);
   });
 
   it('refuses unknown and foreign media ids', async () => {
-    const details = await refused({ type: 'now', posts: [{ channelId: ch.sandbox, mediaIds: [media.image, media.foreign, 'med_nope'] }] });
+    const details = await refused({
+      type: 'now',
+      posts: [{ channelId: ch.sandbox, mediaIds: [media.image, media.foreign, 'med_nope'] }],
+    });
     expect(details).toEqual([
       { path: 'posts[0].mediaIds[1]', message: `There is no media ${media.foreign} in this organization.` },
       { path: 'posts[0].mediaIds[2]', message: 'There is no media med_nope in this organization.' },
@@ -194,7 +253,10 @@ describe('POST /public/v1/posts: the rules of every post', () => {
     expect(await refused({ type: 'now', content: '', channelIds: [ch.sandbox] })).toEqual([
       { path: 'content', message: `A post needs content or media (channel ${ch.sandbox}).` },
     ]);
-    const mediaOnly = await create({ type: 'now', posts: [{ channelId: await freshSandbox(), mediaIds: [media.image] }] });
+    const mediaOnly = await create({
+      type: 'now',
+      posts: [{ channelId: await freshSandbox(), mediaIds: [media.image] }],
+    });
     expect(mediaOnly.status).toBe(201);
     expect((await json(mediaOnly)).data[0].content).toBe('');
   });
@@ -208,25 +270,51 @@ describe('POST /public/v1/posts: the rules of every post', () => {
       ],
     });
     expect(details).toEqual([
-      { path: 'posts[0].settings.__type', message: `Channel ${ch.youtube} is a YouTube channel; its settings need __type "youtube", not "tiktok".` },
-      { path: 'posts[1].settings.__type', message: `Channel ${ch.sandbox} is a sandbox channel; its settings need __type "sandbox", not "youtube".` },
+      {
+        path: 'posts[0].settings.__type',
+        message: `Channel ${ch.youtube} is a YouTube channel; its settings need __type "youtube", not "tiktok".`,
+      },
+      {
+        path: 'posts[1].settings.__type',
+        message: `Channel ${ch.sandbox} is a sandbox channel; its settings need __type "sandbox", not "youtube".`,
+      },
     ]);
   });
 
   it('needs settings for YouTube and TikTok channels', async () => {
-    const details = await refused({ type: 'now', posts: [youtubeItem({ settings: undefined }), tiktokItem({ settings: undefined })] });
+    const details = await refused({
+      type: 'now',
+      posts: [youtubeItem({ settings: undefined }), tiktokItem({ settings: undefined })],
+    });
     expect(details).toEqual([
-      { path: 'posts[0].settings', message: `A YouTube post needs settings with __type "youtube" (channel ${ch.youtube}).` },
-      { path: 'posts[1].settings', message: `A TikTok post needs settings with __type "tiktok" (channel ${ch.tiktok}).` },
+      {
+        path: 'posts[0].settings',
+        message: `A YouTube post needs settings with __type "youtube" (channel ${ch.youtube}).`,
+      },
+      {
+        path: 'posts[1].settings',
+        message: `A TikTok post needs settings with __type "tiktok" (channel ${ch.tiktok}).`,
+      },
     ]);
-    const single = await refused({ type: 'now', content: 'x', mediaIds: [media.video], channelIds: [ch.sandbox, ch.youtube] });
-    expect(single).toEqual([{ path: 'channelIds[1]', message: expect.stringContaining('use the per-channel form (posts)') }]);
+    const single = await refused({
+      type: 'now',
+      content: 'x',
+      mediaIds: [media.video],
+      channelIds: [ch.sandbox, ch.youtube],
+    });
+    expect(single).toEqual([
+      { path: 'channelIds[1]', message: expect.stringContaining('use the per-channel form (posts)') },
+    ]);
   });
 
   it('lists the problems of every item at once', async () => {
     const details = await refused({
       type: 'now',
-      posts: [{ channelId: ch.sandbox, content: 'fine' }, tiktokItem({ content: 'x'.repeat(2201) }), youtubeItem({ mediaIds: [media.image] })],
+      posts: [
+        { channelId: ch.sandbox, content: 'fine' },
+        tiktokItem({ content: 'x'.repeat(2201) }),
+        youtubeItem({ mediaIds: [media.image] }),
+      ],
     });
     expect(details.map((d) => d.path)).toEqual(['posts[1].content', 'posts[2].mediaIds']);
   });
@@ -243,9 +331,18 @@ describe('POST /public/v1/posts: YouTube', () => {
       ],
     });
     expect(details).toEqual([
-      { path: 'posts[0].mediaIds', message: `A YouTube post needs exactly one video (channel ${ch.youtube}); it has 1 image.` },
-      { path: 'posts[1].mediaIds', message: `A YouTube post needs exactly one video (channel ${ch.youtube}); it has 2 videos.` },
-      { path: 'posts[2].mediaIds', message: `A YouTube post needs exactly one video (channel ${ch.youtube}); it has no media.` },
+      {
+        path: 'posts[0].mediaIds',
+        message: `A YouTube post needs exactly one video (channel ${ch.youtube}); it has 1 image.`,
+      },
+      {
+        path: 'posts[1].mediaIds',
+        message: `A YouTube post needs exactly one video (channel ${ch.youtube}); it has 2 videos.`,
+      },
+      {
+        path: 'posts[2].mediaIds',
+        message: `A YouTube post needs exactly one video (channel ${ch.youtube}); it has no media.`,
+      },
     ]);
   });
 
@@ -253,15 +350,22 @@ describe('POST /public/v1/posts: YouTube', () => {
     const { title: _title, ...withoutTitle } = youtubeSettings;
     const response = await create({ type: 'now', posts: [youtubeItem({ settings: withoutTitle })] });
     expect(response.status).toBe(400);
-    expect((await json(response)).error.details).toEqual([{ path: 'posts[0].settings.title', message: "must have required property 'title'" }]);
+    expect((await json(response)).error.details).toEqual([
+      { path: 'posts[0].settings.title', message: "must have required property 'title'" },
+    ]);
   });
 
   it('limits the tags to 500 characters together, as YouTube counts them', async () => {
     // 50 tags of 9 characters and 49 commas: 499. A space in a tag adds 2 for the quotes YouTube puts around it.
     const tags = Array.from({ length: 50 }, (_, i) => `tag${String(i).padStart(6, '0')}`);
-    expect((await create({ type: 'now', posts: [youtubeItem({ settings: { ...youtubeSettings, tags } })] })).status).toBe(201);
+    expect(
+      (await create({ type: 'now', posts: [youtubeItem({ settings: { ...youtubeSettings, tags } })] })).status,
+    ).toBe(201);
     const spaced = [...tags.slice(1), 'two words'];
-    const details = await refused({ type: 'now', posts: [youtubeItem({ settings: { ...youtubeSettings, tags: spaced } })] });
+    const details = await refused({
+      type: 'now',
+      posts: [youtubeItem({ settings: { ...youtubeSettings, tags: spaced } })],
+    });
     expect(details).toEqual([{ path: 'posts[0].settings.tags', message: expect.stringContaining('these count 501') }]);
   });
 
@@ -285,19 +389,33 @@ describe('POST /public/v1/posts: TikTok', () => {
   it('limits the caption to 2200 characters', async () => {
     expect((await create({ type: 'now', posts: [tiktokItem({ content: 'x'.repeat(2200) })] })).status).toBe(201);
     expect(await refused({ type: 'now', posts: [tiktokItem({ content: 'x'.repeat(2201) })] })).toEqual([
-      { path: 'posts[0].content', message: `TikTok allows a caption of 2200 characters (channel ${ch.tiktok}); this one has 2201.` },
+      {
+        path: 'posts[0].content',
+        message: `TikTok allows a caption of 2200 characters (channel ${ch.tiktok}); this one has 2201.`,
+      },
     ]);
   });
 
   it('needs exactly one video', async () => {
     expect(await refused({ type: 'now', posts: [tiktokItem({ mediaIds: [media.image] })] })).toEqual([
-      { path: 'posts[0].mediaIds', message: `A TikTok post needs exactly one video (channel ${ch.tiktok}); it has 1 image.` },
+      {
+        path: 'posts[0].mediaIds',
+        message: `A TikTok post needs exactly one video (channel ${ch.tiktok}); it has 1 image.`,
+      },
     ]);
   });
 
   it('refuses private branded content', async () => {
-    const details = await refused({ type: 'now', posts: [tiktokItem({ settings: { ...tiktokSettings, brandContentToggle: true } })] });
-    expect(details).toEqual([{ path: 'posts[0].settings.brandContentToggle', message: expect.stringContaining('does not allow branded content (a paid partnership) to be private') }]);
+    const details = await refused({
+      type: 'now',
+      posts: [tiktokItem({ settings: { ...tiktokSettings, brandContentToggle: true } })],
+    });
+    expect(details).toEqual([
+      {
+        path: 'posts[0].settings.brandContentToggle',
+        message: expect.stringContaining('does not allow branded content (a paid partnership) to be private'),
+      },
+    ]);
     const visible = { ...tiktokSettings, privacyLevel: 'PUBLIC_TO_EVERYONE', brandContentToggle: true };
     expect((await create({ type: 'now', posts: [tiktokItem({ settings: visible })] })).status).toBe(201);
   });
@@ -306,30 +424,53 @@ describe('POST /public/v1/posts: TikTok', () => {
     const channel = (await createChannel(server.ctx.db, acme.id, 'tiktok', 'Capped')).id;
     tiktok.set(channel, { canPost: false, cannotPostReason: 'This account reached TikTok’s daily post limit' });
     expect(await refused({ type: 'now', posts: [tiktokItem({ channelId: channel })] })).toEqual([
-      { path: 'posts[0].channelId', message: `The TikTok account of channel ${channel} cannot post now: This account reached TikTok’s daily post limit.` },
+      {
+        path: 'posts[0].channelId',
+        message: `The TikTok account of channel ${channel} cannot post now: This account reached TikTok’s daily post limit.`,
+      },
     ]);
   });
 
   it('refuses a privacy level the creator does not offer', async () => {
     const channel = (await createChannel(server.ctx.db, acme.id, 'tiktok', 'Friends only')).id;
     tiktok.set(channel, { privacyLevelOptions: ['MUTUAL_FOLLOW_FRIENDS', 'SELF_ONLY'] });
-    const item = tiktokItem({ channelId: channel, settings: { ...tiktokSettings, privacyLevel: 'PUBLIC_TO_EVERYONE' } });
+    const item = tiktokItem({
+      channelId: channel,
+      settings: { ...tiktokSettings, privacyLevel: 'PUBLIC_TO_EVERYONE' },
+    });
     expect(await refused({ type: 'now', posts: [item] })).toEqual([
-      { path: 'posts[0].settings.privacyLevel', message: `The TikTok account of channel ${channel} allows MUTUAL_FOLLOW_FRIENDS, SELF_ONLY; not PUBLIC_TO_EVERYONE.` },
+      {
+        path: 'posts[0].settings.privacyLevel',
+        message: `The TikTok account of channel ${channel} allows MUTUAL_FOLLOW_FRIENDS, SELF_ONLY; not PUBLIC_TO_EVERYONE.`,
+      },
     ]);
   });
 
   it('refuses interactions the creator turned off unless the post turns them off too', async () => {
     const channel = (await createChannel(server.ctx.db, acme.id, 'tiktok', 'Quiet')).id;
     tiktok.set(channel, { commentDisabled: true, duetDisabled: true, stitchDisabled: true });
-    const details = await refused({ type: 'now', posts: [tiktokItem({ channelId: channel, settings: { ...tiktokSettings, disableDuet: false } })] });
+    const details = await refused({
+      type: 'now',
+      posts: [tiktokItem({ channelId: channel, settings: { ...tiktokSettings, disableDuet: false } })],
+    });
     expect(details).toEqual([
-      { path: 'posts[0].settings.disableComment', message: `The creator of channel ${channel} turned comments off in TikTok; send disableComment: true.` },
-      { path: 'posts[0].settings.disableDuet', message: `The creator of channel ${channel} turned duets off in TikTok; send disableDuet: true.` },
-      { path: 'posts[0].settings.disableStitch', message: `The creator of channel ${channel} turned stitches off in TikTok; send disableStitch: true.` },
+      {
+        path: 'posts[0].settings.disableComment',
+        message: `The creator of channel ${channel} turned comments off in TikTok; send disableComment: true.`,
+      },
+      {
+        path: 'posts[0].settings.disableDuet',
+        message: `The creator of channel ${channel} turned duets off in TikTok; send disableDuet: true.`,
+      },
+      {
+        path: 'posts[0].settings.disableStitch',
+        message: `The creator of channel ${channel} turned stitches off in TikTok; send disableStitch: true.`,
+      },
     ]);
     const allOff = { ...tiktokSettings, disableComment: true, disableDuet: true, disableStitch: true };
-    expect((await create({ type: 'now', posts: [tiktokItem({ channelId: channel, settings: allOff })] })).status).toBe(201);
+    expect((await create({ type: 'now', posts: [tiktokItem({ channelId: channel, settings: allOff })] })).status).toBe(
+      201,
+    );
   });
 
   it('refuses a video longer than the creator may post, and takes one that fits', async () => {
@@ -337,16 +478,24 @@ describe('POST /public/v1/posts: TikTok', () => {
     tiktok.set(channel, { maxVideoPostDurationSec: 60 });
     const long = await insertMedia(server.ctx.db, acme.id, 'video', 61_500);
     expect(await refused({ type: 'now', posts: [tiktokItem({ channelId: channel, mediaIds: [long] })] })).toEqual([
-      { path: 'posts[0].mediaIds', message: `The TikTok account of channel ${channel} may post videos of up to 60 seconds; this one lasts 61.5 seconds.` },
+      {
+        path: 'posts[0].mediaIds',
+        message: `The TikTok account of channel ${channel} may post videos of up to 60 seconds; this one lasts 61.5 seconds.`,
+      },
     ]);
     const fits = await insertMedia(server.ctx.db, acme.id, 'video', 60_000);
-    expect((await create({ type: 'now', posts: [tiktokItem({ channelId: channel, mediaIds: [fits] })] })).status).toBe(201);
+    expect((await create({ type: 'now', posts: [tiktokItem({ channelId: channel, mediaIds: [fits] })] })).status).toBe(
+      201,
+    );
   });
 
   it('reads the creator info once per channel per request', async () => {
     const channel = (await createChannel(server.ctx.db, acme.id, 'tiktok', 'Twice')).id;
     const before = tiktok.reads.filter((id) => id === channel).length;
-    const response = await create({ type: 'draft', posts: [tiktokItem({ channelId: channel }), tiktokItem({ channelId: channel })] });
+    const response = await create({
+      type: 'draft',
+      posts: [tiktokItem({ channelId: channel }), tiktokItem({ channelId: channel })],
+    });
     expect(response.status).toBe(201);
     expect(tiktok.reads.filter((id) => id === channel).length - before).toBe(1);
   });
@@ -355,7 +504,10 @@ describe('POST /public/v1/posts: TikTok', () => {
     const channel = (await createChannel(server.ctx.db, acme.id, 'tiktok', 'Unreachable')).id;
     tiktok.failFor(channel);
     const before = await countPosts(server.ctx.db, acme.id);
-    const response = await create({ type: 'now', posts: [{ channelId: ch.sandbox, content: 'x' }, tiktokItem({ channelId: channel })] });
+    const response = await create({
+      type: 'now',
+      posts: [{ channelId: ch.sandbox, content: 'x' }, tiktokItem({ channelId: channel })],
+    });
     expect(response.status).toBe(502);
     expect((await json(response)).error.code).toBe('provider_error');
     expect(await countPosts(server.ctx.db, acme.id)).toBe(before);
@@ -373,7 +525,10 @@ describe('POST /public/v1/posts: TikTok', () => {
       });
       expect(response.status).toBe(422);
       expect((await json(response)).error.details).toEqual([
-        { path: 'posts[0].channelId', message: expect.stringContaining('TikTok publishing is not configured on this server') },
+        {
+          path: 'posts[0].channelId',
+          message: expect.stringContaining('TikTok publishing is not configured on this server'),
+        },
       ]);
       expect(await countPosts(plain.ctx.db, org.id)).toBe(0);
     } finally {
@@ -386,30 +541,58 @@ describe('POST /public/v1/posts: daily quota', () => {
   // The sandbox cap is 3 posts per channel per UTC day on this server.
   it('refuses posts that would pass their channel’s cap on the UTC day of their scheduledAt, counting the request’s own posts', async () => {
     const channel = (await createChannel(server.ctx.db, acme.id, 'sandbox', 'Quota')).id;
-    await insertPost(server.ctx.db, { organizationId: acme.id, channelId: channel, status: 'scheduled', scheduledAt: '2026-12-05T01:00:00.000Z' });
-    await insertPost(server.ctx.db, { organizationId: acme.id, channelId: channel, status: 'draft', scheduledAt: '2026-12-05T02:00:00.000Z' });
-    await insertPost(server.ctx.db, { organizationId: acme.id, channelId: channel, status: 'failed', scheduledAt: '2026-12-05T03:00:00.000Z' });
+    await insertPost(server.ctx.db, {
+      organizationId: acme.id,
+      channelId: channel,
+      status: 'scheduled',
+      scheduledAt: '2026-12-05T01:00:00.000Z',
+    });
+    await insertPost(server.ctx.db, {
+      organizationId: acme.id,
+      channelId: channel,
+      status: 'draft',
+      scheduledAt: '2026-12-05T02:00:00.000Z',
+    });
+    await insertPost(server.ctx.db, {
+      organizationId: acme.id,
+      channelId: channel,
+      status: 'failed',
+      scheduledAt: '2026-12-05T03:00:00.000Z',
+    });
     const item = { channelId: channel, content: 'x' };
 
     const details = await refused({ type: 'schedule', date: '2026-12-05T23:59:59.999Z', posts: [item, item, item] });
     expect(details).toEqual([{ path: 'posts[2].channelId', message: 'daily quota of 3 posts used up for 2026-12-05' }]);
 
-    expect((await create({ type: 'schedule', date: '2026-12-06T00:00:00.000Z', posts: [item, item, item] })).status).toBe(201);
-    expect((await create({ type: 'schedule', date: '2026-12-05T12:00:00.000Z', posts: [item, item] })).status).toBe(201);
+    expect(
+      (await create({ type: 'schedule', date: '2026-12-06T00:00:00.000Z', posts: [item, item, item] })).status,
+    ).toBe(201);
+    expect((await create({ type: 'schedule', date: '2026-12-05T12:00:00.000Z', posts: [item, item] })).status).toBe(
+      201,
+    );
     expect(await refused({ type: 'schedule', date: '2026-12-05T12:00:00.000Z', posts: [item] })).toEqual([
       { path: 'posts[0].channelId', message: 'daily quota of 3 posts used up for 2026-12-05' },
     ]);
     // Drafts don't count against the quota.
-    expect((await create({ type: 'draft', date: '2026-12-05T12:00:00.000Z', posts: [item, item, item, item] })).status).toBe(201);
+    expect(
+      (await create({ type: 'draft', date: '2026-12-05T12:00:00.000Z', posts: [item, item, item, item] })).status,
+    ).toBe(201);
   });
 
   it('counts `now` posts on the current UTC day', async () => {
     const channel = (await createChannel(server.ctx.db, acme.id, 'sandbox', 'Busy today')).id;
-    const response = await create({ type: 'now', posts: Array.from({ length: 4 }, () => ({ channelId: channel, content: 'x' })) });
+    const response = await create({
+      type: 'now',
+      posts: Array.from({ length: 4 }, () => ({ channelId: channel, content: 'x' })),
+    });
     expect(response.status).toBe(422);
     const { error } = await json(response);
-    expect(error.message).toBe(`Daily quota exceeded: channel ${channel} may publish 3 posts on 2026-11-21 (UTC), has 0 already and this request adds 4.`);
-    expect(error.details).toEqual([{ path: 'posts[3].channelId', message: 'daily quota of 3 posts used up for 2026-11-21' }]);
+    expect(error.message).toBe(
+      `Daily quota exceeded: channel ${channel} may publish 3 posts on 2026-11-21 (UTC), has 0 already and this request adds 4.`,
+    );
+    expect(error.details).toEqual([
+      { path: 'posts[3].channelId', message: 'daily quota of 3 posts used up for 2026-11-21' },
+    ]);
   });
 });
 
@@ -427,15 +610,25 @@ describe('POST /public/v1/posts: all or nothing', () => {
     );
     try {
       const before = await countPosts(server.ctx.db, acme.id);
-      const body = { type: 'now', posts: [{ channelId: await freshSandbox(), content: 'first' }, { channelId: doomed, content: 'second' }] };
-      const response = await send(server, acme.auth, 'POST', '/public/v1/posts', body, { 'Idempotency-Key': 'doomed-create' });
+      const body = {
+        type: 'now',
+        posts: [
+          { channelId: await freshSandbox(), content: 'first' },
+          { channelId: doomed, content: 'second' },
+        ],
+      };
+      const response = await send(server, acme.auth, 'POST', '/public/v1/posts', body, {
+        'Idempotency-Key': 'doomed-create',
+      });
       expect(response.status).toBe(500);
       expect(JSON.stringify(await json(response))).not.toMatch(/refused by the test|trigger|insert/i);
       expect(await countPosts(server.ctx.db, acme.id)).toBe(before);
 
       // The key was not kept either: once the channel works, the same request creates the posts.
       await sql`drop trigger refuse_doomed_post on posts`.execute(server.ctx.db);
-      const retry = await send(server, acme.auth, 'POST', '/public/v1/posts', body, { 'Idempotency-Key': 'doomed-create' });
+      const retry = await send(server, acme.auth, 'POST', '/public/v1/posts', body, {
+        'Idempotency-Key': 'doomed-create',
+      });
       expect(retry.status).toBe(201);
       expect(retry.headers.get('idempotent-replayed')).toBeNull();
       expect(await countPosts(server.ctx.db, acme.id)).toBe(before + 2);
@@ -446,7 +639,13 @@ describe('POST /public/v1/posts: all or nothing', () => {
   });
 
   it('creates nothing when one item of several breaks a rule', async () => {
-    const details = await refused({ type: 'now', posts: [{ channelId: ch.sandbox, content: 'fine' }, { channelId: ch.foreign, content: 'not ours' }] });
+    const details = await refused({
+      type: 'now',
+      posts: [
+        { channelId: ch.sandbox, content: 'fine' },
+        { channelId: ch.foreign, content: 'not ours' },
+      ],
+    });
     expect(details.map((d) => d.path)).toEqual(['posts[1].channelId']);
   });
 });

@@ -24,8 +24,14 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 beforeEach(() => server.setNow(NOW));
 
-const create = (body: unknown, key: string, org = acme) => send(server, org.auth, 'POST', '/public/v1/posts', body, { 'Idempotency-Key': key });
-const scheduled = (content: string, channelId = acmeChannel) => ({ type: 'schedule', date: '2026-12-01T09:30:00.000Z', content, channelIds: [channelId] });
+const create = (body: unknown, key: string, org = acme) =>
+  send(server, org.auth, 'POST', '/public/v1/posts', body, { 'Idempotency-Key': key });
+const scheduled = (content: string, channelId = acmeChannel) => ({
+  type: 'schedule',
+  date: '2026-12-01T09:30:00.000Z',
+  content,
+  channelIds: [channelId],
+});
 
 describe('Idempotency-Key on POST /public/v1/posts', () => {
   it('answers a retry with the first response, marked as a replay, and creates nothing more', async () => {
@@ -70,7 +76,9 @@ describe('Idempotency-Key on POST /public/v1/posts', () => {
     expect(response.status).toBe(422);
     expect((await json(response)).error).toMatchObject({
       code: 'unprocessable',
-      details: [{ path: 'headers.idempotency-key', message: 'was already used with a different body in the last 24 hours' }],
+      details: [
+        { path: 'headers.idempotency-key', message: 'was already used with a different body in the last 24 hours' },
+      ],
     });
     expect(await countPosts(server.ctx.db, acme.id)).toBe(count);
   });
@@ -120,7 +128,11 @@ describe('Idempotency-Key on POST /public/v1/posts', () => {
   it('creates once and refuses the others when concurrent requests carry one key with different bodies', async () => {
     const key = randomUUID();
     const count = await countPosts(server.ctx.db, acme.id);
-    const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => create({ type: 'now', content: `variant ${i}`, channelIds: [acmeChannel] }, key)));
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        create({ type: 'now', content: `variant ${i}`, channelIds: [acmeChannel] }, key),
+      ),
+    );
     expect(responses.filter((r) => r.status === 201)).toHaveLength(1);
     expect(responses.filter((r) => r.status === 422)).toHaveLength(5);
     expect(await countPosts(server.ctx.db, acme.id)).toBe(count + 1);
@@ -136,7 +148,9 @@ describe('Idempotency-Key on POST /public/v1/posts', () => {
 
 describe('canonical JSON of a request body', () => {
   it('sorts object keys at every depth and keeps array order', () => {
-    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: 'x' } })).toBe('{"a":{"c":"x","d":[3,{"y":2,"z":1}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: 'x' } })).toBe(
+      '{"a":{"c":"x","d":[3,{"y":2,"z":1}]},"b":1}',
+    );
     expect(canonicalJson([2, 1])).not.toBe(canonicalJson([1, 2]));
   });
 });

@@ -2,7 +2,13 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { PostStatus } from '../src/core/contract.js';
 import type { AppContext } from '../src/http/context.js';
 import { editPost } from '../src/posts/lifecycle.js';
-import { createChannel, createOrganization, insertMedia, insertPost, type TestOrganization } from './support/fixtures.js';
+import {
+  createChannel,
+  createOrganization,
+  insertMedia,
+  insertPost,
+  type TestOrganization,
+} from './support/fixtures.js';
 import { json } from './support/http.js';
 import { FakeTikTok, POSTS_TEST_ENV, send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -21,7 +27,10 @@ let video: string;
 
 beforeAll(async () => {
   tiktok = new FakeTikTok();
-  server = await startTestServer({ env: { ...POSTS_TEST_ENV, DAILY_POST_LIMIT_SANDBOX: '2' }, providers: { tiktok: { creatorInfo: tiktok } } });
+  server = await startTestServer({
+    env: { ...POSTS_TEST_ENV, DAILY_POST_LIMIT_SANDBOX: '2' },
+    providers: { tiktok: { creatorInfo: tiktok } },
+  });
   acme = await createOrganization(server.ctx.db, 'Acme');
   globex = await createOrganization(server.ctx.db, 'Globex');
   sandbox = (await createChannel(server.ctx.db, acme.id, 'sandbox')).id;
@@ -40,8 +49,10 @@ async function postIn(status: PostStatus, scheduledAt: string | null, options: {
 }
 
 const get = (id: string, org = acme) => send(server, org.auth, 'GET', `/public/v1/posts/${id}`);
-const changeStatus = (id: string, status: string, org = acme) => send(server, org.auth, 'PATCH', `/public/v1/posts/${id}/status`, { status });
-const schedule = (id: string, scheduledAt: string, org = acme) => send(server, org.auth, 'POST', `/public/v1/posts/${id}/schedule`, { scheduledAt });
+const changeStatus = (id: string, status: string, org = acme) =>
+  send(server, org.auth, 'PATCH', `/public/v1/posts/${id}/status`, { status });
+const schedule = (id: string, scheduledAt: string, org = acme) =>
+  send(server, org.auth, 'POST', `/public/v1/posts/${id}/schedule`, { scheduledAt });
 const edit = (id: string, body: unknown, org = acme) => send(server, org.auth, 'PATCH', `/public/v1/posts/${id}`, body);
 const remove = (id: string, org = acme) => send(server, org.auth, 'DELETE', `/public/v1/posts/${id}`);
 
@@ -79,7 +90,9 @@ describe('PATCH /public/v1/posts/{id}/status: the transition table', () => {
     for (const scheduledAt of [null, '2026-11-21T11:58:59.999Z']) {
       const { id } = await postIn('draft', scheduledAt);
       const body = await expectStatus(await changeStatus(id, 'scheduled'), 422, 'unprocessable');
-      expect(body.error.details).toEqual([{ path: 'status', message: expect.stringContaining('at most 1 minute in the past') }]);
+      expect(body.error.details).toEqual([
+        { path: 'status', message: expect.stringContaining('at most 1 minute in the past') },
+      ]);
       expect(body.error.message).toContain('/schedule');
       expect((await json(await get(id))).status).toBe('draft');
     }
@@ -87,22 +100,37 @@ describe('PATCH /public/v1/posts/{id}/status: the transition table', () => {
 
   it('makes a scheduled post a draft again, keeping its time', async () => {
     const { id } = await postIn('scheduled', FUTURE);
-    expect(await expectStatus(await changeStatus(id, 'draft'), 200)).toMatchObject({ status: 'draft', scheduledAt: FUTURE });
+    expect(await expectStatus(await changeStatus(id, 'draft'), 200)).toMatchObject({
+      status: 'draft',
+      scheduledAt: FUTURE,
+    });
   });
 
   it('retries a failed post now when its time has passed, and clears the error', async () => {
     const { id } = await postIn('failed', PAST, { error: 'The sandbox provider failed this post.' });
-    expect(await expectStatus(await changeStatus(id, 'scheduled'), 200)).toMatchObject({ status: 'scheduled', scheduledAt: NOW, error: null });
+    expect(await expectStatus(await changeStatus(id, 'scheduled'), 200)).toMatchObject({
+      status: 'scheduled',
+      scheduledAt: NOW,
+      error: null,
+    });
   });
 
   it('retries a failed post at its time when that is still ahead', async () => {
     const { id } = await postIn('failed', FUTURE, { error: 'boom' });
-    expect(await expectStatus(await changeStatus(id, 'scheduled'), 200)).toMatchObject({ status: 'scheduled', scheduledAt: FUTURE, error: null });
+    expect(await expectStatus(await changeStatus(id, 'scheduled'), 200)).toMatchObject({
+      status: 'scheduled',
+      scheduledAt: FUTURE,
+      error: null,
+    });
   });
 
   it('parks a failed post as a draft, clearing the error', async () => {
     const { id } = await postIn('failed', PAST, { error: 'boom' });
-    expect(await expectStatus(await changeStatus(id, 'draft'), 200)).toMatchObject({ status: 'draft', scheduledAt: PAST, error: null });
+    expect(await expectStatus(await changeStatus(id, 'draft'), 200)).toMatchObject({
+      status: 'draft',
+      scheduledAt: PAST,
+      error: null,
+    });
   });
 
   it('changes nothing when the status is the same', async () => {
@@ -140,7 +168,13 @@ describe('PATCH /public/v1/posts/{id}/status: the transition table', () => {
   it('refuses to schedule a draft whose media was deleted meanwhile (422 naming the media)', async () => {
     const image = await insertMedia(server.ctx.db, acme.id, 'image');
     const created = await expectStatus(
-      await send(server, acme.auth, 'POST', '/public/v1/posts', { type: 'draft', date: FUTURE, content: 'with a picture', channelIds: [sandbox], mediaIds: [image] }),
+      await send(server, acme.auth, 'POST', '/public/v1/posts', {
+        type: 'draft',
+        date: FUTURE,
+        content: 'with a picture',
+        channelIds: [sandbox],
+        mediaIds: [image],
+      }),
       201,
     );
     const id = created.data[0].id;
@@ -154,7 +188,12 @@ describe('PATCH /public/v1/posts/{id}/status: the transition table', () => {
   it('checks the channel’s daily quota when scheduling', async () => {
     const { id, channelId } = await postIn('draft', FUTURE);
     for (let i = 0; i < 2; i++) {
-      await insertPost(server.ctx.db, { organizationId: acme.id, channelId, status: 'scheduled', scheduledAt: '2026-12-01T20:00:00.000Z' });
+      await insertPost(server.ctx.db, {
+        organizationId: acme.id,
+        channelId,
+        status: 'scheduled',
+        scheduledAt: '2026-12-01T20:00:00.000Z',
+      });
     }
     const body = await expectStatus(await changeStatus(id, 'scheduled'), 422, 'unprocessable');
     expect(body.error.details).toEqual([{ path: 'status', message: 'daily quota of 2 posts used up for 2026-12-01' }]);
@@ -166,14 +205,21 @@ describe('POST /public/v1/posts/{id}/schedule', () => {
     for (const status of ['draft', 'scheduled', 'failed'] as const) {
       const { id } = await postIn(status, PAST, { error: status === 'failed' ? 'boom' : undefined });
       const body = await expectStatus(await schedule(id, '2026-12-02T10:00:00+01:00'), 200);
-      expect(body).toMatchObject({ status: 'scheduled', scheduledAt: '2026-12-02T09:00:00.000Z', error: null, updatedAt: NOW });
+      expect(body).toMatchObject({
+        status: 'scheduled',
+        scheduledAt: '2026-12-02T09:00:00.000Z',
+        error: null,
+        updatedAt: NOW,
+      });
     }
   });
 
   it('refuses a time more than a minute in the past (422)', async () => {
     const { id } = await postIn('draft', null);
     const body = await expectStatus(await schedule(id, '2026-11-21T11:58:00.000Z'), 422, 'unprocessable');
-    expect(body.error.details).toEqual([{ path: 'scheduledAt', message: expect.stringContaining('more than 1 minute in the past') }]);
+    expect(body.error.details).toEqual([
+      { path: 'scheduledAt', message: expect.stringContaining('more than 1 minute in the past') },
+    ]);
   });
 
   it('refuses publishing and published posts (409)', async () => {
@@ -185,12 +231,26 @@ describe('POST /public/v1/posts/{id}/schedule', () => {
 
   it('lets a post move within a full day, but not into one', async () => {
     const { id, channelId } = await postIn('scheduled', '2026-12-03T08:00:00.000Z');
-    await insertPost(server.ctx.db, { organizationId: acme.id, channelId, status: 'scheduled', scheduledAt: '2026-12-03T09:00:00.000Z' });
-    expect((await expectStatus(await schedule(id, '2026-12-03T18:00:00.000Z'), 200)).scheduledAt).toBe('2026-12-03T18:00:00.000Z');
+    await insertPost(server.ctx.db, {
+      organizationId: acme.id,
+      channelId,
+      status: 'scheduled',
+      scheduledAt: '2026-12-03T09:00:00.000Z',
+    });
+    expect((await expectStatus(await schedule(id, '2026-12-03T18:00:00.000Z'), 200)).scheduledAt).toBe(
+      '2026-12-03T18:00:00.000Z',
+    );
 
-    const draft = await insertPost(server.ctx.db, { organizationId: acme.id, channelId, status: 'draft', scheduledAt: null });
+    const draft = await insertPost(server.ctx.db, {
+      organizationId: acme.id,
+      channelId,
+      status: 'draft',
+      scheduledAt: null,
+    });
     const body = await expectStatus(await schedule(draft, '2026-12-03T12:00:00.000Z'), 422, 'unprocessable');
-    expect(body.error.details).toEqual([{ path: 'scheduledAt', message: 'daily quota of 2 posts used up for 2026-12-03' }]);
+    expect(body.error.details).toEqual([
+      { path: 'scheduledAt', message: 'daily quota of 2 posts used up for 2026-12-03' },
+    ]);
     expect((await expectStatus(await schedule(draft, '2026-12-04T12:00:00.000Z'), 200)).status).toBe('scheduled');
   });
 });
@@ -200,7 +260,14 @@ describe('PATCH /public/v1/posts/{id}', () => {
     const response = await send(server, acme.auth, 'POST', '/public/v1/posts', {
       type: 'schedule',
       date: FUTURE,
-      posts: [{ channelId: tiktokChannel, content: 'Winter', mediaIds: [video], settings: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'SELF_ONLY' } }],
+      posts: [
+        {
+          channelId: tiktokChannel,
+          content: 'Winter',
+          mediaIds: [video],
+          settings: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'SELF_ONLY' },
+        },
+      ],
     });
     return (await expectStatus(response, 201)).data[0];
   }
@@ -228,22 +295,34 @@ describe('PATCH /public/v1/posts/{id}', () => {
     const post = await createTikTokPost();
     const image = await insertMedia(server.ctx.db, acme.id, 'image');
     const body = await expectStatus(
-      await edit(post.id, { content: 'x'.repeat(2201), mediaIds: [image, 'med_unknown'], settings: { __type: 'sandbox' } }),
+      await edit(post.id, {
+        content: 'x'.repeat(2201),
+        mediaIds: [image, 'med_unknown'],
+        settings: { __type: 'sandbox' },
+      }),
       422,
       'unprocessable',
     );
     expect(body.error.details).toEqual([
       { path: 'mediaIds[1]', message: 'There is no media med_unknown in this organization.' },
-      { path: 'settings.__type', message: `Channel ${tiktokChannel} is a TikTok channel; its settings need __type "tiktok", not "sandbox".` },
+      {
+        path: 'settings.__type',
+        message: `Channel ${tiktokChannel} is a TikTok channel; its settings need __type "tiktok", not "sandbox".`,
+      },
     ]);
     const caption = await expectStatus(await edit(post.id, { content: 'x'.repeat(2201) }), 422, 'unprocessable');
     expect(caption.error.details).toEqual([
-      { path: 'content', message: `TikTok allows a caption of 2200 characters (channel ${tiktokChannel}); this one has 2201.` },
+      {
+        path: 'content',
+        message: `TikTok allows a caption of 2200 characters (channel ${tiktokChannel}); this one has 2201.`,
+      },
     ]);
     tiktok.set(tiktokChannel, { privacyLevelOptions: ['PUBLIC_TO_EVERYONE'] });
     try {
       const privacy = await expectStatus(await edit(post.id, { content: 'ok' }), 422, 'unprocessable');
-      expect(privacy.error.details).toEqual([{ path: 'settings.privacyLevel', message: expect.stringContaining('not SELF_ONLY') }]);
+      expect(privacy.error.details).toEqual([
+        { path: 'settings.privacyLevel', message: expect.stringContaining('not SELF_ONLY') },
+      ]);
     } finally {
       tiktok.set(tiktokChannel, {});
     }
@@ -254,7 +333,13 @@ describe('PATCH /public/v1/posts/{id}', () => {
     // YouTube takes the content as the description when settings have none, so content and settings
     // are judged together: each edit below is valid alone, the two together are not.
     const youtube = (await createChannel(server.ctx.db, acme.id, 'youtube')).id;
-    const withDescription = { __type: 'youtube', title: 'Winter', description: 'Short', privacyStatus: 'unlisted', madeForKids: false };
+    const withDescription = {
+      __type: 'youtube',
+      title: 'Winter',
+      description: 'Short',
+      privacyStatus: 'unlisted',
+      madeForKids: false,
+    };
     const created = await send(server, acme.auth, 'POST', '/public/v1/posts', {
       type: 'schedule',
       date: FUTURE,
@@ -288,7 +373,9 @@ describe('PATCH /public/v1/posts/{id}', () => {
   it('edits draft, scheduled and failed posts, and refuses publishing and published ones (409)', async () => {
     for (const status of ['draft', 'scheduled', 'failed'] as const) {
       const { id } = await postIn(status, FUTURE);
-      expect((await expectStatus(await edit(id, { content: `edited ${status}` }), 200)).content).toBe(`edited ${status}`);
+      expect((await expectStatus(await edit(id, { content: `edited ${status}` }), 200)).content).toBe(
+        `edited ${status}`,
+      );
     }
     for (const status of ['publishing', 'published'] as const) {
       const { id } = await postIn(status, PAST);

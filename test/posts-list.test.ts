@@ -47,7 +47,9 @@ const ids = (posts: Listed[]) => posts.map((p) => p.id);
 /** The list order: scheduledAt ascending, undated last, then id compared byte by byte. */
 function inListOrder(posts: Listed[]): Listed[] {
   const key = (p: Listed) => p.scheduledAt ?? '\uffff';
-  return [...posts].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return [...posts].sort((a, b) =>
+    key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0,
+  );
 }
 
 describe('GET /public/v1/posts', () => {
@@ -78,7 +80,12 @@ describe('GET /public/v1/posts', () => {
     // Another organization's posts never show.
     const other = await createOrganization(server.ctx.db, 'Other');
     const otherChannel = (await createChannel(server.ctx.db, other.id, 'sandbox')).id;
-    await insertPost(server.ctx.db, { organizationId: other.id, channelId: otherChannel, status: 'scheduled', scheduledAt: '2026-12-01T09:00:00.000Z' });
+    await insertPost(server.ctx.db, {
+      organizationId: other.id,
+      channelId: otherChannel,
+      status: 'scheduled',
+      scheduledAt: '2026-12-01T09:00:00.000Z',
+    });
   });
 
   it('orders by scheduledAt, then id, with undated posts last', async () => {
@@ -90,7 +97,9 @@ describe('GET /public/v1/posts', () => {
 
   it('filters by a range of scheduledAt, `from` inclusive and `to` exclusive, leaving undated posts out', async () => {
     const page = await list(org, '?from=2026-12-01T09:00:00.000Z&to=2026-12-08T00:00:00.000Z');
-    const expected = made.filter((p) => p.scheduledAt && p.scheduledAt >= '2026-12-01T09:00:00.000Z' && p.scheduledAt < '2026-12-08T00:00:00.000Z');
+    const expected = made.filter(
+      (p) => p.scheduledAt && p.scheduledAt >= '2026-12-01T09:00:00.000Z' && p.scheduledAt < '2026-12-08T00:00:00.000Z',
+    );
     expect(ids(page.data)).toEqual(ids(inListOrder(expected)));
     expect(expected).toHaveLength(4);
     const from = await list(org, '?from=2026-12-07T23:59:59.999Z');
@@ -111,7 +120,11 @@ describe('GET /public/v1/posts', () => {
   });
 
   it('filters by the group of one create call', async () => {
-    const created = await send(server, org.auth, 'POST', '/public/v1/posts', { type: 'draft', content: 'grouped', channelIds: [channelA, channelB] });
+    const created = await send(server, org.auth, 'POST', '/public/v1/posts', {
+      type: 'draft',
+      content: 'grouped',
+      channelIds: [channelA, channelB],
+    });
     const { group, data } = await json(created);
     const page = await list(org, `?group=${group}`);
     expect(ids(page.data).sort()).toEqual(data.map((p: Listed) => p.id).sort());
@@ -128,7 +141,9 @@ describe('GET /public/v1/posts', () => {
       expect(pages.at(-1)?.length).toBeGreaterThan(0);
     }
     const filtered = await listAll(org, `?limit=1&channelId=${channelA}&status=scheduled`);
-    expect(ids(filtered.flat())).toEqual(ids(inListOrder(made.filter((p) => p.channelId === channelA && p.status === 'scheduled'))));
+    expect(ids(filtered.flat())).toEqual(
+      ids(inListOrder(made.filter((p) => p.channelId === channelA && p.status === 'scheduled'))),
+    );
   });
 
   it('refuses a limit outside 1–100 and a cursor it did not make (400)', async () => {
@@ -150,7 +165,10 @@ describe('GET /public/v1/posts', () => {
       const response = await send(server, org.auth, 'GET', `/public/v1/posts?cursor=${encodeURIComponent(cursor)}`);
       const body = await json(response);
       expect(response.status, cursor).toBe(400);
-      expect(body.error).toMatchObject({ code: 'validation_failed', details: [{ path: 'query.cursor', message: expect.any(String) }] });
+      expect(body.error).toMatchObject({
+        code: 'validation_failed',
+        details: [{ path: 'query.cursor', message: expect.any(String) }],
+      });
     }
   });
 });
@@ -161,7 +179,12 @@ describe('cursors of GET /public/v1/posts', () => {
     const other = await createOrganization(server.ctx.db, 'Cursors elsewhere');
     const channel = (await createChannel(server.ctx.db, org.id, 'sandbox')).id;
     for (const day of ['01', '02', '03']) {
-      await insertPost(server.ctx.db, { organizationId: org.id, channelId: channel, status: 'scheduled', scheduledAt: `2026-12-${day}T09:00:00.000Z` });
+      await insertPost(server.ctx.db, {
+        organizationId: org.id,
+        channelId: channel,
+        status: 'scheduled',
+        scheduledAt: `2026-12-${day}T09:00:00.000Z`,
+      });
     }
     const query = `?limit=1&status=scheduled&channelId=${channel}`;
     const { nextCursor } = await list(org, query);
@@ -173,8 +196,14 @@ describe('cursors of GET /public/v1/posts', () => {
     const [payload, tag] = nextCursor!.split('.');
     const flipped = (text: string) => text.slice(0, -1) + (text.endsWith('A') ? 'B' : 'A');
     const refused = [
-      { who: org, path: `/public/v1/posts?limit=1&status=scheduled&channelId=${channel}&cursor=${encodeURIComponent(`${flipped(payload!)}.${tag}`)}` },
-      { who: org, path: `/public/v1/posts?limit=1&status=scheduled&channelId=${channel}&cursor=${encodeURIComponent(`${payload}.${flipped(tag!)}`)}` },
+      {
+        who: org,
+        path: `/public/v1/posts?limit=1&status=scheduled&channelId=${channel}&cursor=${encodeURIComponent(`${flipped(payload!)}.${tag}`)}`,
+      },
+      {
+        who: org,
+        path: `/public/v1/posts?limit=1&status=scheduled&channelId=${channel}&cursor=${encodeURIComponent(`${payload}.${flipped(tag!)}`)}`,
+      },
       { who: org, path: `/public/v1/posts?limit=1&status=draft&channelId=${channel}&cursor=${cursor}` },
       { who: org, path: `/public/v1/posts?limit=1&cursor=${cursor}` },
       { who: other, path: `/public/v1/posts${query}&cursor=${cursor}` },
@@ -183,7 +212,9 @@ describe('cursors of GET /public/v1/posts', () => {
     for (const { who, path } of refused) {
       const response = await send(server, who.auth, 'GET', path);
       expect(response.status, path).toBe(400);
-      expect((await json(response)).error.details).toEqual([{ path: 'query.cursor', message: expect.stringContaining('not a cursor issued by this API') }]);
+      expect((await json(response)).error.details).toEqual([
+        { path: 'query.cursor', message: expect.stringContaining('not a cursor issued by this API') },
+      ]);
     }
   });
 });
@@ -196,7 +227,12 @@ describe('GET /public/v1/posts while posts are being created', () => {
     const times = ['2026-12-01T09:00:00.000Z', '2026-12-02T09:00:00.000Z', '2026-12-03T09:00:00.000Z', null];
     for (let i = 0; i < 20; i++) {
       const scheduledAt = times[i % times.length]!;
-      const id = await insertPost(server.ctx.db, { organizationId: org.id, channelId, status: scheduledAt ? 'scheduled' : 'draft', scheduledAt });
+      const id = await insertPost(server.ctx.db, {
+        organizationId: org.id,
+        channelId,
+        status: scheduledAt ? 'scheduled' : 'draft',
+        scheduledAt,
+      });
       existing.push({ id, channelId, status: 'scheduled', scheduledAt, group: '' });
     }
 
@@ -207,7 +243,12 @@ describe('GET /public/v1/posts while posts are being created', () => {
       // Only while the first pages are read: posts inserted ahead of the cursor would otherwise never let it reach the end.
       if (++pagesFetched > 4) return;
       for (const scheduledAt of ['2026-11-30T00:00:00.000Z', ...times, '2026-12-31T00:00:00.000Z']) {
-        const id = await insertPost(server.ctx.db, { organizationId: org.id, channelId, status: scheduledAt ? 'scheduled' : 'draft', scheduledAt });
+        const id = await insertPost(server.ctx.db, {
+          organizationId: org.id,
+          channelId,
+          status: scheduledAt ? 'scheduled' : 'draft',
+          scheduledAt,
+        });
         inserted.add(id);
       }
     };
@@ -222,4 +263,3 @@ describe('GET /public/v1/posts while posts are being created', () => {
     expect(seen.length).toBeGreaterThan(existing.length);
   });
 });
-

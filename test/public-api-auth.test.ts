@@ -28,7 +28,9 @@ async function expectUnauthorized(response: Response) {
 
 describe('Public API authentication', () => {
   it('accepts an API key as a Bearer credential and in the bare header', async () => {
-    const bearer = await server.fetch('/public/v1/is-connected', { headers: { Authorization: `Bearer ${org.apiKey}` } });
+    const bearer = await server.fetch('/public/v1/is-connected', {
+      headers: { Authorization: `Bearer ${org.apiKey}` },
+    });
     expect(bearer.status).toBe(200);
     expect(await json(bearer)).toEqual({
       connected: true,
@@ -68,14 +70,17 @@ describe('Public API authentication', () => {
       'Bearer two words',
       '\u00e9\u00e8',
     ]) {
-      const header = credential.startsWith('Bearer') || credential.startsWith('Basic') ? credential : `Bearer ${credential}`;
+      const header =
+        credential.startsWith('Bearer') || credential.startsWith('Basic') ? credential : `Bearer ${credential}`;
       await expectUnauthorized(await server.fetch('/public/v1/channels', { headers: { Authorization: header } }));
     }
   });
 
   it('refuses a well-formed key that was never issued', async () => {
     await expectUnauthorized(
-      await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${generateCredential('svc_live_')}` } }),
+      await server.fetch('/public/v1/channels', {
+        headers: { Authorization: `Bearer ${generateCredential('svc_live_')}` },
+      }),
     );
   });
 
@@ -84,7 +89,9 @@ describe('Public API authentication', () => {
     const before = await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${secret}` } });
     expect(before.status).toBe(200);
     await revokeApiKey(server.ctx.db, org.id, apiKey.id, new Date());
-    await expectUnauthorized(await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${secret}` } }));
+    await expectUnauthorized(
+      await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${secret}` } }),
+    );
     const other = await server.fetch('/public/v1/channels', { headers: org.auth });
     expect(other.status).toBe(200);
   });
@@ -95,7 +102,11 @@ describe('Public API authentication', () => {
     server.setNow('2026-11-21T10:00:00.000Z');
     try {
       await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${secret}` } });
-      const row = await server.ctx.db.selectFrom('api_keys').select('last_used_at').where('id', '=', apiKey.id).executeTakeFirstOrThrow();
+      const row = await server.ctx.db
+        .selectFrom('api_keys')
+        .select('last_used_at')
+        .where('id', '=', apiKey.id)
+        .executeTakeFirstOrThrow();
       expect(row.last_used_at?.toISOString()).toBe('2026-11-21T10:00:00.000Z');
     } finally {
       server.setNow(undefined);

@@ -28,7 +28,9 @@ describe('Public API rate limiting', () => {
     expect(first.headers.get('ratelimit-reset')).toBe('50');
 
     // An error response is charged and carries the headers too.
-    const notFound = await server.fetch('/public/v1/nothing-here', { headers: { Authorization: `Bearer ${secondKey}` } });
+    const notFound = await server.fetch('/public/v1/nothing-here', {
+      headers: { Authorization: `Bearer ${secondKey}` },
+    });
     expect(notFound.status).toBe(404);
     expect(notFound.headers.get('ratelimit-remaining')).toBe('1');
 
@@ -59,17 +61,24 @@ describe('Public API rate limiting', () => {
 describe('Public API rate limiting across processes', () => {
   it('refuses at exactly the limit when two servers on one database share the budget', async () => {
     // A second server process of the same installation: its own limiter, the same database.
-    const second = await startTestServer({ database: server.ctx.database, env: { RATE_LIMIT_MAX: '3', RATE_LIMIT_WINDOW_SECONDS: '60' } });
+    const second = await startTestServer({
+      database: server.ctx.database,
+      env: { RATE_LIMIT_MAX: '3', RATE_LIMIT_WINDOW_SECONDS: '60' },
+    });
     try {
       const busy = await createOrganization(server.ctx.db, 'Shared');
       for (const each of [server, second]) each.setNow('2026-11-21T11:00:10.000Z');
       const answers = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? server : second).fetch('/public/v1/channels', { headers: busy.auth })),
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 === 0 ? server : second).fetch('/public/v1/channels', { headers: busy.auth }),
+        ),
       );
       const statuses = answers.map((answer) => answer.status);
       expect(statuses.filter((status) => status === 200)).toHaveLength(3);
       expect(statuses.filter((status) => status === 429)).toHaveLength(17);
-      const remaining = answers.filter((answer) => answer.status === 200).map((answer) => answer.headers.get('ratelimit-remaining'));
+      const remaining = answers
+        .filter((answer) => answer.status === 200)
+        .map((answer) => answer.headers.get('ratelimit-remaining'));
       expect(remaining.sort()).toEqual(['0', '1', '2']);
     } finally {
       for (const each of [server, second]) each.setNow(undefined);
@@ -78,12 +87,13 @@ describe('Public API rate limiting across processes', () => {
   });
 });
 
-
 describe('the counts', () => {
   it('are kept in a table without write-ahead log: a count is no WAL record and no commit to flush', async () => {
     // Counting every request in a logged table cost PostgreSQL more per request than the rest of the
     // request (scripts/bench); a crash of PostgreSQL only starts the open windows again.
-    const { rows } = await sql<{ relpersistence: string }>`select relpersistence from pg_class where relname = 'rate_limit_windows'`.execute(server.ctx.db);
+    const { rows } = await sql<{
+      relpersistence: string;
+    }>`select relpersistence from pg_class where relname = 'rate_limit_windows'`.execute(server.ctx.db);
     expect(rows).toEqual([{ relpersistence: 'u' }]);
   });
 });

@@ -33,7 +33,11 @@ afterAll(async () => {
 afterEach(() => network.delay(0));
 
 async function createNow(channelId: string, count: number): Promise<string[]> {
-  const posts = Array.from({ length: count }, (_, i) => ({ channelId, content: `Post ${i}`, settings: { __type: 'sandbox' } }));
+  const posts = Array.from({ length: count }, (_, i) => ({
+    channelId,
+    content: `Post ${i}`,
+    settings: { __type: 'sandbox' },
+  }));
   const response = await send(server, org.auth, 'POST', '/public/v1/posts', { type: 'now', posts });
   const answer = await json(response);
   expect(response.status, JSON.stringify(answer)).toBe(201);
@@ -41,7 +45,9 @@ async function createNow(channelId: string, count: number): Promise<string[]> {
 }
 
 async function statuses(ids: string[]): Promise<PostStatus[]> {
-  return Promise.all(ids.map(async (id) => (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}`))).status));
+  return Promise.all(
+    ids.map(async (id) => (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}`))).status),
+  );
 }
 
 async function untilPublished(ids: string[], timeoutMs: number): Promise<void> {
@@ -62,7 +68,10 @@ describe('a network’s limits', () => {
     await untilPublished(ids, 20_000);
     // Three posts of one channel due together: the third waited for one of the first two.
     expect(network.maxConcurrentPerChannel()).toBe(2);
-    const busyTimes = network.published.filter((p) => p.channelId === busy).map((p) => p.at).sort((a, b) => a - b);
+    const busyTimes = network.published
+      .filter((p) => p.channelId === busy)
+      .map((p) => p.at)
+      .sort((a, b) => a - b);
     expect(busyTimes).toHaveLength(3);
     expect(busyTimes[2]! - busyTimes[0]!).toBeGreaterThanOrEqual(500);
   });
@@ -77,7 +86,10 @@ describe('a network’s limits', () => {
 
     await untilPublished(freeIds, 5000);
     const deadline = Date.now() + 5000;
-    while ((await statuses(limitedIds)).filter((status) => status === 'published').length < 3 && Date.now() < deadline) {
+    while (
+      (await statuses(limitedIds)).filter((status) => status === 'published').length < 3 &&
+      Date.now() < deadline
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const minute = Math.floor(Date.now() / 60_000);
@@ -88,7 +100,9 @@ describe('a network’s limits', () => {
     expect(early.filter((status) => status === 'scheduled')).toHaveLength(2);
 
     await untilPublished(limitedIds, 75_000);
-    const limitedMinutes = network.published.filter((p) => p.channelId === limited).map((p) => Math.floor(p.at / 60_000));
+    const limitedMinutes = network.published
+      .filter((p) => p.channelId === limited)
+      .map((p) => Math.floor(p.at / 60_000));
     expect(limitedMinutes.filter((m) => m === minute)).toHaveLength(3);
     expect(limitedMinutes.filter((m) => m === minute + 1)).toHaveLength(2);
     for (const id of limitedIds) expect(network.publicationsOf(id)).toBe(1);

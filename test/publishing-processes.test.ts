@@ -41,193 +41,271 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
     }
   });
 
-  it('survives a worker killed with SIGKILL three times: every post published or outcome_unknown, none twice', { timeout: 300_000 }, async () => {
-    network.delay(100);
-    const rig = await startPublishingRig({ channels: 20, networkUrl: network.url, workerEnv: WORKER_ENV });
-    try {
-      // 1,000 posts due within 40 seconds, from 10 seconds from now.
-      const firstDueAt = new Date(Date.now() + 10_000);
-      const ids = await rig.createDuePosts(1000, firstDueAt, 40_000);
-      let victim = await rig.startWorker();
-      await rig.startWorker();
-      // Three kills at random moments while posts fall due, each worker started again at once.
-      const moments = Array.from({ length: 3 }, () => firstDueAt.getTime() + Math.random() * 40_000).sort((a, b) => a - b);
-      for (const moment of moments) {
-        await new Promise((resolve) => setTimeout(resolve, Math.max(0, moment - Date.now())));
-        await victim.kill();
-        victim = await rig.startWorker();
+  it(
+    'survives a worker killed with SIGKILL three times: every post published or outcome_unknown, none twice',
+    { timeout: 300_000 },
+    async () => {
+      network.delay(100);
+      const rig = await startPublishingRig({ channels: 20, networkUrl: network.url, workerEnv: WORKER_ENV });
+      try {
+        // 1,000 posts due within 40 seconds, from 10 seconds from now.
+        const firstDueAt = new Date(Date.now() + 10_000);
+        const ids = await rig.createDuePosts(1000, firstDueAt, 40_000);
+        let victim = await rig.startWorker();
+        await rig.startWorker();
+        // Three kills at random moments while posts fall due, each worker started again at once.
+        const moments = Array.from({ length: 3 }, () => firstDueAt.getTime() + Math.random() * 40_000).sort(
+          (a, b) => a - b,
+        );
+        for (const moment of moments) {
+          await new Promise((resolve) => setTimeout(resolve, Math.max(0, moment - Date.now())));
+          await victim.kill();
+          victim = await rig.startWorker();
+        }
+        const outcomes = await rig.untilSettled(180_000);
+        const {
+          scheduled = 0,
+          publishing = 0,
+          published = 0,
+          'failed/outcome_unknown': unknown = 0,
+          ...others
+        } = outcomes;
+        expect({ scheduled, publishing, others }).toEqual({ scheduled: 0, publishing: 0, others: {} });
+        expect(published + unknown).toBe(1000);
+        const { duplicates, missing } = duplicatesAndMissing(network, ids, await publishedIds(rig));
+        expect(duplicates).toEqual([]);
+        expect(missing).toEqual([]);
+        console.log(
+          `crash drill: ${published} published, ${unknown} outcome_unknown, ${duplicates.length} duplicates, ${network.resends.length} resends of one key`,
+        );
+      } finally {
+        network.delay(0);
+        await rig.close();
       }
-      const outcomes = await rig.untilSettled(180_000);
-      const { scheduled = 0, publishing = 0, published = 0, 'failed/outcome_unknown': unknown = 0, ...others } = outcomes;
-      expect({ scheduled, publishing, others }).toEqual({ scheduled: 0, publishing: 0, others: {} });
-      expect(published + unknown).toBe(1000);
-      const { duplicates, missing } = duplicatesAndMissing(network, ids, await publishedIds(rig));
-      expect(duplicates).toEqual([]);
-      expect(missing).toEqual([]);
-      console.log(`crash drill: ${published} published, ${unknown} outcome_unknown, ${duplicates.length} duplicates, ${network.resends.length} resends of one key`);
-    } finally {
-      network.delay(0);
-      await rig.close();
-    }
-  });
+    },
+  );
 
-  it('a worker stopped with SIGTERM finishes what it runs, holds nothing, and the next one publishes the rest once', { timeout: 180_000 }, async () => {
-    network.delay(500);
-    const rig = await startPublishingRig({ channels: 5, networkUrl: network.url, workerEnv: WORKER_ENV });
-    try {
-      const ids = await rig.createDuePosts(500, new Date(Date.now() + 3000), 0);
-      const worker = await rig.startWorker();
-      const deadline = Date.now() + 30_000;
-      while (((await rig.outcomes()).published ?? 0) < 20 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  it(
+    'a worker stopped with SIGTERM finishes what it runs, holds nothing, and the next one publishes the rest once',
+    { timeout: 180_000 },
+    async () => {
+      network.delay(500);
+      const rig = await startPublishingRig({ channels: 5, networkUrl: network.url, workerEnv: WORKER_ENV });
+      try {
+        const ids = await rig.createDuePosts(500, new Date(Date.now() + 3000), 0);
+        const worker = await rig.startWorker();
+        const deadline = Date.now() + 30_000;
+        while (((await rig.outcomes()).published ?? 0) < 20 && Date.now() < deadline)
+          await new Promise((resolve) => setTimeout(resolve, 100));
 
-      expect(await worker.terminate()).toBe(0);
-      // The publications it was running finished within the grace period: none is left publishing.
-      const afterStop = await rig.outcomes();
-      expect(afterStop.publishing ?? 0).toBe(0);
-      expect((afterStop.published ?? 0) + (afterStop.scheduled ?? 0)).toBe(500);
-      expect(afterStop.scheduled ?? 0).toBeGreaterThan(0);
-      const held = await rig.api.ctx.db.selectFrom('posts').select('id').where('organization_id', '=', rig.org.id).where('lease_owner', 'is not', null).execute();
-      expect(held).toEqual([]);
+        expect(await worker.terminate()).toBe(0);
+        // The publications it was running finished within the grace period: none is left publishing.
+        const afterStop = await rig.outcomes();
+        expect(afterStop.publishing ?? 0).toBe(0);
+        expect((afterStop.published ?? 0) + (afterStop.scheduled ?? 0)).toBe(500);
+        expect(afterStop.scheduled ?? 0).toBeGreaterThan(0);
+        const held = await rig.api.ctx.db
+          .selectFrom('posts')
+          .select('id')
+          .where('organization_id', '=', rig.org.id)
+          .where('lease_owner', 'is not', null)
+          .execute();
+        expect(held).toEqual([]);
 
-      await rig.startWorker();
-      expect(await rig.untilSettled(120_000)).toEqual({ published: 500 });
-      const { duplicates, missing } = duplicatesAndMissing(network, ids, await publishedIds(rig));
-      expect(duplicates).toEqual([]);
-      expect(missing).toEqual([]);
-    } finally {
-      network.delay(0);
-      await rig.close();
-    }
-  });
-
-  it('a worker killed with SIGKILL right after YouTube received the last chunk: the next one asks, and the video exists once', { timeout: 180_000 }, async () => {
-    const google = await startFakeGoogle({ account: { channelId: 'UC_kill_0001', title: 'Killed mid-answer' } });
-    const youtube = youtubeEnv(google, 256 * 1024);
-    const rig = await startPublishingRig({ channels: 0, networkUrl: network.url, workerEnv: { ...WORKER_ENV, ...youtube }, apiEnv: youtube });
-    try {
-      // The workers read the media files from the API's data directory, as processes sharing one do.
-      rig.workerEnv.DATA_DIR = rig.api.ctx.config.dataDir;
-      const browser = new BrowserSession(rig.api);
-      await browser.logIn(rig.org.email, rig.org.password);
-      expect((await connectYouTube(browser)).headers.get('location')).toBe('/settings/channels?done=connected');
-      const channel = await rig.api.ctx.db.selectFrom('channels').select('id').where('organization_id', '=', rig.org.id).where('provider', '=', 'youtube').executeTakeFirstOrThrow();
-
-      const bytes = mp4(600 * 1024);
-      const upload = await startUpload(rig.api, rig.org, 'kill.mp4', 'video/mp4', bytes.length);
-      expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
-      const media = await json(await completeUpload(rig.api, rig.org, upload.uploadId));
-      google.holdAfterFinalChunk();
-      const created = await rig.api.fetch('/public/v1/posts', {
-        method: 'POST',
-        headers: { ...rig.org.auth, 'Content-Type': 'application/json' },
-        body: JSON.stringify({
-          type: 'now',
-          posts: [{ channelId: channel.id, content: 'Killed', mediaIds: [media.id], settings: { __type: 'youtube', title: 'Once only', privacyStatus: 'private', madeForKids: false } }],
-        }),
-      });
-      expect(created.status).toBe(201);
-      const postId = (await json(created)).data[0].id;
-
-      const worker = await rig.startWorker();
-      const deadline = Date.now() + 30_000;
-      while (google.videos.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(google.videos).toHaveLength(1);
-      // YouTube has the video; the worker never heard so. It dies now.
-      await worker.kill();
-      await rig.startWorker();
-      expect(await rig.untilSettled(60_000)).toEqual({ published: 1 });
-      const post = await json(await rig.api.fetch(`/public/v1/posts/${postId}`, { headers: rig.org.auth }));
-      expect(post.releaseId).toBe(google.videos[0]!.id);
-      expect(google.videos).toHaveLength(1);
-      const session = google.sessions().find((s) => s.id === google.videos[0]!.sessionId)!;
-      expect(session.received).toBe(bytes.length);
-    } finally {
-      await rig.close();
-      await google.close();
-    }
-  });
-  it('a worker killed with SIGKILL right after TikTok received the last chunk: the next one finishes the post from status/fetch, uploading nothing again', { timeout: 180_000 }, async () => {
-    const tiktok = await startFakeTikTok({ account: { displayName: 'Killed mid-answer', username: 'killed' } });
-    const env = tiktokEnv(tiktok, 5 * 1024 * 1024);
-    const rig = await startPublishingRig({ channels: 0, networkUrl: network.url, workerEnv: { ...WORKER_ENV, ...env }, apiEnv: env });
-    try {
-      rig.workerEnv.DATA_DIR = rig.api.ctx.config.dataDir;
-      const browser = new BrowserSession(rig.api);
-      await browser.logIn(rig.org.email, rig.org.password);
-      expect((await connectTikTok(browser)).headers.get('location')).toBe('/settings/channels?done=connected');
-      const channel = await rig.api.ctx.db.selectFrom('channels').select('id').where('organization_id', '=', rig.org.id).where('provider', '=', 'tiktok').executeTakeFirstOrThrow();
-
-      // 11 MB: two chunks, 5 MiB and the rest.
-      const bytes = mp4WithDuration(9, { mdatBytes: 11 * 1024 * 1024 });
-      const upload = await startUpload(rig.api, rig.org, 'kill.mp4', 'video/mp4', bytes.length);
-      expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
-      const media = await json(await completeUpload(rig.api, rig.org, upload.uploadId));
-      tiktok.holdAfterFinalChunk();
-      const created = await rig.api.fetch('/public/v1/posts', {
-        method: 'POST',
-        headers: { ...rig.org.auth, 'Content-Type': 'application/json' },
-        body: JSON.stringify({
-          type: 'now',
-          posts: [{ channelId: channel.id, content: 'Killed', mediaIds: [media.id], settings: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'PUBLIC_TO_EVERYONE' } }],
-        }),
-      });
-      expect(created.status).toBe(201);
-      const postId = (await json(created)).data[0].id;
-
-      const worker = await rig.startWorker();
-      const deadline = Date.now() + 30_000;
-      while (tiktok.publications[0]?.stored !== bytes.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-      // TikTok has every byte; the worker never heard so. It dies now.
-      await worker.kill();
-      await rig.startWorker();
-      expect(await rig.untilSettled(60_000)).toEqual({ published: 1 });
-      const post = await json(await rig.api.fetch(`/public/v1/posts/${postId}`, { headers: rig.org.auth }));
-      expect(tiktok.publications).toHaveLength(1);
-      const publication = tiktok.publications[0]!;
-      expect(post.releaseId).toBe(publication.postId);
-      expect(publication.status).toBe('PUBLISH_COMPLETE');
-      // Each chunk once: nothing went up again after the crash.
-      expect(publication.chunks).toHaveLength(2);
-      expect(publication.received).toBe(bytes.length);
-    } finally {
-      await rig.close();
-      await tiktok.close();
-    }
-  });
-  it('webhook deliveries survive a worker killed with SIGKILL: every event arrives, a repeat only with its webhook-id', { timeout: 180_000 }, async () => {
-    const receiver = await startWebhookReceiver();
-    receiver.delay(50);
-    const env = { ...WORKER_ENV, WEBHOOK_ALLOW_RANGES: '127.0.0.1/32' };
-    const rig = await startPublishingRig({ channels: 10, networkUrl: network.url, workerEnv: env, apiEnv: env });
-    try {
-      const created = await rig.api.fetch('/public/v1/webhooks', {
-        method: 'POST',
-        headers: { ...rig.org.auth, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ url: receiver.url, eventTypes: ['post.published'] }),
-      });
-      expect(created.status).toBe(201);
-      const ids = await rig.createDuePosts(300, new Date(Date.now() + 3000), 0);
-      const worker = await rig.startWorker();
-      const deadline = Date.now() + 60_000;
-      while (receiver.received.length < 60 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-      await worker.kill();
-      await rig.startWorker();
-      expect(await rig.untilSettled(90_000)).toEqual({ published: 300 });
-      const posts = () => new Set(receiver.received.map((message) => (JSON.parse(message.body) as { data: { id: string } }).data.id));
-      const until = Date.now() + 90_000;
-      while (posts().size < 300 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
-      expect([...posts()].sort()).toEqual([...ids].sort());
-      // Sent twice only when the worker died before recording the answer: with the same webhook-id.
-      const byPost = new Map<string, Set<string>>();
-      for (const message of receiver.received) {
-        const postId = (JSON.parse(message.body) as { data: { id: string } }).data.id;
-        byPost.set(postId, (byPost.get(postId) ?? new Set()).add(message.headers['webhook-id']!));
+        await rig.startWorker();
+        expect(await rig.untilSettled(120_000)).toEqual({ published: 500 });
+        const { duplicates, missing } = duplicatesAndMissing(network, ids, await publishedIds(rig));
+        expect(duplicates).toEqual([]);
+        expect(missing).toEqual([]);
+      } finally {
+        network.delay(0);
+        await rig.close();
       }
-      expect([...byPost.values()].filter((webhookIds) => webhookIds.size > 1)).toEqual([]);
-      console.log(`webhook crash drill: ${receiver.received.length} requests for ${byPost.size} events`);
-    } finally {
-      await rig.close();
-      await receiver.close();
-    }
-  });
+    },
+  );
+
+  it(
+    'a worker killed with SIGKILL right after YouTube received the last chunk: the next one asks, and the video exists once',
+    { timeout: 180_000 },
+    async () => {
+      const google = await startFakeGoogle({ account: { channelId: 'UC_kill_0001', title: 'Killed mid-answer' } });
+      const youtube = youtubeEnv(google, 256 * 1024);
+      const rig = await startPublishingRig({
+        channels: 0,
+        networkUrl: network.url,
+        workerEnv: { ...WORKER_ENV, ...youtube },
+        apiEnv: youtube,
+      });
+      try {
+        // The workers read the media files from the API's data directory, as processes sharing one do.
+        rig.workerEnv.DATA_DIR = rig.api.ctx.config.dataDir;
+        const browser = new BrowserSession(rig.api);
+        await browser.logIn(rig.org.email, rig.org.password);
+        expect((await connectYouTube(browser)).headers.get('location')).toBe('/settings/channels?done=connected');
+        const channel = await rig.api.ctx.db
+          .selectFrom('channels')
+          .select('id')
+          .where('organization_id', '=', rig.org.id)
+          .where('provider', '=', 'youtube')
+          .executeTakeFirstOrThrow();
+
+        const bytes = mp4(600 * 1024);
+        const upload = await startUpload(rig.api, rig.org, 'kill.mp4', 'video/mp4', bytes.length);
+        expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(
+          200,
+        );
+        const media = await json(await completeUpload(rig.api, rig.org, upload.uploadId));
+        google.holdAfterFinalChunk();
+        const created = await rig.api.fetch('/public/v1/posts', {
+          method: 'POST',
+          headers: { ...rig.org.auth, 'Content-Type': 'application/json' },
+          body: JSON.stringify({
+            type: 'now',
+            posts: [
+              {
+                channelId: channel.id,
+                content: 'Killed',
+                mediaIds: [media.id],
+                settings: { __type: 'youtube', title: 'Once only', privacyStatus: 'private', madeForKids: false },
+              },
+            ],
+          }),
+        });
+        expect(created.status).toBe(201);
+        const postId = (await json(created)).data[0].id;
+
+        const worker = await rig.startWorker();
+        const deadline = Date.now() + 30_000;
+        while (google.videos.length === 0 && Date.now() < deadline)
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(google.videos).toHaveLength(1);
+        // YouTube has the video; the worker never heard so. It dies now.
+        await worker.kill();
+        await rig.startWorker();
+        expect(await rig.untilSettled(60_000)).toEqual({ published: 1 });
+        const post = await json(await rig.api.fetch(`/public/v1/posts/${postId}`, { headers: rig.org.auth }));
+        expect(post.releaseId).toBe(google.videos[0]!.id);
+        expect(google.videos).toHaveLength(1);
+        const session = google.sessions().find((s) => s.id === google.videos[0]!.sessionId)!;
+        expect(session.received).toBe(bytes.length);
+      } finally {
+        await rig.close();
+        await google.close();
+      }
+    },
+  );
+  it(
+    'a worker killed with SIGKILL right after TikTok received the last chunk: the next one finishes the post from status/fetch, uploading nothing again',
+    { timeout: 180_000 },
+    async () => {
+      const tiktok = await startFakeTikTok({ account: { displayName: 'Killed mid-answer', username: 'killed' } });
+      const env = tiktokEnv(tiktok, 5 * 1024 * 1024);
+      const rig = await startPublishingRig({
+        channels: 0,
+        networkUrl: network.url,
+        workerEnv: { ...WORKER_ENV, ...env },
+        apiEnv: env,
+      });
+      try {
+        rig.workerEnv.DATA_DIR = rig.api.ctx.config.dataDir;
+        const browser = new BrowserSession(rig.api);
+        await browser.logIn(rig.org.email, rig.org.password);
+        expect((await connectTikTok(browser)).headers.get('location')).toBe('/settings/channels?done=connected');
+        const channel = await rig.api.ctx.db
+          .selectFrom('channels')
+          .select('id')
+          .where('organization_id', '=', rig.org.id)
+          .where('provider', '=', 'tiktok')
+          .executeTakeFirstOrThrow();
+
+        // 11 MB: two chunks, 5 MiB and the rest.
+        const bytes = mp4WithDuration(9, { mdatBytes: 11 * 1024 * 1024 });
+        const upload = await startUpload(rig.api, rig.org, 'kill.mp4', 'video/mp4', bytes.length);
+        expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(
+          200,
+        );
+        const media = await json(await completeUpload(rig.api, rig.org, upload.uploadId));
+        tiktok.holdAfterFinalChunk();
+        const created = await rig.api.fetch('/public/v1/posts', {
+          method: 'POST',
+          headers: { ...rig.org.auth, 'Content-Type': 'application/json' },
+          body: JSON.stringify({
+            type: 'now',
+            posts: [
+              {
+                channelId: channel.id,
+                content: 'Killed',
+                mediaIds: [media.id],
+                settings: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'PUBLIC_TO_EVERYONE' },
+              },
+            ],
+          }),
+        });
+        expect(created.status).toBe(201);
+        const postId = (await json(created)).data[0].id;
+
+        const worker = await rig.startWorker();
+        const deadline = Date.now() + 30_000;
+        while (tiktok.publications[0]?.stored !== bytes.length && Date.now() < deadline)
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        // TikTok has every byte; the worker never heard so. It dies now.
+        await worker.kill();
+        await rig.startWorker();
+        expect(await rig.untilSettled(60_000)).toEqual({ published: 1 });
+        const post = await json(await rig.api.fetch(`/public/v1/posts/${postId}`, { headers: rig.org.auth }));
+        expect(tiktok.publications).toHaveLength(1);
+        const publication = tiktok.publications[0]!;
+        expect(post.releaseId).toBe(publication.postId);
+        expect(publication.status).toBe('PUBLISH_COMPLETE');
+        // Each chunk once: nothing went up again after the crash.
+        expect(publication.chunks).toHaveLength(2);
+        expect(publication.received).toBe(bytes.length);
+      } finally {
+        await rig.close();
+        await tiktok.close();
+      }
+    },
+  );
+  it(
+    'webhook deliveries survive a worker killed with SIGKILL: every event arrives, a repeat only with its webhook-id',
+    { timeout: 180_000 },
+    async () => {
+      const receiver = await startWebhookReceiver();
+      receiver.delay(50);
+      const env = { ...WORKER_ENV, WEBHOOK_ALLOW_RANGES: '127.0.0.1/32' };
+      const rig = await startPublishingRig({ channels: 10, networkUrl: network.url, workerEnv: env, apiEnv: env });
+      try {
+        const created = await rig.api.fetch('/public/v1/webhooks', {
+          method: 'POST',
+          headers: { ...rig.org.auth, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ url: receiver.url, eventTypes: ['post.published'] }),
+        });
+        expect(created.status).toBe(201);
+        const ids = await rig.createDuePosts(300, new Date(Date.now() + 3000), 0);
+        const worker = await rig.startWorker();
+        const deadline = Date.now() + 60_000;
+        while (receiver.received.length < 60 && Date.now() < deadline)
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        await worker.kill();
+        await rig.startWorker();
+        expect(await rig.untilSettled(90_000)).toEqual({ published: 300 });
+        const posts = () =>
+          new Set(receiver.received.map((message) => (JSON.parse(message.body) as { data: { id: string } }).data.id));
+        const until = Date.now() + 90_000;
+        while (posts().size < 300 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
+        expect([...posts()].sort()).toEqual([...ids].sort());
+        // Sent twice only when the worker died before recording the answer: with the same webhook-id.
+        const byPost = new Map<string, Set<string>>();
+        for (const message of receiver.received) {
+          const postId = (JSON.parse(message.body) as { data: { id: string } }).data.id;
+          byPost.set(postId, (byPost.get(postId) ?? new Set()).add(message.headers['webhook-id']!));
+        }
+        expect([...byPost.values()].filter((webhookIds) => webhookIds.size > 1)).toEqual([]);
+        console.log(`webhook crash drill: ${receiver.received.length} requests for ${byPost.size} events`);
+      } finally {
+        await rig.close();
+        await receiver.close();
+      }
+    },
+  );
 });

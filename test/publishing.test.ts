@@ -16,7 +16,12 @@ beforeAll(async () => {
   network = await startFakeNetwork();
   server = await startTestServer({
     worker: true,
-    env: { SANDBOX_NETWORK_URL: network.url, PUBLISH_RETRY_BASE_MS: '200', RATE_LIMIT_MAX: '100000', DAILY_POST_LIMIT_SANDBOX: '1000' },
+    env: {
+      SANDBOX_NETWORK_URL: network.url,
+      PUBLISH_RETRY_BASE_MS: '200',
+      RATE_LIMIT_MAX: '100000',
+      DAILY_POST_LIMIT_SANDBOX: '1000',
+    },
   });
   org = await createOrganization(server.ctx.db, 'Publishing');
 });
@@ -45,12 +50,22 @@ async function channel(name = 'Sandbox'): Promise<string> {
 }
 
 /** Creates one post on `channelId`, or, with `count`, that many posts (the per-channel form). */
-async function create(channelId: string, body: { type: 'now' | 'schedule'; date?: string; count?: number }): Promise<Post[]> {
+async function create(
+  channelId: string,
+  body: { type: 'now' | 'schedule'; date?: string; count?: number },
+): Promise<Post[]> {
   const { count, ...rest } = body;
   const request =
     count === undefined
       ? { content: 'Hello from the publisher', channelIds: [channelId], ...rest }
-      : { ...rest, posts: Array.from({ length: count }, (_, i) => ({ channelId, content: `Post ${i}`, settings: { __type: 'sandbox' } })) };
+      : {
+          ...rest,
+          posts: Array.from({ length: count }, (_, i) => ({
+            channelId,
+            content: `Post ${i}`,
+            settings: { __type: 'sandbox' },
+          })),
+        };
   const response = await send(server, org.auth, 'POST', '/public/v1/posts', request);
   const answer = await json(response);
   expect(response.status, JSON.stringify(answer)).toBe(201);
@@ -61,7 +76,9 @@ async function get(id: string): Promise<Post> {
   return json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}`));
 }
 
-async function history(id: string): Promise<{ type: string; reason?: string; attempt?: number; error?: { code: string } }[]> {
+async function history(
+  id: string,
+): Promise<{ type: string; reason?: string; attempt?: number; error?: { code: string } }[]> {
   return (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}/history?limit=100`))).data;
 }
 
@@ -71,7 +88,8 @@ async function until(ids: string[], statuses: PostStatus[], timeoutMs = 20_000):
   for (;;) {
     const posts = await Promise.all(ids.map(get));
     if (posts.every((post) => statuses.includes(post.status))) return posts;
-    if (Date.now() > deadline) throw new Error(`not ${statuses.join('/')} in time: ${JSON.stringify(posts.map((p) => [p.id, p.status]))}`);
+    if (Date.now() > deadline)
+      throw new Error(`not ${statuses.join('/')} in time: ${JSON.stringify(posts.map((p) => [p.id, p.status]))}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -98,7 +116,12 @@ describe('publishing due posts', () => {
     expect(lateness).toBeLessThan(1500);
     expect(published!.releaseUrl).toBe(`${network.url}/releases/${published!.releaseId}`);
     expect(network.publicationsOf(scheduled!.id)).toBe(1);
-    expect((await history(scheduled!.id)).map((event) => event.type)).toEqual(['created', 'scheduled', 'publishing', 'published']);
+    expect((await history(scheduled!.id)).map((event) => event.type)).toEqual([
+      'created',
+      'scheduled',
+      'publishing',
+      'published',
+    ]);
   });
 
   it('publishes every one of 50 posts that share one time, each once', async () => {
@@ -106,7 +129,11 @@ describe('publishing due posts', () => {
     const at = inSeconds(2);
     const posts = await create(sandbox, { type: 'schedule', date: at, count: 50 });
     expect(posts).toHaveLength(50);
-    await until(posts.map((post) => post.id), ['published'], 20_000);
+    await until(
+      posts.map((post) => post.id),
+      ['published'],
+      20_000,
+    );
     for (const post of posts) expect(network.publicationsOf(post.id), post.id).toBe(1);
     expect(network.resends).toEqual([]);
   });
@@ -116,8 +143,13 @@ describe('publishing due posts', () => {
     const at = inSeconds(2);
     const [rescheduled, drafted, deleted, control] = await create(sandbox, { type: 'schedule', date: at, count: 4 });
     const later = inSeconds(3600);
-    expect((await send(server, org.auth, 'POST', `/public/v1/posts/${rescheduled!.id}/schedule`, { scheduledAt: later })).status).toBe(200);
-    expect((await send(server, org.auth, 'PATCH', `/public/v1/posts/${drafted!.id}/status`, { status: 'draft' })).status).toBe(200);
+    expect(
+      (await send(server, org.auth, 'POST', `/public/v1/posts/${rescheduled!.id}/schedule`, { scheduledAt: later }))
+        .status,
+    ).toBe(200);
+    expect(
+      (await send(server, org.auth, 'PATCH', `/public/v1/posts/${drafted!.id}/status`, { status: 'draft' })).status,
+    ).toBe(200);
     expect((await send(server, org.auth, 'DELETE', `/public/v1/posts/${deleted!.id}`)).status).toBe(204);
 
     await until([control!.id], ['published'], 10_000);
@@ -125,7 +157,11 @@ describe('publishing due posts', () => {
     for (const post of [rescheduled!, drafted!, deleted!]) expect(network.publicationsOf(post.id), post.id).toBe(0);
     expect(await get(rescheduled!.id)).toMatchObject({ status: 'scheduled', scheduledAt: later });
     expect((await get(drafted!.id)).status).toBe('draft');
-    expect((await history(rescheduled!.id)).map((event) => event.type)).toEqual(['created', 'scheduled', 'rescheduled']);
+    expect((await history(rescheduled!.id)).map((event) => event.type)).toEqual([
+      'created',
+      'scheduled',
+      'rescheduled',
+    ]);
   });
 
   it('retries passing failures of the network and publishes once they pass', async () => {
@@ -136,7 +172,14 @@ describe('publishing due posts', () => {
     expect(published!.status).toBe('published');
     expect(network.publicationsOf(post!.id)).toBe(1);
     const events = await history(post!.id);
-    expect(events.map((event) => event.type)).toEqual(['created', 'scheduled', 'publishing', 'retrying', 'retrying', 'published']);
+    expect(events.map((event) => event.type)).toEqual([
+      'created',
+      'scheduled',
+      'publishing',
+      'retrying',
+      'retrying',
+      'published',
+    ]);
     expect(events[3]).toMatchObject({ attempt: 1, reason: 'The network answered 503.' });
   });
 
@@ -145,8 +188,17 @@ describe('publishing due posts', () => {
     network.failNext(1, 422, { error: 'rejected', message: 'Captions may not mention competitors.' });
     const [post] = await create(sandbox, { type: 'now' });
     const [failed] = await until([post!.id], ['published', 'failed']);
-    expect(failed).toMatchObject({ status: 'failed', error: { code: 'rejected_by_network', message: 'Captions may not mention competitors.' }, releaseId: null });
-    expect((await history(post!.id)).map((event) => event.type)).toEqual(['created', 'scheduled', 'publishing', 'failed']);
+    expect(failed).toMatchObject({
+      status: 'failed',
+      error: { code: 'rejected_by_network', message: 'Captions may not mention competitors.' },
+      releaseId: null,
+    });
+    expect((await history(post!.id)).map((event) => event.type)).toEqual([
+      'created',
+      'scheduled',
+      'publishing',
+      'failed',
+    ]);
   });
 
   it('fails with channel_needs_reconnect when the network refuses the channel’s credentials', async () => {
@@ -154,11 +206,21 @@ describe('publishing due posts', () => {
     network.failNext(1, 401, { error: 'unauthorized', message: 'The token was revoked.' });
     const [post] = await create(sandbox, { type: 'now' });
     const [failed] = await until([post!.id], ['published', 'failed']);
-    expect(failed!.error).toEqual({ code: 'channel_needs_reconnect', message: expect.stringContaining('The token was revoked.') });
+    expect(failed!.error).toEqual({
+      code: 'channel_needs_reconnect',
+      message: expect.stringContaining('The token was revoked.'),
+    });
     // The channel waits for a user to connect it again: it takes no new posts, and its next one fails without a call.
     const channels = (await json(await send(server, org.auth, 'GET', '/public/v1/channels'))).data;
-    expect(channels.find((c: { id: string }) => c.id === sandbox)).toMatchObject({ status: 'needs_reconnect', disabled: true });
-    const refused = await send(server, org.auth, 'POST', '/public/v1/posts', { type: 'now', content: 'Again', channelIds: [sandbox] });
+    expect(channels.find((c: { id: string }) => c.id === sandbox)).toMatchObject({
+      status: 'needs_reconnect',
+      disabled: true,
+    });
+    const refused = await send(server, org.auth, 'POST', '/public/v1/posts', {
+      type: 'now',
+      content: 'Again',
+      channelIds: [sandbox],
+    });
     expect(refused.status).toBe(422);
     expect(JSON.stringify(await json(refused))).toContain('needs to be connected again');
   });
@@ -171,7 +233,12 @@ describe('publishing due posts', () => {
       const owner = await createOrganization(local.ctx.db, 'Sandbox user');
       const sandbox = (await createChannel(local.ctx.db, owner.id, 'sandbox')).id;
       const created = await json(
-        await send(local, owner.auth, 'POST', '/public/v1/posts', { type: 'now', posts: [{ channelId: sandbox, content: 'Try the failure path', settings: { __type: 'sandbox', outcome: 'failed' } }] }),
+        await send(local, owner.auth, 'POST', '/public/v1/posts', {
+          type: 'now',
+          posts: [
+            { channelId: sandbox, content: 'Try the failure path', settings: { __type: 'sandbox', outcome: 'failed' } },
+          ],
+        }),
       );
       const id = created.data[0].id as string;
       const read = async () => json(await send(local, owner.auth, 'GET', `/public/v1/posts/${id}`));
@@ -180,11 +247,18 @@ describe('publishing due posts', () => {
         await new Promise((resolve) => setTimeout(resolve, 100));
         post = await read();
       }
-      expect(post).toMatchObject({ status: 'failed', error: { code: 'rejected_by_network', message: expect.stringContaining('outcome: failed') } });
+      expect(post).toMatchObject({
+        status: 'failed',
+        error: { code: 'rejected_by_network', message: expect.stringContaining('outcome: failed') },
+      });
 
       // Scheduled again with the default outcome, it is published, on a page of the server.
-      expect((await send(local, owner.auth, 'PATCH', `/public/v1/posts/${id}`, { settings: { __type: 'sandbox' } })).status).toBe(200);
-      expect((await send(local, owner.auth, 'PATCH', `/public/v1/posts/${id}/status`, { status: 'scheduled' })).status).toBe(200);
+      expect(
+        (await send(local, owner.auth, 'PATCH', `/public/v1/posts/${id}`, { settings: { __type: 'sandbox' } })).status,
+      ).toBe(200);
+      expect(
+        (await send(local, owner.auth, 'PATCH', `/public/v1/posts/${id}/status`, { status: 'scheduled' })).status,
+      ).toBe(200);
       for (let i = 0; i < 100 && post.status !== 'published'; i++) {
         await new Promise((resolve) => setTimeout(resolve, 100));
         post = await read();
@@ -228,7 +302,14 @@ describe('at most once on the network', () => {
     expect(network.publicationsOf(post!.id)).toBe(1);
     expect(network.resends).toEqual([]);
     const events = await history(post!.id);
-    expect(events.map((event) => event.type)).toEqual(['created', 'scheduled', 'publishing', 'retrying', 'retrying', 'published']);
+    expect(events.map((event) => event.type)).toEqual([
+      'created',
+      'scheduled',
+      'publishing',
+      'retrying',
+      'retrying',
+      'published',
+    ]);
     expect(events[3]!.reason).toMatch(/asked what became of the post before anything is sent again/);
     expect(events[4]!.reason).toMatch(/503/);
   });
@@ -239,7 +320,10 @@ describe('at most once on the network', () => {
     network.lookupsAnswer(410);
     const [post] = await create(sandbox, { type: 'now' });
     const [failed] = await until([post!.id], ['published', 'failed']);
-    expect(failed!.error).toEqual({ code: 'outcome_unknown', message: expect.stringContaining('Check the channel before scheduling it again') });
+    expect(failed!.error).toEqual({
+      code: 'outcome_unknown',
+      message: expect.stringContaining('Check the channel before scheduling it again'),
+    });
     expect(network.publicationsOf(post!.id)).toBe(1);
     expect(network.resends).toEqual([]);
   });
@@ -249,7 +333,12 @@ describe('crash safety without a crash', () => {
   it('plans the publication of a due post that has no job (reconciliation)', async () => {
     const sandbox = await channel('Orphan');
     // A post made due by a path that planned nothing: it has no job at all.
-    const id = await insertPost(server.ctx.db, { organizationId: org.id, channelId: sandbox, status: 'scheduled', scheduledAt: new Date(Date.now() - 120_000).toISOString() });
+    const id = await insertPost(server.ctx.db, {
+      organizationId: org.id,
+      channelId: sandbox,
+      status: 'scheduled',
+      scheduledAt: new Date(Date.now() - 120_000).toISOString(),
+    });
     await new Promise((resolve) => setTimeout(resolve, 1000));
     expect((await get(id)).status).toBe('scheduled');
     await server.ctx.publisher!.reconcile();
@@ -261,10 +350,18 @@ describe('crash safety without a crash', () => {
     const sandbox = await channel('Stopping');
     network.delay(1500);
     const posts = await create(sandbox, { type: 'now', count: 5 });
-    await until(posts.map((post) => post.id), ['publishing'], 5000);
+    await until(
+      posts.map((post) => post.id),
+      ['publishing'],
+      5000,
+    );
     await server.ctx.publisher!.stop(100);
     // Nothing is held by the stopped worker: each post is free for the next one at once.
-    const held = await server.ctx.db.selectFrom('posts').select('id').where('lease_owner', '=', server.ctx.publisher!.id).execute();
+    const held = await server.ctx.db
+      .selectFrom('posts')
+      .select('id')
+      .where('lease_owner', '=', server.ctx.publisher!.id)
+      .execute();
     expect(held).toEqual([]);
 
     // The network finishes what it was sent when the calls were cut; the next worker, asking after
@@ -273,9 +370,17 @@ describe('crash safety without a crash', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     network.delay(0);
-    const next = await startTestServer({ worker: true, env: { SANDBOX_NETWORK_URL: network.url, PUBLISH_RETRY_BASE_MS: '200' }, database: server.ctx.database });
+    const next = await startTestServer({
+      worker: true,
+      env: { SANDBOX_NETWORK_URL: network.url, PUBLISH_RETRY_BASE_MS: '200' },
+      database: server.ctx.database,
+    });
     try {
-      await until(posts.map((post) => post.id), ['published'], 15_000);
+      await until(
+        posts.map((post) => post.id),
+        ['published'],
+        15_000,
+      );
       for (const post of posts) expect(network.publicationsOf(post.id)).toBe(1);
       expect(network.resends).toEqual([]);
     } finally {

@@ -23,7 +23,8 @@ let recording: string[] | undefined;
 let roundTrips = 0;
 let counted: Db;
 
-const normalized = (statement: string) => statement.replace(/\s+/g, ' ').replace(/\( /g, '(').replace(/ \)/g, ')').trim();
+const normalized = (statement: string) =>
+  statement.replace(/\s+/g, ' ').replace(/\( /g, '(').replace(/ \)/g, ')').trim();
 
 /**
  * Counts a client's round trips: a statement started while none of the client's is waiting for its
@@ -57,7 +58,9 @@ async function countingDatabase(): Promise<DatabaseHandle> {
     expect((pool.options as { pipeline?: boolean }).pipeline).toBe(true);
     pool.on('connect', countRoundTrips);
   }
-  counted = pool ? new Kysely({ dialect: new PostgresDialect({ pool }), log }) : new Kysely({ dialect: new PGliteDialect(handle.pglite!), log });
+  counted = pool
+    ? new Kysely({ dialect: new PostgresDialect({ pool }), log })
+    : new Kysely({ dialect: new PGliteDialect(handle.pglite!), log });
   return {
     ...handle,
     db: counted,
@@ -98,7 +101,9 @@ afterAll(() => server?.close());
 describe('round trips of the hot Public API operations', () => {
   it('authenticate and count the rate limit in one statement before each operation', async () => {
     const [credential] = await statementsOf('/public/v1/channels');
-    expect(credential).toMatch(/^with credential as \(select .* from "api_keys" .*insert into rate_limit_windows .* select credential\.id, credential\.organization_id, counted\.count from credential, counted$/);
+    expect(credential).toMatch(
+      /^with credential as \(select .* from "api_keys" .*insert into rate_limit_windows .* select credential\.id, credential\.organization_id, counted\.count from credential, counted$/,
+    );
   });
 
   it('answer each GET with one statement besides that one, the statement the baseline sends: 2 round trips', async () => {

@@ -48,7 +48,12 @@ async function logInWith(next: string): Promise<string | null> {
   const visitor = new BrowserSession(server);
   const page = await visitor.get(`/login?next=${encodeURIComponent(next)}`);
   const token = inputValue(await page.text(), 'csrf_token')!;
-  const response = await visitor.postForm('/login', { csrf_token: token, email: owner.email, password: owner.password, next });
+  const response = await visitor.postForm('/login', {
+    csrf_token: token,
+    email: owner.email,
+    password: owner.password,
+    next,
+  });
   expect(response.status).toBe(303);
   return response.headers.get('location');
 }

@@ -16,13 +16,23 @@ async function check(files: Record<string, string>): Promise<{ passed: boolean; 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'structure-'));
   made.push(dir);
   fs.copyFileSync(path.join(ROOT, '.dependency-cruiser.mjs'), path.join(dir, '.dependency-cruiser.mjs'));
-  fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true }, include: ['src'] }));
+  fs.writeFileSync(
+    path.join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true },
+      include: ['src'],
+    }),
+  );
   for (const [file, content] of Object.entries(files)) {
     fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
     fs.writeFileSync(path.join(dir, file), content);
   }
   try {
-    const { stdout } = await run(process.execPath, [DEPCRUISE, 'src', '--config', '.dependency-cruiser.mjs', '--output-type', 'err'], { cwd: dir });
+    const { stdout } = await run(
+      process.execPath,
+      [DEPCRUISE, 'src', '--config', '.dependency-cruiser.mjs', '--output-type', 'err'],
+      { cwd: dir },
+    );
     return { passed: true, output: stdout };
   } catch (error) {
     return { passed: false, output: (error as { stdout: string }).stdout };
@@ -51,7 +61,8 @@ describe('the import rules of src/ (.dependency-cruiser.mjs, run by npm test)', 
       'src/media/three.ts': 'export const z = 1;\n',
     });
     expect(result.passed).toBe(false);
-    for (const rule of ['core-imports-nothing', 'framework-below-features', 'no-circular-folders']) expect(result.output).toContain(rule);
+    for (const rule of ['core-imports-nothing', 'framework-below-features', 'no-circular-folders'])
+      expect(result.output).toContain(rule);
     // media/one → channels/two → media/three: no module cycle, but the folders import each other.
     expect(result.output).toMatch(/no-circular-folders: src\/(media|channels)/);
   }, 60_000);

@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TikTokCreatorInfo } from '../src/providers/tiktok/creator-info.js';
 import Service from '../src/sdk/src/index.js';
 import { BrowserSession } from './support/browser-session.js';
-import { connectTikTok, startFakeTikTok, tiktokEnv, type FakeTikTok, type FakeTikTokVideo } from './support/fake-tiktok.js';
+import {
+  connectTikTok,
+  startFakeTikTok,
+  tiktokEnv,
+  type FakeTikTok,
+  type FakeTikTokVideo,
+} from './support/fake-tiktok.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
 import { mp4WithDuration } from './support/media-samples.js';
@@ -35,10 +41,23 @@ async function uploadVideo(name: string, bytes: Buffer): Promise<string> {
 }
 
 beforeAll(async () => {
-  tiktok = await startFakeTikTok({ account: { displayName: 'Acme on TikTok', username: 'acme', openId: '-000acmeOpenId', followerCount: 3400, videoCount: 12 } });
+  tiktok = await startFakeTikTok({
+    account: {
+      displayName: 'Acme on TikTok',
+      username: 'acme',
+      openId: '-000acmeOpenId',
+      followerCount: 3400,
+      videoCount: 12,
+    },
+  });
   server = await startTestServer({
     worker: true,
-    env: { ...tiktokEnv(tiktok, CHUNK), PUBLISH_RETRY_BASE_MS: '200', DAILY_POST_LIMIT_TIKTOK: '100', RATE_LIMIT_MAX: '100000' },
+    env: {
+      ...tiktokEnv(tiktok, CHUNK),
+      PUBLISH_RETRY_BASE_MS: '200',
+      DAILY_POST_LIMIT_TIKTOK: '100',
+      RATE_LIMIT_MAX: '100000',
+    },
   });
   org = await createOrganization(server.ctx.db, 'Acme');
   sdk = new Service(org.apiKey, server.baseUrl, { maxRetries: 0 });
@@ -46,7 +65,14 @@ beforeAll(async () => {
   await session.logIn(org.email, org.password);
   const finished = await connectTikTok(session);
   expect(finished.headers.get('location')).toBe('/settings/channels?done=connected');
-  channelId = (await server.ctx.db.selectFrom('channels').select('id').where('organization_id', '=', org.id).where('provider', '=', 'tiktok').executeTakeFirstOrThrow()).id;
+  channelId = (
+    await server.ctx.db
+      .selectFrom('channels')
+      .select('id')
+      .where('organization_id', '=', org.id)
+      .where('provider', '=', 'tiktok')
+      .executeTakeFirstOrThrow()
+  ).id;
   const big = mp4WithDuration(15, { mdatBytes: 12 * MB });
   const small = mp4WithDuration(8, { mdatBytes: MB });
   bigVideo = { id: await uploadVideo('launch.mp4', big), bytes: big };
@@ -66,10 +92,17 @@ interface Post {
 }
 
 type Settings = Record<string, unknown>;
-const direct = (privacyLevel = 'PUBLIC_TO_EVERYONE'): Settings => ({ __type: 'tiktok', postMode: 'direct', privacyLevel });
+const direct = (privacyLevel = 'PUBLIC_TO_EVERYONE'): Settings => ({
+  __type: 'tiktok',
+  postMode: 'direct',
+  privacyLevel,
+});
 
 async function createNow(content: string, mediaId: string, settings: Settings): Promise<Response> {
-  return send(server, org.auth, 'POST', '/public/v1/posts', { type: 'now', posts: [{ channelId, content, mediaIds: [mediaId], settings }] });
+  return send(server, org.auth, 'POST', '/public/v1/posts', {
+    type: 'now',
+    posts: [{ channelId, content, mediaIds: [mediaId], settings }],
+  });
 }
 
 async function publishNow(content: string, mediaId: string, settings: Settings): Promise<string> {
@@ -142,7 +175,9 @@ describe('a TikTok channel connected in Settings → Channels', () => {
       const refused = await createNow('Too many today', smallVideo.id, direct());
       const body = await json(refused);
       expect(refused.status).toBe(422);
-      expect(body.error.details[0].message).toMatch(/cannot post now: the account reached the number of posts TikTok allows/);
+      expect(body.error.details[0].message).toMatch(
+        /cannot post now: the account reached the number of posts TikTok allows/,
+      );
     } finally {
       tiktok.cannotPost(null);
       pastCreatorInfoCache();
@@ -156,7 +191,12 @@ describe('a TikTok channel connected in Settings → Channels', () => {
       const refused = await createNow('Too long', bigVideo.id, direct());
       const body = await json(refused);
       expect(refused.status).toBe(422);
-      expect(body.error.details).toEqual([expect.objectContaining({ path: 'posts[0].mediaIds', message: expect.stringMatching(/up to 10 seconds; this one lasts 15 seconds/) })]);
+      expect(body.error.details).toEqual([
+        expect.objectContaining({
+          path: 'posts[0].mediaIds',
+          message: expect.stringMatching(/up to 10 seconds; this one lasts 15 seconds/),
+        }),
+      ]);
     } finally {
       tiktok.creator.maxVideoPostDurationSec = 600;
       pastCreatorInfoCache();
@@ -172,7 +212,13 @@ describe('publishing to TikTok', () => {
     expect(post.releaseId).toMatch(/^7\d{18}$/);
     expect(post.releaseUrl).toBe(`https://www.tiktok.com/@acme/video/${post.releaseId}`);
     const publication = tiktok.publications.find((p) => p.postId === post.releaseId)!;
-    expect(publication).toMatchObject({ mode: 'direct', source: 'FILE_UPLOAD', videoSize: bigVideo.bytes.length, chunkSize: CHUNK, totalChunkCount: 2 });
+    expect(publication).toMatchObject({
+      mode: 'direct',
+      source: 'FILE_UPLOAD',
+      videoSize: bigVideo.bytes.length,
+      chunkSize: CHUNK,
+      totalChunkCount: 2,
+    });
     expect(publication.postInfo).toEqual({
       title: 'Launch day #acme',
       privacy_level: 'PUBLIC_TO_EVERYONE',
@@ -200,11 +246,26 @@ describe('publishing to TikTok', () => {
   });
 
   it('sends an inbox post to the creator’s inbox, and the post says the creator finishes it in the app', async () => {
-    const post = await settled(await publishNow('For the inbox', smallVideo.id, { __type: 'tiktok', postMode: 'inbox', privacyLevel: 'SELF_ONLY' }));
+    const post = await settled(
+      await publishNow('For the inbox', smallVideo.id, {
+        __type: 'tiktok',
+        postMode: 'inbox',
+        privacyLevel: 'SELF_ONLY',
+      }),
+    );
     const publication = tiktok.publications.at(-1)!;
-    expect(publication).toMatchObject({ mode: 'inbox', postInfo: null, status: 'SEND_TO_USER_INBOX', received: smallVideo.bytes.length, totalChunkCount: 1 });
+    expect(publication).toMatchObject({
+      mode: 'inbox',
+      postInfo: null,
+      status: 'SEND_TO_USER_INBOX',
+      received: smallVideo.bytes.length,
+      totalChunkCount: 1,
+    });
     expect(post).toMatchObject({ status: 'published', releaseId: publication.publishId, releaseUrl: null });
-    expect((await history(post.id)).at(-1)).toMatchObject({ type: 'published', note: expect.stringMatching(/inbox: they finish the post in the TikTok app/) });
+    expect((await history(post.id)).at(-1)).toMatchObject({
+      type: 'published',
+      note: expect.stringMatching(/inbox: they finish the post in the TikTok app/),
+    });
   });
 
   it('lets TikTok pull a video from a host the operator verified with TikTok, uploading nothing', async () => {
@@ -229,7 +290,10 @@ describe('publishing to TikTok', () => {
     tiktok.failNextPublication('frame_rate_check_failed');
     const post = await settled(await publishNow('Bad frame rate', smallVideo.id, direct()));
     expect(post.status).toBe('failed');
-    expect(post.error).toEqual({ code: 'rejected_by_network', message: expect.stringMatching(/frame rate \(23 to 60 frames per second\) \(frame_rate_check_failed\)/) });
+    expect(post.error).toEqual({
+      code: 'rejected_by_network',
+      message: expect.stringMatching(/frame rate \(23 to 60 frames per second\) \(frame_rate_check_failed\)/),
+    });
   });
 
   it('fails with TikTok’s refusal and keeps its log_id in the history for TikTok’s support', async () => {
@@ -263,20 +327,39 @@ describe('TikTok analytics', () => {
       shareCount: i,
     });
     // 24 videos over the last six days, and 3 older than the period.
-    tiktok.addVideos([...Array.from({ length: 24 }, (_, i) => video(i, 6 - i * 0.25)), video(90, 8), video(91, 9), video(92, 30)]);
+    tiktok.addVideos([
+      ...Array.from({ length: 24 }, (_, i) => video(i, 6 - i * 0.25)),
+      video(90, 8),
+      video(91, 9),
+      video(92, 30),
+    ]);
     const inPeriod = (await collect()).length;
 
     const first = await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?days=7`);
     expect(first.status).toBe(200);
     const page1 = await json(first);
-    expect(page1.account).toEqual({ followerCount: 3400, followingCount: tiktok.account.followingCount, likesCount: tiktok.account.likesCount, videoCount: expect.any(Number) });
+    expect(page1.account).toEqual({
+      followerCount: 3400,
+      followingCount: tiktok.account.followingCount,
+      likesCount: tiktok.account.likesCount,
+      videoCount: expect.any(Number),
+    });
     expect(page1.data).toHaveLength(20);
-    expect(page1.data[0]).toEqual(expect.objectContaining({ durationSec: expect.any(Number), shareUrl: expect.any(String) }));
+    expect(page1.data[0]).toEqual(
+      expect.objectContaining({ durationSec: expect.any(Number), shareUrl: expect.any(String) }),
+    );
     const times = page1.data.map((v: { createdAt: string }) => Date.parse(v.createdAt));
     expect([...times].sort((a, b) => b - a)).toEqual(times);
     expect(page1.nextCursor).toEqual(expect.any(String));
 
-    const page2 = await json(await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?days=7&cursor=${encodeURIComponent(page1.nextCursor)}`));
+    const page2 = await json(
+      await send(
+        server,
+        org.auth,
+        'GET',
+        `/public/v1/channels/${channelId}/tiktok/analytics?days=7&cursor=${encodeURIComponent(page1.nextCursor)}`,
+      ),
+    );
     expect(page2.nextCursor).toBeNull();
     const all = [...page1.data, ...page2.data];
     // Every video of the period once, none older than it.
@@ -297,16 +380,41 @@ describe('TikTok analytics', () => {
     });
 
     // `limit` sets the page size, as in every list; TikTok's own maximum (20) is the contract's.
-    const small = await json(await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?days=7&limit=5`));
-    expect(small.data.map((v: { id: string }) => v.id)).toEqual(page1.data.slice(0, 5).map((v: { id: string }) => v.id));
-    const next = await json(await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?days=7&limit=5&cursor=${encodeURIComponent(small.nextCursor)}`));
-    expect(next.data.map((v: { id: string }) => v.id)).toEqual(page1.data.slice(5, 10).map((v: { id: string }) => v.id));
-    expect((await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?limit=21`)).status).toBe(400);
+    const small = await json(
+      await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?days=7&limit=5`),
+    );
+    expect(small.data.map((v: { id: string }) => v.id)).toEqual(
+      page1.data.slice(0, 5).map((v: { id: string }) => v.id),
+    );
+    const next = await json(
+      await send(
+        server,
+        org.auth,
+        'GET',
+        `/public/v1/channels/${channelId}/tiktok/analytics?days=7&limit=5&cursor=${encodeURIComponent(small.nextCursor)}`,
+      ),
+    );
+    expect(next.data.map((v: { id: string }) => v.id)).toEqual(
+      page1.data.slice(5, 10).map((v: { id: string }) => v.id),
+    );
+    expect(
+      (await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?limit=21`)).status,
+    ).toBe(400);
 
     // The cursor belongs to this reading: another period, or a forged one, is refused.
-    const otherDays = await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?days=30&cursor=${encodeURIComponent(page1.nextCursor)}`);
+    const otherDays = await send(
+      server,
+      org.auth,
+      'GET',
+      `/public/v1/channels/${channelId}/tiktok/analytics?days=30&cursor=${encodeURIComponent(page1.nextCursor)}`,
+    );
     expect(otherDays.status).toBe(400);
-    const forged = await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?days=7&cursor=${encodeURIComponent(page1.nextCursor.slice(0, -2) + 'xx')}`);
+    const forged = await send(
+      server,
+      org.auth,
+      'GET',
+      `/public/v1/channels/${channelId}/tiktok/analytics?days=7&cursor=${encodeURIComponent(page1.nextCursor.slice(0, -2) + 'xx')}`,
+    );
     expect(forged.status).toBe(400);
   });
 

@@ -20,12 +20,26 @@ let videoId: string;
 
 beforeAll(async () => {
   tiktok = await startFakeTikTok({ account: { displayName: 'Busy creator', username: 'busy' } });
-  server = await startTestServer({ worker: true, env: { ...tiktokEnv(tiktok), PUBLISH_RETRY_BASE_MS: '200', DAILY_POST_LIMIT_TIKTOK: '100', RATE_LIMIT_MAX: '100000' } });
+  server = await startTestServer({
+    worker: true,
+    env: {
+      ...tiktokEnv(tiktok),
+      PUBLISH_RETRY_BASE_MS: '200',
+      DAILY_POST_LIMIT_TIKTOK: '100',
+      RATE_LIMIT_MAX: '100000',
+    },
+  });
   org = await createOrganization(server.ctx.db, 'Busy');
   const session = new BrowserSession(server);
   await session.logIn(org.email, org.password);
   expect((await connectTikTok(session)).headers.get('location')).toBe('/settings/channels?done=connected');
-  channelId = (await server.ctx.db.selectFrom('channels').select('id').where('organization_id', '=', org.id).executeTakeFirstOrThrow()).id;
+  channelId = (
+    await server.ctx.db
+      .selectFrom('channels')
+      .select('id')
+      .where('organization_id', '=', org.id)
+      .executeTakeFirstOrThrow()
+  ).id;
   const bytes = mp4WithDuration(6, { mdatBytes: 200_000 });
   const upload = await startUpload(server, org, 'clip.mp4', 'video/mp4', bytes.length);
   expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
@@ -52,13 +66,24 @@ describe('TikTok’s limit of 6 video inits a minute', () => {
     expect(created.status).toBe(201);
     const ids: string[] = (await json(created)).data.map((post: { id: string }) => post.id);
 
-    const statuses = async () => Promise.all(ids.map(async (id) => (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}`))).status as string));
+    const statuses = async () =>
+      Promise.all(
+        ids.map(
+          async (id) => (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}`))).status as string,
+        ),
+      );
     const deadline = Date.now() + 120_000;
     while (!(await statuses()).every((status) => status === 'published')) {
       expect((await statuses()).filter((status) => status === 'failed')).toEqual([]);
       if (Date.now() > deadline) {
-        const histories = await Promise.all(ids.map(async (id) => (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}/history`))).data));
-        throw new Error(`not published in time: ${JSON.stringify(histories.filter((h) => h.at(-1).type !== 'published'))} ${JSON.stringify(tiktok.requests.slice(-30))}`);
+        const histories = await Promise.all(
+          ids.map(
+            async (id) => (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}/history`))).data,
+          ),
+        );
+        throw new Error(
+          `not published in time: ${JSON.stringify(histories.filter((h) => h.at(-1).type !== 'published'))} ${JSON.stringify(tiktok.requests.slice(-30))}`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
@@ -69,7 +94,12 @@ describe('TikTok’s limit of 6 video inits a minute', () => {
     expect(tiktok.publications).toHaveLength(7);
     const retried = [];
     for (const id of ids) {
-      const events = (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}/history`))).data as { type: string; at: string; reason?: string; nextAttemptAt?: string }[];
+      const events = (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}/history`))).data as {
+        type: string;
+        at: string;
+        reason?: string;
+        nextAttemptAt?: string;
+      }[];
       const retry = events.find((event) => event.type === 'retrying');
       if (retry) retried.push(retry);
     }

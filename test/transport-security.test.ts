@@ -37,7 +37,10 @@ describe('Strict-Transport-Security', () => {
     for (const [path, init] of requests) {
       const response = await secure.fetch(path, { redirect: 'manual', ...init });
       await response.arrayBuffer();
-      expect(response.headers.get('strict-transport-security'), `${init?.method ?? 'GET'} ${path} (${response.status})`).toBe('max-age=31536000');
+      expect(
+        response.headers.get('strict-transport-security'),
+        `${init?.method ?? 'GET'} ${path} (${response.status})`,
+      ).toBe('max-age=31536000');
     }
   });
 

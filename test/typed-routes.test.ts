@@ -1,7 +1,12 @@
 import express from 'express';
 import { describe, expect, it } from 'vitest';
 import { SPEC_FILES } from '../src/core/contract.js';
-import { mountOperations, type OAuthHandler, type PublicHandler, type PublicHandlers } from '../src/http/typed-routes.js';
+import {
+  mountOperations,
+  type OAuthHandler,
+  type PublicHandler,
+  type PublicHandlers,
+} from '../src/http/typed-routes.js';
 
 // These declarations are checked by `tsc --noEmit` (part of `npm test`): each @ts-expect-error line
 // must stay an error, so a handler can never drift from the contract without the build failing.
@@ -46,10 +51,16 @@ const token: OAuthHandler<'token'> = async ({ body }) => ({
 });
 
 // @ts-expect-error the token response has no `refresh_token`, and `token_type` is `bearer`
-const wrongToken: OAuthHandler<'token'> = async () => ({ status: 200, body: { id: 'org_1', cus: null, access_token: 'pos_x', token_type: 'mac', refresh_token: 'r' } });
+const wrongToken: OAuthHandler<'token'> = async () => ({
+  status: 200,
+  body: { id: 'org_1', cus: null, access_token: 'pos_x', token_type: 'mac', refresh_token: 'r' },
+});
 
 // @ts-expect-error 201 is not a response the token endpoint declares
-const createdToken: OAuthHandler<'token'> = async () => ({ status: 201, body: { id: 'org_1', cus: null, access_token: 'pos_x', token_type: 'bearer' } });
+const createdToken: OAuthHandler<'token'> = async () => ({
+  status: 201,
+  body: { id: 'org_1', cus: null, access_token: 'pos_x', token_type: 'bearer' },
+});
 
 // @ts-expect-error revocation answers 200 with an empty body
 const revokeWithBody: OAuthHandler<'revoke'> = async () => ({ status: 200, body: { revoked: true } });
@@ -58,7 +69,10 @@ const revokeWithBody: OAuthHandler<'revoke'> = async () => ({ status: 200, body:
 const authorizeJson: OAuthHandler<'authorize'> = async () => ({ status: 200, body: { consent: true } });
 
 // @ts-expect-error the metadata must name its issuer and endpoints
-const thinMetadata: OAuthHandler<'authorizationServerMetadata'> = async () => ({ status: 200, body: { issuer: 'https://x.example' } });
+const thinMetadata: OAuthHandler<'authorizationServerMetadata'> = async () => ({
+  status: 200,
+  body: { issuer: 'https://x.example' },
+});
 
 void [declared, undeclaredStatus, wrongBody, wrongField, bodyOnNoContent, noContent];
 void [token, wrongToken, createdToken, revokeWithBody, authorizeJson, thinMetadata];
@@ -68,7 +82,9 @@ describe('mountOperations', () => {
 
   it('refuses a handler for an operation the contract does not have', () => {
     const handlers = { notInTheSpec: async () => ({ status: 200 }) };
-    expect(() => mountOperations(express.Router(), SPEC_FILES.publicV1, handlers, noExtra)).toThrow(/notInTheSpec.*not in/);
+    expect(() => mountOperations(express.Router(), SPEC_FILES.publicV1, handlers, noExtra)).toThrow(
+      /notInTheSpec.*not in/,
+    );
   });
 
   it('refuses to start with an operation of the contract left without a handler', () => {
@@ -78,6 +94,8 @@ describe('mountOperations', () => {
 
   it('mounts the OAuth contract by operationId too', () => {
     const handlers = { token, revoke: async () => ({ status: 200 }), authorize: async () => ({ status: 302 }) };
-    expect(() => mountOperations(express.Router(), SPEC_FILES.oauth, handlers, noExtra)).toThrow(/authorizationServerMetadata.*has no handler/);
+    expect(() => mountOperations(express.Router(), SPEC_FILES.oauth, handlers, noExtra)).toThrow(
+      /authorizationServerMetadata.*has no handler/,
+    );
   });
 });

@@ -39,7 +39,9 @@ async function page(path: string): Promise<{ status: number; html: string }> {
 
 /** The post ids of the chips in one cell of the calendar: a day (month view), or a day and an hour (week view). */
 function chipsIn(html: string, date: string, hour?: string): string[] {
-  const cell = new RegExp(`<td class="[^"]*" data-date="${date}"${hour ? ` data-hour="${hour}"` : ''}>([\\s\\S]*?)</td>`).exec(html);
+  const cell = new RegExp(
+    `<td class="[^"]*" data-date="${date}"${hour ? ` data-hour="${hour}"` : ''}>([\\s\\S]*?)</td>`,
+  ).exec(html);
   if (!cell) throw new Error(`no cell for ${date} ${hour ?? ''}`);
   return [...cell[1]!.matchAll(/class="chip-link" href="\/posts\/([^"]+)"/g)].map((m) => m[1]!);
 }
@@ -57,9 +59,16 @@ describe('landing', () => {
   it('puts developer settings under Settings → Developers in the menu', async () => {
     const { html } = await page('/settings/developers/apps');
     const main = /<nav aria-label="Menu"[\s\S]*?<\/nav>/.exec(html)![0];
-    expect([...main.matchAll(/<a href="([^"]+)"/g)].map((m) => m[1])).toEqual(['/calendar', '/posts', '/media', '/settings']);
+    expect([...main.matchAll(/<a href="([^"]+)"/g)].map((m) => m[1])).toEqual([
+      '/calendar',
+      '/posts',
+      '/media',
+      '/settings',
+    ]);
     const settings = /<nav aria-label="Settings"[\s\S]*?<\/nav>/.exec(html)![0];
-    expect(settings).toMatch(/Developers\s*<ul>\s*<li><a href="\/settings\/developers\/access">API keys<\/a><\/li>\s*<li><a href="\/settings\/developers\/apps" aria-current="page">Apps<\/a>/);
+    expect(settings).toMatch(
+      /Developers\s*<ul>\s*<li><a href="\/settings\/developers\/access">API keys<\/a><\/li>\s*<li><a href="\/settings\/developers\/apps" aria-current="page">Apps<\/a>/,
+    );
     expect((await browser.get('/settings')).headers.get('location')).toBe('/settings/channels');
     expect((await browser.get('/settings/developers')).headers.get('location')).toBe('/settings/developers/access');
   });
@@ -82,14 +91,28 @@ describe('the calendar', () => {
 
   it('shows a week of posts in the reader’s time zone, by day and hour, with their status', async () => {
     // 23:30 UTC on Tuesday is 00:30 on Wednesday in Paris (UTC+1 in March before the change).
-    const late = await createPost({ type: 'schedule', date: '2030-03-19T23:30:00.000Z', channelIds: [sandbox], content: 'Late on Tuesday in UTC' });
-    const draft = await createPost({ type: 'draft', date: '2030-03-18T09:15:00.000Z', channelIds: [other], content: 'A draft with a time' });
+    const late = await createPost({
+      type: 'schedule',
+      date: '2030-03-19T23:30:00.000Z',
+      channelIds: [sandbox],
+      content: 'Late on Tuesday in UTC',
+    });
+    const draft = await createPost({
+      type: 'draft',
+      date: '2030-03-18T09:15:00.000Z',
+      channelIds: [other],
+      content: 'A draft with a time',
+    });
 
     const utc = (await page('/calendar?date=2030-03-19&tz=UTC')).html;
     expect(utc).toContain('18 – 24 Mar 2030');
     expect(chipsIn(utc, '2030-03-19', '23')).toEqual([late.id]);
     expect(chipsIn(utc, '2030-03-18', '09')).toEqual([draft.id]);
-    expect(utc).toMatch(new RegExp(`<div class="chip status-draft">\\s*<a class="chip-link" href="/posts/${draft.id}"[^>]*draggable="true"`));
+    expect(utc).toMatch(
+      new RegExp(
+        `<div class="chip status-draft">\\s*<a class="chip-link" href="/posts/${draft.id}"[^>]*draggable="true"`,
+      ),
+    );
 
     const paris = (await page('/calendar?date=2030-03-19&tz=Europe/Paris')).html;
     expect(chipsIn(paris, '2030-03-20', '00')).toEqual([late.id]);
@@ -107,12 +130,24 @@ describe('the calendar', () => {
     expect(await (await visitor.get('/calendar?tz=Asia/Calcutta')).text()).toMatch(/<html lang="en">/);
     expect(await (await visitor.get('/calendar')).text()).toContain('Times are in <strong>Asia/Calcutta</strong>');
     // A zone that is not one is not taken.
-    expect(await (await visitor.get('/calendar?tz=Mars/Olympus')).text()).toContain('Times are in <strong>Asia/Calcutta</strong>');
+    expect(await (await visitor.get('/calendar?tz=Mars/Olympus')).text()).toContain(
+      'Times are in <strong>Asia/Calcutta</strong>',
+    );
   });
 
   it('shows a month as six weeks from the Monday before the 1st, and filters by channel', async () => {
-    const first = await createPost({ type: 'schedule', date: '2030-04-01T08:00:00.000Z', channelIds: [sandbox], content: 'April fools' });
-    const second = await createPost({ type: 'schedule', date: '2030-04-01T10:00:00.000Z', channelIds: [other], content: 'From the other channel' });
+    const first = await createPost({
+      type: 'schedule',
+      date: '2030-04-01T08:00:00.000Z',
+      channelIds: [sandbox],
+      content: 'April fools',
+    });
+    const second = await createPost({
+      type: 'schedule',
+      date: '2030-04-01T10:00:00.000Z',
+      channelIds: [other],
+      content: 'From the other channel',
+    });
     const { html } = await page('/calendar?view=month&date=2030-04-10&tz=UTC');
     expect(html).toContain('April 2030');
     expect(html).toMatch(/data-date="2030-04-01"[\s\S]*data-date="2030-05-12"/);
@@ -123,7 +158,9 @@ describe('the calendar', () => {
     expect(chipsIn(filtered, '2030-04-01')).toEqual([second.id]);
     expect(filtered).toMatch(new RegExp(`value="${other}" checked`));
     // The steps keep the view and the filter.
-    expect(decodeEntities(filtered)).toContain(`href="/calendar?view=month&date=2030-05-10&channel=${other}" rel="next"`);
+    expect(decodeEntities(filtered)).toContain(
+      `href="/calendar?view=month&date=2030-05-10&channel=${other}" rel="next"`,
+    );
 
     expect((await page('/calendar?channel=ch_nobody')).status).toBe(400);
     expect((await page('/calendar?view=year')).status).toBe(400);
@@ -132,7 +169,12 @@ describe('the calendar', () => {
   it('never shows another organization’s posts', async () => {
     const stranger = await createOrganization(server.ctx.db, 'Stranger');
     const theirs = (await createChannel(server.ctx.db, stranger.id, 'sandbox')).id;
-    const response = await send(server, stranger.auth, 'POST', '/public/v1/posts', { type: 'schedule', date: '2030-03-14T10:00:00.000Z', channelIds: [theirs], content: 'Secret plans' });
+    const response = await send(server, stranger.auth, 'POST', '/public/v1/posts', {
+      type: 'schedule',
+      date: '2030-03-14T10:00:00.000Z',
+      channelIds: [theirs],
+      content: 'Secret plans',
+    });
     expect(response.status).toBe(201);
     const { html } = await page('/calendar?date=2030-03-14');
     expect(html).not.toContain('Secret plans');
@@ -141,15 +183,32 @@ describe('the calendar', () => {
 });
 
 describe('moving a post (drag, or Move to…)', () => {
-  async function move(postId: string, fields: Record<string, string>, from = '/calendar?date=2030-03-19&tz=UTC'): Promise<Response> {
+  async function move(
+    postId: string,
+    fields: Record<string, string>,
+    from = '/calendar?date=2030-03-19&tz=UTC',
+  ): Promise<Response> {
     const html = (await page(from)).html;
-    return browser.postForm(`/posts/${postId}/move`, { csrf_token: inputValue(html, 'csrf_token')!, return: from, ...fields });
+    return browser.postForm(`/posts/${postId}/move`, {
+      csrf_token: inputValue(html, 'csrf_token')!,
+      return: from,
+      ...fields,
+    });
   }
 
   it('schedules the post at the day and time on the reader’s wall clock, and says so', async () => {
-    const post = await createPost({ type: 'schedule', date: '2030-03-20T09:45:00.000Z', channelIds: [sandbox], content: 'To be moved' });
+    const post = await createPost({
+      type: 'schedule',
+      date: '2030-03-20T09:45:00.000Z',
+      channelIds: [sandbox],
+      content: 'To be moved',
+    });
     // 31 March 2030 is the day Paris moves to summer time: 10:45 there is 08:45 UTC.
-    const moved = await move(post.id, { date: '2030-03-31', time: '10:45' }, '/calendar?date=2030-03-19&tz=Europe/Paris');
+    const moved = await move(
+      post.id,
+      { date: '2030-03-31', time: '10:45' },
+      '/calendar?date=2030-03-19&tz=Europe/Paris',
+    );
     expect(moved.status).toBe(303);
     expect(moved.headers.get('location')).toBe(`/calendar?date=2030-03-19&tz=Europe%2FParis&moved=${post.id}`);
     const answer = await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}`));
@@ -169,8 +228,15 @@ describe('moving a post (drag, or Move to…)', () => {
   });
 
   it('refuses a time in the past with the API’s own words, and changes nothing', async () => {
-    const post = await createPost({ type: 'schedule', date: '2030-03-20T10:00:00.000Z', channelIds: [sandbox], content: 'Stays put' });
-    const api = await send(server, org.auth, 'POST', `/public/v1/posts/${post.id}/schedule`, { scheduledAt: '2030-03-12T10:00:00.000Z' });
+    const post = await createPost({
+      type: 'schedule',
+      date: '2030-03-20T10:00:00.000Z',
+      channelIds: [sandbox],
+      content: 'Stays put',
+    });
+    const api = await send(server, org.auth, 'POST', `/public/v1/posts/${post.id}/schedule`, {
+      scheduledAt: '2030-03-12T10:00:00.000Z',
+    });
     expect(api.status).toBe(422);
     const apiMessage = (await json(api)).error.message;
 
@@ -180,7 +246,9 @@ describe('moving a post (drag, or Move to…)', () => {
     expect(decodeEntities(html)).toContain(`The post could not be moved: ${apiMessage}`);
     // The calendar the move came from is shown again, with the post where it was.
     expect(chipsIn(html, '2030-03-20', '10')).toContain(post.id);
-    expect((await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}`))).scheduledAt).toBe('2030-03-20T10:00:00.000Z');
+    expect((await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}`))).scheduledAt).toBe(
+      '2030-03-20T10:00:00.000Z',
+    );
 
     const nonsense = await move(post.id, { date: '2030-02-30', time: '25:00' });
     expect(nonsense.status).toBe(400);
@@ -189,24 +257,53 @@ describe('moving a post (drag, or Move to…)', () => {
 
   it('refuses to move a published post (409), a post of another organization (404), and a form without its token (403)', async () => {
     const published = await createPost({ type: 'now', channelIds: [sandbox], content: 'Out already' });
-    await server.ctx.db.updateTable('posts').set({ status: 'published', published_at: new Date(NOW) }).where('id', '=', published.id).execute();
+    await server.ctx.db
+      .updateTable('posts')
+      .set({ status: 'published', published_at: new Date(NOW) })
+      .where('id', '=', published.id)
+      .execute();
     const conflict = await move(published.id, { date: '2030-03-21', time: '08:00' }, `/posts/${published.id}`);
     expect(conflict.status).toBe(409);
     expect(await conflict.text()).toContain('The post could not be moved: The post is published');
 
     const stranger = await createOrganization(server.ctx.db, 'Another stranger');
     const theirChannel = (await createChannel(server.ctx.db, stranger.id, 'sandbox')).id;
-    const theirs = (await json(await send(server, stranger.auth, 'POST', '/public/v1/posts', { type: 'schedule', date: '2030-03-20T10:00:00.000Z', channelIds: [theirChannel], content: 'Theirs' }))).data[0];
+    const theirs = (
+      await json(
+        await send(server, stranger.auth, 'POST', '/public/v1/posts', {
+          type: 'schedule',
+          date: '2030-03-20T10:00:00.000Z',
+          channelIds: [theirChannel],
+          content: 'Theirs',
+        }),
+      )
+    ).data[0];
     expect((await move(theirs.id, { date: '2030-03-21', time: '08:00' })).status).toBe(404);
-    expect((await json(await send(server, stranger.auth, 'GET', `/public/v1/posts/${theirs.id}`))).scheduledAt).toBe('2030-03-20T10:00:00.000Z');
+    expect((await json(await send(server, stranger.auth, 'GET', `/public/v1/posts/${theirs.id}`))).scheduledAt).toBe(
+      '2030-03-20T10:00:00.000Z',
+    );
 
-    const post = await createPost({ type: 'schedule', date: '2030-03-20T11:00:00.000Z', channelIds: [sandbox], content: 'Guarded' });
-    const forged = await browser.postForm(`/posts/${post.id}/move`, { date: '2030-03-21', time: '08:00', return: '/calendar' });
+    const post = await createPost({
+      type: 'schedule',
+      date: '2030-03-20T11:00:00.000Z',
+      channelIds: [sandbox],
+      content: 'Guarded',
+    });
+    const forged = await browser.postForm(`/posts/${post.id}/move`, {
+      date: '2030-03-21',
+      time: '08:00',
+      return: '/calendar',
+    });
     expect(forged.status).toBe(403);
   });
 
   it('offers Move only for posts the publisher has not taken', async () => {
-    const published = await createPost({ type: 'schedule', date: '2030-03-22T07:00:00.000Z', channelIds: [sandbox], content: 'Published one' });
+    const published = await createPost({
+      type: 'schedule',
+      date: '2030-03-22T07:00:00.000Z',
+      channelIds: [sandbox],
+      content: 'Published one',
+    });
     await server.ctx.db.updateTable('posts').set({ status: 'published' }).where('id', '=', published.id).execute();
     const html = (await page('/calendar?date=2030-03-22&tz=UTC')).html;
     expect(html).toMatch(new RegExp(`href="/posts/${published.id}"[^>]*draggable="false"`));

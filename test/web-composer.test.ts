@@ -24,7 +24,11 @@ beforeAll(async () => {
   channels.tiktok = (await createChannel(server.ctx.db, org.id, 'tiktok', 'Studio TikTok')).id;
   channels.closed = (await createChannel(server.ctx.db, org.id, 'tiktok', 'Paused TikTok')).id;
   tiktok.set(channels.tiktok, { privacyLevelOptions: ['FOLLOWER_OF_CREATOR', 'SELF_ONLY'], duetDisabled: true });
-  tiktok.set(channels.closed, { canPost: false, cannotPostReason: 'the account reached the number of posts TikTok allows it in a day; try again tomorrow (TikTok: spam_risk_too_many_posts)' });
+  tiktok.set(channels.closed, {
+    canPost: false,
+    cannotPostReason:
+      'the account reached the number of posts TikTok allows it in a day; try again tomorrow (TikTok: spam_risk_too_many_posts)',
+  });
   browser = new BrowserSession(server);
   await browser.logIn(org.email, org.password);
   await browser.get('/calendar?tz=Europe/Paris');
@@ -38,7 +42,11 @@ async function compose(fields: Record<string, string | string[]>, path = '/compo
   const key = inputValue(html, 'idempotency_key');
   if (key) form.set('idempotency_key', key);
   for (const [name, value] of Object.entries(fields)) for (const one of [value].flat()) form.append(name, one);
-  return browser.request(action, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: form.toString() });
+  return browser.request(action, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: form.toString(),
+  });
 }
 
 async function postOf(response: Response) {
@@ -56,16 +64,34 @@ function fieldError(html: string, id: string): string | undefined {
 describe('the composer', () => {
   it('offers the organization’s channels, TikTok’s choices from the creator’s live info, and TikTok’s reason when the account cannot post', async () => {
     const html = await (await browser.get('/compose')).text();
-    expect(html).toMatch(new RegExp(`value="${channels.sandbox}" id="channel-${channels.sandbox}" data-channel data-provider="sandbox">`));
+    expect(html).toMatch(
+      new RegExp(`value="${channels.sandbox}" id="channel-${channels.sandbox}" data-channel data-provider="sandbox">`),
+    );
     // Only the privacy levels the creator allows, none chosen for the user.
-    const privacy = new RegExp(`<select id="settings-${channels.tiktok}-privacyLevel"[^>]*>([\\s\\S]*?)</select>`).exec(html)![1]!;
-    expect([...privacy.matchAll(/<option value="([^"]*)"/g)].map((m) => m[1])).toEqual(['', 'FOLLOWER_OF_CREATOR', 'SELF_ONLY']);
+    const privacy = new RegExp(`<select id="settings-${channels.tiktok}-privacyLevel"[^>]*>([\\s\\S]*?)</select>`).exec(
+      html,
+    )![1]!;
+    expect([...privacy.matchAll(/<option value="([^"]*)"/g)].map((m) => m[1])).toEqual([
+      '',
+      'FOLLOWER_OF_CREATOR',
+      'SELF_ONLY',
+    ]);
     // Duets are off in TikTok: the box is disabled and says so.
-    expect(html).toMatch(new RegExp(`id="settings-${channels.tiktok}-allowDuet" name="settings.${channels.tiktok}.allowDuet" disabled> duet <span class="meta">\\(turned off for this account in TikTok\\)`));
-    expect(html).toMatch(new RegExp(`id="settings-${channels.tiktok}-allowComment" name="settings.${channels.tiktok}.allowComment">`));
+    expect(html).toMatch(
+      new RegExp(
+        `id="settings-${channels.tiktok}-allowDuet" name="settings.${channels.tiktok}.allowDuet" disabled> duet <span class="meta">\\(turned off for this account in TikTok\\)`,
+      ),
+    );
+    expect(html).toMatch(
+      new RegExp(`id="settings-${channels.tiktok}-allowComment" name="settings.${channels.tiktok}.allowComment">`),
+    );
     // canPost false: the channel cannot be ticked, and TikTok's reason is shown.
-    expect(html).toMatch(new RegExp(`value="${channels.closed}"[^>]* disabled aria-describedby="channel-${channels.closed}-reason"`));
-    expect(decodeEntities(html)).toContain('TikTok does not let this account post now: the account reached the number of posts TikTok allows it in a day; try again tomorrow (TikTok: spam_risk_too_many_posts).');
+    expect(html).toMatch(
+      new RegExp(`value="${channels.closed}"[^>]* disabled aria-describedby="channel-${channels.closed}-reason"`),
+    );
+    expect(decodeEntities(html)).toContain(
+      'TikTok does not let this account post now: the account reached the number of posts TikTok allows it in a day; try again tomorrow (TikTok: spam_risk_too_many_posts).',
+    );
     // The networks' own limits, as their rules count them.
     expect(html).toContain('data-count-for="tiktok" data-max="2200" data-unit="characters"');
     expect(html).toContain('data-count-for="youtube" data-max="5000" data-unit="bytes"');
@@ -74,29 +100,72 @@ describe('the composer', () => {
 
   it('schedules a post with media at the time on the reader’s wall clock', async () => {
     const image = await insertMedia(server.ctx.db, org.id, 'image');
-    const post = await postOf(await compose({ channel: channels.sandbox, content: 'From the composer', media: image, date: '2030-03-20', time: '09:30', action: 'schedule' }));
-    expect(post).toMatchObject({ channelId: channels.sandbox, content: 'From the composer', mediaIds: [image], status: 'scheduled', scheduledAt: '2030-03-20T08:30:00.000Z' });
+    const post = await postOf(
+      await compose({
+        channel: channels.sandbox,
+        content: 'From the composer',
+        media: image,
+        date: '2030-03-20',
+        time: '09:30',
+        action: 'schedule',
+      }),
+    );
+    expect(post).toMatchObject({
+      channelId: channels.sandbox,
+      content: 'From the composer',
+      mediaIds: [image],
+      status: 'scheduled',
+      scheduledAt: '2030-03-20T08:30:00.000Z',
+    });
     const page = await (await browser.get(`/posts/${post.id}?created=1`)).text();
     expect(page).toContain('The post is created.');
   });
 
   it('publishes now, saves a draft, and makes one post per channel', async () => {
-    const now = await postOf(await compose({ channel: channels.sandbox, content: 'Right away', date: '', time: '', action: 'now' }));
+    const now = await postOf(
+      await compose({ channel: channels.sandbox, content: 'Right away', date: '', time: '', action: 'now' }),
+    );
     expect([now.status, now.scheduledAt]).toEqual(['scheduled', NOW]);
-    const draft = await postOf(await compose({ channel: channels.sandbox, content: 'Later maybe', date: '2030-04-01', time: '10:00', action: 'draft' }));
+    const draft = await postOf(
+      await compose({
+        channel: channels.sandbox,
+        content: 'Later maybe',
+        date: '2030-04-01',
+        time: '10:00',
+        action: 'draft',
+      }),
+    );
     expect([draft.status, draft.scheduledAt]).toEqual(['draft', '2030-04-01T08:00:00.000Z']);
 
     const second = (await createChannel(server.ctx.db, org.id, 'sandbox', 'Second sandbox')).id;
-    const both = await compose({ channel: [channels.sandbox, second], content: 'Everywhere', date: '2030-03-21', time: '18:00', action: 'schedule' });
+    const both = await compose({
+      channel: [channels.sandbox, second],
+      content: 'Everywhere',
+      date: '2030-03-21',
+      time: '18:00',
+      action: 'schedule',
+    });
     expect(both.status).toBe(303);
     expect(both.headers.get('location')).toBe('/calendar?date=2030-03-21&created=2');
-    const listed = await json(await send(server, org.auth, 'GET', '/public/v1/posts?from=2030-03-21T17:00:00Z&to=2030-03-21T17:00:01Z'));
-    expect(listed.data.map((p: { channelId: string }) => p.channelId).sort()).toEqual([channels.sandbox, second].sort());
+    const listed = await json(
+      await send(server, org.auth, 'GET', '/public/v1/posts?from=2030-03-21T17:00:00Z&to=2030-03-21T17:00:01Z'),
+    );
+    expect(listed.data.map((p: { channelId: string }) => p.channelId).sort()).toEqual(
+      [channels.sandbox, second].sort(),
+    );
     expect(new Set(listed.data.map((p: { group: string }) => p.group)).size).toBe(1);
   });
 
   it('shows each of the contract’s complaints next to its field, with the API’s own paths and words', async () => {
-    const fields = { channel: [channels.sandbox, channels.youtube], content: 'Two channels', date: '2030-03-20', time: '10:00', action: 'schedule', [`settings.${channels.youtube}.title`]: 'A <b>title</b>', [`settings.${channels.youtube}.privacyStatus`]: 'public' };
+    const fields = {
+      channel: [channels.sandbox, channels.youtube],
+      content: 'Two channels',
+      date: '2030-03-20',
+      time: '10:00',
+      action: 'schedule',
+      [`settings.${channels.youtube}.title`]: 'A <b>title</b>',
+      [`settings.${channels.youtube}.privacyStatus`]: 'public',
+    };
     const refused = await compose(fields);
     expect(refused.status).toBe(400);
     const html = await refused.text();
@@ -107,84 +176,208 @@ describe('the composer', () => {
         date: '2030-03-20T09:00:00.000Z',
         posts: [
           { channelId: channels.sandbox, content: 'Two channels', mediaIds: [] },
-          { channelId: channels.youtube, content: 'Two channels', mediaIds: [], settings: { __type: 'youtube', title: 'A <b>title</b>', privacyStatus: 'public' } },
+          {
+            channelId: channels.youtube,
+            content: 'Two channels',
+            mediaIds: [],
+            settings: { __type: 'youtube', title: 'A <b>title</b>', privacyStatus: 'public' },
+          },
         ],
       }),
     );
-    const byPath = Object.fromEntries(api.error.details.map((d: { path: string; message: string }) => [d.path, d.message]));
+    const byPath = Object.fromEntries(
+      api.error.details.map((d: { path: string; message: string }) => [d.path, d.message]),
+    );
     expect(fieldError(html, `settings-${channels.youtube}-title`)).toBe(byPath['posts[1].settings.title']);
     expect(fieldError(html, `settings-${channels.youtube}-madeForKids`)).toBe(byPath['posts[1].settings.madeForKids']);
-    expect(html).toMatch(new RegExp(`<a href="#settings-${channels.youtube}-title">Studio YouTube: YouTube title: must match pattern`));
+    expect(html).toMatch(
+      new RegExp(`<a href="#settings-${channels.youtube}-title">Studio YouTube: YouTube title: must match pattern`),
+    );
     // What was typed is kept.
     expect(inputValue(html, `settings.${channels.youtube}.title`)).toBe('A <b>title</b>');
     expect(html).toMatch(/<textarea id="content"[^>]*>Two channels<\/textarea>/);
-    expect(await send(server, org.auth, 'GET', '/public/v1/posts?from=2030-03-20T09:00:00Z&to=2030-03-20T09:00:01Z').then(json)).toMatchObject({ data: [] });
+    expect(
+      await send(server, org.auth, 'GET', '/public/v1/posts?from=2030-03-20T09:00:00Z&to=2030-03-20T09:00:01Z').then(
+        json,
+      ),
+    ).toMatchObject({ data: [] });
 
     // The rules past the contract: YouTube needs one video; a schedule needs a time; a post needs a channel.
-    const rules = await compose({ ...fields, [`settings.${channels.youtube}.title`]: 'Fine title', [`settings.${channels.youtube}.madeForKids`]: 'no' });
+    const rules = await compose({
+      ...fields,
+      [`settings.${channels.youtube}.title`]: 'Fine title',
+      [`settings.${channels.youtube}.madeForKids`]: 'no',
+    });
     expect(rules.status).toBe(422);
     expect(fieldError(await rules.text(), 'media')).toMatch(/^Studio YouTube: A YouTube post needs exactly one video/);
-    const noTime = await compose({ channel: channels.sandbox, content: 'When?', date: '', time: '', action: 'schedule' });
+    const noTime = await compose({
+      channel: channels.sandbox,
+      content: 'When?',
+      date: '',
+      time: '',
+      action: 'schedule',
+    });
     expect(fieldError(await noTime.text(), 'date')).toBe("must have required property 'date'");
     const noChannel = await compose({ content: 'Where?', date: '2030-03-20', time: '10:00', action: 'schedule' });
     expect(fieldError(await noChannel.text(), 'channels')).toBe('must NOT have fewer than 1 items');
-    const past = await compose({ channel: channels.sandbox, content: 'Too late', date: '2030-03-01', time: '10:00', action: 'schedule' });
+    const past = await compose({
+      channel: channels.sandbox,
+      content: 'Too late',
+      date: '2030-03-01',
+      time: '10:00',
+      action: 'schedule',
+    });
     expect(past.status).toBe(422);
     expect(fieldError(await past.text(), 'date')).toMatch(/^is more than 1 minute in the past/);
   });
 
   it('sends TikTok settings as chosen, and refuses with TikTok’s rules next to the fields', async () => {
     const video = await insertMedia(server.ctx.db, org.id, 'video', 30_000);
-    const base = { channel: channels.tiktok, content: 'Dance', media: video, date: '2030-03-20', time: '10:00', action: 'schedule', [`settings.${channels.tiktok}.postMode`]: 'direct' };
+    const base = {
+      channel: channels.tiktok,
+      content: 'Dance',
+      media: video,
+      date: '2030-03-20',
+      time: '10:00',
+      action: 'schedule',
+      [`settings.${channels.tiktok}.postMode`]: 'direct',
+    };
     const unchosen = await compose(base);
-    expect(fieldError(await unchosen.text(), `settings-${channels.tiktok}-privacyLevel`)).toBe("must have required property 'privacyLevel'");
-    const post = await postOf(await compose({ ...base, [`settings.${channels.tiktok}.privacyLevel`]: 'SELF_ONLY', [`settings.${channels.tiktok}.allowComment`]: 'on' }));
-    expect(post.settings).toEqual({ __type: 'tiktok', postMode: 'direct', privacyLevel: 'SELF_ONLY', disableComment: false, disableDuet: true, disableStitch: true, brandContentToggle: false, brandOrganicToggle: false, isAiGenerated: false });
+    expect(fieldError(await unchosen.text(), `settings-${channels.tiktok}-privacyLevel`)).toBe(
+      "must have required property 'privacyLevel'",
+    );
+    const post = await postOf(
+      await compose({
+        ...base,
+        [`settings.${channels.tiktok}.privacyLevel`]: 'SELF_ONLY',
+        [`settings.${channels.tiktok}.allowComment`]: 'on',
+      }),
+    );
+    expect(post.settings).toEqual({
+      __type: 'tiktok',
+      postMode: 'direct',
+      privacyLevel: 'SELF_ONLY',
+      disableComment: false,
+      disableDuet: true,
+      disableStitch: true,
+      brandContentToggle: false,
+      brandOrganicToggle: false,
+      isAiGenerated: false,
+    });
     const notAllowed = await compose({ ...base, [`settings.${channels.tiktok}.privacyLevel`]: 'PUBLIC_TO_EVERYONE' });
     expect(notAllowed.status).toBe(422);
-    expect(fieldError(await notAllowed.text(), `settings-${channels.tiktok}-privacyLevel`)).toMatch(/allows FOLLOWER_OF_CREATOR, SELF_ONLY; not PUBLIC_TO_EVERYONE/);
+    expect(fieldError(await notAllowed.text(), `settings-${channels.tiktok}-privacyLevel`)).toMatch(
+      /allows FOLLOWER_OF_CREATOR, SELF_ONLY; not PUBLIC_TO_EVERYONE/,
+    );
   });
 
   it('creates one post when the same form is sent twice, even at once (idempotency key per page load)', async () => {
     const html = await (await browser.get('/compose')).text();
-    const form = new URLSearchParams({ csrf_token: inputValue(html, 'csrf_token')!, idempotency_key: inputValue(html, 'idempotency_key')!, channel: channels.sandbox, content: 'Double click', date: '2030-03-22', time: '08:00', action: 'schedule' });
-    const sendForm = () => browser.request('/compose', { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: form.toString() });
+    const form = new URLSearchParams({
+      csrf_token: inputValue(html, 'csrf_token')!,
+      idempotency_key: inputValue(html, 'idempotency_key')!,
+      channel: channels.sandbox,
+      content: 'Double click',
+      date: '2030-03-22',
+      time: '08:00',
+      action: 'schedule',
+    });
+    const sendForm = () =>
+      browser.request('/compose', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: form.toString(),
+      });
     const [first, second] = await Promise.all([sendForm(), sendForm()]);
     const third = await sendForm();
     expect([first.status, second.status, third.status]).toEqual([303, 303, 303]);
     expect(new Set([first, second, third].map((r) => r.headers.get('location'))).size).toBe(1);
-    const rows = await server.ctx.db.selectFrom('posts').select('id').where('organization_id', '=', org.id).where('content', '=', 'Double click').execute();
+    const rows = await server.ctx.db
+      .selectFrom('posts')
+      .select('id')
+      .where('organization_id', '=', org.id)
+      .where('content', '=', 'Double click')
+      .execute();
     expect(rows).toHaveLength(1);
     // Another load of the composer is another post.
-    await postOf(await compose({ channel: channels.sandbox, content: 'Double click', date: '2030-03-22', time: '08:00', action: 'schedule' }));
-    expect(await server.ctx.db.selectFrom('posts').select('id').where('content', '=', 'Double click').execute()).toHaveLength(2);
+    await postOf(
+      await compose({
+        channel: channels.sandbox,
+        content: 'Double click',
+        date: '2030-03-22',
+        time: '08:00',
+        action: 'schedule',
+      }),
+    );
+    expect(
+      await server.ctx.db.selectFrom('posts').select('id').where('content', '=', 'Double click').execute(),
+    ).toHaveLength(2);
   });
 
   it('edits a post, reschedules it, and refuses to edit one on the network', async () => {
-    const post = await postOf(await compose({ channel: channels.sandbox, content: 'First words', date: '2030-03-25', time: '09:00', action: 'schedule' }));
+    const post = await postOf(
+      await compose({
+        channel: channels.sandbox,
+        content: 'First words',
+        date: '2030-03-25',
+        time: '09:00',
+        action: 'schedule',
+      }),
+    );
     const form = await (await browser.get(`/posts/${post.id}/edit`)).text();
     expect(form).toMatch(/<textarea id="content"[^>]*>First words<\/textarea>/);
     expect(inputValue(form, 'date')).toBe('2030-03-25');
     expect(inputValue(form, 'time')).toBe('09:00');
-    const saved = await compose({ channel: channels.youtube, content: 'Better words', date: '2030-03-26', time: '11:15', action: 'schedule' }, `/posts/${post.id}/edit`);
+    const saved = await compose(
+      { channel: channels.youtube, content: 'Better words', date: '2030-03-26', time: '11:15', action: 'schedule' },
+      `/posts/${post.id}/edit`,
+    );
     expect(saved.status).toBe(303);
     expect(saved.headers.get('location')).toBe(`/posts/${post.id}?saved=1`);
     const edited = await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}`));
     // The channel of a post is not the form's to change.
-    expect(edited).toMatchObject({ channelId: channels.sandbox, content: 'Better words', status: 'scheduled', scheduledAt: '2030-03-26T10:15:00.000Z' });
+    expect(edited).toMatchObject({
+      channelId: channels.sandbox,
+      content: 'Better words',
+      status: 'scheduled',
+      scheduledAt: '2030-03-26T10:15:00.000Z',
+    });
 
     // An edit and its move are one change: a move refused (a time long past) leaves the edit unsaved.
-    const refused = await compose({ channel: channels.sandbox, content: 'Words never saved', date: '2020-01-01', time: '09:00', action: 'schedule' }, `/posts/${post.id}/edit`);
+    const refused = await compose(
+      {
+        channel: channels.sandbox,
+        content: 'Words never saved',
+        date: '2020-01-01',
+        time: '09:00',
+        action: 'schedule',
+      },
+      `/posts/${post.id}/edit`,
+    );
     expect(refused.status).toBe(422);
-    expect(await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}`))).toMatchObject({ content: 'Better words', scheduledAt: '2030-03-26T10:15:00.000Z' });
+    expect(await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}`))).toMatchObject({
+      content: 'Better words',
+      scheduledAt: '2030-03-26T10:15:00.000Z',
+    });
 
-    await compose({ channel: channels.sandbox, content: 'Better words', date: '', time: '', action: 'draft' }, `/posts/${post.id}/edit`);
+    await compose(
+      { channel: channels.sandbox, content: 'Better words', date: '', time: '', action: 'draft' },
+      `/posts/${post.id}/edit`,
+    );
     expect((await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}`))).status).toBe('draft');
 
     await server.ctx.db.updateTable('posts').set({ status: 'published' }).where('id', '=', post.id).execute();
     expect((await browser.get(`/posts/${post.id}/edit`)).status).toBe(409);
     const stranger = await createOrganization(server.ctx.db, 'Stranger');
-    const theirs = (await json(await send(server, stranger.auth, 'POST', '/public/v1/posts', { type: 'draft', channelIds: [(await createChannel(server.ctx.db, stranger.id, 'sandbox')).id], content: 'Theirs' }))).data[0];
+    const theirs = (
+      await json(
+        await send(server, stranger.auth, 'POST', '/public/v1/posts', {
+          type: 'draft',
+          channelIds: [(await createChannel(server.ctx.db, stranger.id, 'sandbox')).id],
+          content: 'Theirs',
+        }),
+      )
+    ).data[0];
     expect((await browser.get(`/posts/${theirs.id}/edit`)).status).toBe(404);
   });
 });
@@ -199,25 +392,49 @@ describe('the signed upload from the pages', () => {
   it('runs the API’s three steps with the session and its CSRF token', async () => {
     const bytes = png(8, 8, [200, 0, 0, 255]);
     const csrf = await token();
-    const created = await browser.request('/media/uploads', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf }, body: JSON.stringify(uploadBody(bytes.length)) });
+    const created = await browser.request('/media/uploads', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf },
+      body: JSON.stringify(uploadBody(bytes.length)),
+    });
     expect(created.status).toBe(201);
     const upload = await json(created);
     const put = await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes });
     expect(put.status).toBe(200);
-    const completed = await browser.request(`/media/uploads/${upload.uploadId}/complete`, { method: 'POST', headers: { 'X-CSRF-Token': csrf } });
+    const completed = await browser.request(`/media/uploads/${upload.uploadId}/complete`, {
+      method: 'POST',
+      headers: { 'X-CSRF-Token': csrf },
+    });
     expect(completed.status).toBe(200);
     const media = await json(completed);
     expect(media).toMatchObject({ fileName: 'red.png', contentType: 'image/png', kind: 'image', size: bytes.length });
-    expect((await json(await send(server, org.auth, 'GET', '/public/v1/media'))).data.map((m: { id: string }) => m.id)).toContain(media.id);
+    expect(
+      (await json(await send(server, org.auth, 'GET', '/public/v1/media'))).data.map((m: { id: string }) => m.id),
+    ).toContain(media.id);
   });
 
   it('answers the API’s envelope and details for a bad declaration, and refuses without the token', async () => {
-    const refused = await browser.request('/media/uploads', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': await token() }, body: JSON.stringify(uploadBody(0)) });
+    const refused = await browser.request('/media/uploads', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': await token() },
+      body: JSON.stringify(uploadBody(0)),
+    });
     expect(refused.status).toBe(400);
-    expect((await json(refused)).error).toMatchObject({ code: 'validation_failed', details: [{ path: 'size', message: 'must be >= 1' }] });
-    const unsupported = await browser.request('/media/uploads', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': await token() }, body: JSON.stringify({ ...uploadBody(10), contentType: 'application/pdf' }) });
+    expect((await json(refused)).error).toMatchObject({
+      code: 'validation_failed',
+      details: [{ path: 'size', message: 'must be >= 1' }],
+    });
+    const unsupported = await browser.request('/media/uploads', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': await token() },
+      body: JSON.stringify({ ...uploadBody(10), contentType: 'application/pdf' }),
+    });
     expect(unsupported.status).toBe(415);
-    const forged = await browser.request('/media/uploads', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(uploadBody(10)) });
+    const forged = await browser.request('/media/uploads', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(uploadBody(10)),
+    });
     expect(forged.status).toBe(403);
     expect((await new BrowserSession(server).request('/media/uploads', { method: 'POST' })).status).toBe(303);
   });

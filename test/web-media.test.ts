@@ -49,7 +49,17 @@ describe('the media library', () => {
   it('refuses to delete media a scheduled post uses, saying which posts, and deletes it once they are gone', async () => {
     const image = await upload(org, 'in-use.png', 'image/png', png(8));
     const channel = (await createChannel(server.ctx.db, org.id, 'sandbox')).id;
-    const post = (await json(await send(server, org.auth, 'POST', '/public/v1/posts', { type: 'schedule', date: '2030-01-01T09:00:00.000Z', channelIds: [channel], content: 'Uses it', mediaIds: [image] }))).data[0];
+    const post = (
+      await json(
+        await send(server, org.auth, 'POST', '/public/v1/posts', {
+          type: 'schedule',
+          date: '2030-01-01T09:00:00.000Z',
+          channelIds: [channel],
+          content: 'Uses it',
+          mediaIds: [image],
+        }),
+      )
+    ).data[0];
 
     const token = inputValue(await (await browser.get('/media')).text(), 'csrf_token')!;
     const refused = await browser.postForm(`/media/${image}/delete`, { csrf_token: token });
@@ -76,6 +86,8 @@ describe('the media library', () => {
     expect((await browser.postForm(`/media/${theirs}/delete`, { csrf_token: token })).status).toBe(404);
     const mine = await upload(org, 'mine.png', 'image/png', png(4));
     expect((await browser.postForm(`/media/${mine}/delete`, {})).status).toBe(403);
-    expect((await json(await send(server, stranger.auth, 'GET', '/public/v1/media'))).data.map((m: { id: string }) => m.id)).toContain(theirs);
+    expect(
+      (await json(await send(server, stranger.auth, 'GET', '/public/v1/media'))).data.map((m: { id: string }) => m.id),
+    ).toContain(theirs);
   });
 });

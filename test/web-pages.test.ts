@@ -62,14 +62,24 @@ describe('sign up, log in, log out', () => {
 
   it('explains what is wrong with a sign-up and keeps what was typed', async () => {
     const visitor = new BrowserSession(server);
-    const short = await visitor.submit('/signup', '/signup', { name: 'B', email: 'b@example.com', password: 'short', organizationName: 'B Org' });
+    const short = await visitor.submit('/signup', '/signup', {
+      name: 'B',
+      email: 'b@example.com',
+      password: 'short',
+      organizationName: 'B Org',
+    });
     expect(short.status).toBe(400);
     const html = await short.text();
     expect(html).toContain('<a href="#password">Password must be at least 8 characters</a>');
     expect(html).toMatch(/<input id="password"[^>]* aria-invalid="true">/);
     expect(html).not.toMatch(/<input id="email"[^>]* aria-invalid/);
     expect(inputValue(html, 'email')).toBe('b@example.com');
-    const taken = await visitor.submit('/signup', '/signup', { name: 'C', email: owner.email, password: 'a long enough password', organizationName: 'C' });
+    const taken = await visitor.submit('/signup', '/signup', {
+      name: 'C',
+      email: owner.email,
+      password: 'a long enough password',
+      organizationName: 'C',
+    });
     expect(taken.status).toBe(409);
     expect(await taken.text()).toMatch(/exists already/);
   });
@@ -87,7 +97,10 @@ describe('sign up, log in, log out', () => {
     expect(Number(paused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(setCookie(paused, 'session')).toBeUndefined();
     // Unknown emails get the same answer as wrong passwords.
-    const unknown = await visitor.submit('/login', '/login', { email: 'nobody@example.com', password: 'whatever it is' });
+    const unknown = await visitor.submit('/login', '/login', {
+      email: 'nobody@example.com',
+      password: 'whatever it is',
+    });
     expect(unknown.status).toBe(401);
   });
 
@@ -96,13 +109,19 @@ describe('sign up, log in, log out', () => {
     const visitor = new BrowserSession(server);
     const csrfToken = inputValue(await (await visitor.get('/login')).text(), 'csrf_token')!;
     const responses = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => visitor.postForm('/login', { csrf_token: csrfToken, email: victim.email, password: `guess ${i}` })),
+      Array.from({ length: 30 }, (_, i) =>
+        visitor.postForm('/login', { csrf_token: csrfToken, email: victim.email, password: `guess ${i}` }),
+      ),
     );
     const statuses = responses.map((response) => response.status);
     expect(statuses.filter((status) => status === 401)).toHaveLength(10);
     expect(statuses.filter((status) => status === 429)).toHaveLength(20);
     // Still paused for the right password: the refused guesses were not tried, and the tried ones counted.
-    const right = await visitor.postForm('/login', { csrf_token: csrfToken, email: victim.email, password: victim.password });
+    const right = await visitor.postForm('/login', {
+      csrf_token: csrfToken,
+      email: victim.email,
+      password: victim.password,
+    });
     expect(right.status).toBe(429);
   });
 
@@ -110,7 +129,10 @@ describe('sign up, log in, log out', () => {
     const user = await createOrganization(server.ctx.db, 'Frequent');
     for (let i = 0; i < 12; i++) await new BrowserSession(server).logIn(user.email, user.password);
     const visitor = new BrowserSession(server);
-    for (let i = 0; i < 10; i++) expect((await visitor.submit('/login', '/login', { email: user.email, password: `guess ${i}` })).status).toBe(401);
+    for (let i = 0; i < 10; i++)
+      expect((await visitor.submit('/login', '/login', { email: user.email, password: `guess ${i}` })).status).toBe(
+        401,
+      );
     expect((await visitor.submit('/login', '/login', { email: user.email, password: user.password })).status).toBe(429);
   });
 
@@ -119,14 +141,26 @@ describe('sign up, log in, log out', () => {
     await visitor.get('/login');
     const noToken = await visitor.postForm('/login', { email: owner.email, password: owner.password });
     expect(noToken.status).toBe(403);
-    const forged = await visitor.postForm('/login', { csrf_token: 'forged', email: owner.email, password: owner.password });
+    const forged = await visitor.postForm('/login', {
+      csrf_token: 'forged',
+      email: owner.email,
+      password: owner.password,
+    });
     expect(forged.status).toBe(403);
     // A token from another browser does not match this browser's cookie.
     const other = new BrowserSession(server);
     const token = inputValue(await (await other.get('/login')).text(), 'csrf_token')!;
-    const crossed = await visitor.postForm('/login', { csrf_token: token, email: owner.email, password: owner.password });
+    const crossed = await visitor.postForm('/login', {
+      csrf_token: token,
+      email: owner.email,
+      password: owner.password,
+    });
     expect(crossed.status).toBe(403);
-    const signup = await visitor.postForm('/signup', { email: 'z@example.com', password: 'a long enough password', organizationName: 'Z' });
+    const signup = await visitor.postForm('/signup', {
+      email: 'z@example.com',
+      password: 'a long enough password',
+      organizationName: 'Z',
+    });
     expect(signup.status).toBe(403);
   });
 
@@ -143,22 +177,35 @@ describe('sign up, log in, log out', () => {
     const csrfToken = inputValue(await loginPage.text(), 'csrf_token')!;
     const loggedIn = await victimBrowser.request('/login', {
       method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: `${victimBrowser.cookieHeader()}; session=${planted}` },
+      headers: {
+        'Content-Type': 'application/x-www-form-urlencoded',
+        Cookie: `${victimBrowser.cookieHeader()}; session=${planted}`,
+      },
       body: new URLSearchParams({ csrf_token: csrfToken, email: victim.email, password: victim.password }).toString(),
     });
     expect(loggedIn.status).toBe(303);
     expect(victimBrowser.cookie('session')).toBeTruthy();
     expect(victimBrowser.cookie('session')).not.toBe(planted);
     // The planted session is still the attacker's, not the victim's.
-    const attackerPage = await server.fetch('/settings/developers/access', { headers: { Cookie: `session=${planted}` } });
+    const attackerPage = await server.fetch('/settings/developers/access', {
+      headers: { Cookie: `session=${planted}` },
+    });
     expect(await attackerPage.text()).toContain(attacker.email);
 
     const signupBrowser = new BrowserSession(server);
     const signupToken = inputValue(await (await signupBrowser.get('/signup')).text(), 'csrf_token')!;
     const signedUp = await signupBrowser.request('/signup', {
       method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: `${signupBrowser.cookieHeader()}; session=${planted}` },
-      body: new URLSearchParams({ csrf_token: signupToken, email: 'fixed-signup@example.com', password: 'long enough password', organizationName: 'F' }).toString(),
+      headers: {
+        'Content-Type': 'application/x-www-form-urlencoded',
+        Cookie: `${signupBrowser.cookieHeader()}; session=${planted}`,
+      },
+      body: new URLSearchParams({
+        csrf_token: signupToken,
+        email: 'fixed-signup@example.com',
+        password: 'long enough password',
+        organizationName: 'F',
+      }).toString(),
     });
     expect(signedUp.status).toBe(303);
     expect(signupBrowser.cookie('session')).not.toBe(planted);
@@ -184,9 +231,14 @@ describe('sign up, log in, log out', () => {
     expect(out.status).toBe(303);
     expect(out.headers.get('location')).toBe('/login');
     expect(setCookie(out, 'session')).toMatch(/Max-Age=0/);
-    const stale = await server.fetch('/settings/developers/access', { headers: { Cookie: `session=${token}` }, redirect: 'manual' });
+    const stale = await server.fetch('/settings/developers/access', {
+      headers: { Cookie: `session=${token}` },
+      redirect: 'manual',
+    });
     expect(stale.status).toBe(302);
-    expect(await server.ctx.db.selectFrom('sessions').selectAll().where('token_hash', '=', hashSecret(token)).execute()).toEqual([]);
+    expect(
+      await server.ctx.db.selectFrom('sessions').selectAll().where('token_hash', '=', hashSecret(token)).execute(),
+    ).toEqual([]);
   });
 
   it('ends a session after its lifetime', async () => {
@@ -209,7 +261,9 @@ describe('limits per address on log-in and sign-up', () => {
   const users = () => limited.ctx.db.selectFrom('users').select('email').execute();
 
   beforeAll(async () => {
-    limited = await startTestServer({ env: { TRUST_PROXY: 'loopback', LOGIN_FAILURES_PER_ADDRESS: '4', SIGNUPS_PER_ADDRESS: '2' } });
+    limited = await startTestServer({
+      env: { TRUST_PROXY: 'loopback', LOGIN_FAILURES_PER_ADDRESS: '4', SIGNUPS_PER_ADDRESS: '2' },
+    });
   });
   afterAll(() => limited?.close());
   beforeEach(() => limited.setNow(new Date()));
@@ -219,7 +273,9 @@ describe('limits per address on log-in and sign-up', () => {
     const sprayer = from('203.0.113.10');
     for (let i = 0; i < 4; i++) {
       const victim = await createOrganization(limited.ctx.db, `Sprayed ${i}`);
-      expect((await sprayer.submit('/login', '/login', { email: victim.email, password: 'Summer2026!' })).status).toBe(401);
+      expect((await sprayer.submit('/login', '/login', { email: victim.email, password: 'Summer2026!' })).status).toBe(
+        401,
+      );
     }
     // Past the limit even a right password is refused from this address, so guessing on learns nothing.
     const user = await createOrganization(limited.ctx.db, 'Sprayed last');
@@ -228,7 +284,9 @@ describe('limits per address on log-in and sign-up', () => {
     expect(Number(paused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(setCookie(paused, 'session')).toBeUndefined();
     const html = await paused.text();
-    expect(html).toMatch(/role="alert"[\s\S]*Too many failed log-ins from your network address; try again in \d+ minutes/);
+    expect(html).toMatch(
+      /role="alert"[\s\S]*Too many failed log-ins from your network address; try again in \d+ minutes/,
+    );
     expect(inputValue(html, 'csrf_token')).toBeTruthy();
     // The user, from their own address, is not locked out.
     expect((await from('198.51.100.20').logIn(user.email, user.password)).status).toBe(303);
@@ -238,7 +296,10 @@ describe('limits per address on log-in and sign-up', () => {
     const office = from('203.0.113.11');
     const user = await createOrganization(limited.ctx.db, 'Office');
     for (let i = 0; i < 6; i++) await from('203.0.113.11').logIn(user.email, user.password);
-    for (let i = 0; i < 4; i++) expect((await office.submit('/login', '/login', { email: `nobody${i}@example.com`, password: 'x' })).status).toBe(401);
+    for (let i = 0; i < 4; i++)
+      expect((await office.submit('/login', '/login', { email: `nobody${i}@example.com`, password: 'x' })).status).toBe(
+        401,
+      );
     expect((await office.submit('/login', '/login', { email: user.email, password: user.password })).status).toBe(429);
   });
 
@@ -263,7 +324,13 @@ describe('limits per address on log-in and sign-up', () => {
     const csrfToken = inputValue(await (await visitor.get('/signup')).text(), 'csrf_token')!;
     const responses = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        visitor.postForm('/signup', { csrf_token: csrfToken, name: 'B', email: `burst${i}@example.com`, password: 'a long enough password', organizationName: 'B' }),
+        visitor.postForm('/signup', {
+          csrf_token: csrfToken,
+          name: 'B',
+          email: `burst${i}@example.com`,
+          password: 'a long enough password',
+          organizationName: 'B',
+        }),
       ),
     );
     const statuses = responses.map((response) => response.status);
@@ -273,7 +340,11 @@ describe('limits per address on log-in and sign-up', () => {
   });
 
   it('have defaults and refuse values that are not positive integers', () => {
-    expect(loadConfig({}).accountLimits).toEqual({ loginFailuresPerAddress: 50, signupsPerAddress: 10, windowSeconds: 900 });
+    expect(loadConfig({}).accountLimits).toEqual({
+      loginFailuresPerAddress: 50,
+      signupsPerAddress: 10,
+      windowSeconds: 900,
+    });
     expect(() => loadConfig({ LOGIN_FAILURES_PER_ADDRESS: '0' })).toThrow(/LOGIN_FAILURES_PER_ADDRESS/);
     expect(() => loadConfig({ SIGNUPS_PER_ADDRESS: 'many' })).toThrow(/SIGNUPS_PER_ADDRESS/);
     expect(() => loadConfig({ ACCOUNT_LIMITS_WINDOW_SECONDS: '-1' })).toThrow(/ACCOUNT_LIMITS_WINDOW_SECONDS/);
@@ -291,7 +362,12 @@ describe('settings pages', () => {
   });
 
   it('carry the session’s CSRF token in every form, load nothing from elsewhere, and refuse forms without it', async () => {
-    await registerApp(server.ctx.db, owner.id, { name: 'Listed', description: '', pictureUrl: '', redirectUri: 'https://l.example.org/cb' }, testPictures);
+    await registerApp(
+      server.ctx.db,
+      owner.id,
+      { name: 'Listed', description: '', pictureUrl: '', redirectUri: 'https://l.example.org/cb' },
+      testPictures,
+    );
     for (const path of SETTINGS_PAGES) {
       const response = await browser.get(path);
       expect(response.status).toBe(200);
@@ -331,7 +407,9 @@ describe('settings pages', () => {
 
 describe('Settings → Developers → Access', () => {
   it('shows a new key once with a copy button, then lists it masked with its last use, and revokes it', async () => {
-    const created = await browser.submit('/settings/developers/access', '/settings/developers/access', { name: 'Publishing server' });
+    const created = await browser.submit('/settings/developers/access', '/settings/developers/access', {
+      name: 'Publishing server',
+    });
     expect(created.status).toBe(201);
     expect(created.headers.get('cache-control')).toBe('no-store');
     const html = await created.text();
@@ -348,25 +426,45 @@ describe('Settings → Developers → Access', () => {
 
     server.setNow('2026-11-21T09:30:00.000Z');
     try {
-      expect((await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${key}` } })).status).toBe(200);
+      expect((await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${key}` } })).status).toBe(
+        200,
+      );
     } finally {
       server.setNow(undefined);
     }
     list = await (await browser.get('/settings/developers/access')).text();
     expect(list).toContain('2026-11-21 09:30 UTC');
 
-    const row = await server.ctx.db.selectFrom('api_keys').select('id').where('name', '=', 'Publishing server').executeTakeFirstOrThrow();
-    const revoked = await browser.submit('/settings/developers/access', `/settings/developers/access/${row.id}/revoke`, {});
+    const row = await server.ctx.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('name', '=', 'Publishing server')
+      .executeTakeFirstOrThrow();
+    const revoked = await browser.submit(
+      '/settings/developers/access',
+      `/settings/developers/access/${row.id}/revoke`,
+      {},
+    );
     expect(revoked.status).toBe(303);
-    expect((await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${key}` } })).status).toBe(401);
+    expect((await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${key}` } })).status).toBe(
+      401,
+    );
     list = await (await browser.get('/settings/developers/access')).text();
     expect(list).toMatch(/Revoked/);
   });
 
   it('answers 404 for another organization’s key', async () => {
     const stranger = await createOrganization(server.ctx.db, 'Stranger');
-    const key = await server.ctx.db.selectFrom('api_keys').select('id').where('organization_id', '=', stranger.id).executeTakeFirstOrThrow();
-    const response = await browser.submit('/settings/developers/access', `/settings/developers/access/${key.id}/revoke`, {});
+    const key = await server.ctx.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('organization_id', '=', stranger.id)
+      .executeTakeFirstOrThrow();
+    const response = await browser.submit(
+      '/settings/developers/access',
+      `/settings/developers/access/${key.id}/revoke`,
+      {},
+    );
     expect(response.status).toBe(404);
     expect((await server.fetch('/public/v1/channels', { headers: stranger.auth })).status).toBe(200);
   });
@@ -374,7 +472,12 @@ describe('Settings → Developers → Access', () => {
 
 describe('Settings → Developers → Apps', () => {
   const register = (fields: Record<string, string>) =>
-    browser.submit('/settings/developers/apps', '/settings/developers/apps', { name: 'My App', description: '', pictureUrl: '', ...fields });
+    browser.submit('/settings/developers/apps', '/settings/developers/apps', {
+      name: 'My App',
+      description: '',
+      pictureUrl: '',
+      ...fields,
+    });
 
   it('refuses redirect URLs that are not exact https URLs (or http on loopback)', async () => {
     const before = await server.ctx.db.selectFrom('oauth_apps').select('id').execute();
@@ -403,19 +506,32 @@ describe('Settings → Developers → Apps', () => {
     expect(picture.status).toBe(400);
     expect(await server.ctx.db.selectFrom('oauth_apps').select('id').execute()).toHaveLength(before.length);
 
-    for (const redirectUri of ['http://localhost:8080/callback', 'http://127.0.0.1/cb', 'http://[::1]:3000/cb', 'https://app.example.org/cb?x=1']) {
+    for (const redirectUri of [
+      'http://localhost:8080/callback',
+      'http://127.0.0.1/cb',
+      'http://[::1]:3000/cb',
+      'https://app.example.org/cb?x=1',
+    ]) {
       expect((await register({ redirectUri })).status, redirectUri).toBe(201);
     }
   });
 
   it('shows the client id and the secret once, lets the app be edited, and hides other organizations’ apps', async () => {
-    const created = await register({ name: 'Editable', redirectUri: 'https://edit.example.org/cb', description: 'First words' });
+    const created = await register({
+      name: 'Editable',
+      redirectUri: 'https://edit.example.org/cb',
+      description: 'First words',
+    });
     const html = await created.text();
     const secret = /id="new-secret"[^>]*value="([^"]+)"/.exec(html)?.[1];
     const clientId = /id="client-id"[^>]*value="([^"]+)"/.exec(html)?.[1];
     expect(secret).toMatch(/^pcs_[0-9A-Za-z]{30}$/);
     expect(clientId).toMatch(/^pca_[0-9A-Za-z]{24}$/);
-    const app = await server.ctx.db.selectFrom('oauth_apps').selectAll().where('client_id', '=', clientId!).executeTakeFirstOrThrow();
+    const app = await server.ctx.db
+      .selectFrom('oauth_apps')
+      .selectAll()
+      .where('client_id', '=', clientId!)
+      .executeTakeFirstOrThrow();
     const appPage = `/settings/developers/apps/${app.id}`;
     const shown = await (await browser.get(appPage)).text();
     expect(shown).toContain(clientId!);
@@ -433,14 +549,28 @@ describe('Settings → Developers → Apps', () => {
     expect(after).toContain('Edited');
     expect(after).toContain('New words');
     expect(after).toContain('https://edit.example.org/new-cb');
-    const invalid = await browser.submit(appPage, appPage, { name: '', description: '', pictureUrl: '', redirectUri: 'http://edit.example.org/cb' });
+    const invalid = await browser.submit(appPage, appPage, {
+      name: '',
+      description: '',
+      pictureUrl: '',
+      redirectUri: 'http://edit.example.org/cb',
+    });
     expect(invalid.status).toBe(400);
 
     const stranger = await createOrganization(server.ctx.db, 'Other Dev');
-    const { app: theirs } = await registerApp(server.ctx.db, stranger.id, { name: 'Theirs', description: '', pictureUrl: '', redirectUri: 'https://t.example.org/cb' }, testPictures);
+    const { app: theirs } = await registerApp(
+      server.ctx.db,
+      stranger.id,
+      { name: 'Theirs', description: '', pictureUrl: '', redirectUri: 'https://t.example.org/cb' },
+      testPictures,
+    );
     expect((await browser.get(`/settings/developers/apps/${theirs.id}`)).status).toBe(404);
-    expect((await browser.submit(appPage, `/settings/developers/apps/${theirs.id}/delete`, { confirm: 'yes' })).status).toBe(404);
-    expect((await browser.submit(appPage, `/settings/developers/apps/${theirs.id}/rotate-secret`, {})).status).toBe(404);
+    expect(
+      (await browser.submit(appPage, `/settings/developers/apps/${theirs.id}/delete`, { confirm: 'yes' })).status,
+    ).toBe(404);
+    expect((await browser.submit(appPage, `/settings/developers/apps/${theirs.id}/rotate-secret`, {})).status).toBe(
+      404,
+    );
     expect(await (await browser.get('/settings/developers/apps')).text()).not.toContain('Theirs');
   });
 });
@@ -454,7 +584,11 @@ describe('cookies over https', () => {
       const page = await visitor.get('/login');
       expect(setCookie(page, '__Host-form')).toMatch(/Secure/);
       const html = await page.text();
-      const response = await visitor.postForm('/login', { csrf_token: inputValue(html, 'csrf_token')!, email: org.email, password: org.password });
+      const response = await visitor.postForm('/login', {
+        csrf_token: inputValue(html, 'csrf_token')!,
+        email: org.email,
+        password: org.password,
+      });
       expect(response.status).toBe(303);
       const cookie = setCookie(response, '__Host-session')!;
       expect(cookie).toMatch(/Secure/);

@@ -33,7 +33,14 @@ beforeAll(async () => {
   [server, strict] = await Promise.all([
     startTestServer({
       worker: true,
-      env: { ...tiktokEnv(tiktok), SANDBOX_NETWORK_URL: network.url, WEBHOOK_ALLOW_RANGES: '127.0.0.1/32', WEBHOOK_RETRY_SCHEDULE: '0.3,0.3', RATE_LIMIT_MAX: '100000', DAILY_POST_LIMIT_SANDBOX: '1000' },
+      env: {
+        ...tiktokEnv(tiktok),
+        SANDBOX_NETWORK_URL: network.url,
+        WEBHOOK_ALLOW_RANGES: '127.0.0.1/32',
+        WEBHOOK_RETRY_SCHEDULE: '0.3,0.3',
+        RATE_LIMIT_MAX: '100000',
+        DAILY_POST_LIMIT_SANDBOX: '1000',
+      },
     }),
     // As installed by default: receivers must be on public addresses.
     startTestServer({ env: { WEBHOOK_ALLOW_RANGES: '' } }),
@@ -47,21 +54,36 @@ afterAll(async () => {
   await Promise.all([network?.close(), receiver?.close(), tiktok?.close()]);
 });
 
-async function call(path: string, init: { method?: string; body?: unknown; as?: TestOrganization | { auth: { Authorization: string } }; on?: TestServer } = {}) {
+async function call(
+  path: string,
+  init: {
+    method?: string;
+    body?: unknown;
+    as?: TestOrganization | { auth: { Authorization: string } };
+    on?: TestServer;
+  } = {},
+) {
   const response = await send(init.on ?? server, (init.as ?? org).auth, init.method ?? 'GET', path, init.body);
   return { status: response.status, body: response.status === 204 ? undefined : await json(response) };
 }
 
 async function createEndpoint(eventTypes: string[], url = receiver.url) {
-  const created = await call('/public/v1/webhooks', { method: 'POST', body: { url, eventTypes, description: 'Test receiver' } });
+  const created = await call('/public/v1/webhooks', {
+    method: 'POST',
+    body: { url, eventTypes, description: 'Test receiver' },
+  });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   return created.body as { id: string; secret: string };
 }
 
-const verify = (secret: string, message: ReceivedWebhook) => new Webhook(secret).verify(message.body, message.headers) as { type: string; data: any };
+const verify = (secret: string, message: ReceivedWebhook) =>
+  new Webhook(secret).verify(message.body, message.headers) as { type: string; data: any };
 
 async function publishNow(content: string): Promise<string> {
-  const created = await call('/public/v1/posts', { method: 'POST', body: { type: 'now', content, channelIds: [channelId] } });
+  const created = await call('/public/v1/posts', {
+    method: 'POST',
+    body: { type: 'now', content, channelIds: [channelId] },
+  });
   expect(created.status).toBe(201);
   return created.body.data[0].id;
 }
@@ -83,17 +105,35 @@ async function untilSettled(webhookId: string, count: number) {
 describe('managing webhook endpoints', () => {
   it('creates an endpoint with its secret shown once, lists, reads, updates and deletes it; another organization sees none of it', async () => {
     const created = await createEndpoint(['post.published']);
-    expect(created).toMatchObject({ url: receiver.url, eventTypes: ['post.published'], description: 'Test receiver', enabled: true, disabledReason: null, previousSecretExpiresAt: null });
+    expect(created).toMatchObject({
+      url: receiver.url,
+      eventTypes: ['post.published'],
+      description: 'Test receiver',
+      enabled: true,
+      disabledReason: null,
+      previousSecretExpiresAt: null,
+    });
     expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
     const read = await call(`/public/v1/webhooks/${created.id}`);
     expect(read.body).not.toHaveProperty('secret');
     expect((await call('/public/v1/webhooks')).body.data.map((w: { id: string }) => w.id)).toContain(created.id);
     // The secret is stored encrypted.
-    const row = await server.ctx.db.selectFrom('webhook_endpoints').select('secret').where('id', '=', created.id).executeTakeFirstOrThrow();
+    const row = await server.ctx.db
+      .selectFrom('webhook_endpoints')
+      .select('secret')
+      .where('id', '=', created.id)
+      .executeTakeFirstOrThrow();
     expect(row.secret).not.toContain(created.secret.slice(6));
 
-    const updated = await call(`/public/v1/webhooks/${created.id}`, { method: 'PATCH', body: { eventTypes: ['post.failed', 'post.published'], description: '', enabled: false } });
-    expect(updated.body).toMatchObject({ eventTypes: ['post.failed', 'post.published'], description: null, enabled: false });
+    const updated = await call(`/public/v1/webhooks/${created.id}`, {
+      method: 'PATCH',
+      body: { eventTypes: ['post.failed', 'post.published'], description: '', enabled: false },
+    });
+    expect(updated.body).toMatchObject({
+      eventTypes: ['post.failed', 'post.published'],
+      description: null,
+      enabled: false,
+    });
 
     expect((await call(`/public/v1/webhooks/${created.id}`, { as: other })).status).toBe(404);
     expect((await call(`/public/v1/webhooks/${created.id}/test`, { method: 'POST', as: other })).status).toBe(404);
@@ -105,16 +145,31 @@ describe('managing webhook endpoints', () => {
 
   it('gives an OAuth app its own endpoints, which revoking the app removes', async () => {
     const app = await createOAuthApp(server.ctx.db, other.id, { name: 'Hooks app' });
-    const token = { auth: { Authorization: `Bearer ${await exchange(server, app, await approve(server.ctx.db, app, org))}` } };
+    const token = {
+      auth: { Authorization: `Bearer ${await exchange(server, app, await approve(server.ctx.db, app, org))}` },
+    };
     const mine = await createEndpoint(['post.published']);
-    const theirs = await call('/public/v1/webhooks', { method: 'POST', as: token, body: { url: receiver.url, eventTypes: ['post.failed'] } });
+    const theirs = await call('/public/v1/webhooks', {
+      method: 'POST',
+      as: token,
+      body: { url: receiver.url, eventTypes: ['post.failed'] },
+    });
     expect(theirs.status).toBe(201);
     // The app sees its own; the organization's API key sees both.
-    expect((await call('/public/v1/webhooks', { as: token })).body.data.map((w: { id: string }) => w.id)).toEqual([theirs.body.id]);
+    expect((await call('/public/v1/webhooks', { as: token })).body.data.map((w: { id: string }) => w.id)).toEqual([
+      theirs.body.id,
+    ]);
     expect((await call(`/public/v1/webhooks/${mine.id}`, { as: token })).status).toBe(404);
-    expect((await call('/public/v1/webhooks')).body.data.map((w: { id: string }) => w.id)).toEqual(expect.arrayContaining([mine.id, theirs.body.id]));
+    expect((await call('/public/v1/webhooks')).body.data.map((w: { id: string }) => w.id)).toEqual(
+      expect.arrayContaining([mine.id, theirs.body.id]),
+    );
 
-    const grant = await server.ctx.db.selectFrom('oauth_grants').select('id').where('app_id', '=', app.app.id).where('organization_id', '=', org.id).executeTakeFirstOrThrow();
+    const grant = await server.ctx.db
+      .selectFrom('oauth_grants')
+      .select('id')
+      .where('app_id', '=', app.app.id)
+      .where('organization_id', '=', org.id)
+      .executeTakeFirstOrThrow();
     await revokeGrant(server.ctx.db, org.userId, grant.id);
     expect((await call(`/public/v1/webhooks/${theirs.body.id}`)).status).toBe(404);
     expect((await call(`/public/v1/webhooks/${mine.id}`)).status).toBe(200);
@@ -122,13 +177,28 @@ describe('managing webhook endpoints', () => {
   });
 
   it('refuses receivers on loopback, private, link-local and metadata addresses, and names resolving to them', async () => {
-    for (const url of ['http://127.0.0.1:8080/h', 'http://[::1]/h', 'http://10.0.0.1/h', 'http://169.254.169.254/latest/meta-data', 'http://localhost:8080/h', 'http://user:pw@hooks.example.com/h']) {
-      const refused = await call('/public/v1/webhooks', { method: 'POST', on: strict, as: await strictOrg(), body: { url, eventTypes: ['post.published'] } });
+    for (const url of [
+      'http://127.0.0.1:8080/h',
+      'http://[::1]/h',
+      'http://10.0.0.1/h',
+      'http://169.254.169.254/latest/meta-data',
+      'http://localhost:8080/h',
+      'http://user:pw@hooks.example.com/h',
+    ]) {
+      const refused = await call('/public/v1/webhooks', {
+        method: 'POST',
+        on: strict,
+        as: await strictOrg(),
+        body: { url, eventTypes: ['post.published'] },
+      });
       expect(refused.status, url).toBe(422);
       expect(refused.body.error.details[0].path).toBe('url');
     }
     // An operator's allowed range never opens the metadata address.
-    const metadata = await call('/public/v1/webhooks', { method: 'POST', body: { url: 'http://169.254.169.254/h', eventTypes: ['post.published'] } });
+    const metadata = await call('/public/v1/webhooks', {
+      method: 'POST',
+      body: { url: 'http://169.254.169.254/h', eventTypes: ['post.published'] },
+    });
     expect(metadata.status).toBe(422);
     expect(metadata.body.error.message).toMatch(/metadata/);
   });
@@ -156,12 +226,23 @@ describe('delivering events', () => {
     // A body altered on the way, or an old timestamp, fails verification.
     const tampered = { ...messages[2]!, body: messages[2]!.body.replace('published', 'failed') };
     expect(() => verify(endpoint.secret, tampered)).toThrow();
-    const old = { ...messages[2]!, headers: { ...messages[2]!.headers, 'webhook-timestamp': String(Math.floor(Date.now() / 1000) - 3600) } };
+    const old = {
+      ...messages[2]!,
+      headers: { ...messages[2]!.headers, 'webhook-timestamp': String(Math.floor(Date.now() / 1000) - 3600) },
+    };
     expect(() => verify(endpoint.secret, old)).toThrow();
 
     // The SDK verifies the same way, and says why it refuses.
-    expect(verifyWebhook(messages[2]!.body, messages[2]!.headers, endpoint.secret)).toMatchObject({ type: 'post.published', data: { id: postId } });
-    expect(verifyWebhook(Buffer.from(messages[2]!.body), new Headers(messages[2]!.headers), ['whsec_' + Buffer.alloc(24).toString('base64'), endpoint.secret]).type).toBe('post.published');
+    expect(verifyWebhook(messages[2]!.body, messages[2]!.headers, endpoint.secret)).toMatchObject({
+      type: 'post.published',
+      data: { id: postId },
+    });
+    expect(
+      verifyWebhook(Buffer.from(messages[2]!.body), new Headers(messages[2]!.headers), [
+        'whsec_' + Buffer.alloc(24).toString('base64'),
+        endpoint.secret,
+      ]).type,
+    ).toBe('post.published');
     for (const refused of [tampered, old]) {
       const error = (() => {
         try {
@@ -215,7 +296,9 @@ describe('delivering events', () => {
       expect(elsewhere.received).toEqual([]);
 
       const before = receiver.received.length;
-      const retried = await call(`/public/v1/webhooks/${endpoint.id}/deliveries/${failed!.id}/retry`, { method: 'POST' });
+      const retried = await call(`/public/v1/webhooks/${endpoint.id}/deliveries/${failed!.id}/retry`, {
+        method: 'POST',
+      });
       expect(retried.status).toBe(202);
       const [again] = (await receiver.untilReceived(before + 1)).slice(before);
       expect(again!.headers['webhook-id']).toBe(failed!.id);
@@ -242,7 +325,11 @@ describe('delivering events', () => {
     expect(verify(endpoint.secret, during!).type).toBe('webhook.test');
 
     // A day later.
-    await server.ctx.db.updateTable('webhook_endpoints').set({ previous_secret_expires_at: new Date(Date.now() - 1000) }).where('id', '=', endpoint.id).execute();
+    await server.ctx.db
+      .updateTable('webhook_endpoints')
+      .set({ previous_secret_expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', endpoint.id)
+      .execute();
     before = receiver.received.length;
     await call(`/public/v1/webhooks/${endpoint.id}/test`, { method: 'POST' });
     const [after] = (await receiver.untilReceived(before + 1)).slice(before);
@@ -254,13 +341,22 @@ describe('delivering events', () => {
 
   it('turns off an endpoint that failed every delivery for 3 days', async () => {
     const endpoint = await createEndpoint(['post.published']);
-    await server.ctx.db.updateTable('webhook_endpoints').set({ failing_since: new Date(Date.now() - 3 * 86_400_000 - 60_000) }).where('id', '=', endpoint.id).execute();
+    await server.ctx.db
+      .updateTable('webhook_endpoints')
+      .set({ failing_since: new Date(Date.now() - 3 * 86_400_000 - 60_000) })
+      .where('id', '=', endpoint.id)
+      .execute();
     receiver.answerNext(500);
     await call(`/public/v1/webhooks/${endpoint.id}/test`, { method: 'POST' });
     await untilSettled(endpoint.id, 1);
-    expect((await call(`/public/v1/webhooks/${endpoint.id}`)).body).toMatchObject({ enabled: false, disabledReason: 'failing' });
+    expect((await call(`/public/v1/webhooks/${endpoint.id}`)).body).toMatchObject({
+      enabled: false,
+      disabledReason: 'failing',
+    });
     // Turned on again by its owner, it starts afresh.
-    expect((await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'PATCH', body: { enabled: true } })).body).toMatchObject({ enabled: true, disabledReason: null });
+    expect(
+      (await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'PATCH', body: { enabled: true } })).body,
+    ).toMatchObject({ enabled: true, disabledReason: null });
     await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
   });
 
@@ -272,7 +368,10 @@ describe('delivering events', () => {
     expect((await connectTikTok(session)).headers.get('location')).toBe('/settings/channels?done=connected');
     const [connected] = (await receiver.untilReceived(before + 1)).slice(before);
     const event = verify(endpoint.secret, connected!);
-    expect(event).toMatchObject({ type: 'channel.connected', data: { provider: 'tiktok', name: 'Acme on TikTok', username: 'acme', status: 'active' } });
+    expect(event).toMatchObject({
+      type: 'channel.connected',
+      data: { provider: 'tiktok', name: 'Acme on TikTok', username: 'acme', status: 'active' },
+    });
 
     tiktok.revokeAll();
     tiktok.advanceClock(86_400 + 60);
@@ -283,18 +382,44 @@ describe('delivering events', () => {
       server.setNow(undefined);
     }
     const [marked] = (await receiver.untilReceived(before + 2)).slice(before + 1);
-    expect(verify(endpoint.secret, marked!)).toMatchObject({ type: 'channel.needs_reconnect', data: { id: event.data.id, status: 'needs_reconnect' } });
+    expect(verify(endpoint.secret, marked!)).toMatchObject({
+      type: 'channel.needs_reconnect',
+      data: { id: event.data.id, status: 'needs_reconnect' },
+    });
     await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
   });
 
   it('housekeeping sends a pending delivery that lost its job, and forgets settled ones after 30 days', async () => {
     const endpoint = await createEndpoint(['post.published']);
     const lost = 'msg_lostItsJob000000000';
-    const payload = JSON.stringify({ type: 'webhook.test', timestamp: new Date().toISOString(), data: { webhookId: endpoint.id } });
-    await server.ctx.db.insertInto('webhook_deliveries').values({ id: lost, endpoint_id: endpoint.id, event_type: 'webhook.test', ordering_key: null, payload, next_attempt_at: new Date(Date.now() - 20 * 60_000) }).execute();
+    const payload = JSON.stringify({
+      type: 'webhook.test',
+      timestamp: new Date().toISOString(),
+      data: { webhookId: endpoint.id },
+    });
     await server.ctx.db
       .insertInto('webhook_deliveries')
-      .values({ id: 'msg_settledLongAgo0000000', endpoint_id: endpoint.id, event_type: 'webhook.test', ordering_key: null, payload, status: 'succeeded', next_attempt_at: null, created_at: new Date(Date.now() - 31 * 86_400_000) })
+      .values({
+        id: lost,
+        endpoint_id: endpoint.id,
+        event_type: 'webhook.test',
+        ordering_key: null,
+        payload,
+        next_attempt_at: new Date(Date.now() - 20 * 60_000),
+      })
+      .execute();
+    await server.ctx.db
+      .insertInto('webhook_deliveries')
+      .values({
+        id: 'msg_settledLongAgo0000000',
+        endpoint_id: endpoint.id,
+        event_type: 'webhook.test',
+        ordering_key: null,
+        payload,
+        status: 'succeeded',
+        next_attempt_at: null,
+        created_at: new Date(Date.now() - 31 * 86_400_000),
+      })
       .execute();
     const before = receiver.received.length;
     await keepHouse(server.ctx);

@@ -26,7 +26,9 @@ async function connect(): Promise<void> {
 }
 
 beforeAll(async () => {
-  google = await startFakeGoogle({ account: { channelId: 'UC_publishing_0001', title: 'Acme Videos', handle: '@acmevideos' } });
+  google = await startFakeGoogle({
+    account: { channelId: 'UC_publishing_0001', title: 'Acme Videos', handle: '@acmevideos' },
+  });
   server = await startTestServer({
     worker: true,
     env: {
@@ -40,7 +42,14 @@ beforeAll(async () => {
   session = new BrowserSession(server);
   await session.logIn(org.email, org.password);
   await connect();
-  channelId = (await server.ctx.db.selectFrom('channels').select('id').where('organization_id', '=', org.id).where('provider', '=', 'youtube').executeTakeFirstOrThrow()).id;
+  channelId = (
+    await server.ctx.db
+      .selectFrom('channels')
+      .select('id')
+      .where('organization_id', '=', org.id)
+      .where('provider', '=', 'youtube')
+      .executeTakeFirstOrThrow()
+  ).id;
 
   const bytes = mp4(VIDEO_BYTES);
   const upload = await startUpload(server, org, 'launch.mp4', 'video/mp4', bytes.length);
@@ -119,7 +128,9 @@ describe('publishing a video post to YouTube', () => {
     expect(upload.stored).toBe(VIDEO_BYTES);
     // What was sent twice is at most the rest of the chunk that was cut.
     expect(upload.received - VIDEO_BYTES).toBeLessThanOrEqual(CHUNK);
-    const events = (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}/history`))).data.map((e: { type: string }) => e.type);
+    const events = (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}/history`))).data.map(
+      (e: { type: string }) => e.type,
+    );
     expect(events).toContain('retrying');
   });
 
@@ -149,7 +160,9 @@ describe('publishing a video post to YouTube', () => {
     expect(listed.find((c: { id: string }) => c.id === channelId)).toMatchObject({ status: 'needs_reconnect' });
 
     await connect();
-    const again = await send(server, org.auth, 'PATCH', `/public/v1/posts/${failed.id}/status`, { status: 'scheduled' });
+    const again = await send(server, org.auth, 'PATCH', `/public/v1/posts/${failed.id}/status`, {
+      status: 'scheduled',
+    });
     expect(again.status).toBe(200);
     const published = await settled(failed.id);
     expect(published.status).toBe('published');
@@ -158,10 +171,18 @@ describe('publishing a video post to YouTube', () => {
   it('refreshes an access token about to expire before it uploads', async () => {
     google.accessTokenLifetime(30);
     await connect();
-    const before = await server.ctx.db.selectFrom('channels').select('credentials').where('id', '=', channelId).executeTakeFirstOrThrow();
+    const before = await server.ctx.db
+      .selectFrom('channels')
+      .select('credentials')
+      .where('id', '=', channelId)
+      .executeTakeFirstOrThrow();
     const post = await settled(await createVideoPost('Fresh token'));
     expect(post.status).toBe('published');
-    const after = await server.ctx.db.selectFrom('channels').select('credentials').where('id', '=', channelId).executeTakeFirstOrThrow();
+    const after = await server.ctx.db
+      .selectFrom('channels')
+      .select('credentials')
+      .where('id', '=', channelId)
+      .executeTakeFirstOrThrow();
     // The refreshed token was stored (encrypted anew).
     expect(after.credentials).not.toBe(before.credentials);
     google.accessTokenLifetime(3600);

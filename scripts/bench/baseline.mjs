@@ -66,7 +66,15 @@ function quotaOf(channels, counts, now) {
   const resetsAt = new Date(Math.floor(now / DAY_MS) * DAY_MS + DAY_MS).toISOString();
   return channels.map((channel) => {
     const count = used.get(channel.id) ?? 0;
-    return { channelId: channel.id, provider: channel.provider, window: 'day', limit: 10_000, used: count, remaining: 10_000 - count, resetsAt };
+    return {
+      channelId: channel.id,
+      provider: channel.provider,
+      window: 'day',
+      limit: 10_000,
+      used: count,
+      remaining: 10_000 - count,
+      resetsAt,
+    };
   });
 }
 
@@ -81,7 +89,9 @@ app.get('/ready', (_req, res) => {
 app.use('/public/v1', async (req, res, next) => {
   const credential = /^(?:bearer[ ]+)?(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
   if (!credential) return res.status(401).json({ error: { code: 'unauthorized' } });
-  const { rows } = await pool.query(named(BASELINE_SQL.credential, [createHash('sha256').update(credential).digest('hex')]));
+  const { rows } = await pool.query(
+    named(BASELINE_SQL.credential, [createHash('sha256').update(credential).digest('hex')]),
+  );
   if (!rows[0]) return res.status(401).json({ error: { code: 'unauthorized' } });
   res.locals.organizationId = rows[0].organization_id;
   next();
@@ -100,8 +110,22 @@ app.get('/public/v1/channels', async (_req, res) => {
 app.get('/public/v1/channels/quota', async (_req, res) => {
   const now = Date.now();
   const start = new Date(Math.floor(now / DAY_MS) * DAY_MS);
-  const { rows } = await pool.query(named(BASELINE_SQL.quota, [...COUNTED, start, new Date(start.getTime() + DAY_MS), res.locals.organizationId, 'removed']));
-  res.json({ data: quotaOf(rows, rows.map((row) => ({ channel_id: row.id, count: row.used })), now) });
+  const { rows } = await pool.query(
+    named(BASELINE_SQL.quota, [
+      ...COUNTED,
+      start,
+      new Date(start.getTime() + DAY_MS),
+      res.locals.organizationId,
+      'removed',
+    ]),
+  );
+  res.json({
+    data: quotaOf(
+      rows,
+      rows.map((row) => ({ channel_id: row.id, count: row.used })),
+      now,
+    ),
+  });
 });
 
 app.get('/public/v1/posts', async (req, res) => {
@@ -109,7 +133,10 @@ app.get('/public/v1/posts', async (req, res) => {
   const { rows } = await pool.query(named(BASELINE_SQL.listPosts, [res.locals.organizationId, limit + 1]));
   const page = rows.slice(0, limit);
   const last = page.at(-1);
-  const nextCursor = rows.length > limit && last ? `${Buffer.from(JSON.stringify([iso(last.scheduled_at), last.id])).toString('base64url')}.${sign(last.id)}` : null;
+  const nextCursor =
+    rows.length > limit && last
+      ? `${Buffer.from(JSON.stringify([iso(last.scheduled_at), last.id])).toString('base64url')}.${sign(last.id)}`
+      : null;
   res.json({ data: page.map(postBody), nextCursor });
 });
 
@@ -145,9 +172,12 @@ app.post('/public/v1/posts', express.json(), async (req, res) => {
   const { date, channelIds, content } = req.body;
   const scheduledAt = new Date(date);
   const now = new Date();
-  const { rows: channels } = await pool.query(named(BASELINE_SQL.createChannels(channelIds.length), [organizationId, ...channelIds, 'removed']));
+  const { rows: channels } = await pool.query(
+    named(BASELINE_SQL.createChannels(channelIds.length), [organizationId, ...channelIds, 'removed']),
+  );
   const byId = new Map(channels.map((channel) => [channel.id, channel]));
-  if (channelIds.some((channelId) => byId.get(channelId)?.status !== 'active')) return res.status(422).json({ error: { code: 'unprocessable' } });
+  if (channelIds.some((channelId) => byId.get(channelId)?.status !== 'active'))
+    return res.status(422).json({ error: { code: 'unprocessable' } });
   const dayStart = new Date(Math.floor(scheduledAt.getTime() / DAY_MS) * DAY_MS);
   const group = id('grp');
   const rows = channelIds.map((channelId) => ({
@@ -168,7 +198,15 @@ app.post('/public/v1/posts', express.json(), async (req, res) => {
   try {
     const begun = client.query('begin');
     const locking = client.query(named(BASELINE_SQL.lockChannels(channelIds.length), [organizationId, ...channelIds]));
-    const inserting = client.query(named(BASELINE_SQL.insertPosts, [JSON.stringify(rows), JSON.stringify(claims), ...COUNTED, dayStart, new Date(dayStart.getTime() + DAY_MS)]));
+    const inserting = client.query(
+      named(BASELINE_SQL.insertPosts, [
+        JSON.stringify(rows),
+        JSON.stringify(claims),
+        ...COUNTED,
+        dayStart,
+        new Date(dayStart.getTime() + DAY_MS),
+      ]),
+    );
     const [, { rows: locked }, { rows: inserted }] = await Promise.all([begun, locking, inserting]);
     if (locked.some((channel) => channel.status !== 'active') || inserted.length !== rows.length) {
       await client.query('rollback');
@@ -176,9 +214,19 @@ app.post('/public/v1/posts', express.json(), async (req, res) => {
     }
     const posts = inserted.map((row) => ({ ...row, provider: byId.get(row.channel_id).provider }));
     const events = [...posts.map((post) => [post, 'created']), ...posts.map((post) => [post, 'scheduled'])];
-    const jobs = posts.map((post) => ({ data: { postId: post.id }, startAfter: iso(post.scheduled_at), groupId: post.channel_id, groupTier: post.provider }));
+    const jobs = posts.map((post) => ({
+      data: { postId: post.id },
+      startAfter: iso(post.scheduled_at),
+      groupId: post.channel_id,
+      groupTier: post.provider,
+    }));
     await Promise.all([
-      client.query(named(BASELINE_SQL.insertEvents(events.length), events.flatMap(([post, type]) => [organizationId, post.id, type, now, '{}', JSON.stringify(postBody(post))]))),
+      client.query(
+        named(
+          BASELINE_SQL.insertEvents(events.length),
+          events.flatMap(([post, type]) => [organizationId, post.id, type, now, '{}', JSON.stringify(postBody(post))]),
+        ),
+      ),
       client.query(named(BASELINE_SQL.planJobs, [JSON.stringify(jobs)])),
       client.query('commit'),
     ]);

@@ -20,7 +20,12 @@ let created = 0;
 function nextPost(channelIds: string[]): string {
   const n = created++;
   const date = new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS + (2 + (n % 3000)) * DAY_MS + (n % 86_000) * 1000);
-  return JSON.stringify({ type: 'schedule', date: date.toISOString(), channelIds: [channelIds[n % channelIds.length]], content: `Benchmark post ${n}` });
+  return JSON.stringify({
+    type: 'schedule',
+    date: date.toISOString(),
+    channelIds: [channelIds[n % channelIds.length]],
+    content: `Benchmark post ${n}`,
+  });
 }
 
 /** The benchmarked operations: the Public API's most frequent calls. */
@@ -45,7 +50,13 @@ export function operations(seeded: Seeded): Operation[] {
 }
 
 /** Sends `operation` to `url` from `connections` connections for `seconds`. */
-export async function load(url: string, apiKey: string, operation: Operation, connections: number, seconds: number): Promise<Sample> {
+export async function load(
+  url: string,
+  apiKey: string,
+  operation: Operation,
+  connections: number,
+  seconds: number,
+): Promise<Sample> {
   const result = await autocannon({
     url,
     connections,
@@ -61,8 +72,20 @@ export async function load(url: string, apiKey: string, operation: Operation, co
 }
 
 /** Counts the answers of `amount` requests by status. */
-export async function countStatuses(url: string, apiKey: string, path: string, connections: number, amount: number): Promise<Map<string, number>> {
-  const result = await autocannon({ url, connections, amount, headers: { authorization: `Bearer ${apiKey}` }, requests: [{ method: 'GET', path }] });
+export async function countStatuses(
+  url: string,
+  apiKey: string,
+  path: string,
+  connections: number,
+  amount: number,
+): Promise<Map<string, number>> {
+  const result = await autocannon({
+    url,
+    connections,
+    amount,
+    headers: { authorization: `Bearer ${apiKey}` },
+    requests: [{ method: 'GET', path }],
+  });
   return new Map(Object.entries(result.statusCodeStats).map(([status, { count }]) => [status, count]));
 }
 

@@ -28,11 +28,17 @@ const SECONDS = Number(process.env.BENCH_SECONDS || 3);
 const ROUNDS = 3;
 const CONNECTIONS = [10, 50];
 // High enough that no throughput run is refused, while every request is still counted.
-const THROUGHPUT_LIMIT = { RATE_LIMIT_MAX: '1000000', RATE_LIMIT_WINDOW_SECONDS: '60', DAILY_POST_LIMIT_SANDBOX: '10000' };
+const THROUGHPUT_LIMIT = {
+  RATE_LIMIT_MAX: '1000000',
+  RATE_LIMIT_WINDOW_SECONDS: '60',
+  DAILY_POST_LIMIT_SANDBOX: '10000',
+};
 const EXACTNESS_LIMIT = 300;
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-'));
-const profileArgs = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`] : [];
+const profileArgs = process.env.BENCH_PROFILE_DIR
+  ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
+  : [];
 const round1 = (value: number) => Math.round(value);
 const ratio = (value: number) => value.toFixed(2);
 const flagged = (sample: Sample, text: string) => (sample.failed > 0 ? `${text} (${sample.failed} failed)` : text);
@@ -52,12 +58,19 @@ async function scratchDatabase(): Promise<{ url: string; drop(): Promise<void> }
   return { url: url.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
 }
 
-async function seedDatabase(options: { databaseUrl?: string; dataDir?: string }): Promise<Seeded & { limiterKey: string }> {
+async function seedDatabase(options: {
+  databaseUrl?: string;
+  dataDir?: string;
+}): Promise<Seeded & { limiterKey: string }> {
   const database = await openDatabase(options);
   try {
     const seeded = await seed(database.db);
     // A second organization, whose budget only the exactness run spends.
-    const { organization } = await createOrganizationWithOwner(database.db, { organizationName: 'Limited', email: 'limited@example.com', password: 'correct horse battery staple' });
+    const { organization } = await createOrganizationWithOwner(database.db, {
+      organizationName: 'Limited',
+      email: 'limited@example.com',
+      password: 'correct horse battery staple',
+    });
     const { secret } = await createApiKey(database.db, organization.id, 'limited');
     return { ...seeded, limiterKey: secret };
   } finally {
@@ -71,10 +84,18 @@ interface CpuPerRequest {
   database: number | undefined;
 }
 
-type Comparison = Map<string, { service: Sample; baseline: Sample; cpu: { service: CpuPerRequest; baseline: CpuPerRequest } }>;
+type Comparison = Map<
+  string,
+  { service: Sample; baseline: Sample; cpu: { service: CpuPerRequest; baseline: CpuPerRequest } }
+>;
 
 /** Runs `operation` against `target` and reads the CPU it and the database used per request meanwhile. */
-async function measured(target: Running, seeded: Seeded, operation: Operation, connections: number): Promise<{ sample: Sample; cpu: CpuPerRequest }> {
+async function measured(
+  target: Running,
+  seeded: Seeded,
+  operation: Operation,
+  connections: number,
+): Promise<{ sample: Sample; cpu: CpuPerRequest }> {
   const [process0, database0] = [target.cpuMs(), postgresCpuMs()];
   const sample = await load(target.url, seeded.apiKey, operation, connections, SECONDS);
   const [process1, database1] = [target.cpuMs(), postgresCpuMs()];
@@ -100,7 +121,10 @@ async function compare(service: Running, baseline: Running, seeded: Seeded, ops:
       }
       const cpuOf = (runs: CpuPerRequest[]): CpuPerRequest => {
         const database = runs.map((run) => run.database);
-        return { process: median(runs.map((run) => run.process)), database: database.includes(undefined) ? undefined : median(database as number[]) };
+        return {
+          process: median(runs.map((run) => run.process)),
+          database: database.includes(undefined) ? undefined : median(database as number[]),
+        };
       };
       results.set(`${operation.name}|${connections}`, {
         service: summarize(samples.service),
@@ -113,7 +137,11 @@ async function compare(service: Running, baseline: Running, seeded: Seeded, ops:
 }
 
 function summarize(samples: Sample[]): Sample {
-  return { rps: median(samples.map((s) => s.rps)), p99: median(samples.map((s) => s.p99)), failed: samples.reduce((sum, s) => sum + s.failed, 0) };
+  return {
+    rps: median(samples.map((s) => s.rps)),
+    p99: median(samples.map((s) => s.p99)),
+    failed: samples.reduce((sum, s) => sum + s.failed, 0),
+  };
 }
 
 async function warmUp(targets: Running[], seeded: Seeded, ops: Operation[]): Promise<void> {
@@ -127,7 +155,9 @@ async function main(): Promise<void> {
     return operations(seeded).filter((op) => !only || op.name.includes(only));
   };
   const began = Date.now();
-  console.log(`Node ${process.version}, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${new Date().toISOString().slice(0, 10)}; ${SECONDS} s per run, median of ${ROUNDS} rounds`);
+  console.log(
+    `Node ${process.version}, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${new Date().toISOString().slice(0, 10)}; ${SECONDS} s per run, median of ${ROUNDS} rounds`,
+  );
 
   const databases = (process.env.BENCH_DATABASES || 'postgres,pglite').split(',');
   if (databases.includes('postgres')) await onPostgres(ops);
@@ -144,7 +174,12 @@ async function onPostgres(ops: Ops): Promise<void> {
   const lines: string[] = [];
   try {
     const seeded = await seedDatabase({ databaseUrl: database.url });
-    const pgEnv = { DATABASE_URL: database.url, ROLE: 'api', DATA_DIR: path.join(work, 'pg-data'), ...THROUGHPUT_LIMIT };
+    const pgEnv = {
+      DATABASE_URL: database.url,
+      ROLE: 'api',
+      DATA_DIR: path.join(work, 'pg-data'),
+      ...THROUGHPUT_LIMIT,
+    };
     const service = await startService('service', pgEnv, work, profileArgs);
     const rssAtStart = await settledRss(service);
     const baseline = await startBaseline(database.url, work);
@@ -157,7 +192,8 @@ async function onPostgres(ops: Ops): Promise<void> {
       '| operation | c | service rps / p99 | bare rps / p99 | rps ratio | p99 ratio | CPU ms per request, service: node + db | bare: node + db |',
       '|---|---|---|---|---|---|---|---|',
     );
-    const cpuText = ({ process, database }: CpuPerRequest) => `${process.toFixed(3)} + ${database === undefined ? '?' : database.toFixed(3)}`;
+    const cpuText = ({ process, database }: CpuPerRequest) =>
+      `${process.toFixed(3)} + ${database === undefined ? '?' : database.toFixed(3)}`;
     for (const [key, { service: s, baseline: b, cpu }] of comparison) {
       const [name, c] = key.split('|');
       lines.push(
@@ -170,17 +206,27 @@ async function onPostgres(ops: Ops): Promise<void> {
     // Two API processes on the one database, each sent half the connections at the same time.
     const second = await startService('service-2', pgEnv, work);
     await warmUp([second], seeded, ops(seeded));
-    const together: string[] = ['', 'Two API processes on one PostgreSQL, 25 connections each', '', '| operation | both rps | p99 A / B | one process at c=50 |', '|---|---|---|---|'];
+    const together: string[] = [
+      '',
+      'Two API processes on one PostgreSQL, 25 connections each',
+      '',
+      '| operation | both rps | p99 A / B | one process at c=50 |',
+      '|---|---|---|---|',
+    ];
     for (const operation of ops(seeded)) {
       const rounds: Sample[][] = [];
       for (let round = 0; round < ROUNDS; round++) {
-        rounds.push(await Promise.all([service, second].map((target) => load(target.url, seeded.apiKey, operation, 25, SECONDS))));
+        rounds.push(
+          await Promise.all([service, second].map((target) => load(target.url, seeded.apiKey, operation, 25, SECONDS))),
+        );
       }
       const both = median(rounds.map(([a, b]) => a!.rps + b!.rps));
       const failed = rounds.flat().reduce((sum, s) => sum + s.failed, 0);
       const one = comparison.get(`${operation.name}|50`);
       const p99 = `${median(rounds.map(([a]) => a!.p99))} / ${median(rounds.map(([, b]) => b!.p99))} ms`;
-      together.push(`| ${operation.name} | ${round1(both)}${failed ? ` (${failed} failed)` : ''} | ${p99} | ${one ? round1(one.service.rps) : '-'} |`);
+      together.push(
+        `| ${operation.name} | ${round1(both)}${failed ? ` (${failed} failed)` : ''} | ${p99} | ${one ? round1(one.service.rps) : '-'} |`,
+      );
     }
     console.log(together.join('\n'));
     await Promise.all([service.stop(), second.stop()]);
@@ -190,10 +236,16 @@ async function onPostgres(ops: Ops): Promise<void> {
     const [a, b] = [await startService('limited-1', limited, work), await startService('limited-2', limited, work)];
     const secondsToMidnight = 86_400 - ((Date.now() / 1000) % 86_400);
     if (secondsToMidnight < 30) await new Promise((resolve) => setTimeout(resolve, secondsToMidnight * 1000 + 1000));
-    const counts = await Promise.all([a!, b!].map((target) => countStatuses(target.url, seeded.limiterKey, '/public/v1/channels', 25, EXACTNESS_LIMIT)));
+    const counts = await Promise.all(
+      [a!, b!].map((target) =>
+        countStatuses(target.url, seeded.limiterKey, '/public/v1/channels', 25, EXACTNESS_LIMIT),
+      ),
+    );
     const passed = counts.reduce((sum, c) => sum + (c.get('200') ?? 0), 0);
     const refused = counts.reduce((sum, c) => sum + (c.get('429') ?? 0), 0);
-    console.log(`\nRate limit across the two processes: ${EXACTNESS_LIMIT * 2} requests at c=50 against a limit of ${EXACTNESS_LIMIT}: ${passed} answered 200, ${refused} answered 429 (${passed === EXACTNESS_LIMIT ? 'exact' : 'NOT EXACT'})`);
+    console.log(
+      `\nRate limit across the two processes: ${EXACTNESS_LIMIT * 2} requests at c=50 against a limit of ${EXACTNESS_LIMIT}: ${passed} answered 200, ${refused} answered 429 (${passed === EXACTNESS_LIMIT ? 'exact' : 'NOT EXACT'})`,
+    );
     await Promise.all([a!.stop(), b!.stop()]);
   } finally {
     await database.drop();
@@ -227,7 +279,8 @@ async function onPglite(ops: Ops): Promise<void> {
   for (const operation of ops(seeded)) {
     for (const connections of CONNECTIONS) {
       const samples: Sample[] = [];
-      for (let round = 0; round < ROUNDS; round++) samples.push(await load(embedded.url, seeded.apiKey, operation, connections, SECONDS));
+      for (let round = 0; round < ROUNDS; round++)
+        samples.push(await load(embedded.url, seeded.apiKey, operation, connections, SECONDS));
       const s = summarize(samples);
       pglite.push(`| ${operation.name} | ${connections} | ${flagged(s, `${round1(s.rps)} / ${s.p99} ms`)} |`);
     }

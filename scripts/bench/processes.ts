@@ -56,7 +56,14 @@ export function postgresCpuMs(): number | undefined {
  * Starts a program with plain node (no tsx, no esbuild at run time) and waits until `readyPath`
  * answers 200. Its output goes to `logFile`: the service's request log is part of its cost.
  */
-async function startProgram(name: string, program: string, args: string[], env: NodeJS.ProcessEnv, readyPath: string, logFile: string): Promise<Running> {
+async function startProgram(
+  name: string,
+  program: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  readyPath: string,
+  logFile: string,
+): Promise<Running> {
   const port = await freePort();
   const log = fs.openSync(logFile, 'a');
   const child = spawn(process.execPath, [...args, program], {
@@ -84,10 +91,29 @@ async function startProgram(name: string, program: string, args: string[], env: 
 }
 
 /** The service as `npm start` runs it: scripts/start.mjs imports the build in dist/server. */
-export function startService(name: string, env: NodeJS.ProcessEnv, work: string, nodeArgs: string[] = []): Promise<Running> {
-  return startProgram(name, path.join(ROOT, 'scripts/start.mjs'), nodeArgs, { NODE_ENV: 'production', ...env }, '/readyz', path.join(work, `${name}.log`));
+export function startService(
+  name: string,
+  env: NodeJS.ProcessEnv,
+  work: string,
+  nodeArgs: string[] = [],
+): Promise<Running> {
+  return startProgram(
+    name,
+    path.join(ROOT, 'scripts/start.mjs'),
+    nodeArgs,
+    { NODE_ENV: 'production', ...env },
+    '/readyz',
+    path.join(work, `${name}.log`),
+  );
 }
 
 export function startBaseline(databaseUrl: string, work: string): Promise<Running> {
-  return startProgram('baseline', path.join(ROOT, 'scripts/bench/baseline.mjs'), [], { BASELINE_DATABASE_URL: databaseUrl }, '/ready', path.join(work, 'baseline.log'));
+  return startProgram(
+    'baseline',
+    path.join(ROOT, 'scripts/bench/baseline.mjs'),
+    [],
+    { BASELINE_DATABASE_URL: databaseUrl },
+    '/ready',
+    path.join(work, 'baseline.log'),
+  );
 }

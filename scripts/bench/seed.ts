@@ -30,7 +30,13 @@ export async function seed(db: Db): Promise<Seeded> {
   const { secret } = await createApiKey(db, organization.id, 'benchmark');
   const channelIds: string[] = [];
   for (let i = 0; i < CHANNELS; i++) {
-    const channel = await addChannel(db, { organization_id: organization.id, provider: 'sandbox', name: `Channel ${i + 1}`, username: null, picture: null });
+    const channel = await addChannel(db, {
+      organization_id: organization.id,
+      provider: 'sandbox',
+      name: `Channel ${i + 1}`,
+      username: null,
+      picture: null,
+    });
     channelIds.push(channel.id);
   }
   await sql`

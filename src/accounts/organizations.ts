@@ -38,9 +38,12 @@ export async function createOrganizationWithOwner(
   const userName = account.userName?.trim() || email.split('@')[0]!.slice(0, MAX_NAME_LENGTH);
   const problems = [];
   if (!organizationName) problems.push({ path: 'organizationName', message: 'must not be empty' });
-  if (organizationName.length > MAX_NAME_LENGTH) problems.push({ path: 'organizationName', message: `must be at most ${MAX_NAME_LENGTH} characters` });
-  if (!EMAIL.test(email) || email.length > MAX_EMAIL_LENGTH) problems.push({ path: 'email', message: 'must be an email address' });
-  if (userName.length > MAX_NAME_LENGTH) problems.push({ path: 'name', message: `must be at most ${MAX_NAME_LENGTH} characters` });
+  if (organizationName.length > MAX_NAME_LENGTH)
+    problems.push({ path: 'organizationName', message: `must be at most ${MAX_NAME_LENGTH} characters` });
+  if (!EMAIL.test(email) || email.length > MAX_EMAIL_LENGTH)
+    problems.push({ path: 'email', message: 'must be an email address' });
+  if (userName.length > MAX_NAME_LENGTH)
+    problems.push({ path: 'name', message: `must be at most ${MAX_NAME_LENGTH} characters` });
   if (account.password.length < MIN_PASSWORD_LENGTH) {
     problems.push({ path: 'password', message: `must be at least ${MIN_PASSWORD_LENGTH} characters` });
   }
@@ -77,7 +80,14 @@ export async function createOrganizationWithOwner(
       .insertInto('memberships')
       .values({ organization_id: organization.id, user_id: user.id, role: 'owner' })
       .execute();
-    if (options.sandboxChannel) await addChannel(trx, { organization_id: organization.id, provider: 'sandbox', name: 'Sandbox', username: null, picture: null });
+    if (options.sandboxChannel)
+      await addChannel(trx, {
+        organization_id: organization.id,
+        provider: 'sandbox',
+        name: 'Sandbox',
+        username: null,
+        picture: null,
+      });
     return { organization, user, createdUser: !existing };
   });
 }

@@ -10,7 +10,12 @@ export const SESSION_LIFETIME_MS = 14 * 24 * 60 * 60_000;
  * Starts a session and returns the token for the browser's cookie. Only its hash is stored, so a
  * copy of the database signs nobody in. A new token on every sign-in also defeats session fixation.
  */
-export async function createSession(db: Db, userId: string, organizationId: string | null, now: Date): Promise<{ token: string; session: Session }> {
+export async function createSession(
+  db: Db,
+  userId: string,
+  organizationId: string | null,
+  now: Date,
+): Promise<{ token: string; session: Session }> {
   const token = randomBase62(43);
   const session = await db
     .insertInto('sessions')
@@ -29,7 +34,11 @@ export async function createSession(db: Db, userId: string, organizationId: stri
 /** Who a signed-in browser is; the password hash stays in the database. */
 export type SessionUser = Pick<User, 'id' | 'email' | 'name'>;
 
-export async function findSession(db: Db, token: string, now: Date): Promise<{ session: Session; user: SessionUser } | undefined> {
+export async function findSession(
+  db: Db,
+  token: string,
+  now: Date,
+): Promise<{ session: Session; user: SessionUser } | undefined> {
   const row = await db
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')

@@ -53,9 +53,20 @@ export function findChannel(db: Db, organizationId: string, channelId: string): 
  * A user turns a channel off (`disabled`) or on again (`active`). Enabling does not reconnect: a
  * channel that needs reconnecting stays so until its account is connected again.
  */
-export async function setChannelEnabled(db: Db, organizationId: string, channelId: string, enabled: boolean): Promise<Channel | undefined> {
+export async function setChannelEnabled(
+  db: Db,
+  organizationId: string,
+  channelId: string,
+  enabled: boolean,
+): Promise<Channel | undefined> {
   const [from, to] = enabled ? (['disabled', 'active'] as const) : (['active', 'disabled'] as const);
-  await db.updateTable('channels').set({ status: to }).where('organization_id', '=', organizationId).where('id', '=', channelId).where('status', '=', from).execute();
+  await db
+    .updateTable('channels')
+    .set({ status: to })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', channelId)
+    .where('status', '=', from)
+    .execute();
   return findChannel(db, organizationId, channelId);
 }
 

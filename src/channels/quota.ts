@@ -36,7 +36,12 @@ export async function postsOnDay(db: Db, channelIds: string[], instant: Date): P
 }
 
 /** The organization's channels, as `listChannels` lists them, each with its daily quota: one statement. */
-export async function channelQuotas(db: Db, organizationId: string, limits: DailyPostLimits, now: Date): Promise<ChannelQuotaBody[]> {
+export async function channelQuotas(
+  db: Db,
+  organizationId: string,
+  limits: DailyPostLimits,
+  now: Date,
+): Promise<ChannelQuotaBody[]> {
   const { start, end } = utcDay(now);
   const rows = await channelsOf(db, organizationId)
     .select('channels.provider')

@@ -33,7 +33,8 @@ export function parseReturnOrigin(input: string): { origin: string } | { problem
   }
   const problem = returnUrlProblem(url);
   if (problem) return { problem: `That origin cannot be used: ${problem}.` };
-  if (url.pathname !== '/' || url.search) return { problem: 'Write only the origin (scheme, host and port), without a path or query.' };
+  if (url.pathname !== '/' || url.search)
+    return { problem: 'Write only the origin (scheme, host and port), without a path or query.' };
   return { origin: url.origin };
 }
 
@@ -69,7 +70,11 @@ export async function addReturnOrigin(db: Db, organizationId: string, origin: st
 }
 
 export async function removeReturnOrigin(db: Db, organizationId: string, origin: string): Promise<void> {
-  await db.deleteFrom('connection_return_origins').where('organization_id', '=', organizationId).where('origin', '=', origin).execute();
+  await db
+    .deleteFrom('connection_return_origins')
+    .where('organization_id', '=', organizationId)
+    .where('origin', '=', origin)
+    .execute();
 }
 
 export async function isListedReturnOrigin(db: Db, organizationId: string, origin: string): Promise<boolean> {

@@ -110,7 +110,10 @@ const COMMANDS: Record<string, (db: Db, options: Options, config: Config) => Pro
       addKeyToFile(keys.file!);
       keys = loadKeys({ encryptionKey: undefined, dataDir: config.dataDir });
     }
-    const written = (await reencryptInstanceSecrets(db, keys.keyring)) + (await reencryptAccountSecrets(db, keys.keyring)) + (await reencryptWebhookSecrets(db, keys.keyring));
+    const written =
+      (await reencryptInstanceSecrets(db, keys.keyring)) +
+      (await reencryptAccountSecrets(db, keys.keyring)) +
+      (await reencryptWebhookSecrets(db, keys.keyring));
     const key = keys.keyring.currentKeyId;
     return keys.from === 'env'
       ? `Re-encrypted ${written} values with the key "${key}". No value uses another key now: the others may be removed from ENCRYPTION_KEY once every process runs with "${key}" first.`
@@ -170,10 +173,17 @@ run(process.argv.slice(2)).then(
       console.error(`${error.message}\n\n${USAGE}`);
       process.exit(64);
     }
-    if (error instanceof ConfigError || error instanceof UnknownKeyError || error instanceof DatabaseBusyError || error instanceof DatabaseVersionError || error instanceof DomainError) {
-      const details = error instanceof DomainError && error.details
-        ? `\n${error.details.map((d) => `  - ${d.path}: ${d.message}`).join('\n')}`
-        : '';
+    if (
+      error instanceof ConfigError ||
+      error instanceof UnknownKeyError ||
+      error instanceof DatabaseBusyError ||
+      error instanceof DatabaseVersionError ||
+      error instanceof DomainError
+    ) {
+      const details =
+        error instanceof DomainError && error.details
+          ? `\n${error.details.map((d) => `  - ${d.path}: ${d.message}`).join('\n')}`
+          : '';
       console.error(`${error.message}${details}`);
       process.exit(error instanceof DatabaseBusyError ? 75 : error instanceof DatabaseVersionError ? 65 : 1);
     }

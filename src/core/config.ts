@@ -71,7 +71,16 @@ export interface Config {
    */
   role: 'api' | 'worker' | 'all';
   /** The operator's Google app, when YOUTUBE_CLIENT_ID and YOUTUBE_CLIENT_SECRET are set; without it YouTube is not offered. */
-  youtube: { clientId: string; clientSecret: string; accountsUrl: string; oauthUrl: string; apiUrl: string; uploadChunkBytes: number } | undefined;
+  youtube:
+    | {
+        clientId: string;
+        clientSecret: string;
+        accountsUrl: string;
+        oauthUrl: string;
+        apiUrl: string;
+        uploadChunkBytes: number;
+      }
+    | undefined;
   /** The operator's TikTok app, when TIKTOK_CLIENT_KEY and TIKTOK_CLIENT_SECRET are set; without it TikTok is not offered. */
   tiktok: TikTokConfig | undefined;
   /** The sandbox network: where the sandbox adapter reaches it, and how long it takes to answer. */
@@ -100,7 +109,6 @@ export interface Config {
   /** On SIGTERM, how long requests in flight and running publications get to finish. */
   shutdownGraceSeconds: number;
 }
-
 
 export interface S3StorageConfig {
   bucket: string;
@@ -170,7 +178,9 @@ function readTikTok(env: Env, problems: string[]): Config['tiktok'] {
   const clientSecret = env.TIKTOK_CLIENT_SECRET || undefined;
   if (!clientKey && !clientSecret) return undefined;
   if (!clientKey || !clientSecret) {
-    problems.push('TIKTOK_CLIENT_KEY and TIKTOK_CLIENT_SECRET go together: set both (the TikTok app of this server) or neither');
+    problems.push(
+      'TIKTOK_CLIENT_KEY and TIKTOK_CLIENT_SECRET go together: set both (the TikTok app of this server) or neither',
+    );
     return undefined;
   }
   const origin = (name: string, fallback: string) => {
@@ -181,11 +191,17 @@ function readTikTok(env: Env, problems: string[]): Config['tiktok'] {
   const chunk = env.TIKTOK_UPLOAD_CHUNK_BYTES || String(10 * MB);
   const uploadChunkBytes = /^\d+$/.test(chunk) ? Number(chunk) : NaN;
   if (!(uploadChunkBytes >= 5 * MB && uploadChunkBytes <= 64 * MB)) {
-    problems.push(`TIKTOK_UPLOAD_CHUNK_BYTES must be between 5242880 (5 MB) and 67108864 (64 MB), as TikTok requires, got "${chunk}"`);
+    problems.push(
+      `TIKTOK_UPLOAD_CHUNK_BYTES must be between 5242880 (5 MB) and 67108864 (64 MB), as TikTok requires, got "${chunk}"`,
+    );
   }
-  const hosts = (env.TIKTOK_VERIFIED_MEDIA_HOSTS ?? '').split(',').map((host) => host.trim().toLowerCase()).filter(Boolean);
+  const hosts = (env.TIKTOK_VERIFIED_MEDIA_HOSTS ?? '')
+    .split(',')
+    .map((host) => host.trim().toLowerCase())
+    .filter(Boolean);
   for (const host of hosts) {
-    if (!/^[a-z0-9.-]+(:\d+)?$/.test(host)) problems.push(`TIKTOK_VERIFIED_MEDIA_HOSTS takes host names separated by commas, got "${host}"`);
+    if (!/^[a-z0-9.-]+(:\d+)?$/.test(host))
+      problems.push(`TIKTOK_VERIFIED_MEDIA_HOSTS takes host names separated by commas, got "${host}"`);
   }
   return {
     clientKey,
@@ -202,7 +218,9 @@ function readYouTube(env: Env, problems: string[]): Config['youtube'] {
   const clientSecret = env.YOUTUBE_CLIENT_SECRET || undefined;
   if (!clientId && !clientSecret) return undefined;
   if (!clientId || !clientSecret) {
-    problems.push('YOUTUBE_CLIENT_ID and YOUTUBE_CLIENT_SECRET go together: set both (the Google app of this server) or neither');
+    problems.push(
+      'YOUTUBE_CLIENT_ID and YOUTUBE_CLIENT_SECRET go together: set both (the Google app of this server) or neither',
+    );
     return undefined;
   }
   const origin = (name: string, fallback: string) => {
@@ -265,7 +283,9 @@ export function loadConfig(env: Env = process.env): Config {
 
   const responseValidation = oneOf('RESPONSE_VALIDATION', ['strict', 'sample', 'off'] as const, 'strict');
   if (environment === 'test' && responseValidation !== 'strict') {
-    problems.push(`RESPONSE_VALIDATION must be strict when NODE_ENV=test: tests check every response against the contract, got "${responseValidation}"`);
+    problems.push(
+      `RESPONSE_VALIDATION must be strict when NODE_ENV=test: tests check every response against the contract, got "${responseValidation}"`,
+    );
   }
 
   const publicUrl = (env.PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, '');
@@ -282,10 +302,13 @@ export function loadConfig(env: Env = process.env): Config {
   const trustProxy = readTrustProxy(env.TRUST_PROXY, problems);
   const role = oneOf('ROLE', ['api', 'worker', 'all'] as const, 'all');
   if (role !== 'all' && !(env.DATABASE_URL || undefined)) {
-    problems.push(`ROLE=${role} needs DATABASE_URL: the embedded database belongs to one process, which runs the API and the worker together (ROLE=all)`);
+    problems.push(
+      `ROLE=${role} needs DATABASE_URL: the embedded database belongs to one process, which runs the API and the worker together (ROLE=all)`,
+    );
   }
   const sandboxUrl = (env.SANDBOX_NETWORK_URL || publicUrl).replace(/\/+$/, '');
-  if (!/^https?:\/\/[^/]+$/.test(sandboxUrl)) problems.push(`SANDBOX_NETWORK_URL must be an http(s) origin, got "${sandboxUrl}"`);
+  if (!/^https?:\/\/[^/]+$/.test(sandboxUrl))
+    problems.push(`SANDBOX_NETWORK_URL must be an http(s) origin, got "${sandboxUrl}"`);
 
   const databaseUrl = env.DATABASE_URL || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -331,7 +354,9 @@ export function loadConfig(env: Env = process.env): Config {
       latencyMs: integer('SANDBOX_LATENCY_MS', 0, 0, 600_000),
       limits: {
         concurrencyPerChannel: integer('SANDBOX_CONCURRENCY_PER_CHANNEL', 20, 1, 1000),
-        ...(env.SANDBOX_STARTS_PER_MINUTE ? { startsPerMinutePerChannel: integer('SANDBOX_STARTS_PER_MINUTE', 0, 1, 10_000) } : {}),
+        ...(env.SANDBOX_STARTS_PER_MINUTE
+          ? { startsPerMinutePerChannel: integer('SANDBOX_STARTS_PER_MINUTE', 0, 1, 10_000) }
+          : {}),
       },
     },
     publisher: {
@@ -354,13 +379,20 @@ export function loadConfig(env: Env = process.env): Config {
 const WEBHOOK_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18_000, 36_000, 36_000];
 
 function readWebhooks(env: Record<string, string | undefined>, problems: string[]): Config['webhooks'] {
-  const allowedRanges = (env.WEBHOOK_ALLOW_RANGES ?? '').split(',').map((range) => range.trim()).filter(Boolean);
+  const allowedRanges = (env.WEBHOOK_ALLOW_RANGES ?? '')
+    .split(',')
+    .map((range) => range.trim())
+    .filter(Boolean);
   for (const range of allowedRanges) {
-    if (!ipaddr.isValidCIDR(range) && !ipaddr.isValid(range)) problems.push(`WEBHOOK_ALLOW_RANGES must list IP addresses or CIDR ranges, got "${range}"`);
+    if (!ipaddr.isValidCIDR(range) && !ipaddr.isValid(range))
+      problems.push(`WEBHOOK_ALLOW_RANGES must list IP addresses or CIDR ranges, got "${range}"`);
   }
   const raw = env.WEBHOOK_RETRY_SCHEDULE?.trim();
   const retrySchedule = raw ? raw.split(',').map((entry) => Number(entry.trim())) : WEBHOOK_RETRY_SCHEDULE;
-  if (retrySchedule.length > 20 || retrySchedule.some((seconds) => !Number.isFinite(seconds) || seconds < 0.1 || seconds > 86_400)) {
+  if (
+    retrySchedule.length > 20 ||
+    retrySchedule.some((seconds) => !Number.isFinite(seconds) || seconds < 0.1 || seconds > 86_400)
+  ) {
     problems.push(`WEBHOOK_RETRY_SCHEDULE must list up to 20 waits in seconds (0.1 to 86400), got "${raw}"`);
   }
   return { allowedRanges, retrySchedule };
@@ -373,13 +405,22 @@ function readTrustProxy(raw: string | undefined, problems: string[]): Config['tr
   if (raw === undefined || raw.trim() === '' || raw === 'false') return false;
   const hops = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : undefined;
   if (hops !== undefined && hops >= 1 && hops <= 10) return hops;
-  const entries = raw.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   // Written-out addresses only (ipaddr.js alone would take `0` for 0.0.0.0). `true` (believe any
   // X-Forwarded-For) is refused: a client could then name any address it likes.
-  const isAddress = (entry: string) => net.isIP(entry.split('/')[0]!) !== 0 && (entry.includes('/') ? ipaddr.isValidCIDR(entry) : true);
-  const valid = hops === undefined && entries.length > 0 && entries.every((entry) => PROXY_RANGE_NAMES.includes(entry) || isAddress(entry));
+  const isAddress = (entry: string) =>
+    net.isIP(entry.split('/')[0]!) !== 0 && (entry.includes('/') ? ipaddr.isValidCIDR(entry) : true);
+  const valid =
+    hops === undefined &&
+    entries.length > 0 &&
+    entries.every((entry) => PROXY_RANGE_NAMES.includes(entry) || isAddress(entry));
   if (!valid) {
-    problems.push(`TRUST_PROXY must be a number of proxy hops (1-10) or proxy addresses, CIDR ranges, loopback, linklocal or uniquelocal; got "${raw}"`);
+    problems.push(
+      `TRUST_PROXY must be a number of proxy hops (1-10) or proxy addresses, CIDR ranges, loopback, linklocal or uniquelocal; got "${raw}"`,
+    );
     return false;
   }
   return entries;
@@ -423,16 +464,23 @@ function loadMediaConfig(env: Env, problems: string[], read: Readers): MediaConf
 
   let allowedTypes: MediaContentType[] = [...MEDIA_CONTENT_TYPES];
   if (env.MEDIA_ALLOWED_TYPES) {
-    const listed = env.MEDIA_ALLOWED_TYPES.split(',').map((type) => type.trim().toLowerCase()).filter(Boolean);
+    const listed = env.MEDIA_ALLOWED_TYPES.split(',')
+      .map((type) => type.trim().toLowerCase())
+      .filter(Boolean);
     const unknown = listed.filter((type) => !(MEDIA_CONTENT_TYPES as readonly string[]).includes(type));
     if (unknown.length > 0 || listed.length === 0) {
-      problems.push(`MEDIA_ALLOWED_TYPES may list only ${MEDIA_CONTENT_TYPES.join(', ')}; got "${env.MEDIA_ALLOWED_TYPES}"`);
+      problems.push(
+        `MEDIA_ALLOWED_TYPES may list only ${MEDIA_CONTENT_TYPES.join(', ')}; got "${env.MEDIA_ALLOWED_TYPES}"`,
+      );
     } else {
       allowedTypes = MEDIA_CONTENT_TYPES.filter((type) => listed.includes(type));
     }
   }
 
-  const allowedRanges = (env.MEDIA_FETCH_ALLOW_RANGES ?? '').split(',').map((range) => range.trim()).filter(Boolean);
+  const allowedRanges = (env.MEDIA_FETCH_ALLOW_RANGES ?? '')
+    .split(',')
+    .map((range) => range.trim())
+    .filter(Boolean);
   for (const range of allowedRanges) {
     if (!ipaddr.isValidCIDR(range) && !ipaddr.isValid(range)) {
       problems.push(`MEDIA_FETCH_ALLOW_RANGES must list IP addresses or CIDR ranges, got "${range}"`);

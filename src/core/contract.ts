@@ -60,7 +60,9 @@ export const PROVIDERS = enumValues('KnownProvider');
 
 /** The longest text of a post the contract accepts (`PostItem.content.maxLength`), on any network. */
 export const POST_CONTENT_MAX_LENGTH = (() => {
-  const spec = readSpec(SPEC_FILES.publicV1) as { components: { schemas: { PostItem: { properties: { content: { maxLength: number } } } } } };
+  const spec = readSpec(SPEC_FILES.publicV1) as {
+    components: { schemas: { PostItem: { properties: { content: { maxLength: number } } } } };
+  };
   return spec.components.schemas.PostItem.properties.content.maxLength;
 })();
 export const POST_STATUSES = enumValues('PostStatus');

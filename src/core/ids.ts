@@ -25,7 +25,27 @@ export function toBase62(value: number, width: number): string {
   return out.padStart(width, '0');
 }
 
-export type IdPrefix = 'org' | 'usr' | 'key' | 'ch' | 'post' | 'grp' | 'med' | 'upl' | 'app' | 'ses' | 'grant' | 'authz' | 'code' | 'tok' | 'req' | 'rel' | 'conn' | 'rev' | 'whk' | 'msg';
+export type IdPrefix =
+  | 'org'
+  | 'usr'
+  | 'key'
+  | 'ch'
+  | 'post'
+  | 'grp'
+  | 'med'
+  | 'upl'
+  | 'app'
+  | 'ses'
+  | 'grant'
+  | 'authz'
+  | 'code'
+  | 'tok'
+  | 'req'
+  | 'rel'
+  | 'conn'
+  | 'rev'
+  | 'whk'
+  | 'msg';
 
 /** A record id: a type prefix and 20 random base62 characters (about 119 bits), e.g. `post_4Zc…`. */
 export function newId(prefix: IdPrefix): string {

@@ -11,7 +11,8 @@ function findProjectRoot(): string {
   let directory = path.dirname(fileURLToPath(import.meta.url));
   while (!fs.existsSync(path.join(directory, 'openapi', 'public-v1.yaml'))) {
     const parent = path.dirname(directory);
-    if (parent === directory) throw new Error(`No openapi/public-v1.yaml above ${fileURLToPath(import.meta.url)}: the project is incomplete.`);
+    if (parent === directory)
+      throw new Error(`No openapi/public-v1.yaml above ${fileURLToPath(import.meta.url)}: the project is incomplete.`);
     directory = parent;
   }
   return directory;

@@ -20,10 +20,13 @@ export function parseEncryptionKeys(text: string, source = 'ENCRYPTION_KEY'): En
     .map((entry, index) => {
       const colon = entry.indexOf(':');
       const [id, encoded] = colon === -1 ? [undefined, entry] : [entry.slice(0, colon), entry.slice(colon + 1)];
-      if (id !== undefined && !KEY_ID.test(id)) throw new ConfigError(`${source}: key ${index + 1} has an id that is not 1 to 32 letters, digits, "-" or "_"`);
+      if (id !== undefined && !KEY_ID.test(id))
+        throw new ConfigError(`${source}: key ${index + 1} has an id that is not 1 to 32 letters, digits, "-" or "_"`);
       const key = /^[0-9a-fA-F]{64}$/.test(encoded) ? Buffer.from(encoded, 'hex') : Buffer.from(encoded, 'base64');
       if (key.length !== 32 || !/^[A-Za-z0-9+/_=-]+$/.test(encoded)) {
-        throw new ConfigError(`${source}: key ${index + 1} is not 32 bytes in base64 or 64 hex digits (make one with: openssl rand -base64 32)`);
+        throw new ConfigError(
+          `${source}: key ${index + 1} is not 32 bytes in base64 or 64 hex digits (make one with: openssl rand -base64 32)`,
+        );
       }
       return { id: id ?? createHash('sha256').update(key).digest('hex').slice(0, 8), key };
     });
@@ -58,7 +61,9 @@ export function loadKeys(options: { encryptionKey: string | undefined; dataDir: 
   }
   const mode = fs.statSync(file).mode & 0o777;
   if ((mode & 0o077) !== 0) {
-    throw new ConfigError(`${file} is readable by others (mode ${mode.toString(8)}): it holds the encryption keys; run chmod 600 ${file}`);
+    throw new ConfigError(
+      `${file} is readable by others (mode ${mode.toString(8)}): it holds the encryption keys; run chmod 600 ${file}`,
+    );
   }
   return { keyring: new Keyring(parseEncryptionKeys(fs.readFileSync(file, 'utf8'), file)), from: 'file', file };
 }

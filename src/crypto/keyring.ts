@@ -62,12 +62,15 @@ export class Keyring {
     if (!key) throw new UnknownKeyError(id);
     const iv = Buffer.from(ivText, 'base64url');
     const sealed = Buffer.from(sealedText, 'base64url');
-    if (iv.length !== IV_BYTES || sealed.length < TAG_BYTES) throw new DecryptionError('an encrypted value is cut short');
+    if (iv.length !== IV_BYTES || sealed.length < TAG_BYTES)
+      throw new DecryptionError('an encrypted value is cut short');
     const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
     decipher.setAAD(Buffer.from(context));
     decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
     try {
-      return Buffer.concat([decipher.update(sealed.subarray(0, sealed.length - TAG_BYTES)), decipher.final()]).toString('utf8');
+      return Buffer.concat([decipher.update(sealed.subarray(0, sealed.length - TAG_BYTES)), decipher.final()]).toString(
+        'utf8',
+      );
     } catch {
       throw new DecryptionError('an encrypted value does not decrypt: it was altered or moved');
     }

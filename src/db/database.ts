@@ -166,7 +166,9 @@ const ownerFileOf = (lockPath: string) => `${lockPath}.owner.json`;
 function readOwner(lockPath: string): LockOwner | undefined {
   try {
     const owner = JSON.parse(fs.readFileSync(ownerFileOf(lockPath), 'utf8')) as Partial<LockOwner>;
-    return typeof owner.pid === 'number' && typeof owner.host === 'string' && typeof owner.lockIno === 'number' ? (owner as LockOwner) : undefined;
+    return typeof owner.pid === 'number' && typeof owner.host === 'string' && typeof owner.lockIno === 'number'
+      ? (owner as LockOwner)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -225,7 +227,8 @@ function deadOwner(lockPath: string): LockOwner | undefined {
  */
 async function lockDirectory(directory: string, onCompromised: (error: Error) => void): Promise<() => Promise<void>> {
   const lockPath = `${directory}.lock`;
-  const lock = () => lockfile.lock(directory, { lockfilePath: lockPath, stale: 15_000, update: 5_000, retries: 0, onCompromised });
+  const lock = () =>
+    lockfile.lock(directory, { lockfilePath: lockPath, stale: 15_000, update: 5_000, retries: 0, onCompromised });
   let release: () => Promise<void>;
   try {
     release = await lock();
@@ -234,7 +237,9 @@ async function lockDirectory(directory: string, onCompromised: (error: Error) =>
     const dead = deadOwner(lockPath);
     if (!dead) {
       const owner = readOwner(lockPath);
-      const holder = owner ? `process ${owner.pid}${owner.host === os.hostname() ? '' : ` on ${owner.host}`}` : 'another process';
+      const holder = owner
+        ? `process ${owner.pid}${owner.host === os.hostname() ? '' : ` on ${owner.host}`}`
+        : 'another process';
       throw new DatabaseBusyError(
         `The embedded database in ${directory} is in use by another process (${holder}: a running server or admin command). ` +
           'Stop that process first, or set DATABASE_URL to a PostgreSQL database, which many processes can share.',

@@ -33,7 +33,11 @@ export class InstanceSecrets {
       .values({ name, value: this.keyring.encrypt(randomBytes(32).toString('base64url'), context) })
       .onConflict((oc) => oc.column('name').doNothing())
       .execute();
-    const row = await this.db.selectFrom('instance_secrets').select('value').where('name', '=', name).executeTakeFirstOrThrow();
+    const row = await this.db
+      .selectFrom('instance_secrets')
+      .select('value')
+      .where('name', '=', name)
+      .executeTakeFirstOrThrow();
     if (Keyring.isEncrypted(row.value)) return Buffer.from(this.keyring.decrypt(row.value, context), 'base64url');
     // Stored in clear by an earlier version: encrypted now, unless another process did it first.
     await this.db
@@ -58,7 +62,11 @@ export async function reencryptInstanceSecrets(db: Db, keyring: Keyring): Promis
       if (Keyring.keyIdOf(row.value) === keyring.currentKeyId) continue;
       const context = contextOf(row.name);
       const plain = Keyring.isEncrypted(row.value) ? keyring.decrypt(row.value, context) : row.value;
-      await trx.updateTable('instance_secrets').set({ value: keyring.encrypt(plain, context) }).where('name', '=', row.name).execute();
+      await trx
+        .updateTable('instance_secrets')
+        .set({ value: keyring.encrypt(plain, context) })
+        .where('name', '=', row.name)
+        .execute();
       changed += 1;
     }
     return changed;

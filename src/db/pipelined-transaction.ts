@@ -52,7 +52,10 @@ export interface PipelinedTransaction {
  * that need no answer in between share one. On the embedded database they run one after another in the
  * same order. The work ends with `commit`; anything it throws rolls the transaction back.
  */
-export async function pipelinedTransaction<T>(db: Db, work: (transaction: PipelinedTransaction) => Promise<T>): Promise<T> {
+export async function pipelinedTransaction<T>(
+  db: Db,
+  work: (transaction: PipelinedTransaction) => Promise<T>,
+): Promise<T> {
   return db.getExecutor().provideConnection(async (connection) => {
     const trx = new Kysely<Database>({
       dialect: {

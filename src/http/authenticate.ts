@@ -16,7 +16,12 @@ export interface CountedPrincipal {
  * Looks up an active credential of one kind by the hash of its secret and counts the request in its
  * organization's rate-limit window (`RateLimiter.window`), in one statement.
  */
-export type CredentialResolver = (db: Db, secretHash: string, now: Date, window: LimitWindow) => Promise<CountedPrincipal | undefined>;
+export type CredentialResolver = (
+  db: Db,
+  secretHash: string,
+  now: Date,
+  window: LimitWindow,
+) => Promise<CountedPrincipal | undefined>;
 
 // The longest credential is under 64 characters; anything much longer is refused before parsing.
 const MAX_HEADER_LENGTH = 512;
@@ -64,7 +69,10 @@ export function credentialResolver(type: Principal['credential']['type']): Crede
       select credential.id, credential.organization_id, counted.count from credential, counted`.execute(db);
     const found = rows[0];
     if (!found) return undefined;
-    return { principal: { organizationId: found.organization_id, credential: { type, id: found.id } }, count: found.count };
+    return {
+      principal: { organizationId: found.organization_id, credential: { type, id: found.id } },
+      count: found.count,
+    };
   };
 }
 
@@ -80,7 +88,10 @@ export class Authenticator {
   ) {}
 
   /** Authenticates the request and counts it in its organization's window of `limiter`. */
-  async authenticate(header: string | undefined, limiter: RateLimiter): Promise<{ principal: Principal; limit: RateLimitState }> {
+  async authenticate(
+    header: string | undefined,
+    limiter: RateLimiter,
+  ): Promise<{ principal: Principal; limit: RateLimitState }> {
     if (!header) {
       throw new UnauthorizedError(
         'Authentication required: send your API key or OAuth access token as "Authorization: Bearer <credential>".',

@@ -1,5 +1,11 @@
 import { createRequire } from 'node:module';
-import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response, type Router } from 'express';
+import express, {
+  type ErrorRequestHandler,
+  type Request,
+  type RequestHandler,
+  type Response,
+  type Router,
+} from 'express';
 import { NotFoundError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { builtOnFirstUse } from './built-on-first-use.js';
@@ -60,7 +66,10 @@ function headValidatedAsGet(validation: RequestHandler): RequestHandler {
  */
 function compileValidatorRoutesOnce(): void {
   const validatorRequire = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
-  const module = validatorRequire('path-to-regexp') as { pathToRegexp: (path: string, options?: object) => unknown; compiledOnce?: true };
+  const module = validatorRequire('path-to-regexp') as {
+    pathToRegexp: (path: string, options?: object) => unknown;
+    compiledOnce?: true;
+  };
   if (module.compiledOnce) return;
   const compile = module.pathToRegexp;
   const compiled = new Map<string, unknown>();
@@ -84,7 +93,10 @@ const RESPONSE_SAMPLE = 100;
  * hundred through a validator that also checks responses, and the others through one that checks
  * requests only: express-openapi-validator checks all responses or none.
  */
-function validatorFor(mode: ContractRouterOptions<unknown>['responseValidation'], validator: (checksResponses: boolean) => RequestHandler): RequestHandler {
+function validatorFor(
+  mode: ContractRouterOptions<unknown>['responseValidation'],
+  validator: (checksResponses: boolean) => RequestHandler,
+): RequestHandler {
   if (mode !== 'sample') return validator(mode === 'strict');
   const checked = validator(true);
   const unchecked = validator(false);
@@ -135,7 +147,11 @@ export function contractRouter<Extra>(options: ContractRouterOptions<Extra>): Ro
             ? { removeAdditional: false }
             : {
                 removeAdditional: false,
-                onError: (error, _body, req) => options.logger.error({ err: error, path: req.path, method: req.method }, 'response breaks the contract'),
+                onError: (error, _body, req) =>
+                  options.logger.error(
+                    { err: error, path: req.path, method: req.method },
+                    'response breaks the contract',
+                  ),
               },
         validateSecurity: options.security === false ? false : { handlers: options.security },
         fileUploader: false,

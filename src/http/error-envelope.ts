@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import type { ErrorEnvelope } from '../core/contract.js';
 import { DomainError, type ErrorDetail } from '../core/errors.js';
 
-
 interface Failure {
   status: number;
   code: string;
@@ -53,7 +52,10 @@ const CODES_BY_STATUS: Record<number, string> = {
 
 /** `/body/posts/1/settings/privacyLevel` → `posts[1].settings.privacyLevel`; `/query/limit` → `query.limit`. */
 export function detailPath(validatorPath: string): string {
-  const parts = validatorPath.replace(/^[./]+/, '').split(/[./]/).filter(Boolean);
+  const parts = validatorPath
+    .replace(/^[./]+/, '')
+    .split(/[./]/)
+    .filter(Boolean);
   if (parts[0] === 'body') parts.shift();
   let out = '';
   for (const part of parts) {
@@ -75,7 +77,9 @@ function messageOf(violation: Violation): string {
   if (keyword(violation) === 'unevaluatedProperties') return 'must NOT have additional properties';
   // Ajv says `value of tag "type" must be in oneOf`; the detail's path already names the property.
   if (keyword(violation) === 'discriminator') {
-    return /must be in oneOf/.test(violation.message ?? '') ? 'must be equal to one of the allowed values' : (violation.message ?? '').replace(/^.*tag "[^"]+" /, '');
+    return /must be in oneOf/.test(violation.message ?? '')
+      ? 'must be equal to one of the allowed values'
+      : (violation.message ?? '').replace(/^.*tag "[^"]+" /, '');
   }
   return (format && FORMAT_MESSAGES[format]) ?? violation.message ?? 'is not valid';
 }
@@ -100,16 +104,21 @@ const parentOf = (path: string) => path.slice(0, Math.max(0, path.lastIndexOf('/
  */
 export function violationDetails(violations: Violation[]): ErrorDetail[] {
   const isSummary = (v: Violation) => keyword(v) === 'oneOf' || keyword(v) === 'if';
-  const isExtraProperty = (v: Violation) => keyword(v) === 'additionalProperties' || keyword(v) === 'unevaluatedProperties';
+  const isExtraProperty = (v: Violation) =>
+    keyword(v) === 'additionalProperties' || keyword(v) === 'unevaluatedProperties';
   const isConditional = (v: Violation, i: number) => {
     const next = violations[i + 1];
-    return keyword(v) === 'required' && next !== undefined && keyword(next) === 'if' && next.path === parentOf(v.path ?? '');
+    return (
+      keyword(v) === 'required' && next !== undefined && keyword(next) === 'if' && next.path === parentOf(v.path ?? '')
+    );
   };
   const failsOneOf = (v: Violation, after: number) =>
     violations.slice(after).some((other) => keyword(other) === 'oneOf' && other.path === parentOf(v.path ?? ''));
   // An unevaluated property is one no form claimed, because every form failed: reported after the oneOf.
   const choosesForm = (v: Violation, i: number) =>
-    keyword(v) === 'unevaluatedProperties' ? failsOneOf(v, 0) : (keyword(v) === 'required' || isExtraProperty(v)) && failsOneOf(v, i + 1) && !isConditional(v, i);
+    keyword(v) === 'unevaluatedProperties'
+      ? failsOneOf(v, 0)
+      : (keyword(v) === 'required' || isExtraProperty(v)) && failsOneOf(v, i + 1) && !isConditional(v, i);
   let chosen = violations.filter((v, i) => !isSummary(v) && !choosesForm(v, i));
   if (chosen.length === 0) chosen = violations.filter((v) => !isSummary(v) && !isExtraProperty(v));
   if (chosen.length === 0) chosen = violations;
@@ -126,11 +135,18 @@ export function violationDetails(violations: Violation[]): ErrorDetail[] {
 }
 
 function isValidatorError(error: unknown): error is ValidatorError {
-  return typeof error === 'object' && error !== null && 'status' in error && Array.isArray((error as ValidatorError).errors);
+  return (
+    typeof error === 'object' && error !== null && 'status' in error && Array.isArray((error as ValidatorError).errors)
+  );
 }
 
 function isBodyParserError(error: unknown): error is BodyParserError {
-  return typeof error === 'object' && error !== null && typeof (error as BodyParserError).type === 'string' && 'status' in error;
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    typeof (error as BodyParserError).type === 'string' &&
+    'status' in error
+  );
 }
 
 /**
@@ -182,7 +198,11 @@ function describe(error: unknown, req: Request): Failure | undefined {
     return failure;
   }
   if (isUnreadableRequestError(error)) {
-    return { status: 400, code: 'validation_failed', message: 'The request could not be read: its body does not match its Content-Encoding or Content-Length.' };
+    return {
+      status: 400,
+      code: 'validation_failed',
+      message: 'The request could not be read: its body does not match its Content-Encoding or Content-Length.',
+    };
   }
   return undefined;
 }
@@ -215,6 +235,14 @@ export function publicApiErrors(logger: Logger): ErrorRequestHandler {
       return;
     }
     logger.error({ err: error, requestId, method: req.method, path: req.path }, 'request failed');
-    sendError(res, { status: 500, code: 'internal', message: 'Something went wrong on our side; the request id helps us find out what.' }, requestId);
+    sendError(
+      res,
+      {
+        status: 500,
+        code: 'internal',
+        message: 'Something went wrong on our side; the request id helps us find out what.',
+      },
+      requestId,
+    );
   };
 }

@@ -24,7 +24,9 @@ function daysInMonth(year: number, month: number): number {
 export function isInstant(text: string): boolean {
   const match = DATE_TIME.exec(text);
   if (!match) return false;
-  const [year, month, day, hour, minute, second, offsetHours = 0, offsetMinutes = 0] = match.slice(1).map((part) => Number(part ?? 0));
+  const [year, month, day, hour, minute, second, offsetHours = 0, offsetMinutes = 0] = match
+    .slice(1)
+    .map((part) => Number(part ?? 0));
   if (month! < 1 || month! > 12 || day! < 1 || day! > daysInMonth(year!, month!)) return false;
   if (hour! > 23 || minute! > 59 || second! > 59 || offsetHours > 23 || offsetMinutes > 59) return false;
   // Parsed as the handlers will parse it: what is accepted here is a valid date there.

@@ -16,11 +16,18 @@ function declaredQueryParameters(specFile: string): Map<string, QueryParameter> 
   const resolve = (node: Node): Node => {
     const ref = node.$ref;
     if (typeof ref !== 'string') return node;
-    return resolve(ref.split('/').slice(1).reduce<Node>((at, key) => at[key] as Node, document));
+    return resolve(
+      ref
+        .split('/')
+        .slice(1)
+        .reduce<Node>((at, key) => at[key] as Node, document),
+    );
   };
   const declared = new Map<string, QueryParameter>();
   for (const item of Object.values(document.paths as Record<string, Node>)) {
-    const operations = Object.values(item).filter((value): value is Node => typeof value === 'object' && value !== null && 'responses' in value);
+    const operations = Object.values(item).filter(
+      (value): value is Node => typeof value === 'object' && value !== null && 'responses' in value,
+    );
     for (const parameters of [item.parameters, ...operations.map((operation) => operation.parameters)]) {
       for (const parameter of ((parameters as Node[] | undefined) ?? []).map(resolve)) {
         if (parameter.in !== 'query') continue;
@@ -59,7 +66,10 @@ export function strictQueryStrings(specFile: string): RequestHandler {
         name = decodeURIComponent(rawName);
         value = decodeURIComponent(rawValue);
       } catch {
-        details.push({ path: `query.${rawName}`, message: 'is not valid percent-encoding (RFC 3986): escape % as %25' });
+        details.push({
+          path: `query.${rawName}`,
+          message: 'is not valid percent-encoding (RFC 3986): escape % as %25',
+        });
         continue;
       }
       counts.set(name, (counts.get(name) ?? 0) + 1);

@@ -100,7 +100,6 @@ export class RateLimiter {
     const shown = storable ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`;
     return `${this.name}:${shown}`;
   }
-
 }
 
 /** One limit an attempt counts against: its limiter and the bucket of this attempt. */
@@ -141,5 +140,8 @@ export async function startAttempt(limits: AttemptLimit[]): Promise<Attempt> {
 
 /** Housekeeping: deletes the counts of windows that are over for every limiter. */
 export async function forgetOldRateLimitWindows(db: Db, now: Date): Promise<void> {
-  await db.deleteFrom('rate_limit_windows').where('window_start', '<', new Date(now.getTime() - KEEP_MS)).execute();
+  await db
+    .deleteFrom('rate_limit_windows')
+    .where('window_start', '<', new Date(now.getTime() - KEEP_MS))
+    .execute();
 }

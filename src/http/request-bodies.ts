@@ -22,7 +22,10 @@ export class RequestBodies {
     if (validate(body)) return [];
     // As express-openapi-validator reports them: a missing or extra property is named in the path.
     const violations = (validate.errors ?? []).map((error) => {
-      const { missingProperty, additionalProperty, unevaluatedProperty } = error.params as Record<string, string | undefined>;
+      const { missingProperty, additionalProperty, unevaluatedProperty } = error.params as Record<
+        string,
+        string | undefined
+      >;
       const property = missingProperty ?? additionalProperty ?? unevaluatedProperty;
       return {
         path: `/body${error.instancePath}${property === undefined ? '' : `/${property}`}`,
@@ -37,7 +40,10 @@ export class RequestBodies {
     const cached = this.compiled.get(operationId);
     if (cached) return cached;
     const spec = readSpecForValidator(SPEC_FILES.publicV1) as {
-      paths: Record<string, Record<string, { operationId?: string; requestBody?: { content?: Record<string, { schema?: object }> } }>>;
+      paths: Record<
+        string,
+        Record<string, { operationId?: string; requestBody?: { content?: Record<string, { schema?: object }> } }>
+      >;
     };
     const operation = Object.values(spec.paths)
       .flatMap((item) => Object.values(item))
@@ -45,19 +51,30 @@ export class RequestBodies {
     const schema = operation?.requestBody?.content?.['application/json']?.schema;
     if (!schema) throw new Error(`${operationId} takes no JSON body in ${SPEC_FILES.publicV1}`);
     if (!this.ajv) {
-      this.ajv = new Ajv2020({ allErrors: true, coerceTypes: false, discriminator: true, strict: false, logger: false });
+      this.ajv = new Ajv2020({
+        allErrors: true,
+        coerceTypes: false,
+        discriminator: true,
+        strict: false,
+        logger: false,
+      });
       this.ajv.addFormat('date-time', { type: 'string', validate: isInstant });
       this.ajv.addSchema(spec, 'contract');
     }
     // The body's schema refers to the contract's components: resolved inside the document added above.
-    const validate = this.ajv.compile({ $ref: `contract#/paths/${pointerTo(spec, operationId)}/requestBody/content/application~1json/schema` });
+    const validate = this.ajv.compile({
+      $ref: `contract#/paths/${pointerTo(spec, operationId)}/requestBody/content/application~1json/schema`,
+    });
     this.compiled.set(operationId, validate);
     return validate;
   }
 }
 
 /** The JSON pointer (from `paths`) of an operation: its path, escaped, and its method. */
-function pointerTo(spec: { paths: Record<string, Record<string, { operationId?: string }>> }, operationId: string): string {
+function pointerTo(
+  spec: { paths: Record<string, Record<string, { operationId?: string }>> },
+  operationId: string,
+): string {
   for (const [path, item] of Object.entries(spec.paths)) {
     for (const [method, operation] of Object.entries(item)) {
       if (operation?.operationId === operationId) return `${path.replace(/~/g, '~0').replace(/\//g, '~1')}/${method}`;

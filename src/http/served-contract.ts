@@ -42,15 +42,17 @@ export function servedContract(publicUrl: string): Router {
       res.type('application/yaml; charset=utf-8').send(read(path.join(OPENAPI_DIR, `${name}.yaml`)));
     });
   }
-  const docs = (file: string): express.RequestHandler => (_req, res) => {
-    res.setHeader('Content-Security-Policy', DOCS_CSP);
-    const page = read(path.join(DOCS_DIR, file));
-    if (page === undefined) {
-      res.status(404).type('text/plain').send('The API reference has not been built: run `npm run docs`.');
-      return;
-    }
-    res.type('html').send(page);
-  };
+  const docs =
+    (file: string): express.RequestHandler =>
+    (_req, res) => {
+      res.setHeader('Content-Security-Policy', DOCS_CSP);
+      const page = read(path.join(DOCS_DIR, file));
+      if (page === undefined) {
+        res.status(404).type('text/plain').send('The API reference has not been built: run `npm run docs`.');
+        return;
+      }
+      res.type('html').send(page);
+    };
   router.get(['/docs', '/docs/public-v1'], docs('public-v1.html'));
   router.get('/docs/oauth', docs('oauth.html'));
   return router;

@@ -23,7 +23,8 @@ export function readSpecForValidator(specFile: string): object {
     if (Array.isArray(node)) node.forEach(strip);
     else if (node && typeof node === 'object') {
       for (const [key, value] of Object.entries(node)) {
-        if (key === 'discriminator' && value && typeof value === 'object') delete (value as { mapping?: unknown }).mapping;
+        if (key === 'discriminator' && value && typeof value === 'object')
+          delete (value as { mapping?: unknown }).mapping;
         strip(value);
       }
     }
@@ -43,7 +44,10 @@ const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 function wrapDiscriminatedBodies(document: object): void {
   type Schema = { $ref?: string; discriminator?: unknown };
   const spec = document as {
-    paths?: Record<string, Partial<Record<string, { requestBody?: { content?: Record<string, { schema?: Schema }> } }>>>;
+    paths?: Record<
+      string,
+      Partial<Record<string, { requestBody?: { content?: Record<string, { schema?: Schema }> } }>>
+    >;
   };
   const target = (ref: string): Schema | undefined =>
     ref

@@ -44,7 +44,8 @@ export function unstorableText(value: unknown, path: string): ErrorDetail[] {
         // No schema declares a property named like a member of Object.prototype (`__proto__`,
         // `constructor`, …), but a union's unevaluated-property check lets one through (Ajv notes the
         // properties it saw in a plain object, where those names are always "seen"): refused here.
-        else if (PROTOTYPE_NAMES.has(key)) details.push({ path: child, message: 'must NOT have additional properties' });
+        else if (PROTOTYPE_NAMES.has(key))
+          details.push({ path: child, message: 'must NOT have additional properties' });
         else pending.push([item, child]);
       }
     }
@@ -64,7 +65,8 @@ export function refuseUnstorableText(): RequestHandler {
       ...Object.entries(req.query).flatMap(([name, value]) => unstorableText(value, `query.${name}`)),
       ...unstorableText(req.body, ''),
     ];
-    if (details.length > 0) throw new ValidationError('The request contains text that cannot be stored.', details.slice(0, MAX_DETAILS));
+    if (details.length > 0)
+      throw new ValidationError('The request contains text that cannot be stored.', details.slice(0, MAX_DETAILS));
     next();
   };
 }

@@ -65,13 +65,17 @@ export interface OperationInput<Op extends Operation> {
 export type Handler<Op extends Operation, Extra = unknown> = (input: OperationInput<Op> & Extra) => Promise<Reply<Op>>;
 
 /** One handler for every operation of a contract; a missing or extra one does not compile. */
-export type Handlers<Ops extends { [O in keyof Ops]: Operation }, Extra = unknown> = { [O in keyof Ops]: Handler<Ops[O], Extra> };
+export type Handlers<Ops extends { [O in keyof Ops]: Operation }, Extra = unknown> = {
+  [O in keyof Ops]: Handler<Ops[O], Extra>;
+};
 
 /**
  * The operations this server answers: the contract's, without the requests it sends (its
  * `webhooks`, whose operation ids start with `event`).
  */
-export type PublicOperations = { [O in keyof PublicContractOperations as O extends `event${string}` ? never : O]: PublicContractOperations[O] };
+export type PublicOperations = {
+  [O in keyof PublicContractOperations as O extends `event${string}` ? never : O]: PublicContractOperations[O];
+};
 
 /** The Public API's operations act for the principal its authentication established. */
 export type PublicHandlers = Handlers<PublicOperations, { principal: Principal }>;

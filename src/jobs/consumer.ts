@@ -78,7 +78,11 @@ export class JobConsumer<Data> {
           });
           fetched = jobs.length;
           if (jobs.length > 0 && this.options.prepare) {
-            await this.options.prepare(jobs).catch((error: unknown) => this.logger.error({ err: error, queue: this.name }, 'preparing fetched jobs failed'));
+            await this.options
+              .prepare(jobs)
+              .catch((error: unknown) =>
+                this.logger.error({ err: error, queue: this.name }, 'preparing fetched jobs failed'),
+              );
           }
           for (const job of jobs) this.run(job);
         } catch (error) {
@@ -117,7 +121,9 @@ export class JobConsumer<Data> {
     );
     const settled = handled
       .then(() => undefined)
-      .catch((error: unknown) => this.logger.error({ err: error, queue: this.name, jobId: job.id }, 'could not settle a job'))
+      .catch((error: unknown) =>
+        this.logger.error({ err: error, queue: this.name, jobId: job.id }, 'could not settle a job'),
+      )
       .finally(() => {
         this.running.delete(job.id);
         if (this.sleeper?.onSlot) this.sleeper.wake();
@@ -142,11 +148,22 @@ export class JobConsumer<Data> {
     const ids = this.completed;
     if (ids.length === 0) return;
     this.completed = [];
-    await this.boss.complete(this.name, ids).catch((error: unknown) => this.logger.warn({ err: error, queue: this.name, jobs: ids.length }, 'could not complete handled jobs; they are handed out again'));
+    await this.boss
+      .complete(this.name, ids)
+      .catch((error: unknown) =>
+        this.logger.warn(
+          { err: error, queue: this.name, jobs: ids.length },
+          'could not complete handled jobs; they are handed out again',
+        ),
+      );
   }
 
   private touchRunning(): void {
     if (this.running.size === 0) return;
-    this.boss.touch(this.name, [...this.running.keys()]).catch((error: unknown) => this.logger.warn({ err: error, queue: this.name }, 'could not refresh the heartbeat of running jobs'));
+    this.boss
+      .touch(this.name, [...this.running.keys()])
+      .catch((error: unknown) =>
+        this.logger.warn({ err: error, queue: this.name }, 'could not refresh the heartbeat of running jobs'),
+      );
   }
 }

@@ -38,7 +38,9 @@ function pgliteForBoss(database: DatabaseHandle): BossDb {
   const serialized = <T>(run: () => Promise<T>) => database.db.connection().execute(run);
   return {
     executeSql: (text, values) => serialized(() => inner.executeSql(text, values)),
-    ...(inner.setSessionStatements ? { setSessionStatements: (statements: string[]) => serialized(() => inner.setSessionStatements!(statements)) } : {}),
+    ...(inner.setSessionStatements
+      ? { setSessionStatements: (statements: string[]) => serialized(() => inner.setSessionStatements!(statements)) }
+      : {}),
   };
 }
 
@@ -68,7 +70,12 @@ export class JobQueue {
     this.boss =
       database.kind === 'pglite'
         ? new PgBoss({ ...common, db: pgliteForBoss(database), backend: 'pglite' })
-        : new PgBoss({ ...common, connectionString: database.connectionString, max: 4, application_name: 'post-scheduler-jobs' });
+        : new PgBoss({
+            ...common,
+            connectionString: database.connectionString,
+            max: 4,
+            application_name: 'post-scheduler-jobs',
+          });
     this.boss.on('error', (error) => this.logger.error({ err: error }, 'job queue error'));
   }
 
@@ -111,18 +118,30 @@ export class JobQueue {
     };
     await this.boss.insert(
       name,
-      jobs.map((job) => ({ data: job.data, ...(job.startAfter ? { startAfter: job.startAfter } : {}), ...(job.group ? { group: job.group } : {}) })),
+      jobs.map((job) => ({
+        data: job.data,
+        ...(job.startAfter ? { startAfter: job.startAfter } : {}),
+        ...(job.group ? { group: job.group } : {}),
+      })),
       { db },
     );
   }
 
   /** Runs `handler` for the jobs of one queue. */
-  async work<Q extends QueueName>(name: Q, options: WorkOptions, handler: (jobs: Job<Jobs[Q]>[]) => Promise<void>): Promise<string> {
+  async work<Q extends QueueName>(
+    name: Q,
+    options: WorkOptions,
+    handler: (jobs: Job<Jobs[Q]>[]) => Promise<void>,
+  ): Promise<string> {
     return this.boss.work<Jobs[Q]>(name, options, handler);
   }
 
   /** Handles the jobs of one queue one by one as they fall due, up to `options.capacity` at once (see JobConsumer). */
-  consume<Q extends QueueName>(name: Q, options: ConsumerOptions<Jobs[Q]>, handler: (job: Job<Jobs[Q]>) => Promise<void>): JobConsumer<Jobs[Q]> {
+  consume<Q extends QueueName>(
+    name: Q,
+    options: ConsumerOptions<Jobs[Q]>,
+    handler: (job: Job<Jobs[Q]>) => Promise<void>,
+  ): JobConsumer<Jobs[Q]> {
     const consumer = new JobConsumer<Jobs[Q]>(this.boss, name, options, handler, this.logger);
     consumer.start();
     return consumer;

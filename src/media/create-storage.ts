@@ -6,7 +6,11 @@ import type { MediaStorage } from './storage.js';
 import { UrlSigner } from './url-signer.js';
 
 /** The storage the configuration names: `DATA_DIR/media` by default, or an S3-compatible bucket. */
-export async function createMediaStorage(config: Config, secrets: InstanceSecrets, clock: () => Date): Promise<MediaStorage> {
+export async function createMediaStorage(
+  config: Config,
+  secrets: InstanceSecrets,
+  clock: () => Date,
+): Promise<MediaStorage> {
   const storage = config.media.storage;
   if (storage.kind === 's3') {
     // Loaded only when used: the AWS SDK is a tenth of what starting the server costs.

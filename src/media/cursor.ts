@@ -18,6 +18,7 @@ export function mediaPosition(cursor: MediaCursor): { c: string; i: string } {
 export function readMediaPosition(value: unknown): MediaCursor | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const { c, i } = value as { c?: unknown; i?: unknown };
-  if (typeof i !== 'string' || i.length === 0 || !isStorableText(i) || typeof c !== 'string' || !isInstant(c)) return undefined;
+  if (typeof i !== 'string' || i.length === 0 || !isStorableText(i) || typeof c !== 'string' || !isInstant(c))
+    return undefined;
   return { createdAt: new Date(c), id: i };
 }

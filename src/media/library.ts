@@ -36,7 +36,10 @@ export async function mediaPage(
   const expiresAt = downloadUrlExpiry(ctx);
   return {
     data: await Promise.all(page.map((media) => toMediaBody(ctx.storage, media, expiresAt))),
-    nextCursor: rows.length > limit && last ? ctx.cursors.encode(scope, mediaPosition({ createdAt: last.created_at, id: last.id })) : null,
+    nextCursor:
+      rows.length > limit && last
+        ? ctx.cursors.encode(scope, mediaPosition({ createdAt: last.created_at, id: last.id }))
+        : null,
   };
 }
 
@@ -52,7 +55,9 @@ export async function removeMedia(ctx: MediaContext, organizationId: string, med
     if (posts.length > 0) {
       throw new ConflictError(
         `The media is used by ${posts.length} scheduled or publishing post${posts.length === 1 ? '' : 's'}; delete or edit those posts first.`,
-        posts.slice(0, MAX_CONFLICT_DETAILS).map((post) => ({ path: 'id', message: `used by ${post.id} (${post.status})` })),
+        posts
+          .slice(0, MAX_CONFLICT_DETAILS)
+          .map((post) => ({ path: 'id', message: `used by ${post.id} (${post.status})` })),
       );
     }
     await deleteMediaRow(trx, organizationId, media.id);

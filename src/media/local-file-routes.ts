@@ -30,7 +30,8 @@ export function localFileRoutes(ctx: MediaContext, storage: LocalMediaStorage): 
       });
     }
     const announced = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
-    if (announced !== undefined && announced !== size) return failSize(res, new ObjectSizeError(size, announced, announced > size));
+    if (announced !== undefined && announced !== size)
+      return failSize(res, new ObjectSizeError(size, announced, announced > size));
 
     // The request is piped through its own stream so that a failed write does not destroy the socket
     // before the error response is sent.
@@ -57,21 +58,31 @@ export function localFileRoutes(ctx: MediaContext, storage: LocalMediaStorage): 
     // Served from the API's own origin: a browser must neither guess another type nor run anything.
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
-    res.sendFile(storage.pathOf(key), { cacheControl: false, dotfiles: 'deny' }, (error?: Error & { status?: number }) => {
-      if (!error) return;
-      if (res.headersSent) return res.destroy();
-      if (error.status === 404) return fail(res, { status: 404, code: 'not_found', message: 'There is no file at this URL any more.' });
-      next(error);
-    });
+    res.sendFile(
+      storage.pathOf(key),
+      { cacheControl: false, dotfiles: 'deny' },
+      (error?: Error & { status?: number }) => {
+        if (!error) return;
+        if (res.headersSent) return res.destroy();
+        if (error.status === 404)
+          return fail(res, { status: 404, code: 'not_found', message: 'There is no file at this URL any more.' });
+        next(error);
+      },
+    );
   });
 
   router.use(LOCAL_FILES_PATH, ((error, req, res, next) => {
     if (res.headersSent) return next(error);
     // The router marks a path with a malformed percent-escape 400: no URL this server signed has one.
     const status = (error as { status?: unknown }).status;
-    if (typeof status === 'number' && status >= 400 && status < 500) return fail(res, refusal({ ok: false, reason: 'invalid' }));
+    if (typeof status === 'number' && status >= 400 && status < 500)
+      return fail(res, refusal({ ok: false, reason: 'invalid' }));
     ctx.logger.error({ err: error, requestId: res.locals.requestId, method: req.method }, 'media file request failed');
-    fail(res, { status: 500, code: 'internal', message: 'Something went wrong on our side; the request id helps us find out what.' });
+    fail(res, {
+      status: 500,
+      code: 'internal',
+      message: 'Something went wrong on our side; the request id helps us find out what.',
+    });
   }) as ErrorRequestHandler);
 
   function failSize(res: Response, error: ObjectSizeError) {
@@ -99,5 +110,9 @@ function refusal(check: Extract<SignedRequestCheck, { ok: false }>): Failure {
   if (check.reason === 'expired') {
     return { status: 403, code: 'forbidden', message: `This signed URL expired at ${check.expiresAt?.toISOString()}.` };
   }
-  return { status: 403, code: 'forbidden', message: 'This URL is not validly signed: it was altered or is incomplete.' };
+  return {
+    status: 403,
+    code: 'forbidden',
+    message: 'This URL is not validly signed: it was altered or is incomplete.',
+  };
 }

@@ -93,7 +93,10 @@ export class LocalMediaStorage implements MediaStorage {
     await fsp.rm(this.pathOf(key), { force: true });
   }
 
-  async signedPutUrl(key: string, { contentType, size, expiresAt }: { contentType: string; size: number; expiresAt: Date }) {
+  async signedPutUrl(
+    key: string,
+    { contentType, size, expiresAt }: { contentType: string; size: number; expiresAt: Date },
+  ) {
     const expires = String(Math.floor(expiresAt.getTime() / 1000));
     const signature = this.signer.sign(['PUT', key, expires, contentType, String(size)]);
     const query = new URLSearchParams({ expires, size: String(size), type: contentType, signature });
@@ -103,7 +106,10 @@ export class LocalMediaStorage implements MediaStorage {
     };
   }
 
-  async signedGetUrl(key: string, { contentType, expiresAt }: { contentType: string; expiresAt: Date }): Promise<string> {
+  async signedGetUrl(
+    key: string,
+    { contentType, expiresAt }: { contentType: string; expiresAt: Date },
+  ): Promise<string> {
     const expires = String(Math.floor(expiresAt.getTime() / 1000));
     const signature = this.signer.sign(['GET', key, expires, contentType]);
     return `${this.urlOf(key)}?${new URLSearchParams({ expires, type: contentType, signature })}`;

@@ -22,18 +22,34 @@ export function findMedia(db: Db, organizationId: string, mediaId: string): Prom
 }
 
 /** One page, newest first; `limit + 1` rows are read so the caller knows whether another page follows. */
-export function listMediaPage(db: Db, organizationId: string, limit: number, after: MediaCursor | undefined): Promise<Media[]> {
+export function listMediaPage(
+  db: Db,
+  organizationId: string,
+  limit: number,
+  after: MediaCursor | undefined,
+): Promise<Media[]> {
   let query = db.selectFrom('media').selectAll().where('organization_id', '=', organizationId);
   if (after) {
     query = query.where((eb) =>
-      eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
+      eb.or([
+        eb('created_at', '<', after.createdAt),
+        eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)]),
+      ]),
     );
   }
-  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
+  return query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
+    .execute();
 }
 
 /** The organization's posts that are still to be published with this media. */
-export function postsUsingMedia(db: Db, organizationId: string, mediaId: string): Promise<{ id: string; status: PostStatus }[]> {
+export function postsUsingMedia(
+  db: Db,
+  organizationId: string,
+  mediaId: string,
+): Promise<{ id: string; status: PostStatus }[]> {
   return db
     .selectFrom('posts')
     .select(['id', 'status'])

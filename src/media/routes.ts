@@ -5,7 +5,10 @@ import type { MediaContext } from './storage.js';
 import { UrlDownloads } from './upload-from-url.js';
 import { SignedUploads } from './uploads.js';
 
-type MediaOperations = Pick<PublicHandlers, 'listMedia' | 'uploadFromUrl' | 'createUpload' | 'completeUpload' | 'deleteMedia'>;
+type MediaOperations = Pick<
+  PublicHandlers,
+  'listMedia' | 'uploadFromUrl' | 'createUpload' | 'completeUpload' | 'deleteMedia'
+>;
 
 export function mediaOperations(ctx: MediaContext): MediaOperations {
   const policy = new MediaPolicy(ctx.config.media);

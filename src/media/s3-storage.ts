@@ -48,14 +48,24 @@ export class S3MediaStorage implements MediaStorage {
     );
     body.on('error', (error) => guarded.destroy(error));
     await this.client.send(
-      new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: guarded, ContentLength: size, ContentType: contentType }),
+      new PutObjectCommand({
+        Bucket: this.bucket,
+        Key: key,
+        Body: guarded,
+        ContentLength: size,
+        ContentType: contentType,
+      }),
     );
   }
 
   async get(key: string, range?: { start: number; end: number }): Promise<Readable> {
     try {
       const result = await this.client.send(
-        new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+        }),
       );
       return result.Body as Readable;
     } catch (error) {
@@ -77,7 +87,11 @@ export class S3MediaStorage implements MediaStorage {
     // S3 has no rename: a server-side copy (single request up to 5 GiB, the configured maximum) and a delete.
     try {
       await this.client.send(
-        new CopyObjectCommand({ Bucket: this.bucket, Key: to, CopySource: `${this.bucket}/${from.split('/').map(encodeURIComponent).join('/')}` }),
+        new CopyObjectCommand({
+          Bucket: this.bucket,
+          Key: to,
+          CopySource: `${this.bucket}/${from.split('/').map(encodeURIComponent).join('/')}`,
+        }),
       );
     } catch (error) {
       throw isNotFound(error) ? new ObjectMissingError(from) : error;
@@ -89,8 +103,16 @@ export class S3MediaStorage implements MediaStorage {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
   }
 
-  async signedPutUrl(key: string, { contentType, size, expiresAt }: { contentType: string; size: number; expiresAt: Date }) {
-    const command = new PutObjectCommand({ Bucket: this.bucket, Key: key, ContentType: contentType, ContentLength: size });
+  async signedPutUrl(
+    key: string,
+    { contentType, size, expiresAt }: { contentType: string; size: number; expiresAt: Date },
+  ) {
+    const command = new PutObjectCommand({
+      Bucket: this.bucket,
+      Key: key,
+      ContentType: contentType,
+      ContentLength: size,
+    });
     const url = await getSignedUrl(this.client, command, {
       ...this.validity(expiresAt),
       // Signed, so S3 itself refuses another type or size.
@@ -99,7 +121,10 @@ export class S3MediaStorage implements MediaStorage {
     return { url, headers: { 'Content-Type': contentType, 'Content-Length': String(size) } };
   }
 
-  async signedGetUrl(key: string, { contentType, expiresAt }: { contentType: string; expiresAt: Date }): Promise<string> {
+  async signedGetUrl(
+    key: string,
+    { contentType, expiresAt }: { contentType: string; expiresAt: Date },
+  ): Promise<string> {
     const command = new GetObjectCommand({ Bucket: this.bucket, Key: key, ResponseContentType: contentType });
     return getSignedUrl(this.client, command, this.validity(expiresAt));
   }

@@ -24,35 +24,40 @@ export class UrlDownloads {
   async download(organizationId: string, url: string): Promise<Media> {
     const staging = path.join(this.ctx.config.dataDir, 'tmp', `download-${randomBytes(12).toString('hex')}`);
     try {
-      return await this.outbound.get(url, async (remote) => {
-        const inspector = new MediaInspector(this.policy, remote.contentLength);
-        await fsp.mkdir(path.dirname(staging), { recursive: true });
-        // Staged on disk: S3 needs the length before the first byte, and memory stays flat for any size.
-        await pipeline(remote.body, inspector, fs.createWriteStream(staging));
-        const contentType = inspector.contentType!;
-        const size = inspector.received;
-        const durationMs = kindOf(contentType) === 'video' ? await readVideoDuration(fileRanges(staging), size, contentType) : null;
+      return await this.outbound.get(
+        url,
+        async (remote) => {
+          const inspector = new MediaInspector(this.policy, remote.contentLength);
+          await fsp.mkdir(path.dirname(staging), { recursive: true });
+          // Staged on disk: S3 needs the length before the first byte, and memory stays flat for any size.
+          await pipeline(remote.body, inspector, fs.createWriteStream(staging));
+          const contentType = inspector.contentType!;
+          const size = inspector.received;
+          const durationMs =
+            kindOf(contentType) === 'video' ? await readVideoDuration(fileRanges(staging), size, contentType) : null;
 
-        const mediaId = newId('med');
-        const key = mediaKey(organizationId, mediaId);
-        await this.ctx.storage.put(key, fs.createReadStream(staging), { contentType, size });
-        try {
-          return await insertMedia(this.ctx.db, {
-            id: mediaId,
-            organization_id: organizationId,
-            file_name: fileNameOf(remote.url, url, `${mediaId}.${extensionOf(contentType)}`),
-            content_type: contentType,
-            kind: kindOf(contentType),
-            size,
-            storage_key: key,
-            duration_ms: durationMs,
-            created_at: this.ctx.clock(),
-          });
-        } catch (error) {
-          await this.ctx.storage.delete(key);
-          throw error;
-        }
-      }, { accept: 'image/*, video/*' });
+          const mediaId = newId('med');
+          const key = mediaKey(organizationId, mediaId);
+          await this.ctx.storage.put(key, fs.createReadStream(staging), { contentType, size });
+          try {
+            return await insertMedia(this.ctx.db, {
+              id: mediaId,
+              organization_id: organizationId,
+              file_name: fileNameOf(remote.url, url, `${mediaId}.${extensionOf(contentType)}`),
+              content_type: contentType,
+              kind: kindOf(contentType),
+              size,
+              storage_key: key,
+              duration_ms: durationMs,
+              created_at: this.ctx.clock(),
+            });
+          } catch (error) {
+            await this.ctx.storage.delete(key);
+            throw error;
+          }
+        },
+        { accept: 'image/*, video/*' },
+      );
     } finally {
       await fsp.rm(staging, { force: true });
     }
@@ -84,7 +89,10 @@ function fileNameOf(finalUrl: URL, requested: string, fallback: string): string 
     } catch {
       // A malformed escape: keep the segment as written.
     }
-    name = name.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255);
+    name = name
+      .replace(/[\u0000-\u001f\u007f]/g, '')
+      .trim()
+      .slice(0, 255);
     if (name) return name;
   }
   return fallback;

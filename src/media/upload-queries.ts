@@ -46,7 +46,14 @@ export async function markUploadRefused(db: Db, uploadId: string, reason: string
 export function recordUploadedMedia(
   db: Db,
   upload: Upload,
-  stored: { mediaId: string; key: string; mediaType: MediaContentType; size: number; durationMs: number | null; now: Date },
+  stored: {
+    mediaId: string;
+    key: string;
+    mediaType: MediaContentType;
+    size: number;
+    durationMs: number | null;
+    now: Date;
+  },
 ): Promise<Media> {
   const { mediaId, key, mediaType, size, durationMs, now } = stored;
   return db.transaction().execute(async (trx) => {
@@ -61,13 +68,21 @@ export function recordUploadedMedia(
       duration_ms: durationMs,
       created_at: now,
     });
-    await trx.updateTable('uploads').set({ media_id: mediaId, completing_until: null }).where('id', '=', upload.id).execute();
+    await trx
+      .updateTable('uploads')
+      .set({ media_id: mediaId, completing_until: null })
+      .where('id', '=', upload.id)
+      .execute();
     return media;
   });
 }
 
 /** Uploads whose expiry is before `cutoff`, a batch at a time. */
-export function uploadsExpiredBefore(db: Db, cutoff: Date, limit: number): Promise<Pick<Upload, 'id' | 'storage_key'>[]> {
+export function uploadsExpiredBefore(
+  db: Db,
+  cutoff: Date,
+  limit: number,
+): Promise<Pick<Upload, 'id' | 'storage_key'>[]> {
   return db.selectFrom('uploads').select(['id', 'storage_key']).where('expires_at', '<', cutoff).limit(limit).execute();
 }
 

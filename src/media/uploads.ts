@@ -7,7 +7,14 @@ import { readVideoDuration, storedRanges } from './video-duration.js';
 import { findMedia } from './queries.js';
 import { ObjectMissingError, type MediaContext } from './storage.js';
 import type { Media, Upload } from './tables.js';
-import { claimUpload, findUpload, insertUpload, markUploadRefused, recordUploadedMedia, releaseUpload } from './upload-queries.js';
+import {
+  claimUpload,
+  findUpload,
+  insertUpload,
+  markUploadRefused,
+  recordUploadedMedia,
+  releaseUpload,
+} from './upload-queries.js';
 import { FORGET_AFTER_MS } from './upload-sweep.js';
 
 export type UploadBody = components['schemas']['Upload'];
@@ -118,7 +125,10 @@ export class SignedUploads {
     }
     const declaredSize = Number(upload.size);
     if (stored.size !== declaredSize) {
-      throw await this.refuse(upload, `The upload has ${stored.size} bytes but ${declaredSize} were declared; start a new upload.`);
+      throw await this.refuse(
+        upload,
+        `The upload has ${stored.size} bytes but ${declaredSize} were declared; start a new upload.`,
+      );
     }
     const { mediaType, detected } = await sniffContentType(await readHead(this.ctx, upload.storage_key, stored.size));
     if (!mediaType || mediaType !== upload.content_type) {
@@ -128,7 +138,14 @@ export class SignedUploads {
       );
     }
 
-    const durationMs = kindOf(mediaType) === 'video' ? await readVideoDuration(storedRanges((range) => storage.get(upload.storage_key, range), stored.size), stored.size, mediaType) : null;
+    const durationMs =
+      kindOf(mediaType) === 'video'
+        ? await readVideoDuration(
+            storedRanges((range) => storage.get(upload.storage_key, range), stored.size),
+            stored.size,
+            mediaType,
+          )
+        : null;
     const mediaId = newId('med');
     const key = mediaKey(upload.organization_id, mediaId);
     // The media gets a key of its own, so a late PUT to the still-valid upload URL cannot replace
@@ -140,7 +157,10 @@ export class SignedUploads {
       // Nothing points at the moved bytes: put them back where the upload keeps them, so that
       // completing again can succeed instead of finding them gone.
       await storage.move(key, upload.storage_key).catch((moveError: unknown) => {
-        this.ctx.logger.error({ err: moveError, uploadId: upload.id }, 'could not return the bytes of an upload whose completion failed');
+        this.ctx.logger.error(
+          { err: moveError, uploadId: upload.id },
+          'could not return the bytes of an upload whose completion failed',
+        );
       });
       throw error;
     }

@@ -4,12 +4,16 @@ import type { MediaContentType } from '../core/contract.js';
 export type RangeReader = (start: number, length: number) => Promise<Buffer>;
 
 /** Reads ranges of a stored object through `open` (the storage's ranged get). */
-export function storedRanges(open: (range: { start: number; end: number }) => Promise<NodeJS.ReadableStream>, size: number): RangeReader {
+export function storedRanges(
+  open: (range: { start: number; end: number }) => Promise<NodeJS.ReadableStream>,
+  size: number,
+): RangeReader {
   return async (start, length) => {
     const end = Math.min(size, start + length) - 1;
     if (end < start) return Buffer.alloc(0);
     const chunks: Buffer[] = [];
-    for await (const chunk of await open({ start, end })) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
+    for await (const chunk of await open({ start, end }))
+      chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
     return Buffer.concat(chunks);
   };
 }
@@ -25,7 +29,11 @@ const WEBM_HEAD_BYTES = 256 * 1024;
  * QuickTime file, `Info/Duration` of a WebM one. `null` when the file does not say (a WebM recorded
  * live has no duration) or cannot be read as its type.
  */
-export async function readVideoDuration(read: RangeReader, size: number, contentType: MediaContentType): Promise<number | null> {
+export async function readVideoDuration(
+  read: RangeReader,
+  size: number,
+  contentType: MediaContentType,
+): Promise<number | null> {
   try {
     if (contentType === 'video/mp4' || contentType === 'video/quicktime') return await mp4Duration(read, size);
     if (contentType === 'video/webm') return webmDuration(await read(0, Math.min(size, WEBM_HEAD_BYTES)));
@@ -87,13 +95,17 @@ const EBML_TIMECODE_SCALE = 0x2ad7b1;
 const EBML_DURATION = 0x4489;
 
 /** An EBML variable-length integer at `offset`: its value (marker bit removed unless `keepMarker`) and length. */
-function vint(buffer: Buffer, offset: number, keepMarker: boolean): { value: number; length: number; unknown: boolean } | null {
+function vint(
+  buffer: Buffer,
+  offset: number,
+  keepMarker: boolean,
+): { value: number; length: number; unknown: boolean } | null {
   const first = buffer[offset];
   if (first === undefined || first === 0) return null;
   const length = Math.clz32(first) - 23;
   if (offset + length > buffer.length) return null;
   let value = keepMarker ? first : first & (0xff >> length);
-  let allOnes = value === (0xff >> length);
+  let allOnes = value === 0xff >> length;
   for (let i = 1; i < length; i++) {
     value = value * 256 + buffer[offset + i]!;
     if (buffer[offset + i] !== 0xff) allOnes = false;

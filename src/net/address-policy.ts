@@ -49,7 +49,9 @@ export class AddressPolicy {
 
   constructor(private readonly options: AddressPolicyOptions) {
     this.allowedRanges = options.allowedRanges.map((range) =>
-      range.includes('/') ? ipaddr.parseCIDR(range) : ([ipaddr.parse(range), ipaddr.parse(range).kind() === 'ipv4' ? 32 : 128] as [Address, number]),
+      range.includes('/')
+        ? ipaddr.parseCIDR(range)
+        : ([ipaddr.parse(range), ipaddr.parse(range).kind() === 'ipv4' ? 32 : 128] as [Address, number]),
     );
   }
 
@@ -64,7 +66,8 @@ export class AddressPolicy {
       return { allowed: true };
     }
     const range = address.range();
-    if (range === 'unicast' && (address.kind() === 'ipv4' || address.match(GLOBAL_UNICAST_V6))) return { allowed: true };
+    if (range === 'unicast' && (address.kind() === 'ipv4' || address.match(GLOBAL_UNICAST_V6)))
+      return { allowed: true };
     if (this.options.allowPrivate && PRIVATE_RANGES.has(range)) return { allowed: true };
     const description = DESCRIPTIONS[range] ?? `a special-purpose address (${range})`;
     return { allowed: false, reason: `${shown} is ${description}` };

@@ -1,6 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { AddressPolicy } from './address-policy.js';
-import { destinationProblem, explainFetchFailure, openRemote, type RemoteResponse, type Resolver } from './remote-fetch.js';
+import {
+  destinationProblem,
+  explainFetchFailure,
+  openRemote,
+  type RemoteResponse,
+  type Resolver,
+} from './remote-fetch.js';
 
 export interface OutboundLimits {
   /** Also connect to loopback, private, link-local and unique-local addresses (tests, closed networks). */
@@ -64,7 +70,10 @@ export class OutboundClient {
     /** Host name to addresses; the system resolver by default (tests give their own). */
     private readonly resolve?: Resolver,
   ) {
-    this.addresses = new AddressPolicy({ allowPrivate: limits.allowPrivateAddresses, allowedRanges: limits.allowedRanges });
+    this.addresses = new AddressPolicy({
+      allowPrivate: limits.allowPrivateAddresses,
+      allowedRanges: limits.allowedRanges,
+    });
   }
 
   /**

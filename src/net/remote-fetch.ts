@@ -37,7 +37,16 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 // Failures of the remote side (refused, reset, unreachable, malformed HTTP, bad TLS certificate): the
 // caller's URL is at fault, not this server.
-const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+const NETWORK_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 const NETWORK_ERROR_PREFIXES = /^(HPE_|ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/;
 
 /** The server went silent for longer than the idle timeout. */
@@ -74,7 +83,11 @@ export async function openRemote(rawUrl: string, options: RemoteFetchOptions): P
     const status = response.statusCode ?? 0;
     if (!options.anyStatus && (status < 200 || status > 299)) {
       response.destroy();
-      throw refused(url.href, `the server answered ${status}`, `The server at ${url.origin} answered ${status} for the file.`);
+      throw refused(
+        url.href,
+        `the server answered ${status}`,
+        `The server at ${url.origin} answered ${status} for the file.`,
+      );
     }
     const length = Number(response.headers['content-length']);
     return { url, body: response, contentLength: Number.isSafeInteger(length) && length >= 0 ? length : undefined };
@@ -85,7 +98,10 @@ export async function openRemote(rawUrl: string, options: RemoteFetchOptions): P
  * Checks, without connecting, that a URL is one a request may be sent to under `policy`: http(s),
  * no credentials, and every address its host resolves to allowed. The reason when it is not.
  */
-export async function destinationProblem(rawUrl: string, options: { policy: AddressPolicy; resolve?: Resolver }): Promise<string | undefined> {
+export async function destinationProblem(
+  rawUrl: string,
+  options: { policy: AddressPolicy; resolve?: Resolver },
+): Promise<string | undefined> {
   try {
     await checkedAddress(parseUrl(rawUrl), options);
     return undefined;
@@ -193,9 +209,10 @@ export function explainFetchFailure(error: unknown, limits: FetchLimits): unknow
     ]);
   }
   if (error instanceof RemoteIdleError) {
-    return new UnprocessableError(`The server sent nothing for ${idleTimeoutSeconds} seconds; the download was stopped.`, [
-      { path: 'url', message: `the server was silent for ${idleTimeoutSeconds} seconds` },
-    ]);
+    return new UnprocessableError(
+      `The server sent nothing for ${idleTimeoutSeconds} seconds; the download was stopped.`,
+      [{ path: 'url', message: `the server was silent for ${idleTimeoutSeconds} seconds` }],
+    );
   }
   const code = (error as NodeJS.ErrnoException).code;
   if (typeof code === 'string' && (NETWORK_ERRORS.has(code) || NETWORK_ERROR_PREFIXES.test(code))) {

@@ -5,7 +5,11 @@ import { Transform } from 'node:stream';
  * oversized body is cut off rather than read to its end. With `exact`, a stream that ends short of
  * `max` fails too.
  */
-export function sizeGuard(max: number, onViolation: (received: number, tooLarge: boolean) => Error, { exact = false } = {}) {
+export function sizeGuard(
+  max: number,
+  onViolation: (received: number, tooLarge: boolean) => Error,
+  { exact = false } = {},
+) {
   let received = 0;
   return new Transform({
     transform(chunk: Buffer, _encoding, callback) {

@@ -28,12 +28,24 @@ interface Violation {
   errorCode?: string;
 }
 
-function isValidatorError(error: unknown): error is { status: number; errors: Violation[]; headers?: Record<string, string> } {
-  return typeof error === 'object' && error !== null && 'status' in error && Array.isArray((error as { errors?: unknown }).errors);
+function isValidatorError(
+  error: unknown,
+): error is { status: number; errors: Violation[]; headers?: Record<string, string> } {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    'status' in error &&
+    Array.isArray((error as { errors?: unknown }).errors)
+  );
 }
 
 function isBodyParserError(error: unknown): error is { type: string } {
-  return typeof error === 'object' && error !== null && typeof (error as { type?: unknown }).type === 'string' && 'status' in error;
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    typeof (error as { type?: unknown }).type === 'string' &&
+    'status' in error
+  );
 }
 
 /** The first violation, said as an OAuth client developer would want to read it. */
@@ -68,7 +80,9 @@ function oauthErrors(ctx: AppContext): ErrorRequestHandler {
     if (error instanceof OAuthError) return sendOAuthError(res, error);
     if (isBodyParserError(error) || isUnreadableRequestError(error)) {
       const description =
-        'type' in error && error.type === 'entity.too.large' ? 'The request body is too large.' : 'The request body could not be read as JSON or form parameters.';
+        'type' in error && error.type === 'entity.too.large'
+          ? 'The request body is too large.'
+          : 'The request body could not be read as JSON or form parameters.';
       return sendOAuthError(res, new OAuthError('invalid_request', description));
     }
     if (error instanceof NotFoundError) {
@@ -78,10 +92,16 @@ function oauthErrors(ctx: AppContext): ErrorRequestHandler {
       if (error.status === 405) {
         const allow = req.path === METADATA_PATH ? 'GET, HEAD' : 'POST';
         const only = req.path === METADATA_PATH ? 'GET' : 'POST';
-        return sendOAuthError(res, new OAuthError('invalid_request', `This endpoint accepts ${only} only.`, 405, { Allow: allow }));
+        return sendOAuthError(
+          res,
+          new OAuthError('invalid_request', `This endpoint accepts ${only} only.`, 405, { Allow: allow }),
+        );
       }
       if (error.status === 404) {
-        return sendOAuthError(res, new OAuthError('invalid_request', `There is no OAuth endpoint at ${req.path}.`, 404));
+        return sendOAuthError(
+          res,
+          new OAuthError('invalid_request', `There is no OAuth endpoint at ${req.path}.`, 404),
+        );
       }
       if (error.status === 415) {
         return sendOAuthError(
@@ -93,7 +113,10 @@ function oauthErrors(ctx: AppContext): ErrorRequestHandler {
     }
     ctx.logger.error({ err: error, requestId: res.locals.requestId, path: req.path }, 'OAuth request failed');
     noStore(res);
-    res.status(500).type('application/json').send(JSON.stringify({ error: 'server_error', error_description: 'Something went wrong on our side.' }));
+    res
+      .status(500)
+      .type('application/json')
+      .send(JSON.stringify({ error: 'server_error', error_description: 'Something went wrong on our side.' }));
   };
 }
 
@@ -163,10 +186,20 @@ export function createOAuthApi(ctx: AppContext, pages: RequestHandler[]): Router
       [AUTHORIZE_PATH, ...pages],
       // extended: false keeps a repeated parameter as an array, which the contract (strings only) then
       // refuses: RFC 6749 §3.2 forbids repeating a parameter.
-      ['/api/oauth', express.json({ limit: '16kb' }), express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 })],
       [
         '/api/oauth',
-        refuseUnstorableRequestText(() => new OAuthError('invalid_request', 'Parameters must not contain the NUL character (U+0000) or malformed Unicode.')),
+        express.json({ limit: '16kb' }),
+        express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 }),
+      ],
+      [
+        '/api/oauth',
+        refuseUnstorableRequestText(
+          () =>
+            new OAuthError(
+              'invalid_request',
+              'Parameters must not contain the NUL character (U+0000) or malformed Unicode.',
+            ),
+        ),
       ],
     ],
     allErrors: false,

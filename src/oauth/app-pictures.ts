@@ -38,14 +38,23 @@ export class AppPictureDownloader {
       });
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
-      return { ok: false, message: `The picture could not be downloaded: ${error.details?.[0]?.message ?? error.message}.` };
+      return {
+        ok: false,
+        message: `The picture could not be downloaded: ${error.details?.[0]?.message ?? error.message}.`,
+      };
     }
     if (!bytes) return tooLarge();
     const sniffed = await sniffContentType(bytes.subarray(0, SNIFF_BYTES));
     if (!sniffed.mediaType || !PICTURE_TYPES.has(sniffed.mediaType)) {
-      return { ok: false, message: `The picture must be ${PICTURE_TYPE_NAMES}; the file at this URL is ${sniffed.detected}.` };
+      return {
+        ok: false,
+        message: `The picture must be ${PICTURE_TYPE_NAMES}; the file at this URL is ${sniffed.detected}.`,
+      };
     }
-    return { ok: true, picture: { contentType: sniffed.mediaType, bytes, sha256: createHash('sha256').update(bytes).digest('hex') } };
+    return {
+      ok: true,
+      picture: { contentType: sniffed.mediaType, bytes, sha256: createHash('sha256').update(bytes).digest('hex') },
+    };
   }
 }
 

@@ -27,9 +27,13 @@ function checkFields(details: AppDetails) {
   const name = details.name.trim();
   const description = details.description.trim();
   if (!name) problems.push({ path: 'name', message: 'Enter the name users will see on the consent page.' });
-  if (name.length > MAX_NAME_LENGTH) problems.push({ path: 'name', message: `The name must be at most ${MAX_NAME_LENGTH} characters.` });
+  if (name.length > MAX_NAME_LENGTH)
+    problems.push({ path: 'name', message: `The name must be at most ${MAX_NAME_LENGTH} characters.` });
   if (description.length > MAX_DESCRIPTION_LENGTH) {
-    problems.push({ path: 'description', message: `The description must be at most ${MAX_DESCRIPTION_LENGTH} characters.` });
+    problems.push({
+      path: 'description',
+      message: `The description must be at most ${MAX_DESCRIPTION_LENGTH} characters.`,
+    });
   }
   const redirect = checkRedirectUri(details.redirectUri);
   if (!redirect.ok) problems.push({ path: 'redirectUri', message: redirect.message });
@@ -39,7 +43,10 @@ function checkFields(details: AppDetails) {
     if (picture.ok) pictureUrl = picture.url;
     else problems.push({ path: 'pictureUrl', message: picture.message });
   }
-  return { problems, values: { name, description, picture_url: pictureUrl, redirect_uri: redirect.ok ? redirect.url : '' } };
+  return {
+    problems,
+    values: { name, description, picture_url: pictureUrl, redirect_uri: redirect.ok ? redirect.url : '' },
+  };
 }
 
 /**
@@ -142,11 +149,21 @@ export async function updateApp(
  * Replaces the client secret. The old one stops working for the very next request, since only the
  * new hash is kept; access tokens already issued are not touched.
  */
-export async function rotateAppSecret(db: Db, organizationId: string, appId: string, now: Date): Promise<{ app: OAuthApp; secret: string }> {
+export async function rotateAppSecret(
+  db: Db,
+  organizationId: string,
+  appId: string,
+  now: Date,
+): Promise<{ app: OAuthApp; secret: string }> {
   const secret = generateCredential('pcs_');
   const app = await db
     .updateTable('oauth_apps')
-    .set({ secret_hash: hashSecret(secret), secret_last_four: secret.slice(-4), secret_rotated_at: now, updated_at: now })
+    .set({
+      secret_hash: hashSecret(secret),
+      secret_last_four: secret.slice(-4),
+      secret_rotated_at: now,
+      updated_at: now,
+    })
     .where('organization_id', '=', organizationId)
     .where('id', '=', appId)
     .returningAll()

@@ -9,7 +9,15 @@ export type AuthorizationQuery = Record<string, string | string[] | undefined>;
 const MAX_STATE_LENGTH = 2048;
 // Parameter names an error description may repeat: anything else in a link is the link-maker's text,
 // and the description lands on the app's page, which may show it.
-const KNOWN_PARAMETERS = new Set(['client_id', 'response_type', 'redirect_uri', 'state', 'scope', 'code_challenge', 'code_challenge_method']);
+const KNOWN_PARAMETERS = new Set([
+  'client_id',
+  'response_type',
+  'redirect_uri',
+  'state',
+  'scope',
+  'code_challenge',
+  'code_challenge_method',
+]);
 
 export type ClientCheck = { ok: true; app: OAuthApp; redirectUriGiven: boolean } | { ok: false; message: string };
 
@@ -21,49 +29,82 @@ export type ClientCheck = { ok: true; app: OAuthApp; redirectUriGiven: boolean }
 export async function identifyClient(db: Db, query: AuthorizationQuery): Promise<ClientCheck> {
   const clientId = query.client_id;
   if (typeof clientId !== 'string' || clientId === '') {
-    return { ok: false, message: 'The link does not name the app asking for access (its client_id is missing or given twice). Ask the app’s developer to fix the link.' };
+    return {
+      ok: false,
+      message:
+        'The link does not name the app asking for access (its client_id is missing or given twice). Ask the app’s developer to fix the link.',
+    };
   }
   const app = await findAppByClientId(db, clientId);
   if (!app) {
-    return { ok: false, message: 'No app with this client_id is registered here: it may have been deleted. Ask the app’s developer to fix the link.' };
+    return {
+      ok: false,
+      message:
+        'No app with this client_id is registered here: it may have been deleted. Ask the app’s developer to fix the link.',
+    };
   }
   const redirectUri = query.redirect_uri;
   if (redirectUri !== undefined && redirectUri !== app.redirect_uri) {
-    return { ok: false, message: 'The link’s redirect_uri is not the redirect URL registered for this app, so you will not be sent there.' };
+    return {
+      ok: false,
+      message:
+        'The link’s redirect_uri is not the redirect URL registered for this app, so you will not be sent there.',
+    };
   }
   return { ok: true, app, redirectUriGiven: redirectUri !== undefined };
 }
 
 export type ParameterCheck =
   | { ok: true; state: string | undefined; codeChallenge: string | undefined }
-  | { ok: false; error: 'invalid_request' | 'unsupported_response_type'; description: string; state: string | undefined };
+  | {
+      ok: false;
+      error: 'invalid_request' | 'unsupported_response_type';
+      description: string;
+      state: string | undefined;
+    };
 
 /** The rest of the request of a known app; its errors go back to the app with the state. */
 export function checkAuthorizationParameters(query: AuthorizationQuery): ParameterCheck {
   const givenState = typeof query.state === 'string' ? query.state : undefined;
   const state = givenState !== undefined && givenState.length <= MAX_STATE_LENGTH ? givenState : undefined;
-  const fail = (error: 'invalid_request' | 'unsupported_response_type', description: string): ParameterCheck => ({ ok: false, error, description, state });
+  const fail = (error: 'invalid_request' | 'unsupported_response_type', description: string): ParameterCheck => ({
+    ok: false,
+    error,
+    description,
+    state,
+  });
 
   // RFC 6749 §3.1: parameters must not be included more than once.
   const repeated = Object.keys(query).find((name) => Array.isArray(query[name]));
   if (repeated) {
-    return fail('invalid_request', KNOWN_PARAMETERS.has(repeated) ? `The ${repeated} parameter is given more than once.` : 'A parameter is given more than once.');
+    return fail(
+      'invalid_request',
+      KNOWN_PARAMETERS.has(repeated)
+        ? `The ${repeated} parameter is given more than once.`
+        : 'A parameter is given more than once.',
+    );
   }
-  if (givenState !== state) return fail('invalid_request', `The state parameter is longer than ${MAX_STATE_LENGTH} characters.`);
+  if (givenState !== state)
+    return fail('invalid_request', `The state parameter is longer than ${MAX_STATE_LENGTH} characters.`);
   const responseType = query.response_type;
   if (!responseType) return fail('invalid_request', 'The response_type parameter is missing; it must be code.');
   if (responseType !== 'code') return fail('unsupported_response_type', 'Only response_type=code is supported.');
 
   const challenge = query.code_challenge as string | undefined;
   const method = query.code_challenge_method as string | undefined;
-  if (challenge === undefined && method !== undefined) return fail('invalid_request', 'code_challenge_method was sent without a code_challenge.');
+  if (challenge === undefined && method !== undefined)
+    return fail('invalid_request', 'code_challenge_method was sent without a code_challenge.');
   if (challenge !== undefined) {
     // RFC 9700 §2.1.1: plain offers no protection once the request is seen, so only S256 is accepted.
     // RFC 7636 §4.3 reads a missing method as plain: refused too, rather than guessed to be S256.
-    if (method === undefined) return fail('invalid_request', 'The code_challenge_method parameter is missing; it must be S256.');
+    if (method === undefined)
+      return fail('invalid_request', 'The code_challenge_method parameter is missing; it must be S256.');
     if (method !== 'S256') return fail('invalid_request', 'Only code_challenge_method=S256 is supported.');
     if (!isWellFormedPkceValue(challenge)) {
-      return fail('invalid_request', 'The code_challenge must be 43 to 128 characters of A-Z, a-z, 0-9, hyphen, period, underscore and tilde.');
+      return fail(
+        'invalid_request',
+        'The code_challenge must be 43 to 128 characters of A-Z, a-z, 0-9, hyphen, period, underscore and tilde.',
+      );
     }
   }
   return { ok: true, state, codeChallenge: challenge };

@@ -38,7 +38,11 @@ export async function createAuthorizationRequest(db: Db, pending: PendingAuthori
       expires_at: new Date(now.getTime() + REQUEST_LIFETIME_MS),
     })
     .execute();
-  await db.deleteFrom('oauth_authorization_requests').where('session_id', '=', pending.sessionId).where('expires_at', '<=', now).execute();
+  await db
+    .deleteFrom('oauth_authorization_requests')
+    .where('session_id', '=', pending.sessionId)
+    .where('expires_at', '<=', now)
+    .execute();
   return id;
 }
 
@@ -46,7 +50,12 @@ export async function createAuthorizationRequest(db: Db, pending: PendingAuthori
  * Takes the pending request for an answer: it is removed whatever the answer, so a consent page can
  * be answered once. Another session's request, an expired one or an unknown id is `undefined`.
  */
-export function takeAuthorizationRequest(db: Db, id: string, sessionId: string, now: Date): Promise<OAuthAuthorizationRequest | undefined> {
+export function takeAuthorizationRequest(
+  db: Db,
+  id: string,
+  sessionId: string,
+  now: Date,
+): Promise<OAuthAuthorizationRequest | undefined> {
   return db
     .deleteFrom('oauth_authorization_requests')
     .where('id', '=', id)

@@ -27,11 +27,17 @@ export function authorizeOperation(ctx: AppContext): OAuthHandler<'authorize'> {
     const query = req.query as AuthorizationQuery;
     const client = await identifyClient(ctx.db, query);
     // An authorization request that cannot be trusted: an error page, never a redirect.
-    if (!client.ok) return { status: 400, html: errorPageHtml(res, 'This authorization link is not valid', client.message) };
+    if (!client.ok)
+      return { status: 400, html: errorPageHtml(res, 'This authorization link is not valid', client.message) };
     const { app } = client;
     const checked = checkAuthorizationParameters(query);
     if (!checked.ok) {
-      const location = withQuery(app.redirect_uri, { error: checked.error, error_description: checked.description, state: checked.state, iss: ctx.config.publicUrl });
+      const location = withQuery(app.redirect_uri, {
+        error: checked.error,
+        error_description: checked.description,
+        state: checked.state,
+        iss: ctx.config.publicUrl,
+      });
       return { status: 302, headers: { Location: location } };
     }
 
@@ -40,7 +46,14 @@ export function authorizeOperation(ctx: AppContext): OAuthHandler<'authorize'> {
     // consent page, never an approval they did not give.
     if (!visitor) return { status: 302, headers: { Location: `/login?next=${encodeURIComponent(req.originalUrl)}` } };
     if (!visitor.organization) {
-      return { status: 403, html: errorPageHtml(res, 'No organization', 'Your account does not belong to an organization, so there is nothing to authorize.') };
+      return {
+        status: 403,
+        html: errorPageHtml(
+          res,
+          'No organization',
+          'Your account does not belong to an organization, so there is nothing to authorize.',
+        ),
+      };
     }
     const requestId = await createAuthorizationRequest(
       ctx.db,
@@ -55,11 +68,28 @@ export function authorizeOperation(ctx: AppContext): OAuthHandler<'authorize'> {
       },
       ctx.clock(),
     );
-    return { status: 200, html: consentPage(res, app, requestId, checked.state, req.originalUrl, grantedAccess(ctx.config, visitor.organization.name)) };
+    return {
+      status: 200,
+      html: consentPage(
+        res,
+        app,
+        requestId,
+        checked.state,
+        req.originalUrl,
+        grantedAccess(ctx.config, visitor.organization.name),
+      ),
+    };
   };
 }
 
-function consentPage(res: Response, app: OAuthApp, requestId: string, state: string | undefined, path: string, access: string[]): string {
+function consentPage(
+  res: Response,
+  app: OAuthApp,
+  requestId: string,
+  state: string | undefined,
+  path: string,
+  access: string[],
+): string {
   const visitor = visitorOf(res)!;
   return pageHtml(
     res,
@@ -96,12 +126,17 @@ export function consentRoutes(ctx: AppContext, csrf: CsrfTokens): Router {
 
   router.post(CONSENT_PATH, async (req, res) => {
     const visitor = visitorOf(res);
-    if (!visitor) return renderErrorPage(res, 403, 'Your session has ended', 'Log in and open the app’s authorization link again.');
+    if (!visitor)
+      return renderErrorPage(res, 403, 'Your session has ended', 'Log in and open the app’s authorization link again.');
     if (!(await verifySessionForm(req, visitor, csrf))) return formExpired(res);
     const outcome = await answerConsent(
       ctx.db,
       ctx.config.publicUrl,
-      { sessionId: visitor.sessionId, userId: visitor.user.id, organizationIds: visitor.organizations.map((o) => o.id) },
+      {
+        sessionId: visitor.sessionId,
+        userId: visitor.user.id,
+        organizationIds: visitor.organizations.map((o) => o.id),
+      },
       {
         requestId: field(req, 'request_id'),
         decision: field(req, 'decision'),

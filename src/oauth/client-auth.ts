@@ -40,17 +40,29 @@ function parseBasic(header: string): { clientId: string; clientSecret: string } 
  * Reads the client credentials from HTTP Basic or the body. RFC 6749 §2.3 forbids using more than one
  * method in a request; a body `client_id` that repeats the Basic one is tolerated (some libraries send it).
  */
-export function readClientCredentials(authorization: string | undefined, body: CredentialParameters): ClientCredentials {
+export function readClientCredentials(
+  authorization: string | undefined,
+  body: CredentialParameters,
+): ClientCredentials {
   if (authorization !== undefined) {
     const basic = parseBasic(authorization);
     if (!basic) {
-      throw new OAuthError('invalid_request', 'The Authorization header must be HTTP Basic client credentials: Basic base64(client_id:client_secret).');
+      throw new OAuthError(
+        'invalid_request',
+        'The Authorization header must be HTTP Basic client credentials: Basic base64(client_id:client_secret).',
+      );
     }
     if (body.client_secret !== undefined) {
-      throw new OAuthError('invalid_request', 'Client credentials were sent both in the Authorization header and in the body; use one method.');
+      throw new OAuthError(
+        'invalid_request',
+        'Client credentials were sent both in the Authorization header and in the body; use one method.',
+      );
     }
     if (body.client_id !== undefined && body.client_id !== basic.clientId) {
-      throw new OAuthError('invalid_request', 'The client_id in the body differs from the one in the Authorization header.');
+      throw new OAuthError(
+        'invalid_request',
+        'The client_id in the body differs from the one in the Authorization header.',
+      );
     }
     return { ...basic, via: 'basic' };
   }
@@ -76,7 +88,12 @@ export class ClientAuthenticator {
     clock: () => Date,
   ) {
     const window = { windowSeconds: limits.windowSeconds };
-    this.perClientAddress = new RateLimiter(db, 'oauth-client-auth', { max: limits.perClientAddress, ...window }, clock);
+    this.perClientAddress = new RateLimiter(
+      db,
+      'oauth-client-auth',
+      { max: limits.perClientAddress, ...window },
+      clock,
+    );
     this.perAddress = new RateLimiter(db, 'oauth-address-auth', { max: limits.perAddress, ...window }, clock);
   }
 

@@ -49,7 +49,8 @@ export async function redeemCode(db: Db, app: OAuthApp, redemption: CodeRedempti
   // RFC 7636 §4.6, and RFC 9700 §2.1.1: a verifier for a code issued without a challenge is refused,
   // so that a code obtained without PKCE cannot be passed off as one protected by it.
   if (code.code_challenge !== null) {
-    if (redemption.codeVerifier === undefined) throw invalidGrant('The code_verifier parameter is required for this code.');
+    if (redemption.codeVerifier === undefined)
+      throw invalidGrant('The code_verifier parameter is required for this code.');
     if (!verifierMatchesChallenge(redemption.codeVerifier, code.code_challenge)) {
       throw invalidGrant('The code_verifier does not match the code_challenge.');
     }
@@ -67,7 +68,12 @@ export async function redeemCode(db: Db, app: OAuthApp, redemption: CodeRedempti
       .returning('id')
       .executeTakeFirst();
     if (!claimed) return undefined;
-    return issueAccessToken(trx, { grantId: code.grant_id, appId: app.id, organizationId: code.organization_id, codeId: code.id });
+    return issueAccessToken(trx, {
+      grantId: code.grant_id,
+      appId: app.id,
+      organizationId: code.organization_id,
+      codeId: code.id,
+    });
   });
   if (!accessToken) {
     // Lost the race to another redemption: that is a second use, so its token goes too.
@@ -82,6 +88,9 @@ const CODE_KEPT_AFTER_EXPIRY_MS = 86_400_000;
 
 /** Housekeeping: deletes codes a day past their expiry, and consent requests past theirs. */
 export async function forgetExpiredCodes(db: Db, now: Date): Promise<void> {
-  await db.deleteFrom('oauth_codes').where('expires_at', '<', new Date(now.getTime() - CODE_KEPT_AFTER_EXPIRY_MS)).execute();
+  await db
+    .deleteFrom('oauth_codes')
+    .where('expires_at', '<', new Date(now.getTime() - CODE_KEPT_AFTER_EXPIRY_MS))
+    .execute();
   await db.deleteFrom('oauth_authorization_requests').where('expires_at', '<=', now).execute();
 }

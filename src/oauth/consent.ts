@@ -27,10 +27,21 @@ export type ConsentOutcome = { redirectTo: string } | { refused: { title: string
  * happens, so a consent page is answered once; the app, redirect URL, state, PKCE challenge and
  * organization all come from the server's record, never from the form.
  */
-export async function answerConsent(db: Db, issuer: string, user: ConsentingUser, answer: ConsentAnswer, now: Date): Promise<ConsentOutcome> {
+export async function answerConsent(
+  db: Db,
+  issuer: string,
+  user: ConsentingUser,
+  answer: ConsentAnswer,
+  now: Date,
+): Promise<ConsentOutcome> {
   const pending = await takeAuthorizationRequest(db, answer.requestId, user.sessionId, now);
   if (!pending) {
-    return { refused: { title: 'This request has expired', message: 'This authorization request was already answered or has expired. Go back to the app and start again.' } };
+    return {
+      refused: {
+        title: 'This request has expired',
+        message: 'This authorization request was already answered or has expired. Go back to the app and start again.',
+      },
+    };
   }
   const app = await db.selectFrom('oauth_apps').selectAll().where('id', '=', pending.app_id).executeTakeFirstOrThrow();
   // An app whose redirect URL changed since the page was shown would send the user somewhere the
@@ -42,12 +53,18 @@ export async function answerConsent(db: Db, issuer: string, user: ConsentingUser
     pending.redirect_uri !== app.redirect_uri ||
     !user.organizationIds.includes(pending.organization_id);
   if (tampered) {
-    return { refused: { title: 'This request was changed', message: 'The answer does not match the request that was shown. Go back to the app and start again.' } };
+    return {
+      refused: {
+        title: 'This request was changed',
+        message: 'The answer does not match the request that was shown. Go back to the app and start again.',
+      },
+    };
   }
   const state = pending.state ?? undefined;
   // RFC 9207: `iss` names this server in every answer, so an app talking to several servers can tell
   // which one answered (the mix-up defence RFC 9700 §4.4 recommends).
-  if (answer.decision === 'deny') return { redirectTo: withQuery(app.redirect_uri, { error: 'access_denied', state, iss: issuer }) };
+  if (answer.decision === 'deny')
+    return { redirectTo: withQuery(app.redirect_uri, { error: 'access_denied', state, iss: issuer }) };
   if (answer.decision !== 'approve') return { refused: { title: 'No answer', message: 'Choose Approve or Deny.' } };
   const code = await approveApp(
     db,

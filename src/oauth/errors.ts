@@ -34,7 +34,10 @@ export class OAuthThrottledError extends Error {
  * or a header) becomes a space.
  */
 export function safeDescription(text: string): string {
-  return text.replace(/[^\x20\x21\x23-\x5B\x5D-\x7E]/g, ' ').replace(/ {2,}/g, ' ').trim();
+  return text
+    .replace(/[^\x20\x21\x23-\x5B\x5D-\x7E]/g, ' ')
+    .replace(/ {2,}/g, ' ')
+    .trim();
 }
 
 /** Token responses and token errors must not be cached (RFC 6749 §5.1). */
@@ -47,13 +50,19 @@ export function noStore(res: Response): void {
 export function sendOAuthError(res: Response, error: OAuthError): void {
   noStore(res);
   for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
-  const body: components['schemas']['OAuthError'] = { error: error.error, error_description: safeDescription(error.message) };
+  const body: components['schemas']['OAuthError'] = {
+    error: error.error,
+    error_description: safeDescription(error.message),
+  };
   res.status(error.status).type('application/json').send(JSON.stringify(body));
 }
 
 export function sendThrottled(res: Response, error: OAuthThrottledError): void {
   noStore(res);
   res.setHeader('Retry-After', String(error.retryAfter));
-  const body: components['schemas']['OAuthRateLimited'] = { error: 'rate_limited', error_description: safeDescription(error.message) };
+  const body: components['schemas']['OAuthRateLimited'] = {
+    error: 'rate_limited',
+    error_description: safeDescription(error.message),
+  };
   res.status(429).type('application/json').send(JSON.stringify(body));
 }

@@ -34,7 +34,9 @@ export async function approveApp(db: Db, approval: Approval, now: Date): Promise
         approved_at: now,
       })
       .onConflict((oc) =>
-        oc.columns(['app_id', 'organization_id']).doUpdateSet({ approved_by_user_id: approval.userId, approved_at: now }),
+        oc
+          .columns(['app_id', 'organization_id'])
+          .doUpdateSet({ approved_by_user_id: approval.userId, approved_at: now }),
       )
       .returning('id')
       .executeTakeFirstOrThrow();
@@ -76,7 +78,9 @@ export interface ApprovedApp {
 export async function listApprovedApps(db: Db, userId: string): Promise<ApprovedApp[]> {
   const rows = await db
     .selectFrom('oauth_grants as g')
-    .innerJoin('memberships as m', (join) => join.onRef('m.organization_id', '=', 'g.organization_id').on('m.user_id', '=', userId))
+    .innerJoin('memberships as m', (join) =>
+      join.onRef('m.organization_id', '=', 'g.organization_id').on('m.user_id', '=', userId),
+    )
     .innerJoin('organizations as o', 'o.id', 'g.organization_id')
     .innerJoin('oauth_apps as a', 'a.id', 'g.app_id')
     .leftJoin('users as u', 'u.id', 'g.approved_by_user_id')
@@ -94,7 +98,18 @@ export async function listApprovedApps(db: Db, userId: string): Promise<Approved
       eb.fn.count<string>('t.id').as('activeTokens'),
       eb.fn.max('t.last_used_at').as('lastUsedAt'),
     ])
-    .groupBy(['g.id', 'o.id', 'o.name', 'a.id', 'a.name', 'a.description', 'a.client_id', 'a.picture_sha256', 'u.name', 'm.created_at'])
+    .groupBy([
+      'g.id',
+      'o.id',
+      'o.name',
+      'a.id',
+      'a.name',
+      'a.description',
+      'a.client_id',
+      'a.picture_sha256',
+      'u.name',
+      'm.created_at',
+    ])
     .orderBy('m.created_at')
     .orderBy('o.id')
     .orderBy('g.approved_at', 'desc')
@@ -117,10 +132,18 @@ export async function revokeGrant(db: Db, userId: string, grantId: string): Prom
     const deleted = await trx
       .deleteFrom('oauth_grants')
       .where('id', '=', grantId)
-      .where('organization_id', 'in', trx.selectFrom('memberships').select('organization_id').where('user_id', '=', userId))
+      .where(
+        'organization_id',
+        'in',
+        trx.selectFrom('memberships').select('organization_id').where('user_id', '=', userId),
+      )
       .returning(['organization_id', 'app_id'])
       .executeTakeFirst();
     if (!deleted) throw new NotFoundError('No approved app with this id for your organizations.');
-    await trx.deleteFrom('webhook_endpoints').where('organization_id', '=', deleted.organization_id).where('app_id', '=', deleted.app_id).execute();
+    await trx
+      .deleteFrom('webhook_endpoints')
+      .where('organization_id', '=', deleted.organization_id)
+      .where('app_id', '=', deleted.app_id)
+      .execute();
   });
 }

@@ -38,5 +38,10 @@ export async function revokeAccessToken(db: Db, appId: string, token: string, no
 
 /** Revokes every token issued for one authorization code (RFC 6749 §4.1.2: the code was used twice). */
 export async function revokeTokensOfCode(db: Db, codeId: string, now: Date): Promise<void> {
-  await db.updateTable('oauth_tokens').set({ revoked_at: now }).where('code_id', '=', codeId).where('revoked_at', 'is', null).execute();
+  await db
+    .updateTable('oauth_tokens')
+    .set({ revoked_at: now })
+    .where('code_id', '=', codeId)
+    .where('revoked_at', 'is', null)
+    .execute();
 }

@@ -16,24 +16,29 @@ export type UrlCheck = { ok: true; url: string } | { ok: false; message: string 
 export function checkRedirectUri(input: string): UrlCheck {
   const value = input.trim();
   if (!value) return { ok: false, message: 'Enter the redirect URL of your app.' };
-  if (value.length > MAX_URL_LENGTH) return { ok: false, message: `The redirect URL must be at most ${MAX_URL_LENGTH} characters.` };
+  if (value.length > MAX_URL_LENGTH)
+    return { ok: false, message: `The redirect URL must be at most ${MAX_URL_LENGTH} characters.` };
   if (value.includes('#')) return { ok: false, message: 'The redirect URL must not contain a fragment (#).' };
-  if (value.includes('*')) return { ok: false, message: 'The redirect URL must not contain a wildcard (*): register the exact URL.' };
+  if (value.includes('*'))
+    return { ok: false, message: 'The redirect URL must not contain a wildcard (*): register the exact URL.' };
   const checked = checkWebUrl(value, 'redirect URL');
   if (!checked.ok) return checked;
   const url = new URL(checked.url);
-  if (url.username || url.password) return { ok: false, message: 'The redirect URL must not contain a user name or password.' };
+  if (url.username || url.password)
+    return { ok: false, message: 'The redirect URL must not contain a user name or password.' };
   return checked;
 }
 
 /** A picture shown on the consent page: `https`, or `http` on loopback for development. */
 export function checkPictureUrl(input: string): UrlCheck {
   const value = input.trim();
-  if (value.length > MAX_URL_LENGTH) return { ok: false, message: `The picture URL must be at most ${MAX_URL_LENGTH} characters.` };
+  if (value.length > MAX_URL_LENGTH)
+    return { ok: false, message: `The picture URL must be at most ${MAX_URL_LENGTH} characters.` };
   const checked = checkWebUrl(value, 'picture URL');
   if (!checked.ok) return checked;
   const url = new URL(checked.url);
-  if (url.username || url.password) return { ok: false, message: 'The picture URL must not contain a user name or password.' };
+  if (url.username || url.password)
+    return { ok: false, message: 'The picture URL must not contain a user name or password.' };
   return checked;
 }
 
@@ -42,7 +47,10 @@ function checkWebUrl(value: string, what: string): UrlCheck {
   try {
     url = new URL(value);
   } catch {
-    return { ok: false, message: `The ${what} must be an absolute URL, such as https://app.example.org/oauth/callback.` };
+    return {
+      ok: false,
+      message: `The ${what} must be an absolute URL, such as https://app.example.org/oauth/callback.`,
+    };
   }
   if (url.protocol === 'https:') return { ok: true, url: url.href };
   if (url.protocol === 'http:') {

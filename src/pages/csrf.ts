@@ -15,7 +15,9 @@ export class CsrfTokens {
   }
 
   async token(binding: string): Promise<string> {
-    return createHmac('sha256', await this.secret()).update(binding).digest('base64url');
+    return createHmac('sha256', await this.secret())
+      .update(binding)
+      .digest('base64url');
   }
 
   async verify(binding: string, given: unknown): Promise<boolean> {

@@ -43,7 +43,13 @@ export class BrowserCookies {
 
   set(res: Response, name: string, value: string, maxAgeSeconds: number): void {
     // HttpOnly: no script reads it; SameSite=Lax: other sites' forms and fetches go without it.
-    const cookie = serializeCookie(name, value, { httpOnly: true, sameSite: 'lax', secure: this.secure, path: '/', maxAge: maxAgeSeconds });
+    const cookie = serializeCookie(name, value, {
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: this.secure,
+      path: '/',
+      maxAge: maxAgeSeconds,
+    });
     res.append('Set-Cookie', cookie);
   }
 
@@ -65,7 +71,12 @@ export const sessionBinding = (sessionId: string) => `session:${sessionId}`;
  * The CSRF token for the forms of a browser that is not signed in (sign up, log in), bound to a
  * random cookie that is set here when missing.
  */
-export async function anonymousFormToken(req: Request, res: Response, cookies: BrowserCookies, csrf: CsrfTokens): Promise<string> {
+export async function anonymousFormToken(
+  req: Request,
+  res: Response,
+  cookies: BrowserCookies,
+  csrf: CsrfTokens,
+): Promise<string> {
   let nonce = cookies.read(req, cookies.nonce);
   if (!nonce) {
     nonce = randomBase62(32);
@@ -76,7 +87,10 @@ export async function anonymousFormToken(req: Request, res: Response, cookies: B
 
 export async function verifyAnonymousForm(req: Request, cookies: BrowserCookies, csrf: CsrfTokens): Promise<boolean> {
   const nonce = cookies.read(req, cookies.nonce);
-  return nonce !== undefined && csrf.verify(`anonymous:${nonce}`, (req.body as Record<string, unknown> | undefined)?.csrf_token);
+  return (
+    nonce !== undefined &&
+    csrf.verify(`anonymous:${nonce}`, (req.body as Record<string, unknown> | undefined)?.csrf_token)
+  );
 }
 
 /** A form's token is a field; a page's script sends it in `X-CSRF-Token` with a JSON body. */

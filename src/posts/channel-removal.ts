@@ -17,15 +17,23 @@ import { queueRevocation } from '../providers/account-revocations.js';
 export async function removeChannel(ctx: PostsContext, organizationId: string, channelId: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     const [channel] = await lockChannels(trx, organizationId, [channelId]);
-    if (!channel || channel.status === 'removed') throw new NotFoundError(`There is no channel ${channelId} in this organization.`);
+    if (!channel || channel.status === 'removed')
+      throw new NotFoundError(`There is no channel ${channelId} in this organization.`);
     const posts = await postsOnChannel(trx, organizationId, channelId);
     if (posts.some((post) => post.status === 'publishing')) {
-      throw new ConflictError('A post of this channel is being published; remove the channel once it is published or failed.');
+      throw new ConflictError(
+        'A post of this channel is being published; remove the channel once it is published or failed.',
+      );
     }
     const now = ctx.clock();
     for (const post of posts) {
       if (post.status !== 'scheduled' && post.status !== 'failed') continue;
-      const drafted = await updatePost(trx, organizationId, post.id, { status: 'draft', error_code: null, error_message: null, updated_at: now });
+      const drafted = await updatePost(trx, organizationId, post.id, {
+        status: 'draft',
+        error_code: null,
+        error_message: null,
+        updated_at: now,
+      });
       await recordPostEvent(trx, drafted, 'drafted', now, { reason: `its channel ${channel.name} was removed` });
     }
     await trx.updateTable('channels').set({ status: 'removed' }).where('id', '=', channelId).execute();

@@ -6,7 +6,13 @@ import { newId } from '../core/ids.js';
 import type { Db } from '../db/database.js';
 import type { Channel } from '../channels/tables.js';
 import { pipelinedTransaction } from '../db/pipelined-transaction.js';
-import { claimKey, findStoredResponse, idempotentRequest, storeResponse, type IdempotentRequest } from './idempotency.js';
+import {
+  claimKey,
+  findStoredResponse,
+  idempotentRequest,
+  storeResponse,
+  type IdempotentRequest,
+} from './idempotency.js';
 import { toPostBody } from './post-body.js';
 import { recordPostEvents } from './events.js';
 import { planPublications, type PostsContext } from './publication-plan.js';
@@ -115,21 +121,39 @@ export async function createPosts(
       await commit();
       return replay;
     }
-    const claims = timing.status === 'scheduled' && timing.scheduledAt ? checked.posts.map((post) => ({ channel: post.channel, path: post.paths.channel })) : [];
+    const claims =
+      timing.status === 'scheduled' && timing.scheduledAt
+        ? checked.posts.map((post) => ({ channel: post.channel, path: post.paths.channel }))
+        : [];
     const group = newId('grp');
-    const planned = checked.posts.map((post) => ({ row: newPostRow(post, organizationId, group, timing, now), provider: post.channel.provider }));
+    const planned = checked.posts.map((post) => ({
+      row: newPostRow(post, organizationId, group, timing, now),
+      provider: post.channel.provider,
+    }));
     // Without claims (drafts) the day is not read: any day will do.
-    const quota = { limits: ctx.config.dailyPostLimits, claims, instant: claims.length > 0 && timing.scheduledAt ? timing.scheduledAt : now };
+    const quota = {
+      limits: ctx.config.dailyPostLimits,
+      claims,
+      instant: claims.length > 0 && timing.scheduledAt ? timing.scheduledAt : now,
+    };
     // The channels and media were read and checked before the transaction. Under their locks only
     // whether they still take the posts is read again, and the insert counts the quota after them.
     const [channels, , rows] = await Promise.all([
-      lockChannelStates(trx, organizationId, drafts.map((d) => d.channelId)),
+      lockChannelStates(
+        trx,
+        organizationId,
+        drafts.map((d) => d.channelId),
+      ),
       assertMediaStillPresent(
         trx,
         organizationId,
         checked.posts.map((post) => ({ mediaIds: post.mediaIds, path: post.paths.mediaIds })),
       ),
-      insertPostsWithinQuota(trx, planned.map((p) => p.row), quota),
+      insertPostsWithinQuota(
+        trx,
+        planned.map((p) => p.row),
+        quota,
+      ),
     ]);
     assertChannelsStillAccept(channels, drafts);
     if (!rows) {
@@ -147,7 +171,9 @@ export async function createPosts(
       ...posts.map((post) => ({ post, type: 'created' as const, at: now })),
       ...scheduled.map((post) => ({ post, type: 'scheduled' as const, at: now })),
     ]);
-    const storing = idempotent ? storeResponse(trx, organizationId, idempotent, { status: 201, body }) : Promise.resolve();
+    const storing = idempotent
+      ? storeResponse(trx, organizationId, idempotent, { status: 201, body })
+      : Promise.resolve();
     // pg-boss sends its statement a few promise turns later: COMMIT must go behind it, and must not
     // go at all if planning failed before its statement was sent.
     let planSent = false;
@@ -190,9 +216,16 @@ function newPostRow(
 function assertChannelsStillAccept(locked: Pick<Channel, 'id' | 'status'>[], drafts: PostDraft[]): void {
   const channels = new Map(locked.map((c) => [c.id, c]));
   const problems = drafts
-    .filter((d) => { const channel = channels.get(d.channelId); return !channel || !acceptsPosts(channel); })
-    .map((d) => ({ path: d.paths.channel, message: `Channel ${d.channelId} was disabled or removed while the posts were being created.` }));
-  if (problems.length > 0) throw new UnprocessableError('A channel stopped accepting posts; nothing was created.', withoutRepeats(problems));
+    .filter((d) => {
+      const channel = channels.get(d.channelId);
+      return !channel || !acceptsPosts(channel);
+    })
+    .map((d) => ({
+      path: d.paths.channel,
+      message: `Channel ${d.channelId} was disabled or removed while the posts were being created.`,
+    }));
+  if (problems.length > 0)
+    throw new UnprocessableError('A channel stopped accepting posts; nothing was created.', withoutRepeats(problems));
 }
 
 async function replayAfterConcurrentCreate(

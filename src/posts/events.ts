@@ -34,14 +34,29 @@ export interface PostEventDetails {
  * Writes one change of a post, in the transaction that makes it: the history of the post, and the
  * outbox the webhooks deliver from, with the post as the API shows it right after the change.
  */
-export async function recordPostEvent(trx: Db, post: PostRow, type: PostEventType, at: Date, details: PostEventDetails = {}): Promise<void> {
-  await trx.insertInto('post_events').values(postEventValues(post, type, at, details)).execute();
+export async function recordPostEvent(
+  trx: Db,
+  post: PostRow,
+  type: PostEventType,
+  at: Date,
+  details: PostEventDetails = {},
+): Promise<void> {
+  await trx
+    .insertInto('post_events')
+    .values(postEventValues(post, type, at, details))
+    .execute();
 }
 
 /** Writes several changes of posts in one statement (see `recordPostEvent`). */
-export async function recordPostEvents(trx: Db, events: { post: PostRow; type: PostEventType; at: Date }[]): Promise<void> {
+export async function recordPostEvents(
+  trx: Db,
+  events: { post: PostRow; type: PostEventType; at: Date }[],
+): Promise<void> {
   if (events.length === 0) return;
-  await trx.insertInto('post_events').values(events.map(({ post, type, at }) => postEventValues(post, type, at))).execute();
+  await trx
+    .insertInto('post_events')
+    .values(events.map(({ post, type, at }) => postEventValues(post, type, at)))
+    .execute();
 }
 
 export interface PostEventValues {
@@ -54,18 +69,43 @@ export interface PostEventValues {
 }
 
 /** The row of an event, for statements that write a change and its event at once. */
-export function postEventValues(post: PostRow, type: PostEventType, at: Date, details: PostEventDetails = {}): PostEventValues {
-  return { organization_id: post.organization_id, post_id: post.id, type, at, details: JSON.stringify(details), post: JSON.stringify(toPostBody(post)) };
+export function postEventValues(
+  post: PostRow,
+  type: PostEventType,
+  at: Date,
+  details: PostEventDetails = {},
+): PostEventValues {
+  return {
+    organization_id: post.organization_id,
+    post_id: post.id,
+    type,
+    at,
+    details: JSON.stringify(details),
+    post: JSON.stringify(toPostBody(post)),
+  };
 }
 
 /** A post's events after the event `afterId` (exclusive), oldest first; `limit + 1` rows tell whether more follow. */
 export function listPostEvents(db: Db, postId: string, afterId: string | undefined, limit: number) {
-  let query = db.selectFrom('post_events').select(['id', 'post_id', 'type', 'at', 'details', 'post']).where('post_id', '=', postId);
+  let query = db
+    .selectFrom('post_events')
+    .select(['id', 'post_id', 'type', 'at', 'details', 'post'])
+    .where('post_id', '=', postId);
   if (afterId !== undefined) query = query.where('id', '>', afterId);
-  return query.orderBy('id').limit(limit + 1).execute();
+  return query
+    .orderBy('id')
+    .limit(limit + 1)
+    .execute();
 }
 
-export function toPostEventBody(row: { id: string; post_id: string; type: string; at: Date; details: Record<string, unknown>; post: unknown }): PostEventBody {
+export function toPostEventBody(row: {
+  id: string;
+  post_id: string;
+  type: string;
+  at: Date;
+  details: Record<string, unknown>;
+  post: unknown;
+}): PostEventBody {
   const post = row.post as components['schemas']['Post'];
   return {
     id: `evt_${row.id}`,

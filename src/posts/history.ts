@@ -14,7 +14,12 @@ function readEventPosition(value: unknown): string | undefined {
 }
 
 /** One page of a post's history, oldest first; 404 for a post that is not the organization's. */
-export async function postHistoryPage(ctx: AppContext, organizationId: string, postId: string, query: { limit?: number; cursor?: string }): Promise<PostEventPage> {
+export async function postHistoryPage(
+  ctx: AppContext,
+  organizationId: string,
+  postId: string,
+  query: { limit?: number; cursor?: string },
+): Promise<PostEventPage> {
   await getPost(ctx.db, organizationId, postId);
   const limit = query.limit!;
   const scope = { list: HISTORY_LIST, binding: { organizationId, postId } };

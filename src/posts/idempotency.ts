@@ -57,9 +57,10 @@ export async function findStoredResponse(
     .executeTakeFirst();
   if (!row) return undefined;
   if (row.request_hash !== request.requestHash) {
-    throw new UnprocessableError('This Idempotency-Key was used with a different request body; use a new key for a new request.', [
-      { path: 'headers.idempotency-key', message: 'was already used with a different body in the last 24 hours' },
-    ]);
+    throw new UnprocessableError(
+      'This Idempotency-Key was used with a different request body; use a new key for a new request.',
+      [{ path: 'headers.idempotency-key', message: 'was already used with a different body in the last 24 hours' }],
+    );
   }
   return { status: row.response_status!, body: JSON.parse(row.response_body!) };
 }
@@ -70,7 +71,12 @@ export async function findStoredResponse(
  * second gets `false` and replays the stored response, and when it rolls back the second claims the
  * key itself. A key older than the retention period is taken over.
  */
-export async function claimKey(trx: Db, organizationId: string, request: IdempotentRequest, now: Date): Promise<boolean> {
+export async function claimKey(
+  trx: Db,
+  organizationId: string,
+  request: IdempotentRequest,
+  now: Date,
+): Promise<boolean> {
   const claimed = await trx
     .insertInto('idempotency_keys')
     .values({

@@ -76,7 +76,9 @@ export async function editPost(
     assertEditable(current);
     if (moves.before) current = await moveLockedPost(ctx, trx, current, moves.before, now);
     if (checkedParts(current) !== checkedParts(post)) {
-      throw new ConflictError('The post was changed by another request while this edit was being checked; read it again and retry.');
+      throw new ConflictError(
+        'The post was changed by another request while this edit was being checked; read it again and retry.',
+      );
     }
     if (changes.mediaIds !== undefined) {
       await assertMediaStillPresent(trx, organizationId, [{ mediaIds: result.mediaIds, path: 'mediaIds' }]);
@@ -112,12 +114,23 @@ export async function editPost(
  * among those a user may move (the calendar's drag and "Move to…" mean the same). `path` names the
  * time's field in the caller's request.
  */
-export function schedulePostAt(ctx: PostsContext, organizationId: string, postId: string, scheduledAt: Date, path = 'scheduledAt'): Promise<PostRow> {
+export function schedulePostAt(
+  ctx: PostsContext,
+  organizationId: string,
+  postId: string,
+  scheduledAt: Date,
+  path = 'scheduledAt',
+): Promise<PostRow> {
   return movePost(ctx, organizationId, postId, { status: 'scheduled', scheduledAt, path });
 }
 
 /** Moves a post as `nextState` allows; a move to `scheduled` also checks the channel's quota for that day. */
-export async function movePost(ctx: PostsContext, organizationId: string, postId: string, request: StatusRequest): Promise<PostRow> {
+export async function movePost(
+  ctx: PostsContext,
+  organizationId: string,
+  postId: string,
+  request: StatusRequest,
+): Promise<PostRow> {
   return ctx.db.transaction().execute(async (trx) => {
     const post = await lockedPost(trx, organizationId, postId);
     return moveLockedPost(ctx, trx, post, request, ctx.clock());
@@ -128,7 +141,13 @@ export async function movePost(ctx: PostsContext, organizationId: string, postId
  * `movePost` on a post the transaction holds: the change, its event and, for a move to `scheduled`,
  * the plan of its publication.
  */
-async function moveLockedPost(ctx: PostsContext, trx: Db, post: PostRow, request: StatusRequest, now: Date): Promise<PostRow> {
+async function moveLockedPost(
+  ctx: PostsContext,
+  trx: Db,
+  post: PostRow,
+  request: StatusRequest,
+  now: Date,
+): Promise<PostRow> {
   const next = nextState({ status: post.status, scheduledAt: post.scheduled_at }, request, now);
   if (!next) return post;
   if (next.status === 'scheduled' && next.scheduledAt) {
@@ -142,7 +161,9 @@ async function moveLockedPost(ctx: PostsContext, trx: Db, post: PostRow, request
           : channel.status === 'needs_reconnect'
             ? ['needs to be connected again', 'reconnect it in Settings → Channels first']
             : ['is disabled', 'enable it in Settings → Channels first'];
-      throw new UnprocessableError(`The post's channel ${why}; ${advice}.`, [{ path: 'channelId', message: `channel ${post.channel_id} ${why}` }]);
+      throw new UnprocessableError(`The post's channel ${why}; ${advice}.`, [
+        { path: 'channelId', message: `channel ${post.channel_id} ${why}` },
+      ]);
     }
     const claim = {
       channel: { id: post.channel_id, provider: post.provider },

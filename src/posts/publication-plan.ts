@@ -13,12 +13,21 @@ export interface PostsContext extends ProvidersContext {
  * later change makes wrong (the post drafted, deleted or rescheduled) is left to run: its job finds
  * the post not due at that time and does nothing.
  */
-export async function planPublication(ctx: PostsContext, trx: Db, post: { id: string; channel_id: string; provider: string; scheduled_at: Date | null }): Promise<void> {
-  await ctx.queue.plan(trx, 'publish-post', { postId: post.id }, {
-    ...(post.scheduled_at ? { startAfter: post.scheduled_at } : {}),
-    // The channel's publications are limited together (see the publisher).
-    group: { id: post.channel_id, tier: post.provider },
-  });
+export async function planPublication(
+  ctx: PostsContext,
+  trx: Db,
+  post: { id: string; channel_id: string; provider: string; scheduled_at: Date | null },
+): Promise<void> {
+  await ctx.queue.plan(
+    trx,
+    'publish-post',
+    { postId: post.id },
+    {
+      ...(post.scheduled_at ? { startAfter: post.scheduled_at } : {}),
+      // The channel's publications are limited together (see the publisher).
+      group: { id: post.channel_id, tier: post.provider },
+    },
+  );
 }
 
 /** `planPublication` for several posts at once, in one statement; `sent` as for `JobQueue.planMany`. */
@@ -39,4 +48,3 @@ export async function planPublications(
     sent,
   );
 }
-

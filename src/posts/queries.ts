@@ -50,14 +50,32 @@ export async function assertMediaStillPresent(
   );
   const problems = items.flatMap((item) =>
     item.mediaIds.flatMap((id, index) =>
-      present.has(id) ? [] : [{ path: `${item.path}[${index}]`, message: `There is no media ${id} in this organization (it was deleted).` }],
+      present.has(id)
+        ? []
+        : [
+            {
+              path: `${item.path}[${index}]`,
+              message: `There is no media ${id} in this organization (it was deleted).`,
+            },
+          ],
     ),
   );
-  if (problems.length > 0) throw new UnprocessableError('Media of the post no longer exists; nothing was changed.', problems);
+  if (problems.length > 0)
+    throw new UnprocessableError('Media of the post no longer exists; nothing was changed.', problems);
 }
 
-export async function updatePost(trx: Db, organizationId: string, postId: string, changes: PostUpdate): Promise<PostRow> {
-  await trx.updateTable('posts').set(changes).where('organization_id', '=', organizationId).where('id', '=', postId).execute();
+export async function updatePost(
+  trx: Db,
+  organizationId: string,
+  postId: string,
+  changes: PostUpdate,
+): Promise<PostRow> {
+  await trx
+    .updateTable('posts')
+    .set(changes)
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', postId)
+    .execute();
   const post = await findPost(trx, organizationId, postId);
   if (!post) throw new Error(`post ${postId} vanished while it was being updated`);
   return post;
@@ -81,12 +99,24 @@ export interface PostFilters {
  * (keyset pagination) instead of skipping an offset means posts created while a client pages never
  * shift the rows that existed, so none is shown twice or skipped.
  */
-export function listPosts(db: Db, organizationId: string, filters: PostFilters, after: PostCursor | undefined, limit: number) {
+export function listPosts(
+  db: Db,
+  organizationId: string,
+  filters: PostFilters,
+  after: PostCursor | undefined,
+  limit: number,
+) {
   return postPageQuery(db, organizationId, filters, after, limit).execute();
 }
 
 /** The query behind `listPosts`, to read its plan. */
-export function postPageQuery(db: Db, organizationId: string, filters: PostFilters, after: PostCursor | undefined, limit: number) {
+export function postPageQuery(
+  db: Db,
+  organizationId: string,
+  filters: PostFilters,
+  after: PostCursor | undefined,
+  limit: number,
+) {
   let query = selectPosts(db, organizationId);
   if (filters.from) query = query.where('posts.scheduled_at', '>=', filters.from);
   if (filters.to) query = query.where('posts.scheduled_at', '<', filters.to);
@@ -102,8 +132,5 @@ export function postPageQuery(db: Db, organizationId: string, filters: PostFilte
       sql<boolean>`(${dueAt}, ${id}) > (coalesce(${after.scheduledAt}::timestamptz, 'infinity'::timestamptz), ${after.id} collate "C")`,
     );
   }
-  return query
-    .orderBy(dueAt)
-    .orderBy(id)
-    .limit(limit);
+  return query.orderBy(dueAt).orderBy(id).limit(limit);
 }

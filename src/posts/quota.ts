@@ -31,7 +31,11 @@ export function lockChannels(trx: Db, organizationId: string, channelIds: string
 }
 
 /** Like `lockChannels`, for a write that needs only to know whether each channel still takes posts. */
-export function lockChannelStates(trx: Db, organizationId: string, channelIds: string[]): Promise<Pick<Channel, 'id' | 'status'>[]> {
+export function lockChannelStates(
+  trx: Db,
+  organizationId: string,
+  channelIds: string[],
+): Promise<Pick<Channel, 'id' | 'status'>[]> {
   return trx
     .selectFrom('channels')
     .select(['id', 'status'])
@@ -54,13 +58,21 @@ export async function insertPostsWithinQuota(
 ): Promise<Post[] | undefined> {
   const adding = new Map<string, { channel_id: string; adding: number; daily_limit: number }>();
   for (const { channel } of quota.claims) {
-    const entry = adding.get(channel.id) ?? { channel_id: channel.id, adding: 0, daily_limit: quota.limits[channel.provider] };
+    const entry = adding.get(channel.id) ?? {
+      channel_id: channel.id,
+      adding: 0,
+      daily_limit: quota.limits[channel.provider],
+    };
     entry.adding += 1;
     adding.set(channel.id, entry);
   }
   const { start, end } = utcDay(quota.instant);
   // jsonb columns as JSON values, so the record type of `posts` reads every column as the table has it.
-  const rows = posts.map((post) => ({ ...post, media_ids: JSON.parse(post.media_ids), settings: post.settings === null || post.settings === undefined ? null : JSON.parse(post.settings) }));
+  const rows = posts.map((post) => ({
+    ...post,
+    media_ids: JSON.parse(post.media_ids),
+    settings: post.settings === null || post.settings === undefined ? null : JSON.parse(post.settings),
+  }));
   const { rows: inserted } = await sql<Post>`
     insert into posts (id, organization_id, group_id, channel_id, content, media_ids, settings, status, scheduled_at, created_at, updated_at)
     select id, organization_id, group_id, channel_id, content, media_ids, settings, status, scheduled_at, created_at, updated_at
@@ -98,11 +110,7 @@ export async function assertWithinDailyQuota(
   instant: Date,
 ): Promise<void> {
   if (claims.length === 0) return;
-  const used = await postsOnDay(
-    trx,
-    [...new Set(claims.map((c) => c.channel.id))],
-    instant,
-  );
+  const used = await postsOnDay(trx, [...new Set(claims.map((c) => c.channel.id))], instant);
   const day = utcDay(instant).start.toISOString().slice(0, 10);
   const planned = new Map(used);
   for (const claim of claims) {

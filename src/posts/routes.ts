@@ -6,7 +6,15 @@ import { editPost, getPost, movePost, removePost, schedulePostAt } from './lifec
 import { listPostPage } from './list.js';
 import { toPostBody } from './post-body.js';
 
-type PostOperation = 'createPost' | 'listPosts' | 'getPost' | 'getPostHistory' | 'updatePost' | 'schedulePost' | 'changePostStatus' | 'deletePost';
+type PostOperation =
+  | 'createPost'
+  | 'listPosts'
+  | 'getPost'
+  | 'getPostHistory'
+  | 'updatePost'
+  | 'schedulePost'
+  | 'changePostStatus'
+  | 'deletePost';
 
 export function postOperations(ctx: PostsContext): Pick<PublicHandlers, PostOperation> {
   return {

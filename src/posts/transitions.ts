@@ -38,7 +38,9 @@ export function assertNotInThePast(instant: Date, now: Date, path: string): void
 export function assertNotOnTheNetwork(status: PostStatus): void {
   if (status === 'publishing') throw new ConflictError('The post is publishing; it can no longer be changed.');
   if (status === 'published') {
-    throw new ConflictError('The post is published; it can no longer be changed (deleting it removes our record only).');
+    throw new ConflictError(
+      'The post is published; it can no longer be changed (deleting it removes our record only).',
+    );
   }
 }
 
@@ -48,7 +50,9 @@ interface PostState {
 }
 
 /** What a user asks for: a status (`PATCH /posts/{id}/status`), or a new time, which also means `scheduled` (`POST /posts/{id}/schedule`). */
-export type StatusRequest = Pick<components['schemas']['ChangePostStatusRequest'], 'status'> | { status: 'scheduled'; scheduledAt: Date; path: string };
+export type StatusRequest =
+  | Pick<components['schemas']['ChangePostStatusRequest'], 'status'>
+  | { status: 'scheduled'; scheduledAt: Date; path: string };
 
 /**
  * The one place that decides how a user may move a post: the state it moves to, `undefined` when
@@ -81,7 +85,12 @@ export function nextState(post: PostState, request: StatusRequest, now: Date): P
       post.scheduledAt
         ? `The post's scheduledAt (${post.scheduledAt.toISOString()}) is in the past; set a new time with POST /public/v1/posts/{id}/schedule.`
         : 'The post has no scheduledAt; set one with POST /public/v1/posts/{id}/schedule.',
-      [{ path: 'status', message: 'a draft is scheduled at its scheduledAt, which must be at most 1 minute in the past' }],
+      [
+        {
+          path: 'status',
+          message: 'a draft is scheduled at its scheduledAt, which must be at most 1 minute in the past',
+        },
+      ],
     );
   }
   return { status: 'scheduled', scheduledAt: post.scheduledAt };

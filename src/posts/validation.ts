@@ -3,7 +3,14 @@ import type { Channel } from '../channels/tables.js';
 import { UnprocessableError, type ErrorDetail } from '../core/errors.js';
 import type { Db } from '../db/database.js';
 import type { Media } from '../media/tables.js';
-import type { CreatorInfo, ItemFacts, ItemPaths, ProviderAdapter, Providers, SettingsOf } from '../providers/provider.js';
+import type {
+  CreatorInfo,
+  ItemFacts,
+  ItemPaths,
+  ProviderAdapter,
+  Providers,
+  SettingsOf,
+} from '../providers/provider.js';
 import type { ProviderSettings, StoredProviderSettings } from './post-body.js';
 
 /** One post as a request describes it, before any rule is checked. */
@@ -32,12 +39,27 @@ export interface CheckDependencies {
 
 function loadChannels(db: Db, organizationId: string, ids: string[]): Promise<Channel[]> {
   if (ids.length === 0) return Promise.resolve([]);
-  return db.selectFrom('channels').selectAll().where('organization_id', '=', organizationId).where('id', 'in', ids).where('status', '<>', 'removed').execute();
+  return db
+    .selectFrom('channels')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('id', 'in', ids)
+    .where('status', '<>', 'removed')
+    .execute();
 }
 
-function loadMedia(db: Db, organizationId: string, ids: string[]): Promise<Pick<Media, 'id' | 'kind' | 'duration_ms'>[]> {
+function loadMedia(
+  db: Db,
+  organizationId: string,
+  ids: string[],
+): Promise<Pick<Media, 'id' | 'kind' | 'duration_ms'>[]> {
   if (ids.length === 0) return Promise.resolve([]);
-  return db.selectFrom('media').select(['id', 'kind', 'duration_ms']).where('organization_id', '=', organizationId).where('id', 'in', ids).execute();
+  return db
+    .selectFrom('media')
+    .select(['id', 'kind', 'duration_ms'])
+    .where('organization_id', '=', organizationId)
+    .where('id', 'in', ids)
+    .execute();
 }
 
 /**
@@ -77,7 +99,10 @@ export async function checkDrafts(
     const itemProblems: ErrorDetail[] = [];
     const channel = channelsById.get(draft.channelId);
     if (!channel) {
-      itemProblems.push({ path: paths.channel, message: `There is no channel ${draft.channelId} in this organization.` });
+      itemProblems.push({
+        path: paths.channel,
+        message: `There is no channel ${draft.channelId} in this organization.`,
+      });
     } else if (!acceptsPosts(channel)) {
       itemProblems.push({
         path: paths.channel,
@@ -88,10 +113,17 @@ export async function checkDrafts(
       });
     }
     draft.mediaIds.forEach((id, index) => {
-      if (!mediaById.has(id)) itemProblems.push({ path: `${paths.mediaIds}[${index}]`, message: `There is no media ${id} in this organization.` });
+      if (!mediaById.has(id))
+        itemProblems.push({
+          path: `${paths.mediaIds}[${index}]`,
+          message: `There is no media ${id} in this organization.`,
+        });
     });
     if (draft.content.trim() === '' && draft.mediaIds.length === 0) {
-      itemProblems.push({ path: paths.content, message: `A post needs content or media (channel ${draft.channelId}).` });
+      itemProblems.push({
+        path: paths.content,
+        message: `A post needs content or media (channel ${draft.channelId}).`,
+      });
     }
 
     const network = channel ? (deps.providers[channel.provider] as ProviderAdapter) : undefined;
@@ -99,11 +131,15 @@ export async function checkDrafts(
       const facts: ItemFacts = {
         channelId: channel.id,
         content: draft.content,
-        media: draft.mediaIds.every((id) => mediaById.has(id)) ? draft.mediaIds.map((id) => mediaById.get(id)!) : undefined,
+        media: draft.mediaIds.every((id) => mediaById.has(id))
+          ? draft.mediaIds.map((id) => mediaById.get(id)!)
+          : undefined,
         paths,
       };
       const source = network.creatorInfo;
-      itemProblems.push(...(await settingsProblems(network, facts, channel, draft.settings, source && readCreatorInfo(source))));
+      itemProblems.push(
+        ...(await settingsProblems(network, facts, channel, draft.settings, source && readCreatorInfo(source))),
+      );
     }
 
     problems.push(...itemProblems);
@@ -114,7 +150,9 @@ export async function checkDrafts(
         content: draft.content,
         mediaIds: draft.mediaIds,
         // A network that needs no settings gets its defaults either way, so both create forms store the same.
-        settings: network.withDefaults((draft.settings ?? { __type: channel.provider }) as SettingsOf<typeof channel.provider>),
+        settings: network.withDefaults(
+          (draft.settings ?? { __type: channel.provider }) as SettingsOf<typeof channel.provider>,
+        ),
       });
     }
   }
@@ -154,5 +192,11 @@ async function settingsProblems(
       },
     ];
   }
-  return network.settingsProblems({ item, channel, settings: settings as SettingsOf<typeof channel.provider>, path, creatorInfo });
+  return network.settingsProblems({
+    item,
+    channel,
+    settings: settings as SettingsOf<typeof channel.provider>,
+    path,
+    creatorInfo,
+  });
 }

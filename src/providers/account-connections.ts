@@ -39,7 +39,10 @@ export async function startConnection(
   request: { organizationId: string; provider: Provider } & ({ sessionId: string } | { returnTo: ConnectionReturn }),
 ): Promise<{ authorizationUrl: string; expiresAt: Date }> {
   const adapter = ctx.providers[request.provider].connection;
-  if (!adapter) throw new UnprocessableError(`Connecting ${request.provider} accounts is not configured by the operator of this server.`);
+  if (!adapter)
+    throw new UnprocessableError(
+      `Connecting ${request.provider} accounts is not configured by the operator of this server.`,
+    );
   const id = newId('conn');
   const state = randomBytes(32).toString('base64url');
   const verifier = randomBytes(32).toString('base64url');
@@ -61,7 +64,14 @@ export async function startConnection(
     })
     .execute();
   const codeChallenge = createHash('sha256').update(verifier).digest('base64url');
-  return { authorizationUrl: adapter.authorizeUrl({ state, redirectUri: callbackUrl(ctx.config.publicUrl, request.provider), codeChallenge }), expiresAt };
+  return {
+    authorizationUrl: adapter.authorizeUrl({
+      state,
+      redirectUri: callbackUrl(ctx.config.publicUrl, request.provider),
+      codeChallenge,
+    }),
+    expiresAt,
+  };
 }
 
 export type ConnectionResult =
@@ -86,7 +96,8 @@ export async function finishConnection(
   sessionId: string | undefined,
 ): Promise<ConnectionResult> {
   const adapter = ctx.providers[provider].connection;
-  if (!adapter || !answer.state) return { ok: false, failure: 'unknown', reason: 'This is not an answer to a connection this server started.' };
+  if (!adapter || !answer.state)
+    return { ok: false, failure: 'unknown', reason: 'This is not an answer to a connection this server started.' };
   // Single use: the pending connection is taken out before anything else happens.
   const pending = await ctx.db
     .deleteFrom('channel_connections')
@@ -94,29 +105,64 @@ export async function finishConnection(
     .where('provider', '=', provider)
     .returningAll()
     .executeTakeFirst();
-  if (!pending) return { ok: false, failure: 'unknown', reason: 'This connection is unknown or was finished already; start it again.' };
+  if (!pending)
+    return {
+      ok: false,
+      failure: 'unknown',
+      reason: 'This connection is unknown or was finished already; start it again.',
+    };
   const organizationId = pending.organization_id;
-  const returnTo = pending.return_url ? { url: pending.return_url, state: pending.client_state, appId: pending.app_id } : undefined;
-  const failed = (failure: ConnectionFailure, reason: string): ConnectionResult => ({ ok: false, organizationId, failure, reason, returnTo });
-  if (pending.expires_at.getTime() < ctx.clock().getTime()) return failed('expired', 'This connection took too long; start it again.');
+  const returnTo = pending.return_url
+    ? { url: pending.return_url, state: pending.client_state, appId: pending.app_id }
+    : undefined;
+  const failed = (failure: ConnectionFailure, reason: string): ConnectionResult => ({
+    ok: false,
+    organizationId,
+    failure,
+    reason,
+    returnTo,
+  });
+  if (pending.expires_at.getTime() < ctx.clock().getTime())
+    return failed('expired', 'This connection took too long; start it again.');
   if (pending.session_id !== null && pending.session_id !== sessionId) {
-    return { ok: false, failure: 'other_session', reason: 'This connection was started in another browser session; start it again here.' };
+    return {
+      ok: false,
+      failure: 'other_session',
+      reason: 'This connection was started in another browser session; start it again here.',
+    };
   }
   if (pending.app_id !== null && !(await appStillApproved(ctx.db, pending.app_id, organizationId))) {
-    return failed('refused', 'The app that started this connection no longer has access to the organization; nothing was connected.');
+    return failed(
+      'refused',
+      'The app that started this connection no longer has access to the organization; nothing was connected.',
+    );
   }
   if (answer.error || !answer.code) {
-    const reason = answer.error === 'access_denied' ? 'You did not allow access on the network; nothing was connected.' : `The network answered ${answer.error ?? 'without a code'}; nothing was connected.`;
+    const reason =
+      answer.error === 'access_denied'
+        ? 'You did not allow access on the network; nothing was connected.'
+        : `The network answered ${answer.error ?? 'without a code'}; nothing was connected.`;
     return failed(answer.error === 'access_denied' ? 'denied' : 'refused', reason);
   }
   try {
     const codeVerifier = ctx.keyring.decrypt(pending.code_verifier, verifierContext(pending.id));
-    const credentials = await adapter.exchangeCode({ code: answer.code, redirectUri: callbackUrl(ctx.config.publicUrl, provider), codeVerifier });
+    const credentials = await adapter.exchangeCode({
+      code: answer.code,
+      redirectUri: callbackUrl(ctx.config.publicUrl, provider),
+      codeVerifier,
+    });
     const identity = await adapter.identity(credentials);
-    const { channel, reconnected } = await saveConnectedChannel(ctx.db, ctx.keyring, { organizationId, provider, identity, credentials, now: ctx.clock() });
+    const { channel, reconnected } = await saveConnectedChannel(ctx.db, ctx.keyring, {
+      organizationId,
+      provider,
+      identity,
+      credentials,
+      now: ctx.clock(),
+    });
     return { ok: true, organizationId, channel, reconnected, returnTo };
   } catch (error) {
-    if (error instanceof ConnectionRefusedError) return failed('refused', `The network refused the connection: ${error.message}.`);
+    if (error instanceof ConnectionRefusedError)
+      return failed('refused', `The network refused the connection: ${error.message}.`);
     ctx.logger.warn({ err: error, provider }, 'connecting an account failed');
     return failed('unreachable', 'The network could not be reached to finish the connection; try again in a moment.');
   }
@@ -124,17 +170,31 @@ export async function finishConnection(
 
 /** Whether the organization still approves the app (a user may have revoked it since it started the connection). */
 async function appStillApproved(db: Db, appId: string, organizationId: string): Promise<boolean> {
-  const grant = await db.selectFrom('oauth_grants').select('id').where('app_id', '=', appId).where('organization_id', '=', organizationId).executeTakeFirst();
+  const grant = await db
+    .selectFrom('oauth_grants')
+    .select('id')
+    .where('app_id', '=', appId)
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
   return grant !== undefined;
 }
 
 async function saveConnectedChannel(
   db: Db,
   keyring: Keyring,
-  input: { organizationId: string; provider: Provider; identity: { externalId: string; name: string; username: string | null; picture: string | null }; credentials: AccountCredentials; now: Date },
+  input: {
+    organizationId: string;
+    provider: Provider;
+    identity: { externalId: string; name: string; username: string | null; picture: string | null };
+    credentials: AccountCredentials;
+    now: Date;
+  },
 ): Promise<{ channel: Channel; reconnected: boolean }> {
   const { organizationId, provider, identity } = input;
-  const credentials = keyring.encrypt(JSON.stringify(input.credentials), credentialsContext(organizationId, provider, identity.externalId));
+  const credentials = keyring.encrypt(
+    JSON.stringify(input.credentials),
+    credentialsContext(organizationId, provider, identity.externalId),
+  );
   return db.transaction().execute(async (trx) => {
     const { rows } = await sql<Channel & { inserted: boolean }>`
       insert into channels (id, organization_id, provider, name, username, picture, status, external_id, credentials, connected_at)
@@ -147,7 +207,16 @@ async function saveConnectedChannel(
     // upsert, which waited for a removal of the row in progress, so that removal's revocation is seen.
     await cancelRevocations(trx, { organizationId, provider, externalId: identity.externalId });
     const { inserted, ...channel } = rows[0]!;
-    await trx.insertInto('channel_events').values({ organization_id: organizationId, channel_id: channel.id, type: 'connected', at: input.now, webhooks_dispatched_at: null }).execute();
+    await trx
+      .insertInto('channel_events')
+      .values({
+        organization_id: organizationId,
+        channel_id: channel.id,
+        type: 'connected',
+        at: input.now,
+        webhooks_dispatched_at: null,
+      })
+      .execute();
     return { channel, reconnected: !inserted };
   });
 }
@@ -156,4 +225,3 @@ async function saveConnectedChannel(
 export async function forgetExpiredConnections(db: Db, now: Date): Promise<void> {
   await db.deleteFrom('channel_connections').where('expires_at', '<', now).execute();
 }
-

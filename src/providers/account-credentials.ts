@@ -6,7 +6,12 @@ import type { AccountCredentials } from './connection.js';
 /** The tokens of a connected channel, decrypted for the adapter that uses them. */
 export function channelCredentials(keyring: Keyring, channel: Channel): AccountCredentials | undefined {
   if (!channel.credentials || !channel.external_id) return undefined;
-  return JSON.parse(keyring.decrypt(channel.credentials, credentialsContext(channel.organization_id, channel.provider, channel.external_id))) as AccountCredentials;
+  return JSON.parse(
+    keyring.decrypt(
+      channel.credentials,
+      credentialsContext(channel.organization_id, channel.provider, channel.external_id),
+    ),
+  ) as AccountCredentials;
 }
 
 /** Where a channel's tokens are stored: they decrypt only there (a copy in another row does not). */
@@ -21,25 +26,42 @@ export function credentialsContext(organizationId: string, provider: string, ext
 export async function reencryptAccountSecrets(db: Db, keyring: Keyring): Promise<number> {
   return db.transaction().execute(async (trx) => {
     let written = 0;
-    const channels = await trx.selectFrom('channels').selectAll().where('credentials', 'is not', null).forUpdate().execute();
+    const channels = await trx
+      .selectFrom('channels')
+      .selectAll()
+      .where('credentials', 'is not', null)
+      .forUpdate()
+      .execute();
     for (const channel of channels) {
       if (Keyring.keyIdOf(channel.credentials!) === keyring.currentKeyId || !channel.external_id) continue;
       const context = credentialsContext(channel.organization_id, channel.provider, channel.external_id);
-      await trx.updateTable('channels').set({ credentials: keyring.encrypt(keyring.decrypt(channel.credentials!, context), context) }).where('id', '=', channel.id).execute();
+      await trx
+        .updateTable('channels')
+        .set({ credentials: keyring.encrypt(keyring.decrypt(channel.credentials!, context), context) })
+        .where('id', '=', channel.id)
+        .execute();
       written += 1;
     }
     const revocations = await trx.selectFrom('account_revocations').selectAll().forUpdate().execute();
     for (const revocation of revocations) {
       if (Keyring.keyIdOf(revocation.credentials) === keyring.currentKeyId) continue;
       const context = credentialsContext(revocation.organization_id, revocation.provider, revocation.external_id);
-      await trx.updateTable('account_revocations').set({ credentials: keyring.encrypt(keyring.decrypt(revocation.credentials, context), context) }).where('id', '=', revocation.id).execute();
+      await trx
+        .updateTable('account_revocations')
+        .set({ credentials: keyring.encrypt(keyring.decrypt(revocation.credentials, context), context) })
+        .where('id', '=', revocation.id)
+        .execute();
       written += 1;
     }
     const pending = await trx.selectFrom('channel_connections').select(['id', 'code_verifier']).forUpdate().execute();
     for (const connection of pending) {
       if (Keyring.keyIdOf(connection.code_verifier) === keyring.currentKeyId) continue;
       const context = verifierContext(connection.id);
-      await trx.updateTable('channel_connections').set({ code_verifier: keyring.encrypt(keyring.decrypt(connection.code_verifier, context), context) }).where('id', '=', connection.id).execute();
+      await trx
+        .updateTable('channel_connections')
+        .set({ code_verifier: keyring.encrypt(keyring.decrypt(connection.code_verifier, context), context) })
+        .where('id', '=', connection.id)
+        .execute();
       written += 1;
     }
     return written;

@@ -19,7 +19,13 @@ export async function queueRevocation(trx: Db, channel: Channel): Promise<void> 
   if (!channel.credentials || !channel.external_id) return;
   await trx
     .insertInto('account_revocations')
-    .values({ id: newId('rev'), organization_id: channel.organization_id, provider: channel.provider, external_id: channel.external_id, credentials: channel.credentials })
+    .values({
+      id: newId('rev'),
+      organization_id: channel.organization_id,
+      provider: channel.provider,
+      external_id: channel.external_id,
+      credentials: channel.credentials,
+    })
     .execute();
   await trx.updateTable('channels').set({ credentials: null }).where('id', '=', channel.id).execute();
 }
@@ -28,7 +34,10 @@ export async function queueRevocation(trx: Db, channel: Channel): Promise<void> 
  * The account is connected again: its old tokens are not revoked (at some networks revoking one
  * token ends every grant of the account to the app, the new one too).
  */
-export async function cancelRevocations(trx: Db, account: { organizationId: string; provider: string; externalId: string }): Promise<void> {
+export async function cancelRevocations(
+  trx: Db,
+  account: { organizationId: string; provider: string; externalId: string },
+): Promise<void> {
   await trx
     .deleteFrom('account_revocations')
     .where('organization_id', '=', account.organizationId)
@@ -47,7 +56,14 @@ export async function revokeRemovedAccounts(ctx: ProvidersContext): Promise<void
   const claimed = await ctx.db
     .updateTable('account_revocations')
     .set({ next_attempt_at: new Date(now.getTime() + CLAIM_MS) })
-    .where('id', 'in', (eb) => eb.selectFrom('account_revocations').select('id').where('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(BATCH))
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('account_revocations')
+        .select('id')
+        .where('next_attempt_at', '<=', now)
+        .orderBy('next_attempt_at')
+        .limit(BATCH),
+    )
     .where('next_attempt_at', '<=', now)
     .returningAll()
     .execute();
@@ -63,10 +79,17 @@ export async function revokeRemovedAccounts(ctx: ProvidersContext): Promise<void
         const attempts = revocation.attempts + 1;
         if (now.getTime() - revocation.created_at.getTime() < GIVE_UP_AFTER_MS) {
           const waitMs = Math.min(60 * 60_000, 60_000 * 2 ** attempts);
-          await ctx.db.updateTable('account_revocations').set({ attempts, next_attempt_at: new Date(now.getTime() + waitMs) }).where('id', '=', revocation.id).execute();
+          await ctx.db
+            .updateTable('account_revocations')
+            .set({ attempts, next_attempt_at: new Date(now.getTime() + waitMs) })
+            .where('id', '=', revocation.id)
+            .execute();
           continue;
         }
-        ctx.logger.warn({ err: error, provider: revocation.provider, attempts }, 'gave up revoking the tokens of a removed channel at its network');
+        ctx.logger.warn(
+          { err: error, provider: revocation.provider, attempts },
+          'gave up revoking the tokens of a removed channel at its network',
+        );
       }
     }
     await ctx.db.deleteFrom('account_revocations').where('id', '=', revocation.id).execute();

@@ -56,7 +56,9 @@ export class AccountTokens {
     const row = await this.db.selectFrom('channels').selectAll().where('id', '=', channel.id).executeTakeFirst();
     const credentials = row && channelCredentials(this.keyring, row);
     if (!row?.credentials || !row.external_id || !credentials) {
-      throw new ReconnectNeededError(`the channel ${channel.name} holds no credentials; connect it in Settings → Channels`);
+      throw new ReconnectNeededError(
+        `the channel ${channel.name} holds no credentials; connect it in Settings → Channels`,
+      );
     }
     return { credentials, encrypted: row.credentials, externalId: row.external_id };
   }
@@ -71,14 +73,17 @@ export class AccountTokens {
     const giveUpAt = Date.now() + REFRESH_WAIT_MS;
     for (;;) {
       const now = this.clock();
-      const { rows } = await sql<{ id: string }>`update channels set refreshing_until = ${new Date(now.getTime() + REFRESH_LEASE_MS)}
+      const { rows } = await sql<{
+        id: string;
+      }>`update channels set refreshing_until = ${new Date(now.getTime() + REFRESH_LEASE_MS)}
         where id = ${channel.id} and credentials = ${seen.encrypted} and (refreshing_until is null or refreshing_until < ${now})
         returning id`.execute(this.db);
       if (rows.length > 0) return this.refreshHolding(channel, seen);
       // Another worker refreshes, or has refreshed: its pair, once stored.
       const current = await this.current(channel);
       if (current.encrypted !== seen.encrypted) return current.credentials;
-      if (Date.now() > giveUpAt) throw new Error('another worker’s refresh of the account’s tokens did not finish in time');
+      if (Date.now() > giveUpAt)
+        throw new Error('another worker’s refresh of the account’s tokens did not finish in time');
       await new Promise((resolve) => setTimeout(resolve, REFRESH_POLL_MS));
     }
   }

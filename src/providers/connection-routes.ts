@@ -12,7 +12,8 @@ import type { ProvidersContext } from './providers.js';
  */
 async function checkReturnUrl(db: Db, principal: Principal, url: URL): Promise<{ appId: string | null }> {
   const problem = returnUrlProblem(url);
-  if (problem) throw new UnprocessableError(`returnUrl cannot be used: ${problem}.`, [{ path: 'returnUrl', message: problem }]);
+  if (problem)
+    throw new UnprocessableError(`returnUrl cannot be used: ${problem}.`, [{ path: 'returnUrl', message: problem }]);
   if (principal.credential.type === 'oauth_token') {
     const app = await db
       .selectFrom('oauth_tokens as t')
@@ -38,7 +39,10 @@ export function channelConnectOperations(ctx: ProvidersContext): Pick<PublicHand
   return {
     connectChannel: async ({ principal, body }) => {
       const url = URL.parse(body.returnUrl);
-      if (!url) throw new UnprocessableError('returnUrl is not a URL this server can send a browser to.', [{ path: 'returnUrl', message: 'not an absolute URL' }]);
+      if (!url)
+        throw new UnprocessableError('returnUrl is not a URL this server can send a browser to.', [
+          { path: 'returnUrl', message: 'not an absolute URL' },
+        ]);
       const { appId } = await checkReturnUrl(ctx.db, principal, url);
       const { authorizationUrl, expiresAt } = await startConnection(ctx, {
         organizationId: principal.organizationId,

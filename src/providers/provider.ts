@@ -13,7 +13,10 @@ import type { ConnectionAdapter } from './connection.js';
 /** A post's settings for the network `P`: the variant of the contract's `ProviderSettings` with `__type: P`. */
 export type SettingsOf<P extends Provider> = Extract<components['schemas']['ProviderSettings'], { __type: P }>;
 /** A network's settings as stored and answered: every optional choice filled in with its default. */
-export type StoredSettingsOf<P extends Provider> = Extract<components['schemas']['StoredProviderSettings'], { __type: P }>;
+export type StoredSettingsOf<P extends Provider> = Extract<
+  components['schemas']['StoredProviderSettings'],
+  { __type: P }
+>;
 
 /** What a network's creator info says an account allows right now (TikTok's creator info). */
 export type CreatorInfo = Omit<components['schemas']['TikTokCreatorInfo'], 'channelId'>;
@@ -37,7 +40,10 @@ export interface AnalyticsPage {
 
 /** Reads an account's analytics from its network: `ProviderError` when the network fails, `UnprocessableError` for the account. */
 export interface AnalyticsSource {
-  analytics(channel: Channel, request: { since: Date; limit: number; cursor: string | undefined }): Promise<AnalyticsPage>;
+  analytics(
+    channel: Channel,
+    request: { since: Date; limit: number; cursor: string | undefined },
+  ): Promise<AnalyticsPage>;
 }
 
 /** Where the parts of one post sit in the request, so each problem names its field. */

@@ -24,8 +24,13 @@ export type ProviderOverrides = { [P in Provider]?: Partial<ProviderAdapter<P>> 
 
 /** The adapters of every network, as the configuration makes them, with `overrides` in place of some of their parts. */
 export function createProviders(deps: ProviderDependencies, overrides: ProviderOverrides = {}): Providers {
-  const build = <P extends Provider>(provider: P): ProviderAdapter<P> => ({ ...NETWORKS[provider](deps), ...overrides[provider] });
-  return Object.fromEntries((Object.keys(NETWORKS) as Provider[]).map((provider) => [provider, build(provider)])) as unknown as Providers;
+  const build = <P extends Provider>(provider: P): ProviderAdapter<P> => ({
+    ...NETWORKS[provider](deps),
+    ...overrides[provider],
+  });
+  return Object.fromEntries(
+    (Object.keys(NETWORKS) as Provider[]).map((provider) => [provider, build(provider)]),
+  ) as unknown as Providers;
 }
 
 /** The networks in a stable order, for pages that list them. */

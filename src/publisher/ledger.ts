@@ -28,7 +28,20 @@ export interface LoadedPost {
 /** The posts of `postIds` that exist, each with its channel and the version of its row. */
 export async function loadPosts(db: Db, postIds: readonly string[]): Promise<LoadedPost[]> {
   if (postIds.length === 0) return [];
-  const { rows } = await sql<PostRow & { version: string; channel_name: string; channel_username: string | null; channel_picture: string | null; channel_status: ChannelState; channel_created_at: Date; channel_external_id: string | null; channel_credentials: string | null; channel_connected_at: Date | null; channel_refreshing_until: Date | null }>`
+  const { rows } = await sql<
+    PostRow & {
+      version: string;
+      channel_name: string;
+      channel_username: string | null;
+      channel_picture: string | null;
+      channel_status: ChannelState;
+      channel_created_at: Date;
+      channel_external_id: string | null;
+      channel_credentials: string | null;
+      channel_connected_at: Date | null;
+      channel_refreshing_until: Date | null;
+    }
+  >`
     select posts.*, posts.xmin::text as version, channels.provider, channels.name as channel_name,
       channels.username as channel_username, channels.picture as channel_picture,
       channels.status as channel_status, channels.created_at as channel_created_at,
@@ -36,24 +49,38 @@ export async function loadPosts(db: Db, postIds: readonly string[]): Promise<Loa
       channels.refreshing_until as channel_refreshing_until
     from posts join channels on channels.id = posts.channel_id
     where posts.id in (${sql.join(postIds)})`.execute(db);
-  return rows.map(({ version, channel_name, channel_username, channel_picture, channel_status, channel_created_at, channel_external_id, channel_credentials, channel_connected_at, channel_refreshing_until, ...post }) => ({
-    post,
-    channel: {
-      id: post.channel_id,
-      organization_id: post.organization_id,
-      provider: post.provider,
-      name: channel_name,
-      username: channel_username,
-      picture: channel_picture,
-      status: channel_status,
-      created_at: channel_created_at,
-      external_id: channel_external_id,
-      credentials: channel_credentials,
-      connected_at: channel_connected_at,
-      refreshing_until: channel_refreshing_until,
-    },
-    version,
-  }));
+  return rows.map(
+    ({
+      version,
+      channel_name,
+      channel_username,
+      channel_picture,
+      channel_status,
+      channel_created_at,
+      channel_external_id,
+      channel_credentials,
+      channel_connected_at,
+      channel_refreshing_until,
+      ...post
+    }) => ({
+      post,
+      channel: {
+        id: post.channel_id,
+        organization_id: post.organization_id,
+        provider: post.provider,
+        name: channel_name,
+        username: channel_username,
+        picture: channel_picture,
+        status: channel_status,
+        created_at: channel_created_at,
+        external_id: channel_external_id,
+        credentials: channel_credentials,
+        connected_at: channel_connected_at,
+        refreshing_until: channel_refreshing_until,
+      },
+      version,
+    }),
+  );
 }
 
 /** The event a change of a post is written with. */
@@ -182,11 +209,17 @@ export async function settleHeldPost(
       updated_at = ${at}
     where posts.id = ${held.id} and posts.lease_owner = ${worker}
     returning posts.id`;
-  return (await changeWithEvent(db, settle, postEventValues(settled, event.type, at, event.details))) ? settled : undefined;
+  return (await changeWithEvent(db, settle, postEventValues(settled, event.type, at, event.details)))
+    ? settled
+    : undefined;
 }
 
 /** Runs an `update posts … returning posts.id` and, if it changed the post, writes the event with it. */
-async function changeWithEvent(db: Db, update: RawBuilder<unknown>, event: PostEventValues | undefined): Promise<boolean> {
+async function changeWithEvent(
+  db: Db,
+  update: RawBuilder<unknown>,
+  event: PostEventValues | undefined,
+): Promise<boolean> {
   const writeEvent = event
     ? sql`, event as (
         insert into post_events (organization_id, post_id, type, at, details, post)
@@ -221,14 +254,24 @@ export async function loadProgress(db: Db, postId: string, attempt: number): Pro
     .where('attempt', '=', attempt)
     .executeTakeFirst();
   if (!row) return undefined;
-  return { step: row.step, reference: row.reference, irreversible: row.irreversible_at !== null, retries: row.retries, createdAt: row.created_at };
+  return {
+    step: row.step,
+    reference: row.reference,
+    irreversible: row.irreversible_at !== null,
+    retries: row.retries,
+    createdAt: row.created_at,
+  };
 }
 
 /**
  * Records where the attempt stands, before the worker moves on. Recording a step marked irreversible
  * stamps the attempt as having (possibly) crossed its point of no return.
  */
-export async function saveProgress(db: Db, post: { id: string; publish_attempt: number; provider: string }, progress: Progress): Promise<void> {
+export async function saveProgress(
+  db: Db,
+  post: { id: string; publish_attempt: number; provider: string },
+  progress: Progress,
+): Promise<void> {
   const reference = JSON.stringify(progress.reference);
   await db
     .insertInto('post_publications')
@@ -305,7 +348,12 @@ export interface OverduePost {
  * due, or held by a lease that ran out) for longer than `graceSeconds`, with no job of the queue
  * `queue` created, retrying or active for them in pg-boss's table.
  */
-export async function postsWithoutLiveJob(db: Db, queue: string, graceSeconds: number, limit: number): Promise<OverduePost[]> {
+export async function postsWithoutLiveJob(
+  db: Db,
+  queue: string,
+  graceSeconds: number,
+  limit: number,
+): Promise<OverduePost[]> {
   const grace = sql`${graceSeconds} * interval '1 second'`;
   const { rows } = await sql<OverduePost>`
     select posts.id, posts.channel_id, channels.provider

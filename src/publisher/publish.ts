@@ -29,12 +29,26 @@ export type RunResult =
   /** The network is still processing it: asked again after a wait (not counted as a failure). */
   | { status: 'pending'; checkAgainInSeconds: number };
 
-const failure = (code: string, message: string, logId?: string): Outcome => ({ status: 'failed', code, message, ...(logId ? { logId } : {}) });
+const failure = (code: string, message: string, logId?: string): Outcome => ({
+  status: 'failed',
+  code,
+  message,
+  ...(logId ? { logId } : {}),
+});
 
 /** The media of a post as an adapter reads them, with signed URLs valid for `urlSeconds`. */
-export async function publishableMedia(ctx: MediaContext, post: ClaimedPost, urlSeconds: number): Promise<PublishableMedia[] | undefined> {
+export async function publishableMedia(
+  ctx: MediaContext,
+  post: ClaimedPost,
+  urlSeconds: number,
+): Promise<PublishableMedia[] | undefined> {
   if (post.media_ids.length === 0) return [];
-  const rows = await ctx.db.selectFrom('media').selectAll().where('organization_id', '=', post.organization_id).where('id', 'in', post.media_ids).execute();
+  const rows = await ctx.db
+    .selectFrom('media')
+    .selectAll()
+    .where('organization_id', '=', post.organization_id)
+    .where('id', 'in', post.media_ids)
+    .execute();
   const byId = new Map(rows.map((row) => [row.id, row]));
   const expiresAt = new Date(Math.floor(Date.now() / 1000) * 1000 + urlSeconds * 1000);
   const media: PublishableMedia[] = [];
@@ -62,9 +76,15 @@ export async function publishableMedia(ctx: MediaContext, post: ClaimedPost, url
  * call got no answer) is never simply run again: the network is asked first what became of it, and
  * only a network that knows nothing of it lets the step run again.
  */
-export async function runAttempt(db: Db, adapter: PublishingAdapter, post: ClaimedPost, input: PublicationInput): Promise<RunResult> {
+export async function runAttempt(
+  db: Db,
+  adapter: PublishingAdapter,
+  post: ClaimedPost,
+  input: PublicationInput,
+): Promise<RunResult> {
   // A new attempt has recorded nothing yet; one taken over may have.
-  const recorded: RecordedProgress | undefined = post.previous_status === 'scheduled' ? undefined : await loadProgress(db, post.id, post.publish_attempt);
+  const recorded: RecordedProgress | undefined =
+    post.previous_status === 'scheduled' ? undefined : await loadProgress(db, post.id, post.publish_attempt);
   let progress: Progress = recorded ?? adapter.start(input);
   if (!recorded) await saveProgress(db, post, progress);
 
@@ -87,7 +107,11 @@ export async function runAttempt(db: Db, adapter: PublishingAdapter, post: Claim
       result = await adapter.run(input, progress);
     } catch (error) {
       if (error instanceof ReconnectNeededError) {
-        return failure('channel_needs_reconnect', `The network refused the channel's credentials (${error.message}). Reconnect the channel, then schedule the post again.`, error.logId);
+        return failure(
+          'channel_needs_reconnect',
+          `The network refused the channel's credentials (${error.message}). Reconnect the channel, then schedule the post again.`,
+          error.logId,
+        );
       }
       if (error instanceof PermanentPublishError) return failure(error.code, error.message, error.logId);
       // A refusal the network answered leaves nothing behind; silence after an irreversible step might.
@@ -102,30 +126,57 @@ export async function runAttempt(db: Db, adapter: PublishingAdapter, post: Claim
 
 /** The post was sent, and nobody can tell whether it was published: never sent again on our own. */
 export function outcomeUnknown(why: string, logId?: string): Outcome {
-  return failure('outcome_unknown', `The post was sent to the network, which cannot tell whether it was published (${why}). Check the channel before scheduling it again.`, logId);
+  return failure(
+    'outcome_unknown',
+    `The post was sent to the network, which cannot tell whether it was published (${why}). Check the channel before scheduling it again.`,
+    logId,
+  );
 }
 
 function retryOf(error: unknown, maybeDelivered: boolean): RunResult {
   if (error instanceof Error && error.name === 'AbortError') throw error;
-  const reason = error instanceof TransientPublishError ? error.message : `the publication failed unexpectedly (${(error as Error).message})`;
+  const reason =
+    error instanceof TransientPublishError
+      ? error.message
+      : `the publication failed unexpectedly (${(error as Error).message})`;
   return {
     status: 'retry',
-    reason: maybeDelivered ? `${reason}; the network is asked what became of the post before anything is sent again` : reason,
+    reason: maybeDelivered
+      ? `${reason}; the network is asked what became of the post before anything is sent again`
+      : reason,
     maybeDelivered,
-    ...(error instanceof TransientPublishError && error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}),
+    ...(error instanceof TransientPublishError && error.retryAfterSeconds !== undefined
+      ? { retryAfterSeconds: error.retryAfterSeconds }
+      : {}),
     ...(error instanceof PublishError && error.logId ? { logId: error.logId } : {}),
   };
 }
 
 /** Why a post cannot be published at all, before anything is sent. */
-export function precondition(adapter: PublishingAdapter | undefined, channel: Channel | undefined, media: PublishableMedia[] | undefined): Outcome | undefined {
+export function precondition(
+  adapter: PublishingAdapter | undefined,
+  channel: Channel | undefined,
+  media: PublishableMedia[] | undefined,
+): Outcome | undefined {
   if (!channel) return failure('channel_disabled', 'The channel of the post no longer exists.');
   if (channel.status === 'needs_reconnect') {
-    return failure('channel_needs_reconnect', `The channel ${channel.name} needs to be connected again (the network refused its credentials). Reconnect it, then schedule the post again.`);
+    return failure(
+      'channel_needs_reconnect',
+      `The channel ${channel.name} needs to be connected again (the network refused its credentials). Reconnect it, then schedule the post again.`,
+    );
   }
-  if (channel.status === 'removed') return failure('channel_disabled', `The channel ${channel.name} was removed after the post was scheduled.`);
-  if (channel.status === 'disabled') return failure('channel_disabled', `The channel ${channel.name} was disabled after the post was scheduled; enable it, then schedule the post again.`);
-  if (!adapter) return failure('provider_not_configured', `This server has no ${channel.provider} app configured, so it cannot publish to ${channel.provider}; ask its operator.`);
+  if (channel.status === 'removed')
+    return failure('channel_disabled', `The channel ${channel.name} was removed after the post was scheduled.`);
+  if (channel.status === 'disabled')
+    return failure(
+      'channel_disabled',
+      `The channel ${channel.name} was disabled after the post was scheduled; enable it, then schedule the post again.`,
+    );
+  if (!adapter)
+    return failure(
+      'provider_not_configured',
+      `This server has no ${channel.provider} app configured, so it cannot publish to ${channel.provider}; ask its operator.`,
+    );
   if (!media) return failure('media_missing', 'A media file of the post is gone; edit the post and schedule it again.');
   return undefined;
 }

@@ -15,12 +15,23 @@ const WINDOW_MS = 65_000;
  * the same rows, under the channel's row lock, so that together they never exceed the limit, even
  * across the turn of a minute. When none is left, the answer is when the oldest frees up.
  */
-export async function takeStart(db: Db, channelId: string, max: number, now: Date): Promise<{ allowed: true } | { allowed: false; retryAt: Date }> {
+export async function takeStart(
+  db: Db,
+  channelId: string,
+  max: number,
+  now: Date,
+): Promise<{ allowed: true } | { allowed: false; retryAt: Date }> {
   return db.transaction().execute(async (trx) => {
     await sql`select id from channels where id = ${channelId} for update`.execute(trx);
     const since = new Date(now.getTime() - WINDOW_MS);
     await trx.deleteFrom('publication_starts').where('channel_id', '=', channelId).where('at', '<=', since).execute();
-    const recent = await trx.selectFrom('publication_starts').select('at').where('channel_id', '=', channelId).orderBy('at', 'desc').limit(max).execute();
+    const recent = await trx
+      .selectFrom('publication_starts')
+      .select('at')
+      .where('channel_id', '=', channelId)
+      .orderBy('at', 'desc')
+      .limit(max)
+      .execute();
     if (recent.length >= max) return { allowed: false, retryAt: new Date(recent[max - 1]!.at.getTime() + WINDOW_MS) };
     await trx.insertInto('publication_starts').values({ channel_id: channelId, at: now }).execute();
     return { allowed: true };

@@ -59,7 +59,10 @@ const HEARTBEAT_SECONDS = 10;
  * stops, so its post is looked at again soon.
  */
 export const PUBLISHER_QUEUES = [
-  { name: PUBLISH, options: { retryLimit: 5, retryDelay: 5, heartbeatSeconds: HEARTBEAT_SECONDS, expireInSeconds: 6 * 3600 } },
+  {
+    name: PUBLISH,
+    options: { retryLimit: 5, retryDelay: 5, heartbeatSeconds: HEARTBEAT_SECONDS, expireInSeconds: 6 * 3600 },
+  },
   { name: RECONCILE, options: { retryLimit: 0 } },
 ] as const;
 /** Passing failures an attempt survives before it fails with `provider_unavailable`. */
@@ -95,7 +98,9 @@ export class Publisher {
 
   async start(): Promise<void> {
     const tiers = Object.fromEntries(
-      allNetworks(this.ctx.providers).flatMap((network) => (network.publishing ? [[network.provider, network.publishing.limits.concurrencyPerChannel]] : [])),
+      allNetworks(this.ctx.providers).flatMap((network) =>
+        network.publishing ? [[network.provider, network.publishing.limits.concurrencyPerChannel]] : [],
+      ),
     );
     this.consumer = this.ctx.queue.consume(
       PUBLISH,
@@ -125,7 +130,9 @@ export class Publisher {
     while (this.running.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     for (const [postId, controller] of this.running) {
       controller.abort();
-      await this.letGo(postId).catch((error: unknown) => this.ctx.logger.error({ err: error, postId }, 'could not let go of a post'));
+      await this.letGo(postId).catch((error: unknown) =>
+        this.ctx.logger.error({ err: error, postId }, 'could not let go of a post'),
+      );
     }
     await consumerStopped;
   }
@@ -139,9 +146,12 @@ export class Publisher {
     if (this.stopping) return;
     const ids = [...new Set(postIds)].filter((id) => !this.running.has(id) && !this.prepared.has(id));
     const batch = new Map<string, Prepared>();
-    for (const loaded of await loadPosts(this.ctx.db, ids)) batch.set(loaded.post.id, { loaded, allowed: await this.mayStart(loaded) });
+    for (const loaded of await loadPosts(this.ctx.db, ids))
+      batch.set(loaded.post.id, { loaded, allowed: await this.mayStart(loaded) });
     const allowed = [...batch.values()].filter((entry) => entry.allowed).map((entry) => entry.loaded);
-    const claimed = await claimPosts(this.ctx.db, allowed, this.id, this.settings.leaseMs, this.ctx.clock(), (post) => this.claimEvent(post));
+    const claimed = await claimPosts(this.ctx.db, allowed, this.id, this.settings.leaseMs, this.ctx.clock(), (post) =>
+      this.claimEvent(post),
+    );
     for (const [id, entry] of batch) this.prepared.set(id, { ...entry, claimed: claimed.get(id) });
   }
 
@@ -165,14 +175,23 @@ export class Publisher {
         post = prepared.claimed;
       } else {
         if (!(await this.mayStart(loaded))) return;
-        post = (await claimPosts(this.ctx.db, [loaded], this.id, this.settings.leaseMs, this.ctx.clock(), (claimed) => this.claimEvent(claimed))).get(postId);
+        post = (
+          await claimPosts(this.ctx.db, [loaded], this.id, this.settings.leaseMs, this.ctx.clock(), (claimed) =>
+            this.claimEvent(claimed),
+          )
+        ).get(postId);
       }
       if (!post) return await this.followHeldPost(loaded);
       if (controller.signal.aborted) return await this.letGo(postId);
 
-      renewal = setInterval(() => {
-        renewLease(this.ctx.db, postId, this.id, this.settings.leaseMs).catch((error: unknown) => this.ctx.logger.warn({ err: error, postId }, 'could not renew a lease'));
-      }, Math.floor(this.settings.leaseMs / 3));
+      renewal = setInterval(
+        () => {
+          renewLease(this.ctx.db, postId, this.id, this.settings.leaseMs).catch((error: unknown) =>
+            this.ctx.logger.warn({ err: error, postId }, 'could not renew a lease'),
+          );
+        },
+        Math.floor(this.settings.leaseMs / 3),
+      );
       try {
         const result = await this.attempt(post, loaded.channel, controller.signal);
         if (!controller.signal.aborted) await this.settle(post, result);
@@ -181,7 +200,9 @@ export class Publisher {
         this.ctx.logger.error({ err: error, postId }, 'publishing failed unexpectedly');
         const progress = await loadProgress(this.ctx.db, post.id, post.publish_attempt).catch(() => undefined);
         const reason = 'the publisher met an unexpected error';
-        await this.settle(post, { status: 'retry', reason, maybeDelivered: progress?.irreversible ?? true }).catch(() => undefined);
+        await this.settle(post, { status: 'retry', reason, maybeDelivered: progress?.irreversible ?? true }).catch(
+          () => undefined,
+        );
       }
     } finally {
       clearInterval(renewal);
@@ -224,7 +245,12 @@ export class Publisher {
     if (result.status === 'published') {
       const { releaseId, releaseUrl, note } = result;
       const details = { attempt, releaseId, releaseUrl, ...(note ? { note } : {}) };
-      const outcome = { status: 'published', published_at: now, release_id: releaseId, release_url: releaseUrl } as const;
+      const outcome = {
+        status: 'published',
+        published_at: now,
+        release_id: releaseId,
+        release_url: releaseUrl,
+      } as const;
       await settleHeldPost(this.ctx.db, post, this.id, now, outcome, { type: 'published', details });
       return;
     }
@@ -232,15 +258,29 @@ export class Publisher {
     if (result.status === 'retry' && (progress?.retries ?? 0) >= RETRY_FACTORS.length) {
       result = result.maybeDelivered
         ? outcomeUnknown(`the network kept failing: ${result.reason}`, result.logId)
-        : { status: 'failed', code: 'provider_unavailable', message: `The network kept failing (${result.reason}); schedule the post again later.`, ...(result.logId ? { logId: result.logId } : {}) };
+        : {
+            status: 'failed',
+            code: 'provider_unavailable',
+            message: `The network kept failing (${result.reason}); schedule the post again later.`,
+            ...(result.logId ? { logId: result.logId } : {}),
+          };
     }
     if (result.status === 'pending' && progress && now.getTime() - progress.createdAt.getTime() > PENDING_LIMIT_MS) {
-      result = { status: 'failed', code: 'outcome_unknown', message: 'The network was still processing the post a day after it was sent. Check the channel before scheduling it again.' };
+      result = {
+        status: 'failed',
+        code: 'outcome_unknown',
+        message:
+          'The network was still processing the post a day after it was sent. Check the channel before scheduling it again.',
+      };
     }
     if (result.status === 'failed') {
       // Its other posts would meet the same refusal: the channel waits for a user to connect it again.
       if (result.code === 'channel_needs_reconnect') await markNeedsReconnect(this.ctx.db, post.channel_id);
-      const details = { attempt, error: { code: result.code, message: result.message }, ...(result.logId ? { logId: result.logId } : {}) };
+      const details = {
+        attempt,
+        error: { code: result.code, message: result.message },
+        ...(result.logId ? { logId: result.logId } : {}),
+      };
       const outcome = { status: 'failed', error_code: result.code, error_message: result.message } as const;
       await settleHeldPost(this.ctx.db, post, this.id, now, outcome, { type: 'failed', details });
       return;
@@ -261,14 +301,25 @@ export class Publisher {
               nextAttemptAt: next.toISOString(),
               ...(result.logId ? { logId: result.logId } : {}),
             });
-            await this.ctx.queue.plan(trx, PUBLISH, { postId: post.id }, { startAfter: next, group: { id: post.channel_id, tier: post.provider } });
+            await this.ctx.queue.plan(
+              trx,
+              PUBLISH,
+              { postId: post.id },
+              { startAfter: next, group: { id: post.channel_id, tier: post.provider } },
+            );
           }
           return;
         }
         case 'pending': {
           const next = new Date(now.getTime() + result.checkAgainInSeconds * 1000);
           settled = await updateHeldPost(trx, post.id, this.id, { next_attempt_at: next });
-          if (settled) await this.ctx.queue.plan(trx, PUBLISH, { postId: post.id }, { startAfter: next, group: { id: post.channel_id, tier: post.provider } });
+          if (settled)
+            await this.ctx.queue.plan(
+              trx,
+              PUBLISH,
+              { postId: post.id },
+              { startAfter: next, group: { id: post.channel_id, tier: post.provider } },
+            );
           return;
         }
       }
@@ -283,13 +334,23 @@ export class Publisher {
    */
   private async letGo(postId: string): Promise<void> {
     await this.ctx.db.transaction().execute(async (trx) => {
-      const post = await trx.selectFrom('posts').select(['publish_attempt']).where('id', '=', postId).where('lease_owner', '=', this.id).executeTakeFirst();
+      const post = await trx
+        .selectFrom('posts')
+        .select(['publish_attempt'])
+        .where('id', '=', postId)
+        .where('lease_owner', '=', this.id)
+        .executeTakeFirst();
       if (!post) return;
       const progress = await loadProgress(trx, postId, post.publish_attempt);
       const crossed = progress?.irreversible === true;
       const now = this.ctx.clock();
       const askAt = new Date(now.getTime() + this.settings.retryBaseMs);
-      const released = await updateHeldPost(trx, postId, this.id, crossed ? { next_attempt_at: askAt } : { status: 'scheduled' });
+      const released = await updateHeldPost(
+        trx,
+        postId,
+        this.id,
+        crossed ? { next_attempt_at: askAt } : { status: 'scheduled' },
+      );
       if (!released) return;
       const reason = 'the worker publishing it stopped; another one takes it over';
       await recordPostEvent(
@@ -297,9 +358,20 @@ export class Publisher {
         released,
         crossed ? 'retrying' : 'scheduled',
         now,
-        crossed ? { attempt: post.publish_attempt, reason: `${reason} and asks the network what became of it`, nextAttemptAt: askAt.toISOString() } : { reason },
+        crossed
+          ? {
+              attempt: post.publish_attempt,
+              reason: `${reason} and asks the network what became of it`,
+              nextAttemptAt: askAt.toISOString(),
+            }
+          : { reason },
       );
-      await this.ctx.queue.plan(trx, PUBLISH, { postId }, { ...(crossed ? { startAfter: askAt } : {}), group: { id: released.channel_id, tier: released.provider } });
+      await this.ctx.queue.plan(
+        trx,
+        PUBLISH,
+        { postId },
+        { ...(crossed ? { startAfter: askAt } : {}), group: { id: released.channel_id, tier: released.provider } },
+      );
     });
   }
 
@@ -321,7 +393,12 @@ export class Publisher {
       .where('posts.id', '=', postId)
       .executeTakeFirst();
     if (!post) return;
-    await this.ctx.queue.plan(this.ctx.db, PUBLISH, { postId }, { ...(startAfter ? { startAfter } : {}), group: { id: post.channel_id, tier: post.provider } });
+    await this.ctx.queue.plan(
+      this.ctx.db,
+      PUBLISH,
+      { postId },
+      { ...(startAfter ? { startAfter } : {}), group: { id: post.channel_id, tier: post.provider } },
+    );
   }
 
   /**
@@ -337,8 +414,10 @@ export class Publisher {
       // Held by a worker that is running it: that run counted when it began.
       const held = heldUntil(post);
       if (held && held > this.ctx.clock()) return true;
-      const progress = post.status === 'publishing' ? await loadProgress(this.ctx.db, post.id, post.publish_attempt) : undefined;
-      const atFirstStep = progress !== undefined && !progress.irreversible && Object.keys(progress.reference).length === 0;
+      const progress =
+        post.status === 'publishing' ? await loadProgress(this.ctx.db, post.id, post.publish_attempt) : undefined;
+      const atFirstStep =
+        progress !== undefined && !progress.irreversible && Object.keys(progress.reference).length === 0;
       if (!atFirstStep) return true;
     }
     const start = await takeStart(this.ctx.db, post.channel_id, limit, this.ctx.clock());
@@ -354,7 +433,12 @@ export class Publisher {
     this.ctx.logger.info({ posts: overdue.length }, 'planning publications that had no job');
     await this.ctx.db.transaction().execute(async (trx) => {
       for (const post of overdue) {
-        await this.ctx.queue.plan(trx, PUBLISH, { postId: post.id }, { group: { id: post.channel_id, tier: post.provider } });
+        await this.ctx.queue.plan(
+          trx,
+          PUBLISH,
+          { postId: post.id },
+          { group: { id: post.channel_id, tier: post.provider } },
+        );
       }
     });
   }

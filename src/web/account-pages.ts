@@ -1,5 +1,10 @@
 import express, { type Router } from 'express';
-import { createOrganizationWithOwner, findUserByEmail, listUserOrganizations, normalizeEmail } from '../accounts/organizations.js';
+import {
+  createOrganizationWithOwner,
+  findUserByEmail,
+  listUserOrganizations,
+  normalizeEmail,
+} from '../accounts/organizations.js';
 import { hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from '../accounts/passwords.js';
 import { createSession, deleteSession, SESSION_LIFETIME_MS, setSessionOrganization } from '../accounts/sessions.js';
 import { clientAddress } from '../http/client-address.js';
@@ -29,7 +34,9 @@ const SIGNUP_LABELS: Record<string, string> = {
 };
 
 function withLabels(errors: Record<string, string>, labels: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(errors).map(([field, message]) => [field, labels[field] ? `${labels[field]} ${message}` : message]));
+  return Object.fromEntries(
+    Object.entries(errors).map(([field, message]) => [field, labels[field] ? `${labels[field]} ${message}` : message]),
+  );
 }
 
 // Password guessing: this many failed log-ins per email address per window, then a pause.
@@ -44,14 +51,30 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
   const loginFailures = new RateLimiter(ctx.db, '/web/templates/login', LOGIN_FAILURES, ctx.clock);
   // Per address as well as per email: one address trying a few passwords on many emails (password
   // spraying) stays under every email's limit.
-  const addressLoginFailures = new RateLimiter(ctx.db, 'login-address', { max: loginFailuresPerAddress, windowSeconds }, ctx.clock);
+  const addressLoginFailures = new RateLimiter(
+    ctx.db,
+    'login-address',
+    { max: loginFailuresPerAddress, windowSeconds },
+    ctx.clock,
+  );
   // Every sign-up hashes a password with scrypt (32 MiB, tens of milliseconds) and creates rows.
-  const addressSignups = new RateLimiter(ctx.db, 'signup-address', { max: signupsPerAddress, windowSeconds }, ctx.clock);
+  const addressSignups = new RateLimiter(
+    ctx.db,
+    'signup-address',
+    { max: signupsPerAddress, windowSeconds },
+    ctx.clock,
+  );
   // Checked against when the email is unknown, so a failed log-in takes as long either way.
   let decoy: Promise<string> | undefined;
   const decoyHash = () => (decoy ??= hashPassword('not anybody’s password'));
 
-  const showLogin = async (req: express.Request, res: express.Response, next: string, status = 200, extra: object = {}) => {
+  const showLogin = async (
+    req: express.Request,
+    res: express.Response,
+    next: string,
+    status = 200,
+    extra: object = {},
+  ) => {
     renderPage(
       res,
       '/web/templates/login',
@@ -60,14 +83,22 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
         csrfToken: await anonymousFormToken(req, res, cookies, csrf),
         next,
         values: {},
-        reason: next.startsWith('/oauth/authorize') ? 'An app is asking for access to your account: log in to review the request.' : undefined,
+        reason: next.startsWith('/oauth/authorize')
+          ? 'An app is asking for access to your account: log in to review the request.'
+          : undefined,
         ...extra,
       },
       status,
     );
   };
 
-  const showSignup = async (req: express.Request, res: express.Response, next: string, status = 200, extra: object = {}) => {
+  const showSignup = async (
+    req: express.Request,
+    res: express.Response,
+    next: string,
+    status = 200,
+    extra: object = {},
+  ) => {
     renderPage(
       res,
       '/web/templates/signup',
@@ -77,7 +108,9 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
         next,
         values: {},
         minPasswordLength: MIN_PASSWORD_LENGTH,
-        reason: next.startsWith('/oauth/authorize') ? 'An app is asking for access to your account: create one to review the request.' : undefined,
+        reason: next.startsWith('/oauth/authorize')
+          ? 'An app is asking for access to your account: create one to review the request.'
+          : undefined,
         ...extra,
       },
       status,
@@ -111,7 +144,9 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
       res.setHeader('Retry-After', String(waitFor));
       const extra = !forEmail.allowed
         ? { errors: { email: `Too many failed attempts for this email; try again in ${minutes(forEmail)} minutes.` } }
-        : { throttled: `Too many failed log-ins from your network address; try again in ${minutes(forAddress)} minutes.` };
+        : {
+            throttled: `Too many failed log-ins from your network address; try again in ${minutes(forAddress)} minutes.`,
+          };
       return showLogin(req, res, next, 429, { values, ...extra });
     }
     const user = await findUserByEmail(ctx.db, email);
@@ -135,26 +170,40 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
   router.post('/signup', async (req, res) => {
     if (!(await verifyAnonymousForm(req, cookies, csrf))) return formExpired(res);
     const next = safeNext(field(req, 'next'));
-    const values = { name: field(req, 'name'), email: field(req, 'email'), organizationName: field(req, 'organizationName') };
+    const values = {
+      name: field(req, 'name'),
+      email: field(req, 'email'),
+      organizationName: field(req, 'organizationName'),
+    };
     // Counted before trying, like log-ins; a form refused for a field that is not valid is taken back
     // (nothing was hashed, and a person correcting typos should not run out of attempts).
     const address = clientAddress(req);
     const signup = await startAttempt([{ limiter: addressSignups, key: address }]);
     if (!signup.allowed) {
       res.setHeader('Retry-After', String(signup.refusedBy.resetSeconds));
-      return showSignup(req, res, next, 429, { values, throttled: `Too many sign-ups from your network address; try again in ${minutes(signup.refusedBy)} minutes.` });
+      return showSignup(req, res, next, 429, {
+        values,
+        throttled: `Too many sign-ups from your network address; try again in ${minutes(signup.refusedBy)} minutes.`,
+      });
     }
     // An existing email counts: the answer tells whether an account exists.
     if (await findUserByEmail(ctx.db, values.email)) {
-      return showSignup(req, res, next, 409, { values, errors: { email: 'An account with this email exists already: log in instead.' } });
+      return showSignup(req, res, next, 409, {
+        values,
+        errors: { email: 'An account with this email exists already: log in instead.' },
+      });
     }
     const created = await attempt(() =>
-      createOrganizationWithOwner(ctx.db, {
-        organizationName: values.organizationName,
-        email: values.email,
-        password: field(req, 'password'),
-        userName: values.name,
-      }, { sandboxChannel: true }),
+      createOrganizationWithOwner(
+        ctx.db,
+        {
+          organizationName: values.organizationName,
+          email: values.email,
+          password: field(req, 'password'),
+          userName: values.name,
+        },
+        { sandboxChannel: true },
+      ),
     );
     if (!created.ok) {
       if (created.status === 400) await signup.takeBack();
@@ -180,7 +229,8 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
     if (!visitor) return res.redirect(303, '/login');
     if (!(await verifySessionForm(req, visitor, csrf))) return formExpired(res);
     const organization = visitor.organizations.find((o) => o.id === field(req, 'organization_id'));
-    if (!organization) return renderErrorPage(res, 404, 'No such organization', 'You do not belong to this organization.');
+    if (!organization)
+      return renderErrorPage(res, 404, 'No such organization', 'You do not belong to this organization.');
     await setSessionOrganization(ctx.db, visitor.sessionId, organization.id);
     res.redirect(303, safeNext(field(req, 'next')));
   });

@@ -2,7 +2,15 @@ import express, { type Response, type Router } from 'express';
 import { NotFoundError } from '../core/errors.js';
 import type { AppContext } from '../http/context.js';
 import { AppPictureDownloader, appPicturePath } from '../oauth/app-pictures.js';
-import { deleteApp, findApp, listApps, registerApp, rotateAppSecret, updateApp, type AppDetails } from '../oauth/apps.js';
+import {
+  deleteApp,
+  findApp,
+  listApps,
+  registerApp,
+  rotateAppSecret,
+  updateApp,
+  type AppDetails,
+} from '../oauth/apps.js';
 import type { OAuthApp } from '../oauth/tables.js';
 import { attempt, formatTime } from '../pages/forms.js';
 import { renderPage } from '../pages/render.js';
@@ -19,7 +27,12 @@ function appDetailsFromForm(req: express.Request): AppDetails {
 }
 
 function appFormValues(app: OAuthApp): AppDetails {
-  return { name: app.name, description: app.description, pictureUrl: app.picture_url ?? '', redirectUri: app.redirect_uri };
+  return {
+    name: app.name,
+    description: app.description,
+    pictureUrl: app.picture_url ?? '',
+    redirectUri: app.redirect_uri,
+  };
 }
 
 /** Settings → Developers → Apps: the OAuth apps the organization registered. */
@@ -30,7 +43,12 @@ export function appPages(ctx: AppContext): Router {
   const showApps = async (res: Response, extra: object = {}, status = 200) => {
     const { organization } = signedIn(res);
     const apps = await listApps(ctx.db, organization.id);
-    renderPage(res, '/web/templates/developers-apps', { title: 'Apps', path: '/settings/developers/apps', apps, values: {}, ...extra }, status);
+    renderPage(
+      res,
+      '/web/templates/developers-apps',
+      { title: 'Apps', path: '/settings/developers/apps', apps, values: {}, ...extra },
+      status,
+    );
   };
 
   const showApp = (res: Response, app: OAuthApp, extra: object = {}, status = 200) => {
@@ -64,7 +82,12 @@ export function appPages(ctx: AppContext): Router {
     const details = appDetailsFromForm(req);
     const registered = await attempt(() => registerApp(ctx.db, organization.id, details, pictures));
     if (!registered.ok) return showApps(res, { values: details, errors: registered.errors }, 400);
-    showApp(res, registered.value.app, { secret: registered.value.secret, secretHint: 'Your app is registered. This is its client secret.' }, 201);
+    showApp(
+      res,
+      registered.value.app,
+      { secret: registered.value.secret, secretHint: 'Your app is registered. This is its client secret.' },
+      201,
+    );
   });
 
   router.get('/settings/developers/apps/:appId', async (req, res) => {
@@ -91,7 +114,12 @@ export function appPages(ctx: AppContext): Router {
   router.post('/settings/developers/apps/:appId/delete', async (req, res) => {
     const app = await appOf(res, req.params.appId);
     if (field(req, 'confirm') !== 'yes') {
-      return showApp(res, app, { errors: { 'confirm-delete': 'Tick the box to confirm that the app should be deleted.' } }, 400);
+      return showApp(
+        res,
+        app,
+        { errors: { 'confirm-delete': 'Tick the box to confirm that the app should be deleted.' } },
+        400,
+      );
     }
     await deleteApp(ctx.db, app.organization_id, app.id);
     res.redirect(303, '/settings/developers/apps');

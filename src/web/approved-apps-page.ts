@@ -12,17 +12,26 @@ export function approvedAppsPage(ctx: AppContext): Router {
   router.get('/settings/approved-apps', async (_req, res) => {
     const { visitor } = signedIn(res);
     const approved = await listApprovedApps(ctx.db, visitor.user.id);
-    const groups: { organizationId: string; organizationName: string; apps: (ApprovedApp & { approvedText: string; lastUsedText: string })[] }[] = [];
+    const groups: {
+      organizationId: string;
+      organizationName: string;
+      apps: (ApprovedApp & { approvedText: string; lastUsedText: string })[];
+    }[] = [];
     for (const app of approved) {
       let group = groups.find((g) => g.organizationId === app.organizationId);
-      if (!group) groups.push((group = { organizationId: app.organizationId, organizationName: app.organizationName, apps: [] }));
+      if (!group)
+        groups.push((group = { organizationId: app.organizationId, organizationName: app.organizationName, apps: [] }));
       group.apps.push({
         ...app,
         approvedText: formatTime(app.approvedAt),
         lastUsedText: app.lastUsedAt ? `last used ${formatTime(app.lastUsedAt)}` : 'not used yet',
       });
     }
-    renderPage(res, '/web/templates/approved-apps', { title: 'Approved apps', path: '/settings/approved-apps', groups });
+    renderPage(res, '/web/templates/approved-apps', {
+      title: 'Approved apps',
+      path: '/settings/approved-apps',
+      groups,
+    });
   });
 
   router.post('/settings/approved-apps/:grantId/revoke', async (req, res) => {

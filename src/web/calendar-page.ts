@@ -39,13 +39,17 @@ export function calendarPages(ctx: PostsContext, cookies: BrowserCookies): Route
     const { zone } = readTimeZone(req, res, cookies);
     const at = wallClockInstant(field(req, 'date'), field(req, 'time'), zone);
     try {
-      if (!at) throw new ValidationError('Choose a day and a time to move the post to.', [{ path: 'scheduledAt', message: 'needs a day (YYYY-MM-DD) and a time (HH:MM)' }]);
+      if (!at)
+        throw new ValidationError('Choose a day and a time to move the post to.', [
+          { path: 'scheduledAt', message: 'needs a day (YYYY-MM-DD) and a time (HH:MM)' },
+        ]);
       await schedulePostAt(ctx, organization.id, postId, at);
     } catch (error) {
       if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
       const problem = `The post could not be moved: ${error.message}`;
       const url = new URL(back, 'http://page.invalid');
-      if (url.pathname === '/calendar') return showCalendar(req, res, Object.fromEntries(url.searchParams), { problem }, error.status);
+      if (url.pathname === '/calendar')
+        return showCalendar(req, res, Object.fromEntries(url.searchParams), { problem }, error.status);
       return showPost(ctx, req, res, { organizationId: organization.id, postId, zone, problem, status: error.status });
     }
     const url = new URL(back, 'http://page.invalid');
@@ -53,7 +57,13 @@ export function calendarPages(ctx: PostsContext, cookies: BrowserCookies): Route
     res.redirect(303, `${url.pathname}${url.search}`);
   });
 
-  async function showCalendar(req: Request, res: Response, query: Query, extra: { problem?: string } = {}, status = 200): Promise<void> {
+  async function showCalendar(
+    req: Request,
+    res: Response,
+    query: Query,
+    extra: { problem?: string } = {},
+    status = 200,
+  ): Promise<void> {
     const { organization } = signedIn(res);
     const timeZone = readTimeZone(req, res, cookies);
     const view = readView(query.view);
@@ -76,9 +86,14 @@ export function calendarPages(ctx: PostsContext, cookies: BrowserCookies): Route
       })),
       now,
     );
-    const link = (changes: Query) => `/calendar?${calendarQuery({ view, date: layout.anchor, channel: chosen, ...changes })}`;
-    const created = typeof query.created === 'string' && /^\d{1,3}$/.test(query.created) ? `${query.created} posts are created, one per channel.` : undefined;
-    const moved = typeof query.moved === 'string' ? await movedNotice(organization.id, query.moved, timeZone.zone) : created;
+    const link = (changes: Query) =>
+      `/calendar?${calendarQuery({ view, date: layout.anchor, channel: chosen, ...changes })}`;
+    const created =
+      typeof query.created === 'string' && /^\d{1,3}$/.test(query.created)
+        ? `${query.created} posts are created, one per channel.`
+        : undefined;
+    const moved =
+      typeof query.moved === 'string' ? await movedNotice(organization.id, query.moved, timeZone.zone) : created;
     renderPage(
       res,
       '/web/templates/calendar',
@@ -90,7 +105,12 @@ export function calendarPages(ctx: PostsContext, cookies: BrowserCookies): Route
         timeZone,
         zones: timeZoneOptions(timeZone.zone),
         layout,
-        channels: channels.map((channel) => ({ id: channel.id, name: channel.name, provider: channel.provider, checked: chosen.includes(channel.id) })),
+        channels: channels.map((channel) => ({
+          id: channel.id,
+          name: channel.name,
+          provider: channel.provider,
+          checked: chosen.includes(channel.id),
+        })),
         activeChannels: channels.filter((channel) => channel.status === 'active').length,
         chosen,
         statuses: POST_STATUSES,
@@ -130,7 +150,8 @@ function readView(value: unknown): CalendarView {
 function readChannels(value: unknown, known: Set<string>): string[] {
   if (value === undefined || value === '') return [];
   const ids = (Array.isArray(value) ? value : [value]).map(String);
-  for (const id of ids) if (!known.has(id)) throw new ValidationError(`There is no channel ${id} in this organization.`);
+  for (const id of ids)
+    if (!known.has(id)) throw new ValidationError(`There is no channel ${id} in this organization.`);
   return [...new Set(ids)];
 }
 
@@ -143,7 +164,13 @@ function calendarQuery(values: { view: CalendarView; date: string | undefined; c
 }
 
 /** Every post due in `[start, end)`, through the same listing as `GET /public/v1/posts`, page by page. */
-async function postsBetween(ctx: PostsContext, organizationId: string, start: Date, end: Date, channelIds: string[]): Promise<{ posts: PostBody[]; truncated: boolean }> {
+async function postsBetween(
+  ctx: PostsContext,
+  organizationId: string,
+  start: Date,
+  end: Date,
+  channelIds: string[],
+): Promise<{ posts: PostBody[]; truncated: boolean }> {
   const posts: PostBody[] = [];
   let cursor: string | undefined;
   while (posts.length < MAX_POSTS) {

@@ -108,10 +108,17 @@ export function layOutCalendar(view: CalendarView, anchor: DateTime, posts: Cale
     view === 'week'
       ? Array.from({ length: 24 }, (_, hour) => {
           const time = `${String(hour).padStart(2, '0')}:00`;
-          return { time, cells: days.map((day) => ({ date: day.date, entries: day.entries.filter((entry) => entry.time.slice(0, 2) === time.slice(0, 2)) })) };
+          return {
+            time,
+            cells: days.map((day) => ({
+              date: day.date,
+              entries: day.entries.filter((entry) => entry.time.slice(0, 2) === time.slice(0, 2)),
+            })),
+          };
         })
       : [];
-  const weeks = view === 'month' ? Array.from({ length: MONTH_GRID_DAYS / 7 }, (_, w) => days.slice(w * 7, w * 7 + 7)) : [];
+  const weeks =
+    view === 'month' ? Array.from({ length: MONTH_GRID_DAYS / 7 }, (_, w) => days.slice(w * 7, w * 7 + 7)) : [];
   const step = view === 'week' ? { weeks: 1 } : { months: 1 };
   return {
     view,

@@ -1,17 +1,34 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { addChannel, listChannels, setChannelEnabled } from '../channels/channels.js';
-import { addReturnOrigin, listReturnOrigins, MAX_RETURN_ORIGINS, parseReturnOrigin, removeReturnOrigin } from '../channels/return-origins.js';
+import {
+  addReturnOrigin,
+  listReturnOrigins,
+  MAX_RETURN_ORIGINS,
+  parseReturnOrigin,
+  removeReturnOrigin,
+} from '../channels/return-origins.js';
 import { DomainError } from '../core/errors.js';
 import { field } from '../pages/visitor.js';
 import { renderErrorPage, renderPage } from '../pages/render.js';
 import { visitorOf } from '../pages/visitor.js';
-import { finishConnection, startConnection, type ConnectionFailure, type ConnectionResult, type ConnectionReturn } from '../providers/account-connections.js';
+import {
+  finishConnection,
+  startConnection,
+  type ConnectionFailure,
+  type ConnectionResult,
+  type ConnectionReturn,
+} from '../providers/account-connections.js';
 import { removeChannel } from '../posts/channel-removal.js';
 import type { PostsContext } from '../posts/publication-plan.js';
 import { allNetworks, type Providers } from '../providers/providers.js';
 import { signedIn } from './signed-in.js';
 
-const STATUS_WORDS = { active: 'Active', needs_reconnect: 'Needs reconnecting', disabled: 'Disabled', removed: 'Removed' } as const;
+const STATUS_WORDS = {
+  active: 'Active',
+  needs_reconnect: 'Needs reconnecting',
+  disabled: 'Disabled',
+  removed: 'Removed',
+} as const;
 /** The networks whose accounts a user connects through the network's consent page. */
 const connectable = (providers: Providers) => allNetworks(providers).filter((network) => network.connectsAccounts);
 const MAX_NAME_LENGTH = 100;
@@ -25,7 +42,10 @@ export function channelsPage(ctx: PostsContext): Router {
 
   async function show(res: Response, notice?: string, problem?: string, status = 200): Promise<void> {
     const { organization } = signedIn(res);
-    const [channels, returnOrigins] = await Promise.all([listChannels(ctx.db, organization.id), listReturnOrigins(ctx.db, organization.id)]);
+    const [channels, returnOrigins] = await Promise.all([
+      listChannels(ctx.db, organization.id),
+      listReturnOrigins(ctx.db, organization.id),
+    ]);
     renderPage(
       res,
       '/web/templates/channels',
@@ -34,7 +54,11 @@ export function channelsPage(ctx: PostsContext): Router {
         path: '/settings/channels',
         channels: channels.map((channel) => ({ ...channel, statusText: STATUS_WORDS[channel.status] })),
         // Connecting an account needs the operator's app at that network.
-        networks: connectable(ctx.providers).map((network) => ({ provider: network.provider, name: network.name, configured: network.connection !== undefined })),
+        networks: connectable(ctx.providers).map((network) => ({
+          provider: network.provider,
+          name: network.name,
+          configured: network.connection !== undefined,
+        })),
         returnOrigins,
         notice,
         problem,
@@ -44,7 +68,9 @@ export function channelsPage(ctx: PostsContext): Router {
       // check against the page's form-action. The accounts' pictures are the networks' own (TikTok's
       // avatar URLs are signed and short-lived): only their origins are allowed as image sources.
       {
-        formOrigins: connectable(ctx.providers).flatMap((network) => (network.connection ? [network.connection.consentOrigin] : [])),
+        formOrigins: connectable(ctx.providers).flatMap((network) =>
+          network.connection ? [network.connection.consentOrigin] : [],
+        ),
         mediaOrigins: [...new Set(channels.flatMap((channel) => pictureOrigin(channel.picture)))],
       },
     );
@@ -54,7 +80,10 @@ export function channelsPage(ctx: PostsContext): Router {
     const done = typeof req.query.done === 'string' ? req.query.done : undefined;
     // Why a connection did not finish: a code, so that a link cannot put words of its own on the page.
     const network = connectable(ctx.providers).find((n) => n.provider === req.query.network);
-    const failure = typeof req.query.failed === 'string' && req.query.failed in FAILURES ? FAILURES[req.query.failed as ConnectionFailure] : undefined;
+    const failure =
+      typeof req.query.failed === 'string' && req.query.failed in FAILURES
+        ? FAILURES[req.query.failed as ConnectionFailure]
+        : undefined;
     const failed = failure && network ? `${network.name}: ${failure}` : failure;
     await show(res, done && done in NOTICES ? NOTICES[done as keyof typeof NOTICES] : undefined, failed);
   });
@@ -64,7 +93,11 @@ export function channelsPage(ctx: PostsContext): Router {
     const network = connectable(ctx.providers).find((n) => n.provider === req.params.provider);
     if (!network) return show(res, undefined, 'There is no such network.', 404);
     try {
-      const { authorizationUrl } = await startConnection(ctx, { organizationId: organization.id, provider: network.provider, sessionId: visitor.sessionId });
+      const { authorizationUrl } = await startConnection(ctx, {
+        organizationId: organization.id,
+        provider: network.provider,
+        sessionId: visitor.sessionId,
+      });
       res.redirect(303, authorizationUrl);
     } catch (error) {
       if (!(error instanceof DomainError) || error.status >= 500) throw error;
@@ -75,8 +108,15 @@ export function channelsPage(ctx: PostsContext): Router {
   router.post('/settings/channels/sandbox', async (req, res) => {
     const { organization } = signedIn(res);
     const name = field(req, 'name').trim() || 'Sandbox';
-    if (name.length > MAX_NAME_LENGTH) return show(res, undefined, `A channel name has at most ${MAX_NAME_LENGTH} characters.`, 400);
-    await addChannel(ctx.db, { organization_id: organization.id, provider: 'sandbox', name, username: null, picture: null });
+    if (name.length > MAX_NAME_LENGTH)
+      return show(res, undefined, `A channel name has at most ${MAX_NAME_LENGTH} characters.`, 400);
+    await addChannel(ctx.db, {
+      organization_id: organization.id,
+      provider: 'sandbox',
+      name,
+      username: null,
+      picture: null,
+    });
     res.redirect(303, '/settings/channels?done=added');
   });
 
@@ -85,7 +125,12 @@ export function channelsPage(ctx: PostsContext): Router {
     const parsed = parseReturnOrigin(field(req, 'origin'));
     if ('problem' in parsed) return show(res, undefined, parsed.problem, 400);
     if (!(await addReturnOrigin(ctx.db, organization.id, parsed.origin))) {
-      return show(res, undefined, `An organization lists at most ${MAX_RETURN_ORIGINS} return origins; remove one first.`, 422);
+      return show(
+        res,
+        undefined,
+        `An organization lists at most ${MAX_RETURN_ORIGINS} return origins; remove one first.`,
+        422,
+      );
     }
     res.redirect(303, '/settings/channels?done=origin_added');
   });
@@ -103,13 +148,17 @@ export function channelsPage(ctx: PostsContext): Router {
     try {
       if (action === 'remove') await removeChannel(ctx, organization.id, id);
       else if (action === 'disable' || action === 'enable') {
-        if (!(await setChannelEnabled(ctx.db, organization.id, id, action === 'enable'))) return show(res, undefined, 'There is no such channel.', 404);
+        if (!(await setChannelEnabled(ctx.db, organization.id, id, action === 'enable')))
+          return show(res, undefined, 'There is no such channel.', 404);
       } else return show(res, undefined, 'There is no such action.', 404);
     } catch (error) {
       if (!(error instanceof DomainError) || error.status >= 500) throw error;
       return show(res, undefined, error.message, error.status);
     }
-    res.redirect(303, `/settings/channels?done=${action === 'remove' ? 'removed' : action === 'enable' ? 'enabled' : 'disabled'}`);
+    res.redirect(
+      303,
+      `/settings/channels?done=${action === 'remove' ? 'removed' : action === 'enable' ? 'enabled' : 'disabled'}`,
+    );
   });
 
   return router;
@@ -130,8 +179,10 @@ export function channelCallbackPage(ctx: PostsContext): Router {
     const visitor = visitorOf(res);
     const result = await finishConnection(ctx, network.provider, answer, visitor?.sessionId);
     if (result.returnTo) return res.redirect(303, returnLocation(result.returnTo, result));
-    if (result.ok) return res.redirect(303, `/settings/channels?done=${result.reconnected ? 'reconnected' : 'connected'}`);
-    if (result.failure === 'refused') ctx.logger.info({ provider: network.provider, reason: result.reason }, 'a network refused a connection');
+    if (result.ok)
+      return res.redirect(303, `/settings/channels?done=${result.reconnected ? 'reconnected' : 'connected'}`);
+    if (result.failure === 'refused')
+      ctx.logger.info({ provider: network.provider, reason: result.reason }, 'a network refused a connection');
     if (!visitor?.organization) return renderErrorPage(res, 400, `${network.name} was not connected`, result.reason);
     res.redirect(303, `/settings/channels?failed=${result.failure}&network=${network.provider}`);
   });
@@ -164,12 +215,15 @@ function returnLocation(returnTo: ConnectionReturn, result: ConnectionResult): s
 }
 
 const FAILURES: Record<ConnectionFailure, string> = {
-  unknown: 'That answer of the network belongs to no connection in progress (it was finished already, or started elsewhere); nothing was connected.',
+  unknown:
+    'That answer of the network belongs to no connection in progress (it was finished already, or started elsewhere); nothing was connected.',
   expired: 'The connection took too long; nothing was connected. Start it again.',
   other_session: 'The connection was started in another browser session; nothing was connected. Start it again here.',
   denied: 'Access was not allowed on the network; nothing was connected.',
-  refused: 'The network refused the connection; nothing was connected. Start it again, and allow every access asked for.',
-  unreachable: 'The network could not be reached to finish the connection; nothing was connected. Try again in a moment.',
+  refused:
+    'The network refused the connection; nothing was connected. Start it again, and allow every access asked for.',
+  unreachable:
+    'The network could not be reached to finish the connection; nothing was connected. Try again in a moment.',
 };
 
 const NOTICES = {

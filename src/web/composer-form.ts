@@ -49,18 +49,28 @@ export function readComposerForm(req: Request): ComposerValues {
  * A channel's settings as the contract has them, from the form's fields; a choice the user did not
  * make is left out, so the contract's check names it. Sandbox posts carry none.
  */
-export function settingsFrom(channel: Pick<Channel, 'provider'>, fields: Record<string, string> = {}): ProviderSettings | undefined {
+export function settingsFrom(
+  channel: Pick<Channel, 'provider'>,
+  fields: Record<string, string> = {},
+): ProviderSettings | undefined {
   const ticked = (name: string) => fields[name] === 'on';
   const chosen = <T extends string>(name: string) => (fields[name] ? { [name]: fields[name] as T } : {});
   switch (channel.provider) {
     case 'youtube': {
-      const tags = (fields.tags ?? '').split(',').map((tag) => tag.trim()).filter(Boolean);
+      const tags = (fields.tags ?? '')
+        .split(',')
+        .map((tag) => tag.trim())
+        .filter(Boolean);
       return {
         __type: 'youtube',
         title: fields.title ?? '',
         ...(fields.description ? { description: fields.description.replace(/\r\n/g, '\n') } : {}),
         ...chosen('privacyStatus'),
-        ...(fields.madeForKids === 'yes' ? { madeForKids: true } : fields.madeForKids === 'no' ? { madeForKids: false } : {}),
+        ...(fields.madeForKids === 'yes'
+          ? { madeForKids: true }
+          : fields.madeForKids === 'no'
+            ? { madeForKids: false }
+            : {}),
         ...(tags.length > 0 ? { tags } : {}),
       } as ProviderSettings;
     }
@@ -90,10 +100,15 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
   }
   if (typeof settings.madeForKids === 'boolean') fields.madeForKids = settings.madeForKids ? 'yes' : 'no';
   if (Array.isArray(settings.tags)) fields.tags = settings.tags.join(', ');
-  for (const [field, setting] of [['allowComment', 'disableComment'], ['allowDuet', 'disableDuet'], ['allowStitch', 'disableStitch']] as const) {
+  for (const [field, setting] of [
+    ['allowComment', 'disableComment'],
+    ['allowDuet', 'disableDuet'],
+    ['allowStitch', 'disableStitch'],
+  ] as const) {
     if (settings[setting] === false) fields[field] = 'on';
   }
-  for (const name of ['brandContentToggle', 'brandOrganicToggle', 'isAiGenerated']) if (settings[name] === true) fields[name] = 'on';
+  for (const name of ['brandContentToggle', 'brandOrganicToggle', 'isAiGenerated'])
+    if (settings[name] === true) fields[name] = 'on';
   return fields;
 }
 
@@ -129,7 +144,12 @@ export interface FieldErrors {
  * title field of the second channel's settings, `date` the time, `posts[0].mediaIds[2]` the media.
  * In the edit form the paths have no `posts[i]`: they concern the one channel edited.
  */
-export function placeErrors(details: ErrorDetail[], postChannels: string[], channelNames: Map<string, string>, message?: string): FieldErrors {
+export function placeErrors(
+  details: ErrorDetail[],
+  postChannels: string[],
+  channelNames: Map<string, string>,
+  message?: string,
+): FieldErrors {
   const errors: FieldErrors = { fields: {}, summary: {} };
   const add = (id: string, label: string, text: string) => {
     errors.fields[id] = errors.fields[id] ? `${errors.fields[id]} ${text}` : text;
@@ -139,16 +159,23 @@ export function placeErrors(details: ErrorDetail[], postChannels: string[], chan
     const item = /^posts\[(\d+)\]\.?(.*)$/.exec(detail.path);
     const channelId = item ? postChannels[Number(item[1])] : postChannels.length === 1 ? postChannels[0] : undefined;
     const rest = item ? item[2]! : detail.path;
-    const name = channelId ? channelNames.get(channelId) ?? channelId : undefined;
+    const name = channelId ? (channelNames.get(channelId) ?? channelId) : undefined;
     const forChannel = (text: string) => (name && postChannels.length > 1 ? `${name}: ${text}` : text);
-    if (rest === '' || rest === 'channelId' || rest === 'posts' || rest === 'channelIds') add('channels', FIELD_LABELS.channels!, name ? `${name}: ${detail.message}` : detail.message);
+    if (rest === '' || rest === 'channelId' || rest === 'posts' || rest === 'channelIds')
+      add('channels', FIELD_LABELS.channels!, name ? `${name}: ${detail.message}` : detail.message);
     else if (rest.startsWith('content')) add('content', FIELD_LABELS.content!, forChannel(detail.message));
     else if (rest.startsWith('mediaIds')) add('media', FIELD_LABELS.media!, forChannel(detail.message));
     else if (rest.startsWith('settings') && channelId) {
       const setting = rest.slice('settings'.length).replace(/^\./, '').split(/[.[]/)[0] ?? '';
-      const field = { disableComment: 'allowComment', disableDuet: 'allowDuet', disableStitch: 'allowStitch' }[setting] ?? setting;
-      add(field ? `settings-${channelId}-${field}` : `settings-${channelId}`, `${name}: ${FIELD_LABELS[setting] ?? 'Settings'}`, detail.message);
-    } else if (rest === 'date' || rest === 'scheduledAt' || rest === 'status') add('date', FIELD_LABELS.date!, detail.message);
+      const field =
+        { disableComment: 'allowComment', disableDuet: 'allowDuet', disableStitch: 'allowStitch' }[setting] ?? setting;
+      add(
+        field ? `settings-${channelId}-${field}` : `settings-${channelId}`,
+        `${name}: ${FIELD_LABELS[setting] ?? 'Settings'}`,
+        detail.message,
+      );
+    } else if (rest === 'date' || rest === 'scheduledAt' || rest === 'status')
+      add('date', FIELD_LABELS.date!, detail.message);
     else add('form', FIELD_LABELS.form!, detail.message);
   }
   if (details.length === 0 && message) add('form', FIELD_LABELS.form!, message);

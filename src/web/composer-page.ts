@@ -18,7 +18,14 @@ import type { PostsContext } from '../posts/publication-plan.js';
 import { isEditable } from '../posts/transitions.js';
 import type { CreatorInfo } from '../providers/provider.js';
 import { wallClockInstant } from './calendar-view.js';
-import { placeErrors, readComposerForm, settingsFields, settingsFrom, type ComposerValues, type FieldErrors } from './composer-form.js';
+import {
+  placeErrors,
+  readComposerForm,
+  settingsFields,
+  settingsFrom,
+  type ComposerValues,
+  type FieldErrors,
+} from './composer-form.js';
 import { describeMedia, mediaOrigins } from './media-pages.js';
 import { signedIn } from './signed-in.js';
 import { readTimeZone } from './time-zone.js';
@@ -47,13 +54,24 @@ type Mode = { kind: 'create'; idempotencyKey: string } | { kind: 'edit'; post: P
  * same domain code; every refusal is shown next to the field its `details` path names. A create
  * carries an idempotency key made for each load of the page, so a double click creates one post.
  */
-export function composerPages(ctx: PostsContext & MediaContext, cookies: BrowserCookies, bodies: RequestBodies): Router {
+export function composerPages(
+  ctx: PostsContext & MediaContext,
+  cookies: BrowserCookies,
+  bodies: RequestBodies,
+): Router {
   const router = express.Router();
 
   router.get('/compose', async (req, res) => {
     const { zone } = readTimeZone(req, res, cookies);
     const start = DateTime.fromJSDate(ctx.clock(), { zone }).plus({ hours: 1 }).startOf('hour');
-    const values: ComposerValues = { channels: [], content: '', media: [], date: start.toISODate()!, time: start.toFormat('HH:mm'), settings: {} };
+    const values: ComposerValues = {
+      channels: [],
+      content: '',
+      media: [],
+      date: start.toISODate()!,
+      time: start.toFormat('HH:mm'),
+      settings: {},
+    };
     await show(req, res, { kind: 'create', idempotencyKey: randomBase62(24) }, values);
   });
 
@@ -90,7 +108,10 @@ export function composerPages(ctx: PostsContext & MediaContext, cookies: Browser
     const posts = created.body.data;
     if (posts.length === 1) return res.redirect(303, `/posts/${encodeURIComponent(posts[0]!.id)}?created=1`);
     const first = posts[0]?.scheduledAt ? DateTime.fromISO(posts[0].scheduledAt, { zone }).toISODate() : undefined;
-    res.redirect(303, `/calendar?${new URLSearchParams({ ...(first ? { date: first } : {}), created: String(posts.length) })}`);
+    res.redirect(
+      303,
+      `/calendar?${new URLSearchParams({ ...(first ? { date: first } : {}), created: String(posts.length) })}`,
+    );
   });
 
   router.get('/posts/:id/edit', async (req, res) => {
@@ -119,7 +140,11 @@ export function composerPages(ctx: PostsContext & MediaContext, cookies: Browser
     const channels = await listChannels(ctx.db, organization.id);
     const channel = channels.find((candidate) => candidate.id === post.channel_id);
     const settings = channel ? settingsFrom(channel, values.settings[post.channel_id]) : undefined;
-    const changes = { content: values.content, mediaIds: values.media, ...(settings ? { settings } : {}) } as UpdatePostRequest;
+    const changes = {
+      content: values.content,
+      mediaIds: values.media,
+      ...(settings ? { settings } : {}),
+    } as UpdatePostRequest;
     const at = wallClockInstant(values.date, values.time, zone);
     const names = new Map(channels.map((candidate) => [candidate.id, candidate.name]));
     const mode: Mode = { kind: 'edit', post };
@@ -128,20 +153,42 @@ export function composerPages(ctx: PostsContext & MediaContext, cookies: Browser
     if (details.length > 0) return show(req, res, mode, values, placeErrors(details, values.channels, names), 400);
     try {
       if (action === 'draft') {
-        await editPost(ctx, organization.id, post.id, { ...changes, ...(at ? { scheduledAt: at.toISOString() } : {}) }, { before: { status: 'draft' } });
+        await editPost(
+          ctx,
+          organization.id,
+          post.id,
+          { ...changes, ...(at ? { scheduledAt: at.toISOString() } : {}) },
+          { before: { status: 'draft' } },
+        );
       } else {
         const scheduledAt = action === 'now' ? ctx.clock() : at!;
-        await editPost(ctx, organization.id, post.id, changes, { after: { status: 'scheduled', scheduledAt, path: 'date' } });
+        await editPost(ctx, organization.id, post.id, changes, {
+          after: { status: 'scheduled', scheduledAt, path: 'date' },
+        });
       }
     } catch (error) {
       if (!shownOnForm(error)) throw error;
       const current = await getPost(ctx.db, organization.id, post.id);
-      return show(req, res, { kind: 'edit', post: current }, values, placeErrors(error.details ?? [], values.channels, names, error.message), error.status);
+      return show(
+        req,
+        res,
+        { kind: 'edit', post: current },
+        values,
+        placeErrors(error.details ?? [], values.channels, names, error.message),
+        error.status,
+      );
     }
     res.redirect(303, `/posts/${encodeURIComponent(post.id)}?saved=1`);
   });
 
-  async function show(req: Request, res: Response, mode: Mode, values: ComposerValues, errors?: FieldErrors, status = 200): Promise<void> {
+  async function show(
+    req: Request,
+    res: Response,
+    mode: Mode,
+    values: ComposerValues,
+    errors?: FieldErrors,
+    status = 200,
+  ): Promise<void> {
     const { organization } = signedIn(res);
     const timeZone = readTimeZone(req, res, cookies);
     const all = await listChannels(ctx.db, organization.id);
@@ -168,7 +215,12 @@ export function composerPages(ctx: PostsContext & MediaContext, cookies: Browser
         channels: channels.map((channel, i) => describeChannel(channel, values, tiktok[i]!)),
         networks: [...new Set(channels.map((channel) => channel.provider))].map((provider) => {
           const limit = limitOf(provider);
-          return { provider, name: ctx.providers[provider].name, limit, count: limit.unit === 'bytes' ? Buffer.byteLength(values.content, 'utf8') : values.content.length };
+          return {
+            provider,
+            name: ctx.providers[provider].name,
+            limit,
+            count: limit.unit === 'bytes' ? Buffer.byteLength(values.content, 'utf8') : values.content.length,
+          };
         }),
         media: library.data.map(describeMedia),
         missingMedia: values.media.filter((id) => !listed.has(id)),
@@ -184,14 +236,20 @@ export function composerPages(ctx: PostsContext & MediaContext, cookies: Browser
   }
 
   function limitOf(provider: Channel['provider']) {
-    return ctx.providers[provider].contentLimit ?? { max: POST_CONTENT_MAX_LENGTH, unit: 'characters', becomes: 'text' };
+    return (
+      ctx.providers[provider].contentLimit ?? { max: POST_CONTENT_MAX_LENGTH, unit: 'characters', becomes: 'text' }
+    );
   }
 
   /** A TikTok channel's creator info, read when the composer is shown (TikTok asks for it before every post); else why there is none. */
   async function tiktokCreator(channel: Channel): Promise<{ info?: CreatorInfo; problem?: string } | undefined> {
     if (channel.provider !== 'tiktok' || channel.status !== 'active') return undefined;
     const source = ctx.providers.tiktok.creatorInfo;
-    if (!source) return { problem: 'TikTok publishing is not configured on this server, so TikTok posts cannot be made; ask its operator.' };
+    if (!source)
+      return {
+        problem:
+          'TikTok publishing is not configured on this server, so TikTok posts cannot be made; ask its operator.',
+      };
     try {
       return { info: await source.creatorInfo(channel) };
     } catch (error) {
@@ -200,7 +258,11 @@ export function composerPages(ctx: PostsContext & MediaContext, cookies: Browser
     }
   }
 
-  function describeChannel(channel: Channel, values: ComposerValues, tiktok: { info?: CreatorInfo; problem?: string } | undefined) {
+  function describeChannel(
+    channel: Channel,
+    values: ComposerValues,
+    tiktok: { info?: CreatorInfo; problem?: string } | undefined,
+  ) {
     const reason =
       channel.status === 'needs_reconnect'
         ? 'Needs reconnecting in Settings → Channels.'
@@ -230,10 +292,14 @@ export function composerPages(ctx: PostsContext & MediaContext, cookies: Browser
 function readAction(req: Request): Action {
   const action = field(req, 'action') || 'schedule';
   if (action === 'schedule' || action === 'now' || action === 'draft') return action;
-  throw new ValidationError('The form asks for something the composer does not do: schedule, publish now or save a draft.');
+  throw new ValidationError(
+    'The form asks for something the composer does not do: schedule, publish now or save a draft.',
+  );
 }
 
 /** Refusals the composer shows on its form: the request's and the rules' (4xx), and a network that could not be asked (502). */
 function shownOnForm(error: unknown): error is DomainError {
-  return error instanceof DomainError && (error.status < 500 || error.code === 'provider_error') && error.status !== 404;
+  return (
+    error instanceof DomainError && (error.status < 500 || error.code === 'provider_error') && error.status !== 404
+  );
 }

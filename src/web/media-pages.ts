@@ -38,11 +38,19 @@ export function mediaPages(ctx: MediaContext, bodies: RequestBodies): Router {
 
   router.use('/media/uploads', ((error, _req, res, next) => {
     if (res.headersSent || !(error instanceof DomainError) || error.status >= 500) return next(error);
-    sendError(res, { status: error.status, code: error.code, message: error.message, details: error.details }, String(res.locals.requestId ?? ''));
+    sendError(
+      res,
+      { status: error.status, code: error.code, message: error.message, details: error.details },
+      String(res.locals.requestId ?? ''),
+    );
   }) as ErrorRequestHandler);
 
   router.get('/media', async (req, res) => {
-    await showLibrary(res, typeof req.query.cursor === 'string' ? req.query.cursor : undefined, req.query.deleted === '1' ? 'The media is deleted.' : undefined);
+    await showLibrary(
+      res,
+      typeof req.query.cursor === 'string' ? req.query.cursor : undefined,
+      req.query.deleted === '1' ? 'The media is deleted.' : undefined,
+    );
   });
 
   router.post('/media/:id/delete', async (req, res) => {
@@ -51,12 +59,24 @@ export function mediaPages(ctx: MediaContext, bodies: RequestBodies): Router {
       await removeMedia(ctx, organization.id, String(req.params.id));
     } catch (error) {
       if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
-      return showLibrary(res, undefined, undefined, { id: String(req.params.id), message: error.message, details: (error.details ?? []).map((d) => d.message) }, error.status);
+      return showLibrary(
+        res,
+        undefined,
+        undefined,
+        { id: String(req.params.id), message: error.message, details: (error.details ?? []).map((d) => d.message) },
+        error.status,
+      );
     }
     res.redirect(303, '/media?deleted=1');
   });
 
-  async function showLibrary(res: Response, cursor: string | undefined, notice?: string, refused?: { id: string; message: string; details: string[] }, status = 200): Promise<void> {
+  async function showLibrary(
+    res: Response,
+    cursor: string | undefined,
+    notice?: string,
+    refused?: { id: string; message: string; details: string[] },
+    status = 200,
+  ): Promise<void> {
     const { organization } = signedIn(res);
     const page = await mediaPage(ctx, organization.id, { limit: LIBRARY_PAGE_SIZE, cursor });
     const origins = await mediaOrigins(ctx, page.data);
@@ -84,7 +104,11 @@ export function mediaPages(ctx: MediaContext, bodies: RequestBodies): Router {
 
 /** Media as the pages show it: its size in words, and whether the page can show it as an image or a video. */
 export function describeMedia(media: MediaBody) {
-  return { ...media, sizeText: sizeInWords(media.size), durationText: media.durationSec === null ? undefined : `${Math.round(media.durationSec)} s` };
+  return {
+    ...media,
+    sizeText: sizeInWords(media.size),
+    durationText: media.durationSec === null ? undefined : `${Math.round(media.durationSec)} s`,
+  };
 }
 
 export function sizeInWords(bytes: number): string {
@@ -99,6 +123,9 @@ export function sizeInWords(bytes: number): string {
  * this site with local storage, the bucket's origin with S3. A signed URL says it exactly.
  */
 export async function mediaOrigins(ctx: MediaContext, shown: MediaBody[]): Promise<string[]> {
-  const probe = await ctx.storage.signedGetUrl('media/origin', { contentType: 'image/png', expiresAt: new Date(ctx.clock().getTime() + 60_000) });
+  const probe = await ctx.storage.signedGetUrl('media/origin', {
+    contentType: 'image/png',
+    expiresAt: new Date(ctx.clock().getTime() + 60_000),
+  });
   return [...new Set([probe, ...shown.map((media) => media.url)].map((url) => new URL(url).origin))];
 }

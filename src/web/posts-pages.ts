@@ -51,15 +51,23 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
       ...(filter.to ? { to: `${filter.to}T23:59:59.999Z` } : {}),
       ...(filter.cursor ? { cursor: filter.cursor } : {}),
     };
-    const [page, channels] = await Promise.all([listPostPage(ctx, organization.id, query), listChannels(ctx.db, organization.id)]);
+    const [page, channels] = await Promise.all([
+      listPostPage(ctx, organization.id, query),
+      listChannels(ctx.db, organization.id),
+    ]);
     const channelNames = new Map(channels.map((channel) => [channel.id, channel.name]));
-    const next = page.nextCursor ? new URLSearchParams({ ...withoutCursor(filter), cursor: page.nextCursor }).toString() : undefined;
+    const next = page.nextCursor
+      ? new URLSearchParams({ ...withoutCursor(filter), cursor: page.nextCursor }).toString()
+      : undefined;
     renderPage(res, '/web/templates/posts', {
       title: 'Posts',
       path: '/posts',
       filter,
       statuses: POST_STATUSES,
-      posts: page.data.map((post) => ({ ...describe(post), channelName: channelNames.get(post.channelId) ?? post.channelId })),
+      posts: page.data.map((post) => ({
+        ...describe(post),
+        channelName: channelNames.get(post.channelId) ?? post.channelId,
+      })),
       next,
     });
   });
@@ -68,7 +76,15 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
     const { organization } = signedIn(res);
     const { zone } = readTimeZone(req, res, cookies);
     const notice =
-      req.query.scheduled === '1' ? 'The post is scheduled again.' : req.query.created ? 'The post is created.' : req.query.saved ? 'The post is saved.' : req.query.moved ? 'The post has its new time.' : undefined;
+      req.query.scheduled === '1'
+        ? 'The post is scheduled again.'
+        : req.query.created
+          ? 'The post is created.'
+          : req.query.saved
+            ? 'The post is saved.'
+            : req.query.moved
+              ? 'The post has its new time.'
+              : undefined;
     await showPost(ctx, req, res, { organizationId: organization.id, postId: String(req.params.id), zone, notice });
   });
 
@@ -86,7 +102,13 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
     } catch (error) {
       if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
       const { zone } = readTimeZone(req, res, cookies);
-      return showPost(ctx, req, res, { organizationId: organization.id, postId: String(req.params.id), zone, problem: `The post could not be scheduled again: ${error.message}`, status: error.status });
+      return showPost(ctx, req, res, {
+        organizationId: organization.id,
+        postId: String(req.params.id),
+        zone,
+        problem: `The post could not be scheduled again: ${error.message}`,
+        status: error.status,
+      });
     }
     res.redirect(303, `/posts/${encodeURIComponent(String(req.params.id))}?scheduled=1`);
   });
@@ -105,12 +127,22 @@ interface ShownPost {
 }
 
 /** A post's page: its details, the link to it on the network, its history, and what can be done with it. */
-export async function showPost(ctx: PostsContext, req: Request, res: express.Response, shown: ShownPost): Promise<void> {
+export async function showPost(
+  ctx: PostsContext,
+  req: Request,
+  res: express.Response,
+  shown: ShownPost,
+): Promise<void> {
   const post = toPostBody(await getPost(ctx.db, shown.organizationId, shown.postId));
   const cursor = typeof req.query.history === 'string' ? req.query.history : undefined;
-  const history = await postHistoryPage(ctx, shown.organizationId, post.id, { limit: HISTORY_PAGE_SIZE, ...(cursor ? { cursor } : {}) });
+  const history = await postHistoryPage(ctx, shown.organizationId, post.id, {
+    limit: HISTORY_PAGE_SIZE,
+    ...(cursor ? { cursor } : {}),
+  });
   const channels = await listChannels(ctx.db, shown.organizationId);
-  const local = post.scheduledAt ? DateTime.fromISO(post.scheduledAt, { zone: shown.zone }) : DateTime.fromJSDate(ctx.clock(), { zone: shown.zone }).plus({ hours: 1 }).startOf('hour');
+  const local = post.scheduledAt
+    ? DateTime.fromISO(post.scheduledAt, { zone: shown.zone })
+    : DateTime.fromJSDate(ctx.clock(), { zone: shown.zone }).plus({ hours: 1 }).startOf('hour');
   renderPage(
     res,
     '/web/templates/post',
@@ -118,7 +150,10 @@ export async function showPost(ctx: PostsContext, req: Request, res: express.Res
       title: 'Post',
       path: '/posts',
       scripts: ['post.js'],
-      post: { ...describe(post), channelName: channels.find((channel) => channel.id === post.channelId)?.name ?? post.channelId },
+      post: {
+        ...describe(post),
+        channelName: channels.find((channel) => channel.id === post.channelId)?.name ?? post.channelId,
+      },
       movable: (['draft', 'scheduled', 'failed'] as string[]).includes(post.status),
       editable: isEditable(post.status),
       move: { date: local.toISODate(), time: local.toFormat('HH:mm'), zone: shown.zone },
@@ -151,13 +186,15 @@ function readFilter(req: Request): Filter {
   const filter: Filter = {};
   const status = text('status');
   if (status !== undefined) {
-    if (!(POST_STATUSES as readonly string[]).includes(status)) throw new ValidationError(`There is no status "${status}".`);
+    if (!(POST_STATUSES as readonly string[]).includes(status))
+      throw new ValidationError(`There is no status "${status}".`);
     filter.status = status as PostStatus;
   }
   for (const name of ['from', 'to'] as const) {
     const day = text(name);
     if (day === undefined) continue;
-    if (!/^\d{4}-\d{2}-\d{2}$/.test(day) || Number.isNaN(Date.parse(`${day}T00:00:00Z`))) throw new ValidationError(`${name} must be a date such as 2026-12-01.`);
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(day) || Number.isNaN(Date.parse(`${day}T00:00:00Z`)))
+      throw new ValidationError(`${name} must be a date such as 2026-12-01.`);
     filter[name] = day;
   }
   const cursor = text('cursor');
@@ -166,7 +203,9 @@ function readFilter(req: Request): Filter {
 }
 
 function withoutCursor({ cursor: _cursor, ...filter }: Filter): Record<string, string> {
-  return Object.fromEntries(Object.entries(filter).filter((entry): entry is [string, string] => entry[1] !== undefined));
+  return Object.fromEntries(
+    Object.entries(filter).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
 }
 
 /** A post as the pages show it: its times in words, its error, whether it can be scheduled again. */
@@ -189,5 +228,10 @@ function describeEvent(event: PostEventBody) {
   if (event.nextAttemptAt) parts.push(`next try ${formatTime(new Date(event.nextAttemptAt))}`);
   if (event.error) parts.push(`${event.error.code}: ${event.error.message}`);
   if (event.note) parts.push(event.note);
-  return { ...event, what: EVENT_WORDS[event.type] ?? event.type, when: formatTime(new Date(event.at)), detail: parts.join(' · ') };
+  return {
+    ...event,
+    what: EVENT_WORDS[event.type] ?? event.type,
+    when: formatTime(new Date(event.at)),
+    detail: parts.join(' · '),
+  };
 }

@@ -42,7 +42,12 @@ function pageInput(ctx: AppContext, { cookies, csrf }: PageTools): RequestHandle
     // The composer's form is the largest: a post's text (20,000 characters, up to 12 bytes each once
     // encoded), its media, and the settings of every channel it goes to.
     express.urlencoded({ extended: false, limit: '320kb', parameterLimit: 1000 }),
-    refuseUnstorableRequestText(() => new ValidationError('The address or a form field holds the NUL character (U+0000) or malformed Unicode, which is not accepted.')),
+    refuseUnstorableRequestText(
+      () =>
+        new ValidationError(
+          'The address or a form field holds the NUL character (U+0000) or malformed Unicode, which is not accepted.',
+        ),
+    ),
     loadVisitor(ctx, cookies, csrf),
   ];
 }
@@ -56,16 +61,28 @@ export function pagePrelude(ctx: AppContext, tools: PageTools): RequestHandler[]
  * The pages people use in a browser: accounts, posts and settings, the consent form's answer and the apps'
  * pictures, and the error page of every page (the authorize page's included).
  */
-export function createWebApp(ctx: PostsContext & MediaContext & { webhooks: WebhookManagement }, tools: PageTools): Router {
+export function createWebApp(
+  ctx: PostsContext & MediaContext & { webhooks: WebhookManagement },
+  tools: PageTools,
+): Router {
   const bodies = new RequestBodies();
   const router = express.Router();
   router.use(
     '/assets',
-    express.static(ASSETS_DIR, { index: false, fallthrough: false, maxAge: '1h', setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff') }),
+    express.static(ASSETS_DIR, {
+      index: false,
+      fallthrough: false,
+      maxAge: '1h',
+      setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff'),
+    }),
   );
   // Browsers ask every site for /favicon.ico, whatever its pages link to.
   router.get('/favicon.ico', (_req, res) => {
-    res.sendFile('favicon.ico', { root: ASSETS_DIR, maxAge: '1d', headers: { 'Content-Type': 'image/x-icon', 'X-Content-Type-Options': 'nosniff' } });
+    res.sendFile('favicon.ico', {
+      root: ASSETS_DIR,
+      maxAge: '1d',
+      headers: { 'Content-Type': 'image/x-icon', 'X-Content-Type-Options': 'nosniff' },
+    });
   });
   router.use(securityHeaders());
   // Apps' pictures are public and read nothing of the request but their client id.
@@ -94,8 +111,16 @@ export function createWebApp(ctx: PostsContext & MediaContext & { webhooks: Webh
     if (typeof status === 'number' && status >= 400 && status < 500) {
       return renderErrorPage(res, status, TITLES[status] ?? 'Something is wrong', 'The request could not be read.');
     }
-    ctx.logger.error({ err: error, requestId: res.locals.requestId, method: req.method, path: req.path }, 'page failed');
-    renderErrorPage(res, 500, 'Something went wrong', `Something went wrong on our side. If it happens again, tell us the request id ${String(res.locals.requestId)}.`);
+    ctx.logger.error(
+      { err: error, requestId: res.locals.requestId, method: req.method, path: req.path },
+      'page failed',
+    );
+    renderErrorPage(
+      res,
+      500,
+      'Something went wrong',
+      `Something went wrong on our side. If it happens again, tell us the request id ${String(res.locals.requestId)}.`,
+    );
   };
   router.use(pageErrors);
   return router;

@@ -14,7 +14,8 @@ export function requireSignIn(csrf: CsrfTokens): RequestHandler {
   return async (req, res, next) => {
     const visitor = visitorOf(res);
     if (!visitor) {
-      if (req.method === 'GET' || req.method === 'HEAD') return res.redirect(302, `/login?next=${encodeURIComponent(req.originalUrl)}`);
+      if (req.method === 'GET' || req.method === 'HEAD')
+        return res.redirect(302, `/login?next=${encodeURIComponent(req.originalUrl)}`);
       return res.redirect(303, '/login');
     }
     if (req.method === 'POST' && !(await verifySessionForm(req, visitor, csrf))) return formExpired(res);

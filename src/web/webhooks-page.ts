@@ -38,7 +38,11 @@ export function webhooksPage(ctx: AppContext & { webhooks: WebhookManagement }):
   const router = express.Router();
   const ownerOf = (res: Response): WebhookOwner => ({ organizationId: signedIn(res).organization.id, appId: null });
 
-  async function showList(res: Response, extra: { notice?: string; problem?: string; created?: { url: string; secret: string }; form?: object } = {}, status = 200) {
+  async function showList(
+    res: Response,
+    extra: { notice?: string; problem?: string; created?: { url: string; secret: string }; form?: object } = {},
+    status = 200,
+  ) {
     const rows = await listEndpoints(ctx.db, ownerOf(res));
     const apps = await appNames(rows.flatMap((row) => (row.app_id ? [row.app_id] : [])));
     renderPage(
@@ -47,7 +51,10 @@ export function webhooksPage(ctx: AppContext & { webhooks: WebhookManagement }):
       {
         title: 'Webhooks',
         path: '/settings/webhooks',
-        endpoints: rows.map((row) => ({ ...toWebhookBody(row, ctx.clock()), app: row.app_id ? (apps.get(row.app_id) ?? 'an app') : null })),
+        endpoints: rows.map((row) => ({
+          ...toWebhookBody(row, ctx.clock()),
+          app: row.app_id ? (apps.get(row.app_id) ?? 'an app') : null,
+        })),
         eventTypes: EVENT_TYPES,
         max: MAX_ENDPOINTS,
         form: { url: '', description: '', eventTypes: ['post.published', 'post.failed'] },
@@ -57,7 +64,12 @@ export function webhooksPage(ctx: AppContext & { webhooks: WebhookManagement }):
     );
   }
 
-  async function showEndpoint(res: Response, id: string, extra: { notice?: string; problem?: string; secret?: string } = {}, status = 200) {
+  async function showEndpoint(
+    res: Response,
+    id: string,
+    extra: { notice?: string; problem?: string; secret?: string } = {},
+    status = 200,
+  ) {
     const owner = ownerOf(res);
     const row = await findEndpoint(ctx.db, owner, id);
     const { rows } = await ctx.webhooks.deliveries(owner, id, { limit: 20 });
@@ -91,17 +103,31 @@ export function webhooksPage(ctx: AppContext & { webhooks: WebhookManagement }):
     const url = field(req, 'url').trim();
     const description = field(req, 'description').trim();
     const body = req.body as Record<string, unknown>;
-    const chosen = ([] as unknown[]).concat(body.eventTypes ?? []).filter((type): type is string => typeof type === 'string');
+    const chosen = ([] as unknown[])
+      .concat(body.eventTypes ?? [])
+      .filter((type): type is string => typeof type === 'string');
     const eventTypes = EVENT_TYPES.map((e) => e.type).filter((type) => chosen.includes(type));
-    if (!URL.canParse(url)) throw new ValidationError('Enter the receiver’s URL, starting with https:// or http://.', [{ path: 'url', message: 'not a URL' }]);
-    if (url.length > 2000) throw new ValidationError('A webhook URL has at most 2000 characters.', [{ path: 'url', message: 'too long' }]);
-    if (description.length > DESCRIPTION_MAX) throw new ValidationError(`A description has at most ${DESCRIPTION_MAX} characters.`, [{ path: 'description', message: 'too long' }]);
-    if (eventTypes.length === 0) throw new ValidationError('Choose at least one event to send.', [{ path: 'eventTypes', message: 'none chosen' }]);
+    if (!URL.canParse(url))
+      throw new ValidationError('Enter the receiver’s URL, starting with https:// or http://.', [
+        { path: 'url', message: 'not a URL' },
+      ]);
+    if (url.length > 2000)
+      throw new ValidationError('A webhook URL has at most 2000 characters.', [{ path: 'url', message: 'too long' }]);
+    if (description.length > DESCRIPTION_MAX)
+      throw new ValidationError(`A description has at most ${DESCRIPTION_MAX} characters.`, [
+        { path: 'description', message: 'too long' },
+      ]);
+    if (eventTypes.length === 0)
+      throw new ValidationError('Choose at least one event to send.', [{ path: 'eventTypes', message: 'none chosen' }]);
     return { url, description: description === '' ? null : description, eventTypes };
   }
 
   /** Runs a change; a refusal is shown on the page it came from, with the status it has in the API. */
-  const attempt = async (res: Response, change: () => Promise<void>, onProblem: (problem: string, status: number) => Promise<void>) => {
+  const attempt = async (
+    res: Response,
+    change: () => Promise<void>,
+    onProblem: (problem: string, status: number) => Promise<void>,
+  ) => {
     try {
       await change();
     } catch (error) {
@@ -111,7 +137,10 @@ export function webhooksPage(ctx: AppContext & { webhooks: WebhookManagement }):
   };
 
   router.get('/settings/webhooks', async (req, res) => {
-    const done = typeof req.query.done === 'string' && req.query.done in NOTICES ? NOTICES[req.query.done as keyof typeof NOTICES] : undefined;
+    const done =
+      typeof req.query.done === 'string' && req.query.done in NOTICES
+        ? NOTICES[req.query.done as keyof typeof NOTICES]
+        : undefined;
     await showList(res, done ? { notice: done } : {});
   });
 
@@ -130,7 +159,10 @@ export function webhooksPage(ctx: AppContext & { webhooks: WebhookManagement }):
   });
 
   router.get('/settings/webhooks/:id', async (req, res) => {
-    const done = typeof req.query.done === 'string' && req.query.done in NOTICES ? NOTICES[req.query.done as keyof typeof NOTICES] : undefined;
+    const done =
+      typeof req.query.done === 'string' && req.query.done in NOTICES
+        ? NOTICES[req.query.done as keyof typeof NOTICES]
+        : undefined;
     await attempt(
       res,
       () => showEndpoint(res, req.params.id, done ? { notice: done } : {}),

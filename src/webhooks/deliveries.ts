@@ -66,14 +66,29 @@ export interface WebhookEvent {
  * Makes the deliveries of events to their endpoints, and plans sending them, in the caller's
  * transaction: they exist if, and only if, it commits. One statement for the rows and one for the jobs.
  */
-export async function createDeliveries(trx: Db, queue: JobQueue, events: { endpointIds: string[]; event: WebhookEvent }[]): Promise<WebhookDelivery[]> {
+export async function createDeliveries(
+  trx: Db,
+  queue: JobQueue,
+  events: { endpointIds: string[]; event: WebhookEvent }[],
+): Promise<WebhookDelivery[]> {
   const values = events.flatMap(({ endpointIds, event }) => {
     const payload = JSON.stringify({ type: event.type, timestamp: event.at.toISOString(), data: event.data });
-    return endpointIds.map((endpointId) => ({ id: newId('msg'), endpoint_id: endpointId, event_type: event.type, ordering_key: event.orderingKey, payload, next_attempt_at: event.at }));
+    return endpointIds.map((endpointId) => ({
+      id: newId('msg'),
+      endpoint_id: endpointId,
+      event_type: event.type,
+      ordering_key: event.orderingKey,
+      payload,
+      next_attempt_at: event.at,
+    }));
   });
   if (values.length === 0) return [];
   const rows = await trx.insertInto('webhook_deliveries').values(values).returningAll().execute();
-  await queue.planMany(trx, DELIVER, rows.map((row) => ({ data: { deliveryId: row.id } })));
+  await queue.planMany(
+    trx,
+    DELIVER,
+    rows.map((row) => ({ data: { deliveryId: row.id } })),
+  );
   return rows;
 }
 
@@ -89,7 +104,10 @@ export class WebhookDeliverer {
    * Deliveries of the batch the consumer just fetched, claimed together (see `prepare`): what each
    * job's handler sends, or `null` for one that could not be claimed then.
    */
-  private readonly prepared = new Map<string, { delivery: WebhookDelivery; endpoint: WebhookEndpoint | undefined } | null>();
+  private readonly prepared = new Map<
+    string,
+    { delivery: WebhookDelivery; endpoint: WebhookEndpoint | undefined } | null
+  >();
   private readonly outcomes: OutcomeBatch;
 
   constructor(
@@ -107,7 +125,11 @@ export class WebhookDeliverer {
     const now = this.ctx.clock();
     const [claimed, endpoints] = await Promise.all([this.claim(deliveryIds, now), this.endpointsOf(deliveryIds)]);
     for (const id of deliveryIds) this.prepared.set(id, null);
-    for (const delivery of claimed) this.prepared.set(delivery.id, { delivery, endpoint: endpoints.find((endpoint) => endpoint.id === delivery.endpoint_id) });
+    for (const delivery of claimed)
+      this.prepared.set(delivery.id, {
+        delivery,
+        endpoint: endpoints.find((endpoint) => endpoint.id === delivery.endpoint_id),
+      });
   }
 
   async deliver(deliveryId: string): Promise<void> {
@@ -122,21 +144,46 @@ export class WebhookDeliverer {
       // Another job of it is sending it (a job planned again while the first was queued): come back
       // when that one's hold ends, in case it died. Otherwise it is settled, not due yet (its own
       // job comes then), or waiting for an earlier delivery of its post (which plans it when it settles).
-      const held = await this.ctx.db.selectFrom('webhook_deliveries').select(['status', 'claimed_until']).where('id', '=', deliveryId).executeTakeFirst();
+      const held = await this.ctx.db
+        .selectFrom('webhook_deliveries')
+        .select(['status', 'claimed_until'])
+        .where('id', '=', deliveryId)
+        .executeTakeFirst();
       if (held?.status === 'pending' && held.claimed_until && held.claimed_until > now) {
-        await this.ctx.queue.plan(this.ctx.db, DELIVER, { deliveryId }, { startAfter: new Date(held.claimed_until.getTime() + 1000) });
+        await this.ctx.queue.plan(
+          this.ctx.db,
+          DELIVER,
+          { deliveryId },
+          { startAfter: new Date(held.claimed_until.getTime() + 1000) },
+        );
       }
       return;
     }
     const { delivery, endpoint } = prepared;
     if (!endpoint) return;
     if (!endpoint.enabled) {
-      await this.finish(delivery, { status: 'failed', error: 'the endpoint is turned off', statusCode: null, durationMs: null, body: null });
+      await this.finish(delivery, {
+        status: 'failed',
+        error: 'the endpoint is turned off',
+        statusCode: null,
+        durationMs: null,
+        body: null,
+      });
       return;
     }
     const attempt = await this.send(endpoint, delivery, now);
     if (attempt.ok) {
-      await this.finish(delivery, { status: 'succeeded', error: null, statusCode: attempt.statusCode, durationMs: attempt.durationMs, body: attempt.body }, endpoint);
+      await this.finish(
+        delivery,
+        {
+          status: 'succeeded',
+          error: null,
+          statusCode: attempt.statusCode,
+          durationMs: attempt.durationMs,
+          body: attempt.body,
+        },
+        endpoint,
+      );
       return;
     }
     await this.failed(delivery, endpoint, attempt);
@@ -165,12 +212,17 @@ export class WebhookDeliverer {
       .selectFrom('webhook_endpoints')
       .selectAll()
       .where('id', 'in', (eb) =>
-        eb.selectFrom('webhook_deliveries').select('endpoint_id').where('id', 'in', sql<string>`(select jsonb_array_elements_text(${JSON.stringify(deliveryIds)}::jsonb))`),
+        eb
+          .selectFrom('webhook_deliveries')
+          .select('endpoint_id')
+          .where('id', 'in', sql<string>`(select jsonb_array_elements_text(${JSON.stringify(deliveryIds)}::jsonb))`),
       )
       .execute();
   }
   private async send(endpoint: WebhookEndpoint, delivery: WebhookDelivery, now: Date): Promise<Attempt> {
-    const signatures = signingSecrets(this.ctx.keyring, endpoint, now).map((secret) => new Webhook(secret).sign(delivery.id, now, delivery.payload));
+    const signatures = signingSecrets(this.ctx.keyring, endpoint, now).map((secret) =>
+      new Webhook(secret).sign(delivery.id, now, delivery.payload),
+    );
     const started = performance.now();
     try {
       const answer = await this.outbound.call(endpoint.url, {
@@ -190,11 +242,21 @@ export class WebhookDeliverer {
       const durationMs = Math.round(performance.now() - started);
       const body = answer.body.toString('utf8').replace(/\u0000/g, '');
       const ok = answer.status >= 200 && answer.status <= 299;
-      return { ok, statusCode: answer.status, durationMs, body, error: ok ? null : failureOf(answer.status, answer.headers.location) };
+      return {
+        ok,
+        statusCode: answer.status,
+        durationMs,
+        body,
+        error: ok ? null : failureOf(answer.status, answer.headers.location),
+      };
     } catch (error) {
       const durationMs = Math.round(performance.now() - started);
       const reason = (error as { details?: { message: string }[] }).details?.[0]?.message;
-      const why = reason ?? ((error as Error).name === 'TimeoutError' || (error as Error).name === 'AbortError' ? `no answer within ${TIMEOUT_SECONDS} seconds` : `no answer (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      const why =
+        reason ??
+        ((error as Error).name === 'TimeoutError' || (error as Error).name === 'AbortError'
+          ? `no answer within ${TIMEOUT_SECONDS} seconds`
+          : `no answer (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
       return { ok: false, statusCode: null, durationMs, body: null, error: why };
     }
   }
@@ -208,7 +270,11 @@ export class WebhookDeliverer {
     await this.ctx.db.transaction().execute(async (trx) => {
       await trx
         .updateTable('webhook_endpoints')
-        .set(disable ? { failing_since: failingSince, enabled: false, disabled_reason: 'failing', updated_at: now } : { failing_since: failingSince })
+        .set(
+          disable
+            ? { failing_since: failingSince, enabled: false, disabled_reason: 'failing', updated_at: now }
+            : { failing_since: failingSince },
+        )
         .where('id', '=', endpoint.id)
         .execute();
       const wait = schedule[delivery.attempts];
@@ -232,11 +298,20 @@ export class WebhookDeliverer {
         .execute();
       await this.ctx.queue.plan(trx, DELIVER, { deliveryId: delivery.id }, { startAfter: next });
     });
-    if (disable) this.ctx.logger.warn({ webhookId: endpoint.id }, 'turned off a webhook endpoint that failed every delivery for 3 days');
+    if (disable)
+      this.ctx.logger.warn(
+        { webhookId: endpoint.id },
+        'turned off a webhook endpoint that failed every delivery for 3 days',
+      );
   }
 
   private async finish(delivery: WebhookDelivery, outcome: Outcome, endpoint?: WebhookEndpoint): Promise<void> {
-    if (endpoint?.failing_since) await this.ctx.db.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', endpoint.id).execute();
+    if (endpoint?.failing_since)
+      await this.ctx.db
+        .updateTable('webhook_endpoints')
+        .set({ failing_since: null })
+        .where('id', '=', endpoint.id)
+        .execute();
     await this.outcomes.add({ delivery, outcome });
   }
 
@@ -276,7 +351,16 @@ export class WebhookDeliverer {
           and n.status = 'pending' and n.seq > d.seq order by n.seq limit 1) as next_id,
         (select n.next_attempt_at from webhook_deliveries n where n.endpoint_id = d.endpoint_id and n.ordering_key = d.ordering_key
           and n.status = 'pending' and n.seq > d.seq order by n.seq limit 1) as next_at`.execute(db);
-    const next = rows.flatMap((row) => (row.next_id ? [{ data: { deliveryId: row.next_id }, ...(row.next_at && row.next_at > now ? { startAfter: row.next_at } : {}) }] : []));
+    const next = rows.flatMap((row) =>
+      row.next_id
+        ? [
+            {
+              data: { deliveryId: row.next_id },
+              ...(row.next_at && row.next_at > now ? { startAfter: row.next_at } : {}),
+            },
+          ]
+        : [],
+    );
     await this.ctx.queue.planMany(db, DELIVER, next);
   }
 
@@ -335,7 +419,11 @@ const OUTCOME_BATCH = 100;
  * rejects if writing failed), so a job completes only after its outcome is recorded.
  */
 class OutcomeBatch {
-  private pending: { item: { delivery: WebhookDelivery; outcome: Outcome }; resolve: () => void; reject: (error: unknown) => void }[] = [];
+  private pending: {
+    item: { delivery: WebhookDelivery; outcome: Outcome };
+    resolve: () => void;
+    reject: (error: unknown) => void;
+  }[] = [];
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly write: (items: { delivery: WebhookDelivery; outcome: Outcome }[]) => Promise<void>) {}
@@ -371,7 +459,11 @@ const LOST_AFTER_SECONDS = 600;
  */
 export async function sweepDeliveries(ctx: Pick<WebhookContext, 'db' | 'queue' | 'clock'>): Promise<void> {
   const now = ctx.clock();
-  await ctx.db.deleteFrom('webhook_deliveries').where('status', '!=', 'pending').where('created_at', '<', new Date(now.getTime() - KEEP_SETTLED_MS)).execute();
+  await ctx.db
+    .deleteFrom('webhook_deliveries')
+    .where('status', '!=', 'pending')
+    .where('created_at', '<', new Date(now.getTime() - KEEP_SETTLED_MS))
+    .execute();
   const { rows } = await sql<{ id: string }>`
     select d.id from webhook_deliveries d
     where d.status = 'pending' and d.next_attempt_at < ${new Date(now.getTime() - LOST_AFTER_SECONDS * 1000)}

@@ -55,7 +55,14 @@ export class WebhookDispatcher {
   /** Dispatches one batch of events; how many there were. */
   async dispatchBatch(): Promise<number> {
     return this.ctx.db.transaction().execute(async (trx) => {
-      const { rows: events } = await sql<{ id: string; organization_id: string; post_id: string; type: string; at: Date; post: unknown }>`
+      const { rows: events } = await sql<{
+        id: string;
+        organization_id: string;
+        post_id: string;
+        type: string;
+        at: Date;
+        post: unknown;
+      }>`
         select id, organization_id, post_id, type, at, post from post_events
         where webhooks_dispatched_at is null order by id limit ${BATCH} for update skip locked`.execute(trx);
       if (events.length === 0) return 0;
@@ -69,11 +76,25 @@ export class WebhookDispatcher {
       const deliveries = events.flatMap((event) => {
         const type = POST_EVENTS[event.type];
         if (!type) return [];
-        const subscribed = endpoints.filter((endpoint) => endpoint.organization_id === event.organization_id && endpoint.event_types.includes(type)).map((endpoint) => endpoint.id);
-        return subscribed.length === 0 ? [] : [{ endpointIds: subscribed, event: { type, at: event.at, data: event.post, orderingKey: event.post_id } }];
+        const subscribed = endpoints
+          .filter(
+            (endpoint) => endpoint.organization_id === event.organization_id && endpoint.event_types.includes(type),
+          )
+          .map((endpoint) => endpoint.id);
+        return subscribed.length === 0
+          ? []
+          : [{ endpointIds: subscribed, event: { type, at: event.at, data: event.post, orderingKey: event.post_id } }];
       });
       await createDeliveries(trx, this.ctx.queue, deliveries);
-      await trx.updateTable('post_events').set({ webhooks_dispatched_at: new Date() }).where('id', 'in', events.map((event) => event.id)).execute();
+      await trx
+        .updateTable('post_events')
+        .set({ webhooks_dispatched_at: new Date() })
+        .where(
+          'id',
+          'in',
+          events.map((event) => event.id),
+        )
+        .execute();
       return events.length;
     });
   }
@@ -81,7 +102,13 @@ export class WebhookDispatcher {
   /** Dispatches one batch of channel events, with each channel as the API shows it now; how many there were. */
   async dispatchChannelBatch(): Promise<number> {
     return this.ctx.db.transaction().execute(async (trx) => {
-      const { rows: events } = await sql<{ id: string; organization_id: string; channel_id: string; type: string; at: Date }>`
+      const { rows: events } = await sql<{
+        id: string;
+        organization_id: string;
+        channel_id: string;
+        type: string;
+        at: Date;
+      }>`
         select id, organization_id, channel_id, type, at from channel_events
         where webhooks_dispatched_at is null order by id limit ${BATCH} for update skip locked`.execute(trx);
       if (events.length === 0) return 0;
@@ -92,17 +119,40 @@ export class WebhookDispatcher {
         .where('organization_id', 'in', organizations)
         .where('enabled', '=', true)
         .execute();
-      const channels = await trx.selectFrom('channels').selectAll().where('id', 'in', [...new Set(events.map((event) => event.channel_id))]).execute();
+      const channels = await trx
+        .selectFrom('channels')
+        .selectAll()
+        .where('id', 'in', [...new Set(events.map((event) => event.channel_id))])
+        .execute();
       const deliveries = events.flatMap((event) => {
         const type = CHANNEL_EVENTS[event.type];
         const channel = channels.find((c) => c.id === event.channel_id);
         // A channel removed since has nothing left to report.
         if (!type || !channel || channel.status === 'removed') return [];
-        const subscribed = endpoints.filter((endpoint) => endpoint.organization_id === event.organization_id && endpoint.event_types.includes(type)).map((endpoint) => endpoint.id);
-        return subscribed.length === 0 ? [] : [{ endpointIds: subscribed, event: { type, at: event.at, data: toChannelBody(channel), orderingKey: event.channel_id } }];
+        const subscribed = endpoints
+          .filter(
+            (endpoint) => endpoint.organization_id === event.organization_id && endpoint.event_types.includes(type),
+          )
+          .map((endpoint) => endpoint.id);
+        return subscribed.length === 0
+          ? []
+          : [
+              {
+                endpointIds: subscribed,
+                event: { type, at: event.at, data: toChannelBody(channel), orderingKey: event.channel_id },
+              },
+            ];
       });
       await createDeliveries(trx, this.ctx.queue, deliveries);
-      await trx.updateTable('channel_events').set({ webhooks_dispatched_at: new Date() }).where('id', 'in', events.map((event) => event.id)).execute();
+      await trx
+        .updateTable('channel_events')
+        .set({ webhooks_dispatched_at: new Date() })
+        .where(
+          'id',
+          'in',
+          events.map((event) => event.id),
+        )
+        .execute();
       return events.length;
     });
   }

@@ -30,7 +30,10 @@ export function newSecret(): string {
 const secretContext = (endpointId: string) => `webhook-secret:${endpointId}`;
 
 export function toWebhookBody(row: WebhookEndpoint, now: Date): WebhookBody {
-  const overlap = row.previous_secret_expires_at && row.previous_secret_expires_at > now ? row.previous_secret_expires_at.toISOString() : null;
+  const overlap =
+    row.previous_secret_expires_at && row.previous_secret_expires_at > now
+      ? row.previous_secret_expires_at.toISOString()
+      : null;
   return {
     id: row.id,
     url: row.url,
@@ -61,7 +64,11 @@ export function listEndpoints(db: Db, owner: WebhookOwner): Promise<WebhookEndpo
 
 /** The owner's endpoint; 404 for an unknown id, another organization's, or (for an app) another app's. */
 export async function findEndpoint(db: Db, owner: WebhookOwner, id: string): Promise<WebhookEndpoint> {
-  let query = db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).where('organization_id', '=', owner.organizationId);
+  let query = db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('id', '=', id)
+    .where('organization_id', '=', owner.organizationId);
   if (owner.appId) query = query.where('app_id', '=', owner.appId);
   const row = await query.executeTakeFirst();
   if (!row) throw new NotFoundError(`There is no webhook endpoint ${id} in this organization.`);
@@ -82,7 +89,10 @@ export async function createEndpoint(
       .select((eb) => eb.fn.countAll<string>().as('count'))
       .where('organization_id', '=', owner.organizationId)
       .executeTakeFirstOrThrow();
-    if (Number(count) >= MAX_ENDPOINTS) throw new ConflictError(`The organization has ${MAX_ENDPOINTS} webhook endpoints, the most it may have; delete one first.`);
+    if (Number(count) >= MAX_ENDPOINTS)
+      throw new ConflictError(
+        `The organization has ${MAX_ENDPOINTS} webhook endpoints, the most it may have; delete one first.`,
+      );
     const id = newId('whk');
     const secret = newSecret();
     const row = await trx
@@ -118,7 +128,9 @@ export async function updateEndpoint(
       ...(changes.eventTypes !== undefined ? { event_types: JSON.stringify(changes.eventTypes) } : {}),
       ...(changes.description !== undefined ? { description: changes.description } : {}),
       // Turned on again by its owner: whatever turned it off is over, and its failures count afresh.
-      ...(changes.enabled !== undefined ? { enabled: changes.enabled, disabled_reason: null, failing_since: null } : {}),
+      ...(changes.enabled !== undefined
+        ? { enabled: changes.enabled, disabled_reason: null, failing_since: null }
+        : {}),
       updated_at: new Date(),
     })
     .where('id', '=', row.id)
@@ -127,7 +139,12 @@ export async function updateEndpoint(
 }
 
 /** A new secret for the endpoint; the current one signs too for a day. */
-export async function rotateSecret(db: Db, keyring: Keyring, row: WebhookEndpoint, now: Date): Promise<{ row: WebhookEndpoint; secret: string }> {
+export async function rotateSecret(
+  db: Db,
+  keyring: Keyring,
+  row: WebhookEndpoint,
+  now: Date,
+): Promise<{ row: WebhookEndpoint; secret: string }> {
   const secret = newSecret();
   const updated = await db
     .updateTable('webhook_endpoints')
@@ -147,13 +164,24 @@ export async function rotateSecret(db: Db, keyring: Keyring, row: WebhookEndpoin
 export async function reencryptWebhookSecrets(db: Db, keyring: Keyring): Promise<number> {
   return db.transaction().execute(async (trx) => {
     let written = 0;
-    const rows = await trx.selectFrom('webhook_endpoints').select(['id', 'secret', 'previous_secret']).forUpdate().execute();
+    const rows = await trx
+      .selectFrom('webhook_endpoints')
+      .select(['id', 'secret', 'previous_secret'])
+      .forUpdate()
+      .execute();
     for (const row of rows) {
-      const stale = [row.secret, row.previous_secret].filter((value): value is string => value !== null && Keyring.keyIdOf(value) !== keyring.currentKeyId);
+      const stale = [row.secret, row.previous_secret].filter(
+        (value): value is string => value !== null && Keyring.keyIdOf(value) !== keyring.currentKeyId,
+      );
       if (stale.length === 0) continue;
-      const again = (value: string) => keyring.encrypt(keyring.decrypt(value, secretContext(row.id)), secretContext(row.id));
+      const again = (value: string) =>
+        keyring.encrypt(keyring.decrypt(value, secretContext(row.id)), secretContext(row.id));
       const previous = row.previous_secret === null ? null : again(row.previous_secret);
-      await trx.updateTable('webhook_endpoints').set({ secret: again(row.secret), previous_secret: previous }).where('id', '=', row.id).execute();
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({ secret: again(row.secret), previous_secret: previous })
+        .where('id', '=', row.id)
+        .execute();
       written += stale.length;
     }
     return written;

@@ -1,7 +1,14 @@
 import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
 import type { OutboundClient } from '../net/outbound-client.js';
 import { createDeliveries, type WebhookContext, type WebhookDeliverer, type WebhookDelivery } from './deliveries.js';
-import { createEndpoint, findEndpoint, rotateSecret, updateEndpoint, type WebhookEndpoint, type WebhookOwner } from './endpoints.js';
+import {
+  createEndpoint,
+  findEndpoint,
+  rotateSecret,
+  updateEndpoint,
+  type WebhookEndpoint,
+  type WebhookOwner,
+} from './endpoints.js';
 
 /**
  * What a user or an integrator does with webhook endpoints, for the Public API and the web app
@@ -18,15 +25,23 @@ export class WebhookManagement {
   /** A receiver's URL must be one this server may send to: refused now rather than failing at every delivery. */
   async checkUrl(url: string): Promise<void> {
     const problem = await this.outbound.destinationProblem(url);
-    if (problem) throw new UnprocessableError(`The webhook URL cannot be used: ${problem}.`, [{ path: 'url', message: problem }]);
+    if (problem)
+      throw new UnprocessableError(`The webhook URL cannot be used: ${problem}.`, [{ path: 'url', message: problem }]);
   }
 
-  async create(owner: WebhookOwner, input: { url: string; eventTypes: string[]; description: string | null }): Promise<{ row: WebhookEndpoint; secret: string }> {
+  async create(
+    owner: WebhookOwner,
+    input: { url: string; eventTypes: string[]; description: string | null },
+  ): Promise<{ row: WebhookEndpoint; secret: string }> {
     await this.checkUrl(input.url);
     return createEndpoint(this.ctx.db, this.ctx.keyring, owner, input);
   }
 
-  async update(owner: WebhookOwner, id: string, changes: { url?: string; eventTypes?: string[]; description?: string | null; enabled?: boolean }): Promise<WebhookEndpoint> {
+  async update(
+    owner: WebhookOwner,
+    id: string,
+    changes: { url?: string; eventTypes?: string[]; description?: string | null; enabled?: boolean },
+  ): Promise<WebhookEndpoint> {
     const row = await findEndpoint(this.ctx.db, owner, id);
     if (changes.url !== undefined) await this.checkUrl(changes.url);
     return updateEndpoint(this.ctx.db, row, changes);
@@ -40,9 +55,14 @@ export class WebhookManagement {
   /** Sends a `webhook.test` event to the endpoint, whatever it subscribed to. */
   async test(owner: WebhookOwner, id: string): Promise<WebhookDelivery> {
     const row = await findEndpoint(this.ctx.db, owner, id);
-    const [delivery] = await this.ctx.db
-      .transaction()
-      .execute((trx) => createDeliveries(trx, this.ctx.queue, [{ endpointIds: [row.id], event: { type: 'webhook.test', at: this.ctx.clock(), data: { webhookId: row.id }, orderingKey: null } }]));
+    const [delivery] = await this.ctx.db.transaction().execute((trx) =>
+      createDeliveries(trx, this.ctx.queue, [
+        {
+          endpointIds: [row.id],
+          event: { type: 'webhook.test', at: this.ctx.clock(), data: { webhookId: row.id }, orderingKey: null },
+        },
+      ]),
+    );
     return delivery!;
   }
 
@@ -52,20 +72,35 @@ export class WebhookManagement {
   }
 
   /** A page of the endpoint's deliveries, newest first, before the delivery numbered `beforeSeq`. */
-  async deliveries(owner: WebhookOwner, id: string, page: { limit: number; beforeSeq?: string }): Promise<{ rows: WebhookDelivery[]; more: boolean }> {
+  async deliveries(
+    owner: WebhookOwner,
+    id: string,
+    page: { limit: number; beforeSeq?: string },
+  ): Promise<{ rows: WebhookDelivery[]; more: boolean }> {
     const endpoint = await findEndpoint(this.ctx.db, owner, id);
     let query = this.ctx.db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpoint.id);
     if (page.beforeSeq !== undefined) query = query.where('seq', '<', page.beforeSeq);
-    const rows = await query.orderBy('seq', 'desc').limit(page.limit + 1).execute();
+    const rows = await query
+      .orderBy('seq', 'desc')
+      .limit(page.limit + 1)
+      .execute();
     return { rows: rows.slice(0, page.limit), more: rows.length > page.limit };
   }
 
   /** Sends a delivery that succeeded or failed again; `409` while it is still being tried. */
   async retry(owner: WebhookOwner, id: string, deliveryId: string): Promise<WebhookDelivery> {
     const endpoint = await findEndpoint(this.ctx.db, owner, id);
-    const delivery = await this.ctx.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId).where('endpoint_id', '=', endpoint.id).executeTakeFirst();
+    const delivery = await this.ctx.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('id', '=', deliveryId)
+      .where('endpoint_id', '=', endpoint.id)
+      .executeTakeFirst();
     if (!delivery) throw new NotFoundError(`There is no delivery ${deliveryId} of webhook endpoint ${endpoint.id}.`);
-    if (delivery.status === 'pending') throw new ConflictError(`Delivery ${delivery.id} is still being tried; it can be sent again once it succeeded or failed.`);
+    if (delivery.status === 'pending')
+      throw new ConflictError(
+        `Delivery ${delivery.id} is still being tried; it can be sent again once it succeeded or failed.`,
+      );
     return this.deliverer.retry(delivery);
   }
 }

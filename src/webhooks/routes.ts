@@ -19,11 +19,18 @@ type WebhookOperations =
 /** An API key manages all the organization's endpoints; an OAuth app's token those of its app. */
 async function ownerOf(db: Db, principal: Principal): Promise<WebhookOwner> {
   if (principal.credential.type !== 'oauth_token') return { organizationId: principal.organizationId, appId: null };
-  const token = await db.selectFrom('oauth_tokens').select('app_id').where('id', '=', principal.credential.id).executeTakeFirstOrThrow();
+  const token = await db
+    .selectFrom('oauth_tokens')
+    .select('app_id')
+    .where('id', '=', principal.credential.id)
+    .executeTakeFirstOrThrow();
   return { organizationId: principal.organizationId, appId: token.app_id };
 }
 
-export function webhookOperations(ctx: WebhookContext, webhooks: WebhookManagement): Pick<PublicHandlers, WebhookOperations> {
+export function webhookOperations(
+  ctx: WebhookContext,
+  webhooks: WebhookManagement,
+): Pick<PublicHandlers, WebhookOperations> {
   return {
     listWebhooks: async ({ principal }) => {
       const rows = await listEndpoints(ctx.db, await ownerOf(ctx.db, principal));
@@ -31,7 +38,11 @@ export function webhookOperations(ctx: WebhookContext, webhooks: WebhookManageme
     },
 
     createWebhook: async ({ principal, body }) => {
-      const { row, secret } = await webhooks.create(await ownerOf(ctx.db, principal), { url: body.url, eventTypes: body.eventTypes, description: body.description || null });
+      const { row, secret } = await webhooks.create(await ownerOf(ctx.db, principal), {
+        url: body.url,
+        eventTypes: body.eventTypes,
+        description: body.description || null,
+      });
       return { status: 201, body: { ...toWebhookBody(row, ctx.clock()), secret } };
     },
 
@@ -42,7 +53,10 @@ export function webhookOperations(ctx: WebhookContext, webhooks: WebhookManageme
 
     updateWebhook: async ({ principal, params, body }) => {
       const { description, ...changes } = body;
-      const row = await webhooks.update(await ownerOf(ctx.db, principal), params.id, { ...changes, ...(description !== undefined ? { description: description || null } : {}) });
+      const row = await webhooks.update(await ownerOf(ctx.db, principal), params.id, {
+        ...changes,
+        ...(description !== undefined ? { description: description || null } : {}),
+      });
       return { status: 200, body: toWebhookBody(row, ctx.clock()) };
     },
 
@@ -63,15 +77,30 @@ export function webhookOperations(ctx: WebhookContext, webhooks: WebhookManageme
     // Newest first: the cursor is the last delivery shown, bound to the endpoint.
     listWebhookDeliveries: async ({ principal, params, query }) => {
       const owner = await ownerOf(ctx.db, principal);
-      const scope = { list: 'webhook-deliveries', binding: { organizationId: owner.organizationId, webhookId: params.id } };
+      const scope = {
+        list: 'webhook-deliveries',
+        binding: { organizationId: owner.organizationId, webhookId: params.id },
+      };
       const before = query.cursor === undefined ? undefined : ctx.cursors.decode(scope, query.cursor, readPosition);
-      const { rows, more } = await webhooks.deliveries(owner, params.id, { limit: query.limit ?? 20, ...(before ? { beforeSeq: before.seq } : {}) });
+      const { rows, more } = await webhooks.deliveries(owner, params.id, {
+        limit: query.limit ?? 20,
+        ...(before ? { beforeSeq: before.seq } : {}),
+      });
       // As text, as readPosition takes it: PGlite 0.5 reads int8 as a number despite its INT8 parser.
-      return { status: 200, body: { data: rows.map(toDeliveryBody), nextCursor: more ? ctx.cursors.encode(scope, { seq: String(rows.at(-1)!.seq) }) : null } };
+      return {
+        status: 200,
+        body: {
+          data: rows.map(toDeliveryBody),
+          nextCursor: more ? ctx.cursors.encode(scope, { seq: String(rows.at(-1)!.seq) }) : null,
+        },
+      };
     },
 
     retryWebhookDelivery: async ({ principal, params }) => {
-      return { status: 202, body: toDeliveryBody(await webhooks.retry(await ownerOf(ctx.db, principal), params.id, params.deliveryId)) };
+      return {
+        status: 202,
+        body: toDeliveryBody(await webhooks.retry(await ownerOf(ctx.db, principal), params.id, params.deliveryId)),
+      };
     },
   };
 }

@@ -44,7 +44,11 @@ function contractFetch(send: (request: Request) => Promise<Response> = fetch) {
     let outgoing = request;
     if (request.url.startsWith(`${EXAMPLE_ORIGIN}/`)) {
       const body = request.body ? await request.arrayBuffer() : undefined;
-      outgoing = new Request(storageUrl + request.url.slice(EXAMPLE_ORIGIN.length), { method: request.method, headers: request.headers, body });
+      outgoing = new Request(storageUrl + request.url.slice(EXAMPLE_ORIGIN.length), {
+        method: request.method,
+        headers: request.headers,
+        body,
+      });
     }
     const response = await send(outgoing);
     const found = response.headers.get('sl-violations');
@@ -75,7 +79,12 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      uploads.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) });
+      uploads.push({
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks),
+      });
       res.writeHead(200).end();
     });
   });
@@ -107,18 +116,27 @@ describe('@service/sdk against the mock: what it sends and decodes', () => {
   it('decodes answers as the contract gives them', async () => {
     expect(await service().channels()).toEqual(example('/public/v1/channels', 'get', '200', 'channels'));
     expect(await service().quota()).toEqual(example('/public/v1/channels/quota', 'get', '200', 'quota'));
-    expect(await service().getPost('post_7Uj2Mk5Nl8Bh1Vg4Cf9X')).toEqual(example('/public/v1/posts/{id}', 'get', '200', 'published'));
+    expect(await service().getPost('post_7Uj2Mk5Nl8Bh1Vg4Cf9X')).toEqual(
+      example('/public/v1/posts/{id}', 'get', '200', 'published'),
+    );
   });
 
   it('would notice a request that breaks the contract (the mock really checks)', async () => {
-    await expect(service().listPosts({ limit: 1000 })).rejects.toMatchObject({ status: 400, code: 'validation_failed' });
+    await expect(service().listPosts({ limit: 1000 })).rejects.toMatchObject({
+      status: 400,
+      code: 'validation_failed',
+    });
     expect(violations).toEqual([expect.stringMatching(/limit must be <= 100/)]);
     violations = [];
   });
 
   it('sends the credential as a bearer token and filters as repeated query parameters', async () => {
     const client = service();
-    await client.listPosts({ channelId: ['ch_a', 'ch_b'], status: ['scheduled', 'failed'], from: '2026-12-01T00:00:00.000Z' });
+    await client.listPosts({
+      channelId: ['ch_a', 'ch_b'],
+      status: ['scheduled', 'failed'],
+      from: '2026-12-01T00:00:00.000Z',
+    });
     const request = sent[0]!;
     expect(request.headers.get('authorization')).toBe(`Bearer ${API_KEY}`);
     const query = new URL(request.url).searchParams;
@@ -139,7 +157,11 @@ describe('@service/sdk against the mock: what it sends and decodes', () => {
 
   it('gives every create a fresh Idempotency-Key, unless the caller gives one', async () => {
     const client = service();
-    const body: CreatePostRequest = { type: 'now', content: 'Doors open at 9', channelIds: ['ch_9Ab4Cd7Ef1Gh3Ij6Kl2M'] };
+    const body: CreatePostRequest = {
+      type: 'now',
+      content: 'Doors open at 9',
+      channelIds: ['ch_9Ab4Cd7Ef1Gh3Ij6Kl2M'],
+    };
     await client.createPost(body);
     await client.post(body);
     await client.createPost(body, { idempotencyKey: 'order-1234-announcement' });
@@ -174,7 +196,11 @@ describe('@service/sdk against the mock: what it sends and decodes', () => {
     const media = await client.upload(PNG_PIXEL, 'scan.bin');
     expect(media).toEqual(example('/public/v1/media/uploads/{uploadId}/complete', 'post', '200', 'video'));
 
-    const signed = example('/public/v1/media/uploads', 'post', '201', 'video') as { uploadId: string; uploadUrl: string; headers: Record<string, string> };
+    const signed = example('/public/v1/media/uploads', 'post', '201', 'video') as {
+      uploadId: string;
+      uploadUrl: string;
+      headers: Record<string, string>;
+    };
     expect(sent.map((request) => `${request.method} ${request.url}`)).toEqual([
       `POST ${prism.url}/public/v1/media/uploads`,
       `PUT ${signed.uploadUrl}`,
@@ -220,7 +246,9 @@ describe('@service/sdk against the mock: what it sends and decodes', () => {
 
   it('maps the contract’s error examples: 404 on delete, 409 with details, 422 with details', async () => {
     const client = service();
-    await expect(client.deleteMedia('med_8Rt2Yp5Lk9Jh3Gf7Ds1A', { headers: { Prefer: 'code=404' } })).rejects.toMatchObject({
+    await expect(
+      client.deleteMedia('med_8Rt2Yp5Lk9Jh3Gf7Ds1A', { headers: { Prefer: 'code=404' } }),
+    ).rejects.toMatchObject({
       status: 404,
       code: 'not_found',
       requestId: 'req_2Hg5Jk8Lp1Qa4Ws7Ed9R',
@@ -229,12 +257,19 @@ describe('@service/sdk against the mock: what it sends and decodes', () => {
       .deleteMedia('med_8Rt2Yp5Lk9Jh3Gf7Ds1A', { headers: { Prefer: 'code=409, example=mediaInUse' } })
       .catch((error: unknown) => error);
     expect(conflict).toBeInstanceOf(ServiceError);
-    expect(conflict).toMatchObject({ status: 409, code: 'conflict', details: [{ path: 'id', message: expect.stringContaining('post_') }] });
+    expect(conflict).toMatchObject({
+      status: 409,
+      code: 'conflict',
+      details: [{ path: 'id', message: expect.stringContaining('post_') }],
+    });
     // 409 is the record's state, not a passing failure: one request, no retries.
     expect(sent.filter((request) => request.method === 'DELETE')).toHaveLength(2);
 
     const refused = await client
-      .createPost({ type: 'now', content: 'hello', channelIds: ['ch_9Ab4Cd7Ef1Gh3Ij6Kl2M'] }, { headers: { Prefer: 'code=422, example=quotaExceeded' } })
+      .createPost(
+        { type: 'now', content: 'hello', channelIds: ['ch_9Ab4Cd7Ef1Gh3Ij6Kl2M'] },
+        { headers: { Prefer: 'code=422, example=quotaExceeded' } },
+      )
       .catch((error: unknown) => error);
     expect(refused).toMatchObject({ status: 422, code: 'unprocessable', details: [{ path: 'posts[1].channelId' }] });
   });

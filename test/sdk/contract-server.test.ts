@@ -20,8 +20,16 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   listChannels: { method: 'GET', path: '/public/v1/channels' },
   getQuota: { method: 'GET', path: '/public/v1/channels/quota' },
   deleteChannel: { method: 'DELETE', path: '/public/v1/channels/ch_probe' },
-  connectChannel: { method: 'POST', path: '/public/v1/channels/connect', body: { provider: 'youtube', returnUrl: 'https://probe.example/done' } },
-  createPost: { method: 'POST', path: '/public/v1/posts', body: { type: 'draft', content: 'probe', channelIds: ['ch_probe'] } },
+  connectChannel: {
+    method: 'POST',
+    path: '/public/v1/channels/connect',
+    body: { provider: 'youtube', returnUrl: 'https://probe.example/done' },
+  },
+  createPost: {
+    method: 'POST',
+    path: '/public/v1/posts',
+    body: { type: 'draft', content: 'probe', channelIds: ['ch_probe'] },
+  },
   listPosts: { method: 'GET', path: '/public/v1/posts' },
   getPost: { method: 'GET', path: '/public/v1/posts/post_probe' },
   getPostHistory: { method: 'GET', path: '/public/v1/posts/post_probe/history' },
@@ -30,7 +38,11 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   schedulePost: { method: 'POST', path: '/public/v1/posts/post_probe/schedule', body: { scheduledAt: FAR_FUTURE } },
   changePostStatus: { method: 'PATCH', path: '/public/v1/posts/post_probe/status', body: { status: 'draft' } },
   listMedia: { method: 'GET', path: '/public/v1/media' },
-  uploadFromUrl: { method: 'POST', path: '/public/v1/media/upload-from-url', body: { url: 'http://127.0.0.1:9/probe.png' } },
+  uploadFromUrl: {
+    method: 'POST',
+    path: '/public/v1/media/upload-from-url',
+    body: { url: 'http://127.0.0.1:9/probe.png' },
+  },
   createUpload: {
     method: 'POST',
     path: '/public/v1/media/uploads',
@@ -41,7 +53,11 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   tiktokCreatorInfo: { method: 'GET', path: '/public/v1/channels/ch_probe/tiktok/creator-info' },
   tiktokAnalytics: { method: 'GET', path: '/public/v1/channels/ch_probe/tiktok/analytics' },
   listWebhooks: { method: 'GET', path: '/public/v1/webhooks' },
-  createWebhook: { method: 'POST', path: '/public/v1/webhooks', body: { url: 'http://127.0.0.1:9/probe', eventTypes: ['post.published'] } },
+  createWebhook: {
+    method: 'POST',
+    path: '/public/v1/webhooks',
+    body: { url: 'http://127.0.0.1:9/probe', eventTypes: ['post.published'] },
+  },
   getWebhook: { method: 'GET', path: '/public/v1/webhooks/whk_probe' },
   updateWebhook: { method: 'PATCH', path: '/public/v1/webhooks/whk_probe', body: { enabled: false } },
   deleteWebhook: { method: 'DELETE', path: '/public/v1/webhooks/whk_probe' },
@@ -66,7 +82,9 @@ async function unbuiltOperations(server: TestServer, org: TestOrganization): Pro
 }
 
 // The X-Request-Id of the contract's examples: a response carrying it came from Prism, not the server.
-const EXAMPLE_REQUEST_ID: string = (parseYaml(fs.readFileSync(PUBLIC_SPEC, 'utf8')) as any).components.headers['X-Request-Id'].example;
+const EXAMPLE_REQUEST_ID: string = (parseYaml(fs.readFileSync(PUBLIC_SPEC, 'utf8')) as any).components.headers[
+  'X-Request-Id'
+].example;
 
 /** What Prism's proxy found wrong with the exchanges of the current test; checked after each test. */
 let violations: string[] = [];
@@ -112,7 +130,10 @@ beforeAll(async () => {
     startTestServer({ env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_SECONDS: '60' } }),
   ]);
   busyServer.setNow('2026-11-21T10:00:10.000Z');
-  [proxy, busyProxy] = await Promise.all([startPrism({ proxy: server.baseUrl }), startPrism({ proxy: busyServer.baseUrl })]);
+  [proxy, busyProxy] = await Promise.all([
+    startPrism({ proxy: server.baseUrl }),
+    startPrism({ proxy: busyServer.baseUrl }),
+  ]);
   org = await createOrganization(server.ctx.db);
   busyOrg = await createOrganization(busyServer.ctx.db, 'Busy');
   const sandbox = await createChannel(server.ctx.db, org.id, 'sandbox', 'Try it');
@@ -129,7 +150,9 @@ beforeAll(async () => {
     rateLimited: { client: clientOf(busyProxy.url, busyOrg.apiKey), options: {}, retryAfter: 50 },
     unavailable: (...operations) => {
       const missing = operations.filter((operation) => unbuilt.has(operation));
-      return missing.length === 0 ? undefined : `not built on the server yet (501 not_implemented): ${missing.join(', ')}`;
+      return missing.length === 0
+        ? undefined
+        : `not built on the server yet (501 not_implemented): ${missing.join(', ')}`;
     },
   };
 });
@@ -149,16 +172,29 @@ describeContract('the real server behind Prism’s validating proxy', () => targ
 describe('@service/sdk against the real server: answers that depend on its data', () => {
   it('tells which organization the key acts for', async () => {
     const status = await target.client().isConnected();
-    expect(status).toEqual({ connected: true, organization: { id: org.id, name: org.name }, credential: { type: 'api_key' } });
+    expect(status).toEqual({
+      connected: true,
+      organization: { id: org.id, name: org.name },
+      credential: { type: 'api_key' },
+    });
   });
 
   it('refuses TikTok operations on a channel that is not a TikTok channel, and unknown channels', async (ctx) => {
     const reason = target.unavailable('tiktokCreatorInfo', 'tiktokAnalytics');
     ctx.skip(!!reason, reason);
     const service = target.client();
-    await expect(service.tiktokCreatorInfo(target.sandboxChannelId)).rejects.toMatchObject({ status: 422, code: 'unprocessable' });
-    await expect(service.tiktokAnalytics(target.sandboxChannelId, { days: 7 })).rejects.toMatchObject({ status: 422, code: 'unprocessable' });
-    await expect(service.tiktokCreatorInfo('ch_doesNotExist0000000')).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    await expect(service.tiktokCreatorInfo(target.sandboxChannelId)).rejects.toMatchObject({
+      status: 422,
+      code: 'unprocessable',
+    });
+    await expect(service.tiktokAnalytics(target.sandboxChannelId, { days: 7 })).rejects.toMatchObject({
+      status: 422,
+      code: 'unprocessable',
+    });
+    await expect(service.tiktokCreatorInfo('ch_doesNotExist0000000')).rejects.toMatchObject({
+      status: 404,
+      code: 'not_found',
+    });
   });
 
   it('reads a connected TikTok channel’s creator info and analytics, as the contract declares them', async () => {
@@ -168,7 +204,12 @@ describe('@service/sdk against the real server: answers that depend on its data'
     const service = target.client();
     const channel = (await service.channels()).data.find((c) => c.provider === 'tiktok')!;
     const info = await service.tiktokCreatorInfo(channel.id);
-    expect(info).toMatchObject({ channelId: channel.id, canPost: true, creatorUsername: 'contract', maxVideoPostDurationSec: 600 });
+    expect(info).toMatchObject({
+      channelId: channel.id,
+      canPost: true,
+      creatorUsername: 'contract',
+      maxVideoPostDurationSec: 600,
+    });
     tiktok.addVideos([
       {
         id: '7300000000000000001',
@@ -184,16 +225,28 @@ describe('@service/sdk against the real server: answers that depend on its data'
       },
     ]);
     const analytics = await service.tiktokAnalytics(channel.id, { days: 7 });
-    expect(analytics).toMatchObject({ channelId: channel.id, days: 7, nextCursor: null, data: [{ id: '7300000000000000001', title: 'From the contract', durationSec: 15 }] });
+    expect(analytics).toMatchObject({
+      channelId: channel.id,
+      days: 7,
+      nextCursor: null,
+      data: [{ id: '7300000000000000001', title: 'From the contract', durationSec: 15 }],
+    });
   });
 
   it('manages a webhook endpoint through every webhook operation, as the contract declares them', async () => {
     const service = target.client();
-    const created = await service.createWebhook({ url: 'http://127.0.0.1:9/hooks', eventTypes: ['post.published', 'channel.needs_reconnect'], description: 'Contract receiver' });
+    const created = await service.createWebhook({
+      url: 'http://127.0.0.1:9/hooks',
+      eventTypes: ['post.published', 'channel.needs_reconnect'],
+      description: 'Contract receiver',
+    });
     expect(created.secret).toMatch(/^whsec_/);
     expect((await service.listWebhooks()).data.map((w) => w.id)).toContain(created.id);
     expect(await service.getWebhook(created.id)).toMatchObject({ id: created.id, enabled: true });
-    expect(await service.updateWebhook(created.id, { description: '', eventTypes: ['post.failed'] })).toMatchObject({ description: null, eventTypes: ['post.failed'] });
+    expect(await service.updateWebhook(created.id, { description: '', eventTypes: ['post.failed'] })).toMatchObject({
+      description: null,
+      eventTypes: ['post.failed'],
+    });
     const rotated = await service.rotateWebhookSecret(created.id);
     expect(rotated.secret).not.toBe(created.secret);
     const delivery = await service.testWebhook(created.id);
@@ -201,8 +254,13 @@ describe('@service/sdk against the real server: answers that depend on its data'
     const page = await service.webhookDeliveries(created.id, { limit: 5 });
     expect(page).toEqual({ data: [delivery], nextCursor: null });
     // This installation runs no worker: the delivery is still pending, and cannot be sent again yet.
-    await expect(service.retryWebhookDelivery(created.id, delivery.id)).rejects.toMatchObject({ status: 409, code: 'conflict' });
-    await expect(service.createWebhook({ url: 'http://10.0.0.1/hooks', eventTypes: ['post.failed'] })).rejects.toMatchObject({ status: 422, code: 'unprocessable' });
+    await expect(service.retryWebhookDelivery(created.id, delivery.id)).rejects.toMatchObject({
+      status: 409,
+      code: 'conflict',
+    });
+    await expect(
+      service.createWebhook({ url: 'http://10.0.0.1/hooks', eventTypes: ['post.failed'] }),
+    ).rejects.toMatchObject({ status: 422, code: 'unprocessable' });
     await service.deleteWebhook(created.id);
     await expect(service.getWebhook(created.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });
   });

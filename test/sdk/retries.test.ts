@@ -19,7 +19,9 @@ interface Received {
 }
 
 const CHANNELS = { data: [] };
-const envelope = (code: string, extra: object = {}) => ({ error: { code, message: `${code} for the test`, requestId: 'req_test', ...extra } });
+const envelope = (code: string, extra: object = {}) => ({
+  error: { code, message: `${code} for the test`, requestId: 'req_test', ...extra },
+});
 
 let server: Server;
 let origin: string;
@@ -37,7 +39,12 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      received.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      received.push({
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      });
       const next = (script.length > 1 ? script.shift() : script[0]) ?? { status: 500 };
       if (next.drop) {
         req.socket.destroy();
@@ -95,7 +102,10 @@ describe('retries', () => {
 
   it('does not retry when the count is 0, on the client or on one call', async () => {
     answer({ status: 500, headers: { 'Retry-After': '0' }, body: envelope('internal') });
-    await expect(new Service(KEY, origin, { maxRetries: 0 }).channels()).rejects.toMatchObject({ status: 500, code: 'internal' });
+    await expect(new Service(KEY, origin, { maxRetries: 0 }).channels()).rejects.toMatchObject({
+      status: 500,
+      code: 'internal',
+    });
     expect(received).toHaveLength(1);
 
     answer({ status: 500, headers: { 'Retry-After': '0' }, body: envelope('internal') });
@@ -103,7 +113,9 @@ describe('retries', () => {
     expect(received).toHaveLength(1);
 
     answer({ status: 500, headers: { 'Retry-After': '0' }, body: envelope('internal') });
-    await expect(new Service(KEY, origin, { maxRetries: 0 }).channels({ maxRetries: 3 })).rejects.toMatchObject({ status: 500 });
+    await expect(new Service(KEY, origin, { maxRetries: 0 }).channels({ maxRetries: 3 })).rejects.toMatchObject({
+      status: 500,
+    });
     expect(received).toHaveLength(4);
   });
 
@@ -116,7 +128,11 @@ describe('retries', () => {
       [422, 'unprocessable'],
       [501, 'not_implemented'],
     ] as const) {
-      answer({ status, headers: { 'Retry-After': '0' }, body: envelope(code, { details: [{ path: 'id', message: 'why' }] }) });
+      answer({
+        status,
+        headers: { 'Retry-After': '0' },
+        body: envelope(code, { details: [{ path: 'id', message: 'why' }] }),
+      });
       const error = await failureOf(new Service(KEY, origin).channels());
       expect(error).toMatchObject({ status, code, details: [{ path: 'id', message: 'why' }], requestId: 'req_test' });
       expect(received).toHaveLength(1);
@@ -124,7 +140,10 @@ describe('retries', () => {
   });
 
   it('retries a 429 after its Retry-After, and fails at once when the wait is beyond the cap', async () => {
-    answer({ status: 429, headers: { 'Retry-After': '1' }, body: envelope('rate_limited', { retryAfter: 1 }) }, { status: 200, body: CHANNELS });
+    answer(
+      { status: 429, headers: { 'Retry-After': '1' }, body: envelope('rate_limited', { retryAfter: 1 }) },
+      { status: 200, body: CHANNELS },
+    );
     await expect(new Service(KEY, origin).channels()).resolves.toEqual(CHANNELS);
     expect(received).toHaveLength(2);
 
@@ -153,8 +172,13 @@ describe('retries', () => {
     await failureOf(new Service(KEY, origin).channels({ maxRetryAfter: 0 }));
     expect(received).toHaveLength(1);
 
-    answer({ status: 429, headers: { 'Retry-After': '1' }, body: envelope('rate_limited', { retryAfter: 1 }) }, { status: 200, body: CHANNELS });
-    await expect(new Service(KEY, origin, { maxRetryAfter: 0 }).channels({ maxRetryAfter: 5 })).resolves.toEqual(CHANNELS);
+    answer(
+      { status: 429, headers: { 'Retry-After': '1' }, body: envelope('rate_limited', { retryAfter: 1 }) },
+      { status: 200, body: CHANNELS },
+    );
+    await expect(new Service(KEY, origin, { maxRetryAfter: 0 }).channels({ maxRetryAfter: 5 })).resolves.toEqual(
+      CHANNELS,
+    );
     expect(received).toHaveLength(2);
     expect(() => new Service(KEY, origin, { maxRetryAfter: -1 })).toThrow(TypeError);
   });
@@ -167,14 +191,22 @@ describe('retries', () => {
     expect(received).toHaveLength(2);
 
     const closed = await failureOf(new Service(KEY, 'http://127.0.0.1:9', { maxRetries: 0 }).isConnected());
-    expect(closed).toMatchObject({ status: 0, code: 'network_error', request: { method: 'GET', url: 'http://127.0.0.1:9/public/v1/is-connected' } });
+    expect(closed).toMatchObject({
+      status: 0,
+      code: 'network_error',
+      request: { method: 'GET', url: 'http://127.0.0.1:9/public/v1/is-connected' },
+    });
     expect(closed.message).not.toContain(KEY);
   });
 
   it('keeps one Idempotency-Key across the retries of a create; a caller’s key wins', async () => {
     const created = { group: 'grp_1', data: [] };
     const body: CreatePostRequest = { type: 'now', content: 'hello', channelIds: ['ch_1'] };
-    answer({ status: 500, headers: { 'Retry-After': '0' }, body: envelope('internal') }, { drop: true }, { status: 201, body: created });
+    answer(
+      { status: 500, headers: { 'Retry-After': '0' }, body: envelope('internal') },
+      { drop: true },
+      { status: 201, body: created },
+    );
     await expect(new Service(KEY, origin).createPost(body)).resolves.toEqual(created);
     const keys = received.map((request) => request.headers['idempotency-key']);
     expect(keys).toHaveLength(3);
@@ -182,7 +214,10 @@ describe('retries', () => {
     expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
     expect(received.map((request) => JSON.parse(request.body))).toEqual([body, body, body]);
 
-    answer({ status: 503, headers: { 'Retry-After': '0' }, body: envelope('internal') }, { status: 201, body: created });
+    answer(
+      { status: 503, headers: { 'Retry-After': '0' }, body: envelope('internal') },
+      { status: 201, body: created },
+    );
     await new Service(KEY, origin).post(body, { idempotencyKey: 'mine-42' });
     expect(received.map((request) => request.headers['idempotency-key'])).toEqual(['mine-42', 'mine-42']);
 
@@ -195,11 +230,16 @@ describe('retries', () => {
 
   it('retries creating media from a URL after a 429 only, as the server may have created it on a 5xx', async () => {
     answer({ status: 503, headers: { 'Retry-After': '0' }, body: envelope('internal') });
-    await expect(new Service(KEY, origin).uploadFromUrl('https://cdn.example.org/a.jpg')).rejects.toMatchObject({ status: 503 });
+    await expect(new Service(KEY, origin).uploadFromUrl('https://cdn.example.org/a.jpg')).rejects.toMatchObject({
+      status: 503,
+    });
     expect(received).toHaveLength(1);
 
     const media = { id: 'med_1' };
-    answer({ status: 429, headers: { 'Retry-After': '0' }, body: envelope('rate_limited') }, { status: 201, body: media });
+    answer(
+      { status: 429, headers: { 'Retry-After': '0' }, body: envelope('rate_limited') },
+      { status: 201, body: media },
+    );
     await expect(new Service(KEY, origin).uploadFromUrl('https://cdn.example.org/a.jpg')).resolves.toEqual(media);
     expect(received).toHaveLength(2);
   });

@@ -3,14 +3,27 @@ import { contentTypeFromName, detectContentType, sniffContentType } from '../../
 import { createServiceError, describeRequest, parseRetryAfter } from '../../src/sdk/src/errors.js';
 import Service, { ServiceError, type CreatePostRequest } from '../../src/sdk/src/index.js';
 import { paginate } from '../../src/sdk/src/paginate.js';
-import { backoffSeconds, retryDelaySeconds, shouldRetry, type AttemptOutcome, type RetryPolicy } from '../../src/sdk/src/retry.js';
+import {
+  backoffSeconds,
+  retryDelaySeconds,
+  shouldRetry,
+  type AttemptOutcome,
+  type RetryPolicy,
+} from '../../src/sdk/src/retry.js';
 
 const policy: RetryPolicy = { maxRetries: 2, maxRetryAfter: 60, replayable: true };
 const response = (status: number, retryAfter?: number): AttemptOutcome => ({ kind: 'response', status, retryAfter });
 
 describe('shouldRetry', () => {
   it('retries network failures, 429 and 5xx except 501, while retries remain', () => {
-    for (const outcome of [{ kind: 'network-error' } as const, response(429), response(500), response(502), response(503), response(504)]) {
+    for (const outcome of [
+      { kind: 'network-error' } as const,
+      response(429),
+      response(500),
+      response(502),
+      response(503),
+      response(504),
+    ]) {
       expect(shouldRetry(outcome, 0, policy)).toBe(true);
       expect(shouldRetry(outcome, 1, policy)).toBe(true);
       expect(shouldRetry(outcome, 2, policy)).toBe(false);
@@ -67,10 +80,13 @@ describe('parseRetryAfter', () => {
 });
 
 describe('createServiceError', () => {
-  const request = new Request('https://storage.example.com/uploads/upl_1?expires=1795598400&X-Amz-Signature=abc123&X-Amz-Credential=AKIA%2F2026&size=3', {
-    method: 'PUT',
-    headers: { Authorization: 'Bearer pos_secretToken', 'Content-Type': 'image/png' },
-  });
+  const request = new Request(
+    'https://storage.example.com/uploads/upl_1?expires=1795598400&X-Amz-Signature=abc123&X-Amz-Credential=AKIA%2F2026&size=3',
+    {
+      method: 'PUT',
+      headers: { Authorization: 'Bearer pos_secretToken', 'Content-Type': 'image/png' },
+    },
+  );
 
   it('redacts credentials and URL signatures', () => {
     const described = describeRequest(request);
@@ -86,9 +102,18 @@ describe('createServiceError', () => {
   it('reads the error body, and falls back on the headers and the status', async () => {
     const api = createServiceError(request, {
       response: new Response(null, { status: 429, headers: { 'Retry-After': '12', 'X-Request-Id': 'req_header' } }),
-      body: JSON.stringify({ error: { code: 'rate_limited', message: 'Slow down.', requestId: 'req_body', retryAfter: 12 } }),
+      body: JSON.stringify({
+        error: { code: 'rate_limited', message: 'Slow down.', requestId: 'req_body', retryAfter: 12 },
+      }),
     });
-    expect(api).toMatchObject({ status: 429, code: 'rate_limited', message: 'Slow down.', requestId: 'req_body', retryAfter: 12, details: [] });
+    expect(api).toMatchObject({
+      status: 429,
+      code: 'rate_limited',
+      message: 'Slow down.',
+      requestId: 'req_body',
+      retryAfter: 12,
+      details: [],
+    });
     expect(api.headers).toMatchObject({ 'retry-after': '12', 'x-request-id': 'req_header' });
 
     const foreign = createServiceError(request, {
@@ -101,7 +126,9 @@ describe('createServiceError', () => {
 
     const bodyOnly = createServiceError(request, {
       response: new Response(null, { status: 429 }),
-      body: JSON.stringify({ error: { code: 'rate_limited', message: 'Slow down.', requestId: 'req_body', retryAfter: 7 } }),
+      body: JSON.stringify({
+        error: { code: 'rate_limited', message: 'Slow down.', requestId: 'req_body', retryAfter: 7 },
+      }),
     });
     expect(bodyOnly.retryAfter).toBe(7);
   });
@@ -109,7 +136,9 @@ describe('createServiceError', () => {
 
 describe('content type detection', () => {
   const bytes = (...values: (number | string)[]) =>
-    new Uint8Array(values.flatMap((value) => (typeof value === 'string' ? [...value].map((char) => char.charCodeAt(0)) : [value])));
+    new Uint8Array(
+      values.flatMap((value) => (typeof value === 'string' ? [...value].map((char) => char.charCodeAt(0)) : [value])),
+    );
 
   it('reads the magic numbers of every accepted type', () => {
     expect(sniffContentType(bytes(0xff, 0xd8, 0xff, 0xe0))).toBe('image/jpeg');
@@ -204,7 +233,10 @@ describe('list iterators', () => {
       requests.push(request);
       const page = pagesByCursor[new URL(request.url).searchParams.get('cursor') ?? 'first'];
       if (typeof page === 'number') {
-        return Response.json({ error: { code: 'internal', message: 'Down for the test.', requestId: 'req_test' } }, { status: page });
+        return Response.json(
+          { error: { code: 'internal', message: 'Down for the test.', requestId: 'req_test' } },
+          { status: page },
+        );
       }
       return Response.json(page);
     };
@@ -218,7 +250,11 @@ describe('list iterators', () => {
       c2: { data: [{ id: 'post_3' }], nextCursor: null },
     });
     const posts: string[] = [];
-    for await (const post of service.iteratePosts({ status: ['failed'], limit: 2 }, { headers: { 'X-Trace-Id': 'trace_1' } })) posts.push(post.id);
+    for await (const post of service.iteratePosts(
+      { status: ['failed'], limit: 2 },
+      { headers: { 'X-Trace-Id': 'trace_1' } },
+    ))
+      posts.push(post.id);
     expect(posts).toEqual(['post_1', 'post_2', 'post_3']);
     expect(requests.map((request) => new URL(request.url).pathname)).toEqual(['/public/v1/posts', '/public/v1/posts']);
     expect(requests.map((request) => queryOf(request).get('cursor'))).toEqual([null, 'c2']);
@@ -295,8 +331,13 @@ describe('createPost’s body, a union discriminated by type', () => {
     const undated: CreatePostRequest = { type: 'schedule', content: 'Winter', channelIds };
     // @ts-expect-error a type the contract does not know
     const unknownType: CreatePostRequest = { type: 'later', content: 'Winter', channelIds };
-    // @ts-expect-error `scheduledAt` is the post's field, not the create body's
-    const renamed: CreatePostRequest = { type: 'now', scheduledAt: '2026-12-01T09:30:00.000Z', content: 'Winter', channelIds };
+    const renamed: CreatePostRequest = {
+      type: 'now',
+      // @ts-expect-error `scheduledAt` is the post's field, not the create body's
+      scheduledAt: '2026-12-01T09:30:00.000Z',
+      content: 'Winter',
+      channelIds,
+    };
     expect(bodies.map((body) => body.type)).toEqual(['schedule', 'now', 'draft']);
     expect([undated, unknownType, renamed]).toHaveLength(3);
   });

@@ -15,7 +15,9 @@ export const chromiumInstalled = fs.existsSync(CHROMIUM_PATH);
 export const skipBrowserTests = !chromiumInstalled && process.env.CI !== 'true';
 
 if (skipBrowserTests) {
-  console.warn(`\n  Browser tests SKIPPED: no Chromium at ${CHROMIUM_PATH}. Install it with \`apt-get install chromium\` to run them.\n`);
+  console.warn(
+    `\n  Browser tests SKIPPED: no Chromium at ${CHROMIUM_PATH}. Install it with \`apt-get install chromium\` to run them.\n`,
+  );
 }
 
 export interface ChromiumProfile {
@@ -29,12 +31,21 @@ export interface ChromiumProfile {
  * command line.
  */
 export async function launchChromium(options: { args?: string[] } = {}): Promise<ChromiumProfile> {
-  if (!chromiumInstalled) throw new Error(`Chromium is required for the browser tests and was not found at ${CHROMIUM_PATH}.`);
+  if (!chromiumInstalled)
+    throw new Error(`Chromium is required for the browser tests and was not found at ${CHROMIUM_PATH}.`);
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'post-scheduler-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM_PATH,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', ...(options.args ?? [])],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      ...(options.args ?? []),
+    ],
   });
   return {
     context,

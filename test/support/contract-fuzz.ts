@@ -74,23 +74,31 @@ export function readOperations(api: Api): FuzzOperation[] {
       if (!op) continue;
       const base = `#/paths/${pointerPart(path)}/${method}`;
       const located = [
-        ...(item.parameters ?? []).map((p: any, i: number) => follow(api, p, `#/paths/${pointerPart(path)}/parameters/${i}`)),
+        ...(item.parameters ?? []).map((p: any, i: number) =>
+          follow(api, p, `#/paths/${pointerPart(path)}/parameters/${i}`),
+        ),
         ...(op.parameters ?? []).map((p: any, i: number) => follow(api, p, `${base}/parameters/${i}`)),
       ];
-      const parameters = located.map(({ node, pointer }) => ({ ...node, schemaPointer: `${pointer}/schema` }) as SpecParameter);
+      const parameters = located.map(
+        ({ node, pointer }) => ({ ...node, schemaPointer: `${pointer}/schema` }) as SpecParameter,
+      );
       let body: FuzzOperation['body'];
       if (op.requestBody) {
         const { node, pointer } = follow(api, op.requestBody, `${base}/requestBody`);
         body = {
           required: node.required === true,
-          schemas: Object.fromEntries(Object.keys(node.content).map((type) => [type, `${pointer}/content/${pointerPart(type)}/schema`])),
+          schemas: Object.fromEntries(
+            Object.keys(node.content).map((type) => [type, `${pointer}/content/${pointerPart(type)}/schema`]),
+          ),
         };
       }
       const responses: FuzzOperation['responses'] = new Map();
       for (const [status, raw] of Object.entries(op.responses as Record<string, any>)) {
         const { node, pointer } = follow(api, raw, `${base}/responses/${status}`);
         responses.set(Number(status), {
-          content: Object.fromEntries(Object.keys(node.content ?? {}).map((type) => [type, `${pointer}/content/${pointerPart(type)}/schema`])),
+          content: Object.fromEntries(
+            Object.keys(node.content ?? {}).map((type) => [type, `${pointer}/content/${pointerPart(type)}/schema`]),
+          ),
           requiredHeaders: Object.entries(node.headers ?? {})
             .filter(([, header]) => follow(api, header, '').node.required === true)
             .map(([name]) => name.toLowerCase()),
@@ -132,7 +140,10 @@ function choices(seed: number) {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  return { chance: (p: number) => next() < p, pick: <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]! };
+  return {
+    chance: (p: number) => next() < p,
+    pick: <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!,
+  };
 }
 
 export interface Realistic {
@@ -168,7 +179,9 @@ export function generateRequests(operations: FuzzOperation[], options: GenerateO
     const { node } = follow(api, at(api, pointer), pointer);
     for (let attempt = 0; attempt < 5; attempt++) {
       try {
-        return faker.generate({ ...node, components: SPECS[api].components } as Parameters<typeof faker.generate>[0]) as Json;
+        return faker.generate({ ...node, components: SPECS[api].components } as Parameters<
+          typeof faker.generate
+        >[0]) as Json;
       } catch {
         // next seed
       }
@@ -199,7 +212,6 @@ export function generateRequests(operations: FuzzOperation[], options: GenerateO
 
 type Random = ReturnType<typeof choices>;
 type Fake = (api: Api, pointer: string) => Json | undefined;
-
 
 /** A parameter's value as the query string carries it, or `undefined` when the generator gave up. */
 function serialize(value: Json): string[] {
@@ -242,9 +254,15 @@ function invalidRequest(valid: FuzzRequest, random: Random): FuzzRequest | undef
   const { op } = valid;
   const queryParameters = op.parameters.filter((p) => p.in === 'query');
   const kinds = [
-    ...(valid.body && valid.body.mediaType === 'application/json' ? ['drop a required field', 'a field of another type', 'an undeclared field', 'a body that is no object'] : []),
-    ...(valid.body && valid.body.mediaType !== 'application/json' ? ['drop a required field', 'an undeclared field'] : []),
-    ...(queryParameters.some((p) => p.schema.type === 'integer') ? ['an integer out of range', 'an integer that is not one'] : []),
+    ...(valid.body && valid.body.mediaType === 'application/json'
+      ? ['drop a required field', 'a field of another type', 'an undeclared field', 'a body that is no object']
+      : []),
+    ...(valid.body && valid.body.mediaType !== 'application/json'
+      ? ['drop a required field', 'an undeclared field']
+      : []),
+    ...(queryParameters.some((p) => p.schema.type === 'integer')
+      ? ['an integer out of range', 'an integer that is not one']
+      : []),
     ...(queryParameters.some((p) => hasEnumeration(p)) ? ['a value of no enumeration'] : []),
     ...(queryParameters.some((p) => p.schema.maxLength !== undefined) ? ['a string too long'] : []),
     ...(queryParameters.some((p) => p.required) ? ['a missing required parameter'] : []),
@@ -253,7 +271,13 @@ function invalidRequest(valid: FuzzRequest, random: Random): FuzzRequest | undef
   ];
   if (kinds.length === 0) return undefined;
   const kind = random.pick(kinds);
-  const request: FuzzRequest = { ...valid, valid: false, mutation: kind, query: [...valid.query], headers: { ...valid.headers } };
+  const request: FuzzRequest = {
+    ...valid,
+    valid: false,
+    mutation: kind,
+    query: [...valid.query],
+    headers: { ...valid.headers },
+  };
   const body = valid.body?.value as Record<string, Json> | undefined;
   const pointer = valid.body ? op.body!.schemas[valid.body.mediaType]! : '';
   const withBody = (value: unknown) => {
@@ -262,7 +286,10 @@ function invalidRequest(valid: FuzzRequest, random: Random): FuzzRequest | undef
   };
   const integer = () => random.pick(queryParameters.filter((p) => p.schema.type === 'integer'));
   const setQuery = (name: string, values: string[]) => {
-    request.query = [...request.query.filter(([key]) => key !== name), ...values.map((value): [string, string] => [name, value])];
+    request.query = [
+      ...request.query.filter(([key]) => key !== name),
+      ...values.map((value): [string, string] => [name, value]),
+    ];
     return request;
   };
 
@@ -279,7 +306,16 @@ function invalidRequest(valid: FuzzRequest, random: Random): FuzzRequest | undef
       if (!body || typeof body !== 'object' || Array.isArray(body) || Object.keys(body).length === 0) return undefined;
       const key = random.pick(Object.keys(body));
       const original = body[key];
-      const replacement = typeof original === 'string' ? 42 : typeof original === 'number' ? String(original) : typeof original === 'boolean' ? 'true' : Array.isArray(original) ? 'x' : 7;
+      const replacement =
+        typeof original === 'string'
+          ? 42
+          : typeof original === 'number'
+            ? String(original)
+            : typeof original === 'boolean'
+              ? 'true'
+              : Array.isArray(original)
+                ? 'x'
+                : 7;
       return withBody({ ...body, [key]: replacement });
     }
     case 'an undeclared field':
@@ -289,7 +325,9 @@ function invalidRequest(valid: FuzzRequest, random: Random): FuzzRequest | undef
     case 'an integer out of range': {
       const parameter = integer();
       const { minimum, maximum } = parameter.schema;
-      return setQuery(parameter.name, [String(random.chance(0.5) && maximum !== undefined ? maximum + 1 : (minimum ?? 1) - 1)]);
+      return setQuery(parameter.name, [
+        String(random.chance(0.5) && maximum !== undefined ? maximum + 1 : (minimum ?? 1) - 1),
+      ]);
     }
     case 'an integer that is not one':
       return setQuery(integer().name, [random.pick(['abc', '1.5', '0x10', '1e1', ''])]);
@@ -332,10 +370,15 @@ export function contractProblems(request: FuzzRequest, answer: Answer): string[]
     // The authorize endpoint answers a bad request of a known app by redirecting to the app with
     // `error` (RFC 6749 §4.1.2.1); the other OAuth endpoints with their RFC 6749 §5.2 errors.
     const redirectedWithError = answer.status === 302 && /[?&]error=/.test(answer.headers.get('location') ?? '');
-    const refused = op.api === 'public' ? answer.status === 400 : (answer.status >= 400 && answer.status < 500) || redirectedWithError;
+    const refused =
+      op.api === 'public'
+        ? answer.status === 400
+        : (answer.status >= 400 && answer.status < 500) || redirectedWithError;
     if (!refused) {
       const where = answer.headers.get('location') ? ` to ${answer.headers.get('location')}` : '';
-      problems.push(`took a request with ${request.mutation} (answered ${answer.status}${where}, not ${op.api === 'public' ? '400' : 'a 4xx'})`);
+      problems.push(
+        `took a request with ${request.mutation} (answered ${answer.status}${where}, not ${op.api === 'public' ? '400' : 'a 4xx'})`,
+      );
     }
   }
   if (!declared) return problems;

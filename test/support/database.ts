@@ -11,7 +11,9 @@ export const DIALECT = TEST_DATABASE_URL ? 'postgres' : 'pglite';
  * A fresh database migrated to the latest schema: PGlite in memory, or, with TEST_DATABASE_URL, a new
  * PostgreSQL database of its own (dropped on close) so test files never see each other's rows.
  */
-export async function createTestDatabase({ migrate = true } = {}): Promise<DatabaseHandle & { url: string | undefined }> {
+export async function createTestDatabase({ migrate = true } = {}): Promise<
+  DatabaseHandle & { url: string | undefined }
+> {
   if (!TEST_DATABASE_URL) {
     const handle = await openDatabase({});
     if (migrate) await migrateToLatest(handle.db);

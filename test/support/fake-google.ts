@@ -148,9 +148,19 @@ const VIDEO_PARTS = [
 ];
 const SCOPE = 'https://www.googleapis.com/auth/';
 /** Scopes that let a token read the channel and its videos. */
-const READ_SCOPES = [`${SCOPE}youtube.readonly`, `${SCOPE}youtube`, `${SCOPE}youtube.force-ssl`, `${SCOPE}youtubepartner`];
+const READ_SCOPES = [
+  `${SCOPE}youtube.readonly`,
+  `${SCOPE}youtube`,
+  `${SCOPE}youtube.force-ssl`,
+  `${SCOPE}youtubepartner`,
+];
 /** Scopes that let a token upload a video. */
-const UPLOAD_SCOPES = [`${SCOPE}youtube.upload`, `${SCOPE}youtube`, `${SCOPE}youtube.force-ssl`, `${SCOPE}youtubepartner`];
+const UPLOAD_SCOPES = [
+  `${SCOPE}youtube.upload`,
+  `${SCOPE}youtube`,
+  `${SCOPE}youtube.force-ssl`,
+  `${SCOPE}youtubepartner`,
+];
 
 /** Consent given by the account to the client: what refresh tokens and access tokens stand for. */
 interface Grant {
@@ -201,7 +211,9 @@ const videoId = () => randomBytes(9).toString('base64url').slice(0, 11);
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAccount>; clientId?: string; clientSecret?: string } = {}): Promise<FakeGoogle> {
+export async function startFakeGoogle(
+  options: { account?: Partial<FakeGoogleAccount>; clientId?: string; clientSecret?: string } = {},
+): Promise<FakeGoogle> {
   const clientId = options.clientId ?? 'fake-client.apps.googleusercontent.com';
   const clientSecret = options.clientSecret ?? 'fake-client-secret';
   const channelId = options.account?.channelId ?? 'UC_fake_google_channel_1';
@@ -269,22 +281,29 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
       return errorPage(res, 'redirect_uri_mismatch', 'The redirect URI must be http(s) and have no fragment.');
     }
     // From here on the redirect URI is known good, but Google still shows the page for a bad request.
-    if (single('response_type') !== 'code') return errorPage(res, 'unsupported_response_type', 'A web server app asks for response_type=code.');
+    if (single('response_type') !== 'code')
+      return errorPage(res, 'unsupported_response_type', 'A web server app asks for response_type=code.');
     const scopes = (single('scope') ?? '').split(' ').filter((s) => s !== '');
     if (scopes.length === 0) return errorPage(res, 'invalid_request', 'Missing required parameter: scope');
     const accessType = single('access_type') ?? 'online';
-    if (accessType !== 'online' && accessType !== 'offline') return errorPage(res, 'invalid_request', `Invalid access_type: ${accessType}`);
+    if (accessType !== 'online' && accessType !== 'offline')
+      return errorPage(res, 'invalid_request', `Invalid access_type: ${accessType}`);
     const prompts = (single('prompt') ?? '').split(' ').filter((p) => p !== '');
-    if (prompts.some((p) => !['none', 'consent', 'select_account'].includes(p)) || (prompts.includes('none') && prompts.length > 1)) {
+    if (
+      prompts.some((p) => !['none', 'consent', 'select_account'].includes(p)) ||
+      (prompts.includes('none') && prompts.length > 1)
+    ) {
       return errorPage(res, 'invalid_request', 'Invalid prompt value.');
     }
     const challengeValue = single('code_challenge');
     const challengeMethod = single('code_challenge_method') ?? (challengeValue ? 'plain' : undefined);
-    if (challengeMethod && !challengeValue) return errorPage(res, 'invalid_request', 'code_challenge_method without code_challenge.');
+    if (challengeMethod && !challengeValue)
+      return errorPage(res, 'invalid_request', 'code_challenge_method without code_challenge.');
     if (challengeMethod && challengeMethod !== 'S256' && challengeMethod !== 'plain') {
       return errorPage(res, 'invalid_request', 'Unsupported code_challenge_method.');
     }
-    if (challengeValue && !/^[A-Za-z0-9._~-]{43,128}$/.test(challengeValue)) return errorPage(res, 'invalid_request', 'Invalid code_challenge.');
+    if (challengeValue && !/^[A-Za-z0-9._~-]{43,128}$/.test(challengeValue))
+      return errorPage(res, 'invalid_request', 'Invalid code_challenge.');
     const state = query.get('state');
 
     const back = (params: Record<string, string>) => {
@@ -302,10 +321,12 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
     // prompt=none may not show a page: it works only when the user already consented to this app.
     if (prompts.includes('none') && earlier.length === 0) return back({ error: 'consent_required' });
     const granted = new Set(scopes);
-    if (single('include_granted_scopes') === 'true') for (const grant of earlier) for (const s of grant.scopes) granted.add(s);
+    if (single('include_granted_scopes') === 'true')
+      for (const grant of earlier) for (const s of grant.scopes) granted.add(s);
     // Google hands out a refresh token on the first offline consent; asking again without
     // prompt=consent gives only an access token, since the app already holds one.
-    const withRefreshToken = accessType === 'offline' && (prompts.includes('consent') || !earlier.some((g) => g.refreshToken !== null));
+    const withRefreshToken =
+      accessType === 'offline' && (prompts.includes('consent') || !earlier.some((g) => g.refreshToken !== null));
     const code = token('4/0A', 40);
     codes.set(code, {
       redirectUri,
@@ -319,17 +340,36 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
     back({ code, scope: [...granted].join(' ') });
   };
 
-  const tokenError = (res: ServerResponse, status: number, error: string, description: string, headers: Record<string, string> = {}) =>
-    sendJson(res, status, { error, error_description: description }, { 'Cache-Control': 'no-store', Pragma: 'no-cache', ...headers });
+  const tokenError = (
+    res: ServerResponse,
+    status: number,
+    error: string,
+    description: string,
+    headers: Record<string, string> = {},
+  ) =>
+    sendJson(
+      res,
+      status,
+      { error, error_description: description },
+      { 'Cache-Control': 'no-store', Pragma: 'no-cache', ...headers },
+    );
 
   const issueAccessToken = (grant: Grant) => {
     const accessToken = token('ya29.', 48);
     accessTokens.set(accessToken, { grant, expiresAt: now() + accessLifetimeSeconds * 1000 });
-    return { access_token: accessToken, expires_in: accessLifetimeSeconds, scope: grant.scopes.join(' '), token_type: 'Bearer' };
+    return {
+      access_token: accessToken,
+      expires_in: accessLifetimeSeconds,
+      scope: grant.scopes.join(' '),
+      token_type: 'Bearer',
+    };
   };
 
   /** The client's credentials, from the body or HTTP Basic (never both): the error to answer if they are wrong. */
-  const authenticateClient = (req: IncomingMessage, form: URLSearchParams): { status: number; error: string; description: string } | null => {
+  const authenticateClient = (
+    req: IncomingMessage,
+    form: URLSearchParams,
+  ): { status: number; error: string; description: string } | null => {
     const authorization = req.headers.authorization;
     let id = form.get('client_id');
     let secret = form.get('client_secret');
@@ -346,12 +386,18 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
         return { status: 401, error: 'invalid_client', description: 'Unauthorized' };
       }
       if (form.has('client_secret') || (id !== null && id !== basicId)) {
-        return { status: 400, error: 'invalid_request', description: 'Client credentials were given in more than one way.' };
+        return {
+          status: 400,
+          error: 'invalid_request',
+          description: 'Client credentials were given in more than one way.',
+        };
       }
       id = basicId;
     }
-    if (!id) return { status: 400, error: 'invalid_request', description: 'Could not determine client ID from request.' };
-    if (id !== clientId) return { status: 401, error: 'invalid_client', description: 'The OAuth client was not found.' };
+    if (!id)
+      return { status: 400, error: 'invalid_request', description: 'Could not determine client ID from request.' };
+    if (id !== clientId)
+      return { status: 401, error: 'invalid_client', description: 'The OAuth client was not found.' };
     if (secret !== clientSecret) return { status: 401, error: 'invalid_client', description: 'Unauthorized' };
     return null;
   };
@@ -371,17 +417,23 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
       const codeValue = form.get('code');
       if (!codeValue) return tokenError(res, 400, 'invalid_request', 'Missing required parameter: code');
       const code = codes.get(codeValue);
-      if (!code || code.used || code.revoked || now() >= code.expiresAt) return tokenError(res, 400, 'invalid_grant', 'Bad Request');
+      if (!code || code.used || code.revoked || now() >= code.expiresAt)
+        return tokenError(res, 400, 'invalid_grant', 'Bad Request');
       // Single use: a code that was presented is spent, even when the exchange then fails.
       code.used = true;
       if (form.get('redirect_uri') !== code.redirectUri) return tokenError(res, 400, 'invalid_grant', 'Bad Request');
       if (code.challenge) {
         const verifier = form.get('code_verifier');
         if (!verifier) return tokenError(res, 400, 'invalid_grant', 'Missing code verifier.');
-        const derived = code.challenge.method === 'S256' ? createHash('sha256').update(verifier).digest('base64url') : verifier;
+        const derived =
+          code.challenge.method === 'S256' ? createHash('sha256').update(verifier).digest('base64url') : verifier;
         if (derived !== code.challenge.value) return tokenError(res, 400, 'invalid_grant', 'Invalid code verifier.');
       }
-      const grant: Grant = { scopes: code.scopes, refreshToken: code.withRefreshToken ? token('1//0', 64) : null, revoked: false };
+      const grant: Grant = {
+        scopes: code.scopes,
+        refreshToken: code.withRefreshToken ? token('1//0', 64) : null,
+        revoked: false,
+      };
       grants.push(grant);
       if (grant.refreshToken) refreshTokens.set(grant.refreshToken, grant);
       const answer = issueAccessToken(grant);
@@ -404,7 +456,10 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
   /** Revoking either token of a grant ends the whole grant, as Google does. */
   const revoke = (req: IncomingMessage, res: ServerResponse, query: URLSearchParams, body: Buffer) => {
     const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-    const form = contentType === 'application/x-www-form-urlencoded' ? new URLSearchParams(body.toString('utf8')) : new URLSearchParams();
+    const form =
+      contentType === 'application/x-www-form-urlencoded'
+        ? new URLSearchParams(body.toString('utf8'))
+        : new URLSearchParams();
     const value = form.get('token') ?? query.get('token');
     if (!value) return tokenError(res, 400, 'invalid_request', 'Missing required parameter: token');
     const access = accessTokens.get(value);
@@ -432,7 +487,10 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
     );
 
   /** The grant behind the request's bearer token, or the 401/403 Google answers instead. */
-  const authorizeCall = (req: IncomingMessage, acceptedScopes: string[]): { grant: Grant } | { error: YouTubeError } => {
+  const authorizeCall = (
+    req: IncomingMessage,
+    acceptedScopes: string[],
+  ): { grant: Grant } | { error: YouTubeError } => {
     const realm = 'Bearer realm="https://accounts.google.com/"';
     const authorization = req.headers.authorization ?? '';
     const match = /^Bearer\s+(\S+)$/i.exec(authorization);
@@ -476,12 +534,21 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
     return { grant: issued.grant };
   };
 
-  const badParameter = (reason: string, message: string): YouTubeError => ({ status: 400, reason, domain: 'youtube.parameter', message });
+  const badParameter = (reason: string, message: string): YouTubeError => ({
+    status: 400,
+    reason,
+    domain: 'youtube.parameter',
+    message,
+  });
 
   /** `part`, split; the error when it is missing. */
   const partsOf = (query: URLSearchParams): string[] | YouTubeError => {
-    const parts = (query.get('part') ?? '').split(',').map((p) => p.trim()).filter((p) => p !== '');
-    if (parts.length === 0) return badParameter('missingRequiredParameter', 'No filter selected. Expected one of: part');
+    const parts = (query.get('part') ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p !== '');
+    if (parts.length === 0)
+      return badParameter('missingRequiredParameter', 'No filter selected. Expected one of: part');
     return parts;
   };
 
@@ -492,7 +559,10 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
     if (!Array.isArray(parts)) return youtubeError(res, parts);
     const ids = query.get('id')?.split(',');
     if (query.get('mine') !== 'true' && !ids) {
-      return youtubeError(res, badParameter('missingRequiredParameter', 'No filter selected. Expected one of: mine, id'));
+      return youtubeError(
+        res,
+        badParameter('missingRequiredParameter', 'No filter selected. Expected one of: mine, id'),
+      );
     }
     const items = query.get('mine') === 'true' || ids?.includes(account.channelId) ? [channelResource(parts)] : [];
     sendJson(res, 200, {
@@ -536,7 +606,9 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
             channelId: video.channelId,
             title: video.title,
             description: video.description,
-            thumbnails: { default: { url: `https://i.ytimg.example/vi/${video.id}/default.jpg`, width: 120, height: 90 } },
+            thumbnails: {
+              default: { url: `https://i.ytimg.example/vi/${video.id}/default.jpg`, width: 120, height: 90 },
+            },
             channelTitle: account.title,
             ...(video.tags.length > 0 ? { tags: video.tags } : {}),
             categoryId: video.categoryId,
@@ -565,8 +637,12 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
     if ('error' in auth) return youtubeError(res, auth.error);
     const parts = partsOf(query);
     if (!Array.isArray(parts)) return youtubeError(res, parts);
-    const ids = query.get('id')?.split(',').filter((id) => id !== '');
-    if (!ids || ids.length === 0) return youtubeError(res, badParameter('missingRequiredParameter', 'No filter selected. Expected one of: id'));
+    const ids = query
+      .get('id')
+      ?.split(',')
+      .filter((id) => id !== '');
+    if (!ids || ids.length === 0)
+      return youtubeError(res, badParameter('missingRequiredParameter', 'No filter selected. Expected one of: id'));
     const items = ids.flatMap((id) => videos.filter((v) => v.id === id)).map((v) => videoResource(v, parts));
     sendJson(res, 200, {
       kind: 'youtube#videoListResponse',
@@ -576,42 +652,79 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
     });
   };
 
-  const metadataError = (reason: string, message: string): YouTubeError => ({ status: 400, reason, domain: 'youtube.video', message });
+  const metadataError = (reason: string, message: string): YouTubeError => ({
+    status: 400,
+    reason,
+    domain: 'youtube.video',
+    message,
+  });
 
   /** The video's metadata from the initiation body, or why YouTube refuses it. */
   const readMetadata = (body: Buffer, parts: string[]): UploadSession['metadata'] | YouTubeError => {
     let resource: { snippet?: Record<string, unknown>; status?: Record<string, unknown> };
     try {
       resource = JSON.parse(body.toString('utf8')) as typeof resource;
-      if (typeof resource !== 'object' || resource === null || Array.isArray(resource)) throw new Error('not an object');
+      if (typeof resource !== 'object' || resource === null || Array.isArray(resource))
+        throw new Error('not an object');
     } catch {
-      return { status: 400, reason: 'parseError', domain: 'global', message: 'The request body is not a JSON video resource.' };
+      return {
+        status: 400,
+        reason: 'parseError',
+        domain: 'global',
+        message: 'The request body is not a JSON video resource.',
+      };
     }
     // Only the parts named in `part` are written; the rest of the body is ignored, as by YouTube.
     const snippet = parts.includes('snippet') ? (resource.snippet ?? {}) : {};
     const status = parts.includes('status') ? (resource.status ?? {}) : {};
     const title = snippet.title;
-    if (typeof title !== 'string' || title.trim() === '' || [...title].length > TITLE_MAX_CHARACTERS || /[<>]/.test(title)) {
-      return metadataError('invalidTitle', 'The video title is missing, longer than 100 characters, or contains < or >.');
+    if (
+      typeof title !== 'string' ||
+      title.trim() === '' ||
+      [...title].length > TITLE_MAX_CHARACTERS ||
+      /[<>]/.test(title)
+    ) {
+      return metadataError(
+        'invalidTitle',
+        'The video title is missing, longer than 100 characters, or contains < or >.',
+      );
     }
     const description = snippet.description ?? '';
-    if (typeof description !== 'string' || Buffer.byteLength(description) > DESCRIPTION_MAX_BYTES || /[<>]/.test(description)) {
+    if (
+      typeof description !== 'string' ||
+      Buffer.byteLength(description) > DESCRIPTION_MAX_BYTES ||
+      /[<>]/.test(description)
+    ) {
       return metadataError('invalidDescription', 'The video description is longer than 5000 bytes or contains < or >.');
     }
     const tags = snippet.tags ?? [];
-    if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string')) return metadataError('invalidTags', 'The tags must be a list of strings.');
+    if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string'))
+      return metadataError('invalidTags', 'The tags must be a list of strings.');
     // Tags with a space count with the quotes around them, and the commas between tags count too.
-    const tagCharacters = (tags as string[]).reduce((sum, t) => sum + [...t].length + (t.includes(' ') ? 2 : 0), 0) + Math.max(tags.length - 1, 0);
-    if (tagCharacters > TAGS_MAX_CHARACTERS) return metadataError('invalidTags', 'The tags are longer than 500 characters together.');
+    const tagCharacters =
+      (tags as string[]).reduce((sum, t) => sum + [...t].length + (t.includes(' ') ? 2 : 0), 0) +
+      Math.max(tags.length - 1, 0);
+    if (tagCharacters > TAGS_MAX_CHARACTERS)
+      return metadataError('invalidTags', 'The tags are longer than 500 characters together.');
     const categoryId = snippet.categoryId ?? '22';
-    if (typeof categoryId !== 'string' || !/^\d+$/.test(categoryId)) return metadataError('invalidCategoryId', 'The category id is not a video category.');
+    if (typeof categoryId !== 'string' || !/^\d+$/.test(categoryId))
+      return metadataError('invalidCategoryId', 'The category id is not a video category.');
     const privacyStatus = status.privacyStatus ?? 'public';
     if (typeof privacyStatus !== 'string' || !PRIVACY_STATUSES.includes(privacyStatus)) {
       return metadataError('invalidVideoMetadata', 'status.privacyStatus must be public, private or unlisted.');
     }
     const madeForKids = status.selfDeclaredMadeForKids ?? false;
-    if (typeof madeForKids !== 'boolean') return metadataError('invalidVideoMetadata', 'status.selfDeclaredMadeForKids must be a boolean.');
-    return { title, description, tags: tags as string[], categoryId, privacyStatus, madeForKids, channelId: account.channelId };
+    if (typeof madeForKids !== 'boolean')
+      return metadataError('invalidVideoMetadata', 'status.selfDeclaredMadeForKids must be a boolean.');
+    return {
+      title,
+      description,
+      tags: tags as string[],
+      categoryId,
+      privacyStatus,
+      madeForKids,
+      channelId: account.channelId,
+    };
   };
 
   const startUpload = (req: IncomingMessage, res: ServerResponse, query: URLSearchParams, body: Buffer) => {
@@ -619,23 +732,51 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
     if ('error' in auth) return youtubeError(res, auth.error);
     const failure = uploadFailures.shift();
     if (failure === 'quotaExceeded') {
-      return youtubeError(res, { status: 403, reason: 'quotaExceeded', domain: 'youtube.quota', message: 'The project has used up its quota for today.' });
+      return youtubeError(res, {
+        status: 403,
+        reason: 'quotaExceeded',
+        domain: 'youtube.quota',
+        message: 'The project has used up its quota for today.',
+      });
     }
     if (failure === 'uploadLimitExceeded') {
       const message = 'The channel has uploaded as many videos as it may for now.';
       return youtubeError(res, { status: 400, reason: 'uploadLimitExceeded', domain: 'youtube.video', message });
     }
-    if (failure === 'forbidden') return youtubeError(res, { status: 403, reason: 'forbidden', domain: 'global', message: 'The request is not allowed.' });
+    if (failure === 'forbidden')
+      return youtubeError(res, {
+        status: 403,
+        reason: 'forbidden',
+        domain: 'global',
+        message: 'The request is not allowed.',
+      });
     if (query.get('uploadType') !== 'resumable') {
-      return youtubeError(res, badParameter('invalidParameter', 'This endpoint takes uploadType=resumable only (the other upload types are not faked).'));
+      return youtubeError(
+        res,
+        badParameter(
+          'invalidParameter',
+          'This endpoint takes uploadType=resumable only (the other upload types are not faked).',
+        ),
+      );
     }
     const parts = partsOf(query);
     if (!Array.isArray(parts)) return youtubeError(res, parts);
     const unknown = parts.find((p) => !VIDEO_PARTS.includes(p));
-    if (unknown) return youtubeError(res, { status: 400, reason: 'unknownPart', domain: 'youtube.part', message: `Unknown part: ${unknown}` });
+    if (unknown)
+      return youtubeError(res, {
+        status: 400,
+        reason: 'unknownPart',
+        domain: 'youtube.part',
+        message: `Unknown part: ${unknown}`,
+      });
     const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
     if (contentType !== 'application/json') {
-      return youtubeError(res, { status: 400, reason: 'badContent', domain: 'global', message: 'The video resource must be sent as application/json.' });
+      return youtubeError(res, {
+        status: 400,
+        reason: 'badContent',
+        domain: 'global',
+        message: 'The video resource must be sent as application/json.',
+      });
     }
     const total = Number(req.headers['x-upload-content-length']);
     if (!/^\d+$/.test(String(req.headers['x-upload-content-length'] ?? '')) || total < 1) {
@@ -650,7 +791,18 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
     const metadata = readMetadata(body, parts);
     if ('reason' in metadata) return youtubeError(res, metadata);
     const id = token('ADPycd', 48);
-    uploads.set(id, { id, total, received: 0, stored: 0, completed: false, parts, contentType: mediaType, metadata, data: [], video: null });
+    uploads.set(id, {
+      id,
+      total,
+      received: 0,
+      stored: 0,
+      completed: false,
+      parts,
+      contentType: mediaType,
+      metadata,
+      data: [],
+      video: null,
+    });
     const location = `${origin}/upload/youtube/v3/videos?uploadType=resumable&upload_id=${id}`;
     res.writeHead(200, { Location: location, 'X-GUploader-UploadID': id, 'Content-Length': '0' });
     res.end();
@@ -658,12 +810,21 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
 
   /** 308 with how much the session holds: `Range: bytes=0-LAST`, no Range at all before the first byte. */
   const incomplete = (res: ServerResponse, session: UploadSession) => {
-    res.writeHead(308, { ...(session.stored > 0 ? { Range: `bytes=0-${session.stored - 1}` } : {}), 'Content-Length': '0' });
+    res.writeHead(308, {
+      ...(session.stored > 0 ? { Range: `bytes=0-${session.stored - 1}` } : {}),
+      'Content-Length': '0',
+    });
     res.end();
   };
 
   const complete = (session: UploadSession): FakeGoogleVideo => {
-    const video: FakeGoogleVideo = { id: videoId(), sessionId: session.id, ...session.metadata, contentType: session.contentType, bytes: session.stored };
+    const video: FakeGoogleVideo = {
+      id: videoId(),
+      sessionId: session.id,
+      ...session.metadata,
+      contentType: session.contentType,
+      bytes: session.stored,
+    };
     session.completed = true;
     session.video = video;
     videos.push(video);
@@ -672,7 +833,12 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
     return video;
   };
 
-  const rangeError = (message: string): YouTubeError => ({ status: 400, reason: 'badRequest', domain: 'global', message });
+  const rangeError = (message: string): YouTubeError => ({
+    status: 400,
+    reason: 'badRequest',
+    domain: 'global',
+    message,
+  });
 
   /** A PUT on the session URI: a status query, a chunk, or the whole file at once. It needs no token. */
   const putChunk = (req: IncomingMessage, res: ServerResponse, session: UploadSession, body: Buffer) => {
@@ -688,21 +854,27 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
       if (body.length === 0) return incomplete(res, session);
       start = 0;
       end = body.length - 1;
-      if (session.stored > 0 || body.length !== session.total) return youtubeError(res, rangeError('Without Content-Range the body must be the whole file.'));
+      if (session.stored > 0 || body.length !== session.total)
+        return youtubeError(res, rangeError('Without Content-Range the body must be the whole file.'));
     } else {
       const query = /^bytes \*\/(\d+|\*)$/.exec(header);
       if (query) {
         if (body.length > 0) return youtubeError(res, rangeError('A status query has no body.'));
-        if (query[1] !== '*' && Number(query[1]) !== session.total) return youtubeError(res, rangeError('The total does not match X-Upload-Content-Length.'));
+        if (query[1] !== '*' && Number(query[1]) !== session.total)
+          return youtubeError(res, rangeError('The total does not match X-Upload-Content-Length.'));
         return incomplete(res, session);
       }
       const range = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(header);
-      if (!range) return youtubeError(res, rangeError('Content-Range must be "bytes START-END/TOTAL" or "bytes */TOTAL".'));
+      if (!range)
+        return youtubeError(res, rangeError('Content-Range must be "bytes START-END/TOTAL" or "bytes */TOTAL".'));
       start = Number(range[1]);
       end = Number(range[2]);
-      if (range[3] !== '*' && Number(range[3]) !== session.total) return youtubeError(res, rangeError('The total does not match X-Upload-Content-Length.'));
-      if (end < start || end >= session.total) return youtubeError(res, rangeError('The byte range is outside the file.'));
-      if (body.length !== end - start + 1) return youtubeError(res, rangeError('The body is not as long as Content-Range says.'));
+      if (range[3] !== '*' && Number(range[3]) !== session.total)
+        return youtubeError(res, rangeError('The total does not match X-Upload-Content-Length.'));
+      if (end < start || end >= session.total)
+        return youtubeError(res, rangeError('The byte range is outside the file.'));
+      if (body.length !== end - start + 1)
+        return youtubeError(res, rangeError('The body is not as long as Content-Range says.'));
     }
 
     if (chunkFailure !== undefined) {
@@ -712,9 +884,14 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
       return youtubeError(res, { status, reason, domain: 'global', message: `The upload server answered ${status}.` });
     }
     // The upload goes on from the byte the session holds: no gap, no going back over stored bytes.
-    if (start !== session.stored) return youtubeError(res, rangeError(`The chunk starts at ${start}, but the session holds ${session.stored} bytes.`));
+    if (start !== session.stored)
+      return youtubeError(
+        res,
+        rangeError(`The chunk starts at ${start}, but the session holds ${session.stored} bytes.`),
+      );
     const final = end + 1 === session.total;
-    if (!final && body.length % CHUNK_UNIT !== 0) return youtubeError(res, rangeError('A chunk before the last must be a multiple of 256 KiB (262144 bytes).'));
+    if (!final && body.length % CHUNK_UNIT !== 0)
+      return youtubeError(res, rangeError('A chunk before the last must be a multiple of 256 KiB (262144 bytes).'));
 
     if (chunkCut !== undefined) {
       const kept = body.subarray(0, Math.min(chunkCut, body.length));
@@ -757,7 +934,13 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
       if (uploadId === null && method === 'POST') return startUpload(req, res, url.searchParams, body);
       if (uploadId !== null && method === 'PUT') {
         const session = uploads.get(uploadId);
-        if (!session) return youtubeError(res, { status: 404, reason: 'notFound', domain: 'global', message: 'No upload session with this id.' });
+        if (!session)
+          return youtubeError(res, {
+            status: 404,
+            reason: 'notFound',
+            domain: 'global',
+            message: 'No upload session with this id.',
+          });
         return putChunk(req, res, session, body);
       }
     }
@@ -826,7 +1009,14 @@ export async function startFakeGoogle(options: { account?: Partial<FakeGoogleAcc
     },
     videos,
     videoBytes: (id) => videoData.get(id),
-    sessions: () => [...uploads.values()].map(({ id, total, received, stored, completed }) => ({ id, total, received, stored, completed })),
+    sessions: () =>
+      [...uploads.values()].map(({ id, total, received, stored, completed }) => ({
+        id,
+        total,
+        received,
+        stored,
+        completed,
+      })),
     requests,
     close: async () => {
       server.closeAllConnections();
@@ -856,7 +1046,10 @@ export function youtubeEnv(google: FakeGoogle, uploadChunkBytes?: number): Recor
  * Connects a YouTube channel as a signed-in browser does: Connect YouTube in Settings → Channels, the
  * fake's consent (given at once, unless told to deny), and the callback; the callback's answer.
  */
-export async function connectYouTube(session: { submit(page: string, action: string, fields: Record<string, string>): Promise<Response>; get(path: string): Promise<Response> }): Promise<Response> {
+export async function connectYouTube(session: {
+  submit(page: string, action: string, fields: Record<string, string>): Promise<Response>;
+  get(path: string): Promise<Response>;
+}): Promise<Response> {
   const started = await session.submit('/settings/channels', '/settings/channels/connect/youtube', {});
   const consent = await fetch(started.headers.get('location')!, { redirect: 'manual' });
   const back = new URL(consent.headers.get('location')!);

@@ -86,9 +86,12 @@ export async function startFakeNetwork(): Promise<FakeNetwork> {
       }
       const byKey = /^\/sandbox\/api\/releases\/by-key\/(.+)$/.exec(url);
       if (req.method === 'GET' && byKey) {
-        if (lookupStatus !== undefined) return answer(res, lookupStatus, { error: 'unavailable', message: `The network answered ${lookupStatus}.` });
+        if (lookupStatus !== undefined)
+          return answer(res, lookupStatus, { error: 'unavailable', message: `The network answered ${lookupStatus}.` });
         const id = releases.get(decodeURIComponent(byKey[1]!));
-        return id ? answer(res, 200, { id, url: `${origin}/releases/${id}` }) : answer(res, 404, { error: 'not_found', message: 'Nothing with this key.' });
+        return id
+          ? answer(res, 200, { id, url: `${origin}/releases/${id}` })
+          : answer(res, 404, { error: 'not_found', message: 'Nothing with this key.' });
       }
       answer(res, 404, { error: 'not_found', message: 'No such endpoint.' });
     });

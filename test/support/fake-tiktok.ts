@@ -24,7 +24,8 @@ export interface FakeTikTokCreator {
   maxVideoPostDurationSec: number;
 }
 
-export type FakeTikTokStatus = 'PROCESSING_UPLOAD' | 'PROCESSING_DOWNLOAD' | 'SEND_TO_USER_INBOX' | 'PUBLISH_COMPLETE' | 'FAILED';
+export type FakeTikTokStatus =
+  'PROCESSING_UPLOAD' | 'PROCESSING_DOWNLOAD' | 'SEND_TO_USER_INBOX' | 'PUBLISH_COMPLETE' | 'FAILED';
 
 /** A publication TikTok started with `video/init` or `inbox/video/init`. */
 export interface FakeTikTokPublication {
@@ -134,7 +135,14 @@ const REFRESH_LIFETIME_SECONDS = 365 * 86_400;
 const UPLOAD_URL_LIFETIME_SECONDS = 3600;
 const TITLE_MAX_UTF16 = 2200;
 const PENDING_INBOX_SHARES = 5;
-const SCOPES = ['user.info.basic', 'user.info.profile', 'user.info.stats', 'video.list', 'video.publish', 'video.upload'];
+const SCOPES = [
+  'user.info.basic',
+  'user.info.profile',
+  'user.info.stats',
+  'video.list',
+  'video.publish',
+  'video.upload',
+];
 const PRIVACY_LEVELS = ['PUBLIC_TO_EVERYONE', 'MUTUAL_FOLLOW_FRIENDS', 'FOLLOWER_OF_CREATOR', 'SELF_ONLY'];
 const VIDEO_TYPES = ['video/mp4', 'video/quicktime', 'video/webm'];
 const LIMITS: Record<FakeTikTokLimited, number> = { init: 6, creator_info: 20, status: 30, display: 600 };
@@ -155,7 +163,23 @@ const USER_FIELDS: Record<string, string> = {
   likes_count: 'user.info.stats',
   video_count: 'user.info.stats',
 };
-const VIDEO_FIELDS = ['id', 'create_time', 'cover_image_url', 'share_url', 'video_description', 'duration', 'height', 'width', 'title', 'embed_html', 'embed_link', 'like_count', 'comment_count', 'share_count', 'view_count'];
+const VIDEO_FIELDS = [
+  'id',
+  'create_time',
+  'cover_image_url',
+  'share_url',
+  'video_description',
+  'duration',
+  'height',
+  'width',
+  'title',
+  'embed_html',
+  'embed_link',
+  'like_count',
+  'comment_count',
+  'share_count',
+  'view_count',
+];
 
 interface Grant {
   scopes: string[];
@@ -186,7 +210,9 @@ class ApiError extends Error {
 const random = (bytes: number) => randomBytes(bytes).toString('base64url');
 const digits = (count: number) => Array.from(randomBytes(count), (b) => String(b % 10)).join('');
 
-export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAccount>; clientKey?: string; clientSecret?: string } = {}): Promise<FakeTikTok> {
+export async function startFakeTikTok(
+  options: { account?: Partial<FakeTikTokAccount>; clientKey?: string; clientSecret?: string } = {},
+): Promise<FakeTikTok> {
   const clientKey = options.clientKey ?? 'awfaketiktokclientkey';
   const clientSecret = options.clientSecret ?? 'fake-tiktok-client-secret';
   const account: FakeTikTokAccount = {
@@ -243,8 +269,10 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
     res.writeHead(status, { 'Content-Type': 'application/json; charset=UTF-8' });
     res.end(JSON.stringify(body));
   };
-  const ok = (res: ServerResponse, data: unknown) => sendJson(res, 200, { data, error: { code: 'ok', message: '', log_id: logId() } });
-  const apiError = (res: ServerResponse, error: ApiError) => sendJson(res, error.status, { data: {}, error: { code: error.code, message: error.message, log_id: logId() } });
+  const ok = (res: ServerResponse, data: unknown) =>
+    sendJson(res, 200, { data, error: { code: 'ok', message: '', log_id: logId() } });
+  const apiError = (res: ServerResponse, error: ApiError) =>
+    sendJson(res, error.status, { data: {}, error: { code: error.code, message: error.message, log_id: logId() } });
 
   // ---- Login Kit ----
 
@@ -263,7 +291,10 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
     }
     if ((target.protocol !== 'https:' && target.protocol !== 'http:') || target.hash) return page('redirect_uri');
     if (query.get('response_type') !== 'code') return page('response_type');
-    const asked = (query.get('scope') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+    const asked = (query.get('scope') ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
     if (asked.length === 0 || asked.some((scope) => !SCOPES.includes(scope))) return page('scope');
     const state = query.get('state');
     const back = (params: Record<string, string>) => {
@@ -305,14 +336,18 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
   };
 
   const token = (req: IncomingMessage, res: ServerResponse, body: Buffer) => {
-    if (!(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) return tokenError(res, 'invalid_request', 'Content-Type must be application/x-www-form-urlencoded');
+    if (!(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded'))
+      return tokenError(res, 'invalid_request', 'Content-Type must be application/x-www-form-urlencoded');
     const form = new URLSearchParams(body.toString('utf8'));
-    if (form.get('client_key') !== clientKey || form.get('client_secret') !== clientSecret) return tokenError(res, 'invalid_client', 'Client key or secret is incorrect.');
+    if (form.get('client_key') !== clientKey || form.get('client_secret') !== clientSecret)
+      return tokenError(res, 'invalid_client', 'Client key or secret is incorrect.');
     switch (form.get('grant_type')) {
       case 'authorization_code': {
         const code = codes.get(form.get('code') ?? '');
-        if (!code || code.used || code.expiresAt < now() || code.grant.revoked) return tokenError(res, 'invalid_grant', 'Authorization code is expired or invalid.');
-        if (form.get('redirect_uri') !== code.redirectUri) return tokenError(res, 'invalid_request', 'redirect_uri does not match the authorization request.');
+        if (!code || code.used || code.expiresAt < now() || code.grant.revoked)
+          return tokenError(res, 'invalid_grant', 'Authorization code is expired or invalid.');
+        if (form.get('redirect_uri') !== code.redirectUri)
+          return tokenError(res, 'invalid_request', 'redirect_uri does not match the authorization request.');
         code.used = true;
         return issue(res, code.grant);
       }
@@ -334,9 +369,11 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
 
   const revoke = (res: ServerResponse, body: Buffer) => {
     const form = new URLSearchParams(body.toString('utf8'));
-    if (form.get('client_key') !== clientKey || form.get('client_secret') !== clientSecret) return tokenError(res, 'invalid_client', 'Client key or secret is incorrect.');
+    if (form.get('client_key') !== clientKey || form.get('client_secret') !== clientSecret)
+      return tokenError(res, 'invalid_client', 'Client key or secret is incorrect.');
     const access = accessTokens.get(form.get('token') ?? '');
-    if (!access || access.grant.revoked || access.expiresAt < now()) return tokenError(res, 'invalid_request', 'The access token is invalid or not found.');
+    if (!access || access.grant.revoked || access.expiresAt < now())
+      return tokenError(res, 'invalid_request', 'The access token is invalid or not found.');
     access.grant.revoked = true;
     sendJson(res, 200, {});
   };
@@ -346,9 +383,14 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
   const authorized = (req: IncomingMessage, scopes: string[]) => {
     const match = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
     const access = match ? accessTokens.get(match[1]!) : undefined;
-    if (!access || access.grant.revoked || access.expiresAt < now()) throw new ApiError(401, 'access_token_invalid', 'The access token is invalid or not found in the request.');
+    if (!access || access.grant.revoked || access.expiresAt < now())
+      throw new ApiError(401, 'access_token_invalid', 'The access token is invalid or not found in the request.');
     if (!scopes.some((scope) => access.grant.scopes.includes(scope))) {
-      throw new ApiError(401, 'scope_not_authorized', `The user did not authorize the scope required for completing this request (${scopes.join(' or ')}).`);
+      throw new ApiError(
+        401,
+        'scope_not_authorized',
+        `The user did not authorize the scope required for completing this request (${scopes.join(' or ')}).`,
+      );
     }
     return match![1]!;
   };
@@ -356,11 +398,20 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
   const limit = (accessToken: string, kind: FakeTikTokLimited, endpoint: string) => {
     if (forcedLimits[kind] > 0) {
       forcedLimits[kind]--;
-      throw new ApiError(429, 'rate_limit_exceeded', 'API rate limit was exceeded, only 6 requests are allowed per minute.');
+      throw new ApiError(
+        429,
+        'rate_limit_exceeded',
+        'API rate limit was exceeded, only 6 requests are allowed per minute.',
+      );
     }
     const key = `${endpoint} ${accessToken}`;
     const recent = (calls.get(key) ?? []).filter((at) => at > now() - 60_000);
-    if (recent.length >= LIMITS[kind]) throw new ApiError(429, 'rate_limit_exceeded', `API rate limit was exceeded, only ${LIMITS[kind]} requests are allowed per minute.`);
+    if (recent.length >= LIMITS[kind])
+      throw new ApiError(
+        429,
+        'rate_limit_exceeded',
+        `API rate limit was exceeded, only ${LIMITS[kind]} requests are allowed per minute.`,
+      );
     recent.push(now());
     calls.set(key, recent);
   };
@@ -376,7 +427,10 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
   };
 
   const fields = (query: URLSearchParams, known: string[]) => {
-    const asked = (query.get('fields') ?? '').split(',').map((f) => f.trim()).filter((f) => f !== '');
+    const asked = (query.get('fields') ?? '')
+      .split(',')
+      .map((f) => f.trim())
+      .filter((f) => f !== '');
     if (asked.length === 0) throw new ApiError(400, 'invalid_params', 'fields is required.');
     const unknown = asked.find((field) => !known.includes(field));
     if (unknown) throw new ApiError(400, 'invalid_params', `Invalid field: ${unknown}.`);
@@ -388,7 +442,8 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
     const accessToken = authorized(req, ['user.info.basic', 'user.info.profile', 'user.info.stats']);
     const grant = accessTokens.get(accessToken)!.grant;
     const missing = asked.find((field) => !grant.scopes.includes(USER_FIELDS[field]!));
-    if (missing) throw new ApiError(401, 'scope_not_authorized', `The user did not authorize the scope required for ${missing}.`);
+    if (missing)
+      throw new ApiError(401, 'scope_not_authorized', `The user did not authorize the scope required for ${missing}.`);
     limit(accessToken, 'display', 'user/info');
     const all: Record<string, unknown> = {
       open_id: account.openId,
@@ -436,21 +491,53 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
     let postInfo: Record<string, unknown> | null = null;
     if (mode === 'direct') {
       postInfo = request.post_info as Record<string, unknown>;
-      if (!postInfo || typeof postInfo !== 'object') throw new ApiError(400, 'invalid_params', 'post_info is required.');
+      if (!postInfo || typeof postInfo !== 'object')
+        throw new ApiError(400, 'invalid_params', 'post_info is required.');
       const privacy = postInfo.privacy_level;
-      if (typeof privacy !== 'string' || !PRIVACY_LEVELS.includes(privacy)) throw new ApiError(400, 'invalid_params', 'post_info.privacy_level is invalid.');
-      if (postInfo.title !== undefined && (typeof postInfo.title !== 'string' || postInfo.title.length > TITLE_MAX_UTF16)) {
-        throw new ApiError(400, 'invalid_params', `post_info.title must be a string of at most ${TITLE_MAX_UTF16} UTF-16 runes.`);
+      if (typeof privacy !== 'string' || !PRIVACY_LEVELS.includes(privacy))
+        throw new ApiError(400, 'invalid_params', 'post_info.privacy_level is invalid.');
+      if (
+        postInfo.title !== undefined &&
+        (typeof postInfo.title !== 'string' || postInfo.title.length > TITLE_MAX_UTF16)
+      ) {
+        throw new ApiError(
+          400,
+          'invalid_params',
+          `post_info.title must be a string of at most ${TITLE_MAX_UTF16} UTF-16 runes.`,
+        );
       }
-      for (const flag of ['disable_duet', 'disable_stitch', 'disable_comment', 'brand_content_toggle', 'brand_organic_toggle', 'is_aigc']) {
-        if (postInfo[flag] !== undefined && typeof postInfo[flag] !== 'boolean') throw new ApiError(400, 'invalid_params', `post_info.${flag} must be a boolean.`);
+      for (const flag of [
+        'disable_duet',
+        'disable_stitch',
+        'disable_comment',
+        'brand_content_toggle',
+        'brand_organic_toggle',
+        'is_aigc',
+      ]) {
+        if (postInfo[flag] !== undefined && typeof postInfo[flag] !== 'boolean')
+          throw new ApiError(400, 'invalid_params', `post_info.${flag} must be a boolean.`);
       }
       if (cannotPostCode) throw new ApiError(403, cannotPostCode, 'The user cannot make more posts right now.');
-      if (isUnaudited && privacy !== 'SELF_ONLY') throw new ApiError(403, 'unaudited_client_can_only_post_to_private_accounts', 'Unaudited clients can only post to a private account.');
-      if (!privacyOptions().includes(privacy)) throw new ApiError(403, 'privacy_level_option_mismatch', 'privacy_level is not one of the privacy_level_options of the creator.');
+      if (isUnaudited && privacy !== 'SELF_ONLY')
+        throw new ApiError(
+          403,
+          'unaudited_client_can_only_post_to_private_accounts',
+          'Unaudited clients can only post to a private account.',
+        );
+      if (!privacyOptions().includes(privacy))
+        throw new ApiError(
+          403,
+          'privacy_level_option_mismatch',
+          'privacy_level is not one of the privacy_level_options of the creator.',
+        );
     } else {
       const pending = publications.filter((p) => p.openId === account.openId && p.pendingInbox).length;
-      if (pending >= PENDING_INBOX_SHARES) throw new ApiError(403, 'spam_risk_too_many_pending_share', 'The user has too many pending shares in the inbox.');
+      if (pending >= PENDING_INBOX_SHARES)
+        throw new ApiError(
+          403,
+          'spam_risk_too_many_pending_share',
+          'The user has too many pending shares in the inbox.',
+        );
     }
     const publishId = `v_${mode === 'direct' ? 'pub' : 'inbox'}_file~v2.${digits(19)}`;
     const base = {
@@ -473,24 +560,51 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
     };
     if (source.source === 'PULL_FROM_URL') {
       const url = source.video_url;
-      if (typeof url !== 'string' || !/^https?:\/\//.test(url)) throw new ApiError(400, 'invalid_params', 'source_info.video_url is invalid.');
-      if (!verifiedUrlPrefixes.some((prefix) => url.startsWith(prefix))) throw new ApiError(403, 'url_ownership_unverified', 'The domain or URL prefix of video_url is not verified for this app.');
-      const upload: Upload = { ...base, source: 'PULL_FROM_URL', status: 'PROCESSING_DOWNLOAD', videoSize: 0, chunkSize: 0, totalChunkCount: 0 };
+      if (typeof url !== 'string' || !/^https?:\/\//.test(url))
+        throw new ApiError(400, 'invalid_params', 'source_info.video_url is invalid.');
+      if (!verifiedUrlPrefixes.some((prefix) => url.startsWith(prefix)))
+        throw new ApiError(
+          403,
+          'url_ownership_unverified',
+          'The domain or URL prefix of video_url is not verified for this app.',
+        );
+      const upload: Upload = {
+        ...base,
+        source: 'PULL_FROM_URL',
+        status: 'PROCESSING_DOWNLOAD',
+        videoSize: 0,
+        chunkSize: 0,
+        totalChunkCount: 0,
+      };
       publications.push(upload);
       void pull(upload, url);
       return ok(res, { publish_id: publishId });
     }
-    if (source.source !== 'FILE_UPLOAD') throw new ApiError(400, 'invalid_params', 'source_info.source must be FILE_UPLOAD or PULL_FROM_URL.');
+    if (source.source !== 'FILE_UPLOAD')
+      throw new ApiError(400, 'invalid_params', 'source_info.source must be FILE_UPLOAD or PULL_FROM_URL.');
     const { video_size: size, chunk_size: chunkSize, total_chunk_count: count } = source;
     if (![size, chunkSize, count].every((n) => Number.isSafeInteger(n) && (n as number) > 0)) {
-      throw new ApiError(400, 'invalid_params', 'video_size, chunk_size and total_chunk_count are required positive integers.');
+      throw new ApiError(
+        400,
+        'invalid_params',
+        'video_size, chunk_size and total_chunk_count are required positive integers.',
+      );
     }
     const problem = chunkProblem(size as number, chunkSize as number, count as number);
     if (problem) throw new ApiError(400, 'invalid_params', problem);
-    const upload: Upload = { ...base, source: 'FILE_UPLOAD', videoSize: size as number, chunkSize: chunkSize as number, totalChunkCount: count as number };
+    const upload: Upload = {
+      ...base,
+      source: 'FILE_UPLOAD',
+      videoSize: size as number,
+      chunkSize: chunkSize as number,
+      totalChunkCount: count as number,
+    };
     publications.push(upload);
     uploads.set(upload.uploadToken, upload);
-    ok(res, { publish_id: publishId, upload_url: `${origin}/upload/video/?upload_id=${digits(16)}&upload_token=${upload.uploadToken}` });
+    ok(res, {
+      publish_id: publishId,
+      upload_url: `${origin}/upload/video/?upload_id=${digits(16)}&upload_token=${upload.uploadToken}`,
+    });
   };
 
   const pull = async (upload: Upload, url: string) => {
@@ -510,23 +624,52 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
 
   const chunk = (req: IncomingMessage, res: ServerResponse, query: URLSearchParams, body: Buffer) => {
     const upload = uploads.get(query.get('upload_token') ?? '');
-    if (!upload) return sendJson(res, 404, { error: { code: 'upload_not_found', message: 'The upload URL is not valid.' } });
+    if (!upload)
+      return sendJson(res, 404, { error: { code: 'upload_not_found', message: 'The upload URL is not valid.' } });
     upload.received += body.length;
-    if (upload.uploadExpiresAt < now()) return sendJson(res, 403, { error: { code: 'upload_url_expired', message: 'The upload URL expired.' } });
-    if (upload.arrived) return sendJson(res, 400, { error: { code: 'upload_completed', message: 'All chunks of the video were received.' } });
+    if (upload.uploadExpiresAt < now())
+      return sendJson(res, 403, { error: { code: 'upload_url_expired', message: 'The upload URL expired.' } });
+    if (upload.arrived)
+      return sendJson(res, 400, {
+        error: { code: 'upload_completed', message: 'All chunks of the video were received.' },
+      });
     if (!VIDEO_TYPES.includes((req.headers['content-type'] ?? '').split(';')[0]!.trim())) {
-      return sendJson(res, 400, { error: { code: 'invalid_content_type', message: 'Content-Type must be video/mp4, video/quicktime or video/webm.' } });
+      return sendJson(res, 400, {
+        error: {
+          code: 'invalid_content_type',
+          message: 'Content-Type must be video/mp4, video/quicktime or video/webm.',
+        },
+      });
     }
     const range = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(req.headers['content-range'] ?? '');
-    if (!range) return sendJson(res, 400, { error: { code: 'invalid_content_range', message: 'Content-Range is required: bytes FIRST-LAST/TOTAL.' } });
+    if (!range)
+      return sendJson(res, 400, {
+        error: { code: 'invalid_content_range', message: 'Content-Range is required: bytes FIRST-LAST/TOTAL.' },
+      });
     const [first, last, total] = [Number(range[1]), Number(range[2]), Number(range[3])];
     const index = upload.chunks.length;
     const final = index === upload.totalChunkCount - 1;
     const expectedLast = final ? upload.videoSize - 1 : first + upload.chunkSize - 1;
     // Chunks go in order, each of chunk_size bytes but the last, which takes the rest.
-    if (total !== upload.videoSize || first !== upload.stored || last !== expectedLast || body.length !== last - first + 1 || Number(req.headers['content-length']) !== body.length) {
-      res.writeHead(416, { 'Content-Type': 'application/json; charset=UTF-8', 'Content-Range': `bytes */${upload.videoSize}` });
-      return res.end(JSON.stringify({ error: { code: 'range_not_satisfiable', message: `Expected bytes ${upload.stored}-${expectedLast}/${upload.videoSize}.` } }));
+    if (
+      total !== upload.videoSize ||
+      first !== upload.stored ||
+      last !== expectedLast ||
+      body.length !== last - first + 1 ||
+      Number(req.headers['content-length']) !== body.length
+    ) {
+      res.writeHead(416, {
+        'Content-Type': 'application/json; charset=UTF-8',
+        'Content-Range': `bytes */${upload.videoSize}`,
+      });
+      return res.end(
+        JSON.stringify({
+          error: {
+            code: 'range_not_satisfiable',
+            message: `Expected bytes ${upload.stored}-${expectedLast}/${upload.videoSize}.`,
+          },
+        }),
+      );
     }
     upload.data.push(body);
     upload.stored += body.length;
@@ -547,7 +690,13 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
 
   /** Moves a publication on, as TikTok's processing would by the time it is asked again. */
   const settle = (upload: Upload) => {
-    if (!upload.arrived || upload.status === 'FAILED' || upload.status === 'PUBLISH_COMPLETE' || upload.status === 'SEND_TO_USER_INBOX') return;
+    if (
+      !upload.arrived ||
+      upload.status === 'FAILED' ||
+      upload.status === 'PUBLISH_COMPLETE' ||
+      upload.status === 'SEND_TO_USER_INBOX'
+    )
+      return;
     if (upload.checksLeft > 0) {
       upload.checksLeft--;
       return;
@@ -597,7 +746,12 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
     };
     // The post id is an int64 in JSON, beyond what a double holds exactly.
     res.writeHead(200, { 'Content-Type': 'application/json; charset=UTF-8' });
-    res.end(JSON.stringify({ data, error: { code: 'ok', message: '', log_id: logId() } }).replace('"POST_ID"', upload.postId ?? ''));
+    res.end(
+      JSON.stringify({ data, error: { code: 'ok', message: '', log_id: logId() } }).replace(
+        '"POST_ID"',
+        upload.postId ?? '',
+      ),
+    );
   };
 
   const videoList = (req: IncomingMessage, res: ServerResponse, query: URLSearchParams, body: Buffer) => {
@@ -606,10 +760,13 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
     limit(accessToken, 'display', 'video/list');
     const request = json(body);
     const max = request.max_count === undefined ? 10 : request.max_count;
-    if (!Number.isInteger(max) || (max as number) < 1 || (max as number) > 20) throw new ApiError(400, 'invalid_params', 'max_count must be an integer from 1 to 20.');
+    if (!Number.isInteger(max) || (max as number) < 1 || (max as number) > 20)
+      throw new ApiError(400, 'invalid_params', 'max_count must be an integer from 1 to 20.');
     const cursor = request.cursor === undefined ? Infinity : request.cursor;
     if (typeof cursor !== 'number') throw new ApiError(400, 'invalid_params', 'cursor must be a number.');
-    const older = videos.filter((video) => video.createTime * 1000 < cursor).sort((a, b) => b.createTime - a.createTime);
+    const older = videos
+      .filter((video) => video.createTime * 1000 < cursor)
+      .sort((a, b) => b.createTime - a.createTime);
     const page = older.slice(0, max as number);
     const shaped = page.map((video) => {
       const all: Record<string, unknown> = {
@@ -632,7 +789,11 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
       return Object.fromEntries(asked.map((field) => [field, all[field]]));
     });
     const lastTime = page.at(-1)?.createTime;
-    ok(res, { videos: shaped, cursor: lastTime === undefined ? 0 : lastTime * 1000, has_more: older.length > page.length });
+    ok(res, {
+      videos: shaped,
+      cursor: lastTime === undefined ? 0 : lastTime * 1000,
+      has_more: older.length > page.length,
+    });
   };
 
   const server = http.createServer((req, res) => {
@@ -739,10 +900,14 @@ export async function startFakeTikTok(options: { account?: Partial<FakeTikTokAcc
 /** What is wrong with a FILE_UPLOAD's sizes under TikTok's chunk rules, if anything. */
 export function chunkProblem(size: number, chunkSize: number, count: number): string | undefined {
   if (size > 4096 * MB) return 'video_size must be at most 4 GB.';
-  if (size < 5 * MB) return chunkSize === size && count === 1 ? undefined : 'A video under 5 MB is uploaded whole: chunk_size equals video_size, total_chunk_count is 1.';
+  if (size < 5 * MB)
+    return chunkSize === size && count === 1
+      ? undefined
+      : 'A video under 5 MB is uploaded whole: chunk_size equals video_size, total_chunk_count is 1.';
   if (chunkSize < 5 * MB || chunkSize > 64 * MB) return 'chunk_size must be from 5 MB to 64 MB.';
   if (chunkSize > size) return 'chunk_size must not exceed video_size.';
-  if (count !== Math.floor(size / chunkSize)) return 'total_chunk_count must be video_size divided by chunk_size, rounded down.';
+  if (count !== Math.floor(size / chunkSize))
+    return 'total_chunk_count must be video_size divided by chunk_size, rounded down.';
   if (count > 1000) return 'A video is uploaded in at most 1000 chunks.';
   if (size - (count - 1) * chunkSize > 128 * MB) return 'The final chunk may be at most 128 MB.';
   return undefined;
@@ -763,7 +928,10 @@ export function tiktokEnv(tiktok: FakeTikTok, uploadChunkBytes?: number): Record
  * Connects a TikTok account as a signed-in browser does: Connect TikTok in Settings → Channels, the
  * fake's consent (given at once, unless told to deny), and the callback; the callback's answer.
  */
-export async function connectTikTok(session: { submit(page: string, action: string, fields: Record<string, string>): Promise<Response>; get(path: string): Promise<Response> }): Promise<Response> {
+export async function connectTikTok(session: {
+  submit(page: string, action: string, fields: Record<string, string>): Promise<Response>;
+  get(path: string): Promise<Response>;
+}): Promise<Response> {
   const started = await session.submit('/settings/channels', '/settings/channels/connect/tiktok', {});
   const consent = await fetch(started.headers.get('location')!, { redirect: 'manual' });
   const back = new URL(consent.headers.get('location')!);

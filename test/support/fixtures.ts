@@ -37,7 +37,12 @@ export function createChannel(db: Db, organizationId: string, provider: Provider
 }
 
 /** A media row of the organization, as the media endpoints would leave it. */
-export async function insertMedia(db: Db, organizationId: string, kind: 'image' | 'video', durationMs: number | null = null): Promise<string> {
+export async function insertMedia(
+  db: Db,
+  organizationId: string,
+  kind: 'image' | 'video',
+  durationMs: number | null = null,
+): Promise<string> {
   const id = newId('med');
   await db
     .insertInto('media')

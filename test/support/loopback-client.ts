@@ -39,7 +39,10 @@ export function send(url: string, options: SendOptions = {}): Promise<Answer> {
       target,
       {
         method: options.method ?? 'GET',
-        headers: { ...(options.body !== undefined ? { 'Content-Length': String(Buffer.byteLength(options.body)) } : {}), ...options.headers },
+        headers: {
+          ...(options.body !== undefined ? { 'Content-Length': String(Buffer.byteLength(options.body)) } : {}),
+          ...options.headers,
+        },
         agent: false,
         ...(options.localAddress ? { localAddress: options.localAddress } : {}),
         ...(lookup ? { lookup } : {}),
@@ -48,7 +51,13 @@ export function send(url: string, options: SendOptions = {}): Promise<Answer> {
       (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString('utf8') }));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
         response.on('error', reject);
       },
     );

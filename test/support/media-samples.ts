@@ -85,7 +85,10 @@ export function mp4Stream(size: number, chunkSize = 1024 * 1024): Readable {
   return new Readable({
     read() {
       if (sent >= size) return this.push(null);
-      const chunk = sent === 0 ? Buffer.concat([head, zeros]).subarray(0, Math.min(size, chunkSize)) : zeros.subarray(0, Math.min(chunkSize, size - sent));
+      const chunk =
+        sent === 0
+          ? Buffer.concat([head, zeros]).subarray(0, Math.min(size, chunkSize))
+          : zeros.subarray(0, Math.min(chunkSize, size - sent));
       sent += chunk.length;
       this.push(chunk);
     },
@@ -105,7 +108,10 @@ function box(type: string, ...parts: Buffer[]): Buffer {
  * An MP4 whose movie header (`moov/mvhd`, version 0 or 1) says it lasts `seconds`, with `mdatBytes`
  * of media data before the index (as a camera writes it) or after it (as a "fast start" file has it).
  */
-export function mp4WithDuration(seconds: number, options: { mdatBytes?: number; indexFirst?: boolean; version?: 0 | 1 } = {}): Buffer {
+export function mp4WithDuration(
+  seconds: number,
+  options: { mdatBytes?: number; indexFirst?: boolean; version?: 0 | 1 } = {},
+): Buffer {
   const timescale = 90_000;
   const version = options.version ?? 0;
   const mvhd = Buffer.alloc(version === 1 ? 112 : 100);
@@ -138,7 +144,10 @@ export function webmWithDuration(seconds: number | null): Buffer {
   const scale = ebml([0x2a, 0xd7, 0xb1], Buffer.from([0x0f, 0x42, 0x40]));
   const duration = Buffer.alloc(8);
   duration.writeDoubleBE((seconds ?? 0) * 1000);
-  const info = ebml([0x15, 0x49, 0xa9, 0x66], Buffer.concat([scale, ...(seconds === null ? [] : [ebml([0x44, 0x89], duration)])]));
+  const info = ebml(
+    [0x15, 0x49, 0xa9, 0x66],
+    Buffer.concat([scale, ...(seconds === null ? [] : [ebml([0x44, 0x89], duration)])]),
+  );
   const seekHead = ebml([0x11, 0x4d, 0x9b, 0x74], Buffer.alloc(16));
   const cluster = ebml([0x1f, 0x43, 0xb6, 0x75], Buffer.alloc(2048));
   return Buffer.concat([header, ebml([0x18, 0x53, 0x80, 0x67], Buffer.concat([seekHead, info, cluster]), true)]);

@@ -16,7 +16,9 @@ export const nginxInstalled = fs.existsSync(NGINX_PATH);
 export const skipNginxTests = !nginxInstalled && process.env.CI !== 'true';
 
 if (skipNginxTests) {
-  console.warn(`\n  Reverse-proxy tests SKIPPED: no nginx at ${NGINX_PATH}. Install it with \`apt-get install nginx\` to run them.\n`);
+  console.warn(
+    `\n  Reverse-proxy tests SKIPPED: no nginx at ${NGINX_PATH}. Install it with \`apt-get install nginx\` to run them.\n`,
+  );
 }
 
 export interface Certificate {
@@ -30,11 +32,29 @@ export interface Certificate {
 export function makeCertificate(dir: string, hostName: string): Certificate {
   const certPath = path.join(dir, 'cert.pem');
   const keyPath = path.join(dir, 'key.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
-    '-subj', `/CN=${hostName}`, '-addext', `subjectAltName=DNS:${hostName}`,
-    '-keyout', keyPath, '-out', certPath,
-  ], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${hostName}`,
+      '-addext',
+      `subjectAltName=DNS:${hostName}`,
+      '-keyout',
+      keyPath,
+      '-out',
+      certPath,
+    ],
+    { stdio: 'pipe' },
+  );
   return { cert: fs.readFileSync(certPath, 'utf8'), certPath, keyPath };
 }
 
@@ -102,7 +122,9 @@ http {
 }
 `,
   );
-  const child: ChildProcess = spawn(NGINX_PATH, ['-p', dir, '-c', config, '-e', errorLog], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(NGINX_PATH, ['-p', dir, '-c', config, '-e', errorLog], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout?.on('data', (chunk) => (output += chunk));
   child.stderr?.on('data', (chunk) => (output += chunk));
@@ -112,7 +134,10 @@ http {
   for (;;) {
     if (child.exitCode !== null) throw new Error(`nginx exited with ${child.exitCode}:\n${log()}`);
     try {
-      await send(`https://${options.hostName}:${options.port}/healthz`, { connectTo: '127.0.0.1', ca: options.certificate.cert });
+      await send(`https://${options.hostName}:${options.port}/healthz`, {
+        connectTo: '127.0.0.1',
+        ca: options.certificate.cert,
+      });
       break;
     } catch (error) {
       if (Date.now() > deadline) throw new Error(`nginx did not answer: ${(error as Error).message}\n${log()}`);

@@ -18,7 +18,11 @@ export const testPictures = new AppPictureDownloader(
   new OutboundClient({ allowPrivateAddresses: true, allowedRanges: [], idleTimeoutSeconds: 5, maxDurationSeconds: 10 }),
 );
 
-export async function createOAuthApp(db: Db, organizationId: string, details: Partial<AppDetails> = {}): Promise<TestApp> {
+export async function createOAuthApp(
+  db: Db,
+  organizationId: string,
+  details: Partial<AppDetails> = {},
+): Promise<TestApp> {
   const { app, secret } = await registerApp(
     db,
     organizationId,
@@ -79,7 +83,12 @@ export function tokenRequest(
 }
 
 /** Exchanges a code with body credentials and returns the access token, failing the test otherwise. */
-export async function exchange(server: TestServer, app: TestApp, code: string, extra: TokenParameters = {}): Promise<string> {
+export async function exchange(
+  server: TestServer,
+  app: TestApp,
+  code: string,
+  extra: TokenParameters = {},
+): Promise<string> {
   const response = await tokenRequest(server, {
     grant_type: 'authorization_code',
     code,
@@ -88,7 +97,8 @@ export async function exchange(server: TestServer, app: TestApp, code: string, e
     ...extra,
   });
   const body = (await response.json()) as { access_token?: string };
-  if (response.status !== 200 || !body.access_token) throw new Error(`token exchange failed: ${response.status} ${JSON.stringify(body)}`);
+  if (response.status !== 200 || !body.access_token)
+    throw new Error(`token exchange failed: ${response.status} ${JSON.stringify(body)}`);
   return body.access_token;
 }
 

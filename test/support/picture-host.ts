@@ -17,8 +17,10 @@ export function startPictureHost(): Promise<RemoteServer> {
     else if (path === '/logo.jpg') res.writeHead(200, { 'Content-Type': 'text/plain' }).end(jpeg());
     else if (path === '/logo.webp') res.end(webp());
     else if (path === '/logo.svg') res.writeHead(200, { 'Content-Type': 'image/svg+xml' }).end(SVG_LOGO);
-    else if (path === '/not-an-image.png') res.writeHead(200, { 'Content-Type': 'image/png' }).end('<!doctype html><title>Hello</title>');
-    else if (path === '/huge.png') res.writeHead(200, { 'Content-Type': 'image/png' }).end(Buffer.concat([png(), Buffer.alloc(1024 * 1024)]));
+    else if (path === '/not-an-image.png')
+      res.writeHead(200, { 'Content-Type': 'image/png' }).end('<!doctype html><title>Hello</title>');
+    else if (path === '/huge.png')
+      res.writeHead(200, { 'Content-Type': 'image/png' }).end(Buffer.concat([png(), Buffer.alloc(1024 * 1024)]));
     else if (path === '/moved.png') res.writeHead(302, { Location: '/logo.png' }).end();
     else res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not here');
   });

@@ -1,7 +1,10 @@
 import type { Channel } from '../../src/channels/tables.js';
 import { ProviderError } from '../../src/core/errors.js';
 import type { Db } from '../../src/db/database.js';
-import type { CreatorInfo as TikTokCreatorInfo, CreatorInfoSource as TikTokCreatorInfoSource } from '../../src/providers/provider.js';
+import type {
+  CreatorInfo as TikTokCreatorInfo,
+  CreatorInfoSource as TikTokCreatorInfoSource,
+} from '../../src/providers/provider.js';
 
 export const OPEN_CREATOR: TikTokCreatorInfo = {
   canPost: true,

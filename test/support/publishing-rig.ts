@@ -44,16 +44,28 @@ export interface Worker {
   terminate(): Promise<number | null>;
 }
 
-export async function startPublishingRig(options: { channels: number; networkUrl?: string; workerEnv?: Record<string, string>; apiEnv?: Record<string, string> }): Promise<PublishingRig> {
+export async function startPublishingRig(options: {
+  channels: number;
+  networkUrl?: string;
+  workerEnv?: Record<string, string>;
+  apiEnv?: Record<string, string>;
+}): Promise<PublishingRig> {
   const database = await createTestDatabase({ migrate: false });
   if (!database.url) throw new Error('the publishing rig runs on PostgreSQL: set TEST_DATABASE_URL');
   const api = await startTestServer({
     database,
-    env: { DATABASE_URL: database.url, ROLE: 'api', RATE_LIMIT_MAX: '1000000', DAILY_POST_LIMIT_SANDBOX: '10000', ...options.apiEnv },
+    env: {
+      DATABASE_URL: database.url,
+      ROLE: 'api',
+      RATE_LIMIT_MAX: '1000000',
+      DAILY_POST_LIMIT_SANDBOX: '10000',
+      ...options.apiEnv,
+    },
   });
   const org = await createOrganization(api.ctx.db, 'Publishing rig');
   const channelIds: string[] = [];
-  for (let i = 0; i < options.channels; i++) channelIds.push((await createChannel(api.ctx.db, org.id, 'sandbox', `Sandbox ${i + 1}`)).id);
+  for (let i = 0; i < options.channels; i++)
+    channelIds.push((await createChannel(api.ctx.db, org.id, 'sandbox', `Sandbox ${i + 1}`)).id);
 
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'publishing-rig-'));
   const workerEnv: Record<string, string> = {
@@ -114,7 +126,9 @@ export async function startPublishingRig(options: { channels: number; networkUrl
       .where('organization_id', '=', org.id)
       .groupBy(['status', 'error_code'])
       .execute();
-    return Object.fromEntries(rows.map((row) => [row.error_code ? `${row.status}/${row.error_code}` : row.status, Number(row.count)]));
+    return Object.fromEntries(
+      rows.map((row) => [row.error_code ? `${row.status}/${row.error_code}` : row.status, Number(row.count)]),
+    );
   };
 
   return {
@@ -140,7 +154,8 @@ export async function startPublishingRig(options: { channels: number; networkUrl
           body: JSON.stringify({ type: 'schedule', date: date.toISOString(), posts }),
         });
         const answer = (await response.json()) as { data: { id: string }[] };
-        if (response.status !== 201) throw new Error(`creating posts answered ${response.status}: ${JSON.stringify(answer)}`);
+        if (response.status !== 201)
+          throw new Error(`creating posts answered ${response.status}: ${JSON.stringify(answer)}`);
         ids.push(...answer.data.map((post) => post.id));
       }
       return ids;
@@ -180,6 +195,11 @@ export function duplicatesAndMissing(network: FakeNetwork, ids: string[], publis
 
 /** The ids of the rig's posts that are `published`. */
 export async function publishedIds(rig: PublishingRig): Promise<Set<string>> {
-  const rows = await rig.api.ctx.db.selectFrom('posts').select('id').where('organization_id', '=', rig.org.id).where('status', '=', 'published').execute();
+  const rows = await rig.api.ctx.db
+    .selectFrom('posts')
+    .select('id')
+    .where('organization_id', '=', rig.org.id)
+    .where('status', '=', 'published')
+    .execute();
   return new Set(rows.map((row) => row.id));
 }

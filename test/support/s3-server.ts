@@ -18,7 +18,13 @@ export interface TestS3Server {
 /** A real S3-compatible server (s3rver) on a loopback port, with one bucket, its files in a temporary directory. */
 export async function startS3Server(bucket = 'media'): Promise<TestS3Server> {
   const directory = fs.mkdtempSync(path.join(os.tmpdir(), 's3rver-'));
-  const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: bucket }] });
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory,
+    configureBuckets: [{ name: bucket }],
+  });
   const { port } = (await server.run()) as { port: number };
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new S3Client({

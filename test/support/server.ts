@@ -59,7 +59,13 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const database = options.database ?? (await createTestDatabase({ migrate: false }));
   let now: number | undefined;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'post-scheduler-test-'));
-  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', DATA_DIR: dataDir, ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, ...options.env });
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    DATA_DIR: dataDir,
+    ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+    ...options.env,
+  });
   const service = await compose({
     config,
     database,

@@ -7,7 +7,13 @@ import type { TestServer } from './server.js';
 export type UploadAnswer = components['schemas']['Upload'];
 
 /** Step 1 of a signed upload: creates it and answers where to PUT the bytes. */
-export async function startUpload(server: TestServer, org: TestOrganization, fileName: string, contentType: string, size: number): Promise<UploadAnswer> {
+export async function startUpload(
+  server: TestServer,
+  org: TestOrganization,
+  fileName: string,
+  contentType: string,
+  size: number,
+): Promise<UploadAnswer> {
   const response = await server.fetch('/public/v1/media/uploads', {
     method: 'POST',
     headers: { ...org.auth, 'Content-Type': 'application/json' },

@@ -33,7 +33,11 @@ export async function startWebhookReceiver(host = '127.0.0.1'): Promise<WebhookR
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', async () => {
       if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
-      received.push({ headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+      received.push({
+        headers: req.headers as Record<string, string>,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: Date.now(),
+      });
       const answer = answers.shift() ?? 200;
       if (typeof answer === 'object') {
         res.writeHead(302, { Location: answer.redirect });

@@ -54,7 +54,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('disabled', 'boolean', (c) => c.notNull().defaultTo(false))
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await db.schema.createIndex('channels_organization_idx').on('channels').columns(['organization_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('channels_organization_idx')
+    .on('channels')
+    .columns(['organization_id', 'created_at'])
+    .execute();
 
   await db.schema
     .createTable('media')
@@ -67,7 +71,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('storage_key', 'text', (c) => c.notNull())
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await db.schema.createIndex('media_organization_idx').on('media').columns(['organization_id', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('media_organization_idx')
+    .on('media')
+    .columns(['organization_id', 'created_at', 'id'])
+    .execute();
 
   await db.schema
     .createTable('posts')
@@ -89,8 +97,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await db.schema.createIndex('posts_organization_schedule_idx').on('posts').columns(['organization_id', 'scheduled_at', 'id']).execute();
-  await db.schema.createIndex('posts_channel_schedule_idx').on('posts').columns(['channel_id', 'scheduled_at']).execute();
+  await db.schema
+    .createIndex('posts_organization_schedule_idx')
+    .on('posts')
+    .columns(['organization_id', 'scheduled_at', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('posts_channel_schedule_idx')
+    .on('posts')
+    .columns(['channel_id', 'scheduled_at'])
+    .execute();
   await db.schema.createIndex('posts_group_idx').on('posts').column('group_id').execute();
 
   await db.schema

@@ -25,7 +25,9 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   // The order of GET /posts as one row value, so a page's keyset condition is a range of this index:
   // scheduledAt with undated posts last ('infinity'), then id compared byte by byte.
-  await sql`create index posts_list_idx on posts (organization_id, coalesce(scheduled_at, 'infinity'::timestamptz), (id collate "C"))`.execute(db);
+  await sql`create index posts_list_idx on posts (organization_id, coalesce(scheduled_at, 'infinity'::timestamptz), (id collate "C"))`.execute(
+    db,
+  );
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -32,7 +32,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await db.schema.createIndex('oauth_apps_organization_idx').on('oauth_apps').columns(['organization_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('oauth_apps_organization_idx')
+    .on('oauth_apps')
+    .columns(['organization_id', 'created_at'])
+    .execute();
 
   // One row per (app, organization) that a user approved: what Settings → Approved apps lists and
   // what a user's Revoke removes, together with the codes and tokens issued under it.
@@ -63,7 +67,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('oauth_authorization_requests_session_idx').on('oauth_authorization_requests').column('session_id').execute();
+  await db.schema
+    .createIndex('oauth_authorization_requests_session_idx')
+    .on('oauth_authorization_requests')
+    .column('session_id')
+    .execute();
 
   await db.schema
     .createTable('oauth_codes')
@@ -97,7 +105,14 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of ['oauth_tokens', 'oauth_codes', 'oauth_authorization_requests', 'oauth_grants', 'oauth_apps', 'sessions']) {
+  for (const table of [
+    'oauth_tokens',
+    'oauth_codes',
+    'oauth_authorization_requests',
+    'oauth_grants',
+    'oauth_apps',
+    'sessions',
+  ]) {
     await db.schema.dropTable(table).execute();
   }
 }

@@ -27,7 +27,9 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`update posts set error_code = 'publish_failed', error_message = error where error is not null`.execute(db);
   await db.schema.alterTable('posts').dropColumn('error').execute();
   // The posts a worker may have to pick up: due or waiting for another attempt.
-  await sql`create index posts_publishing_idx on posts (status, scheduled_at) where status in ('scheduled', 'publishing')`.execute(db);
+  await sql`create index posts_publishing_idx on posts (status, scheduled_at) where status in ('scheduled', 'publishing')`.execute(
+    db,
+  );
 
   await db.schema
     .createTable('post_publications')
@@ -56,7 +58,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('post', 'jsonb', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('post_events_post_idx').on('post_events').columns(['post_id', 'id']).execute();
-  await db.schema.createIndex('post_events_organization_idx').on('post_events').columns(['organization_id', 'id']).execute();
+  await db.schema
+    .createIndex('post_events_organization_idx')
+    .on('post_events')
+    .columns(['organization_id', 'id'])
+    .execute();
 
   // The sandbox network: what it published, shown on a page of this server.
   await db.schema

@@ -13,7 +13,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('credentials', 'text')
     .addColumn('connected_at', 'timestamptz')
     .execute();
-  await sql`create unique index channels_account_idx on channels (organization_id, provider, external_id) where external_id is not null`.execute(db);
+  await sql`create unique index channels_account_idx on channels (organization_id, provider, external_id) where external_id is not null`.execute(
+    db,
+  );
 
   await db.schema
     .createTable('channel_connections')
@@ -32,5 +34,10 @@ export async function up(db: Kysely<any>): Promise<void> {
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable('channel_connections').execute();
   await sql`drop index channels_account_idx`.execute(db);
-  await db.schema.alterTable('channels').dropColumn('external_id').dropColumn('credentials').dropColumn('connected_at').execute();
+  await db.schema
+    .alterTable('channels')
+    .dropColumn('external_id')
+    .dropColumn('credentials')
+    .dropColumn('connected_at')
+    .execute();
 }

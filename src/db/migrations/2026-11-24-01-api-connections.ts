@@ -39,5 +39,10 @@ export async function up(db: Kysely<any>): Promise<void> {
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable('account_revocations').execute();
   await db.schema.dropTable('connection_return_origins').execute();
-  await db.schema.alterTable('channel_connections').dropColumn('return_url').dropColumn('client_state').dropColumn('app_id').execute();
+  await db.schema
+    .alterTable('channel_connections')
+    .dropColumn('return_url')
+    .dropColumn('client_state')
+    .dropColumn('app_id')
+    .execute();
 }

@@ -15,7 +15,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('channel_id', 'text', (col) => col.notNull().references('channels.id').onDelete('cascade'))
     .addColumn('at', 'timestamptz', (col) => col.notNull())
     .execute();
-  await db.schema.createIndex('publication_starts_channel_at').on('publication_starts').columns(['channel_id', 'at']).execute();
+  await db.schema
+    .createIndex('publication_starts_channel_at')
+    .on('publication_starts')
+    .columns(['channel_id', 'at'])
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -26,7 +26,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await db.schema.createIndex('webhook_endpoints_organization_idx').on('webhook_endpoints').columns(['organization_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('webhook_endpoints_organization_idx')
+    .on('webhook_endpoints')
+    .columns(['organization_id', 'created_at'])
+    .execute();
 
   await db.schema
     .createTable('webhook_deliveries')
@@ -49,12 +53,23 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('delivered_at', 'timestamptz')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await db.schema.createIndex('webhook_deliveries_endpoint_idx').on('webhook_deliveries').columns(['endpoint_id', 'seq']).execute();
-  await sql`create index webhook_deliveries_pending_idx on webhook_deliveries (endpoint_id, ordering_key, seq) where status = 'pending'`.execute(db);
+  await db.schema
+    .createIndex('webhook_deliveries_endpoint_idx')
+    .on('webhook_deliveries')
+    .columns(['endpoint_id', 'seq'])
+    .execute();
+  await sql`create index webhook_deliveries_pending_idx on webhook_deliveries (endpoint_id, ordering_key, seq) where status = 'pending'`.execute(
+    db,
+  );
 
-  await db.schema.alterTable('post_events').addColumn('webhooks_dispatched_at', 'timestamptz', (c) => c.defaultTo(sql`now()`)).execute();
+  await db.schema
+    .alterTable('post_events')
+    .addColumn('webhooks_dispatched_at', 'timestamptz', (c) => c.defaultTo(sql`now()`))
+    .execute();
   await sql`alter table post_events alter column webhooks_dispatched_at drop default`.execute(db);
-  await sql`create index post_events_undispatched_idx on post_events (id) where webhooks_dispatched_at is null`.execute(db);
+  await sql`create index post_events_undispatched_idx on post_events (id) where webhooks_dispatched_at is null`.execute(
+    db,
+  );
 
   await db.schema
     .createTable('channel_events')
@@ -65,7 +80,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('at', 'timestamptz', (c) => c.notNull())
     .addColumn('webhooks_dispatched_at', 'timestamptz')
     .execute();
-  await sql`create index channel_events_undispatched_idx on channel_events (id) where webhooks_dispatched_at is null`.execute(db);
+  await sql`create index channel_events_undispatched_idx on channel_events (id) where webhooks_dispatched_at is null`.execute(
+    db,
+  );
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

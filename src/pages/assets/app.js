@@ -13,7 +13,9 @@ document.addEventListener('click', async (event) => {
   }
   const label = button.textContent;
   button.textContent = 'Copied';
-  setTimeout(() => { button.textContent = label; }, 2000);
+  setTimeout(() => {
+    button.textContent = label;
+  }, 2000);
 });
 
 // Times are shown in the browser's time zone: a page that does not know it yet (it shows UTC) asks

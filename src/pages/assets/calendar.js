@@ -53,7 +53,8 @@
     if (!dragged || !cell) return;
     event.preventDefault();
     event.dataTransfer.dropEffect = 'move';
-    for (const other of document.querySelectorAll('td.drop-target')) if (other !== cell) other.classList.remove('drop-target');
+    for (const other of document.querySelectorAll('td.drop-target'))
+      if (other !== cell) other.classList.remove('drop-target');
     cell.classList.add('drop-target');
   });
   document.addEventListener('drop', (event) => {

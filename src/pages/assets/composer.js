@@ -10,7 +10,8 @@
   const follow = () => {
     const ids = new Set(chosen().map((input) => input.value));
     const networks = new Set(chosen().map((input) => input.dataset.provider));
-    for (const section of form.querySelectorAll('[data-settings-for]')) section.hidden = !ids.has(section.dataset.settingsFor);
+    for (const section of form.querySelectorAll('[data-settings-for]'))
+      section.hidden = !ids.has(section.dataset.settingsFor);
     for (const count of form.querySelectorAll('[data-count-for]')) count.hidden = !networks.has(count.dataset.countFor);
   };
 

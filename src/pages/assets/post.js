@@ -13,7 +13,9 @@
     // Ten minutes at most: a post that takes longer is shown as it is, and a reload shows more.
     if (Date.now() - startedAt > 600_000) return;
     try {
-      const response = await fetch(`/posts/${encodeURIComponent(status.dataset.postId)}/status`, { headers: { Accept: 'application/json' } });
+      const response = await fetch(`/posts/${encodeURIComponent(status.dataset.postId)}/status`, {
+        headers: { Accept: 'application/json' },
+      });
       if (response.ok) {
         const { status: now } = await response.json();
         if (now !== current) {

@@ -56,7 +56,11 @@
     row.append(label, progress);
     status.append(row);
     try {
-      const upload = await postJson('/media/uploads', { fileName: file.name || 'file', contentType: file.type || 'application/octet-stream', size: file.size });
+      const upload = await postJson('/media/uploads', {
+        fileName: file.name || 'file',
+        contentType: file.type || 'application/octet-stream',
+        size: file.size,
+      });
       await put(upload, file, progress);
       const media = await postJson(`/media/uploads/${encodeURIComponent(upload.uploadId)}/complete`);
       progress.value = 1;

@@ -69,14 +69,19 @@ export class SandboxAdapter implements PublishingAdapter {
   }
 
   async lookup(input: PublicationInput, progress: Progress): Promise<Lookup> {
-    const response = await this.send(input, 'GET', `/sandbox/api/releases/by-key/${encodeURIComponent(String(progress.reference.key))}`);
+    const response = await this.send(
+      input,
+      'GET',
+      `/sandbox/api/releases/by-key/${encodeURIComponent(String(progress.reference.key))}`,
+    );
     if (response.status === 200) {
       const release = JSON.parse(response.body) as Release;
       return { status: 'published', releaseId: release.id, releaseUrl: release.url };
     }
     if (response.status === 404) return { status: 'absent' };
     // 410: the network keeps no record of the key any more, so it cannot tell.
-    if (response.status === 410) return { status: 'unknown', message: 'the sandbox network no longer knows the publication' };
+    if (response.status === 410)
+      return { status: 'unknown', message: 'the sandbox network no longer knows the publication' };
     throw this.failure(response);
   }
 
@@ -97,7 +102,10 @@ export class SandboxAdapter implements PublishingAdapter {
       });
       return { status: response.status, headers: response.headers, body: response.body.toString('utf8') };
     } catch (error) {
-      throw new TransientPublishError(`the sandbox network could not be reached (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, { answered: false });
+      throw new TransientPublishError(
+        `the sandbox network could not be reached (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+        { answered: false },
+      );
     }
   }
 
@@ -110,7 +118,10 @@ export class SandboxAdapter implements PublishingAdapter {
     }
     if (response.status === 401 || response.status === 403) return new ReconnectNeededError(message);
     if (response.status === 429 || response.status >= 500) {
-      return new TransientPublishError(message, { answered: true, retryAfterSeconds: retryAfterSeconds(response.headers['retry-after']) });
+      return new TransientPublishError(message, {
+        answered: true,
+        retryAfterSeconds: retryAfterSeconds(response.headers['retry-after']),
+      });
     }
     return new PermanentPublishError('rejected_by_network', message);
   }

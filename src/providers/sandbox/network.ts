@@ -52,21 +52,44 @@ function releaseAnswer(ctx: MediaContext, release: Pick<SandboxRelease, 'id'>) {
  */
 export function sandboxNetwork(ctx: MediaContext, options: SandboxNetworkOptions): Router {
   const router = express.Router({ caseSensitive: true });
-  const refuse = (res: Response, status: number, error: string, message: string) => res.status(status).json({ error, message });
+  const refuse = (res: Response, status: number, error: string, message: string) =>
+    res.status(status).json({ error, message });
 
   router.post('/sandbox/api/releases', express.json({ limit: '1mb' }), async (req, res) => {
     const body = (req.body ?? {}) as PublicationRequest;
-    if (typeof body.key !== 'string' || body.key.length === 0 || body.key.length > MAX_KEY_LENGTH || typeof body.channelId !== 'string' || typeof body.content !== 'string' || !Array.isArray(body.media)) {
+    if (
+      typeof body.key !== 'string' ||
+      body.key.length === 0 ||
+      body.key.length > MAX_KEY_LENGTH ||
+      typeof body.channelId !== 'string' ||
+      typeof body.content !== 'string' ||
+      !Array.isArray(body.media)
+    ) {
       return refuse(res, 400, 'invalid_request', 'A publication needs key, channelId, content and media.');
     }
-    if (!signedChannel(req, options.key, body.channelId)) return refuse(res, 401, 'unauthorized', 'The credentials of this sandbox channel are not valid.');
+    if (!signedChannel(req, options.key, body.channelId))
+      return refuse(res, 401, 'unauthorized', 'The credentials of this sandbox channel are not valid.');
     if (options.latencyMs > 0) await sleep(options.latencyMs);
-    const existing = await ctx.db.selectFrom('sandbox_releases').select('id').where('publication_key', '=', body.key).executeTakeFirst();
+    const existing = await ctx.db
+      .selectFrom('sandbox_releases')
+      .select('id')
+      .where('publication_key', '=', body.key)
+      .executeTakeFirst();
     if (existing) return res.status(200).json(releaseAnswer(ctx, existing));
-    const channel = await ctx.db.selectFrom('channels').select(['id', 'organization_id', 'provider']).where('id', '=', body.channelId).executeTakeFirst();
-    if (!channel || channel.provider !== 'sandbox') return refuse(res, 404, 'not_found', 'The sandbox network has no such channel.');
+    const channel = await ctx.db
+      .selectFrom('channels')
+      .select(['id', 'organization_id', 'provider'])
+      .where('id', '=', body.channelId)
+      .executeTakeFirst();
+    if (!channel || channel.provider !== 'sandbox')
+      return refuse(res, 404, 'not_found', 'The sandbox network has no such channel.');
     if ((body.settings as { outcome?: unknown } | null)?.outcome === 'failed') {
-      return refuse(res, 422, 'rejected', 'The sandbox refused the post, as its settings ask (outcome: failed). Edit the settings and schedule it again.');
+      return refuse(
+        res,
+        422,
+        'rejected',
+        'The sandbox refused the post, as its settings ask (outcome: failed). Edit the settings and schedule it again.',
+      );
     }
     const release = await ctx.db
       .insertInto('sandbox_releases')
@@ -84,37 +107,65 @@ export function sandboxNetwork(ctx: MediaContext, options: SandboxNetworkOptions
       .onConflict((oc) => oc.column('publication_key').doNothing())
       .returning('id')
       .executeTakeFirst();
-    const created = release ?? (await ctx.db.selectFrom('sandbox_releases').select('id').where('publication_key', '=', body.key).executeTakeFirstOrThrow());
+    const created =
+      release ??
+      (await ctx.db
+        .selectFrom('sandbox_releases')
+        .select('id')
+        .where('publication_key', '=', body.key)
+        .executeTakeFirstOrThrow());
     res.status(release ? 201 : 200).json(releaseAnswer(ctx, created));
   });
 
   router.get('/sandbox/api/releases/by-key/:key', async (req, res) => {
-    const release = await ctx.db.selectFrom('sandbox_releases').select(['id', 'channel_id']).where('publication_key', '=', req.params.key).executeTakeFirst();
+    const release = await ctx.db
+      .selectFrom('sandbox_releases')
+      .select(['id', 'channel_id'])
+      .where('publication_key', '=', req.params.key)
+      .executeTakeFirst();
     // Asked by the channel that published it only.
-    if (!release || !signedChannel(req, options.key, release.channel_id)) return refuse(res, 404, 'not_found', 'The sandbox network published nothing with this key.');
+    if (!release || !signedChannel(req, options.key, release.channel_id))
+      return refuse(res, 404, 'not_found', 'The sandbox network published nothing with this key.');
     res.status(200).json(releaseAnswer(ctx, release));
   });
 
   router.get(`${RELEASES_PATH}/:id`, async (req, res) => {
-    const release = await ctx.db.selectFrom('sandbox_releases').selectAll().where('id', '=', req.params.id).executeTakeFirst();
-    if (!release) return renderErrorPage(res, 404, 'Not found', 'The sandbox network published nothing at this address.');
+    const release = await ctx.db
+      .selectFrom('sandbox_releases')
+      .selectAll()
+      .where('id', '=', req.params.id)
+      .executeTakeFirst();
+    if (!release)
+      return renderErrorPage(res, 404, 'Not found', 'The sandbox network published nothing at this address.');
     const channel = await findChannel(ctx.db, release.organization_id, release.channel_id);
-    const expiresAt = new Date(Math.floor(ctx.clock().getTime() / 1000) * 1000 + ctx.config.media.downloadUrlTtlSeconds * 1000);
+    const expiresAt = new Date(
+      Math.floor(ctx.clock().getTime() / 1000) * 1000 + ctx.config.media.downloadUrlTtlSeconds * 1000,
+    );
     const media = await Promise.all(
       release.media.map(async (item) => {
         const stored = await ctx.storage.stat(mediaKey(release.organization_id, item.id));
-        const url = stored ? await ctx.storage.signedGetUrl(mediaKey(release.organization_id, item.id), { contentType: item.contentType as never, expiresAt }) : undefined;
+        const url = stored
+          ? await ctx.storage.signedGetUrl(mediaKey(release.organization_id, item.id), {
+              contentType: item.contentType as never,
+              expiresAt,
+            })
+          : undefined;
         return { ...item, url };
       }),
     );
-    const html = pageHtml(res, '/providers/sandbox/templates/release', {
-      title: channel ? `${channel.name} on the sandbox` : 'A sandbox post',
-      release,
-      channelName: channel?.name ?? 'A removed sandbox channel',
-      publishedText: `${release.published_at.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
-      media,
-      settings: release.settings === null ? '' : JSON.stringify(release.settings, null, 2),
-    }, { mediaOrigins: mediaOrigins(media.map((item) => item.url)) });
+    const html = pageHtml(
+      res,
+      '/providers/sandbox/templates/release',
+      {
+        title: channel ? `${channel.name} on the sandbox` : 'A sandbox post',
+        release,
+        channelName: channel?.name ?? 'A removed sandbox channel',
+        publishedText: `${release.published_at.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+        media,
+        settings: release.settings === null ? '' : JSON.stringify(release.settings, null, 2),
+      },
+      { mediaOrigins: mediaOrigins(media.map((item) => item.url)) },
+    );
     res.status(200).type('html').send(html);
   });
 

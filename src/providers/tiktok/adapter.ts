@@ -52,7 +52,8 @@ interface StatusAnswer {
 
 /** TikTok's `fail_reason`s, in words for the user. */
 const FAIL_REASONS: Record<string, string> = {
-  file_format_check_failed: 'TikTok does not accept the video’s format (MP4, MOV or WebM with H.264, H.265, VP8 or VP9)',
+  file_format_check_failed:
+    'TikTok does not accept the video’s format (MP4, MOV or WebM with H.264, H.265, VP8 or VP9)',
   duration_check_failed: 'the video is longer than the account may post, or shorter than TikTok accepts',
   frame_rate_check_failed: 'TikTok does not accept the video’s frame rate (23 to 60 frames per second)',
   picture_size_check_failed: 'TikTok does not accept the video’s picture size (360 to 4096 pixels on each side)',
@@ -68,13 +69,17 @@ const FAIL_REASONS: Record<string, string> = {
 
 /** Refusals of `video/init` that no retry changes, in words for the user. */
 const INIT_REFUSALS: Record<string, string> = {
-  spam_risk_too_many_posts: 'the account reached the number of posts TikTok allows it in a day; schedule the post again tomorrow',
+  spam_risk_too_many_posts:
+    'the account reached the number of posts TikTok allows it in a day; schedule the post again tomorrow',
   spam_risk_user_banned_from_posting: 'TikTok does not let this account post at the moment',
-  reached_active_user_cap: 'the app reached the number of TikTok accounts that may post through it today; schedule the post again tomorrow',
+  reached_active_user_cap:
+    'the app reached the number of TikTok accounts that may post through it today; schedule the post again tomorrow',
   unaudited_client_can_only_post_to_private_accounts:
     'this server’s TikTok app is not audited by TikTok yet, so it may only post with privacy SELF_ONLY (the operator asks TikTok for an audit)',
-  privacy_level_option_mismatch: 'the chosen privacy level is not one the creator allows now; read the creator info and choose again',
-  url_ownership_unverified: 'TikTok has not verified this server’s media domain (TIKTOK_VERIFIED_MEDIA_HOSTS); the operator verifies it with TikTok or removes it',
+  privacy_level_option_mismatch:
+    'the chosen privacy level is not one the creator allows now; read the creator info and choose again',
+  url_ownership_unverified:
+    'TikTok has not verified this server’s media domain (TIKTOK_VERIFIED_MEDIA_HOSTS); the operator verifies it with TikTok or removes it',
 };
 
 /**
@@ -117,10 +122,19 @@ export class TikTokAdapter implements PublishingAdapter {
   async lookup(input: PublicationInput, progress: Progress): Promise<Lookup> {
     const reference = progress.reference as PublishReference;
     // An init whose answer was lost: TikTok's publish_id never reached us, so there is nothing to ask.
-    if (typeof reference.publishId !== 'string') return { status: 'unknown', message: 'TikTok’s answer to the publication request was lost, and it cannot be asked without it' };
+    if (typeof reference.publishId !== 'string')
+      return {
+        status: 'unknown',
+        message: 'TikTok’s answer to the publication request was lost, and it cannot be asked without it',
+      };
     const status = await this.status(input, reference);
     // The last chunk never completed the upload: nothing was published, and the chunk may go again.
-    if (progress.step === 'upload' && status.status === 'PROCESSING_UPLOAD' && (status.uploaded_bytes ?? 0) < reference.total) return { status: 'absent' };
+    if (
+      progress.step === 'upload' &&
+      status.status === 'PROCESSING_UPLOAD' &&
+      (status.uploaded_bytes ?? 0) < reference.total
+    )
+      return { status: 'absent' };
     const result = this.settle(reference, status);
     if ('pending' in result) return { status: 'pending', checkAgainInSeconds: result.pending.checkAgainInSeconds };
     if ('outcome' in result) return result.outcome;
@@ -140,7 +154,12 @@ export class TikTokAdapter implements PublishingAdapter {
     const plan = chunking(video.size, this.config.uploadChunkBytes);
     const source = pulled
       ? { source: 'PULL_FROM_URL', video_url: video.url }
-      : { source: 'FILE_UPLOAD', video_size: video.size, chunk_size: plan.chunkSize, total_chunk_count: plan.chunkCount };
+      : {
+          source: 'FILE_UPLOAD',
+          video_size: video.size,
+          chunk_size: plan.chunkSize,
+          total_chunk_count: plan.chunkCount,
+        };
 
     let username: string | null = input.channel.username;
     let body: unknown;
@@ -148,9 +167,16 @@ export class TikTokAdapter implements PublishingAdapter {
       // TikTok requires the creator info to be read before every direct post: the account may have
       // reached its daily cap, or changed what it allows, since the post was scheduled.
       const creator = await this.creatorInfo(input);
-      if (!creator.canPost) throw new PermanentPublishError('rejected_by_network', `The TikTok account cannot post now: ${creator.cannotPostReason ?? 'TikTok gave no reason'}.`);
+      if (!creator.canPost)
+        throw new PermanentPublishError(
+          'rejected_by_network',
+          `The TikTok account cannot post now: ${creator.cannotPostReason ?? 'TikTok gave no reason'}.`,
+        );
       if (!creator.privacyLevelOptions.includes(settings.privacyLevel)) {
-        throw new PermanentPublishError('rejected_by_network', `The TikTok account no longer allows the privacy level ${settings.privacyLevel} (it allows ${creator.privacyLevelOptions.join(', ') || 'none'}); edit the post and schedule it again.`);
+        throw new PermanentPublishError(
+          'rejected_by_network',
+          `The TikTok account no longer allows the privacy level ${settings.privacyLevel} (it allows ${creator.privacyLevelOptions.join(', ') || 'none'}); edit the post and schedule it again.`,
+        );
       }
       username = creator.creatorUsername || username;
       body = {
@@ -172,8 +198,19 @@ export class TikTokAdapter implements PublishingAdapter {
     const path = mode === 'direct' ? '/v2/post/publish/video/init/' : '/v2/post/publish/inbox/video/init/';
     const { data } = await this.call<{ publish_id?: string; upload_url?: string }>(input, path, body, 'init');
     if (!data.publish_id) throw new TransientPublishError('TikTok answered no publish_id', { answered: true });
-    const reference: PublishReference = { publishId: data.publish_id, mode, total: video.size, chunkSize: plan.chunkSize, chunkCount: plan.chunkCount, chunk: 0, username };
-    if (pulled) return { next: { step: 'status', reference: { ...reference, sentAt: new Date().toISOString() }, irreversible: true } };
+    const reference: PublishReference = {
+      publishId: data.publish_id,
+      mode,
+      total: video.size,
+      chunkSize: plan.chunkSize,
+      chunkCount: plan.chunkCount,
+      chunk: 0,
+      username,
+    };
+    if (pulled)
+      return {
+        next: { step: 'status', reference: { ...reference, sentAt: new Date().toISOString() }, irreversible: true },
+      };
     if (!data.upload_url) throw new TransientPublishError('TikTok answered no upload_url', { answered: true });
     return { next: this.uploadStep({ ...reference, uploadUrl: data.upload_url }) };
   }
@@ -193,7 +230,11 @@ export class TikTokAdapter implements PublishingAdapter {
     try {
       answer = await this.api.send(reference.uploadUrl!, {
         method: 'PUT',
-        headers: { 'Content-Type': video.contentType, 'Content-Length': String(bytes.length), 'Content-Range': `bytes ${start}-${end}/${reference.total}` },
+        headers: {
+          'Content-Type': video.contentType,
+          'Content-Length': String(bytes.length),
+          'Content-Range': `bytes ${start}-${end}/${reference.total}`,
+        },
         body: bytes,
         signal: input.signal,
         timeoutSeconds: CHUNK_TIMEOUT_SECONDS,
@@ -204,11 +245,15 @@ export class TikTokAdapter implements PublishingAdapter {
     }
     if (answer.status === 201 || answer.status === 206 || answer.status === 200) {
       if (!last) return { next: this.uploadStep({ ...reference, chunk: reference.chunk + 1 }) };
-      return { next: { step: 'status', reference: { ...reference, sentAt: new Date().toISOString() }, irreversible: true } };
+      return {
+        next: { step: 'status', reference: { ...reference, sentAt: new Date().toISOString() }, irreversible: true },
+      };
     }
-    if (answer.status === 429 || answer.status >= 500) throw new TransientPublishError(`TikTok answered ${answer.status} to a chunk of the video`, { answered: true });
+    if (answer.status === 429 || answer.status >= 500)
+      throw new TransientPublishError(`TikTok answered ${answer.status} to a chunk of the video`, { answered: true });
     // The upload URL lasts an hour: a publication taken up later starts over with a new one.
-    if (answer.status === 403 || answer.status === 404) throw new TransientPublishError(`TikTok no longer takes this upload (${answer.status})`, { answered: true });
+    if (answer.status === 403 || answer.status === 404)
+      throw new TransientPublishError(`TikTok no longer takes this upload (${answer.status})`, { answered: true });
     throw new PermanentPublishError('rejected_by_network', `TikTok refused a chunk of the video (${answer.status}).`);
   }
 
@@ -217,7 +262,12 @@ export class TikTokAdapter implements PublishingAdapter {
   }
 
   private async status(input: PublicationInput, reference: PublishReference): Promise<StatusAnswer> {
-    const { data } = await this.call<StatusAnswer>(input, '/v2/post/publish/status/fetch/', { publish_id: reference.publishId }, 'status');
+    const { data } = await this.call<StatusAnswer>(
+      input,
+      '/v2/post/publish/status/fetch/',
+      { publish_id: reference.publishId },
+      'status',
+    );
     return data;
   }
 
@@ -227,8 +277,14 @@ export class TikTokAdapter implements PublishingAdapter {
       case 'PUBLISH_COMPLETE': {
         const postId = answer.publicaly_available_post_id?.[0];
         const id = postId === undefined ? reference.publishId : String(postId);
-        const url = postId !== undefined && reference.username ? `https://www.tiktok.com/@${encodeURIComponent(reference.username)}/video/${id}` : null;
-        const note = postId === undefined ? 'TikTok published the post; it gives no public post id for a post that is not public.' : undefined;
+        const url =
+          postId !== undefined && reference.username
+            ? `https://www.tiktok.com/@${encodeURIComponent(reference.username)}/video/${id}`
+            : null;
+        const note =
+          postId === undefined
+            ? 'TikTok published the post; it gives no public post id for a post that is not public.'
+            : undefined;
         return { outcome: { status: 'published', releaseId: id, releaseUrl: url, ...(note ? { note } : {}) } };
       }
       case 'SEND_TO_USER_INBOX':
@@ -257,27 +313,51 @@ export class TikTokAdapter implements PublishingAdapter {
       const status = (error as { status?: number }).status;
       // The creator info source speaks in API errors: 422 is the account, 502 TikTok.
       if (status === 422) throw new ReconnectNeededError((error as Error).message);
-      throw new TransientPublishError(`TikTok's creator info could not be read (${(error as Error).message})`, { answered: true });
+      throw new TransientPublishError(`TikTok's creator info could not be read (${(error as Error).message})`, {
+        answered: true,
+      });
     }
   }
 
   /** Calls TikTok's API with the account's token; its errors as the publisher's. */
-  private async call<T>(input: PublicationInput, path: string, body: unknown, step: 'init' | 'status'): Promise<{ data: T }> {
+  private async call<T>(
+    input: PublicationInput,
+    path: string,
+    body: unknown,
+    step: 'init' | 'status',
+  ): Promise<{ data: T }> {
     try {
-      return await this.tokens.authorized(input.channel, (accessToken) => this.api.call<T>(path, { accessToken, body, signal: input.signal }));
+      return await this.tokens.authorized(input.channel, (accessToken) =>
+        this.api.call<T>(path, { accessToken, body, signal: input.signal }),
+      );
     } catch (error) {
       if (error instanceof TikTokUnreachableError) throw new TransientPublishError(error.message, { answered: false });
       if (!(error instanceof TikTokError)) throw error;
       const logId = error.logId;
       if (error.code === 'rate_limit_exceeded' || error.status === 429) {
-        throw new TransientPublishError(`TikTok’s rate limit for the account is reached (${error.code})`, { answered: true, retryAfterSeconds: RATE_LIMIT_WAIT_SECONDS, ...(logId ? { logId } : {}) });
+        throw new TransientPublishError(`TikTok’s rate limit for the account is reached (${error.code})`, {
+          answered: true,
+          retryAfterSeconds: RATE_LIMIT_WAIT_SECONDS,
+          ...(logId ? { logId } : {}),
+        });
       }
-      if (error.status >= 500 || error.code === 'internal_error') throw new TransientPublishError(`TikTok failed (${error.code}: ${error.message})`, { answered: true, ...(logId ? { logId } : {}) });
+      if (error.status >= 500 || error.code === 'internal_error')
+        throw new TransientPublishError(`TikTok failed (${error.code}: ${error.message})`, {
+          answered: true,
+          ...(logId ? { logId } : {}),
+        });
       if (step === 'init' && error.code in INIT_REFUSALS) {
-        const code = error.code === 'spam_risk_too_many_posts' || error.code === 'reached_active_user_cap' ? 'quota_exceeded' : 'rejected_by_network';
+        const code =
+          error.code === 'spam_risk_too_many_posts' || error.code === 'reached_active_user_cap'
+            ? 'quota_exceeded'
+            : 'rejected_by_network';
         throw new PermanentPublishError(code, `TikTok refused the post: ${INIT_REFUSALS[error.code]}.`, logId);
       }
-      throw new PermanentPublishError('rejected_by_network', `TikTok refused the ${step === 'init' ? 'post' : 'status request'} (${error.code}: ${error.message}).`, logId);
+      throw new PermanentPublishError(
+        'rejected_by_network',
+        `TikTok refused the ${step === 'init' ? 'post' : 'status request'} (${error.code}: ${error.message}).`,
+        logId,
+      );
     }
   }
 }
@@ -291,9 +371,18 @@ export function chunking(size: number, preferred: number): { chunkSize: number; 
 
 function failedOutcome(reason: string | undefined): Outcome {
   const words = (reason && FAIL_REASONS[reason]) ?? `TikTok could not publish the video`;
-  if (reason === 'auth_removed') return { status: 'failed', code: 'channel_needs_reconnect', message: `TikTok did not publish the post: ${words}. Reconnect the channel, then schedule the post again.` };
+  if (reason === 'auth_removed')
+    return {
+      status: 'failed',
+      code: 'channel_needs_reconnect',
+      message: `TikTok did not publish the post: ${words}. Reconnect the channel, then schedule the post again.`,
+    };
   const code = reason === 'spam_risk_too_many_posts' ? 'quota_exceeded' : 'rejected_by_network';
-  return { status: 'failed', code, message: `TikTok did not publish the post: ${words}${reason ? ` (${reason})` : ''}.` };
+  return {
+    status: 'failed',
+    code,
+    message: `TikTok did not publish the post: ${words}${reason ? ` (${reason})` : ''}.`,
+  };
 }
 
 async function readRange(stream: NodeJS.ReadableStream): Promise<Buffer> {

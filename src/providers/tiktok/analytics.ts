@@ -7,7 +7,8 @@ import type { AnalyticsPage, AnalyticsSource } from '../provider.js';
 import { TikTokError, TikTokUnreachableError, type TikTokApi } from './api.js';
 import type { TikTokTokens } from './tokens.js';
 
-const VIDEO_FIELDS = 'id,title,video_description,create_time,duration,cover_image_url,share_url,like_count,comment_count,share_count,view_count';
+const VIDEO_FIELDS =
+  'id,title,video_description,create_time,duration,cover_image_url,share_url,like_count,comment_count,share_count,view_count';
 
 interface UserAnswer {
   user?: { follower_count?: number; following_count?: number; likes_count?: number; video_count?: number };
@@ -46,22 +47,36 @@ export class TikTokAnalytics implements AnalyticsSource {
     private readonly db: Db,
   ) {}
 
-  async analytics(channel: Channel, request: { since: Date; limit: number; cursor: string | undefined }): Promise<AnalyticsPage> {
+  async analytics(
+    channel: Channel,
+    request: { since: Date; limit: number; cursor: string | undefined },
+  ): Promise<AnalyticsPage> {
     try {
       const call = <T>(path: string, body?: unknown) =>
-        this.tokens.authorized(channel, (accessToken) => this.api.call<T>(path, body === undefined ? { accessToken, method: 'GET' } : { accessToken, body }));
+        this.tokens.authorized(channel, (accessToken) =>
+          this.api.call<T>(path, body === undefined ? { accessToken, method: 'GET' } : { accessToken, body }),
+        );
       const [user, list] = await Promise.all([
         call<UserAnswer>('/v2/user/info/?fields=follower_count,following_count,likes_count,video_count'),
-        call<VideoListAnswer>(`/v2/video/list/?fields=${VIDEO_FIELDS}`, { max_count: request.limit, ...(request.cursor ? { cursor: Number(request.cursor) } : {}) }),
+        call<VideoListAnswer>(`/v2/video/list/?fields=${VIDEO_FIELDS}`, {
+          max_count: request.limit,
+          ...(request.cursor ? { cursor: Number(request.cursor) } : {}),
+        }),
       ]);
       const since = request.since.getTime() / 1000;
       const all = list.data.videos ?? [];
       const videos = all.filter((video) => (video.create_time ?? 0) >= since && video.id && video.share_url);
       // TikTok lists newest first: once a video is older than the period, so is every later one.
-      const more = list.data.has_more === true && all.length > 0 && videos.length === all.length && list.data.cursor !== undefined;
+      const more =
+        list.data.has_more === true && all.length > 0 && videos.length === all.length && list.data.cursor !== undefined;
       const stats = user.data.user ?? {};
       return {
-        account: { followerCount: count(stats.follower_count), followingCount: count(stats.following_count), likesCount: count(stats.likes_count), videoCount: count(stats.video_count) },
+        account: {
+          followerCount: count(stats.follower_count),
+          followingCount: count(stats.following_count),
+          likesCount: count(stats.likes_count),
+          videoCount: count(stats.video_count),
+        },
         videos: videos.map((video) => ({
           id: video.id!,
           title: video.title || video.video_description || '',
@@ -79,11 +94,18 @@ export class TikTokAnalytics implements AnalyticsSource {
     } catch (error) {
       if (error instanceof ReconnectNeededError) {
         await markNeedsReconnect(this.db, channel.id);
-        throw new UnprocessableError(`Channel ${channel.id} needs to be connected again: TikTok refused its credentials (${error.message}).`);
+        throw new UnprocessableError(
+          `Channel ${channel.id} needs to be connected again: TikTok refused its credentials (${error.message}).`,
+        );
       }
       if (error instanceof TikTokError) {
-        const why = error.code === 'rate_limit_exceeded' ? 'its rate limit for the account is reached; try again in a minute' : `${error.code}: ${error.message}`;
-        throw new ProviderError(`TikTok refused the analytics request (${why}${error.logId ? `, log_id ${error.logId}` : ''}).`);
+        const why =
+          error.code === 'rate_limit_exceeded'
+            ? 'its rate limit for the account is reached; try again in a minute'
+            : `${error.code}: ${error.message}`;
+        throw new ProviderError(
+          `TikTok refused the analytics request (${why}${error.logId ? `, log_id ${error.logId}` : ''}).`,
+        );
       }
       if (error instanceof TikTokUnreachableError) throw new ProviderError(`${error.message}; try again in a moment.`);
       throw error;

@@ -30,7 +30,9 @@ export class TikTokUnreachableError extends Error {
  * double holds exactly: an integer too large for one is kept as the digits TikTok sent.
  */
 function keepLargeIntegers(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
-  return typeof value === 'number' && !Number.isSafeInteger(value) && context?.source && /^-?\d+$/.test(context.source) ? context.source : value;
+  return typeof value === 'number' && !Number.isSafeInteger(value) && context?.source && /^-?\d+$/.test(context.source)
+    ? context.source
+    : value;
 }
 
 /** What an answer of TikTok's API looks like: `data`, and `error` with `code: "ok"` when it went well. */
@@ -51,7 +53,10 @@ export class TikTokApi {
   ) {}
 
   /** Calls an endpoint (`/v2/…`) with the account's access token; the answer's `data` and `log_id`. */
-  async call<T>(path: string, options: { accessToken: string; body?: unknown; method?: 'GET' | 'POST'; signal?: AbortSignal }): Promise<{ data: T; logId: string | undefined }> {
+  async call<T>(
+    path: string,
+    options: { accessToken: string; body?: unknown; method?: 'GET' | 'POST'; signal?: AbortSignal },
+  ): Promise<{ data: T; logId: string | undefined }> {
     const method = options.method ?? 'POST';
     const answer = await this.send(`${this.config.apiUrl}${path}`, {
       method,
@@ -70,12 +75,27 @@ export class TikTokApi {
     }
     const error = envelope?.error;
     const logId = error?.log_id || undefined;
-    if (answer.status === 200 && envelope?.data !== undefined && (error?.code ?? 'ok') === 'ok') return { data: envelope.data, logId };
-    throw new TikTokError(answer.status, error?.code || `http_${answer.status}`, error?.message || `TikTok answered ${answer.status}`, logId);
+    if (answer.status === 200 && envelope?.data !== undefined && (error?.code ?? 'ok') === 'ok')
+      return { data: envelope.data, logId };
+    throw new TikTokError(
+      answer.status,
+      error?.code || `http_${answer.status}`,
+      error?.message || `TikTok answered ${answer.status}`,
+      logId,
+    );
   }
 
   /** Sends a request, through the outbound client; `TikTokUnreachableError` when no answer came. */
-  async send(url: string, init: { method: string; headers: Record<string, string>; body?: string | Buffer; signal?: AbortSignal; timeoutSeconds?: number }) {
+  async send(
+    url: string,
+    init: {
+      method: string;
+      headers: Record<string, string>;
+      body?: string | Buffer;
+      signal?: AbortSignal;
+      timeoutSeconds?: number;
+    },
+  ) {
     try {
       return await this.outbound.call(url, {
         method: init.method,
@@ -88,7 +108,9 @@ export class TikTokApi {
       });
     } catch (error) {
       if ((error as Error).name === 'AbortError' && init.signal?.aborted) throw error;
-      throw new TikTokUnreachableError(`TikTok could not be reached (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      throw new TikTokUnreachableError(
+        `TikTok could not be reached (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      );
     }
   }
 }

@@ -1,5 +1,10 @@
 import type { TikTokConfig } from '../../core/config.js';
-import { ConnectionRefusedError, type AccountCredentials, type AccountIdentity, type ConnectionAdapter } from '../connection.js';
+import {
+  ConnectionRefusedError,
+  type AccountCredentials,
+  type AccountIdentity,
+  type ConnectionAdapter,
+} from '../connection.js';
 import { TikTokError, type TikTokApi } from './api.js';
 
 /**
@@ -53,14 +58,20 @@ export class TikTokConnection implements ConnectionAdapter {
   }
 
   async exchangeCode(input: { code: string; redirectUri: string }): Promise<AccountCredentials> {
-    const answer = await this.token({ grant_type: 'authorization_code', code: input.code, redirect_uri: input.redirectUri });
+    const answer = await this.token({
+      grant_type: 'authorization_code',
+      code: input.code,
+      redirect_uri: input.redirectUri,
+    });
     return this.credentialsFrom(answer);
   }
 
   async refresh(credentials: AccountCredentials): Promise<AccountCredentials> {
     if (!credentials.refreshToken) throw new ConnectionRefusedError('TikTok gave no refresh token for this account');
     // TikTok answers a new refresh token each time: the caller stores it before anything else.
-    return this.credentialsFrom(await this.token({ grant_type: 'refresh_token', refresh_token: credentials.refreshToken }));
+    return this.credentialsFrom(
+      await this.token({ grant_type: 'refresh_token', refresh_token: credentials.refreshToken }),
+    );
   }
 
   async identity(credentials: AccountCredentials): Promise<AccountIdentity> {
@@ -73,12 +84,22 @@ export class TikTokConnection implements ConnectionAdapter {
       if (!user?.open_id) throw new Error('TikTok answered no open_id');
       // The handle comes with the creator info (user.info.profile, which would give it here, is not asked for).
       const username = await this.api
-        .call<{ creator_username?: string }>('/v2/post/publish/creator_info/query/', { accessToken: credentials.accessToken })
+        .call<{ creator_username?: string }>('/v2/post/publish/creator_info/query/', {
+          accessToken: credentials.accessToken,
+        })
         .then(({ data: creator }) => creator.creator_username ?? null)
         .catch(() => null);
-      return { externalId: user.open_id, name: user.display_name || username || user.open_id, username, picture: user.avatar_url || null };
+      return {
+        externalId: user.open_id,
+        name: user.display_name || username || user.open_id,
+        username,
+        picture: user.avatar_url || null,
+      };
     } catch (error) {
-      if (error instanceof TikTokError && (error.code === 'access_token_invalid' || error.code === 'scope_not_authorized')) {
+      if (
+        error instanceof TikTokError &&
+        (error.code === 'access_token_invalid' || error.code === 'scope_not_authorized')
+      ) {
         throw new ConnectionRefusedError(`TikTok refused the account's token (${error.code})`);
       }
       throw error;
@@ -89,13 +110,18 @@ export class TikTokConnection implements ConnectionAdapter {
     const response = await this.api.send(`${this.config.apiUrl}/v2/oauth/revoke/`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ client_key: this.config.clientKey, client_secret: this.config.clientSecret, token: credentials.accessToken }).toString(),
+      body: new URLSearchParams({
+        client_key: this.config.clientKey,
+        client_secret: this.config.clientSecret,
+        token: credentials.accessToken,
+      }).toString(),
     });
     if (response.status === 200) {
       const answer = parse(response.body);
       if (!answer.error || answer.error === 'ok') return;
     }
-    if (response.status >= 500 || response.status === 429) throw new Error(`TikTok's revocation endpoint answered ${response.status}`);
+    if (response.status >= 500 || response.status === 429)
+      throw new Error(`TikTok's revocation endpoint answered ${response.status}`);
     // TikTok refuses a token it no longer knows: nothing is left to revoke.
     throw new ConnectionRefusedError('TikTok no longer knows the token');
   }
@@ -104,14 +130,20 @@ export class TikTokConnection implements ConnectionAdapter {
     const response = await this.api.send(`${this.config.apiUrl}/v2/oauth/token/`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Cache-Control': 'no-cache' },
-      body: new URLSearchParams({ client_key: this.config.clientKey, client_secret: this.config.clientSecret, ...form }).toString(),
+      body: new URLSearchParams({
+        client_key: this.config.clientKey,
+        client_secret: this.config.clientSecret,
+        ...form,
+      }).toString(),
     });
     const answer = parse(response.body);
     if (response.status === 200 && answer.access_token) return answer;
     if (answer.error && REFUSALS.has(answer.error)) {
       throw new ConnectionRefusedError(`TikTok refused the grant (${answer.error_description || answer.error})`);
     }
-    throw new Error(`TikTok's token endpoint answered ${response.status}${answer.error ? ` ${answer.error}` : ''}${answer.log_id ? ` (log_id ${answer.log_id})` : ''}`);
+    throw new Error(
+      `TikTok's token endpoint answered ${response.status}${answer.error ? ` ${answer.error}` : ''}${answer.log_id ? ` (log_id ${answer.log_id})` : ''}`,
+    );
   }
 
   private credentialsFrom(answer: TokenAnswer): AccountCredentials {

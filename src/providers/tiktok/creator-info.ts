@@ -28,10 +28,16 @@ interface CreatorInfoAnswer {
 const CANNOT_POST: Record<string, string> = {
   spam_risk_too_many_posts: 'the account reached the number of posts TikTok allows it in a day; try again tomorrow',
   spam_risk_user_banned_from_posting: 'TikTok does not let this account post at the moment',
-  reached_active_user_cap: 'the app reached the number of TikTok accounts that may post through it today; try again tomorrow',
+  reached_active_user_cap:
+    'the app reached the number of TikTok accounts that may post through it today; try again tomorrow',
 };
 
-const PRIVACY_LEVELS: readonly string[] = ['PUBLIC_TO_EVERYONE', 'MUTUAL_FOLLOW_FRIENDS', 'FOLLOWER_OF_CREATOR', 'SELF_ONLY'];
+const PRIVACY_LEVELS: readonly string[] = [
+  'PUBLIC_TO_EVERYONE',
+  'MUTUAL_FOLLOW_FRIENDS',
+  'FOLLOWER_OF_CREATOR',
+  'SELF_ONLY',
+];
 
 /**
  * A TikTok account's creator info (`post/publish/creator_info/query`), which TikTok requires to be
@@ -65,14 +71,18 @@ export class TikTokCreatorInfo implements CreatorInfoSource {
 
   private async query(channel: Channel): Promise<CreatorInfo> {
     try {
-      const { data } = await this.tokens.authorized(channel, (accessToken) => this.api.call<CreatorInfoAnswer>('/v2/post/publish/creator_info/query/', { accessToken }));
+      const { data } = await this.tokens.authorized(channel, (accessToken) =>
+        this.api.call<CreatorInfoAnswer>('/v2/post/publish/creator_info/query/', { accessToken }),
+      );
       return {
         canPost: true,
         cannotPostReason: null,
         creatorNickname: data.creator_nickname ?? channel.name,
         creatorUsername: data.creator_username ?? channel.username ?? '',
         creatorAvatarUrl: data.creator_avatar_url || null,
-        privacyLevelOptions: (data.privacy_level_options ?? []).filter((level): level is PrivacyLevel => PRIVACY_LEVELS.includes(level)),
+        privacyLevelOptions: (data.privacy_level_options ?? []).filter((level): level is PrivacyLevel =>
+          PRIVACY_LEVELS.includes(level),
+        ),
         commentDisabled: data.comment_disabled === true,
         duetDisabled: data.duet_disabled === true,
         stitchDisabled: data.stitch_disabled === true,
@@ -95,13 +105,19 @@ export class TikTokCreatorInfo implements CreatorInfoSource {
       }
       if (error instanceof ReconnectNeededError) {
         await markNeedsReconnect(this.db, channel.id);
-        throw new UnprocessableError(`Channel ${channel.id} needs to be connected again: TikTok refused its credentials (${error.message}).`);
+        throw new UnprocessableError(
+          `Channel ${channel.id} needs to be connected again: TikTok refused its credentials (${error.message}).`,
+        );
       }
       if (error instanceof TikTokError && error.code === 'rate_limit_exceeded') {
-        throw new ProviderError('TikTok allows 20 creator-info requests a minute per account, and this one is used up; try again in a minute.');
+        throw new ProviderError(
+          'TikTok allows 20 creator-info requests a minute per account, and this one is used up; try again in a minute.',
+        );
       }
       if (error instanceof TikTokError) {
-        throw new ProviderError(`TikTok refused the creator info request (${error.code}: ${error.message}${error.logId ? `, log_id ${error.logId}` : ''}).`);
+        throw new ProviderError(
+          `TikTok refused the creator info request (${error.code}: ${error.message}${error.logId ? `, log_id ${error.logId}` : ''}).`,
+        );
       }
       if (error instanceof TikTokUnreachableError) throw new ProviderError(`${error.message}; try again in a moment.`);
       throw error;

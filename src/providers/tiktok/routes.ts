@@ -9,7 +9,8 @@ import type { ProvidersContext } from '../providers.js';
 async function tiktokChannel(db: Db, organizationId: string, channelId: string): Promise<Channel> {
   const channel = await findChannel(db, organizationId, channelId);
   if (!channel) throw new NotFoundError(`There is no channel ${channelId} in this organization.`);
-  if (channel.provider !== 'tiktok') throw new UnprocessableError(`Channel ${channel.id} is a ${channel.provider} channel, not a TikTok channel.`);
+  if (channel.provider !== 'tiktok')
+    throw new UnprocessableError(`Channel ${channel.id} is a ${channel.provider} channel, not a TikTok channel.`);
   return channel;
 }
 
@@ -20,7 +21,10 @@ export function tiktokOperations(ctx: ProvidersContext): Pick<PublicHandlers, 't
     tiktokCreatorInfo: async ({ principal, params }) => {
       const channel = await tiktokChannel(ctx.db, principal.organizationId, params.id);
       const source = ctx.providers.tiktok.creatorInfo;
-      if (!source) throw new UnprocessableError('TikTok publishing is not configured on this server, so TikTok creator info cannot be read; ask its operator.');
+      if (!source)
+        throw new UnprocessableError(
+          'TikTok publishing is not configured on this server, so TikTok creator info cannot be read; ask its operator.',
+        );
       const info = await source.creatorInfo(channel);
       return { status: 200, body: { channelId: channel.id, ...info } };
     },
@@ -30,19 +34,32 @@ export function tiktokOperations(ctx: ProvidersContext): Pick<PublicHandlers, 't
     tiktokAnalytics: async ({ principal, params, query }) => {
       const channel = await tiktokChannel(ctx.db, principal.organizationId, params.id);
       const source = ctx.providers.tiktok.analytics;
-      if (!source) throw new NotImplementedError('TikTok analytics need the operator’s TikTok app, which this server does not have; ask its operator.');
+      if (!source)
+        throw new NotImplementedError(
+          'TikTok analytics need the operator’s TikTok app, which this server does not have; ask its operator.',
+        );
       const days = query.days!;
-      const scope = { list: 'tiktok-analytics', binding: { organizationId: principal.organizationId, channelId: channel.id, days } };
-      const position = query.cursor === undefined ? undefined : ctx.cursors.decode(scope, query.cursor, readAnalyticsPosition);
+      const scope = {
+        list: 'tiktok-analytics',
+        binding: { organizationId: principal.organizationId, channelId: channel.id, days },
+      };
+      const position =
+        query.cursor === undefined ? undefined : ctx.cursors.decode(scope, query.cursor, readAnalyticsPosition);
       const since = position ? new Date(position.since) : new Date(ctx.clock().getTime() - days * 86_400_000);
       const page = await source.analytics(channel, { since, limit: query.limit!, cursor: position?.tiktok });
-      const nextCursor = page.next === null ? null : ctx.cursors.encode(scope, { since: since.getTime(), tiktok: page.next });
-      return { status: 200, body: { channelId: channel.id, days, account: page.account, data: page.videos, nextCursor } };
+      const nextCursor =
+        page.next === null ? null : ctx.cursors.encode(scope, { since: since.getTime(), tiktok: page.next });
+      return {
+        status: 200,
+        body: { channelId: channel.id, days, account: page.account, data: page.videos, nextCursor },
+      };
     },
   };
 }
 
 function readAnalyticsPosition(position: unknown): { since: number; tiktok: string } | undefined {
   const { since, tiktok } = (position ?? {}) as { since?: unknown; tiktok?: unknown };
-  return typeof since === 'number' && Number.isFinite(since) && typeof tiktok === 'string' && /^\d{1,20}$/.test(tiktok) ? { since, tiktok } : undefined;
+  return typeof since === 'number' && Number.isFinite(since) && typeof tiktok === 'string' && /^\d{1,20}$/.test(tiktok)
+    ? { since, tiktok }
+    : undefined;
 }

@@ -38,7 +38,14 @@ export async function tiktokProblems(check: SettingsCheck<'tiktok'>): Promise<Er
   }
   if (!acceptsPosts(channel)) return problems;
   if (!check.creatorInfo) {
-    return [...problems, { path: item.paths.channel, message: 'TikTok publishing is not configured on this server, so TikTok posts cannot be accepted; ask its operator.' }];
+    return [
+      ...problems,
+      {
+        path: item.paths.channel,
+        message:
+          'TikTok publishing is not configured on this server, so TikTok posts cannot be accepted; ask its operator.',
+      },
+    ];
   }
   let info: CreatorInfo;
   try {

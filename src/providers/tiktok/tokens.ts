@@ -17,13 +17,20 @@ export class TikTokTokens {
       return await call(token);
     } catch (error) {
       if (!(error instanceof TikTokError)) throw error;
-      if (error.code === 'scope_not_authorized') throw new ReconnectNeededError(`the account did not grant this app what it needs (${error.message})`, error.logId);
+      if (error.code === 'scope_not_authorized')
+        throw new ReconnectNeededError(
+          `the account did not grant this app what it needs (${error.message})`,
+          error.logId,
+        );
       if (error.code !== 'access_token_invalid') throw error;
     }
     try {
       return await call(await this.tokens.afterRefusal(channel, token));
     } catch (error) {
-      if (error instanceof TikTokError && (error.code === 'access_token_invalid' || error.code === 'scope_not_authorized')) {
+      if (
+        error instanceof TikTokError &&
+        (error.code === 'access_token_invalid' || error.code === 'scope_not_authorized')
+      ) {
         throw new ReconnectNeededError(`TikTok refused the account's access token (${error.code})`, error.logId);
       }
       throw error;

@@ -68,11 +68,15 @@ export class YouTubeAdapter implements PublishingAdapter {
 
   async lookup(input: PublicationInput, progress: Progress): Promise<Lookup> {
     const reference = progress.reference as UploadReference;
-    const answer = await this.send(input, 'PUT', reference.sessionUrl, { 'Content-Range': `bytes */${reference.total}`, 'Content-Length': '0' });
+    const answer = await this.send(input, 'PUT', reference.sessionUrl, {
+      'Content-Range': `bytes */${reference.total}`,
+      'Content-Length': '0',
+    });
     if (answer.status === 200 || answer.status === 201) return this.published(answer);
     // The session holds less than everything: the last chunk never arrived, so no video exists.
     if (answer.status === 308) return { status: 'absent' };
-    if (answer.status === 404 || answer.status === 410) return { status: 'unknown', message: 'YouTube no longer knows the upload session' };
+    if (answer.status === 404 || answer.status === 410)
+      return { status: 'unknown', message: 'YouTube no longer knows the upload session' };
     throw this.failure(answer);
   }
 
@@ -90,12 +94,18 @@ export class YouTubeAdapter implements PublishingAdapter {
     };
     const url = `${this.settings.apiUrl}/upload/youtube/v3/videos?uploadType=resumable&part=snippet,status`;
     const answer = await this.authorized(input, (token) =>
-      this.send(input, 'POST', url, {
-        Authorization: `Bearer ${token}`,
-        'Content-Type': 'application/json; charset=UTF-8',
-        'X-Upload-Content-Length': String(video.size),
-        'X-Upload-Content-Type': video.contentType,
-      }, JSON.stringify(metadata)),
+      this.send(
+        input,
+        'POST',
+        url,
+        {
+          Authorization: `Bearer ${token}`,
+          'Content-Type': 'application/json; charset=UTF-8',
+          'X-Upload-Content-Length': String(video.size),
+          'X-Upload-Content-Type': video.contentType,
+        },
+        JSON.stringify(metadata),
+      ),
     );
     const location = answer.headers.location;
     if (answer.status !== 200 || typeof location !== 'string') throw this.failure(answer);
@@ -108,19 +118,35 @@ export class YouTubeAdapter implements PublishingAdapter {
     const video = input.media.find((m) => m.kind === 'video')!;
     // Where YouTube stands, not where this worker last heard it stood: after an interrupted chunk it
     // may hold part of it, and the upload goes on from the byte it reports.
-    const status = await this.send(input, 'PUT', recorded.sessionUrl, { 'Content-Range': `bytes */${recorded.total}`, 'Content-Length': '0' });
+    const status = await this.send(input, 'PUT', recorded.sessionUrl, {
+      'Content-Range': `bytes */${recorded.total}`,
+      'Content-Length': '0',
+    });
     if (status.status === 200 || status.status === 201) return { outcome: this.published(status) };
-    if (status.status === 404 || status.status === 410) throw new PermanentPublishError('rejected_by_network', 'YouTube no longer knows the upload session; schedule the post again.');
+    if (status.status === 404 || status.status === 410)
+      throw new PermanentPublishError(
+        'rejected_by_network',
+        'YouTube no longer knows the upload session; schedule the post again.',
+      );
     if (status.status !== 308) throw this.failure(status);
     const reference = { ...recorded, offset: storedBytes(status) };
     const end = Math.min(reference.offset + this.chunkBytes, reference.total) - 1;
     const bytes = await readRange(await video.open({ start: reference.offset, end }));
-    const answer = await this.send(input, 'PUT', reference.sessionUrl, { 'Content-Range': `bytes ${reference.offset}-${end}/${reference.total}`, 'Content-Type': video.contentType }, bytes);
+    const answer = await this.send(
+      input,
+      'PUT',
+      reference.sessionUrl,
+      { 'Content-Range': `bytes ${reference.offset}-${end}/${reference.total}`, 'Content-Type': video.contentType },
+      bytes,
+    );
     if (answer.status === 200 || answer.status === 201) return { outcome: this.published(answer) };
     if (answer.status === 308) return { next: this.nextStep({ ...reference, offset: storedBytes(answer) }) };
     // A passing failure mid-upload: the session says how far it got, and the upload goes on from there.
     if (answer.status >= 500 || answer.status === 429) {
-      throw new TransientPublishError(`YouTube answered ${answer.status} to a chunk`, { answered: true, retryAfterSeconds: retryAfterSeconds(answer.headers['retry-after']) });
+      throw new TransientPublishError(`YouTube answered ${answer.status} to a chunk`, {
+        answered: true,
+        retryAfterSeconds: retryAfterSeconds(answer.headers['retry-after']),
+      });
     }
     throw this.failure(answer);
   }
@@ -133,7 +159,11 @@ export class YouTubeAdapter implements PublishingAdapter {
 
   private published(answer: Answer): Lookup & { status: 'published' } {
     const video = JSON.parse(answer.body) as { id: string };
-    return { status: 'published', releaseId: video.id, releaseUrl: `https://www.youtube.com/watch?v=${encodeURIComponent(video.id)}` };
+    return {
+      status: 'published',
+      releaseId: video.id,
+      releaseUrl: `https://www.youtube.com/watch?v=${encodeURIComponent(video.id)}`,
+    };
   }
 
   /** Runs a call with the channel's access token, once more with a fresh one if YouTube refuses it. */
@@ -146,7 +176,13 @@ export class YouTubeAdapter implements PublishingAdapter {
     return again;
   }
 
-  private async send(input: PublicationInput, method: string, url: string, headers: Record<string, string>, body?: Buffer | string): Promise<Answer> {
+  private async send(
+    input: PublicationInput,
+    method: string,
+    url: string,
+    headers: Record<string, string>,
+    body?: Buffer | string,
+  ): Promise<Answer> {
     try {
       const response = await this.outbound.call(url, {
         method,
@@ -159,7 +195,10 @@ export class YouTubeAdapter implements PublishingAdapter {
       });
       return { status: response.status, headers: response.headers, body: response.body.toString('utf8') };
     } catch (error) {
-      throw new TransientPublishError(`YouTube could not be reached (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, { answered: false });
+      throw new TransientPublishError(
+        `YouTube could not be reached (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+        { answered: false },
+      );
     }
   }
 
@@ -168,7 +207,9 @@ export class YouTubeAdapter implements PublishingAdapter {
     let reason: string | undefined;
     let message = `YouTube answered ${answer.status}`;
     try {
-      const error = (JSON.parse(answer.body) as { error?: { message?: string; errors?: { reason?: string; message?: string }[] } }).error;
+      const error = (
+        JSON.parse(answer.body) as { error?: { message?: string; errors?: { reason?: string; message?: string }[] } }
+      ).error;
       reason = error?.errors?.[0]?.reason;
       message = error?.message ?? error?.errors?.[0]?.message ?? message;
     } catch {
@@ -176,12 +217,21 @@ export class YouTubeAdapter implements PublishingAdapter {
     }
     if (answer.status === 401) return new ReconnectNeededError(message);
     if (reason === 'quotaExceeded' || reason === 'uploadLimitExceeded' || reason === 'dailyLimitExceeded') {
-      return new PermanentPublishError('quota_exceeded', `YouTube's quota for this channel is used up (${reason}); it resets at midnight Pacific Time. Schedule the post again after that. ${message}`);
+      return new PermanentPublishError(
+        'quota_exceeded',
+        `YouTube's quota for this channel is used up (${reason}); it resets at midnight Pacific Time. Schedule the post again after that. ${message}`,
+      );
     }
     if (answer.status === 429 || answer.status >= 500) {
-      return new TransientPublishError(message, { answered: true, retryAfterSeconds: retryAfterSeconds(answer.headers['retry-after']) });
+      return new TransientPublishError(message, {
+        answered: true,
+        retryAfterSeconds: retryAfterSeconds(answer.headers['retry-after']),
+      });
     }
-    return new PermanentPublishError('rejected_by_network', `YouTube refused the video${reason ? ` (${reason})` : ''}: ${message}`);
+    return new PermanentPublishError(
+      'rejected_by_network',
+      `YouTube refused the video${reason ? ` (${reason})` : ''}: ${message}`,
+    );
   }
 }
 

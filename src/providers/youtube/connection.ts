@@ -1,5 +1,10 @@
 import type { OutboundClient } from '../../net/outbound-client.js';
-import { ConnectionRefusedError, type AccountCredentials, type AccountIdentity, type ConnectionAdapter } from '../connection.js';
+import {
+  ConnectionRefusedError,
+  type AccountCredentials,
+  type AccountIdentity,
+  type ConnectionAdapter,
+} from '../connection.js';
 
 /** Google's endpoints and this installation's Google app; the base URLs are overridable for tests. */
 export interface YouTubeSettings {
@@ -14,7 +19,10 @@ export interface YouTubeSettings {
 }
 
 /** Uploading videos, and reading the channel's identity and its videos. */
-export const YOUTUBE_SCOPES = ['https://www.googleapis.com/auth/youtube.upload', 'https://www.googleapis.com/auth/youtube.readonly'];
+export const YOUTUBE_SCOPES = [
+  'https://www.googleapis.com/auth/youtube.upload',
+  'https://www.googleapis.com/auth/youtube.readonly',
+];
 const TIMEOUT_SECONDS = 30;
 const MAX_ANSWER_BYTES = 256 * 1024;
 
@@ -60,7 +68,12 @@ export class YouTubeConnection implements ConnectionAdapter {
   }
 
   async exchangeCode(input: { code: string; redirectUri: string; codeVerifier: string }): Promise<AccountCredentials> {
-    const answer = await this.token({ grant_type: 'authorization_code', code: input.code, redirect_uri: input.redirectUri, code_verifier: input.codeVerifier });
+    const answer = await this.token({
+      grant_type: 'authorization_code',
+      code: input.code,
+      redirect_uri: input.redirectUri,
+      code_verifier: input.codeVerifier,
+    });
     return this.credentialsFrom(answer, null);
   }
 
@@ -82,10 +95,14 @@ export class YouTubeConnection implements ConnectionAdapter {
     if (response.status === 401) throw new ConnectionRefusedError('Google refused the access token');
     if (response.status !== 200) throw new Error(`YouTube answered ${response.status} to channels.list`);
     const body = JSON.parse(response.body.toString('utf8')) as {
-      items?: { id: string; snippet?: { title?: string; customUrl?: string; thumbnails?: { default?: { url?: string } } } }[];
+      items?: {
+        id: string;
+        snippet?: { title?: string; customUrl?: string; thumbnails?: { default?: { url?: string } } };
+      }[];
     };
     const channel = body.items?.[0];
-    if (!channel) throw new ConnectionRefusedError('this Google account has no YouTube channel; create one on YouTube first');
+    if (!channel)
+      throw new ConnectionRefusedError('this Google account has no YouTube channel; create one on YouTube first');
     return {
       externalId: channel.id,
       name: channel.snippet?.title ?? channel.id,
@@ -110,7 +127,11 @@ export class YouTubeConnection implements ConnectionAdapter {
   }
 
   private async token(form: Record<string, string>): Promise<TokenAnswer> {
-    const body = new URLSearchParams({ ...form, client_id: this.settings.clientId, client_secret: this.settings.clientSecret }).toString();
+    const body = new URLSearchParams({
+      ...form,
+      client_id: this.settings.clientId,
+      client_secret: this.settings.clientSecret,
+    }).toString();
     const response = await this.outbound.call(`${this.settings.oauthUrl}/token`, {
       method: 'POST',
       trusted: true,
@@ -127,7 +148,8 @@ export class YouTubeConnection implements ConnectionAdapter {
     }
     if (response.status === 200 && answer.access_token) return answer;
     // invalid_grant: the code was used or expired, or the refresh token was revoked or expired.
-    if (answer.error === 'invalid_grant') throw new ConnectionRefusedError(`Google refused the grant (${answer.error_description ?? 'invalid_grant'})`);
+    if (answer.error === 'invalid_grant')
+      throw new ConnectionRefusedError(`Google refused the grant (${answer.error_description ?? 'invalid_grant'})`);
     throw new Error(`Google's token endpoint answered ${response.status}${answer.error ? ` ${answer.error}` : ''}`);
   }
 

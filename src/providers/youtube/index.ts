@@ -22,5 +22,9 @@ export const youtubeNetwork: ProviderFactory<'youtube'> = ({ config, outbound, c
   if (!config.youtube) return rules;
   const connection = new YouTubeConnection(config.youtube, outbound, clock);
   const tokens = new AccountTokens(db, keyring, connection, clock);
-  return { ...rules, connection, publishing: new YouTubeAdapter(config.youtube, outbound, tokens, config.youtube.uploadChunkBytes) };
+  return {
+    ...rules,
+    connection,
+    publishing: new YouTubeAdapter(config.youtube, outbound, tokens, config.youtube.uploadChunkBytes),
+  };
 };

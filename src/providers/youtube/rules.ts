@@ -8,7 +8,11 @@ import type { ContentLimit } from '../provider.js';
 const DESCRIPTION_MAX_BYTES = 5000;
 
 /** Without settings.description, the content becomes the video's description. */
-export const YOUTUBE_CONTENT_LIMIT: ContentLimit = { max: DESCRIPTION_MAX_BYTES, unit: 'bytes', becomes: 'description, unless one is set' };
+export const YOUTUBE_CONTENT_LIMIT: ContentLimit = {
+  max: DESCRIPTION_MAX_BYTES,
+  unit: 'bytes',
+  becomes: 'description, unless one is set',
+};
 const TAGS_MAX = 500;
 
 /**

@@ -177,7 +177,10 @@ export default class Service {
     };
   }
 
-  private sender(options: RequestOptions | undefined, { replayable, expectJson }: { replayable: boolean; expectJson: boolean }) {
+  private sender(
+    options: RequestOptions | undefined,
+    { replayable, expectJson }: { replayable: boolean; expectJson: boolean },
+  ) {
     const maxRetries = checkRetries(options?.maxRetries ?? this.maxRetries, 'maxRetries');
     return (request: Request) =>
       sendWithRetries(request, {
@@ -256,7 +259,8 @@ export default class Service {
    * `POST /public/v1/posts`
    */
   async createPost(body: CreatePostRequest, options?: CreatePostOptions): Promise<CreatePostResponse> {
-    const idempotencyKey = options?.idempotencyKey ?? headerOf(options?.headers, 'idempotency-key') ?? globalThis.crypto.randomUUID();
+    const idempotencyKey =
+      options?.idempotencyKey ?? headerOf(options?.headers, 'idempotency-key') ?? globalThis.crypto.randomUUID();
     return dataOf(
       await this.api.POST('/public/v1/posts', {
         ...this.init(options),
@@ -295,7 +299,10 @@ export default class Service {
    * for await (const post of service.iteratePosts({ status: ['failed'] })) console.log(post.id, post.error);
    * ```
    */
-  iteratePosts(filters: Omit<PostFilters, 'cursor'> = {}, options?: RequestOptions): AsyncGenerator<Post, void, undefined> {
+  iteratePosts(
+    filters: Omit<PostFilters, 'cursor'> = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<Post, void, undefined> {
     return paginate(
       (cursor) => this.listPosts({ ...filters, cursor }, options),
       (page) => page.data,
@@ -320,7 +327,10 @@ export default class Service {
    */
   async postHistory(id: string, page: PostHistoryQuery = {}, options?: RequestOptions): Promise<PostEventPage> {
     return dataOf(
-      await this.api.GET('/public/v1/posts/{id}/history', { ...this.init(options), params: { path: { id }, query: page } }),
+      await this.api.GET('/public/v1/posts/{id}/history', {
+        ...this.init(options),
+        params: { path: { id }, query: page },
+      }),
     );
   }
 
@@ -372,7 +382,11 @@ export default class Service {
    *
    * `PATCH /public/v1/posts/{id}/status`
    */
-  async changePostStatus(id: string, status: ChangePostStatusRequest['status'], options?: RequestOptions): Promise<Post> {
+  async changePostStatus(
+    id: string,
+    status: ChangePostStatusRequest['status'],
+    options?: RequestOptions,
+  ): Promise<Post> {
     return dataOf(
       await this.api.PATCH('/public/v1/posts/{id}/status', {
         ...this.init(options),
@@ -500,7 +514,11 @@ export default class Service {
    *
    * `GET /public/v1/channels/{id}/tiktok/analytics`
    */
-  async tiktokAnalytics(channelId: string, query: TikTokAnalyticsQuery = {}, options?: RequestOptions): Promise<TikTokAnalytics> {
+  async tiktokAnalytics(
+    channelId: string,
+    query: TikTokAnalyticsQuery = {},
+    options?: RequestOptions,
+  ): Promise<TikTokAnalytics> {
     return dataOf(
       await this.api.GET('/public/v1/channels/{id}/tiktok/analytics', {
         ...this.init(options),
@@ -538,7 +556,9 @@ export default class Service {
    * `POST /public/v1/webhooks`
    */
   async createWebhook(request: CreateWebhookRequest, options?: RequestOptions): Promise<CreatedWebhook> {
-    return dataOf(await this.api.POST('/public/v1/webhooks', { ...this.init(options, { replayable: false }), body: request }));
+    return dataOf(
+      await this.api.POST('/public/v1/webhooks', { ...this.init(options, { replayable: false }), body: request }),
+    );
   }
 
   /** `GET /public/v1/webhooks/{id}` */
@@ -552,7 +572,13 @@ export default class Service {
    * `PATCH /public/v1/webhooks/{id}`
    */
   async updateWebhook(id: string, changes: UpdateWebhookRequest, options?: RequestOptions): Promise<Webhook> {
-    return dataOf(await this.api.PATCH('/public/v1/webhooks/{id}', { ...this.init(options), params: { path: { id } }, body: changes }));
+    return dataOf(
+      await this.api.PATCH('/public/v1/webhooks/{id}', {
+        ...this.init(options),
+        params: { path: { id } },
+        body: changes,
+      }),
+    );
   }
 
   /** `DELETE /public/v1/webhooks/{id}` */
@@ -567,7 +593,9 @@ export default class Service {
    * `POST /public/v1/webhooks/{id}/test`
    */
   async testWebhook(id: string, options?: RequestOptions): Promise<WebhookDelivery> {
-    return dataOf(await this.api.POST('/public/v1/webhooks/{id}/test', { ...this.init(options), params: { path: { id } } }));
+    return dataOf(
+      await this.api.POST('/public/v1/webhooks/{id}/test', { ...this.init(options), params: { path: { id } } }),
+    );
   }
 
   /**
@@ -578,7 +606,12 @@ export default class Service {
    * `POST /public/v1/webhooks/{id}/rotate-secret`
    */
   async rotateWebhookSecret(id: string, options?: RequestOptions): Promise<WebhookSecret> {
-    return dataOf(await this.api.POST('/public/v1/webhooks/{id}/rotate-secret', { ...this.init(options, { replayable: false }), params: { path: { id } } }));
+    return dataOf(
+      await this.api.POST('/public/v1/webhooks/{id}/rotate-secret', {
+        ...this.init(options, { replayable: false }),
+        params: { path: { id } },
+      }),
+    );
   }
 
   /**
@@ -587,8 +620,17 @@ export default class Service {
    *
    * `GET /public/v1/webhooks/{id}/deliveries`
    */
-  async webhookDeliveries(id: string, page: WebhookDeliveryQuery = {}, options?: RequestOptions): Promise<WebhookDeliveryPage> {
-    return dataOf(await this.api.GET('/public/v1/webhooks/{id}/deliveries', { ...this.init(options), params: { path: { id }, query: page } }));
+  async webhookDeliveries(
+    id: string,
+    page: WebhookDeliveryQuery = {},
+    options?: RequestOptions,
+  ): Promise<WebhookDeliveryPage> {
+    return dataOf(
+      await this.api.GET('/public/v1/webhooks/{id}/deliveries', {
+        ...this.init(options),
+        params: { path: { id }, query: page },
+      }),
+    );
   }
 
   /** Every delivery of an endpoint, page after page, newest first. */
@@ -606,7 +648,10 @@ export default class Service {
    */
   async retryWebhookDelivery(id: string, deliveryId: string, options?: RequestOptions): Promise<WebhookDelivery> {
     return dataOf(
-      await this.api.POST('/public/v1/webhooks/{id}/deliveries/{deliveryId}/retry', { ...this.init(options), params: { path: { id, deliveryId } } }),
+      await this.api.POST('/public/v1/webhooks/{id}/deliveries/{deliveryId}/retry', {
+        ...this.init(options),
+        params: { path: { id, deliveryId } },
+      }),
     );
   }
 

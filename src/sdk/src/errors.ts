@@ -127,14 +127,15 @@ function detailsOf(value: unknown): ErrorDetail[] {
   if (!Array.isArray(value)) return [];
   return value.filter(
     (detail): detail is ErrorDetail =>
-      typeof detail === 'object' && detail !== null && typeof detail.path === 'string' && typeof detail.message === 'string',
+      typeof detail === 'object' &&
+      detail !== null &&
+      typeof detail.path === 'string' &&
+      typeof detail.message === 'string',
   );
 }
 
 /** What failed: a response (with its body, already read) or an exception before any response. */
-export type Failure =
-  | { response: Response; body: string; code?: string; message?: string }
-  | { networkError: unknown };
+export type Failure = { response: Response; body: string; code?: string; message?: string } | { networkError: unknown };
 
 /**
  * The one factory of {@link ServiceError}: reads status, code, details, request id and retry delay
@@ -171,7 +172,8 @@ export function createServiceError(request: Request, failure: Failure, now = Dat
   }
   const error = errorOf(parsed);
   const bodyRetryAfter = typeof error?.retryAfter === 'number' ? error.retryAfter : undefined;
-  const requestId = typeof error?.requestId === 'string' ? error.requestId : (response.headers.get('x-request-id') ?? undefined);
+  const requestId =
+    typeof error?.requestId === 'string' ? error.requestId : (response.headers.get('x-request-id') ?? undefined);
   const statusLine = `${response.status}${response.statusText ? ` ${response.statusText}` : ''}`;
   return new ServiceError({
     status: response.status,

@@ -2,8 +2,7 @@ import { createServiceError, parseRetryAfter } from './errors.js';
 
 /** What one attempt ended with, as far as the decision to retry is concerned. */
 export type AttemptOutcome =
-  | { kind: 'response'; status: number; retryAfter: number | undefined }
-  | { kind: 'network-error' };
+  { kind: 'response'; status: number; retryAfter: number | undefined } | { kind: 'network-error' };
 
 /** How persistent a call is. */
 export interface RetryPolicy {
@@ -132,7 +131,8 @@ async function checkJson(request: Request, response: Response): Promise<Response
   const type = response.headers.get('content-type') ?? '';
   if (response.status === 204 || /^application\/([\w.+-]*\+)?json\b/i.test(type)) return response;
   const body = await readText(response);
-  if (body === '') return new Response(null, { status: response.status, statusText: response.statusText, headers: response.headers });
+  if (body === '')
+    return new Response(null, { status: response.status, statusText: response.statusText, headers: response.headers });
   throw createServiceError(request, {
     response,
     body,

@@ -44,25 +44,33 @@ const SIGNED_HEADERS = ['webhook-id', 'webhook-timestamp', 'webhook-signature'] 
  * });
  * ```
  */
-export function verifyWebhook(payload: string | Uint8Array, headers: WebhookHeaders, secret: string | string[]): WebhookEvent {
+export function verifyWebhook(
+  payload: string | Uint8Array,
+  headers: WebhookHeaders,
+  secret: string | string[],
+): WebhookEvent {
   const signed: Record<string, string> = {};
   for (const name of SIGNED_HEADERS) {
     const value = headers instanceof Headers ? headers.get(name) : headerOf(headers, name);
-    if (!value) throw new WebhookVerificationError(`The request has no ${name} header: it is not a webhook of this service.`);
+    if (!value)
+      throw new WebhookVerificationError(`The request has no ${name} header: it is not a webhook of this service.`);
     signed[name] = value;
   }
   const body = typeof payload === 'string' ? payload : new TextDecoder().decode(payload);
   const secrets = Array.isArray(secret) ? secret : [secret];
-  if (secrets.length === 0) throw new TypeError('verifyWebhook(payload, headers, secret): give the endpoint’s secret (whsec_…).');
+  if (secrets.length === 0)
+    throw new TypeError('verifyWebhook(payload, headers, secret): give the endpoint’s secret (whsec_…).');
   let failure: unknown;
   for (const candidate of secrets) {
     try {
       const event = new Webhook(candidate).verify(body, signed) as WebhookEvent;
-      if (!event || typeof event !== 'object' || typeof event.type !== 'string') throw new WebhookVerificationError('The webhook body is not an event.');
+      if (!event || typeof event !== 'object' || typeof event.type !== 'string')
+        throw new WebhookVerificationError('The webhook body is not an event.');
       return event;
     } catch (error) {
       if (error instanceof WebhookVerificationError) throw error;
-      if (!(error instanceof SignatureError)) throw new WebhookVerificationError('The webhook body is not JSON.', error);
+      if (!(error instanceof SignatureError))
+        throw new WebhookVerificationError('The webhook body is not JSON.', error);
       failure = error;
     }
   }

@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import Service, { ServiceError, type CreatePostRequest, type RequestOptions, type ServiceOptions } from '../../../src/sdk/src/index.js';
+import Service, {
+  ServiceError,
+  type CreatePostRequest,
+  type RequestOptions,
+  type ServiceOptions,
+} from '../../../src/sdk/src/index.js';
 import type { operations } from '../../../src/sdk/src/spec.js';
 
 /** An operation of the contract that the server answers, by its operationId (the `event…` ones are the webhooks it sends). */
@@ -71,7 +76,9 @@ export function describeContract(name: string, getTarget: () => ContractTarget):
       const service = target.client();
       const channels = await service.channels();
       expect(await service.integrations()).toEqual(channels);
-      expect(channels.data).toContainEqual(expect.objectContaining({ id: target.sandboxChannelId, provider: 'sandbox' }));
+      expect(channels.data).toContainEqual(
+        expect.objectContaining({ id: target.sandboxChannelId, provider: 'sandbox' }),
+      );
 
       const quota = await service.quota();
       for (const channel of quota.data) {
@@ -119,20 +126,28 @@ export function describeContract(name: string, getTarget: () => ContractTarget):
 
     it('creates posts idempotently, then reads and lists them', async (ctx) => {
       const target = getTarget();
-      ctx.skip(!!target.unavailable('createPost', 'getPost', 'listPosts'), target.unavailable('createPost', 'getPost', 'listPosts'));
+      ctx.skip(
+        !!target.unavailable('createPost', 'getPost', 'listPosts'),
+        target.unavailable('createPost', 'getPost', 'listPosts'),
+      );
       const service = target.client();
       const body: CreatePostRequest = {
         type: 'draft',
         posts: [
           { channelId: target.sandboxChannelId, content: 'First draft', settings: { __type: 'sandbox' } },
-          { channelId: target.sandboxChannelId, content: 'Second draft', settings: { __type: 'sandbox', outcome: 'failed' } },
+          {
+            channelId: target.sandboxChannelId,
+            content: 'Second draft',
+            settings: { __type: 'sandbox', outcome: 'failed' },
+          },
         ],
       };
       const idempotencyKey = randomUUID();
       const created = await service.createPost(body, { idempotencyKey });
       expect(created.group).toMatch(/^grp_/);
       expect(created.data.length).toBeGreaterThan(0);
-      for (const post of created.data) expect(post).toMatchObject({ id: expect.stringMatching(/^post_/), group: created.group });
+      for (const post of created.data)
+        expect(post).toMatchObject({ id: expect.stringMatching(/^post_/), group: created.group });
       // The same key and body again: the first result, not new posts.
       const replay = await service.post(body, { idempotencyKey });
       expect(replay.group).toBe(created.group);
@@ -150,7 +165,12 @@ export function describeContract(name: string, getTarget: () => ContractTarget):
       if (target.echoes) {
         expect(created.data).toMatchObject([
           { channelId: target.sandboxChannelId, content: 'First draft', status: 'draft', provider: 'sandbox' },
-          { channelId: target.sandboxChannelId, content: 'Second draft', status: 'draft', settings: { outcome: 'failed' } },
+          {
+            channelId: target.sandboxChannelId,
+            content: 'Second draft',
+            status: 'draft',
+            settings: { outcome: 'failed' },
+          },
         ]);
         expect(read).toEqual(first);
         expect(page.data).toHaveLength(1);
@@ -162,10 +182,22 @@ export function describeContract(name: string, getTarget: () => ContractTarget):
 
     it('edits, schedules, unschedules and deletes a post', async (ctx) => {
       const target = getTarget();
-      const needs: Operation[] = ['createPost', 'updatePost', 'schedulePost', 'changePostStatus', 'deletePost', 'getPost', 'getPostHistory'];
+      const needs: Operation[] = [
+        'createPost',
+        'updatePost',
+        'schedulePost',
+        'changePostStatus',
+        'deletePost',
+        'getPost',
+        'getPostHistory',
+      ];
       ctx.skip(!!target.unavailable(...needs), target.unavailable(...needs));
       const service = target.client();
-      const created = await service.createPost({ type: 'draft', content: 'Doors open at 9', channelIds: [target.sandboxChannelId] });
+      const created = await service.createPost({
+        type: 'draft',
+        content: 'Doors open at 9',
+        channelIds: [target.sandboxChannelId],
+      });
       const post = created.data[0]!;
 
       const edited = await service.updatePost(post.id, { content: 'Doors open at 10' });
@@ -215,7 +247,12 @@ export function describeContract(name: string, getTarget: () => ContractTarget):
       await expect(service.deleteMedia(media.id)).resolves.toBeUndefined();
 
       if (target.echoes) {
-        expect(media).toMatchObject({ fileName: 'pixel.png', contentType: 'image/png', kind: 'image', size: PNG_PIXEL.length });
+        expect(media).toMatchObject({
+          fileName: 'pixel.png',
+          contentType: 'image/png',
+          kind: 'image',
+          size: PNG_PIXEL.length,
+        });
         expect(listed.map((item) => item.id)).toContain(media.id);
         await expect(service.deleteMedia(media.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });
       }

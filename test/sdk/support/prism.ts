@@ -24,7 +24,9 @@ async function freePort(): Promise<number> {
     probe.once('error', reject);
     probe.listen(0, HOST, () => {
       const address = probe.address();
-      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      probe.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -46,7 +48,10 @@ export async function startPrism(mode: { mock: true } | { proxy: string }, spec 
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`Prism did not start within ${START_TIMEOUT_MS} ms:\n${output}`)), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`Prism did not start within ${START_TIMEOUT_MS} ms:\n${output}`)),
+      START_TIMEOUT_MS,
+    );
     const onData = (chunk: Buffer) => {
       // Keep only the start of the log: Prism logs every request, and only start-up failures matter here.
       if (output.length < 20_000) output += chunk.toString('utf8');
