@@ -1,0 +1,59 @@
+import type { Provider } from '../contract.js';
+import type { EnvReader } from './env-reader.js';
+
+/** How much organizations, channels and client addresses may do in a window of time. */
+export interface LimitSettings {
+  rateLimit: {
+    /** Requests an organization may make per window, across all its API keys and OAuth tokens. */
+    max: number;
+    windowSeconds: number;
+  };
+  /** Posts a channel may publish per UTC day, by provider. */
+  dailyPostLimits: Record<Provider, number>;
+  /**
+   * Failed client authentications at the OAuth token and revocation endpoints allowed per window,
+   * per client id from one address and per address; past either, requests from that address are
+   * refused with 429 until the window ends.
+   */
+  oauthClientAuthFailures: {
+    /** For one client id from one address (OAUTH_AUTH_FAILURES_PER_CLIENT). */
+    perClientAddress: number;
+    perAddress: number;
+    windowSeconds: number;
+  };
+  /**
+   * Limits per client address on the web app's account forms, against password spraying across many
+   * emails and floods of password hashing; past either, the form answers 429 until the window ends.
+   */
+  accountLimits: {
+    /** Failed log-ins from one address per window, whatever the emails. */
+    loginFailuresPerAddress: number;
+    /** Sign-up attempts from one address per window (forms refused for invalid fields do not count). */
+    signupsPerAddress: number;
+    windowSeconds: number;
+  };
+}
+
+export function readLimits(read: EnvReader): LimitSettings {
+  return {
+    rateLimit: {
+      max: read.integer('RATE_LIMIT_MAX', 300, 1, 1_000_000),
+      windowSeconds: read.integer('RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
+    },
+    dailyPostLimits: {
+      youtube: read.integer('DAILY_POST_LIMIT_YOUTUBE', 6, 1, 10_000),
+      tiktok: read.integer('DAILY_POST_LIMIT_TIKTOK', 15, 1, 10_000),
+      sandbox: read.integer('DAILY_POST_LIMIT_SANDBOX', 100, 1, 10_000),
+    },
+    oauthClientAuthFailures: {
+      perClientAddress: read.integer('OAUTH_AUTH_FAILURES_PER_CLIENT', 10, 1, 1_000_000),
+      perAddress: read.integer('OAUTH_AUTH_FAILURES_PER_ADDRESS', 50, 1, 1_000_000),
+      windowSeconds: read.integer('OAUTH_AUTH_FAILURES_WINDOW_SECONDS', 300, 1, 86_400),
+    },
+    accountLimits: {
+      loginFailuresPerAddress: read.integer('LOGIN_FAILURES_PER_ADDRESS', 50, 1, 1_000_000),
+      signupsPerAddress: read.integer('SIGNUPS_PER_ADDRESS', 10, 1, 1_000_000),
+      windowSeconds: read.integer('ACCOUNT_LIMITS_WINDOW_SECONDS', 900, 1, 86_400),
+    },
+  };
+}
