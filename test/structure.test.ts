@@ -51,6 +51,26 @@ describe('the import rules of src/ (.dependency-cruiser.mjs, run by npm test)', 
     expect(result.passed).toBe(true);
   }, 60_000);
 
+  it('place every folder of src/ in a layer, so that a rule checks its imports', async () => {
+    const config = (await import(path.join(ROOT, '.dependency-cruiser.mjs'))) as {
+      default: { forbidden: { from: { path?: string }; to: { path?: string } }[] };
+    };
+    // `^src/` alone is the rules that hold for every folder (cycles), not a layer.
+    const layers = config.default.forbidden
+      .flatMap((rule) => [rule.from.path, rule.to.path])
+      .filter((layer): layer is string => layer !== undefined && layer !== '^src/')
+      .map((layer) => new RegExp(layer));
+    const folders = fs
+      .readdirSync(path.join(ROOT, 'src'), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => `src/${entry.name}/`);
+    for (const folder of folders)
+      expect(
+        layers.some((layer) => layer.test(`${folder}module.ts`)),
+        folder,
+      ).toBe(true);
+  });
+
   it('fail on a folder that imports a higher layer, and on folders that import each other', async () => {
     const result = await check({
       'src/core/errors.ts': "import { b } from '../http/router.js';\nexport const a = b;\n",
