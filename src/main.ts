@@ -30,6 +30,7 @@ async function main(): Promise<void> {
   // of its own), so a restart is back quickly.
   const opening = openDatabase({
     databaseUrl: config.databaseUrl,
+    preparedStatements: config.databasePreparedStatements,
     dataDir: config.dataDir,
     onLockCompromised: (error) => logger.error({ err: error }, 'lost the lock on the embedded database'),
   });

@@ -3,6 +3,7 @@ import { PGliteDialect } from 'kysely-pglite-dialect';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresPool, type DatabaseHandle, type Db } from '../src/db/database.js';
+import { NamingPool } from '../src/db/statement-names.js';
 import { BASELINE_SQL } from '../scripts/bench/baseline-sql.mjs';
 import { createChannel, createOrganization, insertMedia, type TestOrganization } from './support/fixtures.js';
 import { createTestDatabase, DIALECT } from './support/database.js';
@@ -59,7 +60,7 @@ async function countingDatabase(): Promise<DatabaseHandle> {
     pool.on('connect', countRoundTrips);
   }
   counted = pool
-    ? new Kysely({ dialect: new PostgresDialect({ pool }), log })
+    ? new Kysely({ dialect: new PostgresDialect({ pool: new NamingPool(pool) }), log })
     : new Kysely({ dialect: new PGliteDialect(handle.pglite!), log });
   return {
     ...handle,

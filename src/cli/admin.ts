@@ -155,7 +155,12 @@ async function run(argv: string[]): Promise<number> {
   }
 
   const config = loadConfig();
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    preparedStatements: config.databasePreparedStatements,
+    dataDir: config.dataDir,
+    poolSize: 2,
+  });
   try {
     await migrateToLatest(database.db);
     const output = await action(database.db, options, config);

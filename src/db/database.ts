@@ -8,7 +8,7 @@ import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import type { Database } from './schema.js';
-import { nameRecurringStatements, StatementNames } from './statement-names.js';
+import { NamingPool } from './statement-names.js';
 
 export type Db = Kysely<Database>;
 
@@ -70,14 +70,20 @@ export interface OpenDatabaseOptions {
   /** Called when the embedded database's lock could not be kept (e.g. the lock file was removed). */
   onLockCompromised?: (error: Error) => void;
   poolSize?: number;
+  /**
+   * Send the statements a process repeats as named (prepared) statements on PostgreSQL (the default);
+   * `false` sends every statement unnamed, for a pooler that gives each transaction another connection
+   * (PgBouncer in transaction mode), where a statement prepared on one is unknown on the next.
+   */
+  preparedStatements?: boolean;
 }
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<DatabaseHandle> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize);
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize, options.preparedStatements);
   return openPglite(options.dataDir, options.onLockCompromised);
 }
 
-/** The service's connections to PostgreSQL, as Kysely uses them. */
+/** The service's connections to PostgreSQL; `NamingPool` gives them to Kysely with their statements named. */
 export function postgresPool(databaseUrl: string, poolSize = 10): pg.Pool {
   // Pipelined connections send a statement as soon as it is started, without waiting for the answer to
   // the one before: a transaction's statements that need no answer in between share a round trip
@@ -85,14 +91,14 @@ export function postgresPool(databaseUrl: string, poolSize = 10): pg.Pool {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize, pipeline: true } as pg.PoolConfig);
   // An idle client that loses its connection emits 'error'; without a listener it would crash the process.
   pool.on('error', () => {});
-  const names = new StatementNames();
-  pool.on('connect', (client) => nameRecurringStatements(client, names));
   return pool;
 }
 
-async function openPostgres(databaseUrl: string, poolSize = 10): Promise<DatabaseHandle> {
+async function openPostgres(databaseUrl: string, poolSize = 10, preparedStatements = true): Promise<DatabaseHandle> {
   const pool = postgresPool(databaseUrl, poolSize);
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: preparedStatements ? new NamingPool(pool) : pool }),
+  });
   const url = new URL(databaseUrl);
   return {
     db,

@@ -7,6 +7,11 @@ export interface DatabaseSettings {
   dataDir: string;
   /** PostgreSQL connection string; when absent the embedded PGlite database in `dataDir` is used. */
   databaseUrl: string | undefined;
+  /**
+   * Send the statements a process repeats as named (prepared) statements on PostgreSQL
+   * (DATABASE_PREPARED_STATEMENTS, default true); `false` behind a pooler in transaction mode (PgBouncer).
+   */
+  databasePreparedStatements: boolean;
   /** ENCRYPTION_KEY as given (read by src/crypto/key-source.ts); without it, a key file in `dataDir`. */
   encryptionKey: string | undefined;
 }
@@ -19,6 +24,7 @@ export function readDatabase(read: EnvReader): DatabaseSettings {
   return {
     dataDir: path.resolve(read.text('DATA_DIR') || './data'),
     databaseUrl,
+    databasePreparedStatements: read.boolean('DATABASE_PREPARED_STATEMENTS', true),
     encryptionKey: read.text('ENCRYPTION_KEY'),
   };
 }
