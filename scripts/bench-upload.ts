@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { SERVER_NODE_OPTIONS } from './node-options.mjs';
 
 const MB = 1024 * 1024;
 const SAMPLE_EVERY_MS = 20;
@@ -84,7 +85,10 @@ function send(message: Message): void {
 async function measure(): Promise<void> {
   const mbIndex = process.argv.indexOf('--mb');
   const size = (mbIndex > 0 ? Number(process.argv[mbIndex + 1]) : 200) * MB;
-  const child = fork(fileURLToPath(import.meta.url), ['--serve'], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  const child = fork(fileURLToPath(import.meta.url), ['--serve'], {
+    execArgv: [...SERVER_NODE_OPTIONS, '--import', 'tsx'],
+    stdio: 'inherit',
+  });
   try {
     const ready = await next(child, 'ready');
     const origin = `http://127.0.0.1:${ready.port}`;

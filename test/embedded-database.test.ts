@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
+import { SERVER_NODE_OPTIONS } from '../scripts/node-options.mjs';
 import { EMBEDDED_POSTGRES_MAJOR, openDatabase } from '../src/db/database.js';
 import { freePort, ROOT, spawnBuilt, stop, untilExit, untilReady } from './support/processes.js';
 
@@ -99,7 +100,10 @@ describe('the embedded database', () => {
       const pidFile = path.join(dataDir, 'server.pid');
       const parent = spawn(
         'sh',
-        ['-c', `"${process.execPath}" scripts/start.mjs & echo $! > "${pidFile}"; exec sleep 600`],
+        [
+          '-c',
+          `"${process.execPath}" ${SERVER_NODE_OPTIONS.join(' ')} scripts/start.mjs & echo $! > "${pidFile}"; exec sleep 600`,
+        ],
         {
           cwd: ROOT,
           env: { ...env, PORT: String(port) },

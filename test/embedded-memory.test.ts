@@ -4,7 +4,8 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/database.js';
-import { freePort, spawnBuilt, stop, untilReady } from './support/processes.js';
+import { SERVER_NODE_OPTIONS } from '../scripts/node-options.mjs';
+import { freePort, ROOT, spawnBuilt, stop, untilReady } from './support/processes.js';
 
 /** The most resident memory a process has had so far, in MB (Linux's high-water mark). */
 function peakRssMb(pid: number): number {
@@ -30,10 +31,22 @@ describe('the embedded database in a data directory', () => {
     }
   });
 
+  it('is WebAssembly that node keeps at V8’s baseline tier: npm start, npm run admin and npm run dev say so', () => {
+    const { scripts } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    expect(SERVER_NODE_OPTIONS).toEqual(['--no-wasm-dynamic-tiering', '--no-wasm-tier-up']);
+    const options = SERVER_NODE_OPTIONS.join(' ');
+    expect(scripts.start).toBe(`node ${options} scripts/start.mjs`);
+    expect(scripts.admin).toBe(`node ${options} scripts/admin.mjs`);
+    expect(scripts.dev).toBe(`tsx watch ${options} src/main.ts`);
+  });
+
   it('never holds more than 350 MB when a server starts on it, also in the seconds after it is ready', async () => {
     // V8 compiled the embedded PostgreSQL's hot functions again with its optimising compiler in the
     // second after start, which took the process to about 700 MB for a moment: enough to get the
-    // server of a small machine killed for memory. It now stays at its baseline tier.
+    // server of a small machine killed for memory. It now stays at its baseline tier (the server is
+    // started as `npm start` starts it, with its node options).
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'embedded-peak-'));
     const env = {
       PATH: process.env.PATH,

@@ -2,6 +2,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { freePort, ROOT, untilReady } from '../../test/support/processes.js';
+import { SERVER_NODE_OPTIONS } from '../node-options.mjs';
 
 export interface Running {
   name: string;
@@ -100,7 +101,7 @@ export function startService(
   return startProgram(
     name,
     path.join(ROOT, 'scripts/start.mjs'),
-    nodeArgs,
+    [...SERVER_NODE_OPTIONS, ...nodeArgs],
     { NODE_ENV: 'production', ...env },
     '/readyz',
     path.join(work, `${name}.log`),

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import v8 from 'node:v8';
 import { PGlite, types } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
@@ -47,20 +46,6 @@ export const EMBEDDED_POSTGRES_MAJOR = 18;
  * cached all the same (pages outside it are read through the operating system's file cache).
  */
 const EMBEDDED_SHARED_BUFFERS = '32MB';
-
-/**
- * The embedded PostgreSQL is a WebAssembly module. By default V8 compiles the functions it runs most
- * again with its optimising compiler, in the background, in the second after start: that compilation
- * took the process from about 250 MB to over 700 MB for a moment, enough to get a small machine's server
- * killed for memory. The baseline compiler's code answers the embedded database's queries at 85 to 100 %
- * of the optimised code's throughput (docs/performance.md), so WebAssembly stays at that tier. Set
- * before the module is compiled, and only when the embedded database is opened; the server runs no
- * other WebAssembly.
- */
-function keepWebAssemblyAtBaselineTier(): void {
-  v8.setFlagsFromString('--no-wasm-dynamic-tiering');
-  v8.setFlagsFromString('--no-wasm-tier-up');
-}
 
 export interface OpenDatabaseOptions {
   /** PostgreSQL connection string; without it the embedded database is used. */
@@ -123,7 +108,8 @@ async function openPglite(
   let pglite: PGlite;
   try {
     if (directory) checkDataVersion(directory);
-    keepWebAssemblyAtBaselineTier();
+    // The embedded PostgreSQL is WebAssembly, which stays at V8's baseline tier when node runs with the
+    // options of `npm start` (scripts/node-options.mjs says why).
     pglite = new PGlite(directory, {
       // pg returns int8 (and count(*)) as strings; the embedded database must read the same.
       parsers: { [types.INT8]: (value: string) => value },

@@ -1,15 +1,20 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
+import { SERVER_NODE_OPTIONS } from '../../scripts/node-options.mjs';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /**
  * Runs a program of the build as `npm start` (`start`) and `npm run admin` (`admin`) run it: plain
- * node on the bundles in dist/server (the global setup builds them), on the Node running the tests.
+ * node with the options of their command lines, on the bundles in dist/server (the global setup builds
+ * them), on the Node running the tests.
  */
 export function spawnBuilt(program: 'start' | 'admin', args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, [path.join(ROOT, 'scripts', `${program}.mjs`), ...args], { cwd: ROOT, env });
+  return spawn(process.execPath, [...SERVER_NODE_OPTIONS, path.join(ROOT, 'scripts', `${program}.mjs`), ...args], {
+    cwd: ROOT,
+    env,
+  });
 }
 
 export interface Finished {
