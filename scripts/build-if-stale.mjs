@@ -36,6 +36,8 @@ function staleParts() {
   const docsSources = Math.max(
     newest(at('openapi'), (file) => file.endsWith('.yaml')),
     modified(at('redocly.yaml')),
+    modified(at('scripts', 'build-docs.sh')),
+    modified(at('package-lock.json')),
   );
   const docsBuilt = Math.min(
     modified(at('dist', 'docs', 'public-v1.html')),
