@@ -1,4 +1,4 @@
-import { STATUS_CODES, type Server } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ErrorEnvelope } from '../core/contract.js';
@@ -30,10 +30,18 @@ const MALFORMED = {
  * instead of Node's bare status line.
  */
 export function answerMalformedRequests(server: Server, logger: Logger): void {
+  // The response each connection is sending, while it sends it: a parser error on a kept-alive
+  // connection can arrive while the answer to its previous request is under way.
+  const answering = new WeakMap<Duplex, ServerResponse>();
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    answering.set(request.socket, response);
+    response.on('close', () => {
+      if (answering.get(request.socket) === response) answering.delete(request.socket);
+    });
+  });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     // A response already under way, or a connection the client closed, cannot take an answer.
-    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-    if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    if (error.code === 'ECONNRESET' || !socket.writable || answering.get(socket)?.headersSent) {
       socket.destroy();
       return;
     }
