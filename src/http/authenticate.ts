@@ -4,7 +4,7 @@ import { RateLimitedError, UnauthorizedError } from '../core/errors.js';
 import { hashSecret, isWellFormedCredential, type CredentialPrefix } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
 import type { Principal } from './principal.js';
-import type { LimitWindow, RateLimiter, RateLimitState } from './rate-limit.js';
+import { countHit, type LimitWindow, type RateLimiter, type RateLimitState } from './rate-limit.js';
 
 /** A principal, and the count of its organization's rate-limit window after this request's hit. */
 export interface CountedPrincipal {
@@ -61,10 +61,7 @@ export function credentialResolver(type: Principal['credential']['type']): Crede
         where id = (select id from credential)
           and (last_used_at is null or last_used_at <= ${new Date(now.getTime() - LAST_USED_PRECISION_MS)})
       ), counted as (
-        insert into rate_limit_windows (bucket, window_start, count)
-        select ${window.bucketPrefix} || organization_id, ${window.start}, 1 from credential
-        on conflict (bucket, window_start) do update set count = rate_limit_windows.count + 1
-        returning count
+        ${countHit(sql`${window.bucketPrefix} || organization_id`, window.start, sql`credential`)}
       )
       select credential.id, credential.organization_id, counted.count from credential, counted`.execute(db);
     const found = rows[0];

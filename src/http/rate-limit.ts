@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/database.js';
 
 export interface RateLimitPolicy {
@@ -33,6 +33,23 @@ const KEEP_MS = 2 * 86_400_000;
 const MAX_PLAIN_KEY_LENGTH = 200;
 
 /**
+ * The statement that counts a hit in a bucket's window and returns the window's count after it: the one
+ * place a count goes up. The bucket is a value, or an expression over `from` when the caller's own
+ * statement reads the bucket's key (the organization of the credential it looks up, see
+ * `credentialResolver`); no bucket is counted when `from` has no row.
+ */
+export function countHit(
+  bucket: string | RawBuilder<string>,
+  windowStart: Date,
+  from?: RawBuilder<unknown>,
+): RawBuilder<{ count: number }> {
+  return sql<{ count: number }>`insert into rate_limit_windows (bucket, window_start, count)
+    select ${bucket}, ${windowStart}, 1${from ? sql` from ${from}` : sql``}
+    on conflict (bucket, window_start) do update set count = rate_limit_windows.count + 1
+    returning count`;
+}
+
+/**
  * A fixed-window counter per bucket (for the Public API, one bucket per organization), kept in the
  * database so that every server process counts against the same budget.
  */
@@ -48,15 +65,8 @@ export class RateLimiter {
   async hit(key: string): Promise<RateLimitState> {
     const now = this.clock();
     const window = this.window(now);
-    const { count } = await this.db
-      .insertInto('rate_limit_windows')
-      .values({ bucket: this.bucketOf(key), window_start: window.start, count: 1 })
-      .onConflict((oc) =>
-        oc.columns(['bucket', 'window_start']).doUpdateSet({ count: sql<number>`rate_limit_windows.count + 1` }),
-      )
-      .returning('count')
-      .executeTakeFirstOrThrow();
-    return this.stateOf(count, window, now);
+    const { rows } = await countHit(this.bucketOf(key), window.start).execute(this.db);
+    return this.stateOf(rows[0]!.count, window, now);
   }
 
   /**
