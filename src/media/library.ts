@@ -1,6 +1,7 @@
 import type { components } from '../../generated/public-v1.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
-import { MEDIA_LIST, mediaPosition, readMediaPosition } from './cursor.js';
+import { paginateRows } from '../http/pagination.js';
+import { MEDIA_LIST } from './cursor.js';
 import { toMediaBody, type MediaBody } from './media-body.js';
 import { deleteMediaRow, findMedia, listMediaPage, postsUsingMedia } from './queries.js';
 import type { MediaContext } from './storage.js';
@@ -28,19 +29,12 @@ export async function mediaPage(
   organizationId: string,
   { limit, cursor }: { limit: number; cursor: string | undefined },
 ): Promise<MediaPage> {
-  const scope = { list: MEDIA_LIST, binding: { organizationId } };
-  const after = cursor === undefined ? undefined : ctx.cursors.decode(scope, cursor, readMediaPosition);
-  const rows = await listMediaPage(ctx.db, organizationId, limit, after);
-  const page = rows.slice(0, limit);
-  const last = page.at(-1);
+  const request = { binding: { organizationId }, cursor, limit };
+  const { items, nextCursor } = await paginateRows(ctx.cursors, MEDIA_LIST, request, (after, count) =>
+    listMediaPage(ctx.db, organizationId, count, after),
+  );
   const expiresAt = downloadUrlExpiry(ctx);
-  return {
-    data: await Promise.all(page.map((media) => toMediaBody(ctx.storage, media, expiresAt))),
-    nextCursor:
-      rows.length > limit && last
-        ? ctx.cursors.encode(scope, mediaPosition({ createdAt: last.created_at, id: last.id }))
-        : null,
-  };
+  return { data: await Promise.all(items.map((media) => toMediaBody(ctx.storage, media, expiresAt))), nextCursor };
 }
 
 /** Deletes media and its file, unless a post that is still to be published uses it (409). */

@@ -21,11 +21,11 @@ export function findMedia(db: Db, organizationId: string, mediaId: string): Prom
     .executeTakeFirst();
 }
 
-/** One page, newest first; `limit + 1` rows are read so the caller knows whether another page follows. */
+/** Up to `count` of the organization's media after a position, newest first. */
 export function listMediaPage(
   db: Db,
   organizationId: string,
-  limit: number,
+  count: number,
   after: MediaCursor | undefined,
 ): Promise<Media[]> {
   let query = db.selectFrom('media').selectAll().where('organization_id', '=', organizationId);
@@ -37,11 +37,7 @@ export function listMediaPage(
       ]),
     );
   }
-  return query
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit + 1)
-    .execute();
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(count).execute();
 }
 
 /** The organization's posts that are still to be published with this media. */

@@ -85,17 +85,14 @@ export function postEventValues(
   };
 }
 
-/** A post's events after the event `afterId` (exclusive), oldest first; `limit + 1` rows tell whether more follow. */
-export function listPostEvents(db: Db, postId: string, afterId: string | undefined, limit: number) {
+/** Up to `count` of a post's events after the event `afterId` (exclusive), oldest first. */
+export function listPostEvents(db: Db, postId: string, afterId: string | undefined, count: number) {
   let query = db
     .selectFrom('post_events')
     .select(['id', 'post_id', 'type', 'at', 'details', 'post'])
     .where('post_id', '=', postId);
   if (afterId !== undefined) query = query.where('id', '>', afterId);
-  return query
-    .orderBy('id')
-    .limit(limit + 1)
-    .execute();
+  return query.orderBy('id').limit(count).execute();
 }
 
 export function toPostEventBody(row: {

@@ -1,17 +1,21 @@
 import type { components } from '../../generated/public-v1.js';
 import type { AppContext } from '../http/context.js';
+import { paginateRows, type RowCursorList } from '../http/pagination.js';
 import { listPostEvents, toPostEventBody } from './events.js';
 import { getPost } from './lifecycle.js';
+import type { PostEventRow } from './tables.js';
 
 type PostEventPage = components['schemas']['PostEventPage'];
 
-const HISTORY_LIST = 'post-history';
-
-/** A history position: the id of the last event of the previous page. */
-function readEventPosition(value: unknown): string | undefined {
-  const id = (value as { e?: unknown } | null)?.e;
-  return typeof id === 'string' && /^\d{1,19}$/.test(id) ? id : undefined;
-}
+/** A post's events, oldest first, paged after the id of the last event of a page. */
+const HISTORY_LIST: RowCursorList<Pick<PostEventRow, 'id'>, string> = {
+  name: 'post-history',
+  positionOf: (event) => ({ e: String(event.id) }),
+  read(value) {
+    const id = (value as { e?: unknown } | null)?.e;
+    return typeof id === 'string' && /^\d{1,19}$/.test(id) ? id : undefined;
+  },
+};
 
 /** One page of a post's history, oldest first; 404 for a post that is not the organization's. */
 export async function postHistoryPage(
@@ -21,14 +25,9 @@ export async function postHistoryPage(
   query: { limit?: number; cursor?: string },
 ): Promise<PostEventPage> {
   await getPost(ctx.db, organizationId, postId);
-  const limit = query.limit!;
-  const scope = { list: HISTORY_LIST, binding: { organizationId, postId } };
-  const after = query.cursor === undefined ? undefined : ctx.cursors.decode(scope, query.cursor, readEventPosition);
-  const rows = await listPostEvents(ctx.db, postId, after, limit);
-  const page = rows.slice(0, limit);
-  const last = page.at(-1);
-  return {
-    data: page.map(toPostEventBody),
-    nextCursor: rows.length > limit && last ? ctx.cursors.encode(scope, { e: String(last.id) }) : null,
-  };
+  const request = { binding: { organizationId, postId }, cursor: query.cursor, limit: query.limit! };
+  const { items, nextCursor } = await paginateRows(ctx.cursors, HISTORY_LIST, request, (after, count) =>
+    listPostEvents(ctx.db, postId, after, count),
+  );
+  return { data: items.map(toPostEventBody), nextCursor };
 }

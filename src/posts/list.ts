@@ -1,6 +1,7 @@
 import type { operations } from '../../generated/public-v1.js';
 import type { AppContext } from '../http/context.js';
-import { postPosition, POSTS_LIST, readPostPosition } from './cursor.js';
+import { paginateRows } from '../http/pagination.js';
+import { POSTS_LIST } from './cursor.js';
 import { toPostBody, type PostBody } from './post-body.js';
 import { listPosts } from './queries.js';
 
@@ -12,8 +13,6 @@ export async function listPostPage(
   organizationId: string,
   query: ListQuery,
 ): Promise<{ data: PostBody[]; nextCursor: string | null }> {
-  // The validator has filled in the contract's default limit and made repeatable parameters arrays.
-  const limit = query.limit!;
   // A cursor reads back only with the filters it was issued for (in any order); the page size may change.
   const sorted = (values: string[] | undefined) => (values === undefined ? undefined : [...values].sort());
   const binding = {
@@ -24,8 +23,6 @@ export async function listPostPage(
     status: sorted(query.status),
     group: query.group,
   };
-  const scope = { list: POSTS_LIST, binding };
-  const after = query.cursor === undefined ? undefined : ctx.cursors.decode(scope, query.cursor, readPostPosition);
   const filters = {
     from: query.from === undefined ? undefined : new Date(query.from),
     to: query.to === undefined ? undefined : new Date(query.to),
@@ -33,13 +30,10 @@ export async function listPostPage(
     statuses: query.status,
     groupId: query.group,
   };
-  // One row more than the page tells whether another page follows.
-  const rows = await listPosts(ctx.db, organizationId, filters, after, limit + 1);
-  const page = rows.slice(0, limit);
-  const last = page.at(-1);
-  const nextCursor =
-    rows.length > limit && last
-      ? ctx.cursors.encode(scope, postPosition({ scheduledAt: last.scheduled_at, id: last.id }))
-      : null;
-  return { data: page.map(toPostBody), nextCursor };
+  // The validator has filled in the contract's default limit and made repeatable parameters arrays.
+  const request = { binding, cursor: query.cursor, limit: query.limit! };
+  const { items, nextCursor } = await paginateRows(ctx.cursors, POSTS_LIST, request, (after, count) =>
+    listPosts(ctx.db, organizationId, filters, after, count),
+  );
+  return { data: items.map(toPostBody), nextCursor };
 }

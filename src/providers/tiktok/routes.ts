@@ -2,6 +2,7 @@ import { findChannel } from '../../channels/channels.js';
 import type { Channel } from '../../channels/tables.js';
 import { NotFoundError, NotImplementedError, UnprocessableError } from '../../core/errors.js';
 import type { Db } from '../../db/database.js';
+import { paginate, type CursorList } from '../../http/pagination.js';
 import type { PublicHandlers } from '../../http/typed-routes.js';
 import type { ProvidersContext } from '../providers.js';
 
@@ -13,6 +14,16 @@ async function tiktokChannel(db: Db, organizationId: string, channelId: string):
     throw new UnprocessableError(`Channel ${channel.id} is a ${channel.provider} channel, not a TikTok channel.`);
   return channel;
 }
+
+/** A reading of a channel's videos: pages carry the start of the period and TikTok's own cursor. */
+const ANALYTICS_LIST: CursorList<{ since: number; tiktok: string }> = {
+  name: 'tiktok-analytics',
+  read(position) {
+    const { since, tiktok } = (position ?? {}) as { since?: unknown; tiktok?: unknown };
+    if (typeof since !== 'number' || !Number.isFinite(since)) return undefined;
+    return typeof tiktok === 'string' && /^\d{1,20}$/.test(tiktok) ? { since, tiktok } : undefined;
+  },
+};
 
 export function tiktokOperations(ctx: ProvidersContext): Pick<PublicHandlers, 'tiktokCreatorInfo' | 'tiktokAnalytics'> {
   return {
@@ -39,27 +50,20 @@ export function tiktokOperations(ctx: ProvidersContext): Pick<PublicHandlers, 't
           'TikTok analytics need the operator’s TikTok app, which this server does not have; ask its operator.',
         );
       const days = query.days!;
-      const scope = {
-        list: 'tiktok-analytics',
-        binding: { organizationId: principal.organizationId, channelId: channel.id, days },
-      };
-      const position =
-        query.cursor === undefined ? undefined : ctx.cursors.decode(scope, query.cursor, readAnalyticsPosition);
-      const since = position ? new Date(position.since) : new Date(ctx.clock().getTime() - days * 86_400_000);
-      const page = await source.analytics(channel, { since, limit: query.limit!, cursor: position?.tiktok });
-      const nextCursor =
-        page.next === null ? null : ctx.cursors.encode(scope, { since: since.getTime(), tiktok: page.next });
+      const binding = { organizationId: principal.organizationId, channelId: channel.id, days };
+      const page = await paginate(ctx.cursors, ANALYTICS_LIST, { binding, cursor: query.cursor }, async (position) => {
+        const since = position ? new Date(position.since) : new Date(ctx.clock().getTime() - days * 86_400_000);
+        const { account, videos, next } = await source.analytics(channel, {
+          since,
+          limit: query.limit!,
+          cursor: position?.tiktok,
+        });
+        return { account, videos, next: next === null ? null : { since: since.getTime(), tiktok: next } };
+      });
       return {
         status: 200,
-        body: { channelId: channel.id, days, account: page.account, data: page.videos, nextCursor },
+        body: { channelId: channel.id, days, account: page.account, data: page.videos, nextCursor: page.nextCursor },
       };
     },
   };
-}
-
-function readAnalyticsPosition(position: unknown): { since: number; tiktok: string } | undefined {
-  const { since, tiktok } = (position ?? {}) as { since?: unknown; tiktok?: unknown };
-  return typeof since === 'number' && Number.isFinite(since) && typeof tiktok === 'string' && /^\d{1,20}$/.test(tiktok)
-    ? { since, tiktok }
-    : undefined;
 }
