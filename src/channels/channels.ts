@@ -88,3 +88,35 @@ export function addChannel(db: Db, channel: Omit<NewChannel, 'id'>): Promise<Cha
     .returningAll()
     .executeTakeFirstOrThrow();
 }
+
+/**
+ * Locks the channels' rows for the rest of the transaction, in id order so that two transactions
+ * never wait on each other in a cycle. Posts counted against a channel's quota are inserted or
+ * scheduled only under this lock, so two concurrent requests cannot both take the last slot.
+ */
+export function lockChannels(trx: Db, organizationId: string, channelIds: string[]): Promise<Channel[]> {
+  return trx
+    .selectFrom('channels')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('id', 'in', [...new Set(channelIds)])
+    .orderBy('id')
+    .forNoKeyUpdate()
+    .execute();
+}
+
+/** Like `lockChannels`, for a write that needs only to know whether each channel still takes posts. */
+export function lockChannelStates(
+  trx: Db,
+  organizationId: string,
+  channelIds: string[],
+): Promise<Pick<Channel, 'id' | 'status'>[]> {
+  return trx
+    .selectFrom('channels')
+    .select(['id', 'status'])
+    .where('organization_id', '=', organizationId)
+    .where('id', 'in', [...new Set(channelIds)])
+    .orderBy('id')
+    .forNoKeyUpdate()
+    .execute();
+}

@@ -4,7 +4,7 @@ import type { PublicHandlers } from '../http/typed-routes.js';
 import { recordPostEvent } from './events.js';
 import type { PostsContext } from './publication-plan.js';
 import { updatePost } from './queries.js';
-import { lockChannels } from './quota.js';
+import { lockChannels } from '../channels/channels.js';
 import { queueRevocation } from '../providers/account-revocations.js';
 
 /**

@@ -1,12 +1,12 @@
 import type { components } from '../../generated/public-v1.js';
-import { acceptsPosts } from '../channels/channels.js';
+import { acceptsPosts, lockChannels } from '../channels/channels.js';
+import { assertWithinDailyQuota, countsOnDay } from '../channels/quota.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
 import type { Db } from '../db/database.js';
 import { recordPostEvent } from './events.js';
 import { planPublication, type PostsContext } from './publication-plan.js';
 import type { PostRow, ProviderSettings } from './post-body.js';
 import { assertMediaStillPresent, deletePost, findPost, lockPost, updatePost } from './queries.js';
-import { assertWithinDailyQuota, countsOnDay, lockChannels } from './quota.js';
 import { assertNotInThePast, assertNotOnTheNetwork, isEditable, nextState, type StatusRequest } from './transitions.js';
 import { checkDrafts } from './validation.js';
 
