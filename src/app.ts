@@ -1,5 +1,6 @@
 import express, { type Express } from 'express';
 import { sql } from 'kysely';
+import { ChannelRemoval } from './channels/removal.js';
 import { newId } from './core/ids.js';
 import { localFileRoutes } from './media/local-file-routes.js';
 import { LocalMediaStorage } from './media/local-storage.js';
@@ -10,6 +11,8 @@ import { createOAuthApi } from './oauth/api.js';
 import { CsrfTokens } from './pages/csrf.js';
 import { BrowserCookies } from './pages/visitor.js';
 import type { PostsContext } from './posts/publication-plan.js';
+import { draftPostsOfRemovedChannel } from './posts/removed-channels.js';
+import { queueRevocation } from './providers/account-revocations.js';
 import { sandboxNetwork } from './providers/sandbox/network.js';
 import { createPublicApi } from './public-api.js';
 import type { WebhookManagement } from './webhooks/management.js';
@@ -53,10 +56,12 @@ export function createApp(
   if (ctx.storage instanceof LocalMediaStorage) app.use(localFileRoutes(ctx, ctx.storage));
 
   const pages = { cookies: new BrowserCookies(ctx.config.publicUrl), csrf: new CsrfTokens(ctx.secrets) };
-  app.use(createPublicApi(ctx));
+  // A removed channel's waiting posts become drafts, and its account's tokens are revoked at the network.
+  const channelRemoval = new ChannelRemoval(ctx, [draftPostsOfRemovedChannel, queueRevocation]);
+  app.use(createPublicApi(ctx, channelRemoval));
   app.use(sandboxNetwork(ctx, { key: options.sandboxKey, latencyMs: ctx.config.sandbox.latencyMs }));
   app.use(createOAuthApi(ctx, pagePrelude(ctx, pages)));
-  app.use(createWebApp(ctx, pages));
+  app.use(createWebApp(ctx, pages, channelRemoval));
 
   return app;
 }

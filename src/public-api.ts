@@ -1,8 +1,8 @@
-import { channelRemovalOperations } from './posts/channel-removal.js';
 import express, { type Router } from 'express';
 import { API_KEY_PREFIX } from './accounts/api-keys.js';
 import { connectionOperations } from './accounts/routes.js';
 import { channelOperations } from './channels/routes.js';
+import type { ChannelRemoval } from './channels/removal.js';
 import { SPEC_FILES } from './core/contract.js';
 import type { CredentialPrefix } from './crypto/issued-secrets.js';
 import {
@@ -31,7 +31,10 @@ import { webhookOperations } from './webhooks/routes.js';
 export const PUBLIC_API_BASE = '/public/v1';
 
 /** The Public API: every operation of `openapi/public-v1.yaml`, from the features that own them. */
-export function createPublicApi(ctx: MediaContext & PostsContext & { webhooks: WebhookManagement }): Router {
+export function createPublicApi(
+  ctx: MediaContext & PostsContext & { webhooks: WebhookManagement },
+  channelRemoval: ChannelRemoval,
+): Router {
   // API keys and OAuth access tokens act alike: each is looked up by the hash of its secret.
   const resolvers = new Map<CredentialPrefix, CredentialResolver>([
     [API_KEY_PREFIX, credentialResolver('api_key')],
@@ -42,8 +45,7 @@ export function createPublicApi(ctx: MediaContext & PostsContext & { webhooks: W
 
   const handlers: PublicHandlers = {
     ...connectionOperations(ctx),
-    ...channelOperations(ctx),
-    ...channelRemovalOperations(ctx),
+    ...channelOperations(ctx, channelRemoval),
     ...channelConnectOperations(ctx),
     ...postOperations(ctx),
     ...mediaOperations(ctx),

@@ -2,8 +2,12 @@ import type { AppContext } from '../http/context.js';
 import type { PublicHandlers } from '../http/typed-routes.js';
 import { listChannels, toChannelBody } from './channels.js';
 import { channelQuotas } from './quota.js';
+import type { ChannelRemoval } from './removal.js';
 
-export function channelOperations(ctx: AppContext): Pick<PublicHandlers, 'listChannels' | 'getQuota'> {
+export function channelOperations(
+  ctx: AppContext,
+  removal: ChannelRemoval,
+): Pick<PublicHandlers, 'listChannels' | 'getQuota' | 'deleteChannel'> {
   return {
     listChannels: async ({ principal }) => {
       const channels = await listChannels(ctx.db, principal.organizationId);
@@ -13,6 +17,11 @@ export function channelOperations(ctx: AppContext): Pick<PublicHandlers, 'listCh
     getQuota: async ({ principal }) => {
       const data = await channelQuotas(ctx.db, principal.organizationId, ctx.config.dailyPostLimits, ctx.clock());
       return { status: 200, body: { data } };
+    },
+
+    deleteChannel: async ({ principal, params }) => {
+      await removal.remove(principal.organizationId, params.id);
+      return { status: 204 };
     },
   };
 }

@@ -7,6 +7,7 @@ import {
   parseReturnOrigin,
   removeReturnOrigin,
 } from '../channels/return-origins.js';
+import type { ChannelRemoval } from '../channels/removal.js';
 import { DomainError } from '../core/errors.js';
 import { field } from '../pages/visitor.js';
 import { renderErrorPage, renderPage } from '../pages/render.js';
@@ -18,7 +19,6 @@ import {
   type ConnectionResult,
   type ConnectionReturn,
 } from '../providers/account-connections.js';
-import { removeChannel } from '../posts/channel-removal.js';
 import type { PostsContext } from '../posts/publication-plan.js';
 import { allNetworks, type Providers } from '../providers/providers.js';
 import { signedIn } from './signed-in.js';
@@ -37,7 +37,7 @@ const MAX_NAME_LENGTH = 100;
  * Settings → Channels: the organization's channels with their status; a sandbox channel can be
  * added, a channel disabled, enabled or removed (its scheduled and failed posts become drafts).
  */
-export function channelsPage(ctx: PostsContext): Router {
+export function channelsPage(ctx: PostsContext, channelRemoval: ChannelRemoval): Router {
   const router = express.Router();
 
   async function show(res: Response, notice?: string, problem?: string, status = 200): Promise<void> {
@@ -146,7 +146,7 @@ export function channelsPage(ctx: PostsContext): Router {
     const id = String(req.params.id);
     const action = String(req.params.action);
     try {
-      if (action === 'remove') await removeChannel(ctx, organization.id, id);
+      if (action === 'remove') await channelRemoval.remove(organization.id, id);
       else if (action === 'disable' || action === 'enable') {
         if (!(await setChannelEnabled(ctx.db, organization.id, id, action === 'enable')))
           return show(res, undefined, 'There is no such channel.', 404);

@@ -1,4 +1,5 @@
 import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import type { ChannelRemoval } from '../channels/removal.js';
 import { DomainError, ValidationError } from '../core/errors.js';
 import type { AppContext } from '../http/context.js';
 import type { PostsContext } from '../posts/publication-plan.js';
@@ -64,6 +65,7 @@ export function pagePrelude(ctx: AppContext, tools: PageTools): RequestHandler[]
 export function createWebApp(
   ctx: PostsContext & MediaContext & { webhooks: WebhookManagement },
   tools: PageTools,
+  channelRemoval: ChannelRemoval,
 ): Router {
   const bodies = new RequestBodies();
   const router = express.Router();
@@ -98,7 +100,7 @@ export function createWebApp(
   router.use(composerPages(ctx, tools.cookies, bodies));
   router.use(mediaPages(ctx, bodies));
   router.use(postsPages(ctx, tools.cookies));
-  router.use(settingsPages(ctx, tools.csrf));
+  router.use(settingsPages(ctx, tools.csrf, channelRemoval));
   router.use(consentRoutes(ctx, tools.csrf));
   router.use((_req, res) => renderErrorPage(res, 404, 'Not found', 'There is no page at this address.'));
 

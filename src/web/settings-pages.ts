@@ -1,4 +1,5 @@
 import express, { type Router } from 'express';
+import type { ChannelRemoval } from '../channels/removal.js';
 import type { PostsContext } from '../posts/publication-plan.js';
 import type { CsrfTokens } from '../pages/csrf.js';
 import { apiKeyPages } from './api-key-pages.js';
@@ -10,7 +11,11 @@ import { webhooksPage } from './webhooks-page.js';
 import type { WebhookManagement } from '../webhooks/management.js';
 
 /** Settings → Channels, Webhooks, Developers → Access and Apps, and Approved apps: signed-in users only. */
-export function settingsPages(ctx: PostsContext & { webhooks: WebhookManagement }, csrf: CsrfTokens): Router {
+export function settingsPages(
+  ctx: PostsContext & { webhooks: WebhookManagement },
+  csrf: CsrfTokens,
+  channelRemoval: ChannelRemoval,
+): Router {
   const router = express.Router();
   router.use('/settings', requireSignIn(csrf));
   router.get('/settings', (_req, res) => res.redirect(302, '/settings/channels'));
@@ -18,7 +23,7 @@ export function settingsPages(ctx: PostsContext & { webhooks: WebhookManagement 
   router.use(apiKeyPages(ctx));
   router.use(appPages(ctx));
   router.use(approvedAppsPage(ctx));
-  router.use(channelsPage(ctx));
+  router.use(channelsPage(ctx, channelRemoval));
   router.use(webhooksPage(ctx));
   return router;
 }

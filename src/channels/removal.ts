@@ -1,0 +1,33 @@
+import { NotFoundError } from '../core/errors.js';
+import type { Db } from '../db/database.js';
+import { lockChannels } from './channels.js';
+import type { Channel } from './tables.js';
+
+/**
+ * A feature's part in removing a channel (its posts', its account's), run in the removal's transaction
+ * with the channel's row locked; it refuses the removal by throwing.
+ */
+export type ChannelRemovalStep = (trx: Db, channel: Channel, now: Date) => Promise<void>;
+
+/**
+ * Removes a channel from its organization: it leaves every list and takes no posts, while its posts
+ * and their history stay. What the removal changes in the features above channels is their steps,
+ * given by the composition, all in one transaction with the channel marked removed.
+ */
+export class ChannelRemoval {
+  constructor(
+    private readonly ctx: { db: Db; clock: () => Date },
+    private readonly steps: readonly ChannelRemovalStep[],
+  ) {}
+
+  async remove(organizationId: string, channelId: string): Promise<void> {
+    await this.ctx.db.transaction().execute(async (trx) => {
+      const [channel] = await lockChannels(trx, organizationId, [channelId]);
+      if (!channel || channel.status === 'removed')
+        throw new NotFoundError(`There is no channel ${channelId} in this organization.`);
+      const now = this.ctx.clock();
+      for (const step of this.steps) await step(trx, channel, now);
+      await trx.updateTable('channels').set({ status: 'removed' }).where('id', '=', channelId).execute();
+    });
+  }
+}
