@@ -1,0 +1,144 @@
+import type { Request, Response } from 'express';
+import { listChannels } from '../channels/channels.js';
+import type { Channel } from '../channels/tables.js';
+import { POST_CONTENT_MAX_LENGTH } from '../core/contract.js';
+import { DomainError } from '../core/errors.js';
+import { mediaPage } from '../media/library.js';
+import type { MediaContext } from '../media/storage.js';
+import { renderPage } from '../pages/render.js';
+import type { BrowserCookies } from '../pages/visitor.js';
+import type { PostRow } from '../posts/post-body.js';
+import type { PostsContext } from '../posts/publication-plan.js';
+import type { CreatorInfo } from '../providers/provider.js';
+import type { ComposerValues, FieldErrors } from './composer-form.js';
+import { describeMedia, mediaOrigins } from './media-pages.js';
+import { signedIn } from './signed-in.js';
+import { readTimeZone } from './time-zone.js';
+
+/** What the composer is for: a new post (with the key that makes its create idempotent), or an edit. */
+export type ComposerMode = { kind: 'create'; idempotencyKey: string } | { kind: 'edit'; post: PostRow };
+
+/** A TikTok channel's creator info, or why there is none. */
+type TikTokCreator = { info?: CreatorInfo; problem?: string };
+
+const LIBRARY_SIZE = 60;
+
+const PRIVACY_WORDS: Record<string, string> = {
+  PUBLIC_TO_EVERYONE: 'Everyone',
+  MUTUAL_FOLLOW_FRIENDS: 'Friends (followers you follow back)',
+  FOLLOWER_OF_CREATOR: 'Followers',
+  SELF_ONLY: 'Only me',
+};
+
+/** Shows the composer's form: the channels it may post to, the media library, and what was typed. */
+export class ComposerView {
+  constructor(
+    private readonly ctx: PostsContext & MediaContext,
+    private readonly cookies: BrowserCookies,
+  ) {}
+
+  async show(
+    req: Request,
+    res: Response,
+    mode: ComposerMode,
+    values: ComposerValues,
+    errors?: FieldErrors,
+    status = 200,
+  ): Promise<void> {
+    const { ctx } = this;
+    const { organization } = signedIn(res);
+    const timeZone = readTimeZone(req, res, this.cookies);
+    const all = await listChannels(ctx.db, organization.id);
+    const channels = mode.kind === 'edit' ? all.filter((channel) => channel.id === mode.post.channel_id) : all;
+    const [library, tiktok] = await Promise.all([
+      mediaPage(ctx, organization.id, { limit: LIBRARY_SIZE, cursor: undefined }),
+      Promise.all(channels.map((channel) => this.tiktokCreator(channel))),
+    ]);
+    // Media chosen on the page stays offered even when it is older than the newest ones listed.
+    const listed = new Set(library.data.map((media) => media.id));
+    const origins = await mediaOrigins(ctx, library.data);
+    renderPage(
+      res,
+      '/web/templates/composer',
+      {
+        title: mode.kind === 'edit' ? 'Edit the post' : 'New post',
+        path: mode.kind === 'edit' ? '/posts' : '/compose',
+        scripts: ['upload.js', 'composer.js'],
+        timeZone,
+        action: mode.kind === 'edit' ? `/posts/${mode.post.id}/edit` : '/compose',
+        mode: mode.kind,
+        post: mode.kind === 'edit' ? { id: mode.post.id, status: mode.post.status } : undefined,
+        idempotencyKey: mode.kind === 'create' ? mode.idempotencyKey : undefined,
+        channels: channels.map((channel, i) => this.describeChannel(channel, values, tiktok[i])),
+        networks: this.describeNetworks(channels, values.content),
+        media: library.data.map(describeMedia),
+        missingMedia: values.media.filter((id) => !listed.has(id)),
+        accept: ctx.config.media.allowedTypes.join(','),
+        privacyWords: PRIVACY_WORDS,
+        values,
+        fieldErrors: errors?.fields ?? {},
+        errors: errors?.summary ?? {},
+      },
+      status,
+      { mediaOrigins: origins, connectOrigins: origins },
+    );
+  }
+
+  /** The networks of the channels shown, each with its content limit and the content's count against it. */
+  private describeNetworks(channels: Channel[], content: string) {
+    return [...new Set(channels.map((channel) => channel.provider))].map((provider) => {
+      const limit = this.ctx.providers[provider].contentLimit ?? {
+        max: POST_CONTENT_MAX_LENGTH,
+        unit: 'characters',
+        becomes: 'text',
+      };
+      return {
+        provider,
+        name: this.ctx.providers[provider].name,
+        limit,
+        count: limit.unit === 'bytes' ? Buffer.byteLength(content, 'utf8') : content.length,
+      };
+    });
+  }
+
+  /** A TikTok channel's creator info, read when the composer is shown (TikTok asks for it before every post). */
+  private async tiktokCreator(channel: Channel): Promise<TikTokCreator | undefined> {
+    if (channel.provider !== 'tiktok' || channel.status !== 'active') return undefined;
+    const source = this.ctx.providers.tiktok.creatorInfo;
+    if (!source)
+      return {
+        problem:
+          'TikTok publishing is not configured on this server, so TikTok posts cannot be made; ask its operator.',
+      };
+    try {
+      return { info: await source.creatorInfo(channel) };
+    } catch (error) {
+      if (error instanceof DomainError && error.status !== 500) return { problem: error.message };
+      throw error;
+    }
+  }
+
+  private describeChannel(channel: Channel, values: ComposerValues, tiktok: TikTokCreator | undefined) {
+    const reason =
+      channel.status === 'needs_reconnect'
+        ? 'Needs reconnecting in Settings → Channels.'
+        : channel.status === 'disabled'
+          ? 'Disabled in Settings → Channels.'
+          : tiktok?.problem
+            ? tiktok.problem
+            : tiktok?.info && !tiktok.info.canPost
+              ? `TikTok does not let this account post now: ${tiktok.info.cannotPostReason ?? 'TikTok gave no reason'}.`
+              : undefined;
+    return {
+      id: channel.id,
+      name: channel.name,
+      provider: channel.provider,
+      network: this.ctx.providers[channel.provider].name,
+      available: reason === undefined,
+      reason,
+      checked: values.channels.includes(channel.id),
+      creator: tiktok?.info,
+      fields: values.settings[channel.id] ?? {},
+    };
+  }
+}
