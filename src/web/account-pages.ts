@@ -44,10 +44,27 @@ const LOGIN_FAILURES = { max: 10, windowSeconds: 15 * 60 };
 
 const minutes = (state: RateLimitState) => Math.ceil(state.resetSeconds / 60);
 
+/** The tools of the anonymous forms: the cookies that carry their tokens, and the tokens. */
+interface FormTools {
+  cookies: BrowserCookies;
+  csrf: CsrfTokens;
+}
+
 /** Sign up, log in, log out and the organization switcher. */
 export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: CsrfTokens): Router {
   const router = express.Router();
-  const { loginFailuresPerAddress, signupsPerAddress, windowSeconds } = ctx.config.accountLimits;
+  router.get('/', (_req, res) => {
+    res.redirect(302, visitorOf(res) ? LANDING_PAGE : '/login');
+  });
+  router.use(loginPages(ctx, { cookies, csrf }));
+  router.use(signupPages(ctx, { cookies, csrf }));
+  router.use(sessionRoutes(ctx, { cookies, csrf }));
+  return router;
+}
+
+function loginPages(ctx: AppContext, forms: FormTools): Router {
+  const router = express.Router();
+  const { loginFailuresPerAddress, windowSeconds } = ctx.config.accountLimits;
   const loginFailures = new RateLimiter(ctx.db, '/web/templates/login', LOGIN_FAILURES, ctx.clock);
   // Per address as well as per email: one address trying a few passwords on many emails (password
   // spraying) stays under every email's limit.
@@ -57,6 +74,82 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
     { max: loginFailuresPerAddress, windowSeconds },
     ctx.clock,
   );
+  // Checked against when the email is unknown, so a failed log-in takes as long either way.
+  let decoy: Promise<string> | undefined;
+  const decoyHash = () => (decoy ??= hashPassword('not anybody’s password'));
+
+  router.get('/login', async (req, res) => {
+    const next = safeNext(req.query.next);
+    if (visitorOf(res)) return res.redirect(303, next);
+    await showLogin(forms, req, res, next);
+  });
+
+  router.post('/login', async (req, res) => {
+    if (!(await verifyAnonymousForm(req, forms.cookies, forms.csrf))) return formExpired(res);
+    const next = safeNext(field(req, 'next'));
+    const email = normalizeEmail(field(req, 'email'));
+    const values = { email: field(req, 'email') };
+    // Counted as a failure before the password is checked; a successful attempt is taken back.
+    const attempt = await startAttempt([
+      { limiter: loginFailures, key: email },
+      { limiter: addressLoginFailures, key: clientAddress(req) },
+    ]);
+    if (!attempt.allowed) return showLogin(forms, req, res, next, 429, { values, ...loginThrottled(res, attempt) });
+    const user = await findUserByEmail(ctx.db, email);
+    const passwordMatches = await verifyPassword(field(req, 'password'), user?.password_hash ?? (await decoyHash()));
+    if (!user || !passwordMatches) {
+      return showLogin(forms, req, res, next, 401, {
+        values,
+        errors: { email: 'The email or the password is not right.' },
+      });
+    }
+    await attempt.takeBack();
+    const organizations = await listUserOrganizations(ctx.db, user.id);
+    const { token } = await createSession(ctx.db, user.id, organizations[0]?.id ?? null, ctx.clock());
+    forms.cookies.setSession(res, token, SESSION_LIFETIME_MS / 1000);
+    res.redirect(303, next);
+  });
+  return router;
+}
+
+/** What the log-in form says when an attempt was refused for the email's or the address's failures. */
+function loginThrottled(res: express.Response, attempt: { states: RateLimitState[] }): object {
+  const [forEmail, forAddress] = attempt.states as [RateLimitState, RateLimitState];
+  const waitFor = Math.max(...attempt.states.filter((state) => !state.allowed).map((state) => state.resetSeconds));
+  res.setHeader('Retry-After', String(waitFor));
+  return !forEmail.allowed
+    ? { errors: { email: `Too many failed attempts for this email; try again in ${minutes(forEmail)} minutes.` } }
+    : { throttled: `Too many failed log-ins from your network address; try again in ${minutes(forAddress)} minutes.` };
+}
+
+async function showLogin(
+  forms: FormTools,
+  req: express.Request,
+  res: express.Response,
+  next: string,
+  status = 200,
+  extra: object = {},
+): Promise<void> {
+  renderPage(
+    res,
+    '/web/templates/login',
+    {
+      title: 'Log in',
+      csrfToken: await anonymousFormToken(req, res, forms.cookies, forms.csrf),
+      next,
+      values: {},
+      reason: next.startsWith('/oauth/authorize')
+        ? 'An app is asking for access to your account: log in to review the request.'
+        : undefined,
+      ...extra,
+    },
+    status,
+  );
+}
+
+function signupPages(ctx: AppContext, forms: FormTools): Router {
+  const router = express.Router();
+  const { signupsPerAddress, windowSeconds } = ctx.config.accountLimits;
   // Every sign-up hashes a password with scrypt (32 MiB, tens of milliseconds) and creates rows.
   const addressSignups = new RateLimiter(
     ctx.db,
@@ -64,111 +157,15 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
     { max: signupsPerAddress, windowSeconds },
     ctx.clock,
   );
-  // Checked against when the email is unknown, so a failed log-in takes as long either way.
-  let decoy: Promise<string> | undefined;
-  const decoyHash = () => (decoy ??= hashPassword('not anybody’s password'));
-
-  const showLogin = async (
-    req: express.Request,
-    res: express.Response,
-    next: string,
-    status = 200,
-    extra: object = {},
-  ) => {
-    renderPage(
-      res,
-      '/web/templates/login',
-      {
-        title: 'Log in',
-        csrfToken: await anonymousFormToken(req, res, cookies, csrf),
-        next,
-        values: {},
-        reason: next.startsWith('/oauth/authorize')
-          ? 'An app is asking for access to your account: log in to review the request.'
-          : undefined,
-        ...extra,
-      },
-      status,
-    );
-  };
-
-  const showSignup = async (
-    req: express.Request,
-    res: express.Response,
-    next: string,
-    status = 200,
-    extra: object = {},
-  ) => {
-    renderPage(
-      res,
-      '/web/templates/signup',
-      {
-        title: 'Sign up',
-        csrfToken: await anonymousFormToken(req, res, cookies, csrf),
-        next,
-        values: {},
-        minPasswordLength: MIN_PASSWORD_LENGTH,
-        reason: next.startsWith('/oauth/authorize')
-          ? 'An app is asking for access to your account: create one to review the request.'
-          : undefined,
-        ...extra,
-      },
-      status,
-    );
-  };
-
-  router.get('/', (_req, res) => {
-    res.redirect(302, visitorOf(res) ? LANDING_PAGE : '/login');
-  });
-
-  router.get('/login', async (req, res) => {
-    const next = safeNext(req.query.next);
-    if (visitorOf(res)) return res.redirect(303, next);
-    await showLogin(req, res, next);
-  });
-
-  router.post('/login', async (req, res) => {
-    if (!(await verifyAnonymousForm(req, cookies, csrf))) return formExpired(res);
-    const next = safeNext(field(req, 'next'));
-    const email = normalizeEmail(field(req, 'email'));
-    const values = { email: field(req, 'email') };
-    const address = clientAddress(req);
-    // Counted as a failure before the password is checked; a successful attempt is taken back.
-    const attempt = await startAttempt([
-      { limiter: loginFailures, key: email },
-      { limiter: addressLoginFailures, key: address },
-    ]);
-    if (!attempt.allowed) {
-      const [forEmail, forAddress] = attempt.states as [RateLimitState, RateLimitState];
-      const waitFor = Math.max(...attempt.states.filter((state) => !state.allowed).map((state) => state.resetSeconds));
-      res.setHeader('Retry-After', String(waitFor));
-      const extra = !forEmail.allowed
-        ? { errors: { email: `Too many failed attempts for this email; try again in ${minutes(forEmail)} minutes.` } }
-        : {
-            throttled: `Too many failed log-ins from your network address; try again in ${minutes(forAddress)} minutes.`,
-          };
-      return showLogin(req, res, next, 429, { values, ...extra });
-    }
-    const user = await findUserByEmail(ctx.db, email);
-    const passwordMatches = await verifyPassword(field(req, 'password'), user?.password_hash ?? (await decoyHash()));
-    if (!user || !passwordMatches) {
-      return showLogin(req, res, next, 401, { values, errors: { email: 'The email or the password is not right.' } });
-    }
-    await attempt.takeBack();
-    const organizations = await listUserOrganizations(ctx.db, user.id);
-    const { token } = await createSession(ctx.db, user.id, organizations[0]?.id ?? null, ctx.clock());
-    cookies.setSession(res, token, SESSION_LIFETIME_MS / 1000);
-    res.redirect(303, next);
-  });
 
   router.get('/signup', async (req, res) => {
     const next = safeNext(req.query.next);
     if (visitorOf(res)) return res.redirect(303, next);
-    await showSignup(req, res, next);
+    await showSignup(forms, req, res, next);
   });
 
   router.post('/signup', async (req, res) => {
-    if (!(await verifyAnonymousForm(req, cookies, csrf))) return formExpired(res);
+    if (!(await verifyAnonymousForm(req, forms.cookies, forms.csrf))) return formExpired(res);
     const next = safeNext(field(req, 'next'));
     const values = {
       name: field(req, 'name'),
@@ -177,18 +174,17 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
     };
     // Counted before trying, like log-ins; a form refused for a field that is not valid is taken back
     // (nothing was hashed, and a person correcting typos should not run out of attempts).
-    const address = clientAddress(req);
-    const signup = await startAttempt([{ limiter: addressSignups, key: address }]);
+    const signup = await startAttempt([{ limiter: addressSignups, key: clientAddress(req) }]);
     if (!signup.allowed) {
       res.setHeader('Retry-After', String(signup.refusedBy.resetSeconds));
-      return showSignup(req, res, next, 429, {
+      return showSignup(forms, req, res, next, 429, {
         values,
         throttled: `Too many sign-ups from your network address; try again in ${minutes(signup.refusedBy)} minutes.`,
       });
     }
     // An existing email counts: the answer tells whether an account exists.
     if (await findUserByEmail(ctx.db, values.email)) {
-      return showSignup(req, res, next, 409, {
+      return showSignup(forms, req, res, next, 409, {
         values,
         errors: { email: 'An account with this email exists already: log in instead.' },
       });
@@ -207,13 +203,44 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
     );
     if (!created.ok) {
       if (created.status === 400) await signup.takeBack();
-      return showSignup(req, res, next, 400, { values, errors: withLabels(created.errors, SIGNUP_LABELS) });
+      return showSignup(forms, req, res, next, 400, { values, errors: withLabels(created.errors, SIGNUP_LABELS) });
     }
     const { token } = await createSession(ctx.db, created.value.user.id, created.value.organization.id, ctx.clock());
-    cookies.setSession(res, token, SESSION_LIFETIME_MS / 1000);
+    forms.cookies.setSession(res, token, SESSION_LIFETIME_MS / 1000);
     res.redirect(303, next);
   });
+  return router;
+}
 
+async function showSignup(
+  forms: FormTools,
+  req: express.Request,
+  res: express.Response,
+  next: string,
+  status = 200,
+  extra: object = {},
+): Promise<void> {
+  renderPage(
+    res,
+    '/web/templates/signup',
+    {
+      title: 'Sign up',
+      csrfToken: await anonymousFormToken(req, res, forms.cookies, forms.csrf),
+      next,
+      values: {},
+      minPasswordLength: MIN_PASSWORD_LENGTH,
+      reason: next.startsWith('/oauth/authorize')
+        ? 'An app is asking for access to your account: create one to review the request.'
+        : undefined,
+      ...extra,
+    },
+    status,
+  );
+}
+
+/** Log out, and the organization switcher of a signed-in visitor. */
+function sessionRoutes(ctx: AppContext, { cookies, csrf }: FormTools): Router {
+  const router = express.Router();
   router.post('/logout', async (req, res) => {
     const visitor = visitorOf(res);
     if (visitor) {
@@ -234,6 +261,5 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
     await setSessionOrganization(ctx.db, visitor.sessionId, organization.id);
     res.redirect(303, safeNext(field(req, 'next')));
   });
-
   return router;
 }

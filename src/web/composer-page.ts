@@ -197,7 +197,10 @@ function readAction(req: Request): Action {
   );
 }
 
-/** Refusals the composer shows on its form: the request's and the rules' (4xx), and a network that could not be asked (502). */
+/**
+ * Refusals the composer shows on its form: the request's and the rules' (4xx), and a network that could
+ * not be asked (502).
+ */
 function shownOnForm(error: unknown): error is DomainError {
   return (
     error instanceof DomainError && (error.status < 500 || error.code === 'provider_error') && error.status !== 404
