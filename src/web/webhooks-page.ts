@@ -36,15 +36,151 @@ const DESCRIPTION_MAX = 200;
  */
 export function webhooksPage(ctx: AppContext & { webhooks: WebhookManagement }): Router {
   const router = express.Router();
-  const ownerOf = (res: Response): WebhookOwner => ({ organizationId: signedIn(res).organization.id, appId: null });
+  const view = new WebhooksView(ctx);
+  // A refusal of a change to an endpoint is shown on the endpoint's page, or on the list when it is gone.
+  const onEndpoint = (res: Response, id: string) => (problem: string, status: number) =>
+    view.endpoint(res, id, { problem }, status).catch(() => view.list(res, { problem }, status));
 
-  async function showList(
+  router.get('/settings/webhooks', async (req, res) => {
+    const notice = noticeOf(req);
+    await view.list(res, notice ? { notice } : {});
+  });
+
+  router.post('/settings/webhooks', async (req, res) => {
+    let form = { url: field(req, 'url'), description: field(req, 'description'), eventTypes: [] as string[] };
+    await attempt(
+      async () => {
+        const input = formOf(req);
+        form = { ...input, description: input.description ?? '' };
+        const { row, secret } = await ctx.webhooks.create(ownerOf(res), input);
+        await view.list(res, { created: { url: row.url, secret } }, 201);
+      },
+      (problem, status) => view.list(res, { problem, form }, status),
+    );
+  });
+
+  router.get('/settings/webhooks/:id', async (req, res) => {
+    const notice = noticeOf(req);
+    await attempt(
+      () => view.endpoint(res, req.params.id, notice ? { notice } : {}),
+      (problem, status) => view.list(res, { problem }, status),
+    );
+  });
+
+  router.post('/settings/webhooks/:id', async (req, res) => {
+    const id = req.params.id;
+    await attempt(
+      async () => {
+        const input = formOf(req);
+        await ctx.webhooks.update(ownerOf(res), id, { ...input, enabled: field(req, 'enabled') === 'on' });
+        res.redirect(303, `/settings/webhooks/${id}?done=updated`);
+      },
+      onEndpoint(res, id),
+    );
+  });
+
+  router.post('/settings/webhooks/:id/:action', async (req, res) => {
+    const { id, action } = req.params;
+    await attempt(
+      () => endpointAction(ctx, view, res, id, action),
+      (problem, status) => view.list(res, { problem }, status),
+    );
+  });
+
+  router.post('/settings/webhooks/:id/deliveries/:deliveryId/retry', async (req, res) => {
+    const { id, deliveryId } = req.params;
+    await attempt(
+      async () => {
+        await ctx.webhooks.retry(ownerOf(res), id, deliveryId);
+        res.redirect(303, `/settings/webhooks/${id}?done=retried`);
+      },
+      onEndpoint(res, id),
+    );
+  });
+
+  return router;
+}
+
+/** The buttons of an endpoint's page: send a test event, rotate the secret, delete the endpoint. */
+async function endpointAction(
+  ctx: { webhooks: WebhookManagement },
+  view: WebhooksView,
+  res: Response,
+  id: string,
+  action: string,
+): Promise<unknown> {
+  const owner = ownerOf(res);
+  if (action === 'test') {
+    await ctx.webhooks.test(owner, id);
+    return res.redirect(303, `/settings/webhooks/${id}?done=tested`);
+  }
+  if (action === 'rotate') {
+    const { secret } = await ctx.webhooks.rotate(owner, id);
+    return view.endpoint(res, id, { secret });
+  }
+  if (action === 'delete') {
+    await ctx.webhooks.remove(owner, id);
+    return res.redirect(303, '/settings/webhooks?done=deleted');
+  }
+  return view.list(res, { problem: 'There is no such action.' }, 404);
+}
+
+const ownerOf = (res: Response): WebhookOwner => ({ organizationId: signedIn(res).organization.id, appId: null });
+
+/** The notice of a change just done, named by the redirect's `done`. */
+function noticeOf(req: Request): string | undefined {
+  const done = req.query.done;
+  return typeof done === 'string' && done in NOTICES ? NOTICES[done as keyof typeof NOTICES] : undefined;
+}
+
+/** Runs a change; a refusal is shown on the page it came from, with the status it has in the API. */
+async function attempt(
+  change: () => Promise<unknown>,
+  onProblem: (problem: string, status: number) => Promise<void>,
+): Promise<void> {
+  try {
+    await change();
+  } catch (error) {
+    if (!(error instanceof DomainError) || error.status >= 500) throw error;
+    await onProblem(error.message, error.status);
+  }
+}
+
+/** The endpoint form's fields, checked as the contract checks them. */
+function formOf(req: Request): { url: string; description: string | null; eventTypes: string[] } {
+  const url = field(req, 'url').trim();
+  const description = field(req, 'description').trim();
+  const body = req.body as Record<string, unknown>;
+  const chosen = ([] as unknown[])
+    .concat(body.eventTypes ?? [])
+    .filter((type): type is string => typeof type === 'string');
+  const eventTypes = EVENT_TYPES.map((e) => e.type).filter((type) => chosen.includes(type));
+  if (!URL.canParse(url))
+    throw new ValidationError('Enter the receiver’s URL, starting with https:// or http://.', [
+      { path: 'url', message: 'not a URL' },
+    ]);
+  if (url.length > 2000)
+    throw new ValidationError('A webhook URL has at most 2000 characters.', [{ path: 'url', message: 'too long' }]);
+  if (description.length > DESCRIPTION_MAX)
+    throw new ValidationError(`A description has at most ${DESCRIPTION_MAX} characters.`, [
+      { path: 'description', message: 'too long' },
+    ]);
+  if (eventTypes.length === 0)
+    throw new ValidationError('Choose at least one event to send.', [{ path: 'eventTypes', message: 'none chosen' }]);
+  return { url, description: description === '' ? null : description, eventTypes };
+}
+
+/** The two pages: the list of endpoints with the form of a new one, and one endpoint with its deliveries. */
+class WebhooksView {
+  constructor(private readonly ctx: AppContext & { webhooks: WebhookManagement }) {}
+
+  async list(
     res: Response,
     extra: { notice?: string; problem?: string; created?: { url: string; secret: string }; form?: object } = {},
     status = 200,
-  ) {
-    const rows = await listEndpoints(ctx.db, ownerOf(res));
-    const apps = await appNames(rows.flatMap((row) => (row.app_id ? [row.app_id] : [])));
+  ): Promise<void> {
+    const rows = await listEndpoints(this.ctx.db, ownerOf(res));
+    const apps = await this.appNames(rows.flatMap((row) => (row.app_id ? [row.app_id] : [])));
     renderPage(
       res,
       '/web/templates/webhooks',
@@ -52,7 +188,7 @@ export function webhooksPage(ctx: AppContext & { webhooks: WebhookManagement }):
         title: 'Webhooks',
         path: '/settings/webhooks',
         endpoints: rows.map((row) => ({
-          ...toWebhookBody(row, ctx.clock()),
+          ...toWebhookBody(row, this.ctx.clock()),
           app: row.app_id ? (apps.get(row.app_id) ?? 'an app') : null,
         })),
         eventTypes: EVENT_TYPES,
@@ -64,22 +200,22 @@ export function webhooksPage(ctx: AppContext & { webhooks: WebhookManagement }):
     );
   }
 
-  async function showEndpoint(
+  async endpoint(
     res: Response,
     id: string,
     extra: { notice?: string; problem?: string; secret?: string } = {},
     status = 200,
-  ) {
+  ): Promise<void> {
     const owner = ownerOf(res);
-    const row = await findEndpoint(ctx.db, owner, id);
-    const { rows } = await ctx.webhooks.deliveries(owner, id, { limit: 20 });
+    const row = await findEndpoint(this.ctx.db, owner, id);
+    const { rows } = await this.ctx.webhooks.deliveries(owner, id, { limit: 20 });
     renderPage(
       res,
       '/web/templates/webhook',
       {
         title: `Webhook ${row.url}`,
         path: '/settings/webhooks',
-        endpoint: toWebhookBody(row, ctx.clock()),
+        endpoint: toWebhookBody(row, this.ctx.clock()),
         eventTypes: EVENT_TYPES,
         deliveries: rows.map((delivery) => ({
           ...toDeliveryBody(delivery),
@@ -92,132 +228,9 @@ export function webhooksPage(ctx: AppContext & { webhooks: WebhookManagement }):
     );
   }
 
-  async function appNames(ids: string[]): Promise<Map<string, string>> {
+  private async appNames(ids: string[]): Promise<Map<string, string>> {
     if (ids.length === 0) return new Map();
-    const apps = await ctx.db.selectFrom('oauth_apps').select(['id', 'name']).where('id', 'in', ids).execute();
+    const apps = await this.ctx.db.selectFrom('oauth_apps').select(['id', 'name']).where('id', 'in', ids).execute();
     return new Map(apps.map((app) => [app.id, app.name]));
   }
-
-  /** The endpoint form's fields, checked as the contract checks them. */
-  function formOf(req: Request): { url: string; description: string | null; eventTypes: string[] } {
-    const url = field(req, 'url').trim();
-    const description = field(req, 'description').trim();
-    const body = req.body as Record<string, unknown>;
-    const chosen = ([] as unknown[])
-      .concat(body.eventTypes ?? [])
-      .filter((type): type is string => typeof type === 'string');
-    const eventTypes = EVENT_TYPES.map((e) => e.type).filter((type) => chosen.includes(type));
-    if (!URL.canParse(url))
-      throw new ValidationError('Enter the receiver’s URL, starting with https:// or http://.', [
-        { path: 'url', message: 'not a URL' },
-      ]);
-    if (url.length > 2000)
-      throw new ValidationError('A webhook URL has at most 2000 characters.', [{ path: 'url', message: 'too long' }]);
-    if (description.length > DESCRIPTION_MAX)
-      throw new ValidationError(`A description has at most ${DESCRIPTION_MAX} characters.`, [
-        { path: 'description', message: 'too long' },
-      ]);
-    if (eventTypes.length === 0)
-      throw new ValidationError('Choose at least one event to send.', [{ path: 'eventTypes', message: 'none chosen' }]);
-    return { url, description: description === '' ? null : description, eventTypes };
-  }
-
-  /** Runs a change; a refusal is shown on the page it came from, with the status it has in the API. */
-  const attempt = async (
-    res: Response,
-    change: () => Promise<void>,
-    onProblem: (problem: string, status: number) => Promise<void>,
-  ) => {
-    try {
-      await change();
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.status >= 500) throw error;
-      await onProblem(error.message, error.status);
-    }
-  };
-
-  router.get('/settings/webhooks', async (req, res) => {
-    const done =
-      typeof req.query.done === 'string' && req.query.done in NOTICES
-        ? NOTICES[req.query.done as keyof typeof NOTICES]
-        : undefined;
-    await showList(res, done ? { notice: done } : {});
-  });
-
-  router.post('/settings/webhooks', async (req, res) => {
-    let form = { url: field(req, 'url'), description: field(req, 'description'), eventTypes: [] as string[] };
-    await attempt(
-      res,
-      async () => {
-        const input = formOf(req);
-        form = { ...input, description: input.description ?? '' };
-        const { row, secret } = await ctx.webhooks.create(ownerOf(res), input);
-        await showList(res, { created: { url: row.url, secret } }, 201);
-      },
-      (problem, status) => showList(res, { problem, form }, status),
-    );
-  });
-
-  router.get('/settings/webhooks/:id', async (req, res) => {
-    const done =
-      typeof req.query.done === 'string' && req.query.done in NOTICES
-        ? NOTICES[req.query.done as keyof typeof NOTICES]
-        : undefined;
-    await attempt(
-      res,
-      () => showEndpoint(res, req.params.id, done ? { notice: done } : {}),
-      (problem, status) => showList(res, { problem }, status),
-    );
-  });
-
-  router.post('/settings/webhooks/:id', async (req, res) => {
-    const id = req.params.id;
-    await attempt(
-      res,
-      async () => {
-        const input = formOf(req);
-        await ctx.webhooks.update(ownerOf(res), id, { ...input, enabled: field(req, 'enabled') === 'on' });
-        res.redirect(303, `/settings/webhooks/${id}?done=updated`);
-      },
-      (problem, status) => showEndpoint(res, id, { problem }, status).catch(() => showList(res, { problem }, status)),
-    );
-  });
-
-  router.post('/settings/webhooks/:id/:action', async (req, res) => {
-    const { id, action } = req.params;
-    const owner = ownerOf(res);
-    await attempt(
-      res,
-      async () => {
-        if (action === 'test') {
-          await ctx.webhooks.test(owner, id);
-          return res.redirect(303, `/settings/webhooks/${id}?done=tested`);
-        }
-        if (action === 'rotate') {
-          const { secret } = await ctx.webhooks.rotate(owner, id);
-          return showEndpoint(res, id, { secret });
-        }
-        if (action === 'delete') {
-          await ctx.webhooks.remove(owner, id);
-          return res.redirect(303, '/settings/webhooks?done=deleted');
-        }
-        return showList(res, { problem: 'There is no such action.' }, 404);
-      },
-      (problem, status) => showList(res, { problem }, status),
-    );
-  });
-
-  router.post('/settings/webhooks/:id/deliveries/:deliveryId/retry', async (req, res) => {
-    const { id, deliveryId } = req.params;
-    await attempt(
-      res,
-      async () => {
-        await ctx.webhooks.retry(ownerOf(res), id, deliveryId);
-        res.redirect(303, `/settings/webhooks/${id}?done=retried`);
-      },
-      (problem, status) => showEndpoint(res, id, { problem }, status).catch(() => showList(res, { problem }, status)),
-    );
-  });
-
-  return router;
 }
