@@ -39,53 +39,12 @@ const MAX_NAME_LENGTH = 100;
  */
 export function channelsPage(ctx: PostsContext, channelRemoval: ChannelRemoval): Router {
   const router = express.Router();
-
-  async function show(res: Response, notice?: string, problem?: string, status = 200): Promise<void> {
-    const { organization } = signedIn(res);
-    const [channels, returnOrigins] = await Promise.all([
-      listChannels(ctx.db, organization.id),
-      listReturnOrigins(ctx.db, organization.id),
-    ]);
-    renderPage(
-      res,
-      '/web/templates/channels',
-      {
-        title: 'Channels',
-        path: '/settings/channels',
-        channels: channels.map((channel) => ({ ...channel, statusText: STATUS_WORDS[channel.status] })),
-        // Connecting an account needs the operator's app at that network.
-        networks: connectable(ctx.providers).map((network) => ({
-          provider: network.provider,
-          name: network.name,
-          configured: network.connection !== undefined,
-        })),
-        returnOrigins,
-        notice,
-        problem,
-      },
-      status,
-      // The Connect forms answer with a redirect to the network's consent page, which browsers
-      // check against the page's form-action. The accounts' pictures are the networks' own (TikTok's
-      // avatar URLs are signed and short-lived): only their origins are allowed as image sources.
-      {
-        formOrigins: connectable(ctx.providers).flatMap((network) =>
-          network.connection ? [network.connection.consentOrigin] : [],
-        ),
-        mediaOrigins: [...new Set(channels.flatMap((channel) => pictureOrigin(channel.picture)))],
-      },
-    );
-  }
+  const show = (res: Response, notice?: string, problem?: string, status = 200) =>
+    showChannels(ctx, res, notice, problem, status);
 
   router.get('/settings/channels', async (req, res) => {
     const done = typeof req.query.done === 'string' ? req.query.done : undefined;
-    // Why a connection did not finish: a code, so that a link cannot put words of its own on the page.
-    const network = connectable(ctx.providers).find((n) => n.provider === req.query.network);
-    const failure =
-      typeof req.query.failed === 'string' && req.query.failed in FAILURES
-        ? FAILURES[req.query.failed as ConnectionFailure]
-        : undefined;
-    const failed = failure && network ? `${network.name}: ${failure}` : failure;
-    await show(res, done && done in NOTICES ? NOTICES[done as keyof typeof NOTICES] : undefined, failed);
+    await show(res, done && done in NOTICES ? NOTICES[done as keyof typeof NOTICES] : undefined, failureOf(ctx, req));
   });
 
   router.post('/settings/channels/connect/:provider', async (req, res) => {
@@ -120,6 +79,84 @@ export function channelsPage(ctx: PostsContext, channelRemoval: ChannelRemoval):
     res.redirect(303, '/settings/channels?done=added');
   });
 
+  router.use(returnOriginRoutes(ctx, show));
+
+  router.post('/settings/channels/:id/:action', async (req: Request, res) => {
+    const { organization } = signedIn(res);
+    const action = String(req.params.action);
+    try {
+      const refused = await channelAction(ctx, channelRemoval, organization.id, String(req.params.id), action);
+      if (refused) return show(res, undefined, refused, 404);
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.status >= 500) throw error;
+      return show(res, undefined, error.message, error.status);
+    }
+    res.redirect(
+      303,
+      `/settings/channels?done=${action === 'remove' ? 'removed' : action === 'enable' ? 'enabled' : 'disabled'}`,
+    );
+  });
+
+  return router;
+}
+
+type ShowChannels = (res: Response, notice?: string, problem?: string, status?: number) => Promise<void>;
+
+async function showChannels(
+  ctx: PostsContext,
+  res: Response,
+  notice: string | undefined,
+  problem: string | undefined,
+  status: number,
+): Promise<void> {
+  const { organization } = signedIn(res);
+  const [channels, returnOrigins] = await Promise.all([
+    listChannels(ctx.db, organization.id),
+    listReturnOrigins(ctx.db, organization.id),
+  ]);
+  renderPage(
+    res,
+    '/web/templates/channels',
+    {
+      title: 'Channels',
+      path: '/settings/channels',
+      channels: channels.map((channel) => ({ ...channel, statusText: STATUS_WORDS[channel.status] })),
+      // Connecting an account needs the operator's app at that network.
+      networks: connectable(ctx.providers).map((network) => ({
+        provider: network.provider,
+        name: network.name,
+        configured: network.connection !== undefined,
+      })),
+      returnOrigins,
+      notice,
+      problem,
+    },
+    status,
+    // The Connect forms answer with a redirect to the network's consent page, which browsers
+    // check against the page's form-action. The accounts' pictures are the networks' own (TikTok's
+    // avatar URLs are signed and short-lived): only their origins are allowed as image sources.
+    {
+      formOrigins: connectable(ctx.providers).flatMap((network) =>
+        network.connection ? [network.connection.consentOrigin] : [],
+      ),
+      mediaOrigins: [...new Set(channels.flatMap((channel) => pictureOrigin(channel.picture)))],
+    },
+  );
+}
+
+/** Why a connection did not finish: a code, so that a link cannot put words of its own on the page. */
+function failureOf(ctx: PostsContext, req: Request): string | undefined {
+  const network = connectable(ctx.providers).find((n) => n.provider === req.query.network);
+  const failure =
+    typeof req.query.failed === 'string' && req.query.failed in FAILURES
+      ? FAILURES[req.query.failed as ConnectionFailure]
+      : undefined;
+  return failure && network ? `${network.name}: ${failure}` : failure;
+}
+
+/** The origins an integrator's users may be sent back to after connecting a channel through the API. */
+function returnOriginRoutes(ctx: PostsContext, show: ShowChannels): Router {
+  const router = express.Router();
   router.post('/settings/channels/return-origins', async (req, res) => {
     const { organization } = signedIn(res);
     const parsed = parseReturnOrigin(field(req, 'origin'));
@@ -140,28 +177,22 @@ export function channelsPage(ctx: PostsContext, channelRemoval: ChannelRemoval):
     await removeReturnOrigin(ctx.db, organization.id, field(req, 'origin'));
     res.redirect(303, '/settings/channels?done=origin_removed');
   });
-
-  router.post('/settings/channels/:id/:action', async (req: Request, res) => {
-    const { organization } = signedIn(res);
-    const id = String(req.params.id);
-    const action = String(req.params.action);
-    try {
-      if (action === 'remove') await channelRemoval.remove(organization.id, id);
-      else if (action === 'disable' || action === 'enable') {
-        if (!(await setChannelEnabled(ctx.db, organization.id, id, action === 'enable')))
-          return show(res, undefined, 'There is no such channel.', 404);
-      } else return show(res, undefined, 'There is no such action.', 404);
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.status >= 500) throw error;
-      return show(res, undefined, error.message, error.status);
-    }
-    res.redirect(
-      303,
-      `/settings/channels?done=${action === 'remove' ? 'removed' : action === 'enable' ? 'enabled' : 'disabled'}`,
-    );
-  });
-
   return router;
+}
+
+/** Removes, disables or enables a channel; what is refused as not found, or `undefined` when done. */
+async function channelAction(
+  ctx: PostsContext,
+  channelRemoval: ChannelRemoval,
+  organizationId: string,
+  id: string,
+  action: string,
+): Promise<string | undefined> {
+  if (action === 'remove') await channelRemoval.remove(organizationId, id);
+  else if (action === 'disable' || action === 'enable') {
+    if (!(await setChannelEnabled(ctx.db, organizationId, id, action === 'enable'))) return 'There is no such channel.';
+  } else return 'There is no such action.';
+  return undefined;
 }
 
 /**
