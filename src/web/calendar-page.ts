@@ -1,6 +1,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { DateTime } from 'luxon';
 import { listChannels } from '../channels/channels.js';
+import type { Channel } from '../channels/tables.js';
 import { POST_STATUSES } from '../core/contract.js';
 import { DomainError, ValidationError } from '../core/errors.js';
 import { renderPage } from '../pages/render.js';
@@ -9,7 +10,13 @@ import { getPost, schedulePostAt } from '../posts/lifecycle.js';
 import { listPostPage } from '../posts/list.js';
 import type { PostBody } from '../posts/post-body.js';
 import type { PostsContext } from '../posts/publication-plan.js';
-import { anchorDay, layOutCalendar, wallClockInstant, type CalendarView } from './calendar-view.js';
+import {
+  anchorDay,
+  layOutCalendar,
+  wallClockInstant,
+  type CalendarLayout,
+  type CalendarView,
+} from './calendar-view.js';
 import { showPost } from './posts-pages.js';
 import { signedIn } from './signed-in.js';
 import { readTimeZone, timeZoneOptions } from './time-zone.js';
@@ -26,118 +33,142 @@ type Query = Record<string, unknown>;
  * schedules it through the same code as `POST /public/v1/posts/{id}/schedule`.
  */
 export function calendarPages(ctx: PostsContext, cookies: BrowserCookies): Router {
+  const page: CalendarPage = { ctx, cookies };
   const router = express.Router();
-
-  router.get('/calendar', async (req, res) => {
-    await showCalendar(req, res, req.query as Query);
-  });
-
-  router.post('/posts/:id/move', async (req, res) => {
-    const { organization } = signedIn(res);
-    const postId = String(req.params.id);
-    const back = safeNext(field(req, 'return'), '/calendar');
-    const { zone } = readTimeZone(req, res, cookies);
-    const at = wallClockInstant(field(req, 'date'), field(req, 'time'), zone);
-    try {
-      if (!at)
-        throw new ValidationError('Choose a day and a time to move the post to.', [
-          { path: 'scheduledAt', message: 'needs a day (YYYY-MM-DD) and a time (HH:MM)' },
-        ]);
-      await schedulePostAt(ctx, organization.id, postId, at);
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
-      const problem = `The post could not be moved: ${error.message}`;
-      const url = new URL(back, 'http://page.invalid');
-      if (url.pathname === '/calendar')
-        return showCalendar(req, res, Object.fromEntries(url.searchParams), { problem }, error.status);
-      return showPost(ctx, req, res, { organizationId: organization.id, postId, zone, problem, status: error.status });
-    }
-    const url = new URL(back, 'http://page.invalid');
-    url.searchParams.set('moved', postId);
-    res.redirect(303, `${url.pathname}${url.search}`);
-  });
-
-  async function showCalendar(
-    req: Request,
-    res: Response,
-    query: Query,
-    extra: { problem?: string } = {},
-    status = 200,
-  ): Promise<void> {
-    const { organization } = signedIn(res);
-    const timeZone = readTimeZone(req, res, cookies);
-    const view = readView(query.view);
-    const channels = await listChannels(ctx.db, organization.id);
-    const chosen = readChannels(query.channel, new Set(channels.map((channel) => channel.id)));
-    const now = ctx.clock();
-    const anchor = anchorDay(query.date, timeZone.zone, now);
-    const shell = layOutCalendar(view, anchor, [], now);
-    const { posts, truncated } = await postsBetween(ctx, organization.id, shell.start, shell.end, chosen);
-    const names = new Map(channels.map((channel) => [channel.id, channel.name]));
-    const layout = layOutCalendar(
-      view,
-      anchor,
-      posts.map((post) => ({
-        id: post.id,
-        status: post.status,
-        scheduledAt: new Date(post.scheduledAt!),
-        channelName: names.get(post.channelId) ?? post.channelId,
-        content: post.content,
-      })),
-      now,
-    );
-    const link = (changes: Query) =>
-      `/calendar?${calendarQuery({ view, date: layout.anchor, channel: chosen, ...changes })}`;
-    const created =
-      typeof query.created === 'string' && /^\d{1,3}$/.test(query.created)
-        ? `${query.created} posts are created, one per channel.`
-        : undefined;
-    const moved =
-      typeof query.moved === 'string' ? await movedNotice(organization.id, query.moved, timeZone.zone) : created;
-    renderPage(
-      res,
-      '/web/templates/calendar',
-      {
-        title: 'Calendar',
-        path: '/calendar',
-        wide: true,
-        scripts: ['calendar.js'],
-        timeZone,
-        zones: timeZoneOptions(timeZone.zone),
-        layout,
-        channels: channels.map((channel) => ({
-          id: channel.id,
-          name: channel.name,
-          provider: channel.provider,
-          checked: chosen.includes(channel.id),
-        })),
-        activeChannels: channels.filter((channel) => channel.status === 'active').length,
-        chosen,
-        statuses: POST_STATUSES,
-        truncated,
-        links: {
-          previous: link({ date: layout.previous }),
-          next: link({ date: layout.next }),
-          today: link({ date: undefined }),
-          week: link({ view: 'week' }),
-          month: link({ view: 'month' }),
-        },
-        here: link({}),
-        notice: moved,
-        ...extra,
-      },
-      status,
-    );
-  }
-
-  async function movedNotice(organizationId: string, postId: string, zone: string): Promise<string | undefined> {
-    const post = await getPost(ctx.db, organizationId, postId).catch(() => undefined);
-    if (!post?.scheduled_at) return undefined;
-    const when = DateTime.fromJSDate(post.scheduled_at, { zone }).toFormat('ccc d LLL yyyy, HH:mm');
-    return `The post is ${post.status === 'scheduled' ? 'scheduled' : 'moved'} for ${when} (${zone}).`;
-  }
-
+  router.get('/calendar', (req, res) => showCalendar(page, req, res, req.query as Query));
+  router.post('/posts/:id/move', (req, res) => movePost(page, req, res));
   return router;
+}
+
+interface CalendarPage {
+  ctx: PostsContext;
+  cookies: BrowserCookies;
+}
+
+/** Schedules a post at the day and time it was dragged or moved to, then shows the page it came from. */
+async function movePost(page: CalendarPage, req: Request, res: Response): Promise<void> {
+  const { ctx, cookies } = page;
+  const { organization } = signedIn(res);
+  const postId = String(req.params.id);
+  const back = safeNext(field(req, 'return'), '/calendar');
+  const { zone } = readTimeZone(req, res, cookies);
+  const at = wallClockInstant(field(req, 'date'), field(req, 'time'), zone);
+  try {
+    if (!at)
+      throw new ValidationError('Choose a day and a time to move the post to.', [
+        { path: 'scheduledAt', message: 'needs a day (YYYY-MM-DD) and a time (HH:MM)' },
+      ]);
+    await schedulePostAt(ctx, organization.id, postId, at);
+  } catch (error) {
+    if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
+    const problem = `The post could not be moved: ${error.message}`;
+    const url = new URL(back, 'http://page.invalid');
+    if (url.pathname === '/calendar')
+      return showCalendar(page, req, res, Object.fromEntries(url.searchParams), { problem }, error.status);
+    return showPost(ctx, req, res, { organizationId: organization.id, postId, zone, problem, status: error.status });
+  }
+  const url = new URL(back, 'http://page.invalid');
+  url.searchParams.set('moved', postId);
+  res.redirect(303, `${url.pathname}${url.search}`);
+}
+
+async function showCalendar(
+  { ctx, cookies }: CalendarPage,
+  req: Request,
+  res: Response,
+  query: Query,
+  extra: { problem?: string } = {},
+  status = 200,
+): Promise<void> {
+  const { organization } = signedIn(res);
+  const timeZone = readTimeZone(req, res, cookies);
+  const view = readView(query.view);
+  const channels = await listChannels(ctx.db, organization.id);
+  const chosen = readChannels(query.channel, new Set(channels.map((channel) => channel.id)));
+  const now = ctx.clock();
+  const anchor = anchorDay(query.date, timeZone.zone, now);
+  const { layout, truncated } = await layOutPosts(ctx, organization.id, { view, anchor, now, channels, chosen });
+  const link = (changes: Query) =>
+    `/calendar?${calendarQuery({ view, date: layout.anchor, channel: chosen, ...changes })}`;
+  renderPage(
+    res,
+    '/web/templates/calendar',
+    {
+      title: 'Calendar',
+      path: '/calendar',
+      wide: true,
+      scripts: ['calendar.js'],
+      timeZone,
+      zones: timeZoneOptions(timeZone.zone),
+      layout,
+      channels: channels.map((channel) => ({
+        id: channel.id,
+        name: channel.name,
+        provider: channel.provider,
+        checked: chosen.includes(channel.id),
+      })),
+      activeChannels: channels.filter((channel) => channel.status === 'active').length,
+      chosen,
+      statuses: POST_STATUSES,
+      truncated,
+      links: {
+        previous: link({ date: layout.previous }),
+        next: link({ date: layout.next }),
+        today: link({ date: undefined }),
+        week: link({ view: 'week' }),
+        month: link({ view: 'month' }),
+      },
+      here: link({}),
+      notice: await calendarNotice(ctx, organization.id, query, timeZone.zone),
+      ...extra,
+    },
+    status,
+  );
+}
+
+/** The week or month around `anchor` with the posts of the chosen channels (all when none is chosen) in it. */
+async function layOutPosts(
+  ctx: PostsContext,
+  organizationId: string,
+  shown: { view: CalendarView; anchor: DateTime; now: Date; channels: Channel[]; chosen: string[] },
+): Promise<{ layout: CalendarLayout; truncated: boolean }> {
+  const { view, anchor, now } = shown;
+  const shell = layOutCalendar(view, anchor, [], now);
+  const { posts, truncated } = await postsBetween(ctx, organizationId, shell.start, shell.end, shown.chosen);
+  const names = new Map(shown.channels.map((channel) => [channel.id, channel.name]));
+  const entries = posts.map((post) => ({
+    id: post.id,
+    status: post.status,
+    scheduledAt: new Date(post.scheduledAt!),
+    channelName: names.get(post.channelId) ?? post.channelId,
+    content: post.content,
+  }));
+  return { layout: layOutCalendar(view, anchor, entries, now), truncated };
+}
+
+/** What the page says after posts were created from the composer, or a post was moved. */
+async function calendarNotice(
+  ctx: PostsContext,
+  organizationId: string,
+  query: Query,
+  zone: string,
+): Promise<string | undefined> {
+  if (typeof query.moved === 'string') return movedNotice(ctx, organizationId, query.moved, zone);
+  return typeof query.created === 'string' && /^\d{1,3}$/.test(query.created)
+    ? `${query.created} posts are created, one per channel.`
+    : undefined;
+}
+
+async function movedNotice(
+  ctx: PostsContext,
+  organizationId: string,
+  postId: string,
+  zone: string,
+): Promise<string | undefined> {
+  const post = await getPost(ctx.db, organizationId, postId).catch(() => undefined);
+  if (!post?.scheduled_at) return undefined;
+  const when = DateTime.fromJSDate(post.scheduled_at, { zone }).toFormat('ccc d LLL yyyy, HH:mm');
+  return `The post is ${post.status === 'scheduled' ? 'scheduled' : 'moved'} for ${when} (${zone}).`;
 }
 
 function readView(value: unknown): CalendarView {
