@@ -2,6 +2,8 @@ import { timingSafeEqual } from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
 import { newId } from '../../core/ids.js';
 import { findChannel } from '../../channels/channels.js';
+import type { Db } from '../../db/database.js';
+import { downloadUrlExpiry } from '../../media/library.js';
 import { mediaKey } from '../../media/media-body.js';
 import type { MediaContext } from '../../media/storage.js';
 import { pageHtml, renderErrorPage } from '../../pages/render.js';
@@ -52,122 +54,124 @@ function releaseAnswer(ctx: MediaContext, release: Pick<SandboxRelease, 'id'>) {
  */
 export function sandboxNetwork(ctx: MediaContext, options: SandboxNetworkOptions): Router {
   const router = express.Router({ caseSensitive: true });
-  const refuse = (res: Response, status: number, error: string, message: string) =>
-    res.status(status).json({ error, message });
 
-  router.post('/sandbox/api/releases', express.json({ limit: '1mb' }), async (req, res) => {
-    const body = (req.body ?? {}) as PublicationRequest;
-    if (
-      typeof body.key !== 'string' ||
-      body.key.length === 0 ||
-      body.key.length > MAX_KEY_LENGTH ||
-      typeof body.channelId !== 'string' ||
-      typeof body.content !== 'string' ||
-      !Array.isArray(body.media)
-    ) {
-      return refuse(res, 400, 'invalid_request', 'A publication needs key, channelId, content and media.');
-    }
-    if (!signedChannel(req, options.key, body.channelId))
-      return refuse(res, 401, 'unauthorized', 'The credentials of this sandbox channel are not valid.');
-    if (options.latencyMs > 0) await sleep(options.latencyMs);
-    const existing = await ctx.db
-      .selectFrom('sandbox_releases')
-      .select('id')
-      .where('publication_key', '=', body.key)
-      .executeTakeFirst();
-    if (existing) return res.status(200).json(releaseAnswer(ctx, existing));
-    const channel = await ctx.db
-      .selectFrom('channels')
-      .select(['id', 'organization_id', 'provider'])
-      .where('id', '=', body.channelId)
-      .executeTakeFirst();
-    if (!channel || channel.provider !== 'sandbox')
-      return refuse(res, 404, 'not_found', 'The sandbox network has no such channel.');
-    if ((body.settings as { outcome?: unknown } | null)?.outcome === 'failed') {
-      return refuse(
-        res,
-        422,
-        'rejected',
-        'The sandbox refused the post, as its settings ask (outcome: failed). Edit the settings and schedule it again.',
-      );
-    }
-    const release = await ctx.db
-      .insertInto('sandbox_releases')
-      .values({
-        id: newId('rel'),
-        publication_key: body.key,
-        organization_id: channel.organization_id,
-        channel_id: channel.id,
-        content: body.content,
-        media: JSON.stringify(body.media),
-        settings: body.settings === undefined ? null : JSON.stringify(body.settings),
-        published_at: ctx.clock(),
-      })
-      // Two requests with one key at once: one release, and both answer it.
-      .onConflict((oc) => oc.column('publication_key').doNothing())
-      .returning('id')
-      .executeTakeFirst();
-    const created =
-      release ??
-      (await ctx.db
-        .selectFrom('sandbox_releases')
-        .select('id')
-        .where('publication_key', '=', body.key)
-        .executeTakeFirstOrThrow());
-    res.status(release ? 201 : 200).json(releaseAnswer(ctx, created));
-  });
+  router.post('/sandbox/api/releases', express.json({ limit: '1mb' }), (req, res) => publish(ctx, options, req, res));
 
   router.get('/sandbox/api/releases/by-key/:key', async (req, res) => {
-    const release = await ctx.db
-      .selectFrom('sandbox_releases')
-      .select(['id', 'channel_id'])
-      .where('publication_key', '=', req.params.key)
-      .executeTakeFirst();
+    const release = await releaseWithKey(ctx.db, req.params.key).executeTakeFirst();
     // Asked by the channel that published it only.
     if (!release || !signedChannel(req, options.key, release.channel_id))
       return refuse(res, 404, 'not_found', 'The sandbox network published nothing with this key.');
     res.status(200).json(releaseAnswer(ctx, release));
   });
 
-  router.get(`${RELEASES_PATH}/:id`, async (req, res) => {
-    const release = await ctx.db
-      .selectFrom('sandbox_releases')
-      .selectAll()
-      .where('id', '=', req.params.id)
-      .executeTakeFirst();
-    if (!release)
-      return renderErrorPage(res, 404, 'Not found', 'The sandbox network published nothing at this address.');
-    const channel = await findChannel(ctx.db, release.organization_id, release.channel_id);
-    const expiresAt = new Date(
-      Math.floor(ctx.clock().getTime() / 1000) * 1000 + ctx.config.media.downloadUrlTtlSeconds * 1000,
-    );
-    const media = await Promise.all(
-      release.media.map(async (item) => {
-        const stored = await ctx.storage.stat(mediaKey(release.organization_id, item.id));
-        const url = stored
-          ? await ctx.storage.signedGetUrl(mediaKey(release.organization_id, item.id), {
-              contentType: item.contentType as never,
-              expiresAt,
-            })
-          : undefined;
-        return { ...item, url };
-      }),
-    );
-    const html = pageHtml(
-      res,
-      '/providers/sandbox/templates/release',
-      {
-        title: channel ? `${channel.name} on the sandbox` : 'A sandbox post',
-        release,
-        channelName: channel?.name ?? 'A removed sandbox channel',
-        publishedText: `${release.published_at.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
-        media,
-        settings: release.settings === null ? '' : JSON.stringify(release.settings, null, 2),
-      },
-      { mediaOrigins: mediaOrigins(media.map((item) => item.url)) },
-    );
-    res.status(200).type('html').send(html);
-  });
+  router.get(`${RELEASES_PATH}/:id`, (req, res) => showRelease(ctx, req, res));
 
   return router;
+}
+
+const refuse = (res: Response, status: number, error: string, message: string) =>
+  res.status(status).json({ error, message });
+
+type Publication = Pick<PublicationRequest, 'settings'> & {
+  key: string;
+  channelId: string;
+  content: string;
+  media: unknown[];
+};
+
+function isPublication(body: PublicationRequest): body is Publication {
+  return (
+    typeof body.key === 'string' &&
+    body.key.length > 0 &&
+    body.key.length <= MAX_KEY_LENGTH &&
+    typeof body.channelId === 'string' &&
+    typeof body.content === 'string' &&
+    Array.isArray(body.media)
+  );
+}
+
+function releaseWithKey(db: Db, key: string) {
+  return db.selectFrom('sandbox_releases').select(['id', 'channel_id']).where('publication_key', '=', key);
+}
+
+/** A publication: once per key, whatever the number of requests, as the adapter's retries need. */
+async function publish(ctx: MediaContext, options: SandboxNetworkOptions, req: Request, res: Response) {
+  const body = (req.body ?? {}) as PublicationRequest;
+  if (!isPublication(body))
+    return refuse(res, 400, 'invalid_request', 'A publication needs key, channelId, content and media.');
+  if (!signedChannel(req, options.key, body.channelId))
+    return refuse(res, 401, 'unauthorized', 'The credentials of this sandbox channel are not valid.');
+  if (options.latencyMs > 0) await sleep(options.latencyMs);
+  const existing = await releaseWithKey(ctx.db, body.key).executeTakeFirst();
+  if (existing) return res.status(200).json(releaseAnswer(ctx, existing));
+  const channel = await ctx.db
+    .selectFrom('channels')
+    .select(['id', 'organization_id', 'provider'])
+    .where('id', '=', body.channelId)
+    .executeTakeFirst();
+  if (!channel || channel.provider !== 'sandbox')
+    return refuse(res, 404, 'not_found', 'The sandbox network has no such channel.');
+  if ((body.settings as { outcome?: unknown } | null)?.outcome === 'failed') {
+    return refuse(
+      res,
+      422,
+      'rejected',
+      'The sandbox refused the post, as its settings ask (outcome: failed). Edit the settings and schedule it again.',
+    );
+  }
+  const release = await ctx.db
+    .insertInto('sandbox_releases')
+    .values({
+      id: newId('rel'),
+      publication_key: body.key,
+      organization_id: channel.organization_id,
+      channel_id: channel.id,
+      content: body.content,
+      media: JSON.stringify(body.media),
+      settings: body.settings === undefined ? null : JSON.stringify(body.settings),
+      published_at: ctx.clock(),
+    })
+    // Two requests with one key at once: one release, and both answer it.
+    .onConflict((oc) => oc.column('publication_key').doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  const created = release ?? (await releaseWithKey(ctx.db, body.key).executeTakeFirstOrThrow());
+  res.status(release ? 201 : 200).json(releaseAnswer(ctx, created));
+}
+
+/** The public page of a published post, with its media from signed URLs. */
+async function showRelease(ctx: MediaContext, req: Request, res: Response): Promise<void> {
+  const release = await ctx.db
+    .selectFrom('sandbox_releases')
+    .selectAll()
+    .where('id', '=', String(req.params.id))
+    .executeTakeFirst();
+  if (!release) return renderErrorPage(res, 404, 'Not found', 'The sandbox network published nothing at this address.');
+  const channel = await findChannel(ctx.db, release.organization_id, release.channel_id);
+  const expiresAt = downloadUrlExpiry(ctx);
+  const media = await Promise.all(
+    release.media.map(async (item) => {
+      const key = mediaKey(release.organization_id, item.id);
+      const stored = await ctx.storage.stat(key);
+      const url = stored
+        ? await ctx.storage.signedGetUrl(key, { contentType: item.contentType as never, expiresAt })
+        : undefined;
+      return { ...item, url };
+    }),
+  );
+  const html = pageHtml(
+    res,
+    '/providers/sandbox/templates/release',
+    {
+      title: channel ? `${channel.name} on the sandbox` : 'A sandbox post',
+      release,
+      channelName: channel?.name ?? 'A removed sandbox channel',
+      publishedText: `${release.published_at.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+      media,
+      settings: release.settings === null ? '' : JSON.stringify(release.settings, null, 2),
+    },
+    { mediaOrigins: mediaOrigins(media.map((item) => item.url)) },
+  );
+  res.status(200).type('html').send(html);
 }
