@@ -1,7 +1,8 @@
 import type { Server } from 'node:http';
+import type { Service } from './compose.js';
 import { ConfigError, loadConfig, type Config } from './core/config.js';
 import { UnknownKeyError } from './crypto/keyring.js';
-import { createLogger } from './core/logger.js';
+import { createLogger, type Logger } from './core/logger.js';
 import { DatabaseBusyError, DatabaseVersionError, openDatabase, type DatabaseHandle } from './db/database.js';
 
 /** `--role api|worker|all` on the command line (`npm start -- --role worker`), else ROLE. */
@@ -13,10 +14,25 @@ function roleArgument(argv: string[]): string | undefined {
 }
 
 async function main(): Promise<void> {
-  let config: Config;
+  const config = readConfig();
+  const logger = createLogger(config);
+  // The application's modules load while the database opens (the embedded one takes about a second
+  // of its own), so a restart is back quickly.
+  const opening = openDatabaseOrExit(config, logger);
+  const composing = import('./compose.js');
+  const database = await opening;
+  const { compose } = await composing;
+  const service = await composeOrExit(() => compose({ config, database, logger }), database);
+  const server = config.role === 'worker' ? undefined : await listenOrExit(service, database, config);
+  logger.info({ database: database.kind, location: database.location, role: config.role }, 'database ready');
+  printBanner(config, database, server !== undefined);
+  stopOnSignals(config, logger, { server, service, database });
+}
+
+function readConfig(): Config {
   try {
     const role = roleArgument(process.argv.slice(2));
-    config = loadConfig(role === undefined ? process.env : { ...process.env, ROLE: role });
+    return loadConfig(role === undefined ? process.env : { ...process.env, ROLE: role });
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(error.message);
@@ -24,20 +40,16 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const logger = createLogger(config);
+}
 
-  // The application's modules load while the database opens (the embedded one takes about a second
-  // of its own), so a restart is back quickly.
-  const opening = openDatabase({
-    databaseUrl: config.databaseUrl,
-    preparedStatements: config.databasePreparedStatements,
-    dataDir: config.dataDir,
-    onLockCompromised: (error) => logger.error({ err: error }, 'lost the lock on the embedded database'),
-  });
-  const composing = import('./compose.js');
-  let database: DatabaseHandle;
+async function openDatabaseOrExit(config: Config, logger: Logger): Promise<DatabaseHandle> {
   try {
-    database = await opening;
+    return await openDatabase({
+      databaseUrl: config.databaseUrl,
+      preparedStatements: config.databasePreparedStatements,
+      dataDir: config.dataDir,
+      onLockCompromised: (error) => logger.error({ err: error }, 'lost the lock on the embedded database'),
+    });
   } catch (error) {
     if (error instanceof DatabaseBusyError) {
       console.error(error.message);
@@ -49,10 +61,11 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const { compose } = await composing;
-  let service: Awaited<ReturnType<typeof compose>>;
+}
+
+async function composeOrExit(compose: () => Promise<Service>, database: DatabaseHandle): Promise<Service> {
   try {
-    service = await compose({ config, database, logger });
+    return await compose();
   } catch (error) {
     const keys = error instanceof ConfigError || error instanceof UnknownKeyError;
     if (!keys) throw error;
@@ -64,25 +77,26 @@ async function main(): Promise<void> {
     await database.close();
     process.exit(78); // EX_CONFIG
   }
-  let server: Server | undefined;
-  if (config.role !== 'worker') {
-    try {
-      server = await service.listen(config.port, config.host);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      console.error(
-        code === 'EADDRINUSE'
-          ? `Port ${config.port} on ${config.host} is in use by another process. Stop it, or set PORT to a free port.`
-          : `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
-      );
-      await service.stop(0);
-      await database.close();
-      process.exit(69); // EX_UNAVAILABLE
-    }
-  }
+}
 
-  logger.info({ database: database.kind, location: database.location, role: config.role }, 'database ready');
-  const serving = server
+async function listenOrExit(service: Service, database: DatabaseHandle, config: Config): Promise<Server> {
+  try {
+    return await service.listen(config.port, config.host);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    console.error(
+      code === 'EADDRINUSE'
+        ? `Port ${config.port} on ${config.host} is in use by another process. Stop it, or set PORT to a free port.`
+        : `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
+    );
+    await service.stop(0);
+    await database.close();
+    process.exit(69); // EX_UNAVAILABLE
+  }
+}
+
+function printBanner(config: Config, database: DatabaseHandle, serving: boolean): void {
+  const lines = serving
     ? [
         `  Post scheduler is running at ${config.publicUrl}`,
         `  Web app:        ${config.publicUrl}/  (sign up, then the calendar and New post)`,
@@ -93,7 +107,7 @@ async function main(): Promise<void> {
   console.log(
     [
       '',
-      ...serving,
+      ...lines,
       `  Role:           ${config.role} (${describeRole(config.role)})`,
       `  Database:       ${database.kind} (${database.location})`,
       `  Media storage:  ${describeStorage(config)}`,
@@ -101,14 +115,21 @@ async function main(): Promise<void> {
       '',
     ].join('\n'),
   );
+}
 
+/** On SIGINT or SIGTERM: no new requests or jobs; requests in flight and running publications get the grace period. */
+function stopOnSignals(
+  config: Config,
+  logger: Logger,
+  running: { server: Server | undefined; service: Service; database: DatabaseHandle },
+): void {
+  const { server, service, database } = running;
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
     const graceMs = config.shutdownGraceSeconds * 1000;
-    // No new requests or jobs; requests in flight and running publications get the grace period.
     const closing = server
       ? new Promise<void>((resolve) => {
           const forced = setTimeout(() => server.closeAllConnections(), graceMs);
