@@ -40,49 +40,15 @@ export function appPages(ctx: AppContext): Router {
   const router = express.Router();
   const pictures = new AppPictureDownloader(ctx.outbound);
 
-  const showApps = async (res: Response, extra: object = {}, status = 200) => {
-    const { organization } = signedIn(res);
-    const apps = await listApps(ctx.db, organization.id);
-    renderPage(
-      res,
-      '/web/templates/developers-apps',
-      { title: 'Apps', path: '/settings/developers/apps', apps, values: {}, ...extra },
-      status,
-    );
-  };
-
-  const showApp = (res: Response, app: OAuthApp, extra: object = {}, status = 200) => {
-    renderPage(
-      res,
-      '/web/templates/developers-app',
-      {
-        title: app.name,
-        path: `/settings/developers/apps/${app.id}`,
-        app,
-        picture: appPicturePath(app),
-        values: appFormValues(app),
-        rotatedText: formatTime(app.secret_rotated_at),
-        authorizeUrl: `${ctx.config.publicUrl}/oauth/authorize?client_id=${app.client_id}&response_type=code&state=…`,
-        ...extra,
-      },
-      status,
-    );
-  };
-
-  const appOf = async (res: Response, appId: string): Promise<OAuthApp> => {
-    const app = await findApp(ctx.db, signedIn(res).organization.id, appId);
-    if (!app) throw new NotFoundError('There is no app with this id in your organization.');
-    return app;
-  };
-
-  router.get('/settings/developers/apps', (_req, res) => showApps(res));
+  router.get('/settings/developers/apps', (_req, res) => showApps(ctx, res));
 
   router.post('/settings/developers/apps', async (req, res) => {
     const { organization } = signedIn(res);
     const details = appDetailsFromForm(req);
     const registered = await attempt(() => registerApp(ctx.db, organization.id, details, pictures));
-    if (!registered.ok) return showApps(res, { values: details, errors: registered.errors }, 400);
+    if (!registered.ok) return showApps(ctx, res, { values: details, errors: registered.errors }, 400);
     showApp(
+      ctx,
       res,
       registered.value.app,
       { secret: registered.value.secret, secretHint: 'Your app is registered. This is its client secret.' },
@@ -91,30 +57,31 @@ export function appPages(ctx: AppContext): Router {
   });
 
   router.get('/settings/developers/apps/:appId', async (req, res) => {
-    showApp(res, await appOf(res, req.params.appId), { saved: req.query.saved === '1' });
+    showApp(ctx, res, await appOf(ctx, res, req.params.appId), { saved: req.query.saved === '1' });
   });
 
   router.post('/settings/developers/apps/:appId', async (req, res) => {
-    const app = await appOf(res, req.params.appId);
+    const app = await appOf(ctx, res, req.params.appId);
     const details = appDetailsFromForm(req);
     const updated = await attempt(() => updateApp(ctx.db, app.organization_id, app.id, details, ctx.clock(), pictures));
-    if (!updated.ok) return showApp(res, app, { values: details, errors: updated.errors }, 400);
+    if (!updated.ok) return showApp(ctx, res, app, { values: details, errors: updated.errors }, 400);
     res.redirect(303, `/settings/developers/apps/${app.id}?saved=1`);
   });
 
   router.post('/settings/developers/apps/:appId/rotate-secret', async (req, res) => {
-    const app = await appOf(res, req.params.appId);
+    const app = await appOf(ctx, res, req.params.appId);
     const rotated = await rotateAppSecret(ctx.db, app.organization_id, app.id, ctx.clock());
-    showApp(res, rotated.app, {
+    showApp(ctx, res, rotated.app, {
       secret: rotated.secret,
       secretHint: 'This is the new client secret; the previous one no longer works.',
     });
   });
 
   router.post('/settings/developers/apps/:appId/delete', async (req, res) => {
-    const app = await appOf(res, req.params.appId);
+    const app = await appOf(ctx, res, req.params.appId);
     if (field(req, 'confirm') !== 'yes') {
       return showApp(
+        ctx,
         res,
         app,
         { errors: { 'confirm-delete': 'Tick the box to confirm that the app should be deleted.' } },
@@ -126,4 +93,40 @@ export function appPages(ctx: AppContext): Router {
   });
 
   return router;
+}
+
+async function showApps(ctx: AppContext, res: Response, extra: object = {}, status = 200): Promise<void> {
+  const { organization } = signedIn(res);
+  const apps = await listApps(ctx.db, organization.id);
+  renderPage(
+    res,
+    '/web/templates/developers-apps',
+    { title: 'Apps', path: '/settings/developers/apps', apps, values: {}, ...extra },
+    status,
+  );
+}
+
+function showApp(ctx: AppContext, res: Response, app: OAuthApp, extra: object = {}, status = 200): void {
+  renderPage(
+    res,
+    '/web/templates/developers-app',
+    {
+      title: app.name,
+      path: `/settings/developers/apps/${app.id}`,
+      app,
+      picture: appPicturePath(app),
+      values: appFormValues(app),
+      rotatedText: formatTime(app.secret_rotated_at),
+      authorizeUrl: `${ctx.config.publicUrl}/oauth/authorize?client_id=${app.client_id}&response_type=code&state=…`,
+      ...extra,
+    },
+    status,
+  );
+}
+
+/** The organization's app; 404 for another organization's or an unknown id. */
+async function appOf(ctx: AppContext, res: Response, appId: string): Promise<OAuthApp> {
+  const app = await findApp(ctx.db, signedIn(res).organization.id, appId);
+  if (!app) throw new NotFoundError('There is no app with this id in your organization.');
+  return app;
 }
