@@ -95,37 +95,8 @@ export async function checkDrafts(
   const posts: CheckedPost[] = [];
   const problems: ErrorDetail[] = [];
   for (const draft of drafts) {
-    const { paths } = draft;
-    const itemProblems: ErrorDetail[] = [];
     const channel = channelsById.get(draft.channelId);
-    if (!channel) {
-      itemProblems.push({
-        path: paths.channel,
-        message: `There is no channel ${draft.channelId} in this organization.`,
-      });
-    } else if (!acceptsPosts(channel)) {
-      itemProblems.push({
-        path: paths.channel,
-        message:
-          channel.status === 'needs_reconnect'
-            ? `Channel ${channel.id} needs to be connected again (the network refused its credentials) and accepts no new posts until a user does so in the web app.`
-            : `Channel ${channel.id} is disabled and accepts no new posts until a user enables it in the web app.`,
-      });
-    }
-    draft.mediaIds.forEach((id, index) => {
-      if (!mediaById.has(id))
-        itemProblems.push({
-          path: `${paths.mediaIds}[${index}]`,
-          message: `There is no media ${id} in this organization.`,
-        });
-    });
-    if (draft.content.trim() === '' && draft.mediaIds.length === 0) {
-      itemProblems.push({
-        path: paths.content,
-        message: `A post needs content or media (channel ${draft.channelId}).`,
-      });
-    }
-
+    const itemProblems = draftProblems(draft, channel, mediaById);
     const network = channel ? (deps.providers[channel.provider] as ProviderAdapter) : undefined;
     if (channel && network) {
       const facts: ItemFacts = {
@@ -134,29 +105,64 @@ export async function checkDrafts(
         media: draft.mediaIds.every((id) => mediaById.has(id))
           ? draft.mediaIds.map((id) => mediaById.get(id)!)
           : undefined,
-        paths,
+        paths: draft.paths,
       };
       const source = network.creatorInfo;
       itemProblems.push(
         ...(await settingsProblems(network, facts, channel, draft.settings, source && readCreatorInfo(source))),
       );
     }
-
     problems.push(...itemProblems);
-    if (channel && network && itemProblems.length === 0) {
-      posts.push({
-        channel,
-        paths,
-        content: draft.content,
-        mediaIds: draft.mediaIds,
-        // A network that needs no settings gets its defaults either way, so both create forms store the same.
-        settings: network.withDefaults(
-          (draft.settings ?? { __type: channel.provider }) as SettingsOf<typeof channel.provider>,
-        ),
-      });
-    }
+    if (channel && network && itemProblems.length === 0) posts.push(checkedPost(draft, channel, network));
   }
   return { posts, problems };
+}
+
+/** A draft's problems with what it names: its channel (the organization's, taking posts), its media, its content. */
+function draftProblems(draft: PostDraft, channel: Channel | undefined, mediaById: Map<string, unknown>): ErrorDetail[] {
+  const { paths } = draft;
+  const problems: ErrorDetail[] = [];
+  if (!channel) {
+    problems.push({
+      path: paths.channel,
+      message: `There is no channel ${draft.channelId} in this organization.`,
+    });
+  } else if (!acceptsPosts(channel)) {
+    problems.push({
+      path: paths.channel,
+      message:
+        channel.status === 'needs_reconnect'
+          ? `Channel ${channel.id} needs to be connected again (the network refused its credentials) and accepts no new posts until a user does so in the web app.`
+          : `Channel ${channel.id} is disabled and accepts no new posts until a user enables it in the web app.`,
+    });
+  }
+  draft.mediaIds.forEach((id, index) => {
+    if (!mediaById.has(id))
+      problems.push({
+        path: `${paths.mediaIds}[${index}]`,
+        message: `There is no media ${id} in this organization.`,
+      });
+  });
+  if (draft.content.trim() === '' && draft.mediaIds.length === 0) {
+    problems.push({
+      path: paths.content,
+      message: `A post needs content or media (channel ${draft.channelId}).`,
+    });
+  }
+  return problems;
+}
+
+function checkedPost(draft: PostDraft, channel: Channel, network: ProviderAdapter): CheckedPost {
+  return {
+    channel,
+    paths: draft.paths,
+    content: draft.content,
+    mediaIds: draft.mediaIds,
+    // A network that needs no settings gets its defaults either way, so both create forms store the same.
+    settings: network.withDefaults(
+      (draft.settings ?? { __type: channel.provider }) as SettingsOf<typeof channel.provider>,
+    ),
+  };
 }
 
 /** The settings' problems: missing or of another network, else what the channel's network says of them. */
