@@ -21,8 +21,14 @@ const LIBRARY_PAGE_SIZE = 60;
 export function mediaPages(ctx: MediaContext, bodies: RequestBodies): Router {
   const router = express.Router();
   const policy = new MediaPolicy(ctx.config.media);
-  const uploads = new SignedUploads(ctx, policy);
+  router.use(uploadRoutes(ctx, bodies, new SignedUploads(ctx, policy)));
+  router.use(libraryRoutes(ctx, policy));
+  return router;
+}
 
+/** The upload's steps from the browser, answering as the API does. */
+function uploadRoutes(ctx: MediaContext, bodies: RequestBodies, uploads: SignedUploads): Router {
+  const router = express.Router();
   router.post('/media/uploads', express.json({ limit: '16kb' }), async (req, res) => {
     const { organization } = signedIn(res);
     const details = bodies.check('createUpload', req.body);
@@ -44,13 +50,17 @@ export function mediaPages(ctx: MediaContext, bodies: RequestBodies): Router {
       String(res.locals.requestId ?? ''),
     );
   }) as ErrorRequestHandler);
+  return router;
+}
 
+/** The library's page, and deleting media from it. */
+function libraryRoutes(ctx: MediaContext, policy: MediaPolicy): Router {
+  const router = express.Router();
   router.get('/media', async (req, res) => {
-    await showLibrary(
-      res,
-      typeof req.query.cursor === 'string' ? req.query.cursor : undefined,
-      req.query.deleted === '1' ? 'The media is deleted.' : undefined,
-    );
+    await showLibrary(ctx, policy, res, {
+      cursor: typeof req.query.cursor === 'string' ? req.query.cursor : undefined,
+      notice: req.query.deleted === '1' ? 'The media is deleted.' : undefined,
+    });
   });
 
   router.post('/media/:id/delete', async (req, res) => {
@@ -59,47 +69,45 @@ export function mediaPages(ctx: MediaContext, bodies: RequestBodies): Router {
       await removeMedia(ctx, organization.id, String(req.params.id));
     } catch (error) {
       if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
-      return showLibrary(
-        res,
-        undefined,
-        undefined,
-        { id: String(req.params.id), message: error.message, details: (error.details ?? []).map((d) => d.message) },
-        error.status,
-      );
+      const refused = {
+        id: String(req.params.id),
+        message: error.message,
+        details: (error.details ?? []).map((d) => d.message),
+      };
+      return showLibrary(ctx, policy, res, { cursor: undefined, refused }, error.status);
     }
     res.redirect(303, '/media?deleted=1');
   });
-
-  async function showLibrary(
-    res: Response,
-    cursor: string | undefined,
-    notice?: string,
-    refused?: { id: string; message: string; details: string[] },
-    status = 200,
-  ): Promise<void> {
-    const { organization } = signedIn(res);
-    const page = await mediaPage(ctx, organization.id, { limit: LIBRARY_PAGE_SIZE, cursor });
-    const origins = await mediaOrigins(ctx, page.data);
-    renderPage(
-      res,
-      '/web/templates/media',
-      {
-        title: 'Media',
-        path: '/media',
-        wide: true,
-        scripts: ['upload.js'],
-        media: page.data.map(describeMedia),
-        next: page.nextCursor ? `/media?cursor=${encodeURIComponent(page.nextCursor)}` : undefined,
-        accept: policy.allowedTypes.join(','),
-        notice,
-        refused,
-      },
-      status,
-      { mediaOrigins: origins, connectOrigins: origins },
-    );
-  }
-
   return router;
+}
+
+async function showLibrary(
+  ctx: MediaContext,
+  policy: MediaPolicy,
+  res: Response,
+  shown: { cursor: string | undefined; notice?: string; refused?: { id: string; message: string; details: string[] } },
+  status = 200,
+): Promise<void> {
+  const { organization } = signedIn(res);
+  const page = await mediaPage(ctx, organization.id, { limit: LIBRARY_PAGE_SIZE, cursor: shown.cursor });
+  const origins = await mediaOrigins(ctx, page.data);
+  renderPage(
+    res,
+    '/web/templates/media',
+    {
+      title: 'Media',
+      path: '/media',
+      wide: true,
+      scripts: ['upload.js'],
+      media: page.data.map(describeMedia),
+      next: page.nextCursor ? `/media?cursor=${encodeURIComponent(page.nextCursor)}` : undefined,
+      accept: policy.allowedTypes.join(','),
+      notice: shown.notice,
+      refused: shown.refused,
+    },
+    status,
+    { mediaOrigins: origins, connectOrigins: origins },
+  );
 }
 
 /** Media as the pages show it: its size in words, and whether the page can show it as an image or a video. */
