@@ -98,13 +98,7 @@ export async function finishConnection(
   const adapter = ctx.providers[provider].connection;
   if (!adapter || !answer.state)
     return { ok: false, failure: 'unknown', reason: 'This is not an answer to a connection this server started.' };
-  // Single use: the pending connection is taken out before anything else happens.
-  const pending = await ctx.db
-    .deleteFrom('channel_connections')
-    .where('state_hash', '=', hashSecret(answer.state))
-    .where('provider', '=', provider)
-    .returningAll()
-    .executeTakeFirst();
+  const pending = await takePendingConnection(ctx.db, provider, answer.state);
   if (!pending)
     return {
       ok: false,
@@ -122,6 +116,39 @@ export async function finishConnection(
     reason,
     returnTo,
   });
+  const refused = await refusalOf(ctx, pending, answer, sessionId, failed);
+  if (refused) return refused;
+  try {
+    const { channel, reconnected } = await connectAccount(ctx, adapter, pending, answer.code!);
+    return { ok: true, organizationId, channel, reconnected, returnTo };
+  } catch (error) {
+    if (error instanceof ConnectionRefusedError)
+      return failed('refused', `The network refused the connection: ${error.message}.`);
+    ctx.logger.warn({ err: error, provider }, 'connecting an account failed');
+    return failed('unreachable', 'The network could not be reached to finish the connection; try again in a moment.');
+  }
+}
+
+/** The pending connection of a `state`, taken out before anything else happens: a state is used once. */
+function takePendingConnection(db: Db, provider: Provider, state: string) {
+  return db
+    .deleteFrom('channel_connections')
+    .where('state_hash', '=', hashSecret(state))
+    .where('provider', '=', provider)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+type PendingConnection = NonNullable<Awaited<ReturnType<typeof takePendingConnection>>>;
+
+/** Why the network's answer does not finish the connection, if it does not: `undefined` when it does. */
+async function refusalOf(
+  ctx: ProvidersContext,
+  pending: PendingConnection,
+  answer: { code?: string; error?: string },
+  sessionId: string | undefined,
+  failed: (failure: ConnectionFailure, reason: string) => ConnectionResult,
+): Promise<ConnectionResult | undefined> {
   if (pending.expires_at.getTime() < ctx.clock().getTime())
     return failed('expired', 'This connection took too long; start it again.');
   if (pending.session_id !== null && pending.session_id !== sessionId) {
@@ -131,7 +158,7 @@ export async function finishConnection(
       reason: 'This connection was started in another browser session; start it again here.',
     };
   }
-  if (pending.app_id !== null && !(await appStillApproved(ctx.db, pending.app_id, organizationId))) {
+  if (pending.app_id !== null && !(await appStillApproved(ctx.db, pending.app_id, pending.organization_id))) {
     return failed(
       'refused',
       'The app that started this connection no longer has access to the organization; nothing was connected.',
@@ -144,28 +171,30 @@ export async function finishConnection(
         : `The network answered ${answer.error ?? 'without a code'}; nothing was connected.`;
     return failed(answer.error === 'access_denied' ? 'denied' : 'refused', reason);
   }
-  try {
-    const codeVerifier = ctx.keyring.decrypt(pending.code_verifier, verifierContext(pending.id));
-    const credentials = await adapter.exchangeCode({
-      code: answer.code,
-      redirectUri: callbackUrl(ctx.config.publicUrl, provider),
-      codeVerifier,
-    });
-    const identity = await adapter.identity(credentials);
-    const { channel, reconnected } = await saveConnectedChannel(ctx.db, ctx.keyring, {
-      organizationId,
-      provider,
-      identity,
-      credentials,
-      now: ctx.clock(),
-    });
-    return { ok: true, organizationId, channel, reconnected, returnTo };
-  } catch (error) {
-    if (error instanceof ConnectionRefusedError)
-      return failed('refused', `The network refused the connection: ${error.message}.`);
-    ctx.logger.warn({ err: error, provider }, 'connecting an account failed');
-    return failed('unreachable', 'The network could not be reached to finish the connection; try again in a moment.');
-  }
+  return undefined;
+}
+
+/** Trades the code for tokens, reads the account's identity and saves its channel. */
+async function connectAccount(
+  ctx: ProvidersContext,
+  adapter: NonNullable<ProvidersContext['providers'][Provider]['connection']>,
+  pending: PendingConnection,
+  code: string,
+): Promise<{ channel: Channel; reconnected: boolean }> {
+  const codeVerifier = ctx.keyring.decrypt(pending.code_verifier, verifierContext(pending.id));
+  const credentials = await adapter.exchangeCode({
+    code,
+    redirectUri: callbackUrl(ctx.config.publicUrl, pending.provider),
+    codeVerifier,
+  });
+  const identity = await adapter.identity(credentials);
+  return saveConnectedChannel(ctx.db, ctx.keyring, {
+    organizationId: pending.organization_id,
+    provider: pending.provider,
+    identity,
+    credentials,
+    now: ctx.clock(),
+  });
 }
 
 /** Whether the organization still approves the app (a user may have revoked it since it started the connection). */
