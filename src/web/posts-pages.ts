@@ -1,4 +1,4 @@
-import express, { type Request, type Router } from 'express';
+import express, { type Request, type Response, type Router } from 'express';
 import { listChannels } from '../channels/channels.js';
 import { POST_STATUSES, type PostStatus } from '../core/contract.js';
 import { DomainError, ValidationError } from '../core/errors.js';
@@ -41,50 +41,12 @@ const EVENT_WORDS: Record<string, string> = {
 export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
   const router = express.Router();
 
-  router.get('/posts', async (req, res) => {
-    const { organization } = signedIn(res);
-    const filter = readFilter(req);
-    const query = {
-      limit: PAGE_SIZE,
-      ...(filter.status ? { status: [filter.status] } : {}),
-      ...(filter.from ? { from: `${filter.from}T00:00:00Z` } : {}),
-      ...(filter.to ? { to: `${filter.to}T23:59:59.999Z` } : {}),
-      ...(filter.cursor ? { cursor: filter.cursor } : {}),
-    };
-    const [page, channels] = await Promise.all([
-      listPostPage(ctx, organization.id, query),
-      listChannels(ctx.db, organization.id),
-    ]);
-    const channelNames = new Map(channels.map((channel) => [channel.id, channel.name]));
-    const next = page.nextCursor
-      ? new URLSearchParams({ ...withoutCursor(filter), cursor: page.nextCursor }).toString()
-      : undefined;
-    renderPage(res, '/web/templates/posts', {
-      title: 'Posts',
-      path: '/posts',
-      filter,
-      statuses: POST_STATUSES,
-      posts: page.data.map((post) => ({
-        ...describe(post),
-        channelName: channelNames.get(post.channelId) ?? post.channelId,
-      })),
-      next,
-    });
-  });
+  router.get('/posts', (req, res) => showPostList(ctx, req, res));
 
   router.get('/posts/:id', async (req, res) => {
     const { organization } = signedIn(res);
     const { zone } = readTimeZone(req, res, cookies);
-    const notice =
-      req.query.scheduled === '1'
-        ? 'The post is scheduled again.'
-        : req.query.created
-          ? 'The post is created.'
-          : req.query.saved
-            ? 'The post is saved.'
-            : req.query.moved
-              ? 'The post has its new time.'
-              : undefined;
+    const notice = postNotice(req);
     await showPost(ctx, req, res, { organizationId: organization.id, postId: String(req.params.id), zone, notice });
   });
 
@@ -116,6 +78,47 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
   return router;
 }
 
+/** The list of posts, filtered by status and dates, a page at a time. */
+async function showPostList(ctx: PostsContext, req: Request, res: Response): Promise<void> {
+  const { organization } = signedIn(res);
+  const filter = readFilter(req);
+  const query = {
+    limit: PAGE_SIZE,
+    ...(filter.status ? { status: [filter.status] } : {}),
+    ...(filter.from ? { from: `${filter.from}T00:00:00Z` } : {}),
+    ...(filter.to ? { to: `${filter.to}T23:59:59.999Z` } : {}),
+    ...(filter.cursor ? { cursor: filter.cursor } : {}),
+  };
+  const [page, channels] = await Promise.all([
+    listPostPage(ctx, organization.id, query),
+    listChannels(ctx.db, organization.id),
+  ]);
+  const channelNames = new Map(channels.map((channel) => [channel.id, channel.name]));
+  const next = page.nextCursor
+    ? new URLSearchParams({ ...withoutCursor(filter), cursor: page.nextCursor }).toString()
+    : undefined;
+  renderPage(res, '/web/templates/posts', {
+    title: 'Posts',
+    path: '/posts',
+    filter,
+    statuses: POST_STATUSES,
+    posts: page.data.map((post) => ({
+      ...describe(post),
+      channelName: channelNames.get(post.channelId) ?? post.channelId,
+    })),
+    next,
+  });
+}
+
+/** What a post's page says after the change that led to it. */
+function postNotice(req: Request): string | undefined {
+  if (req.query.scheduled === '1') return 'The post is scheduled again.';
+  if (req.query.created) return 'The post is created.';
+  if (req.query.saved) return 'The post is saved.';
+  if (req.query.moved) return 'The post has its new time.';
+  return undefined;
+}
+
 interface ShownPost {
   organizationId: string;
   postId: string;
@@ -127,12 +130,7 @@ interface ShownPost {
 }
 
 /** A post's page: its details, the link to it on the network, its history, and what can be done with it. */
-export async function showPost(
-  ctx: PostsContext,
-  req: Request,
-  res: express.Response,
-  shown: ShownPost,
-): Promise<void> {
+export async function showPost(ctx: PostsContext, req: Request, res: Response, shown: ShownPost): Promise<void> {
   const post = toPostBody(await getPost(ctx.db, shown.organizationId, shown.postId));
   const cursor = typeof req.query.history === 'string' ? req.query.history : undefined;
   const history = await postHistoryPage(ctx, shown.organizationId, post.id, {
