@@ -8,7 +8,7 @@ import { planPublication, type PostsContext } from './publication-plan.js';
 import type { PostRow, ProviderSettings } from './post-body.js';
 import { assertMediaStillPresent, deletePost, findPost, lockPost, updatePost } from './queries.js';
 import { assertNotInThePast, assertNotOnTheNetwork, isEditable, nextState, type StatusRequest } from './transitions.js';
-import { checkDrafts } from './validation.js';
+import { checkDrafts, type CheckedPost } from './validation.js';
 
 type UpdatePostRequest = components['schemas']['UpdatePostRequest'];
 
@@ -54,22 +54,7 @@ export async function editPost(
 ): Promise<PostRow> {
   const post = await getPost(ctx.db, organizationId, postId);
   assertEditable(post);
-  const checked = await checkDrafts({ db: ctx.db, providers: ctx.providers }, organizationId, [
-    {
-      channelId: post.channel_id,
-      content: changes.content ?? post.content,
-      mediaIds: changes.mediaIds ?? post.media_ids,
-      settings: changes.settings ?? ((post.settings ?? undefined) as ProviderSettings | undefined),
-      paths: { channel: 'channelId', content: 'content', mediaIds: 'mediaIds', settings: 'settings' },
-    },
-  ]);
-  const [result] = checked.posts;
-  if (!result) {
-    throw new UnprocessableError(
-      `Post ${postId} cannot be changed as requested: ${checked.problems.length === 1 ? 'a rule is' : `${checked.problems.length} rules are`} broken, listed in details.`,
-      checked.problems,
-    );
-  }
+  const result = await checkEdit(ctx, post, changes);
   return ctx.db.transaction().execute(async (trx) => {
     const now = ctx.clock();
     let current = await lockedPost(trx, organizationId, postId);
@@ -83,30 +68,64 @@ export async function editPost(
     if (changes.mediaIds !== undefined) {
       await assertMediaStillPresent(trx, organizationId, [{ mediaIds: result.mediaIds, path: 'mediaIds' }]);
     }
-    let edited = current;
-    if (changes.content !== undefined || changes.mediaIds !== undefined || changes.settings !== undefined) {
-      // Only what was sent is written, so concurrent edits of different fields don't undo each other.
-      edited = await updatePost(trx, organizationId, postId, {
-        ...(changes.content === undefined ? {} : { content: result.content }),
-        ...(changes.mediaIds === undefined ? {} : { media_ids: JSON.stringify(result.mediaIds) }),
-        ...(changes.settings === undefined ? {} : { settings: JSON.stringify(result.settings) }),
-        updated_at: now,
-      });
-      await recordPostEvent(trx, edited, 'edited', now);
-    }
-    if (changes.scheduledAt !== undefined) {
-      const scheduledAt = new Date(changes.scheduledAt);
-      if (edited.status === 'scheduled') {
-        edited = await moveLockedPost(ctx, trx, edited, { status: 'scheduled', scheduledAt, path: 'scheduledAt' }, now);
-      } else {
-        // A draft or a failed post keeps its status and gets the time it will be scheduled at.
-        assertNotInThePast(scheduledAt, now, 'scheduledAt');
-        edited = await updatePost(trx, organizationId, postId, { scheduled_at: scheduledAt, updated_at: now });
-        await recordPostEvent(trx, edited, 'edited', now);
-      }
-    }
+    let edited = await writeEdit(trx, current, changes, result, now);
+    if (changes.scheduledAt !== undefined) edited = await retime(ctx, trx, edited, new Date(changes.scheduledAt), now);
     return moves.after ? moveLockedPost(ctx, trx, edited, moves.after, now) : edited;
   });
+}
+
+/** The post as the edit would make it, checked like a create; 422 with every broken rule. */
+async function checkEdit(ctx: PostsContext, post: PostRow, changes: UpdatePostRequest): Promise<CheckedPost> {
+  const checked = await checkDrafts({ db: ctx.db, providers: ctx.providers }, post.organization_id, [
+    {
+      channelId: post.channel_id,
+      content: changes.content ?? post.content,
+      mediaIds: changes.mediaIds ?? post.media_ids,
+      settings: changes.settings ?? ((post.settings ?? undefined) as ProviderSettings | undefined),
+      paths: { channel: 'channelId', content: 'content', mediaIds: 'mediaIds', settings: 'settings' },
+    },
+  ]);
+  const [result] = checked.posts;
+  if (!result) {
+    const broken = checked.problems.length === 1 ? 'a rule is' : `${checked.problems.length} rules are`;
+    throw new UnprocessableError(
+      `Post ${post.id} cannot be changed as requested: ${broken} broken, listed in details.`,
+      checked.problems,
+    );
+  }
+  return result;
+}
+
+/** Writes the fields the edit sent, and only those, so concurrent edits of different fields don't undo each other. */
+async function writeEdit(
+  trx: Db,
+  post: PostRow,
+  changes: UpdatePostRequest,
+  result: CheckedPost,
+  now: Date,
+): Promise<PostRow> {
+  if (changes.content === undefined && changes.mediaIds === undefined && changes.settings === undefined) return post;
+  const edited = await updatePost(trx, post.organization_id, post.id, {
+    ...(changes.content === undefined ? {} : { content: result.content }),
+    ...(changes.mediaIds === undefined ? {} : { media_ids: JSON.stringify(result.mediaIds) }),
+    ...(changes.settings === undefined ? {} : { settings: JSON.stringify(result.settings) }),
+    updated_at: now,
+  });
+  await recordPostEvent(trx, edited, 'edited', now);
+  return edited;
+}
+
+/**
+ * A new time: a scheduled post moves to it; a draft or a failed post keeps its status and gets the time
+ * it will be scheduled at.
+ */
+async function retime(ctx: PostsContext, trx: Db, post: PostRow, scheduledAt: Date, now: Date): Promise<PostRow> {
+  if (post.status === 'scheduled')
+    return moveLockedPost(ctx, trx, post, { status: 'scheduled', scheduledAt, path: 'scheduledAt' }, now);
+  assertNotInThePast(scheduledAt, now, 'scheduledAt');
+  const edited = await updatePost(trx, post.organization_id, post.id, { scheduled_at: scheduledAt, updated_at: now });
+  await recordPostEvent(trx, edited, 'edited', now);
+  return edited;
 }
 
 /**
