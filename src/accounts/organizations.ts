@@ -33,22 +33,7 @@ export async function createOrganizationWithOwner(
   /** `sandboxChannel`: the organization starts with a sandbox channel, so its user can publish at once. */
   options: { sandboxChannel?: boolean } = {},
 ): Promise<{ organization: Organization; user: User; createdUser: boolean }> {
-  const email = normalizeEmail(account.email);
-  const organizationName = account.organizationName.trim();
-  const userName = account.userName?.trim() || email.split('@')[0]!.slice(0, MAX_NAME_LENGTH);
-  const problems = [];
-  if (!organizationName) problems.push({ path: 'organizationName', message: 'must not be empty' });
-  if (organizationName.length > MAX_NAME_LENGTH)
-    problems.push({ path: 'organizationName', message: `must be at most ${MAX_NAME_LENGTH} characters` });
-  if (!EMAIL.test(email) || email.length > MAX_EMAIL_LENGTH)
-    problems.push({ path: 'email', message: 'must be an email address' });
-  if (userName.length > MAX_NAME_LENGTH)
-    problems.push({ path: 'name', message: `must be at most ${MAX_NAME_LENGTH} characters` });
-  if (account.password.length < MIN_PASSWORD_LENGTH) {
-    problems.push({ path: 'password', message: `must be at least ${MIN_PASSWORD_LENGTH} characters` });
-  }
-  if (problems.length > 0) throw new ValidationError('The account details are not valid.', problems);
-
+  const { email, organizationName, userName } = checkNewAccount(account);
   const existing = await findUserByEmail(db, email);
   if (existing && !(await verifyPassword(account.password, existing.password_hash))) {
     throw new UnprocessableError(`A user with the email ${email} exists and the password does not match.`);
@@ -56,21 +41,7 @@ export async function createOrganizationWithOwner(
   const passwordHash = existing ? undefined : await hashPassword(account.password);
 
   return db.transaction().execute(async (trx) => {
-    let user = existing;
-    if (!user) {
-      user = await trx
-        .insertInto('users')
-        .values({
-          id: newId('usr'),
-          email,
-          name: userName,
-          password_hash: passwordHash!,
-        })
-        .onConflict((oc) => oc.column('email').doNothing())
-        .returningAll()
-        .executeTakeFirst();
-      if (!user) throw new ConflictError(`A user with the email ${email} was created at the same time; try again.`);
-    }
+    const user = existing ?? (await insertUser(trx, { email, name: userName, passwordHash: passwordHash! }));
     const organization = await trx
       .insertInto('organizations')
       .values({ id: newId('org'), name: organizationName })
@@ -90,6 +61,38 @@ export async function createOrganizationWithOwner(
       });
     return { organization, user, createdUser: !existing };
   });
+}
+
+/** The account's details as they are stored; 400 with every field that is not valid. */
+function checkNewAccount(account: NewAccount): { email: string; organizationName: string; userName: string } {
+  const email = normalizeEmail(account.email);
+  const organizationName = account.organizationName.trim();
+  const userName = account.userName?.trim() || email.split('@')[0]!.slice(0, MAX_NAME_LENGTH);
+  const problems = [];
+  if (!organizationName) problems.push({ path: 'organizationName', message: 'must not be empty' });
+  if (organizationName.length > MAX_NAME_LENGTH)
+    problems.push({ path: 'organizationName', message: `must be at most ${MAX_NAME_LENGTH} characters` });
+  if (!EMAIL.test(email) || email.length > MAX_EMAIL_LENGTH)
+    problems.push({ path: 'email', message: 'must be an email address' });
+  if (userName.length > MAX_NAME_LENGTH)
+    problems.push({ path: 'name', message: `must be at most ${MAX_NAME_LENGTH} characters` });
+  if (account.password.length < MIN_PASSWORD_LENGTH) {
+    problems.push({ path: 'password', message: `must be at least ${MIN_PASSWORD_LENGTH} characters` });
+  }
+  if (problems.length > 0) throw new ValidationError('The account details are not valid.', problems);
+  return { email, organizationName, userName };
+}
+
+async function insertUser(trx: Db, user: { email: string; name: string; passwordHash: string }): Promise<User> {
+  const inserted = await trx
+    .insertInto('users')
+    .values({ id: newId('usr'), email: user.email, name: user.name, password_hash: user.passwordHash })
+    .onConflict((oc) => oc.column('email').doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (!inserted)
+    throw new ConflictError(`A user with the email ${user.email} was created at the same time; try again.`);
+  return inserted;
 }
 
 export function findUserByEmail(db: Db, email: string): Promise<User | undefined> {
