@@ -69,26 +69,9 @@ export class TikTokAnalytics implements AnalyticsSource {
       // TikTok lists newest first: once a video is older than the period, so is every later one.
       const more =
         list.data.has_more === true && all.length > 0 && videos.length === all.length && list.data.cursor !== undefined;
-      const stats = user.data.user ?? {};
       return {
-        account: {
-          followerCount: count(stats.follower_count),
-          followingCount: count(stats.following_count),
-          likesCount: count(stats.likes_count),
-          videoCount: count(stats.video_count),
-        },
-        videos: videos.map((video) => ({
-          id: video.id!,
-          title: video.title || video.video_description || '',
-          createdAt: new Date(video.create_time! * 1000).toISOString(),
-          durationSec: count(video.duration),
-          viewCount: count(video.view_count),
-          likeCount: count(video.like_count),
-          commentCount: count(video.comment_count),
-          shareCount: count(video.share_count),
-          shareUrl: video.share_url!,
-          coverImageUrl: video.cover_image_url || null,
-        })),
+        account: toAccount(user.data.user ?? {}),
+        videos: videos.map(toVideo),
         next: more ? String(list.data.cursor) : null,
       };
     } catch (error) {
@@ -98,17 +81,49 @@ export class TikTokAnalytics implements AnalyticsSource {
           `Channel ${channel.id} needs to be connected again: TikTok refused its credentials (${error.message}).`,
         );
       }
-      if (error instanceof TikTokError) {
-        const why =
-          error.code === 'rate_limit_exceeded'
-            ? 'its rate limit for the account is reached; try again in a minute'
-            : `${error.code}: ${error.message}`;
-        throw new ProviderError(
-          `TikTok refused the analytics request (${why}${error.logId ? `, log_id ${error.logId}` : ''}).`,
-        );
-      }
-      if (error instanceof TikTokUnreachableError) throw new ProviderError(`${error.message}; try again in a moment.`);
-      throw error;
+      throw refusalOf(error);
     }
   }
+}
+
+type Video = NonNullable<VideoListAnswer['videos']>[number];
+
+function toAccount(stats: NonNullable<UserAnswer['user']>): AnalyticsPage['account'] {
+  return {
+    followerCount: count(stats.follower_count),
+    followingCount: count(stats.following_count),
+    likesCount: count(stats.likes_count),
+    videoCount: count(stats.video_count),
+  };
+}
+
+/** A video as the page shows it; only videos with an id and a share URL get here. */
+function toVideo(video: Video): AnalyticsPage['videos'][number] {
+  return {
+    id: video.id!,
+    title: video.title || video.video_description || '',
+    createdAt: new Date(video.create_time! * 1000).toISOString(),
+    durationSec: count(video.duration),
+    viewCount: count(video.view_count),
+    likeCount: count(video.like_count),
+    commentCount: count(video.comment_count),
+    shareCount: count(video.share_count),
+    shareUrl: video.share_url!,
+    coverImageUrl: video.cover_image_url || null,
+  };
+}
+
+/** TikTok's refusal or silence as the API's 502; anything else as it is. */
+function refusalOf(error: unknown): unknown {
+  if (error instanceof TikTokError) {
+    const why =
+      error.code === 'rate_limit_exceeded'
+        ? 'its rate limit for the account is reached; try again in a minute'
+        : `${error.code}: ${error.message}`;
+    return new ProviderError(
+      `TikTok refused the analytics request (${why}${error.logId ? `, log_id ${error.logId}` : ''}).`,
+    );
+  }
+  if (error instanceof TikTokUnreachableError) return new ProviderError(`${error.message}; try again in a moment.`);
+  return error;
 }
