@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import { OAuthError } from './errors.js';
 import { CODE_PREFIX } from './grants.js';
 import { verifierMatchesChallenge } from './pkce.js';
-import type { OAuthApp } from './tables.js';
+import type { OAuthApp, OAuthCode } from './tables.js';
 import { issueAccessToken, revokeTokensOfCode } from './tokens.js';
 
 export interface CodeRedemption {
@@ -13,6 +13,7 @@ export interface CodeRedemption {
 }
 
 const invalidGrant = (description: string) => new OAuthError('invalid_grant', description);
+const USED_TWICE = 'The authorization code has already been used; the token issued for it has been revoked.';
 
 /**
  * Exchanges an authorization code of an authenticated app for an access token. The code must be
@@ -33,11 +34,23 @@ export async function redeemCode(db: Db, app: OAuthApp, redemption: CodeRedempti
   // Only a client that authenticated gets this far: somebody holding just the code revokes nothing.
   if (code.consumed_at) {
     await revokeTokensOfCode(db, code.id, now);
-    throw invalidGrant('The authorization code has already been used; the token issued for it has been revoked.');
+    throw invalidGrant(USED_TWICE);
   }
   if (code.expires_at.getTime() <= now.getTime()) throw invalidGrant('The authorization code has expired.');
 
-  // RFC 6749 §4.1.3: the redirect_uri of the authorization request must be sent again, identical.
+  assertSameRedirect(code, app, redemption);
+  assertVerifierMatches(code, redemption);
+  const accessToken = await claimAndIssue(db, app, code, now);
+  if (!accessToken) {
+    // Lost the race to another redemption: that is a second use, so its token goes too.
+    await revokeTokensOfCode(db, code.id, now);
+    throw invalidGrant(USED_TWICE);
+  }
+  return { organizationId: code.organization_id, accessToken };
+}
+
+// RFC 6749 §4.1.3: the redirect_uri of the authorization request must be sent again, identical.
+function assertSameRedirect(code: OAuthCode, app: OAuthApp, redemption: CodeRedemption): void {
   const expectedRedirect = code.redirect_uri ?? app.redirect_uri;
   if (code.redirect_uri !== null && redemption.redirectUri === undefined) {
     throw invalidGrant('The redirect_uri parameter is required: the authorization request carried one.');
@@ -45,9 +58,11 @@ export async function redeemCode(db: Db, app: OAuthApp, redemption: CodeRedempti
   if (redemption.redirectUri !== undefined && redemption.redirectUri !== expectedRedirect) {
     throw invalidGrant('The redirect_uri does not match the one of the authorization request.');
   }
+}
 
-  // RFC 7636 §4.6, and RFC 9700 §2.1.1: a verifier for a code issued without a challenge is refused,
-  // so that a code obtained without PKCE cannot be passed off as one protected by it.
+// RFC 7636 §4.6, and RFC 9700 §2.1.1: a verifier for a code issued without a challenge is refused,
+// so that a code obtained without PKCE cannot be passed off as one protected by it.
+function assertVerifierMatches(code: OAuthCode, redemption: CodeRedemption): void {
   if (code.code_challenge !== null) {
     if (redemption.codeVerifier === undefined)
       throw invalidGrant('The code_verifier parameter is required for this code.');
@@ -57,8 +72,11 @@ export async function redeemCode(db: Db, app: OAuthApp, redemption: CodeRedempti
   } else if (redemption.codeVerifier !== undefined) {
     throw invalidGrant('This code was issued without a code_challenge, so no code_verifier is accepted.');
   }
+}
 
-  const accessToken = await db.transaction().execute(async (trx) => {
+/** Marks the code used and issues its token in one transaction; `undefined` when another redemption was first. */
+function claimAndIssue(db: Db, app: OAuthApp, code: OAuthCode, now: Date) {
+  return db.transaction().execute(async (trx) => {
     // One atomic claim: of any number of concurrent redemptions exactly one sees the row unconsumed.
     const claimed = await trx
       .updateTable('oauth_codes')
@@ -75,12 +93,6 @@ export async function redeemCode(db: Db, app: OAuthApp, redemption: CodeRedempti
       codeId: code.id,
     });
   });
-  if (!accessToken) {
-    // Lost the race to another redemption: that is a second use, so its token goes too.
-    await revokeTokensOfCode(db, code.id, now);
-    throw invalidGrant('The authorization code has already been used; the token issued for it has been revoked.');
-  }
-  return { organizationId: code.organization_id, accessToken };
 }
 
 // A code past its expiry is refused whatever it says; a day later it is not even worth telling apart.
