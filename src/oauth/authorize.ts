@@ -5,7 +5,13 @@ import type { CsrfTokens } from '../pages/csrf.js';
 import { errorPageHtml, formExpired, pageHtml, renderErrorPage } from '../pages/render.js';
 import { field, verifySessionForm, visitorOf } from '../pages/visitor.js';
 import { appPicturePath } from './app-pictures.js';
-import { checkAuthorizationParameters, identifyClient, type AuthorizationQuery } from './authorization-parameters.js';
+import {
+  checkAuthorizationParameters,
+  identifyClient,
+  type AuthorizationQuery,
+  type ClientCheck,
+  type ParameterCheck,
+} from './authorization-parameters.js';
 import { createAuthorizationRequest } from './authorization-requests.js';
 import { answerConsent } from './consent.js';
 import { grantedAccess } from './granted-access.js';
@@ -41,45 +47,50 @@ export function authorizeOperation(ctx: AppContext): OAuthHandler<'authorize'> {
       return { status: 302, headers: { Location: location } };
     }
 
-    const visitor = visitorOf(res);
-    // RFC 6749 §3.1: the user is authenticated first; after signing in they come back here and see the
-    // consent page, never an approval they did not give.
-    if (!visitor) return { status: 302, headers: { Location: `/login?next=${encodeURIComponent(req.originalUrl)}` } };
-    if (!visitor.organization) {
-      return {
-        status: 403,
-        html: errorPageHtml(
-          res,
-          'No organization',
-          'Your account does not belong to an organization, so there is nothing to authorize.',
-        ),
-      };
-    }
-    const requestId = await createAuthorizationRequest(
-      ctx.db,
-      {
-        sessionId: visitor.sessionId,
-        appId: app.id,
-        organizationId: visitor.organization.id,
-        redirectUri: app.redirect_uri,
-        redirectUriGiven: client.redirectUriGiven,
-        state: checked.state ?? null,
-        codeChallenge: checked.codeChallenge ?? null,
-      },
-      ctx.clock(),
-    );
+    return askConsent(ctx, req, res, client, checked);
+  };
+}
+
+type AuthorizeAnswer = Awaited<ReturnType<OAuthHandler<'authorize'>>>;
+
+/** The consent page of a valid request, for a signed-in user of an organization. */
+async function askConsent(
+  ctx: AppContext,
+  req: Request,
+  res: Response,
+  client: Extract<ClientCheck, { ok: true }>,
+  checked: Extract<ParameterCheck, { ok: true }>,
+): Promise<AuthorizeAnswer> {
+  const { app } = client;
+  const visitor = visitorOf(res);
+  // RFC 6749 §3.1: the user is authenticated first; after signing in they come back here and see the
+  // consent page, never an approval they did not give.
+  if (!visitor) return { status: 302, headers: { Location: `/login?next=${encodeURIComponent(req.originalUrl)}` } };
+  if (!visitor.organization) {
     return {
-      status: 200,
-      html: consentPage(
+      status: 403,
+      html: errorPageHtml(
         res,
-        app,
-        requestId,
-        checked.state,
-        req.originalUrl,
-        grantedAccess(ctx.config, visitor.organization.name),
+        'No organization',
+        'Your account does not belong to an organization, so there is nothing to authorize.',
       ),
     };
-  };
+  }
+  const requestId = await createAuthorizationRequest(
+    ctx.db,
+    {
+      sessionId: visitor.sessionId,
+      appId: app.id,
+      organizationId: visitor.organization.id,
+      redirectUri: app.redirect_uri,
+      redirectUriGiven: client.redirectUriGiven,
+      state: checked.state ?? null,
+      codeChallenge: checked.codeChallenge ?? null,
+    },
+    ctx.clock(),
+  );
+  const access = grantedAccess(ctx.config, visitor.organization.name);
+  return { status: 200, html: consentPage(res, app, requestId, checked.state, req.originalUrl, access) };
 }
 
 function consentPage(
