@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { OutboundClient } from '../../net/outbound-client.js';
+import { callNetwork, type NetworkAnswer } from '../network-call.js';
 import {
   PermanentPublishError,
   ReconnectNeededError,
@@ -22,11 +22,7 @@ export function sandboxToken(key: Buffer, channelId: string): string {
 const TIMEOUT_SECONDS = 60;
 const MAX_ANSWER_BYTES = 64 * 1024;
 
-interface Answer {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
+type Answer = NetworkAnswer;
 
 interface Release {
   id: string;
@@ -85,28 +81,19 @@ export class SandboxAdapter implements PublishingAdapter {
     throw this.failure(response);
   }
 
-  private async send(input: PublicationInput, method: string, path: string, body?: object): Promise<Answer> {
-    try {
-      const response = await this.outbound.call(`${this.baseUrl()}${path}`, {
-        method,
-        trusted: true,
-        headers: {
-          Authorization: `Bearer ${sandboxToken(this.key, input.channel.id)}`,
-          Accept: 'application/json',
-          ...(body ? { 'Content-Type': 'application/json' } : {}),
-        },
-        ...(body ? { body: JSON.stringify(body) } : {}),
-        signal: input.signal,
-        timeoutSeconds: TIMEOUT_SECONDS,
-        maxResponseBytes: MAX_ANSWER_BYTES,
-      });
-      return { status: response.status, headers: response.headers, body: response.body.toString('utf8') };
-    } catch (error) {
-      throw new TransientPublishError(
-        `the sandbox network could not be reached (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
-        { answered: false },
-      );
-    }
+  private send(input: PublicationInput, method: string, path: string, body?: object): Promise<Answer> {
+    return callNetwork(this.outbound, 'the sandbox network', `${this.baseUrl()}${path}`, {
+      method,
+      headers: {
+        Authorization: `Bearer ${sandboxToken(this.key, input.channel.id)}`,
+        Accept: 'application/json',
+        ...(body ? { 'Content-Type': 'application/json' } : {}),
+      },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+      signal: input.signal,
+      timeoutSeconds: TIMEOUT_SECONDS,
+      maxResponseBytes: MAX_ANSWER_BYTES,
+    });
   }
 
   private failure(response: Answer): Error {

@@ -1,5 +1,6 @@
 import type { components } from '../../../generated/public-v1.js';
 import type { OutboundClient } from '../../net/outbound-client.js';
+import { callNetwork, type NetworkAnswer } from '../network-call.js';
 import type { AccountTokens } from '../account-tokens.js';
 import {
   PermanentPublishError,
@@ -21,11 +22,7 @@ export const UPLOAD_CHUNK_UNIT = 256 * 1024;
 const TIMEOUT_SECONDS = 120;
 const MAX_ANSWER_BYTES = 256 * 1024;
 
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
+type Answer = NetworkAnswer;
 
 interface UploadReference extends Record<string, unknown> {
   /** The resumable session's URI, which is its own credential. */
@@ -176,30 +173,21 @@ export class YouTubeAdapter implements PublishingAdapter {
     return again;
   }
 
-  private async send(
+  private send(
     input: PublicationInput,
     method: string,
     url: string,
     headers: Record<string, string>,
     body?: Buffer | string,
   ): Promise<Answer> {
-    try {
-      const response = await this.outbound.call(url, {
-        method,
-        trusted: true,
-        headers: { Accept: 'application/json', ...headers },
-        ...(body !== undefined ? { body } : {}),
-        signal: input.signal,
-        timeoutSeconds: TIMEOUT_SECONDS,
-        maxResponseBytes: MAX_ANSWER_BYTES,
-      });
-      return { status: response.status, headers: response.headers, body: response.body.toString('utf8') };
-    } catch (error) {
-      throw new TransientPublishError(
-        `YouTube could not be reached (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
-        { answered: false },
-      );
-    }
+    return callNetwork(this.outbound, 'YouTube', url, {
+      method,
+      headers: { Accept: 'application/json', ...headers },
+      ...(body !== undefined ? { body } : {}),
+      signal: input.signal,
+      timeoutSeconds: TIMEOUT_SECONDS,
+      maxResponseBytes: MAX_ANSWER_BYTES,
+    });
   }
 
   /** YouTube's error, as something a user can act on. */
