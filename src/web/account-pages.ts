@@ -81,7 +81,7 @@ function loginPages(ctx: AppContext, forms: FormTools): Router {
   router.get('/login', async (req, res) => {
     const next = safeNext(req.query.next);
     if (visitorOf(res)) return res.redirect(303, next);
-    await showLogin(forms, req, res, next);
+    await showAccountForm(forms, 'login', req, res, next);
   });
 
   router.post('/login', async (req, res) => {
@@ -94,11 +94,12 @@ function loginPages(ctx: AppContext, forms: FormTools): Router {
       { limiter: loginFailures, key: email },
       { limiter: addressLoginFailures, key: clientAddress(req) },
     ]);
-    if (!attempt.allowed) return showLogin(forms, req, res, next, 429, { values, ...loginThrottled(res, attempt) });
+    if (!attempt.allowed)
+      return showAccountForm(forms, 'login', req, res, next, 429, { values, ...loginThrottled(res, attempt) });
     const user = await findUserByEmail(ctx.db, email);
     const passwordMatches = await verifyPassword(field(req, 'password'), user?.password_hash ?? (await decoyHash()));
     if (!user || !passwordMatches) {
-      return showLogin(forms, req, res, next, 401, {
+      return showAccountForm(forms, 'login', req, res, next, 401, {
         values,
         errors: { email: 'The email or the password is not right.' },
       });
@@ -122,31 +123,6 @@ function loginThrottled(res: express.Response, attempt: { states: RateLimitState
     : { throttled: `Too many failed log-ins from your network address; try again in ${minutes(forAddress)} minutes.` };
 }
 
-async function showLogin(
-  forms: FormTools,
-  req: express.Request,
-  res: express.Response,
-  next: string,
-  status = 200,
-  extra: object = {},
-): Promise<void> {
-  renderPage(
-    res,
-    '/web/templates/login',
-    {
-      title: 'Log in',
-      csrfToken: await anonymousFormToken(req, res, forms.cookies, forms.csrf),
-      next,
-      values: {},
-      reason: next.startsWith('/oauth/authorize')
-        ? 'An app is asking for access to your account: log in to review the request.'
-        : undefined,
-      ...extra,
-    },
-    status,
-  );
-}
-
 function signupPages(ctx: AppContext, forms: FormTools): Router {
   const router = express.Router();
   const { signupsPerAddress, windowSeconds } = ctx.config.accountLimits;
@@ -161,7 +137,7 @@ function signupPages(ctx: AppContext, forms: FormTools): Router {
   router.get('/signup', async (req, res) => {
     const next = safeNext(req.query.next);
     if (visitorOf(res)) return res.redirect(303, next);
-    await showSignup(forms, req, res, next);
+    await showAccountForm(forms, 'signup', req, res, next);
   });
 
   router.post('/signup', async (req, res) => {
@@ -177,14 +153,14 @@ function signupPages(ctx: AppContext, forms: FormTools): Router {
     const signup = await startAttempt([{ limiter: addressSignups, key: clientAddress(req) }]);
     if (!signup.allowed) {
       res.setHeader('Retry-After', String(signup.refusedBy.resetSeconds));
-      return showSignup(forms, req, res, next, 429, {
+      return showAccountForm(forms, 'signup', req, res, next, 429, {
         values,
         throttled: `Too many sign-ups from your network address; try again in ${minutes(signup.refusedBy)} minutes.`,
       });
     }
     // An existing email counts: the answer tells whether an account exists.
     if (await findUserByEmail(ctx.db, values.email)) {
-      return showSignup(forms, req, res, next, 409, {
+      return showAccountForm(forms, 'signup', req, res, next, 409, {
         values,
         errors: { email: 'An account with this email exists already: log in instead.' },
       });
@@ -203,7 +179,10 @@ function signupPages(ctx: AppContext, forms: FormTools): Router {
     );
     if (!created.ok) {
       if (created.status === 400) await signup.takeBack();
-      return showSignup(forms, req, res, next, 400, { values, errors: withLabels(created.errors, SIGNUP_LABELS) });
+      return showAccountForm(forms, 'signup', req, res, next, 400, {
+        values,
+        errors: withLabels(created.errors, SIGNUP_LABELS),
+      });
     }
     const { token } = await createSession(ctx.db, created.value.user.id, created.value.organization.id, ctx.clock());
     forms.cookies.setSession(res, token, SESSION_LIFETIME_MS / 1000);
@@ -212,26 +191,41 @@ function signupPages(ctx: AppContext, forms: FormTools): Router {
   return router;
 }
 
-async function showSignup(
+const ACCOUNT_FORMS = {
+  login: {
+    template: '/web/templates/login',
+    title: 'Log in',
+    reason: 'An app is asking for access to your account: log in to review the request.',
+  },
+  signup: {
+    template: '/web/templates/signup',
+    title: 'Sign up',
+    reason: 'An app is asking for access to your account: create one to review the request.',
+    minPasswordLength: MIN_PASSWORD_LENGTH,
+  },
+} as const;
+
+/** The log-in or sign-up form; `next` is where it leads, and says why when an app's authorization does. */
+async function showAccountForm(
   forms: FormTools,
+  form: keyof typeof ACCOUNT_FORMS,
   req: express.Request,
   res: express.Response,
   next: string,
   status = 200,
   extra: object = {},
 ): Promise<void> {
+  const { template, title, reason, ...more } = ACCOUNT_FORMS[form];
   renderPage(
     res,
-    '/web/templates/signup',
+    template,
     {
-      title: 'Sign up',
+      title,
       csrfToken: await anonymousFormToken(req, res, forms.cookies, forms.csrf),
       next,
       values: {},
-      minPasswordLength: MIN_PASSWORD_LENGTH,
-      reason: next.startsWith('/oauth/authorize')
-        ? 'An app is asking for access to your account: create one to review the request.'
-        : undefined,
+      ...more,
+      reason: next.startsWith('/oauth/authorize') ? reason : undefined,
       ...extra,
     },
     status,
