@@ -78,11 +78,7 @@ function loginPages(ctx: AppContext, forms: FormTools): Router {
   let decoy: Promise<string> | undefined;
   const decoyHash = () => (decoy ??= hashPassword('not anybody’s password'));
 
-  router.get('/login', async (req, res) => {
-    const next = safeNext(req.query.next);
-    if (visitorOf(res)) return res.redirect(303, next);
-    await showAccountForm(forms, 'login', req, res, next);
-  });
+  router.get('/login', accountFormPage(forms, 'login'));
 
   router.post('/login', async (req, res) => {
     if (!(await verifyAnonymousForm(req, forms.cookies, forms.csrf))) return formExpired(res);
@@ -134,11 +130,7 @@ function signupPages(ctx: AppContext, forms: FormTools): Router {
     ctx.clock,
   );
 
-  router.get('/signup', async (req, res) => {
-    const next = safeNext(req.query.next);
-    if (visitorOf(res)) return res.redirect(303, next);
-    await showAccountForm(forms, 'signup', req, res, next);
-  });
+  router.get('/signup', accountFormPage(forms, 'signup'));
 
   router.post('/signup', async (req, res) => {
     if (!(await verifyAnonymousForm(req, forms.cookies, forms.csrf))) return formExpired(res);
@@ -204,6 +196,15 @@ const ACCOUNT_FORMS = {
     minPasswordLength: MIN_PASSWORD_LENGTH,
   },
 } as const;
+
+/** The empty form, or, for a visitor signed in already, where it would lead. */
+function accountFormPage(forms: FormTools, form: keyof typeof ACCOUNT_FORMS): express.RequestHandler {
+  return async (req, res) => {
+    const next = safeNext(req.query.next);
+    if (visitorOf(res)) return res.redirect(303, next);
+    await showAccountForm(forms, form, req, res, next);
+  };
+}
 
 /** The log-in or sign-up form; `next` is where it leads, and says why when an app's authorization does. */
 async function showAccountForm(

@@ -51,6 +51,20 @@ export class EnvReader {
     return fallback;
   }
 
+  /**
+   * Two variables that go together, such as an app's id and secret: both values, or `undefined` when
+   * neither is set; one without the other is a problem. `what` says what the two are.
+   */
+  pair(first: string, second: string, what: string): [string, string] | undefined {
+    const [a, b] = [this.text(first), this.text(second)];
+    if (!a && !b) return undefined;
+    if (!a || !b) {
+      this.problem(`${first} and ${second} go together: set both (${what}) or neither`);
+      return undefined;
+    }
+    return [a, b];
+  }
+
   /** An http(s) origin, scheme and host without a path, given without its trailing slashes. */
   origin(name: string, fallback: string): string {
     const value = (this.text(name) || fallback).replace(/\/+$/, '');

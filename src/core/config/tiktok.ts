@@ -21,15 +21,9 @@ const MB = 1024 * 1024;
 
 /** The operator's TikTok app, when TIKTOK_CLIENT_KEY and TIKTOK_CLIENT_SECRET are set. */
 export function readTikTok(read: EnvReader): TikTokConfig | undefined {
-  const clientKey = read.text('TIKTOK_CLIENT_KEY');
-  const clientSecret = read.text('TIKTOK_CLIENT_SECRET');
-  if (!clientKey && !clientSecret) return undefined;
-  if (!clientKey || !clientSecret) {
-    read.problem(
-      'TIKTOK_CLIENT_KEY and TIKTOK_CLIENT_SECRET go together: set both (the TikTok app of this server) or neither',
-    );
-    return undefined;
-  }
+  const app = read.pair('TIKTOK_CLIENT_KEY', 'TIKTOK_CLIENT_SECRET', 'the TikTok app of this server');
+  if (!app) return undefined;
+  const [clientKey, clientSecret] = app;
   const chunk = read.text('TIKTOK_UPLOAD_CHUNK_BYTES') || String(10 * MB);
   const uploadChunkBytes = /^\d+$/.test(chunk) ? Number(chunk) : NaN;
   if (!(uploadChunkBytes >= 5 * MB && uploadChunkBytes <= 64 * MB)) {

@@ -12,15 +12,9 @@ export interface YouTubeConfig {
 
 /** The operator's Google app, when YOUTUBE_CLIENT_ID and YOUTUBE_CLIENT_SECRET are set. */
 export function readYouTube(read: EnvReader): YouTubeConfig | undefined {
-  const clientId = read.text('YOUTUBE_CLIENT_ID');
-  const clientSecret = read.text('YOUTUBE_CLIENT_SECRET');
-  if (!clientId && !clientSecret) return undefined;
-  if (!clientId || !clientSecret) {
-    read.problem(
-      'YOUTUBE_CLIENT_ID and YOUTUBE_CLIENT_SECRET go together: set both (the Google app of this server) or neither',
-    );
-    return undefined;
-  }
+  const app = read.pair('YOUTUBE_CLIENT_ID', 'YOUTUBE_CLIENT_SECRET', 'the Google app of this server');
+  if (!app) return undefined;
+  const [clientId, clientSecret] = app;
   return {
     clientId,
     clientSecret,
