@@ -76,6 +76,15 @@ export class Keyring {
     }
   }
 
+  /**
+   * `value` encrypted again with the current key (key rotation), or `undefined` when it is encrypted
+   * with the current key already.
+   */
+  reencrypted(value: string, context: string): string | undefined {
+    if (Keyring.keyIdOf(value) === this.currentKeyId) return undefined;
+    return this.encrypt(this.decrypt(value, context), context);
+  }
+
   /** The id of the key `value` is encrypted with. */
   static keyIdOf(value: string): string | undefined {
     return Keyring.isEncrypted(value) ? value.slice(PREFIX.length).split(':')[0] : undefined;

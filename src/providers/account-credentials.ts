@@ -1,5 +1,5 @@
 import type { Channel } from '../channels/tables.js';
-import { Keyring } from '../crypto/keyring.js';
+import type { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
 import type { AccountCredentials } from './connection.js';
 
@@ -20,8 +20,8 @@ export function credentialsContext(organizationId: string, provider: string, ext
 }
 
 /**
- * Encrypts every connected channel's tokens, the tokens waiting to be revoked, and every pending connection's verifier, with the
- * keyring's current key; how many values were written.
+ * Encrypts every connected channel's tokens, the tokens waiting to be revoked, and every pending
+ * connection's verifier, with the keyring's current key; how many values were written.
  */
 export async function reencryptAccountSecrets(db: Db, keyring: Keyring): Promise<number> {
   return db.transaction().execute(async (trx) => {
@@ -33,33 +33,28 @@ export async function reencryptAccountSecrets(db: Db, keyring: Keyring): Promise
       .forUpdate()
       .execute();
     for (const channel of channels) {
-      if (Keyring.keyIdOf(channel.credentials!) === keyring.currentKeyId || !channel.external_id) continue;
+      if (!channel.external_id) continue;
       const context = credentialsContext(channel.organization_id, channel.provider, channel.external_id);
-      await trx
-        .updateTable('channels')
-        .set({ credentials: keyring.encrypt(keyring.decrypt(channel.credentials!, context), context) })
-        .where('id', '=', channel.id)
-        .execute();
+      const credentials = keyring.reencrypted(channel.credentials!, context);
+      if (credentials === undefined) continue;
+      await trx.updateTable('channels').set({ credentials }).where('id', '=', channel.id).execute();
       written += 1;
     }
     const revocations = await trx.selectFrom('account_revocations').selectAll().forUpdate().execute();
     for (const revocation of revocations) {
-      if (Keyring.keyIdOf(revocation.credentials) === keyring.currentKeyId) continue;
       const context = credentialsContext(revocation.organization_id, revocation.provider, revocation.external_id);
-      await trx
-        .updateTable('account_revocations')
-        .set({ credentials: keyring.encrypt(keyring.decrypt(revocation.credentials, context), context) })
-        .where('id', '=', revocation.id)
-        .execute();
+      const credentials = keyring.reencrypted(revocation.credentials, context);
+      if (credentials === undefined) continue;
+      await trx.updateTable('account_revocations').set({ credentials }).where('id', '=', revocation.id).execute();
       written += 1;
     }
     const pending = await trx.selectFrom('channel_connections').select(['id', 'code_verifier']).forUpdate().execute();
     for (const connection of pending) {
-      if (Keyring.keyIdOf(connection.code_verifier) === keyring.currentKeyId) continue;
-      const context = verifierContext(connection.id);
+      const verifier = keyring.reencrypted(connection.code_verifier, verifierContext(connection.id));
+      if (verifier === undefined) continue;
       await trx
         .updateTable('channel_connections')
-        .set({ code_verifier: keyring.encrypt(keyring.decrypt(connection.code_verifier, context), context) })
+        .set({ code_verifier: verifier })
         .where('id', '=', connection.id)
         .execute();
       written += 1;
