@@ -1,6 +1,6 @@
 import express, { type Router } from 'express';
 import { API_KEY_PREFIX } from './accounts/api-keys.js';
-import { connectionOperations } from './accounts/routes.js';
+import { isConnectedOperations } from './accounts/routes.js';
 import { channelOperations } from './channels/routes.js';
 import type { ChannelRemoval } from './channels/removal.js';
 import { SPEC_FILES } from './core/contract.js';
@@ -44,7 +44,7 @@ export function createPublicApi(
   const limiter = new RateLimiter(ctx.db, 'public', ctx.config.rateLimit, ctx.clock);
 
   const handlers: PublicHandlers = {
-    ...connectionOperations(ctx),
+    ...isConnectedOperations(ctx),
     ...channelOperations(ctx, channelRemoval),
     ...channelConnectOperations(ctx),
     ...postOperations(ctx),

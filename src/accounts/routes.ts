@@ -3,7 +3,8 @@ import type { AppContext } from '../http/context.js';
 import type { PublicHandlers } from '../http/typed-routes.js';
 import { findOrganization } from './organizations.js';
 
-export function connectionOperations(ctx: AppContext): Pick<PublicHandlers, 'isConnected'> {
+/** `GET /public/v1/is-connected`: whether the credential works, and for which organization. */
+export function isConnectedOperations(ctx: AppContext): Pick<PublicHandlers, 'isConnected'> {
   return {
     isConnected: async ({ principal }) => {
       const organization = await findOrganization(ctx.db, principal.organizationId);
