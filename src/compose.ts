@@ -16,7 +16,7 @@ import { createMediaStorage } from './media/create-storage.js';
 import type { MediaStorage } from './media/storage.js';
 import { OutboundClient } from './net/outbound-client.js';
 import type { Resolver } from './net/remote-fetch.js';
-import { createProviders, type ProviderOverrides, type Providers } from './providers/providers.js';
+import { createProviders, type ProviderOverrides, type Providers } from './providers/registry.js';
 import { Publisher, PUBLISHER_QUEUES } from './publisher/worker.js';
 import { DELIVER, WebhookDeliverer } from './webhooks/deliveries.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';

@@ -6,7 +6,7 @@ import { forgetExpiredCodes } from './oauth/codes.js';
 import { forgetExpiredKeys } from './posts/idempotency.js';
 import { forgetExpiredConnections } from './providers/account-connections.js';
 import { revokeRemovedAccounts } from './providers/account-revocations.js';
-import type { ProvidersContext } from './providers/providers.js';
+import type { ProvidersContext } from './providers/registry.js';
 import type { JobQueue } from './jobs/queue.js';
 import { sweepDeliveries } from './webhooks/deliveries.js';
 

@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.js';
 import type { JobQueue } from '../jobs/queue.js';
-import type { ProvidersContext } from '../providers/providers.js';
+import type { ProvidersContext } from '../providers/registry.js';
 
 /** What the posts feature is built from: the providers' adapters and the job queue. */
 export interface PostsContext extends ProvidersContext {

@@ -10,7 +10,7 @@ import type {
   ProviderAdapter,
   Providers,
   SettingsOf,
-} from '../providers/provider.js';
+} from '../providers/provider-adapter.js';
 import type { ProviderSettings, StoredProviderSettings } from './post-body.js';
 
 /** One post as a request describes it, before any rule is checked. */

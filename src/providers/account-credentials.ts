@@ -1,7 +1,7 @@
 import type { Channel } from '../channels/tables.js';
 import type { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
-import type { AccountCredentials } from './connection.js';
+import type { AccountCredentials } from './connection-contract.js';
 
 /** The tokens of a connected channel, decrypted for the adapter that uses them. */
 export function channelCredentials(keyring: Keyring, channel: Channel): AccountCredentials | undefined {

@@ -2,8 +2,8 @@ import { newId } from '../core/ids.js';
 import type { Db } from '../db/database.js';
 import type { Channel } from '../channels/tables.js';
 import { credentialsContext } from './account-credentials.js';
-import { ConnectionRefusedError, type AccountCredentials } from './connection.js';
-import type { ProvidersContext } from './providers.js';
+import { ConnectionRefusedError, type AccountCredentials } from './connection-contract.js';
+import type { ProvidersContext } from './registry.js';
 
 /** How long the service keeps asking a network to revoke a removed channel's tokens. */
 const GIVE_UP_AFTER_MS = 24 * 60 * 60_000;

@@ -3,8 +3,8 @@ import type { Channel } from '../channels/tables.js';
 import type { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
 import { channelCredentials, credentialsContext } from './account-credentials.js';
-import { ReconnectNeededError } from './adapter.js';
-import { ConnectionRefusedError, type AccountCredentials, type ConnectionAdapter } from './connection.js';
+import { ReconnectNeededError } from './publishing-contract.js';
+import { ConnectionRefusedError, type AccountCredentials, type ConnectionAdapter } from './connection-contract.js';
 
 interface Stored {
   credentials: AccountCredentials;

@@ -4,7 +4,7 @@ import type { Db } from '../db/database.js';
 import type { Principal } from '../http/principal.js';
 import type { PublicHandlers } from '../http/typed-routes.js';
 import { startConnection } from './account-connections.js';
-import type { ProvidersContext } from './providers.js';
+import type { ProvidersContext } from './registry.js';
 
 /**
  * Whether the caller may send users back to `url`, and which OAuth app is calling: an app only to

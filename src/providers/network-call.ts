@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CallOptions, OutboundClient } from '../net/outbound-client.js';
-import { TransientPublishError } from './adapter.js';
+import { TransientPublishError } from './publishing-contract.js';
 
 /** A network's answer to one request of a publication, its body as text. */
 export interface NetworkAnswer {

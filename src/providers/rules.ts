@@ -1,6 +1,6 @@
 import type { ErrorDetail } from '../core/errors.js';
 import type { Media } from '../media/tables.js';
-import type { ItemFacts } from './provider.js';
+import type { ItemFacts } from './provider-adapter.js';
 
 /** The rule of the video networks: a post carries exactly one video. */
 export function exactlyOneVideo(item: ItemFacts, network: string): ErrorDetail[] {

@@ -3,7 +3,7 @@ import type { Channel, ChannelState } from '../channels/tables.js';
 import type { Db } from '../db/database.js';
 import { postEventValues, type PostEventDetails, type PostEventType, type PostEventValues } from '../posts/events.js';
 import type { PostRow } from '../posts/post-body.js';
-import type { Progress } from '../providers/adapter.js';
+import type { Progress } from '../providers/publishing-contract.js';
 
 /**
  * The publisher's reads and writes of the database: claiming a post under a lease, the recorded

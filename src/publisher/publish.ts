@@ -14,7 +14,7 @@ import {
   type PublishableMedia,
   type PublishingAdapter,
   type StepResult,
-} from '../providers/adapter.js';
+} from '../providers/publishing-contract.js';
 import type { ClaimedPost, RecordedProgress } from './ledger.js';
 import { loadProgress, saveProgress } from './ledger.js';
 

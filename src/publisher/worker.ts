@@ -7,7 +7,7 @@ import type { JobQueue, Jobs } from '../jobs/queue.js';
 import type { MediaContext } from '../media/storage.js';
 import { recordPostEvent } from '../posts/events.js';
 import type { PostRow } from '../posts/post-body.js';
-import { allNetworks, type ProvidersContext } from '../providers/providers.js';
+import { allNetworks, type ProvidersContext } from '../providers/registry.js';
 import {
   claimPosts,
   countRetry,

@@ -20,7 +20,7 @@ import {
   type ConnectionReturn,
 } from '../providers/account-connections.js';
 import type { PostsContext } from '../posts/publication-plan.js';
-import { allNetworks, type Providers } from '../providers/providers.js';
+import { allNetworks, type Providers } from '../providers/registry.js';
 import { signedIn } from './signed-in.js';
 
 const STATUS_WORDS = {

@@ -9,7 +9,7 @@ import { renderPage } from '../pages/render.js';
 import type { BrowserCookies } from '../pages/visitor.js';
 import type { PostRow } from '../posts/post-body.js';
 import type { PostsContext } from '../posts/publication-plan.js';
-import type { CreatorInfo } from '../providers/provider.js';
+import type { CreatorInfo } from '../providers/provider-adapter.js';
 import type { ComposerValues, FieldErrors } from './composer-form.js';
 import { describeMedia, mediaOrigins } from './media-pages.js';
 import { signedIn } from './signed-in.js';

@@ -4,7 +4,7 @@ import type { Db } from '../../src/db/database.js';
 import type {
   CreatorInfo as TikTokCreatorInfo,
   CreatorInfoSource as TikTokCreatorInfoSource,
-} from '../../src/providers/provider.js';
+} from '../../src/providers/provider-adapter.js';
 
 export const OPEN_CREATOR: TikTokCreatorInfo = {
   canPost: true,

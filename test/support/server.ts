@@ -9,7 +9,7 @@ import { createLogger, type Logger } from '../../src/core/logger.js';
 import type { DatabaseHandle } from '../../src/db/database.js';
 import type { MediaStorage } from '../../src/media/storage.js';
 import type { Resolver } from '../../src/net/remote-fetch.js';
-import type { ProviderOverrides } from '../../src/providers/providers.js';
+import type { ProviderOverrides } from '../../src/providers/registry.js';
 import { createTestDatabase } from './database.js';
 
 /**

@@ -11,7 +11,7 @@ import {
   type PublicationInput,
   type PublishingAdapter,
   type StepResult,
-} from '../adapter.js';
+} from '../publishing-contract.js';
 
 /** What a sandbox channel's requests to the sandbox network are signed with: a key of the installation. */
 export function sandboxToken(key: Buffer, channelId: string): string {

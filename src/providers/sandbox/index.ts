@@ -1,4 +1,4 @@
-import type { ProviderFactory } from '../provider.js';
+import type { ProviderFactory } from '../provider-adapter.js';
 import { SandboxAdapter } from './adapter.js';
 
 /**

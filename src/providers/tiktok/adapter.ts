@@ -11,8 +11,8 @@ import {
   type PublishableMedia,
   type PublishingAdapter,
   type StepResult,
-} from '../adapter.js';
-import type { CreatorInfoSource } from '../provider.js';
+} from '../publishing-contract.js';
+import type { CreatorInfoSource } from '../provider-adapter.js';
 import { TikTokError, TikTokUnreachableError, type TikTokApi } from './api.js';
 import type { TikTokTokens } from './tokens.js';
 

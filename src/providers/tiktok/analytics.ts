@@ -2,8 +2,8 @@ import type { Channel } from '../../channels/tables.js';
 import { markNeedsReconnect } from '../../channels/channels.js';
 import { ProviderError, UnprocessableError } from '../../core/errors.js';
 import type { Db } from '../../db/database.js';
-import { ReconnectNeededError } from '../adapter.js';
-import type { AnalyticsPage, AnalyticsSource } from '../provider.js';
+import { ReconnectNeededError } from '../publishing-contract.js';
+import type { AnalyticsPage, AnalyticsSource } from '../provider-adapter.js';
 import { TikTokError, TikTokUnreachableError, type TikTokApi } from './api.js';
 import type { TikTokTokens } from './tokens.js';
 

@@ -4,7 +4,7 @@ import {
   type AccountCredentials,
   type AccountIdentity,
   type ConnectionAdapter,
-} from '../connection.js';
+} from '../connection-contract.js';
 import { TikTokError, type TikTokApi } from './api.js';
 
 /**

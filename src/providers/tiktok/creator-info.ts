@@ -3,8 +3,8 @@ import { markNeedsReconnect } from '../../channels/channels.js';
 import type { components } from '../../../generated/public-v1.js';
 import { ProviderError, UnprocessableError } from '../../core/errors.js';
 import type { Db } from '../../db/database.js';
-import { ReconnectNeededError } from '../adapter.js';
-import type { CreatorInfo, CreatorInfoSource } from '../provider.js';
+import { ReconnectNeededError } from '../publishing-contract.js';
+import type { CreatorInfo, CreatorInfoSource } from '../provider-adapter.js';
 import { TikTokError, TikTokUnreachableError, type TikTokApi } from './api.js';
 import type { TikTokTokens } from './tokens.js';
 

@@ -1,5 +1,5 @@
 import { AccountTokens } from '../account-tokens.js';
-import type { ProviderFactory } from '../provider.js';
+import type { ProviderFactory } from '../provider-adapter.js';
 import { TikTokAdapter } from './adapter.js';
 import { TikTokAnalytics } from './analytics.js';
 import { TikTokApi } from './api.js';

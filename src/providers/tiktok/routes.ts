@@ -4,7 +4,7 @@ import { NotFoundError, NotImplementedError, UnprocessableError } from '../../co
 import type { Db } from '../../db/database.js';
 import { paginate, type CursorList } from '../../http/pagination.js';
 import type { PublicHandlers } from '../../http/typed-routes.js';
-import type { ProvidersContext } from '../providers.js';
+import type { ProvidersContext } from '../registry.js';
 
 /** A TikTok channel of the organization: 404 for an unknown or foreign id, 422 for another provider's channel. */
 async function tiktokChannel(db: Db, organizationId: string, channelId: string): Promise<Channel> {

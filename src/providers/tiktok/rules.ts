@@ -1,6 +1,6 @@
 import { acceptsPosts } from '../../channels/channels.js';
 import { UnprocessableError, type ErrorDetail } from '../../core/errors.js';
-import type { ContentLimit, CreatorInfo, SettingsCheck } from '../provider.js';
+import type { ContentLimit, CreatorInfo, SettingsCheck } from '../provider-adapter.js';
 import { exactlyOneVideo } from '../rules.js';
 
 // TikTok counts the caption in UTF-16 code units, as JavaScript's `length` does.

@@ -1,6 +1,6 @@
 import type { Channel } from '../../channels/tables.js';
 import type { AccountTokens } from '../account-tokens.js';
-import { ReconnectNeededError } from '../adapter.js';
+import { ReconnectNeededError } from '../publishing-contract.js';
 import { TikTokError } from './api.js';
 
 /**

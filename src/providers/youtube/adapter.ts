@@ -12,7 +12,7 @@ import {
   type PublicationInput,
   type PublishingAdapter,
   type StepResult,
-} from '../adapter.js';
+} from '../publishing-contract.js';
 import type { YouTubeSettings } from './connection.js';
 
 type PostSettings = components['schemas']['YouTubeSettings'];

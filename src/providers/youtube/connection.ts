@@ -4,7 +4,7 @@ import {
   type AccountCredentials,
   type AccountIdentity,
   type ConnectionAdapter,
-} from '../connection.js';
+} from '../connection-contract.js';
 
 /** Google's endpoints and this installation's Google app; the base URLs are overridable for tests. */
 export interface YouTubeSettings {

@@ -1,5 +1,5 @@
 import { AccountTokens } from '../account-tokens.js';
-import type { ProviderFactory } from '../provider.js';
+import type { ProviderFactory } from '../provider-adapter.js';
 import { YouTubeAdapter } from './adapter.js';
 import { YouTubeConnection } from './connection.js';
 import { YOUTUBE_CONTENT_LIMIT, youtubeProblems } from './rules.js';

@@ -1,8 +1,8 @@
 import type { ErrorDetail } from '../../core/errors.js';
-import type { SettingsCheck } from '../provider.js';
+import type { SettingsCheck } from '../provider-adapter.js';
 import { exactlyOneVideo } from '../rules.js';
 
-import type { ContentLimit } from '../provider.js';
+import type { ContentLimit } from '../provider-adapter.js';
 
 // YouTube Data API, videos resource: a description of at most 5000 bytes, without `<` or `>`.
 const DESCRIPTION_MAX_BYTES = 5000;

@@ -1,11 +1,11 @@
 import type { AppContext } from '../http/context.js';
 import type { Provider } from '../core/contract.js';
-import type { ProviderAdapter, ProviderDependencies, ProviderFactory, Providers } from './provider.js';
+import type { ProviderAdapter, ProviderDependencies, ProviderFactory, Providers } from './provider-adapter.js';
 import { sandboxNetwork } from './sandbox/index.js';
 import { tiktokNetwork } from './tiktok/index.js';
 import { youtubeNetwork } from './youtube/index.js';
 
-export type { Providers } from './provider.js';
+export type { Providers } from './provider-adapter.js';
 
 /** Every network the service knows: adding one is a folder of its own and a line here (and its `Provider` in the contract). */
 const NETWORKS: { [P in Provider]: ProviderFactory<P> } = {

@@ -7,8 +7,8 @@ import type { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
 import type { Media } from '../media/tables.js';
 import type { OutboundClient } from '../net/outbound-client.js';
-import type { PublishingAdapter } from './adapter.js';
-import type { ConnectionAdapter } from './connection.js';
+import type { PublishingAdapter } from './publishing-contract.js';
+import type { ConnectionAdapter } from './connection-contract.js';
 
 /** A post's settings for the network `P`: the variant of the contract's `ProviderSettings` with `__type: P`. */
 export type SettingsOf<P extends Provider> = Extract<components['schemas']['ProviderSettings'], { __type: P }>;
