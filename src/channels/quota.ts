@@ -176,7 +176,8 @@ export async function assertWithinDailyQuota(
     const claim = claims.find((c) => c.channel.id === id)!;
     const stored = planned.get(id) ?? 0;
     const added = (taken.get(id) ?? 0) - stored;
-    return `channel ${id} may publish ${postCount(limits[claim.channel.provider])} on ${day} (UTC), has ${stored} already and this request adds ${added}`;
+    const limit = postCount(limits[claim.channel.provider]);
+    return `channel ${id} may publish ${limit} on ${day} (UTC), has ${stored} already and this request adds ${added}`;
   };
   const message = `Daily quota exceeded: ${[...full].map(describe).join('; ')}.`;
   throw new UnprocessableError(message, problems);

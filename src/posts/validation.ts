@@ -132,7 +132,8 @@ function draftProblems(draft: PostDraft, channel: Channel | undefined, mediaById
       path: paths.channel,
       message:
         channel.status === 'needs_reconnect'
-          ? `Channel ${channel.id} needs to be connected again (the network refused its credentials) and accepts no new posts until a user does so in the web app.`
+          ? `Channel ${channel.id} needs to be connected again (the network refused its credentials) ` +
+            'and accepts no new posts until a user does so in the web app.'
           : `Channel ${channel.id} is disabled and accepts no new posts until a user enables it in the web app.`,
     });
   }
