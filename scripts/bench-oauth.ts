@@ -100,6 +100,7 @@ async function main() {
       organizationId,
       details,
       new AppPictureDownloader(new OutboundClient(config.media.fetch)),
+      new Date(),
     );
     const issue = () =>
       approveApp(db, { appId: app.id, organizationId, userId, redirectUri: null, codeChallenge: null }, new Date());

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Express } from 'express';
 import { createApp } from './app.js';
+import { systemClock, type Clock } from './core/clock.js';
 import type { Config } from './core/config.js';
 import type { Logger } from './core/logger.js';
 import type { DatabaseHandle } from './db/database.js';
@@ -47,7 +48,8 @@ export interface ComposeOptions {
   /** An open database; it is migrated to the latest schema here. */
   database: DatabaseHandle;
   logger: Logger;
-  clock?: () => Date;
+  /** The clock every feature, the job queue and SQL read the time from; the system's by default. */
+  clock?: Clock;
   /** Replaces some of the social networks' adapters, e.g. with fakes. */
   providers?: ProviderOverrides;
   /** Media storage to use instead of the one the configuration names. */
@@ -76,9 +78,9 @@ export async function compose(options: ComposeOptions): Promise<Service> {
   const applied = await migrateToLatest(database.db);
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
 
-  const clock = options.clock ?? (() => new Date());
+  const clock = options.clock ?? systemClock;
   const outbound = new OutboundClient(config.media.fetch, options.resolve);
-  const { keyring } = loadKeys({ encryptionKey: config.encryptionKey, dataDir: config.dataDir });
+  const { keyring } = loadKeys({ encryptionKey: config.encryptionKey, dataDir: config.dataDir }, clock);
   const secrets = new InstanceSecrets(database.db, keyring);
   const base: AppContext = {
     config,
@@ -97,7 +99,7 @@ export async function compose(options: ComposeOptions): Promise<Service> {
     options.providers,
   );
   const runsWorker = options.worker ?? config.role !== 'api';
-  const queue = new JobQueue(database, logger, { runsSchedules: runsWorker });
+  const queue = new JobQueue(database, logger, clock, { runsSchedules: runsWorker });
   await queue.start(QUEUES);
   // Webhook receivers are URLs callers give: the address policy applies, with the operator's ranges.
   const webhookOutbound = new OutboundClient(

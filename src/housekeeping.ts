@@ -18,7 +18,7 @@ import { sweepDeliveries } from './webhooks/deliveries.js';
  * plans again any webhook delivery that lost its job.
  */
 export async function keepHouse(ctx: MediaContext & ProvidersContext & { queue: JobQueue }): Promise<void> {
-  const now = ctx.clock();
+  const now = ctx.clock.now();
   await forgetStaleUploads(ctx, now);
   await forgetOldRateLimitWindows(ctx.db, now);
   await forgetExpiredSessions(ctx.db, now);

@@ -40,6 +40,7 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
       developer.id,
       { name: 'Planner', description: 'Plans posts.', pictureUrl: '', redirectUri: 'https://planner.example.org/cb' },
       testPictures,
+      new Date(),
     );
     consentPath = `/oauth/authorize?client_id=${app.client_id}&response_type=code&state=s`;
     profile = await launchChromium();

@@ -302,6 +302,7 @@ describe('authorize: the consent page', () => {
         redirectUri: 'https://hostile.example.org/cb',
       },
       testPictures,
+      new Date(),
     );
     const { html } = await consent(browser, { client_id: hostile.client_id, response_type: 'code' });
     expect(html).not.toContain('<script>alert');

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PostStatus } from '../src/core/contract.js';
+import { START_WINDOW_MS } from '../src/publisher/start-limit.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
@@ -50,12 +51,38 @@ async function statuses(ids: string[]): Promise<PostStatus[]> {
   );
 }
 
-async function untilPublished(ids: string[], timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await statuses(ids)).every((status) => status === 'published')) {
-    if (Date.now() > deadline) throw new Error(`not published in time: ${JSON.stringify(await statuses(ids))}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    if (performance.now() > deadline) throw new Error(`not so within ${timeoutMs} ms`);
+    await sleep(100);
   }
+}
+
+async function untilPublished(ids: string[], timeoutMs: number): Promise<void> {
+  await until(async () => (await statuses(ids)).every((status) => status === 'published'), timeoutMs).catch(
+    async () => {
+      throw new Error(`not published in time: ${JSON.stringify(await statuses(ids))}`);
+    },
+  );
+}
+
+/** When the post began publishing, on the server's clock (its `publishing` event). */
+async function startedAt(id: string): Promise<number | undefined> {
+  const history = (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}/history`))).data as {
+    type: string;
+    at: string;
+  }[];
+  const started = history.find((event) => event.type === 'publishing');
+  return started && Date.parse(started.at);
+}
+
+/** Moves the server's clock forward to `instant` (in ms), if it is not there yet. */
+async function advanceTo(instant: number): Promise<void> {
+  const ahead = instant - server.clock.now().getTime();
+  if (ahead > 0) await server.clock.advance(ahead);
 }
 
 const channel = async (name: string) => (await createChannel(server.ctx.db, org.id, 'sandbox', name)).id;
@@ -76,35 +103,34 @@ describe('a network’s limits', () => {
     expect(busyTimes[2]! - busyTimes[0]!).toBeGreaterThanOrEqual(500);
   });
 
-  it('delays the posts of a channel over its starts per minute to the next minute, without holding up other channels', async () => {
-    // Begin early in a minute, so that the minute does not turn while the first posts go out.
-    const intoMinute = Date.now() % 60_000;
-    if (intoMinute > 40_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - intoMinute + 500));
+  it('delays the posts of a channel over its starts per minute until a start frees up, without holding up other channels', async () => {
     const [limited, free] = [await channel('Limited'), await channel('Free')];
     const limitedIds = await createNow(limited, 5);
     const freeIds = await createNow(free, 2);
 
     await untilPublished(freeIds, 5000);
-    const deadline = Date.now() + 5000;
-    while (
-      (await statuses(limitedIds)).filter((status) => status === 'published').length < 3 &&
-      Date.now() < deadline
-    ) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    const minute = Math.floor(Date.now() / 60_000);
+    await until(async () => (await statuses(limitedIds)).filter((status) => status === 'published').length >= 3, 5000);
     // A moment more, in which a fourth would have started had nothing held it.
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await sleep(1500);
     const early = await statuses(limitedIds);
     expect(early.filter((status) => status === 'published')).toHaveLength(3);
     expect(early.filter((status) => status === 'scheduled')).toHaveLength(2);
 
-    await untilPublished(limitedIds, 75_000);
-    const limitedMinutes = network.published
-      .filter((p) => p.channelId === limited)
-      .map((p) => Math.floor(p.at / 60_000));
-    expect(limitedMinutes.filter((m) => m === minute)).toHaveLength(3);
-    expect(limitedMinutes.filter((m) => m === minute + 1)).toHaveLength(2);
+    // Each start counts for the network's minute and a margin: the clock is moved to just before the
+    // first one frees up, where nothing more starts, then past the last of them, where the rest do.
+    const starts = (await Promise.all(limitedIds.map((id) => startedAt(id)))).filter((at) => at !== undefined);
+    expect(starts).toHaveLength(3);
+    await advanceTo(Math.min(...starts) + START_WINDOW_MS - 5000);
+    await sleep(1500);
+    expect((await statuses(limitedIds)).filter((status) => status === 'published')).toHaveLength(3);
+    await advanceTo(Math.max(...starts) + START_WINDOW_MS + 500);
+    await untilPublished(limitedIds, 10_000);
+
+    const later = (await Promise.all(limitedIds.map((id) => startedAt(id)))).filter(
+      (at) => at !== undefined && !starts.includes(at),
+    );
+    expect(later).toHaveLength(2);
+    for (const at of later) expect(at! - Math.min(...starts)).toBeGreaterThanOrEqual(60_000);
     for (const id of limitedIds) expect(network.publicationsOf(id)).toBe(1);
-  }, 150_000);
+  });
 });

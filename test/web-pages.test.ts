@@ -367,6 +367,7 @@ describe('settings pages', () => {
       owner.id,
       { name: 'Listed', description: '', pictureUrl: '', redirectUri: 'https://l.example.org/cb' },
       testPictures,
+      new Date(),
     );
     for (const path of SETTINGS_PAGES) {
       const response = await browser.get(path);
@@ -563,6 +564,7 @@ describe('Settings → Developers → Apps', () => {
       stranger.id,
       { name: 'Theirs', description: '', pictureUrl: '', redirectUri: 'https://t.example.org/cb' },
       testPictures,
+      new Date(),
     );
     expect((await browser.get(`/settings/developers/apps/${theirs.id}`)).status).toBe(404);
     expect(

@@ -71,14 +71,14 @@ export async function setChannelEnabled(
 }
 
 /** The network refused the channel's credentials: it takes no posts until a user connects it again. */
-export async function markNeedsReconnect(db: Db, channelId: string): Promise<void> {
+export async function markNeedsReconnect(db: Db, channelId: string, at: Date): Promise<void> {
   // The change and its event in one statement: webhooks hear of it once, when it happens.
   await sql`
     with changed as (
       update channels set status = 'needs_reconnect' where id = ${channelId} and status = 'active' returning organization_id, id
     )
     insert into channel_events (organization_id, channel_id, type, at)
-    select organization_id, id, 'needs_reconnect', now() from changed`.execute(db);
+    select organization_id, id, 'needs_reconnect', ${at}::timestamptz from changed`.execute(db);
 }
 
 export function addChannel(db: Db, channel: Omit<NewChannel, 'id'>): Promise<Channel> {

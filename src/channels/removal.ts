@@ -1,3 +1,4 @@
+import type { Clock } from '../core/clock.js';
 import { NotFoundError } from '../core/errors.js';
 import type { Db } from '../db/database.js';
 import { lockChannels } from './channels.js';
@@ -16,7 +17,7 @@ export type ChannelRemovalStep = (trx: Db, channel: Channel, now: Date) => Promi
  */
 export class ChannelRemoval {
   constructor(
-    private readonly ctx: { db: Db; clock: () => Date },
+    private readonly ctx: { db: Db; clock: Clock },
     private readonly steps: readonly ChannelRemovalStep[],
   ) {}
 
@@ -25,7 +26,7 @@ export class ChannelRemoval {
       const [channel] = await lockChannels(trx, organizationId, [channelId]);
       if (!channel || channel.status === 'removed')
         throw new NotFoundError(`There is no channel ${channelId} in this organization.`);
-      const now = this.ctx.clock();
+      const now = this.ctx.clock.now();
       for (const step of this.steps) await step(trx, channel, now);
       await trx.updateTable('channels').set({ status: 'removed' }).where('id', '=', channelId).execute();
     });

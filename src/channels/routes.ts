@@ -15,7 +15,7 @@ export function channelOperations(
     },
 
     getQuota: async ({ principal }) => {
-      const data = await channelQuotas(ctx.db, principal.organizationId, ctx.config.dailyPostLimits, ctx.clock());
+      const data = await channelQuotas(ctx.db, principal.organizationId, ctx.config.dailyPostLimits, ctx.clock.now());
       return { status: 200, body: { data } };
     },
 

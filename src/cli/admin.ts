@@ -11,6 +11,7 @@ import { reencryptAccountSecrets } from '../providers/account-credentials.js';
 import { reencryptWebhookSecrets } from '../webhooks/endpoints.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { addKeyToFile, loadKeys } from '../crypto/key-source.js';
+import { systemClock } from '../core/clock.js';
 import { UnknownKeyError } from '../crypto/keyring.js';
 
 const USAGE = `Usage: npm run -s admin -- <command> [options]
@@ -85,7 +86,7 @@ const COMMANDS: Record<string, (db: Db, options: Options, config: Config) => Pro
   'revoke-key': async (db, options) => {
     const org = await organizationId(db, options);
     const key = await findApiKeyByPrefix(db, org, required(options, 'key-prefix'));
-    await revokeApiKey(db, org, key.id, new Date());
+    await revokeApiKey(db, org, key.id, systemClock.now());
     return `revoked ${maskApiKey(key)}`;
   },
 
@@ -107,7 +108,7 @@ const COMMANDS: Record<string, (db: Db, options: Options, config: Config) => Pro
   'rotate-encryption-key': async (db, _options, config) => {
     let keys = loadKeys({ encryptionKey: config.encryptionKey, dataDir: config.dataDir });
     if (keys.from === 'file') {
-      addKeyToFile(keys.file!);
+      addKeyToFile(keys.file!, systemClock);
       keys = loadKeys({ encryptionKey: undefined, dataDir: config.dataDir });
     }
     const written =

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { systemClock, type Clock } from '../core/clock.js';
 import { ConfigError } from '../core/config.js';
 import { KEY_ID, Keyring, type EncryptionKey } from './keyring.js';
 
@@ -47,13 +48,16 @@ export interface KeySource {
  * file, created with one new key on first start (mode 0600). Several processes on one database must
  * share their keys, through ENCRYPTION_KEY or the same file.
  */
-export function loadKeys(options: { encryptionKey: string | undefined; dataDir: string }): KeySource {
+export function loadKeys(
+  options: { encryptionKey: string | undefined; dataDir: string },
+  clock: Clock = systemClock,
+): KeySource {
   if (options.encryptionKey) return { keyring: new Keyring(parseEncryptionKeys(options.encryptionKey)), from: 'env' };
   const file = path.join(options.dataDir, KEY_FILE);
   if (!fs.existsSync(file)) {
     fs.mkdirSync(options.dataDir, { recursive: true });
     try {
-      fs.writeFileSync(file, keyLine(), { mode: 0o600, flag: 'wx' });
+      fs.writeFileSync(file, keyLine(clock), { mode: 0o600, flag: 'wx' });
     } catch (error) {
       // Another process created it a moment ago: use that one.
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
@@ -69,14 +73,15 @@ export function loadKeys(options: { encryptionKey: string | undefined; dataDir: 
 }
 
 /** Puts a new key first in the key file, keeping the others so that older values still decrypt. */
-export function addKeyToFile(file: string): void {
+export function addKeyToFile(file: string, clock: Clock): void {
   const current = fs.readFileSync(file, 'utf8');
   const next = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(next, keyLine() + current, { mode: 0o600 });
+  fs.writeFileSync(next, keyLine(clock) + current, { mode: 0o600 });
   fs.renameSync(next, file);
 }
 
-function keyLine(): string {
-  const id = `k${new Date().toISOString().slice(0, 10).replaceAll('-', '')}-${randomBytes(3).toString('hex')}`;
+/** A new key, named after the day it was made. */
+function keyLine(clock: Clock): string {
+  const id = `k${clock.now().toISOString().slice(0, 10).replaceAll('-', '')}-${randomBytes(3).toString('hex')}`;
   return `${id}:${randomBytes(32).toString('base64')}\n`;
 }

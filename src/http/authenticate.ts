@@ -1,3 +1,4 @@
+import type { Clock } from '../core/clock.js';
 import type { RequestHandler, Response } from 'express';
 import { sql } from 'kysely';
 import { RateLimitedError, UnauthorizedError } from '../core/errors.js';
@@ -80,7 +81,7 @@ export function credentialResolver(type: Principal['credential']['type']): Crede
 export class Authenticator {
   constructor(
     private readonly db: Db,
-    private readonly clock: () => Date,
+    private readonly clock: Clock,
     private readonly resolvers: ReadonlyMap<CredentialPrefix, CredentialResolver>,
   ) {}
 
@@ -98,7 +99,7 @@ export class Authenticator {
     for (const [prefix, resolve] of this.resolvers) {
       if (!credential?.startsWith(prefix)) continue;
       if (isWellFormedCredential(credential, prefix)) {
-        const now = this.clock();
+        const now = this.clock.now();
         const window = limiter.window(now);
         const counted = await resolve(this.db, hashSecret(credential), now, window);
         if (counted) return { principal: counted.principal, limit: limiter.stateOf(counted.count, window, now) };

@@ -1,3 +1,4 @@
+import type { Clock } from '../core/clock.js';
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
 import type { Keyring } from '../crypto/keyring.js';
@@ -16,7 +17,7 @@ export interface AppContext {
   db: Db;
   logger: Logger;
   /** The current time; every rule that depends on time reads it here. */
-  clock: () => Date;
+  clock: Clock;
   /** Outbound HTTP to URLs that callers give (media downloads, app pictures). */
   outbound: OutboundClient;
   /** Signs and reads the `nextCursor` of every paginated list. */

@@ -1,3 +1,4 @@
+import type { Clock } from '../core/clock.js';
 import { createHash } from 'node:crypto';
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/database.js';
@@ -59,11 +60,11 @@ export class RateLimiter {
     /** Names this limiter's buckets, so limiters with other windows can share the table. */
     private readonly name: string,
     private readonly policy: RateLimitPolicy,
-    private readonly clock: () => Date,
+    private readonly clock: Clock,
   ) {}
 
   async hit(key: string): Promise<RateLimitState> {
-    const now = this.clock();
+    const now = this.clock.now();
     const window = this.window(now);
     const { rows } = await countHit(this.bucketOf(key), window.start).execute(this.db);
     return this.stateOf(rows[0]!.count, window, now);

@@ -9,7 +9,7 @@ import { redactUrl, type Logger } from '../core/logger.js';
  */
 export function requestLog(logger: Logger): RequestHandler {
   return (req, res, next) => {
-    const started = Date.now();
+    const started = performance.now();
     const url = req.originalUrl;
     const done = () => {
       res.off('finish', done);
@@ -18,7 +18,7 @@ export function requestLog(logger: Logger): RequestHandler {
         req: { method: req.method, url: redactUrl(url) },
         requestId: res.locals.requestId as string,
         res: { statusCode: res.statusCode },
-        responseTime: Date.now() - started,
+        responseTime: Math.round(performance.now() - started),
       };
       if (res.statusCode >= 500) logger.error(line, 'request errored');
       else if (!res.writableFinished) logger.info(line, 'request aborted');

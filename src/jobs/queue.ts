@@ -1,8 +1,10 @@
 import { fromKysely, fromPglite, PgBoss, type Db as BossDb, type Job, type WorkOptions } from 'pg-boss';
 import { CompiledQuery } from 'kysely';
+import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { DatabaseHandle, Db } from '../db/database.js';
 import { JobConsumer, type ConsumerOptions } from './consumer.js';
+import { queueClockOf } from './queue-clock.js';
 
 /** The queues of this service, and what their jobs carry. */
 export interface Jobs {
@@ -18,7 +20,7 @@ export interface Jobs {
 export type QueueName = keyof Jobs;
 
 export interface PlanOptions {
-  /** When the job may run; now when absent. */
+  /** When the job may run, on the service's clock; now when absent. */
   startAfter?: Date;
   /** A job with this key exists once while it is queued or running (pg-boss `singletonKey`). */
   singletonKey?: string;
@@ -54,10 +56,14 @@ export class JobQueue {
   constructor(
     database: DatabaseHandle,
     private readonly logger: Logger,
+    clock: Clock,
     options: { runsSchedules: boolean },
   ) {
+    const queueClock = queueClockOf(clock);
     const common = {
       schema: SCHEMA,
+      // Jobs are planned for instants of the service's clock: when a test moves it, pg-boss follows.
+      ...(queueClock ? { clock: queueClock } : {}),
       // Cron schedules (reconciliation, housekeeping) and queue maintenance belong to the workers.
       schedule: options.runsSchedules,
       supervise: options.runsSchedules,

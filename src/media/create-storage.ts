@@ -1,3 +1,4 @@
+import type { Clock } from '../core/clock.js';
 import path from 'node:path';
 import type { Config } from '../core/config.js';
 import type { InstanceSecrets } from '../db/instance-secrets.js';
@@ -9,7 +10,7 @@ import { UrlSigner } from './url-signer.js';
 export async function createMediaStorage(
   config: Config,
   secrets: InstanceSecrets,
-  clock: () => Date,
+  clock: Clock,
 ): Promise<MediaStorage> {
   const storage = config.media.storage;
   if (storage.kind === 's3') {

@@ -19,7 +19,7 @@ export function presentMedia(ctx: MediaContext, media: Media): Promise<MediaBody
 
 /** When download URLs signed now stop working; whole seconds, as signed URLs carry it. */
 export function downloadUrlExpiry(ctx: MediaContext): Date {
-  const now = Math.floor(ctx.clock().getTime() / 1000) * 1000;
+  const now = Math.floor(ctx.clock.now().getTime() / 1000) * 1000;
   return new Date(now + ctx.config.media.downloadUrlTtlSeconds * 1000);
 }
 

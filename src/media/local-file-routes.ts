@@ -30,7 +30,7 @@ const keyOf = (req: Request) => ([] as string[]).concat(req.params.key ?? []).jo
 
 /** A signed PUT: the upload's bytes, of the type and size it was signed for, streamed to disk. */
 async function receiveUpload(ctx: MediaContext, storage: LocalMediaStorage, req: Request, res: Response) {
-  const check = storage.verify('PUT', keyOf(req), req.query, ctx.clock());
+  const check = storage.verify('PUT', keyOf(req), req.query, ctx.clock.now());
   if (!check.ok) return fail(res, refusal(check));
   const size = check.size as number;
 
@@ -68,7 +68,7 @@ async function receiveUpload(ctx: MediaContext, storage: LocalMediaStorage, req:
 /** A signed GET: the file, as the type it was stored with and inert in a browser. */
 function serveFile(ctx: MediaContext, storage: LocalMediaStorage, req: Request, res: Response, next: NextFunction) {
   const key = keyOf(req);
-  const check = storage.verify('GET', key, req.query, ctx.clock());
+  const check = storage.verify('GET', key, req.query, ctx.clock.now());
   if (!check.ok) return fail(res, refusal(check));
   res.setHeader('Content-Type', check.contentType);
   // Served from the API's own origin: a browser must neither guess another type nor run anything.

@@ -1,3 +1,4 @@
+import type { Clock } from '../core/clock.js';
 import type { Readable } from 'node:stream';
 import {
   CopyObjectCommand,
@@ -26,7 +27,7 @@ export class S3MediaStorage implements MediaStorage {
   constructor(
     config: S3StorageConfig,
     /** Signing time of presigned URLs, so that their expiry is the one the API reports. */
-    private readonly clock: () => Date,
+    private readonly clock: Clock,
   ) {
     this.bucket = config.bucket;
     this.client = new S3Client({
@@ -131,7 +132,7 @@ export class S3MediaStorage implements MediaStorage {
 
   private validity(expiresAt: Date): { signingDate: Date; expiresIn: number } {
     // X-Amz-Date has whole seconds; sign from the start of the current second so the URL ends at `expiresAt`.
-    const signingDate = new Date(Math.floor(this.clock().getTime() / 1000) * 1000);
+    const signingDate = new Date(Math.floor(this.clock.now().getTime() / 1000) * 1000);
     return { signingDate, expiresIn: Math.max(1, Math.round((expiresAt.getTime() - signingDate.getTime()) / 1000)) };
   }
 

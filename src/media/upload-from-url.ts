@@ -49,7 +49,7 @@ export class UrlDownloads {
               size,
               storage_key: key,
               duration_ms: durationMs,
-              created_at: this.ctx.clock(),
+              created_at: this.ctx.clock.now(),
             });
           } catch (error) {
             await this.ctx.storage.delete(key);

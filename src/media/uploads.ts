@@ -44,7 +44,7 @@ export class SignedUploads {
   async create(organizationId: string, request: CreateUploadRequest): Promise<UploadBody> {
     const contentType = this.policy.acceptDeclared(request.contentType);
     this.policy.checkSize(contentType, request.size);
-    const now = this.ctx.clock();
+    const now = this.ctx.clock.now();
     // Whole seconds: signed URLs carry their expiry in seconds.
     const expiresAt = wholeSeconds(now.getTime() + this.ctx.config.media.uploadUrlTtlSeconds * 1000);
     const id = newId('upl');
@@ -77,7 +77,7 @@ export class SignedUploads {
   async complete(organizationId: string, uploadId: string): Promise<Media> {
     const { db } = this.ctx;
     const upload = await findUpload(db, organizationId, uploadId);
-    const now = this.ctx.clock();
+    const now = this.ctx.clock.now();
     // Forgotten a day after expiring, as the contract says, whether or not a sweep has removed it yet:
     // the sweep runs only as new uploads are created.
     if (!upload || now.getTime() > upload.expires_at.getTime() + FORGET_AFTER_MS) {

@@ -137,7 +137,7 @@ function operations(ctx: AppContext): OAuthHandlers {
         ctx.db,
         app,
         { code: body.code, redirectUri: body.redirect_uri, codeVerifier: body.code_verifier },
-        ctx.clock(),
+        ctx.clock.now(),
       );
       return {
         status: 200,
@@ -149,7 +149,7 @@ function operations(ctx: AppContext): OAuthHandlers {
     revoke: async ({ req, body }) => {
       const credentials = readClientCredentials(req.headers.authorization, body);
       const app = await clients.authenticate(credentials, clientAddress(req));
-      await revokeAccessToken(ctx.db, app.id, body.token, ctx.clock());
+      await revokeAccessToken(ctx.db, app.id, body.token, ctx.clock.now());
       return { status: 200, headers: { 'Cache-Control': 'no-store' } };
     },
 

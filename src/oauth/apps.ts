@@ -92,6 +92,7 @@ export async function registerApp(
   organizationId: string,
   details: AppDetails,
   pictures: AppPictureDownloader,
+  now: Date,
 ): Promise<{ app: OAuthApp; secret: string }> {
   const { values, picture } = await checkDetails(details, pictures);
   const secret = generateCredential('pcs_');
@@ -105,7 +106,7 @@ export async function registerApp(
         ...values,
         secret_hash: hashSecret(secret),
         secret_last_four: secret.slice(-4),
-        updated_at: new Date(),
+        updated_at: now,
       })
       .returningAll()
       .executeTakeFirstOrThrow();

@@ -87,7 +87,7 @@ async function askConsent(
       state: checked.state ?? null,
       codeChallenge: checked.codeChallenge ?? null,
     },
-    ctx.clock(),
+    ctx.clock.now(),
   );
   const access = grantedAccess(ctx.config, visitor.organization.name);
   return { status: 200, html: consentPage(res, app, requestId, checked.state, req.originalUrl, access) };
@@ -155,7 +155,7 @@ export function consentRoutes(ctx: AppContext, csrf: CsrfTokens): Router {
         organizationId: field(req, 'organization_id'),
         state: field(req, 'state'),
       },
-      ctx.clock(),
+      ctx.clock.now(),
     );
     if ('refused' in outcome) return renderErrorPage(res, 400, outcome.refused.title, outcome.refused.message);
     // 303, never 307: a 307 would re-send the form, with the user's CSRF token, to the app (RFC 9700 §4.12).

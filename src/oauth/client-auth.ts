@@ -1,3 +1,4 @@
+import type { Clock } from '../core/clock.js';
 import type { Config } from '../core/config.js';
 import type { Db } from '../db/database.js';
 import { RateLimiter, startAttempt } from '../http/rate-limit.js';
@@ -85,7 +86,7 @@ export class ClientAuthenticator {
   constructor(
     private readonly db: Db,
     limits: Config['oauthClientAuthFailures'],
-    clock: () => Date,
+    clock: Clock,
   ) {
     const window = { windowSeconds: limits.windowSeconds };
     this.perClientAddress = new RateLimiter(

@@ -91,7 +91,7 @@ export async function createPosts(
   request: CreatePostRequest,
   idempotencyKey: string | undefined,
 ): Promise<CreateResult> {
-  const now = ctx.clock();
+  const now = ctx.clock.now();
   const idempotent = idempotencyKey === undefined ? undefined : idempotentRequest(idempotencyKey, request);
   if (idempotent) {
     // Before any rule: a retry gets the first answer even when, say, its date has passed meanwhile.

@@ -56,7 +56,7 @@ export async function editPost(
   assertEditable(post);
   const result = await checkEdit(ctx, post, changes);
   return ctx.db.transaction().execute(async (trx) => {
-    const now = ctx.clock();
+    const now = ctx.clock.now();
     let current = await lockedPost(trx, organizationId, postId);
     assertEditable(current);
     if (moves.before) current = await moveLockedPost(ctx, trx, current, moves.before, now);
@@ -152,7 +152,7 @@ export async function movePost(
 ): Promise<PostRow> {
   return ctx.db.transaction().execute(async (trx) => {
     const post = await lockedPost(trx, organizationId, postId);
-    return moveLockedPost(ctx, trx, post, request, ctx.clock());
+    return moveLockedPost(ctx, trx, post, request, ctx.clock.now());
   });
 }
 
@@ -215,7 +215,7 @@ export async function removePost(ctx: PostsContext, organizationId: string, post
     if (post.status === 'publishing') {
       throw new ConflictError('The post is publishing; wait until it is published or failed, then delete it.');
     }
-    await recordPostEvent(trx, post, 'deleted', ctx.clock());
+    await recordPostEvent(trx, post, 'deleted', ctx.clock.now());
     await deletePost(trx, organizationId, postId);
   });
 }

@@ -46,7 +46,7 @@ export async function startConnection(
   const id = newId('conn');
   const state = randomBytes(32).toString('base64url');
   const verifier = randomBytes(32).toString('base64url');
-  const expiresAt = new Date(ctx.clock().getTime() + CONNECTION_LIFETIME_MS);
+  const expiresAt = new Date(ctx.clock.now().getTime() + CONNECTION_LIFETIME_MS);
   const returnTo = 'returnTo' in request ? request.returnTo : undefined;
   await ctx.db
     .insertInto('channel_connections')
@@ -149,7 +149,7 @@ async function refusalOf(
   sessionId: string | undefined,
   failed: (failure: ConnectionFailure, reason: string) => ConnectionResult,
 ): Promise<ConnectionResult | undefined> {
-  if (pending.expires_at.getTime() < ctx.clock().getTime())
+  if (pending.expires_at.getTime() < ctx.clock.now().getTime())
     return failed('expired', 'This connection took too long; start it again.');
   if (pending.session_id !== null && pending.session_id !== sessionId) {
     return {
@@ -193,7 +193,7 @@ async function connectAccount(
     provider: pending.provider,
     identity,
     credentials,
-    now: ctx.clock(),
+    now: ctx.clock.now(),
   });
 }
 

@@ -52,7 +52,7 @@ export async function cancelRevocations(
  * is tried again later, with a growing wait, for a day.
  */
 export async function revokeRemovedAccounts(ctx: ProvidersContext): Promise<void> {
-  const now = ctx.clock();
+  const now = ctx.clock.now();
   const claimed = await ctx.db
     .updateTable('account_revocations')
     .set({ next_attempt_at: new Date(now.getTime() + CLAIM_MS) })

@@ -1,3 +1,4 @@
+import type { Clock } from '../core/clock.js';
 import { sql } from 'kysely';
 import type { Channel } from '../channels/tables.js';
 import type { Keyring } from '../crypto/keyring.js';
@@ -33,14 +34,14 @@ export class AccountTokens {
     private readonly db: Db,
     private readonly keyring: Keyring,
     private readonly connection: ConnectionAdapter,
-    private readonly clock: () => Date,
+    private readonly clock: Clock,
   ) {}
 
   /** A usable access token of the channel. */
   async accessToken(channel: Channel): Promise<string> {
     const stored = await this.current(channel);
     const expiresAt = stored.credentials.expiresAt ? Date.parse(stored.credentials.expiresAt) : Infinity;
-    if (expiresAt - REFRESH_MARGIN_MS > this.clock().getTime()) return stored.credentials.accessToken;
+    if (expiresAt - REFRESH_MARGIN_MS > this.clock.now().getTime()) return stored.credentials.accessToken;
     return (await this.refresh(channel, stored)).accessToken;
   }
 
@@ -70,9 +71,10 @@ export class AccountTokens {
    * the account.
    */
   private async refresh(channel: Channel, seen: Stored): Promise<AccountCredentials> {
-    const giveUpAt = Date.now() + REFRESH_WAIT_MS;
+    // How long to wait is a duration: measured on the monotonic timer, not read from the clock.
+    const giveUpAt = performance.now() + REFRESH_WAIT_MS;
     for (;;) {
-      const now = this.clock();
+      const now = this.clock.now();
       const { rows } = await sql<{
         id: string;
       }>`update channels set refreshing_until = ${new Date(now.getTime() + REFRESH_LEASE_MS)}
@@ -82,7 +84,7 @@ export class AccountTokens {
       // Another worker refreshes, or has refreshed: its pair, once stored.
       const current = await this.current(channel);
       if (current.encrypted !== seen.encrypted) return current.credentials;
-      if (Date.now() > giveUpAt)
+      if (performance.now() > giveUpAt)
         throw new Error('another worker’s refresh of the account’s tokens did not finish in time');
       await new Promise((resolve) => setTimeout(resolve, REFRESH_POLL_MS));
     }

@@ -1,3 +1,4 @@
+import type { Clock } from '../core/clock.js';
 import type { components } from '../../generated/public-v1.js';
 import type { Channel } from '../channels/tables.js';
 import type { Config } from '../core/config.js';
@@ -121,7 +122,7 @@ export interface ProviderDependencies {
   outbound: OutboundClient;
   /** The key sandbox channels' requests are signed with. */
   sandboxKey: Buffer;
-  clock: () => Date;
+  clock: Clock;
   db: Db;
   keyring: Keyring;
 }

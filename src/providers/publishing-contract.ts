@@ -132,10 +132,10 @@ export class ReconnectNeededError extends PublishError {}
  * The wait a `Retry-After` header asks for, in seconds (a number of seconds or an HTTP date), or
  * nothing when it is missing or unreadable.
  */
-export function retryAfterSeconds(header: string | string[] | undefined, now = Date.now()): number | undefined {
+export function retryAfterSeconds(header: string | string[] | undefined, now: Date): number | undefined {
   const value = Array.isArray(header) ? header[0] : header;
   if (!value) return undefined;
   if (/^\d+$/.test(value.trim())) return Number(value.trim());
   const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now.getTime()) / 1000));
 }

@@ -10,8 +10,9 @@ import type { Progress } from '../providers/publishing-contract.js';
  * progress of its attempt, and letting it go.
  */
 
-// A post due now counts as due this much early: the job and the row read the clock a moment apart.
-const DUE_TOLERANCE = sql`interval '1 second'`;
+// A post counts as due this much early: its job falls due by the database's clock, and the worker
+// judges the post by its own; two machines' clocks agree only so closely.
+const DUE_TOLERANCE_MS = 1000;
 
 export interface ClaimedPost extends PostRow {
   previous_status: string;
@@ -123,6 +124,7 @@ export async function claimPosts(
       return { claimed, version, event: event && postEventValues(claimed, event.type, at, event.details) };
     });
   if (candidates.length === 0) return new Map();
+  const due = new Date(at.getTime() + DUE_TOLERANCE_MS);
   const input = JSON.stringify(
     candidates.map(({ claimed, version, event }) => ({
       id: claimed.id,
@@ -144,18 +146,18 @@ export async function claimPosts(
         status = 'publishing',
         publish_attempt = input.attempt,
         lease_owner = ${worker},
-        lease_until = now() + ${leaseMs} * interval '1 millisecond',
+        lease_until = ${new Date(at.getTime() + leaseMs)},
         next_attempt_at = null,
         error_code = null,
         error_message = null,
         updated_at = ${at}
       from input
       where posts.id = input.id and posts.xmin = input.version::xid and (
-        (posts.status = 'scheduled' and posts.scheduled_at <= now() + ${DUE_TOLERANCE})
+        (posts.status = 'scheduled' and posts.scheduled_at <= ${due})
         or (
           posts.status = 'publishing'
-          and (posts.lease_until is null or posts.lease_until < now())
-          and (posts.next_attempt_at is null or posts.next_attempt_at <= now() + ${DUE_TOLERANCE})
+          and (posts.lease_until is null or posts.lease_until < ${at})
+          and (posts.next_attempt_at is null or posts.next_attempt_at <= ${due})
         )
       )
       returning posts.id
@@ -234,9 +236,9 @@ export function heldUntil(post: PostRow): Date | undefined {
   return post.status === 'publishing' && post.lease_owner !== null ? (post.lease_until ?? undefined) : undefined;
 }
 
-export async function renewLease(db: Db, postId: string, worker: string, leaseMs: number): Promise<boolean> {
+export async function renewLease(db: Db, postId: string, worker: string, leaseMs: number, now: Date): Promise<boolean> {
   const result = await sql`
-    update posts set lease_until = now() + ${leaseMs} * interval '1 millisecond'
+    update posts set lease_until = ${new Date(now.getTime() + leaseMs)}
     where id = ${postId} and lease_owner = ${worker}`.execute(db);
   return Number(result.numAffectedRows ?? 0) === 1;
 }
@@ -271,6 +273,7 @@ export async function saveProgress(
   db: Db,
   post: { id: string; publish_attempt: number; provider: string },
   progress: Progress,
+  now: Date,
 ): Promise<void> {
   const reference = JSON.stringify(progress.reference);
   await db
@@ -281,24 +284,24 @@ export async function saveProgress(
       provider: post.provider,
       step: progress.step,
       reference,
-      irreversible_at: progress.irreversible ? sql<Date>`now()` : null,
-      updated_at: sql<Date>`now()`,
+      irreversible_at: progress.irreversible ? now : null,
+      updated_at: now,
     })
     .onConflict((oc) =>
       oc.columns(['post_id', 'attempt']).doUpdateSet({
         step: progress.step,
         reference,
-        irreversible_at: progress.irreversible ? sql<Date>`coalesce(post_publications.irreversible_at, now())` : null,
-        updated_at: sql<Date>`now()`,
+        irreversible_at: progress.irreversible ? sql<Date>`coalesce(post_publications.irreversible_at, ${now})` : null,
+        updated_at: now,
       }),
     )
     .execute();
 }
 
-export async function countRetry(db: Db, postId: string, attempt: number): Promise<void> {
+export async function countRetry(db: Db, postId: string, attempt: number, now: Date): Promise<void> {
   await db
     .updateTable('post_publications')
-    .set((eb) => ({ retries: eb('retries', '+', 1), updated_at: sql<Date>`now()` }))
+    .set((eb) => ({ retries: eb('retries', '+', 1), updated_at: now }))
     .where('post_id', '=', postId)
     .where('attempt', '=', attempt)
     .execute();
@@ -318,6 +321,7 @@ export async function updateHeldPost(
     error_message?: string | null;
     next_attempt_at?: Date | null;
   },
+  now: Date,
 ): Promise<PostRow | undefined> {
   const { rows } = await sql<PostRow>`
     update posts set
@@ -330,7 +334,7 @@ export async function updateHeldPost(
       next_attempt_at = ${changes.next_attempt_at ?? null}::timestamptz,
       lease_owner = null,
       lease_until = null,
-      updated_at = now()
+      updated_at = ${now}
     from channels
     where posts.id = ${postId} and posts.lease_owner = ${worker} and channels.id = posts.channel_id
     returning posts.*, channels.provider`.execute(db);
@@ -353,17 +357,18 @@ export async function postsWithoutLiveJob(
   queue: string,
   graceSeconds: number,
   limit: number,
+  now: Date,
 ): Promise<OverduePost[]> {
-  const grace = sql`${graceSeconds} * interval '1 second'`;
+  const since = new Date(now.getTime() - graceSeconds * 1000);
   const { rows } = await sql<OverduePost>`
     select posts.id, posts.channel_id, channels.provider
     from posts join channels on channels.id = posts.channel_id
     where (
-      (posts.status = 'scheduled' and posts.scheduled_at < now() - ${grace})
+      (posts.status = 'scheduled' and posts.scheduled_at < ${since})
       or (
         posts.status = 'publishing'
-        and (posts.lease_until is null or posts.lease_until < now() - ${grace})
-        and (posts.next_attempt_at is null or posts.next_attempt_at < now() - ${grace})
+        and (posts.lease_until is null or posts.lease_until < ${since})
+        and (posts.next_attempt_at is null or posts.next_attempt_at < ${since})
       )
     )
     and posts.id not in (

@@ -1,4 +1,5 @@
 import type { Channel } from '../channels/tables.js';
+import type { Clock } from '../core/clock.js';
 import type { Db } from '../db/database.js';
 import type { MediaContext } from '../media/storage.js';
 import type { MediaContentType } from '../core/contract.js';
@@ -50,7 +51,7 @@ export async function publishableMedia(
     .where('id', 'in', post.media_ids)
     .execute();
   const byId = new Map(rows.map((row) => [row.id, row]));
-  const expiresAt = new Date(Math.floor(Date.now() / 1000) * 1000 + urlSeconds * 1000);
+  const expiresAt = new Date(Math.floor(ctx.clock.now().getTime() / 1000) * 1000 + urlSeconds * 1000);
   const media: PublishableMedia[] = [];
   for (const id of post.media_ids) {
     const row = byId.get(id);
@@ -77,7 +78,7 @@ export async function publishableMedia(
  * only a network that knows nothing of it lets the step run again.
  */
 export async function runAttempt(
-  db: Db,
+  { db, clock }: { db: Db; clock: Clock },
   adapter: PublishingAdapter,
   post: ClaimedPost,
   input: PublicationInput,
@@ -86,7 +87,7 @@ export async function runAttempt(
   const recorded: RecordedProgress | undefined =
     post.previous_status === 'scheduled' ? undefined : await loadProgress(db, post.id, post.publish_attempt);
   let progress: Progress = recorded ?? adapter.start(input);
-  if (!recorded) await saveProgress(db, post, progress);
+  if (!recorded) await saveProgress(db, post, progress, clock.now());
 
   if (recorded?.irreversible) {
     let found: Lookup;
@@ -120,7 +121,7 @@ export async function runAttempt(
     if ('outcome' in result) return result.outcome;
     if ('pending' in result) return { status: 'pending', checkAgainInSeconds: result.pending.checkAgainInSeconds };
     progress = result.next;
-    await saveProgress(db, post, progress);
+    await saveProgress(db, post, progress, clock.now());
   }
 }
 

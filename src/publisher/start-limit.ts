@@ -7,7 +7,7 @@ import type { Db } from '../db/database.js';
  * takes longer). Without it a start taken exactly a minute after the oldest could reach the network
  * while that one is still inside the network's own minute, and be refused for its rate.
  */
-const WINDOW_MS = 65_000;
+export const START_WINDOW_MS = 65_000;
 
 /**
  * Takes one of a channel's starts of the last minute (and the margin above), for a network that allows at most `max`
@@ -23,7 +23,7 @@ export async function takeStart(
 ): Promise<{ allowed: true } | { allowed: false; retryAt: Date }> {
   return db.transaction().execute(async (trx) => {
     await sql`select id from channels where id = ${channelId} for update`.execute(trx);
-    const since = new Date(now.getTime() - WINDOW_MS);
+    const since = new Date(now.getTime() - START_WINDOW_MS);
     await trx.deleteFrom('publication_starts').where('channel_id', '=', channelId).where('at', '<=', since).execute();
     const recent = await trx
       .selectFrom('publication_starts')
@@ -32,7 +32,8 @@ export async function takeStart(
       .orderBy('at', 'desc')
       .limit(max)
       .execute();
-    if (recent.length >= max) return { allowed: false, retryAt: new Date(recent[max - 1]!.at.getTime() + WINDOW_MS) };
+    if (recent.length >= max)
+      return { allowed: false, retryAt: new Date(recent[max - 1]!.at.getTime() + START_WINDOW_MS) };
     await trx.insertInto('publication_starts').values({ channel_id: channelId, at: now }).execute();
     return { allowed: true };
   });

@@ -126,8 +126,10 @@ export class Publisher {
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
     const consumerStopped = this.consumer?.stop(graceMs + LET_GO_MS);
-    const deadline = Date.now() + graceMs;
-    while (this.running.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    // Measured on the monotonic timer: a grace period is a duration, not an instant of the service's clock.
+    const deadline = performance.now() + graceMs;
+    while (this.running.size > 0 && performance.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     for (const [postId, controller] of this.running) {
       controller.abort();
       await this.letGo(postId).catch((error: unknown) =>
@@ -149,8 +151,13 @@ export class Publisher {
     for (const loaded of await loadPosts(this.ctx.db, ids))
       batch.set(loaded.post.id, { loaded, allowed: await this.mayStart(loaded) });
     const allowed = [...batch.values()].filter((entry) => entry.allowed).map((entry) => entry.loaded);
-    const claimed = await claimPosts(this.ctx.db, allowed, this.id, this.settings.leaseMs, this.ctx.clock(), (post) =>
-      this.claimEvent(post),
+    const claimed = await claimPosts(
+      this.ctx.db,
+      allowed,
+      this.id,
+      this.settings.leaseMs,
+      this.ctx.clock.now(),
+      (post) => this.claimEvent(post),
     );
     for (const [id, entry] of batch) this.prepared.set(id, { ...entry, claimed: claimed.get(id) });
   }
@@ -176,7 +183,7 @@ export class Publisher {
       } else {
         if (!(await this.mayStart(loaded))) return;
         post = (
-          await claimPosts(this.ctx.db, [loaded], this.id, this.settings.leaseMs, this.ctx.clock(), (claimed) =>
+          await claimPosts(this.ctx.db, [loaded], this.id, this.settings.leaseMs, this.ctx.clock.now(), (claimed) =>
             this.claimEvent(claimed),
           )
         ).get(postId);
@@ -186,8 +193,8 @@ export class Publisher {
 
       renewal = setInterval(
         () => {
-          renewLease(this.ctx.db, postId, this.id, this.settings.leaseMs).catch((error: unknown) =>
-            this.ctx.logger.warn({ err: error, postId }, 'could not renew a lease'),
+          renewLease(this.ctx.db, postId, this.id, this.settings.leaseMs, this.ctx.clock.now()).catch(
+            (error: unknown) => this.ctx.logger.warn({ err: error, postId }, 'could not renew a lease'),
           );
         },
         Math.floor(this.settings.leaseMs / 3),
@@ -221,7 +228,7 @@ export class Publisher {
       media,
       signal,
     };
-    return runAttempt(this.ctx.db, adapter, post, input);
+    return runAttempt(this.ctx, adapter, post, input);
   }
 
   /** The event of taking a post: a new attempt, or one taken over from a worker that stopped. */
@@ -233,14 +240,14 @@ export class Publisher {
       details: {
         attempt: post.publish_attempt,
         reason: 'the worker that was publishing it stopped; another one goes on',
-        nextAttemptAt: this.ctx.clock().toISOString(),
+        nextAttemptAt: this.ctx.clock.now().toISOString(),
       },
     };
   }
 
   /** Writes how the run ended, with its event, and plans what comes next, in one transaction. */
   private async settle(post: ClaimedPost, result: RunResult): Promise<void> {
-    const now = this.ctx.clock();
+    const now = this.ctx.clock.now();
     const attempt = post.publish_attempt;
     if (result.status === 'published') {
       const { releaseId, releaseUrl, note } = result;
@@ -275,7 +282,7 @@ export class Publisher {
     }
     if (result.status === 'failed') {
       // Its other posts would meet the same refusal: the channel waits for a user to connect it again.
-      if (result.code === 'channel_needs_reconnect') await markNeedsReconnect(this.ctx.db, post.channel_id);
+      if (result.code === 'channel_needs_reconnect') await markNeedsReconnect(this.ctx.db, post.channel_id, now);
       const details = {
         attempt,
         error: { code: result.code, message: result.message },
@@ -292,9 +299,9 @@ export class Publisher {
           const factor = RETRY_FACTORS[progress?.retries ?? 0] ?? RETRY_FACTORS.at(-1)!;
           const waitMs = Math.max(factor * this.settings.retryBaseMs, (result.retryAfterSeconds ?? 0) * 1000);
           const next = new Date(now.getTime() + waitMs);
-          settled = await updateHeldPost(trx, post.id, this.id, { next_attempt_at: next });
+          settled = await updateHeldPost(trx, post.id, this.id, { next_attempt_at: next }, now);
           if (settled) {
-            await countRetry(trx, post.id, attempt);
+            await countRetry(trx, post.id, attempt, now);
             await recordPostEvent(trx, settled, 'retrying', now, {
               attempt,
               reason: result.reason,
@@ -312,7 +319,7 @@ export class Publisher {
         }
         case 'pending': {
           const next = new Date(now.getTime() + result.checkAgainInSeconds * 1000);
-          settled = await updateHeldPost(trx, post.id, this.id, { next_attempt_at: next });
+          settled = await updateHeldPost(trx, post.id, this.id, { next_attempt_at: next }, now);
           if (settled)
             await this.ctx.queue.plan(
               trx,
@@ -343,13 +350,14 @@ export class Publisher {
       if (!post) return;
       const progress = await loadProgress(trx, postId, post.publish_attempt);
       const crossed = progress?.irreversible === true;
-      const now = this.ctx.clock();
+      const now = this.ctx.clock.now();
       const askAt = new Date(now.getTime() + this.settings.retryBaseMs);
       const released = await updateHeldPost(
         trx,
         postId,
         this.id,
         crossed ? { next_attempt_at: askAt } : { status: 'scheduled' },
+        now,
       );
       if (!released) return;
       const reason = 'the worker publishing it stopped; another one takes it over';
@@ -413,14 +421,14 @@ export class Publisher {
     if (post.status !== 'scheduled') {
       // Held by a worker that is running it: that run counted when it began.
       const held = heldUntil(post);
-      if (held && held > this.ctx.clock()) return true;
+      if (held && held > this.ctx.clock.now()) return true;
       const progress =
         post.status === 'publishing' ? await loadProgress(this.ctx.db, post.id, post.publish_attempt) : undefined;
       const atFirstStep =
         progress !== undefined && !progress.irreversible && Object.keys(progress.reference).length === 0;
       if (!atFirstStep) return true;
     }
-    const start = await takeStart(this.ctx.db, post.channel_id, limit, this.ctx.clock());
+    const start = await takeStart(this.ctx.db, post.channel_id, limit, this.ctx.clock.now());
     if (start.allowed) return true;
     await this.replan(post.id, start.retryAt);
     return false;
@@ -428,7 +436,13 @@ export class Publisher {
 
   /** Plans a job for every post that should have one and has none: nothing is lost between two steps. */
   async reconcile(): Promise<void> {
-    const overdue = await postsWithoutLiveJob(this.ctx.db, PUBLISH, RECONCILE_GRACE_SECONDS, RECONCILE_BATCH);
+    const overdue = await postsWithoutLiveJob(
+      this.ctx.db,
+      PUBLISH,
+      RECONCILE_GRACE_SECONDS,
+      RECONCILE_BATCH,
+      this.ctx.clock.now(),
+    );
     if (overdue.length === 0) return;
     this.ctx.logger.info({ posts: overdue.length }, 'planning publications that had no job');
     await this.ctx.db.transaction().execute(async (trx) => {

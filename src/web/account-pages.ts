@@ -102,7 +102,7 @@ function loginPages(ctx: AppContext, forms: FormTools): Router {
     }
     await attempt.takeBack();
     const organizations = await listUserOrganizations(ctx.db, user.id);
-    const { token } = await createSession(ctx.db, user.id, organizations[0]?.id ?? null, ctx.clock());
+    const { token } = await createSession(ctx.db, user.id, organizations[0]?.id ?? null, ctx.clock.now());
     forms.cookies.setSession(res, token, SESSION_LIFETIME_MS / 1000);
     res.redirect(303, next);
   });
@@ -176,7 +176,12 @@ function signupPages(ctx: AppContext, forms: FormTools): Router {
         errors: withLabels(created.errors, SIGNUP_LABELS),
       });
     }
-    const { token } = await createSession(ctx.db, created.value.user.id, created.value.organization.id, ctx.clock());
+    const { token } = await createSession(
+      ctx.db,
+      created.value.user.id,
+      created.value.organization.id,
+      ctx.clock.now(),
+    );
     forms.cookies.setSession(res, token, SESSION_LIFETIME_MS / 1000);
     res.redirect(303, next);
   });

@@ -45,7 +45,7 @@ export function apiKeyPages(ctx: AppContext): Router {
 
   router.post('/settings/developers/access/:keyId/revoke', async (req, res) => {
     const { organization } = signedIn(res);
-    await revokeApiKey(ctx.db, organization.id, req.params.keyId, ctx.clock());
+    await revokeApiKey(ctx.db, organization.id, req.params.keyId, ctx.clock.now());
     res.redirect(303, '/settings/developers/access');
   });
 

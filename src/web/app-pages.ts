@@ -45,7 +45,7 @@ export function appPages(ctx: AppContext): Router {
   router.post('/settings/developers/apps', async (req, res) => {
     const { organization } = signedIn(res);
     const details = appDetailsFromForm(req);
-    const registered = await attempt(() => registerApp(ctx.db, organization.id, details, pictures));
+    const registered = await attempt(() => registerApp(ctx.db, organization.id, details, pictures, ctx.clock.now()));
     if (!registered.ok) return showApps(ctx, res, { values: details, errors: registered.errors }, 400);
     showApp(
       ctx,
@@ -63,14 +63,16 @@ export function appPages(ctx: AppContext): Router {
   router.post('/settings/developers/apps/:appId', async (req, res) => {
     const app = await appOf(ctx, res, req.params.appId);
     const details = appDetailsFromForm(req);
-    const updated = await attempt(() => updateApp(ctx.db, app.organization_id, app.id, details, ctx.clock(), pictures));
+    const updated = await attempt(() =>
+      updateApp(ctx.db, app.organization_id, app.id, details, ctx.clock.now(), pictures),
+    );
     if (!updated.ok) return showApp(ctx, res, app, { values: details, errors: updated.errors }, 400);
     res.redirect(303, `/settings/developers/apps/${app.id}?saved=1`);
   });
 
   router.post('/settings/developers/apps/:appId/rotate-secret', async (req, res) => {
     const app = await appOf(ctx, res, req.params.appId);
-    const rotated = await rotateAppSecret(ctx.db, app.organization_id, app.id, ctx.clock());
+    const rotated = await rotateAppSecret(ctx.db, app.organization_id, app.id, ctx.clock.now());
     showApp(ctx, res, rotated.app, {
       secret: rotated.secret,
       secretHint: 'This is the new client secret; the previous one no longer works.',

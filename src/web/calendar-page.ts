@@ -85,7 +85,7 @@ async function showCalendar(
   const view = readView(query.view);
   const channels = await listChannels(ctx.db, organization.id);
   const chosen = readChannels(query.channel, new Set(channels.map((channel) => channel.id)));
-  const now = ctx.clock();
+  const now = ctx.clock.now();
   const anchor = anchorDay(query.date, timeZone.zone, now);
   const { layout, truncated } = await layOutPosts(ctx, organization.id, { view, anchor, now, channels, chosen });
   const link = (changes: Query) =>

@@ -56,7 +56,7 @@ interface Composer {
 /** An empty composer, its date and time the next full hour. */
 async function showNewPost({ ctx, cookies, view }: Composer, req: Request, res: Response): Promise<void> {
   const { zone } = readTimeZone(req, res, cookies);
-  const start = DateTime.fromJSDate(ctx.clock(), { zone }).plus({ hours: 1 }).startOf('hour');
+  const start = DateTime.fromJSDate(ctx.clock.now(), { zone }).plus({ hours: 1 }).startOf('hour');
   const values: ComposerValues = {
     channels: [],
     content: '',
@@ -184,7 +184,7 @@ async function applyEdit(
       { before: { status: 'draft' } },
     );
   } else {
-    const scheduledAt = action === 'now' ? ctx.clock() : at!;
+    const scheduledAt = action === 'now' ? ctx.clock.now() : at!;
     await editPost(ctx, organizationId, postId, changes, { after: { status: 'scheduled', scheduledAt, path: 'date' } });
   }
 }

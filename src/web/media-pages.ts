@@ -133,7 +133,7 @@ export function sizeInWords(bytes: number): string {
 export async function mediaOrigins(ctx: MediaContext, shown: MediaBody[]): Promise<string[]> {
   const probe = await ctx.storage.signedGetUrl('media/origin', {
     contentType: 'image/png',
-    expiresAt: new Date(ctx.clock().getTime() + 60_000),
+    expiresAt: new Date(ctx.clock.now().getTime() + 60_000),
   });
   return [...new Set([probe, ...shown.map((media) => media.url)].map((url) => new URL(url).origin))];
 }

@@ -140,7 +140,7 @@ export async function showPost(ctx: PostsContext, req: Request, res: Response, s
   const channels = await listChannels(ctx.db, shown.organizationId);
   const local = post.scheduledAt
     ? DateTime.fromISO(post.scheduledAt, { zone: shown.zone })
-    : DateTime.fromJSDate(ctx.clock(), { zone: shown.zone }).plus({ hours: 1 }).startOf('hour');
+    : DateTime.fromJSDate(ctx.clock.now(), { zone: shown.zone }).plus({ hours: 1 }).startOf('hour');
   renderPage(
     res,
     '/web/templates/post',
@@ -151,6 +151,12 @@ export async function showPost(ctx: PostsContext, req: Request, res: Response, s
       post: {
         ...describe(post),
         channelName: channels.find((channel) => channel.id === post.channelId)?.name ?? post.channelId,
+        // Followed by post.js while it goes out: publishing, or scheduled within the next minute.
+        follow:
+          post.status === 'publishing' ||
+          (post.status === 'scheduled' &&
+            post.scheduledAt !== null &&
+            Date.parse(post.scheduledAt) - ctx.clock.now().getTime() < 60_000),
       },
       movable: (['draft', 'scheduled', 'failed'] as string[]).includes(post.status),
       editable: isEditable(post.status),

@@ -9,7 +9,7 @@ import { sessionBinding, type BrowserCookies, type Visitor } from '../pages/visi
 export function loadVisitor(ctx: AppContext, cookies: BrowserCookies, csrf: CsrfTokens): RequestHandler {
   return async (req, res, next) => {
     const token = cookies.read(req, cookies.session);
-    const found = token ? await findSession(ctx.db, token, ctx.clock()) : undefined;
+    const found = token ? await findSession(ctx.db, token, ctx.clock.now()) : undefined;
     if (found) {
       const organizations = await listUserOrganizations(ctx.db, found.user.id);
       const visitor: Visitor = {

@@ -188,7 +188,7 @@ class WebhooksView {
         title: 'Webhooks',
         path: '/settings/webhooks',
         endpoints: rows.map((row) => ({
-          ...toWebhookBody(row, this.ctx.clock()),
+          ...toWebhookBody(row, this.ctx.clock.now()),
           app: row.app_id ? (apps.get(row.app_id) ?? 'an app') : null,
         })),
         eventTypes: EVENT_TYPES,
@@ -215,7 +215,7 @@ class WebhooksView {
       {
         title: `Webhook ${row.url}`,
         path: '/settings/webhooks',
-        endpoint: toWebhookBody(row, this.ctx.clock()),
+        endpoint: toWebhookBody(row, this.ctx.clock.now()),
         eventTypes: EVENT_TYPES,
         deliveries: rows.map((delivery) => ({
           ...toDeliveryBody(delivery),

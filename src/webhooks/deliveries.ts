@@ -1,3 +1,4 @@
+import type { Clock } from '../core/clock.js';
 import { sql, type Selectable } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import type { components } from '../../generated/public-v1.js';
@@ -32,7 +33,7 @@ export interface WebhookContext {
   keyring: Keyring;
   queue: JobQueue;
   logger: Logger;
-  clock: () => Date;
+  clock: Clock;
   cursors: CursorCodec;
 }
 
@@ -63,13 +64,14 @@ export interface WebhookEvent {
 }
 
 /**
- * Makes the deliveries of events to their endpoints, and plans sending them, in the caller's
+ * Makes the deliveries of events to their endpoints, due `now`, and plans sending them, in the caller's
  * transaction: they exist if, and only if, it commits. One statement for the rows and one for the jobs.
  */
 export async function createDeliveries(
   trx: Db,
   queue: JobQueue,
   events: { endpointIds: string[]; event: WebhookEvent }[],
+  now: Date,
 ): Promise<WebhookDelivery[]> {
   const values = events.flatMap(({ endpointIds, event }) => {
     const payload = JSON.stringify({ type: event.type, timestamp: event.at.toISOString(), data: event.data });
@@ -79,7 +81,8 @@ export async function createDeliveries(
       event_type: event.type,
       ordering_key: event.orderingKey,
       payload,
-      next_attempt_at: event.at,
+      created_at: now,
+      next_attempt_at: now,
     }));
   });
   if (values.length === 0) return [];
@@ -122,7 +125,7 @@ export class WebhookDeliverer {
    * for the whole batch rather than two per delivery; each job's `deliver` then sends its own.
    */
   async prepare(deliveryIds: string[]): Promise<void> {
-    const now = this.ctx.clock();
+    const now = this.ctx.clock.now();
     const [claimed, endpoints] = await Promise.all([this.claim(deliveryIds, now), this.endpointsOf(deliveryIds)]);
     for (const id of deliveryIds) this.prepared.set(id, null);
     for (const delivery of claimed)
@@ -133,7 +136,7 @@ export class WebhookDeliverer {
   }
 
   async deliver(deliveryId: string): Promise<void> {
-    const now = this.ctx.clock();
+    const now = this.ctx.clock.now();
     let prepared = this.prepared.get(deliveryId);
     this.prepared.delete(deliveryId);
     if (prepared === undefined) {
@@ -263,7 +266,7 @@ export class WebhookDeliverer {
 
   /** A failed attempt: tried again on the schedule, or failed for good; an endpoint failing for 3 days is turned off. */
   private async failed(delivery: WebhookDelivery, endpoint: WebhookEndpoint, attempt: Attempt): Promise<void> {
-    const now = this.ctx.clock();
+    const now = this.ctx.clock.now();
     const schedule = this.ctx.config.webhooks.retrySchedule;
     const failingSince = endpoint.failing_since ?? now;
     const disable = now.getTime() - failingSince.getTime() >= DISABLE_AFTER_MS;
@@ -322,7 +325,7 @@ export class WebhookDeliverer {
    * between, housekeeping plans them.
    */
   private async settleMany(db: Db, items: { delivery: WebhookDelivery; outcome: Outcome }[]): Promise<void> {
-    const now = this.ctx.clock();
+    const now = this.ctx.clock.now();
     const input = JSON.stringify(
       items.map(({ delivery, outcome }) => ({
         id: delivery.id,
@@ -366,7 +369,7 @@ export class WebhookDeliverer {
 
   /** Sends a settled delivery again, now, with the same id and payload. */
   async retry(delivery: WebhookDelivery): Promise<WebhookDelivery> {
-    const now = this.ctx.clock();
+    const now = this.ctx.clock.now();
     return this.ctx.db.transaction().execute(async (trx) => {
       const row = await trx
         .updateTable('webhook_deliveries')
@@ -458,7 +461,7 @@ const LOST_AFTER_SECONDS = 600;
  * pending delivery that is overdue and has none (a job pg-boss gave up on), so none is left behind.
  */
 export async function sweepDeliveries(ctx: Pick<WebhookContext, 'db' | 'queue' | 'clock'>): Promise<void> {
-  const now = ctx.clock();
+  const now = ctx.clock.now();
   await ctx.db
     .deleteFrom('webhook_deliveries')
     .where('status', '!=', 'pending')

@@ -54,6 +54,7 @@ export class WebhookDispatcher {
 
   /** Dispatches one batch of events; how many there were. */
   async dispatchBatch(): Promise<number> {
+    const now = this.ctx.clock.now();
     return this.ctx.db.transaction().execute(async (trx) => {
       const { rows: events } = await sql<{
         id: string;
@@ -85,10 +86,10 @@ export class WebhookDispatcher {
           ? []
           : [{ endpointIds: subscribed, event: { type, at: event.at, data: event.post, orderingKey: event.post_id } }];
       });
-      await createDeliveries(trx, this.ctx.queue, deliveries);
+      await createDeliveries(trx, this.ctx.queue, deliveries, now);
       await trx
         .updateTable('post_events')
-        .set({ webhooks_dispatched_at: new Date() })
+        .set({ webhooks_dispatched_at: now })
         .where(
           'id',
           'in',
@@ -101,6 +102,7 @@ export class WebhookDispatcher {
 
   /** Dispatches one batch of channel events, with each channel as the API shows it now; how many there were. */
   async dispatchChannelBatch(): Promise<number> {
+    const now = this.ctx.clock.now();
     return this.ctx.db.transaction().execute(async (trx) => {
       const { rows: events } = await sql<{
         id: string;
@@ -143,10 +145,10 @@ export class WebhookDispatcher {
               },
             ];
       });
-      await createDeliveries(trx, this.ctx.queue, deliveries);
+      await createDeliveries(trx, this.ctx.queue, deliveries, now);
       await trx
         .updateTable('channel_events')
-        .set({ webhooks_dispatched_at: new Date() })
+        .set({ webhooks_dispatched_at: now })
         .where(
           'id',
           'in',

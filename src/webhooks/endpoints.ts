@@ -120,6 +120,7 @@ export async function updateEndpoint(
   db: Db,
   row: WebhookEndpoint,
   changes: { url?: string; eventTypes?: string[]; description?: string | null; enabled?: boolean },
+  now: Date,
 ): Promise<WebhookEndpoint> {
   return db
     .updateTable('webhook_endpoints')
@@ -131,7 +132,7 @@ export async function updateEndpoint(
       ...(changes.enabled !== undefined
         ? { enabled: changes.enabled, disabled_reason: null, failing_since: null }
         : {}),
-      updated_at: new Date(),
+      updated_at: now,
     })
     .where('id', '=', row.id)
     .returningAll()

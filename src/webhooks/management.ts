@@ -44,7 +44,7 @@ export class WebhookManagement {
   ): Promise<WebhookEndpoint> {
     const row = await findEndpoint(this.ctx.db, owner, id);
     if (changes.url !== undefined) await this.checkUrl(changes.url);
-    return updateEndpoint(this.ctx.db, row, changes);
+    return updateEndpoint(this.ctx.db, row, changes, this.ctx.clock.now());
   }
 
   async remove(owner: WebhookOwner, id: string): Promise<void> {
@@ -55,20 +55,26 @@ export class WebhookManagement {
   /** Sends a `webhook.test` event to the endpoint, whatever it subscribed to. */
   async test(owner: WebhookOwner, id: string): Promise<WebhookDelivery> {
     const row = await findEndpoint(this.ctx.db, owner, id);
+    const now = this.ctx.clock.now();
     const [delivery] = await this.ctx.db.transaction().execute((trx) =>
-      createDeliveries(trx, this.ctx.queue, [
-        {
-          endpointIds: [row.id],
-          event: { type: 'webhook.test', at: this.ctx.clock(), data: { webhookId: row.id }, orderingKey: null },
-        },
-      ]),
+      createDeliveries(
+        trx,
+        this.ctx.queue,
+        [
+          {
+            endpointIds: [row.id],
+            event: { type: 'webhook.test', at: now, data: { webhookId: row.id }, orderingKey: null },
+          },
+        ],
+        now,
+      ),
     );
     return delivery!;
   }
 
   async rotate(owner: WebhookOwner, id: string): Promise<{ row: WebhookEndpoint; secret: string }> {
     const row = await findEndpoint(this.ctx.db, owner, id);
-    return rotateSecret(this.ctx.db, this.ctx.keyring, row, this.ctx.clock());
+    return rotateSecret(this.ctx.db, this.ctx.keyring, row, this.ctx.clock.now());
   }
 
   /** A page of the endpoint's deliveries, newest first, before the delivery numbered `beforeSeq`. */

@@ -34,7 +34,7 @@ export function webhookOperations(
   return {
     listWebhooks: async ({ principal }) => {
       const rows = await listEndpoints(ctx.db, await ownerOf(ctx.db, principal));
-      return { status: 200, body: { data: rows.map((row) => toWebhookBody(row, ctx.clock())) } };
+      return { status: 200, body: { data: rows.map((row) => toWebhookBody(row, ctx.clock.now())) } };
     },
 
     createWebhook: async ({ principal, body }) => {
@@ -43,12 +43,12 @@ export function webhookOperations(
         eventTypes: body.eventTypes,
         description: body.description || null,
       });
-      return { status: 201, body: { ...toWebhookBody(row, ctx.clock()), secret } };
+      return { status: 201, body: { ...toWebhookBody(row, ctx.clock.now()), secret } };
     },
 
     getWebhook: async ({ principal, params }) => {
       const row = await findEndpoint(ctx.db, await ownerOf(ctx.db, principal), params.id);
-      return { status: 200, body: toWebhookBody(row, ctx.clock()) };
+      return { status: 200, body: toWebhookBody(row, ctx.clock.now()) };
     },
 
     updateWebhook: async ({ principal, params, body }) => {
@@ -57,7 +57,7 @@ export function webhookOperations(
         ...changes,
         ...(description !== undefined ? { description: description || null } : {}),
       });
-      return { status: 200, body: toWebhookBody(row, ctx.clock()) };
+      return { status: 200, body: toWebhookBody(row, ctx.clock.now()) };
     },
 
     deleteWebhook: async ({ principal, params }) => {

@@ -34,6 +34,7 @@ export async function createOAuthApp(
       ...details,
     },
     testPictures,
+    new Date(),
   );
   return { app, clientId: app.client_id, secret };
 }

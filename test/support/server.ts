@@ -11,6 +11,7 @@ import type { MediaStorage } from '../../src/media/storage.js';
 import type { Resolver } from '../../src/net/remote-fetch.js';
 import type { ProviderOverrides } from '../../src/providers/registry.js';
 import { createTestDatabase } from './database.js';
+import { TestClock } from './test-clock.js';
 
 /**
  * The key test servers encrypt with, one per test process, so that servers sharing a database (two
@@ -23,7 +24,9 @@ export interface TestServer {
   baseUrl: string;
   /** The service under test, as `src/compose.ts` built it. */
   ctx: Service;
-  /** Moves the server's clock; `undefined` goes back to real time. */
+  /** The server's clock: `advance` moves it and the job queue forward instead of waiting. */
+  clock: TestClock;
+  /** Holds the server's clock still at `instant`; `undefined` lets it run again (`clock.stopAt`). */
   setNow(instant: Date | string | undefined): void;
   /** Sends a request to the server; `path` starts with `/`. */
   fetch(path: string, init?: RequestInit): Promise<Response>;
@@ -48,6 +51,8 @@ export interface TestServerOptions {
   database?: DatabaseHandle;
   /** Host name resolution for the server's outbound requests; the system's by default. */
   resolve?: Resolver;
+  /** The clock to run on: another server's, for servers that share a database; a new one by default. */
+  clock?: TestClock;
 }
 
 /**
@@ -57,7 +62,7 @@ export interface TestServerOptions {
  */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const database = options.database ?? (await createTestDatabase({ migrate: false }));
-  let now: number | undefined;
+  const clock = options.clock ?? new TestClock();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'post-scheduler-test-'));
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -70,7 +75,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     config,
     database,
     logger: options.logger ?? createLogger({ logLevel: process.env.TEST_LOG_LEVEL === 'debug' ? 'debug' : 'silent' }),
-    clock: () => new Date(now ?? Date.now()),
+    clock,
     ...(options.providers ? { providers: options.providers } : {}),
     ...(options.storage ? { storage: options.storage } : {}),
     ...(options.resolve ? { resolve: options.resolve } : {}),
@@ -82,9 +87,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   return {
     baseUrl,
     ctx: service,
-    setNow: (instant) => {
-      now = instant === undefined ? undefined : new Date(instant).getTime();
-    },
+    clock,
+    setNow: (instant) => clock.stopAt(instant),
     fetch: (path, init) => fetch(`${baseUrl}${path}`, init),
     close: async ({ keepDatabase = false } = {}) => {
       server.closeAllConnections();

@@ -1,3 +1,4 @@
+import type { Clock } from '../../core/clock.js';
 import { createHmac } from 'node:crypto';
 import type { OutboundClient } from '../../net/outbound-client.js';
 import { callNetwork, type NetworkAnswer } from '../network-call.js';
@@ -43,6 +44,7 @@ export class SandboxAdapter implements PublishingAdapter {
     private readonly key: Buffer,
     /** Set by the operator, to see how the publisher keeps a network's limits. */
     readonly limits: PublishingAdapter['limits'],
+    private readonly clock: Clock,
   ) {}
 
   start(input: PublicationInput): Progress {
@@ -107,7 +109,7 @@ export class SandboxAdapter implements PublishingAdapter {
     if (response.status === 429 || response.status >= 500) {
       return new TransientPublishError(message, {
         answered: true,
-        retryAfterSeconds: retryAfterSeconds(response.headers['retry-after']),
+        retryAfterSeconds: retryAfterSeconds(response.headers['retry-after'], this.clock.now()),
       });
     }
     return new PermanentPublishError('rejected_by_network', message);

@@ -5,7 +5,7 @@ import { SandboxAdapter } from './adapter.js';
  * The built-in sandbox network: it publishes to a page of this server (the sandbox network, at the
  * configured SANDBOX_NETWORK_URL), takes any post, and needs no account or app.
  */
-export const sandboxNetwork: ProviderFactory<'sandbox'> = ({ config, outbound, sandboxKey }) => ({
+export const sandboxNetwork: ProviderFactory<'sandbox'> = ({ config, outbound, sandboxKey, clock }) => ({
   provider: 'sandbox',
   name: 'sandbox',
   connectsAccounts: false,
@@ -13,5 +13,5 @@ export const sandboxNetwork: ProviderFactory<'sandbox'> = ({ config, outbound, s
   settingsProblems: async () => [],
   withDefaults: (settings) => ({ ...settings, outcome: settings.outcome ?? 'published' }),
   // Read at each publication: a test server learns its own address only once it listens.
-  publishing: new SandboxAdapter(outbound, () => config.sandbox.networkUrl, sandboxKey, config.sandbox.limits),
+  publishing: new SandboxAdapter(outbound, () => config.sandbox.networkUrl, sandboxKey, config.sandbox.limits, clock),
 });

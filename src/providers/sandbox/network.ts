@@ -130,7 +130,7 @@ async function publish(ctx: MediaContext, options: SandboxNetworkOptions, req: R
       content: body.content,
       media: JSON.stringify(body.media),
       settings: body.settings === undefined ? null : JSON.stringify(body.settings),
-      published_at: ctx.clock(),
+      published_at: ctx.clock.now(),
     })
     // Two requests with one key at once: one release, and both answer it.
     .onConflict((oc) => oc.column('publication_key').doNothing())

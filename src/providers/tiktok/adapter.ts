@@ -1,3 +1,4 @@
+import type { Clock } from '../../core/clock.js';
 import type { components } from '../../../generated/public-v1.js';
 import type { TikTokConfig } from '../../core/config.js';
 import {
@@ -103,6 +104,7 @@ export class TikTokAdapter implements PublishingAdapter {
     private readonly api: TikTokApi,
     private readonly tokens: TikTokTokens,
     private readonly creators: CreatorInfoSource,
+    private readonly clock: Clock,
   ) {}
 
   start(input: PublicationInput): Progress {
@@ -209,7 +211,11 @@ export class TikTokAdapter implements PublishingAdapter {
     };
     if (pulled)
       return {
-        next: { step: 'status', reference: { ...reference, sentAt: new Date().toISOString() }, irreversible: true },
+        next: {
+          step: 'status',
+          reference: { ...reference, sentAt: this.clock.now().toISOString() },
+          irreversible: true,
+        },
       };
     if (!data.upload_url) throw new TransientPublishError('TikTok answered no upload_url', { answered: true });
     return { next: this.uploadStep({ ...reference, uploadUrl: data.upload_url }) };
@@ -246,7 +252,11 @@ export class TikTokAdapter implements PublishingAdapter {
     if (answer.status === 201 || answer.status === 206 || answer.status === 200) {
       if (!last) return { next: this.uploadStep({ ...reference, chunk: reference.chunk + 1 }) };
       return {
-        next: { step: 'status', reference: { ...reference, sentAt: new Date().toISOString() }, irreversible: true },
+        next: {
+          step: 'status',
+          reference: { ...reference, sentAt: this.clock.now().toISOString() },
+          irreversible: true,
+        },
       };
     }
     if (answer.status === 429 || answer.status >= 500)
@@ -300,7 +310,7 @@ export class TikTokAdapter implements PublishingAdapter {
         return { outcome: failedOutcome(answer.fail_reason) };
       default: {
         // PROCESSING_UPLOAD, PROCESSING_DOWNLOAD: asked again, later the longer TikTok has had it.
-        const elapsed = reference.sentAt ? (Date.now() - Date.parse(reference.sentAt)) / 1000 : 0;
+        const elapsed = reference.sentAt ? (this.clock.now().getTime() - Date.parse(reference.sentAt)) / 1000 : 0;
         return { pending: { checkAgainInSeconds: Math.round(Math.min(60, Math.max(3, elapsed / 3))) } };
       }
     }

@@ -1,3 +1,4 @@
+import type { Clock } from '../../core/clock.js';
 import type { Channel } from '../../channels/tables.js';
 import { markNeedsReconnect } from '../../channels/channels.js';
 import { ProviderError, UnprocessableError } from '../../core/errors.js';
@@ -45,6 +46,7 @@ export class TikTokAnalytics implements AnalyticsSource {
     private readonly api: TikTokApi,
     private readonly tokens: TikTokTokens,
     private readonly db: Db,
+    private readonly clock: Clock,
   ) {}
 
   async analytics(
@@ -76,7 +78,7 @@ export class TikTokAnalytics implements AnalyticsSource {
       };
     } catch (error) {
       if (error instanceof ReconnectNeededError) {
-        await markNeedsReconnect(this.db, channel.id);
+        await markNeedsReconnect(this.db, channel.id, this.clock.now());
         throw new UnprocessableError(
           `Channel ${channel.id} needs to be connected again: TikTok refused its credentials (${error.message}).`,
         );

@@ -1,3 +1,4 @@
+import type { Clock } from '../../core/clock.js';
 import type { TikTokConfig } from '../../core/config.js';
 import {
   ConnectionRefusedError,
@@ -41,7 +42,7 @@ export class TikTokConnection implements ConnectionAdapter {
   constructor(
     private readonly config: TikTokConfig,
     private readonly api: TikTokApi,
-    private readonly clock: () => Date,
+    private readonly clock: Clock,
   ) {
     this.consentOrigin = new URL(config.authUrl).origin;
   }
@@ -150,7 +151,9 @@ export class TikTokConnection implements ConnectionAdapter {
     return {
       accessToken: answer.access_token!,
       refreshToken: answer.refresh_token ?? null,
-      expiresAt: answer.expires_in ? new Date(this.clock().getTime() + answer.expires_in * 1000).toISOString() : null,
+      expiresAt: answer.expires_in
+        ? new Date(this.clock.now().getTime() + answer.expires_in * 1000).toISOString()
+        : null,
       scopes: answer.scope ? answer.scope.split(',').map((scope) => scope.trim()) : [],
     };
   }

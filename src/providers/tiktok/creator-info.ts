@@ -1,3 +1,4 @@
+import type { Clock } from '../../core/clock.js';
 import type { Channel } from '../../channels/tables.js';
 import { markNeedsReconnect } from '../../channels/channels.js';
 import type { components } from '../../../generated/public-v1.js';
@@ -52,14 +53,14 @@ export class TikTokCreatorInfo implements CreatorInfoSource {
     private readonly api: TikTokApi,
     private readonly tokens: TikTokTokens,
     private readonly db: Db,
-    private readonly clock: () => Date,
+    private readonly clock: Clock,
   ) {}
 
   async creatorInfo(channel: Channel): Promise<CreatorInfo> {
     const cached = this.cache.get(channel.id);
-    if (cached && cached.until > this.clock().getTime()) return cached.info;
+    if (cached && cached.until > this.clock.now().getTime()) return cached.info;
     const info = await this.query(channel);
-    this.cache.set(channel.id, { info, until: this.clock().getTime() + CACHE_MS });
+    this.cache.set(channel.id, { info, until: this.clock.now().getTime() + CACHE_MS });
     if (this.cache.size > 10_000) this.cache.delete(this.cache.keys().next().value!);
     return info;
   }
@@ -104,7 +105,7 @@ export class TikTokCreatorInfo implements CreatorInfoSource {
         };
       }
       if (error instanceof ReconnectNeededError) {
-        await markNeedsReconnect(this.db, channel.id);
+        await markNeedsReconnect(this.db, channel.id, this.clock.now());
         throw new UnprocessableError(
           `Channel ${channel.id} needs to be connected again: TikTok refused its credentials (${error.message}).`,
         );

@@ -40,7 +40,7 @@ export const tiktokNetwork: ProviderFactory<'tiktok'> = ({ config, outbound, clo
     ...rules,
     connection,
     creatorInfo,
-    analytics: new TikTokAnalytics(api, tokens, db),
-    publishing: new TikTokAdapter(config.tiktok, api, tokens, creatorInfo),
+    analytics: new TikTokAnalytics(api, tokens, db, clock),
+    publishing: new TikTokAdapter(config.tiktok, api, tokens, creatorInfo, clock),
   };
 };

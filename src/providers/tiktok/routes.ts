@@ -52,7 +52,7 @@ export function tiktokOperations(ctx: ProvidersContext): Pick<PublicHandlers, 't
       const days = query.days!;
       const binding = { organizationId: principal.organizationId, channelId: channel.id, days };
       const page = await paginate(ctx.cursors, ANALYTICS_LIST, { binding, cursor: query.cursor }, async (position) => {
-        const since = position ? new Date(position.since) : new Date(ctx.clock().getTime() - days * 86_400_000);
+        const since = position ? new Date(position.since) : new Date(ctx.clock.now().getTime() - days * 86_400_000);
         const { account, videos, next } = await source.analytics(channel, {
           since,
           limit: query.limit!,

@@ -1,3 +1,4 @@
+import type { Clock } from '../../core/clock.js';
 import type { components } from '../../../generated/public-v1.js';
 import type { OutboundClient } from '../../net/outbound-client.js';
 import { callNetwork, type NetworkAnswer } from '../network-call.js';
@@ -49,6 +50,7 @@ export class YouTubeAdapter implements PublishingAdapter {
     private readonly outbound: OutboundClient,
     private readonly tokens: AccountTokens,
     private readonly chunkBytes: number,
+    private readonly clock: Clock,
   ) {}
 
   start(): Progress {
@@ -142,7 +144,7 @@ export class YouTubeAdapter implements PublishingAdapter {
     if (answer.status >= 500 || answer.status === 429) {
       throw new TransientPublishError(`YouTube answered ${answer.status} to a chunk`, {
         answered: true,
-        retryAfterSeconds: retryAfterSeconds(answer.headers['retry-after']),
+        retryAfterSeconds: retryAfterSeconds(answer.headers['retry-after'], this.clock.now()),
       });
     }
     throw this.failure(answer);
@@ -213,7 +215,7 @@ export class YouTubeAdapter implements PublishingAdapter {
     if (answer.status === 429 || answer.status >= 500) {
       return new TransientPublishError(message, {
         answered: true,
-        retryAfterSeconds: retryAfterSeconds(answer.headers['retry-after']),
+        retryAfterSeconds: retryAfterSeconds(answer.headers['retry-after'], this.clock.now()),
       });
     }
     return new PermanentPublishError(

@@ -1,3 +1,4 @@
+import type { Clock } from '../../core/clock.js';
 import type { OutboundClient } from '../../net/outbound-client.js';
 import {
   ConnectionRefusedError,
@@ -46,7 +47,7 @@ export class YouTubeConnection implements ConnectionAdapter {
   constructor(
     private readonly settings: YouTubeSettings,
     private readonly outbound: OutboundClient,
-    private readonly clock: () => Date,
+    private readonly clock: Clock,
   ) {
     this.consentOrigin = new URL(settings.accountsUrl).origin;
   }
@@ -157,7 +158,9 @@ export class YouTubeConnection implements ConnectionAdapter {
     return {
       accessToken: answer.access_token!,
       refreshToken: answer.refresh_token ?? previousRefreshToken,
-      expiresAt: answer.expires_in ? new Date(this.clock().getTime() + answer.expires_in * 1000).toISOString() : null,
+      expiresAt: answer.expires_in
+        ? new Date(this.clock.now().getTime() + answer.expires_in * 1000).toISOString()
+        : null,
       scopes: answer.scope ? answer.scope.split(' ') : [],
     };
   }

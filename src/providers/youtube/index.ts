@@ -25,6 +25,6 @@ export const youtubeNetwork: ProviderFactory<'youtube'> = ({ config, outbound, c
   return {
     ...rules,
     connection,
-    publishing: new YouTubeAdapter(config.youtube, outbound, tokens, config.youtube.uploadChunkBytes),
+    publishing: new YouTubeAdapter(config.youtube, outbound, tokens, config.youtube.uploadChunkBytes, clock),
   };
 };
