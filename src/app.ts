@@ -10,7 +10,7 @@ import { servedContract } from './http/served-contract.js';
 import { createOAuthApi } from './oauth/api.js';
 import { CsrfTokens } from './pages/csrf.js';
 import { BrowserCookies } from './pages/visitor.js';
-import type { PostsContext } from './posts/publication-plan.js';
+import type { PostsContext } from './posts/context.js';
 import { draftPostsOfRemovedChannel } from './posts/removed-channels.js';
 import { queueRevocation } from './providers/account-revocations.js';
 import { sandboxNetwork } from './providers/sandbox/network.js';

@@ -19,11 +19,9 @@ import { OutboundClient } from './net/outbound-client.js';
 import type { Resolver } from './net/remote-fetch.js';
 import { createProviders, type ProviderOverrides, type Providers } from './providers/registry.js';
 import { Publisher, PUBLISHER_QUEUES } from './publisher/worker.js';
-import { DELIVER, WebhookDeliverer } from './webhooks/deliveries.js';
-import { WebhookDispatcher } from './webhooks/dispatcher.js';
+import { WebhookDeliverer } from './webhooks/deliveries.js';
 import { WebhookManagement } from './webhooks/management.js';
-import type { JobConsumer } from './jobs/consumer.js';
-import type { Jobs } from './jobs/queue.js';
+import { WEBHOOK_QUEUES, WebhookWorker } from './webhooks/worker.js';
 
 /** The whole service: every feature's context in one object, and the parts its role runs. */
 export interface Service extends AppContext {
@@ -35,6 +33,8 @@ export interface Service extends AppContext {
   app: Express;
   /** The publishing worker (roles `worker` and `all`, unless turned off). */
   publisher: Publisher | undefined;
+  /** The webhooks' worker, which dispatches events and sends deliveries (with the publisher). */
+  webhookWorker: WebhookWorker | undefined;
   /** Manages webhook endpoints; their deliveries' jobs run in the worker. */
   webhooks: WebhookManagement;
   /** Serves the application on `host:port` (0 for any free port). */
@@ -60,14 +60,7 @@ export interface ComposeOptions {
   worker?: boolean;
 }
 
-const QUEUES = [
-  ...PUBLISHER_QUEUES,
-  // A delivery's row says where it stands, and its job is planned again on the row's schedule. pg-boss
-  // retries only a job whose worker died (no heartbeat for 10 s) or failed unexpectedly: sending again
-  // is safe, a receiver drops a repeated webhook-id.
-  { name: DELIVER, options: { retryLimit: 10, retryDelay: 2, heartbeatSeconds: 10, expireInSeconds: 120 } },
-  { name: 'housekeeping' as const, options: { retryLimit: 0 } },
-];
+const QUEUES = [...PUBLISHER_QUEUES, ...WEBHOOK_QUEUES, { name: 'housekeeping' as const, options: { retryLimit: 0 } }];
 
 /**
  * The one place the service is put together from its configuration: `src/main.ts` and the tests both
@@ -117,25 +110,14 @@ export async function compose(options: ComposeOptions): Promise<Service> {
   const app = createApp(ctx, { sandboxKey });
 
   let publisher: Publisher | undefined;
-  let dispatcher: WebhookDispatcher | undefined;
-  let deliveries: JobConsumer<Jobs[typeof DELIVER]> | undefined;
+  let webhookWorker: WebhookWorker | undefined;
   if (runsWorker) {
     publisher = new Publisher(ctx, config.publisher);
     await publisher.start();
-    dispatcher = new WebhookDispatcher({ ...base, queue });
-    dispatcher.start();
-    deliveries = queue.consume(
-      DELIVER,
-      {
-        capacity: 100,
-        pollingIntervalSeconds: 0.5,
-        heartbeatSeconds: 10,
-        prepare: (jobs) => deliverer.prepare(jobs.map((job) => job.data.deliveryId)),
-      },
-      (job) => deliverer.deliver(job.data.deliveryId),
-    );
+    webhookWorker = new WebhookWorker({ ...base, queue }, deliverer, config.webhooks);
+    webhookWorker.start();
     await queue.work('housekeeping', { pollingIntervalSeconds: 5 }, () => keepHouse(ctx));
-    await queue.boss.schedule('housekeeping', '*/10 * * * *', {});
+    await queue.schedule('housekeeping', '*/10 * * * *');
   }
 
   return {
@@ -143,6 +125,7 @@ export async function compose(options: ComposeOptions): Promise<Service> {
     database,
     app,
     publisher,
+    webhookWorker,
     webhooks,
     listen: (port, host) =>
       new Promise((resolve, reject) => {
@@ -155,8 +138,7 @@ export async function compose(options: ComposeOptions): Promise<Service> {
       }),
     stop: async (graceMs) => {
       await publisher?.stop(graceMs);
-      await dispatcher?.stop();
-      await deliveries?.stop(graceMs);
+      await webhookWorker?.stop(graceMs);
       await queue.stop(graceMs);
     },
   };

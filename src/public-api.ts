@@ -20,7 +20,7 @@ import { strictQueryStrings } from './http/query-strings.js';
 import type { PublicHandlers } from './http/typed-routes.js';
 import { mediaOperations } from './media/routes.js';
 import type { MediaContext } from './media/storage.js';
-import type { PostsContext } from './posts/publication-plan.js';
+import type { PostsContext } from './posts/context.js';
 import { ACCESS_TOKEN_PREFIX } from './oauth/tokens.js';
 import { postOperations } from './posts/routes.js';
 import { tiktokOperations } from './providers/tiktok/routes.js';

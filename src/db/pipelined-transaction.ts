@@ -4,18 +4,59 @@ import {
   PostgresIntrospector,
   PostgresQueryCompiler,
   sql,
+  type AbortableOperationOptions,
+  type CompiledQuery,
   type DatabaseConnection,
   type Driver,
+  type QueryResult,
 } from 'kysely';
 import type { Db } from './database.js';
 import type { Database } from './schema.js';
+
+/**
+ * The transaction's connection, counting the statements sent on it: a statement is on its way (in
+ * the connection's order) once `executeQuery` is called, long before its answer.
+ */
+class CountedConnection implements DatabaseConnection {
+  sent = 0;
+  private waiting: { after: number; resolve: () => void }[] = [];
+
+  constructor(private readonly inner: DatabaseConnection) {}
+
+  executeQuery<R>(query: CompiledQuery, options?: AbortableOperationOptions): Promise<QueryResult<R>> {
+    this.count();
+    return this.inner.executeQuery<R>(query, options);
+  }
+
+  streamQuery<R>(
+    query: CompiledQuery,
+    chunkSize: number,
+    options?: AbortableOperationOptions,
+  ): AsyncIterableIterator<QueryResult<R>> {
+    this.count();
+    return this.inner.streamQuery<R>(query, chunkSize, options);
+  }
+
+  private count(): void {
+    this.sent += 1;
+    const ready = this.waiting.filter((waiter) => this.sent > waiter.after);
+    this.waiting = this.waiting.filter((waiter) => this.sent <= waiter.after);
+    for (const waiter of ready) waiter.resolve();
+  }
+
+  /** Resolves once more than `count` statements have been sent. */
+  sentMoreThan(count: number): Promise<void> {
+    if (this.sent > count) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.push({ after: count, resolve }));
+  }
+}
 
 /**
  * Hands one connection to every statement at once, where Kysely's own single-connection handle waits
  * for each statement to finish before it starts the next.
  */
 class OneConnection implements Driver {
-  constructor(private readonly connection: DatabaseConnection) {}
+  constructor(private readonly connection: CountedConnection) {}
   async init(): Promise<void> {}
   async acquireConnection(): Promise<DatabaseConnection> {
     return this.connection;
@@ -37,11 +78,13 @@ class OneConnection implements Driver {
 export interface PipelinedTransaction {
   trx: Db;
   /**
-   * Commits after the statements `last` stands for, which the caller has started (sent) without waiting
-   * for them: they and the COMMIT travel together. If one of them fails, the transaction is rolled back
-   * (PostgreSQL answers the COMMIT of a failed transaction with a rollback) and its error is thrown.
+   * Runs the last pieces of work, each sending one statement on `trx` (such as writing the events, or
+   * planning jobs), and commits: the statements and the COMMIT travel together, in this order, without
+   * waiting for one another's answers. A piece that fails before it sends its statement (the job queue
+   * reads its own cache first) commits nothing; one whose statement fails rolls the transaction back
+   * (PostgreSQL answers the COMMIT of a failed transaction with a rollback). Either error is thrown.
    */
-  commit(...last: Promise<unknown>[]): Promise<void>;
+  commit(...last: (() => Promise<unknown>)[]): Promise<void>;
 }
 
 /**
@@ -56,7 +99,8 @@ export async function pipelinedTransaction<T>(
   db: Db,
   work: (transaction: PipelinedTransaction) => Promise<T>,
 ): Promise<T> {
-  return db.getExecutor().provideConnection(async (connection) => {
+  return db.getExecutor().provideConnection(async (pooled) => {
+    const connection = new CountedConnection(pooled);
     const trx = new Kysely<Database>({
       dialect: {
         createAdapter: () => new PostgresAdapter(),
@@ -73,9 +117,31 @@ export async function pipelinedTransaction<T>(
       trx,
       commit: async (...last) => {
         ended = true;
+        const running: Promise<unknown>[] = [];
+        for (const work of last) {
+          const sentBefore = connection.sent;
+          const started = work();
+          running.push(started);
+          // Some work sends its statement a few promise turns after it starts: what comes next waits for
+          // it to be on its way, or for the work to end without one.
+          const settled = started.then(
+            () => true,
+            () => false,
+          );
+          const sent = await Promise.race([
+            connection.sentMoreThan(sentBefore).then(() => true),
+            settled.then(() => false),
+          ]);
+          // A piece that failed before sending anything: no COMMIT goes out, the transaction rolls back.
+          if (!sent && !(await settled)) {
+            await Promise.allSettled(running);
+            await sql`rollback`.execute(trx);
+            await started;
+          }
+        }
         const committed = sql`commit`.execute(trx);
         // Every answer is in before the connection goes back to the pool.
-        const outcomes = await Promise.allSettled([begun, ...last, committed]);
+        const outcomes = await Promise.allSettled([begun, ...running, committed]);
         const failed = outcomes.find((outcome) => outcome.status === 'rejected');
         if (failed) throw failed.reason;
       },

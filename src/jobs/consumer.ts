@@ -1,5 +1,6 @@
 import type { Job, PgBoss } from 'pg-boss';
 import type { Logger } from '../core/logger.js';
+import { MicroBatcher } from './batcher.js';
 
 // Handled jobs are completed together: at most this many, at most this long after the first.
 const COMPLETE_BATCH = 100;
@@ -34,8 +35,12 @@ export class JobConsumer<Data> {
   private loop: Promise<void> | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private sleeper: { wake: () => void; onSlot: boolean } | undefined;
-  private completed: string[] = [];
-  private completing: NodeJS.Timeout | undefined;
+  /**
+   * Handled jobs, completed with the others handled in the next few milliseconds, in one statement. A
+   * job whose completion a crash loses is handed out again once its heartbeat stops; its handler must
+   * then find nothing left to do (the publisher's do: the post row says what is done).
+   */
+  private readonly completions: MicroBatcher<string>;
 
   constructor(
     private readonly boss: PgBoss,
@@ -43,7 +48,12 @@ export class JobConsumer<Data> {
     private readonly options: ConsumerOptions<Data>,
     private readonly handler: (job: Job<Data>) => Promise<void>,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.completions = new MicroBatcher((ids) => this.complete(ids), {
+      size: COMPLETE_BATCH,
+      delayMs: COMPLETE_DELAY_MS,
+    });
+  }
 
   start(): void {
     this.loop = this.fetchLoop();
@@ -63,7 +73,7 @@ export class JobConsumer<Data> {
     const settled = Promise.allSettled([...this.running.values()]);
     await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
     clearInterval(this.heartbeat);
-    await this.flushCompleted();
+    await this.completions.flush();
   }
 
   private async fetchLoop(): Promise<void> {
@@ -113,7 +123,7 @@ export class JobConsumer<Data> {
 
   private run(job: Job<Data>): void {
     const handled = this.handler(job).then(
-      () => this.completeSoon(job.id),
+      () => void this.completions.add(job.id),
       (error: unknown) => {
         this.logger.error({ err: error, queue: this.name, jobId: job.id }, 'a job failed; pg-boss retries it');
         return this.boss.fail(this.name, job.id, { message: (error as Error).message });
@@ -131,23 +141,7 @@ export class JobConsumer<Data> {
     this.running.set(job.id, settled);
   }
 
-  /**
-   * Completes a handled job with the others handled in the next few milliseconds, in one statement.
-   * A job whose completion a crash loses is handed out again once its heartbeat stops; its handler
-   * must then find nothing left to do (the publisher's do: the post row says what is done).
-   */
-  private completeSoon(jobId: string): void {
-    this.completed.push(jobId);
-    if (this.completed.length >= COMPLETE_BATCH) void this.flushCompleted();
-    else this.completing ??= setTimeout(() => void this.flushCompleted(), COMPLETE_DELAY_MS);
-  }
-
-  private async flushCompleted(): Promise<void> {
-    clearTimeout(this.completing);
-    this.completing = undefined;
-    const ids = this.completed;
-    if (ids.length === 0) return;
-    this.completed = [];
+  private async complete(ids: string[]): Promise<void> {
     await this.boss
       .complete(this.name, ids)
       .catch((error: unknown) =>

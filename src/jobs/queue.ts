@@ -1,5 +1,5 @@
 import { fromKysely, fromPglite, PgBoss, type Db as BossDb, type Job, type WorkOptions } from 'pg-boss';
-import { CompiledQuery } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { DatabaseHandle, Db } from '../db/database.js';
@@ -28,6 +28,17 @@ export interface PlanOptions {
   group?: { id: string; tier?: string };
 }
 
+/** A post to publish, as its job is planned. */
+export interface PublishPlan {
+  id: string;
+  /** Its channel's publications are limited together: the channel is the job's group. */
+  channel_id: string;
+  /** The channel's network: the group's tier, whose limit the publisher sets per network. */
+  provider: string;
+  /** When it is due, on the service's clock; now when absent. */
+  at?: Date | null;
+}
+
 const SCHEMA = 'pgboss';
 
 /**
@@ -51,7 +62,7 @@ function pgliteForBoss(database: DatabaseHandle): BossDb {
  * planned in the same transaction as the change that calls for it, and commits or rolls back with it.
  */
 export class JobQueue {
-  readonly boss: PgBoss;
+  private readonly boss: PgBoss;
 
   constructor(
     database: DatabaseHandle,
@@ -104,24 +115,13 @@ export class JobQueue {
     });
   }
 
-  /**
-   * Plans several jobs of one queue in the caller's transaction, in one statement. `sent` is called once
-   * that statement is on its way, for a pipelined transaction that sends its COMMIT right behind it.
-   */
+  /** Plans several jobs of one queue in the caller's transaction, in one statement. */
   async planMany<Q extends QueueName>(
     trx: Db,
     name: Q,
     jobs: { data: Jobs[Q]; startAfter?: Date; group?: PlanOptions['group'] }[],
-    sent: () => void = () => {},
   ): Promise<void> {
-    if (jobs.length === 0) return sent();
-    const db: BossDb = {
-      executeSql: async (text, values) => {
-        const running = trx.executeQuery(CompiledQuery.raw(text, values ?? []));
-        sent();
-        return { rows: [...(await running).rows] };
-      },
-    };
+    if (jobs.length === 0) return;
     await this.boss.insert(
       name,
       jobs.map((job) => ({
@@ -129,8 +129,45 @@ export class JobQueue {
         ...(job.startAfter ? { startAfter: job.startAfter } : {}),
         ...(job.group ? { group: job.group } : {}),
       })),
-      { db },
+      { db: fromKysely(trx) },
     );
+  }
+
+  /**
+   * Plans publishing posts (or going on with them), one job each, in the caller's transaction and one
+   * statement: the one way every change that makes a post due, and the publisher, plan a publication.
+   * A channel's jobs form one group, so that its publications never run more at once than its network
+   * allows, across all workers. A plan that a later change makes wrong (the post drafted, deleted or
+   * rescheduled) is left to run: its job finds the post not due then, and does nothing.
+   */
+  async planPublish(trx: Db, posts: PublishPlan[]): Promise<void> {
+    await this.planMany(
+      trx,
+      'publish-post',
+      posts.map((post) => ({
+        data: { postId: post.id },
+        ...(post.at ? { startAfter: post.at } : {}),
+        group: { id: post.channel_id, tier: post.provider },
+      })),
+    );
+  }
+
+  /** Plans a job of the queue `name` on a cron schedule (in UTC), in the processes that run schedules. */
+  async schedule(name: QueueName, cron: string): Promise<void> {
+    await this.boss.schedule(name, cron, {});
+  }
+
+  /**
+   * The lost-job finder: the condition, for a query over rows that should each have a job of the queue
+   * `name` (whose data names the row's `id` in `key`), that the row has none waiting, retrying or
+   * running. Its job was lost (pg-boss gave up on it); the caller plans another. The publisher's
+   * reconciliation and the webhook deliveries' sweep find their lost jobs with it.
+   */
+  noLiveJob<Q extends QueueName>(name: Q, key: keyof Jobs[Q] & string, id: RawBuilder<string>): RawBuilder<boolean> {
+    return sql<boolean>`${id} not in (
+      select job.data->>${key} from ${sql.table(`${SCHEMA}.job`)}
+      where job.name = ${name} and job.state in ('created', 'retry', 'active') and job.data->>${key} is not null
+    )`;
   }
 
   /** Runs `handler` for the jobs of one queue. */

@@ -15,7 +15,7 @@ import {
 } from './idempotency.js';
 import { toPostBody } from './post-body.js';
 import { recordPostEvents } from './events.js';
-import { planPublications, type PostsContext } from './publication-plan.js';
+import type { PostsContext } from './context.js';
 import { assertMediaStillPresent } from './queries.js';
 import { lockChannelStates } from '../channels/channels.js';
 import { assertWithinDailyQuota, insertPostsWithinQuota } from '../channels/quota.js';
@@ -168,25 +168,21 @@ export async function createPosts(
       group,
       data: posts.map(toPostBody),
     };
-    const recording = recordPostEvents(trx, [
-      ...posts.map((post) => ({ post, type: 'created' as const, at: now })),
-      ...scheduled.map((post) => ({ post, type: 'scheduled' as const, at: now })),
-    ]);
-    const storing = idempotent
-      ? storeResponse(trx, organizationId, idempotent, { status: 201, body })
-      : Promise.resolve();
-    // pg-boss sends its statement a few promise turns later: COMMIT must go behind it, and must not
-    // go at all if planning failed before its statement was sent.
-    let planSent = false;
-    let sent!: () => void;
-    const sending = new Promise<void>((resolve) => (sent = resolve));
-    const planning = planPublications(ctx, trx, scheduled, () => {
-      planSent = true;
-      sent();
-    });
-    await Promise.race([sending, planning.catch(() => {})]);
-    if (!planSent) await Promise.all([recording, storing, planning]);
-    await commit(recording, storing, planning);
+    await commit(
+      () =>
+        recordPostEvents(trx, [
+          ...posts.map((post) => ({ post, type: 'created' as const, at: now })),
+          ...scheduled.map((post) => ({ post, type: 'scheduled' as const, at: now })),
+        ]),
+      async () => {
+        if (idempotent) await storeResponse(trx, organizationId, idempotent, { status: 201, body });
+      },
+      () =>
+        ctx.queue.planPublish(
+          trx,
+          scheduled.map((post) => ({ ...post, at: post.scheduled_at })),
+        ),
+    );
     return { body, replayed: false };
   });
 }

@@ -4,7 +4,7 @@ import { assertWithinDailyQuota, countsOnDay } from '../channels/quota.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
 import type { Db } from '../db/database.js';
 import { recordPostEvent } from './events.js';
-import { planPublication, type PostsContext } from './publication-plan.js';
+import type { PostsContext } from './context.js';
 import type { PostRow, ProviderSettings } from './post-body.js';
 import { assertMediaStillPresent, deletePost, findPost, lockPost, updatePost } from './queries.js';
 import { assertNotInThePast, assertNotOnTheNetwork, isEditable, nextState, type StatusRequest } from './transitions.js';
@@ -201,7 +201,7 @@ async function moveLockedPost(
   });
   if (next.status === 'scheduled') {
     await recordPostEvent(trx, moved, post.status === 'scheduled' ? 'rescheduled' : 'scheduled', now);
-    await planPublication(ctx, trx, moved);
+    await ctx.queue.planPublish(trx, [{ ...moved, at: moved.scheduled_at }]);
   } else {
     await recordPostEvent(trx, moved, 'drafted', now);
   }

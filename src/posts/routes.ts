@@ -1,6 +1,6 @@
 import type { PublicHandlers } from '../http/typed-routes.js';
 import { postHistoryPage } from './history.js';
-import type { PostsContext } from './publication-plan.js';
+import type { PostsContext } from './context.js';
 import { createPosts } from './create.js';
 import { editPost, getPost, movePost, removePost, schedulePostAt } from './lifecycle.js';
 import { listPostPage } from './list.js';

@@ -349,12 +349,12 @@ export interface OverduePost {
 
 /**
  * Posts that should have a live publish job and have none: due (or waiting for an attempt that is
- * due, or held by a lease that ran out) for longer than `graceSeconds`, with no job of the queue
- * `queue` created, retrying or active for them in pg-boss's table.
+ * due, or held by a lease that ran out) for longer than `graceSeconds`, for which `noLiveJob` (the job
+ * queue's lost-job finder) holds.
  */
 export async function postsWithoutLiveJob(
   db: Db,
-  queue: string,
+  noLiveJob: (postId: RawBuilder<string>) => RawBuilder<boolean>,
   graceSeconds: number,
   limit: number,
   now: Date,
@@ -371,10 +371,7 @@ export async function postsWithoutLiveJob(
         and (posts.next_attempt_at is null or posts.next_attempt_at < ${since})
       )
     )
-    and posts.id not in (
-      select job.data->>'postId' from pgboss.job
-      where job.name = ${queue} and job.state in ('created', 'retry', 'active') and job.data->>'postId' is not null
-    )
+    and ${noLiveJob(sql.ref('posts.id'))}
     order by posts.scheduled_at
     limit ${limit}`.execute(db);
   return rows;

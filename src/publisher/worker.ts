@@ -115,7 +115,7 @@ export class Publisher {
       (job) => this.publish(job.data.postId),
     );
     await this.ctx.queue.work(RECONCILE, { pollingIntervalSeconds: 5 }, () => this.reconcile());
-    await this.ctx.queue.boss.schedule(RECONCILE, '* * * * *', {});
+    await this.ctx.queue.schedule(RECONCILE, '* * * * *');
   }
 
   /**
@@ -308,25 +308,14 @@ export class Publisher {
               nextAttemptAt: next.toISOString(),
               ...(result.logId ? { logId: result.logId } : {}),
             });
-            await this.ctx.queue.plan(
-              trx,
-              PUBLISH,
-              { postId: post.id },
-              { startAfter: next, group: { id: post.channel_id, tier: post.provider } },
-            );
+            await this.ctx.queue.planPublish(trx, [{ ...post, at: next }]);
           }
           return;
         }
         case 'pending': {
           const next = new Date(now.getTime() + result.checkAgainInSeconds * 1000);
           settled = await updateHeldPost(trx, post.id, this.id, { next_attempt_at: next }, now);
-          if (settled)
-            await this.ctx.queue.plan(
-              trx,
-              PUBLISH,
-              { postId: post.id },
-              { startAfter: next, group: { id: post.channel_id, tier: post.provider } },
-            );
+          if (settled) await this.ctx.queue.planPublish(trx, [{ ...post, at: next }]);
           return;
         }
       }
@@ -374,12 +363,7 @@ export class Publisher {
             }
           : { reason },
       );
-      await this.ctx.queue.plan(
-        trx,
-        PUBLISH,
-        { postId },
-        { ...(crossed ? { startAfter: askAt } : {}), group: { id: released.channel_id, tier: released.provider } },
-      );
+      await this.ctx.queue.planPublish(trx, [{ ...released, at: crossed ? askAt : null }]);
     });
   }
 
@@ -397,16 +381,10 @@ export class Publisher {
     const post = await this.ctx.db
       .selectFrom('posts')
       .innerJoin('channels', 'channels.id', 'posts.channel_id')
-      .select(['posts.channel_id', 'channels.provider'])
+      .select(['posts.id', 'posts.channel_id', 'channels.provider'])
       .where('posts.id', '=', postId)
       .executeTakeFirst();
-    if (!post) return;
-    await this.ctx.queue.plan(
-      this.ctx.db,
-      PUBLISH,
-      { postId },
-      { ...(startAfter ? { startAfter } : {}), group: { id: post.channel_id, tier: post.provider } },
-    );
+    if (post) await this.ctx.queue.planPublish(this.ctx.db, [{ ...post, at: startAfter }]);
   }
 
   /**
@@ -438,22 +416,13 @@ export class Publisher {
   async reconcile(): Promise<void> {
     const overdue = await postsWithoutLiveJob(
       this.ctx.db,
-      PUBLISH,
+      (postId) => this.ctx.queue.noLiveJob(PUBLISH, 'postId', postId),
       RECONCILE_GRACE_SECONDS,
       RECONCILE_BATCH,
       this.ctx.clock.now(),
     );
     if (overdue.length === 0) return;
     this.ctx.logger.info({ posts: overdue.length }, 'planning publications that had no job');
-    await this.ctx.db.transaction().execute(async (trx) => {
-      for (const post of overdue) {
-        await this.ctx.queue.plan(
-          trx,
-          PUBLISH,
-          { postId: post.id },
-          { group: { id: post.channel_id, tier: post.provider } },
-        );
-      }
-    });
+    await this.ctx.queue.planPublish(this.ctx.db, overdue);
   }
 }

@@ -9,7 +9,7 @@ import { field, safeNext, type BrowserCookies } from '../pages/visitor.js';
 import { getPost, schedulePostAt } from '../posts/lifecycle.js';
 import { listPostPage } from '../posts/list.js';
 import type { PostBody } from '../posts/post-body.js';
-import type { PostsContext } from '../posts/publication-plan.js';
+import type { PostsContext } from '../posts/context.js';
 import {
   anchorDay,
   layOutCalendar,

@@ -19,7 +19,7 @@ import {
   type ConnectionResult,
   type ConnectionReturn,
 } from '../providers/account-connections.js';
-import type { PostsContext } from '../posts/publication-plan.js';
+import type { PostsContext } from '../posts/context.js';
 import { allNetworks, type Providers } from '../providers/registry.js';
 import { signedIn } from './signed-in.js';
 

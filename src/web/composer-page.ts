@@ -10,7 +10,7 @@ import type { MediaContext } from '../media/storage.js';
 import { field, type BrowserCookies } from '../pages/visitor.js';
 import { createPosts } from '../posts/create.js';
 import { editPost, getPost } from '../posts/lifecycle.js';
-import type { PostsContext } from '../posts/publication-plan.js';
+import type { PostsContext } from '../posts/context.js';
 import { isEditable } from '../posts/transitions.js';
 import { wallClockInstant } from './calendar-view.js';
 import { placeErrors, readComposerForm, settingsFields, settingsFrom, type ComposerValues } from './composer-form.js';

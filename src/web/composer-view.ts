@@ -8,7 +8,7 @@ import type { MediaContext } from '../media/storage.js';
 import { renderPage } from '../pages/render.js';
 import type { BrowserCookies } from '../pages/visitor.js';
 import type { PostRow } from '../posts/post-body.js';
-import type { PostsContext } from '../posts/publication-plan.js';
+import type { PostsContext } from '../posts/context.js';
 import type { CreatorInfo } from '../providers/provider-adapter.js';
 import type { ComposerValues, FieldErrors } from './composer-form.js';
 import { describeMedia, mediaOrigins } from './media-pages.js';

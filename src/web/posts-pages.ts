@@ -12,7 +12,7 @@ import { getPost, movePost } from '../posts/lifecycle.js';
 import { isEditable } from '../posts/transitions.js';
 import { listPostPage } from '../posts/list.js';
 import { toPostBody, type PostBody } from '../posts/post-body.js';
-import type { PostsContext } from '../posts/publication-plan.js';
+import type { PostsContext } from '../posts/context.js';
 import { signedIn } from './signed-in.js';
 import { readTimeZone } from './time-zone.js';
 

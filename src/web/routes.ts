@@ -2,7 +2,7 @@ import express, { type ErrorRequestHandler, type RequestHandler, type Router } f
 import type { ChannelRemoval } from '../channels/removal.js';
 import { DomainError, ValidationError } from '../core/errors.js';
 import type { AppContext } from '../http/context.js';
-import type { PostsContext } from '../posts/publication-plan.js';
+import type { PostsContext } from '../posts/context.js';
 import { refuseUnstorableRequestText } from '../http/storable-text.js';
 import { appPictureRoute } from '../oauth/app-picture-route.js';
 import { consentRoutes } from '../oauth/authorize.js';

@@ -1,6 +1,6 @@
 import express, { type Router } from 'express';
 import type { ChannelRemoval } from '../channels/removal.js';
-import type { PostsContext } from '../posts/publication-plan.js';
+import type { PostsContext } from '../posts/context.js';
 import type { CsrfTokens } from '../pages/csrf.js';
 import { apiKeyPages } from './api-key-pages.js';
 import { appPages } from './app-pages.js';

@@ -8,6 +8,7 @@ import type { Logger } from '../core/logger.js';
 import type { Keyring } from '../crypto/keyring.js';
 import type { CursorCodec } from '../http/cursors.js';
 import type { Db } from '../db/database.js';
+import { MicroBatcher } from '../jobs/batcher.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { OutboundClient } from '../net/outbound-client.js';
 import { signingSecrets, type WebhookEndpoint } from './endpoints.js';
@@ -111,13 +112,20 @@ export class WebhookDeliverer {
     string,
     { delivery: WebhookDelivery; endpoint: WebhookEndpoint | undefined } | null
   >();
-  private readonly outcomes: OutcomeBatch;
+  /**
+   * Outcomes written together, in one statement per batch; a delivery's job completes only once its
+   * outcome is written.
+   */
+  private readonly outcomes: MicroBatcher<{ delivery: WebhookDelivery; outcome: Outcome }>;
 
   constructor(
     private readonly ctx: WebhookContext,
     private readonly outbound: OutboundClient,
   ) {
-    this.outcomes = new OutcomeBatch((items) => this.settleMany(this.ctx.db, items));
+    this.outcomes = new MicroBatcher((items) => this.settleMany(this.ctx.db, items), {
+      size: OUTCOME_BATCH,
+      delayMs: OUTCOME_DELAY_MS,
+    });
   }
 
   /**
@@ -417,40 +425,6 @@ interface Outcome {
 const OUTCOME_DELAY_MS = 10;
 const OUTCOME_BATCH = 100;
 
-/**
- * Collects outcomes and writes them together: each `add` resolves once its outcome is written (or
- * rejects if writing failed), so a job completes only after its outcome is recorded.
- */
-class OutcomeBatch {
-  private pending: {
-    item: { delivery: WebhookDelivery; outcome: Outcome };
-    resolve: () => void;
-    reject: (error: unknown) => void;
-  }[] = [];
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(private readonly write: (items: { delivery: WebhookDelivery; outcome: Outcome }[]) => Promise<void>) {}
-
-  add(item: { delivery: WebhookDelivery; outcome: Outcome }): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.pending.push({ item, resolve, reject });
-      if (this.pending.length >= OUTCOME_BATCH) this.flush();
-      else this.timer ??= setTimeout(() => this.flush(), OUTCOME_DELAY_MS);
-    });
-  }
-
-  private flush(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    const batch = this.pending;
-    this.pending = [];
-    this.write(batch.map((entry) => entry.item)).then(
-      () => batch.forEach((entry) => entry.resolve()),
-      (error: unknown) => batch.forEach((entry) => entry.reject(error)),
-    );
-  }
-}
-
 /** Settled deliveries are listed for this long, then forgotten. */
 const KEEP_SETTLED_MS = 30 * 86_400_000;
 /** A pending delivery whose time passed this long ago without a job has lost it (see sweepDeliveries). */
@@ -470,13 +444,11 @@ export async function sweepDeliveries(ctx: Pick<WebhookContext, 'db' | 'queue' |
   const { rows } = await sql<{ id: string }>`
     select d.id from webhook_deliveries d
     where d.status = 'pending' and d.next_attempt_at < ${new Date(now.getTime() - LOST_AFTER_SECONDS * 1000)}
-    and d.id not in (
-      select job.data->>'deliveryId' from pgboss.job
-      where job.name = ${DELIVER} and job.state in ('created', 'retry', 'active') and job.data->>'deliveryId' is not null
-    )
+    and ${ctx.queue.noLiveJob(DELIVER, 'deliveryId', sql.ref('d.id'))}
     order by d.seq limit 1000`.execute(ctx.db);
-  if (rows.length === 0) return;
-  await ctx.db.transaction().execute(async (trx) => {
-    for (const row of rows) await ctx.queue.plan(trx, DELIVER, { deliveryId: row.id });
-  });
+  await ctx.queue.planMany(
+    ctx.db,
+    DELIVER,
+    rows.map((row) => ({ data: { deliveryId: row.id } })),
+  );
 }

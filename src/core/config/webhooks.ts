@@ -9,6 +9,10 @@ export interface WebhooksConfig {
   allowedRanges: string[];
   /** Waits before each retry of a failed delivery, in seconds; after the last, the delivery fails. */
   retrySchedule: number[];
+  /** Deliveries a worker process sends at once (they wait on the receivers). */
+  concurrency: number;
+  /** How often a worker looks for deliveries that fell due. */
+  pollingIntervalSeconds: number;
 }
 
 /** About a day of retries: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
@@ -24,5 +28,10 @@ export function readWebhooks(read: EnvReader): WebhooksConfig {
   ) {
     read.problem(`WEBHOOK_RETRY_SCHEDULE must list up to 20 waits in seconds (0.1 to 86400), got "${raw}"`);
   }
-  return { allowedRanges, retrySchedule };
+  return {
+    allowedRanges,
+    retrySchedule,
+    concurrency: read.integer('WEBHOOK_CONCURRENCY', 100, 1, 1000),
+    pollingIntervalSeconds: read.integer('WEBHOOK_POLL_MS', 500, 500, 60_000) / 1000,
+  };
 }
