@@ -19,7 +19,7 @@ import { OutboundClient } from './net/outbound-client.js';
 import type { Resolver } from './net/remote-fetch.js';
 import { createProviders, type ProviderOverrides, type Providers } from './providers/registry.js';
 import { Publisher, PUBLISHER_QUEUES } from './publisher/worker.js';
-import { WebhookDeliverer } from './webhooks/deliveries.js';
+import { WebhookDeliverer } from './webhooks/deliverer.js';
 import { WebhookManagement } from './webhooks/management.js';
 import { WEBHOOK_QUEUES, WebhookWorker } from './webhooks/worker.js';
 

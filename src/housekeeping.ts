@@ -8,7 +8,7 @@ import { forgetExpiredConnections } from './providers/account-connections.js';
 import { revokeRemovedAccounts } from './providers/account-revocations.js';
 import type { ProvidersContext } from './providers/registry.js';
 import type { JobQueue } from './jobs/queue.js';
-import { sweepDeliveries } from './webhooks/deliveries.js';
+import { sweepDeliveries } from './webhooks/delivery-sweep.js';
 
 /**
  * What the service forgets when it no longer serves anybody, as a scheduled job of the workers

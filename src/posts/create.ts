@@ -13,7 +13,7 @@ import {
   storeResponse,
   type IdempotentRequest,
 } from './idempotency.js';
-import { toPostBody } from './post-body.js';
+import { toPostBody, type PostRow } from './post-body.js';
 import { recordPostEvents } from './events.js';
 import type { PostsContext } from './context.js';
 import { assertMediaStillPresent } from './queries.js';
@@ -58,7 +58,7 @@ function draftsOf(request: CreatePostRequest): PostDraft[] {
 }
 
 /** What `type` means: the status the posts start in and when they are due. */
-function timingOf(request: CreatePostRequest, now: Date): { status: PostStatus; scheduledAt: Date | null } {
+function timingOf(request: CreatePostRequest, now: Date): Timing {
   const date = request.date === undefined ? null : new Date(request.date);
   switch (request.type) {
     case 'schedule':
@@ -80,6 +80,21 @@ function withoutRepeats(details: ErrorDetail[]): ErrorDetail[] {
   });
 }
 
+/** What `type` asks for: the status the posts start in and when they are due. */
+interface Timing {
+  status: PostStatus;
+  scheduledAt: Date | null;
+}
+
+/** A create request that keeps every rule: what its transaction writes. */
+interface CheckedCreate {
+  organizationId: string;
+  now: Date;
+  timing: Timing;
+  drafts: PostDraft[];
+  posts: CheckedPost[];
+}
+
 /**
  * Creates one post per target, all or none, tied by one group id. With an `Idempotency-Key`, a retry
  * of a create that succeeded gets the stored response, and concurrent requests with the key create
@@ -98,22 +113,7 @@ export async function createPosts(
     const stored = await findStoredResponse(ctx.db, organizationId, idempotent, now);
     if (stored) return { body: stored.body as CreatePostResponse, replayed: true };
   }
-
-  const timing = timingOf(request, now);
-  const problems: ErrorDetail[] = [];
-  if (request.type === 'schedule' && timing.scheduledAt && isTooFarInThePast(timing.scheduledAt, now)) {
-    problems.push({ path: 'date', message: `is more than 1 minute in the past (it is ${now.toISOString()} now)` });
-  }
-  const drafts = draftsOf(request);
-  const checked = await checkDrafts({ db: ctx.db, providers: ctx.providers }, organizationId, drafts);
-  problems.push(...checked.problems);
-  if (problems.length > 0) {
-    const details = withoutRepeats(problems);
-    throw new UnprocessableError(
-      `Nothing was created: the request breaks ${details.length === 1 ? 'a rule' : `${details.length} rules`}, listed in details.`,
-      details,
-    );
-  }
+  const checked = await checkCreate(ctx, organizationId, request, now);
 
   // Two round trips: BEGIN, the locks and the insert; then the events, the jobs and COMMIT.
   return pipelinedTransaction(ctx.db, async ({ trx, commit }) => {
@@ -122,52 +122,9 @@ export async function createPosts(
       await commit();
       return replay;
     }
-    const claims =
-      timing.status === 'scheduled' && timing.scheduledAt
-        ? checked.posts.map((post) => ({ channel: post.channel, path: post.paths.channel }))
-        : [];
-    const group = newId('grp');
-    const planned = checked.posts.map((post) => ({
-      row: newPostRow(post, organizationId, group, timing, now),
-      provider: post.channel.provider,
-    }));
-    // Without claims (drafts) the day is not read: any day will do.
-    const quota = {
-      limits: ctx.config.dailyPostLimits,
-      claims,
-      instant: claims.length > 0 && timing.scheduledAt ? timing.scheduledAt : now,
-    };
-    // The channels and media were read and checked before the transaction. Under their locks only
-    // whether they still take the posts is read again, and the insert counts the quota after them.
-    const [channels, , rows] = await Promise.all([
-      lockChannelStates(
-        trx,
-        organizationId,
-        drafts.map((d) => d.channelId),
-      ),
-      assertMediaStillPresent(
-        trx,
-        organizationId,
-        checked.posts.map((post) => ({ mediaIds: post.mediaIds, path: post.paths.mediaIds })),
-      ),
-      insertPostsWithinQuota(
-        trx,
-        planned.map((p) => p.row),
-        quota,
-      ),
-    ]);
-    assertChannelsStillAccept(channels, drafts);
-    if (!rows) {
-      await assertWithinDailyQuota(trx, quota.limits, claims, quota.instant);
-      throw new Error('the posts were refused by their daily quota, which has room for them');
-    }
-    const inserted = new Map(rows.map((row) => [row.id, row]));
-    const posts = planned.map(({ row, provider }) => ({ ...inserted.get(row.id)!, provider }));
+    const { group, posts } = await insertPosts(ctx, trx, checked);
     const scheduled = posts.filter((post) => post.status === 'scheduled');
-    const body: CreatePostResponse = {
-      group,
-      data: posts.map(toPostBody),
-    };
+    const body: CreatePostResponse = { group, data: posts.map(toPostBody) };
     await commit(
       () =>
         recordPostEvents(trx, [
@@ -187,13 +144,83 @@ export async function createPosts(
   });
 }
 
-function newPostRow(
-  post: CheckedPost,
+/** Checks the request against every rule before anything is written; a request that breaks any is refused whole. */
+async function checkCreate(
+  ctx: PostsContext,
   organizationId: string,
-  group: string,
-  timing: { status: PostStatus; scheduledAt: Date | null },
+  request: CreatePostRequest,
   now: Date,
-): NewPost {
+): Promise<CheckedCreate> {
+  const timing = timingOf(request, now);
+  const problems: ErrorDetail[] = [];
+  if (request.type === 'schedule' && timing.scheduledAt && isTooFarInThePast(timing.scheduledAt, now)) {
+    problems.push({ path: 'date', message: `is more than 1 minute in the past (it is ${now.toISOString()} now)` });
+  }
+  const drafts = draftsOf(request);
+  const checked = await checkDrafts({ db: ctx.db, providers: ctx.providers }, organizationId, drafts);
+  problems.push(...checked.problems);
+  if (problems.length > 0) {
+    const details = withoutRepeats(problems);
+    throw new UnprocessableError(
+      `Nothing was created: the request breaks ${details.length === 1 ? 'a rule' : `${details.length} rules`}, listed in details.`,
+      details,
+    );
+  }
+  return { organizationId, now, timing, drafts, posts: checked.posts };
+}
+
+/**
+ * Inserts the posts of a checked request, with a new group id, within their channels' daily quotas.
+ * The channels and media were read and checked before the transaction. Under their locks only
+ * whether they still take the posts is read again, and the insert counts the quota after them.
+ */
+async function insertPosts(
+  ctx: PostsContext,
+  trx: Db,
+  { organizationId, now, timing, drafts, posts }: CheckedCreate,
+): Promise<{ group: string; posts: PostRow[] }> {
+  const claims =
+    timing.status === 'scheduled' && timing.scheduledAt
+      ? posts.map((post) => ({ channel: post.channel, path: post.paths.channel }))
+      : [];
+  const group = newId('grp');
+  const planned = posts.map((post) => ({
+    row: newPostRow(post, organizationId, group, timing, now),
+    provider: post.channel.provider,
+  }));
+  // Without claims (drafts) the day is not read: any day will do.
+  const quota = {
+    limits: ctx.config.dailyPostLimits,
+    claims,
+    instant: claims.length > 0 && timing.scheduledAt ? timing.scheduledAt : now,
+  };
+  const [channels, , rows] = await Promise.all([
+    lockChannelStates(
+      trx,
+      organizationId,
+      drafts.map((d) => d.channelId),
+    ),
+    assertMediaStillPresent(
+      trx,
+      organizationId,
+      posts.map((post) => ({ mediaIds: post.mediaIds, path: post.paths.mediaIds })),
+    ),
+    insertPostsWithinQuota(
+      trx,
+      planned.map((p) => p.row),
+      quota,
+    ),
+  ]);
+  assertChannelsStillAccept(channels, drafts);
+  if (!rows) {
+    await assertWithinDailyQuota(trx, quota.limits, claims, quota.instant);
+    throw new Error('the posts were refused by their daily quota, which has room for them');
+  }
+  const inserted = new Map(rows.map((row) => [row.id, row]));
+  return { group, posts: planned.map(({ row, provider }) => ({ ...inserted.get(row.id)!, provider })) };
+}
+
+function newPostRow(post: CheckedPost, organizationId: string, group: string, timing: Timing, now: Date): NewPost {
   return {
     id: newId('post'),
     organization_id: organizationId,

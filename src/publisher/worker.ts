@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { markNeedsReconnect } from '../channels/channels.js';
 import type { Channel } from '../channels/tables.js';
-import type { Db } from '../db/database.js';
 import type { JobConsumer } from '../jobs/consumer.js';
 import type { JobQueue, Jobs } from '../jobs/queue.js';
 import type { MediaContext } from '../media/storage.js';
 import { recordPostEvent } from '../posts/events.js';
-import type { PostRow } from '../posts/post-body.js';
+import type { Outcome } from '../providers/publishing-contract.js';
 import { allNetworks, type ProvidersContext } from '../providers/registry.js';
 import {
   claimPosts,
@@ -22,7 +21,8 @@ import {
   type ClaimedPost,
   type LoadedPost,
 } from './ledger.js';
-import { outcomeUnknown, precondition, publishableMedia, runAttempt, type RunResult } from './publish.js';
+import { nextStep } from './next-step.js';
+import { precondition, publishableMedia, runAttempt, type RunResult } from './publish.js';
 import { takeStart } from './start-limit.js';
 
 /** A post read for a job of a fetched batch: whether its channel may start it now, and the claim if it was taken. */
@@ -65,13 +65,9 @@ export const PUBLISHER_QUEUES = [
   },
   { name: RECONCILE, options: { retryLimit: 0 } },
 ] as const;
-/** Passing failures an attempt survives before it fails with `provider_unavailable`. */
-const RETRY_FACTORS = [1, 6, 24, 120, 360];
 // A post is left to its own job this long after it is due before reconciliation plans another.
 const RECONCILE_GRACE_SECONDS = 60;
 const RECONCILE_BATCH = 1000;
-// An attempt still processing after this long is given up as outcome_unknown.
-const PENDING_LIMIT_MS = 24 * 3_600_000;
 // Once the grace period is over, how long the let-go publications get to hand back their jobs.
 const LET_GO_MS = 5000;
 // Signed media URLs handed to networks that pull the bytes live this long.
@@ -139,7 +135,6 @@ export class Publisher {
     await consumerStopped;
   }
 
-  /** One job: publish the post if it is due and free, go on with it, or find out what became of it. */
   /**
    * Reads and claims the posts of a fetched batch of jobs together, in two statements rather than two
    * per post; each job's `publish` then goes on with its post.
@@ -248,78 +243,50 @@ export class Publisher {
   /** Writes how the run ended, with its event, and plans what comes next, in one transaction. */
   private async settle(post: ClaimedPost, result: RunResult): Promise<void> {
     const now = this.ctx.clock.now();
+    const recorded =
+      result.status === 'published' ? undefined : await loadProgress(this.ctx.db, post.id, post.publish_attempt);
+    const step = nextStep(result, recorded, now, this.settings.retryBaseMs);
+    if (step.status === 'published' || step.status === 'failed') return this.finish(post, step, now);
+    await this.ctx.db.transaction().execute(async (trx) => {
+      const settled = await updateHeldPost(trx, post.id, this.id, { next_attempt_at: step.at }, now);
+      if (!settled) return;
+      if (step.status === 'retry') {
+        await countRetry(trx, post.id, post.publish_attempt, now);
+        await recordPostEvent(trx, settled, 'retrying', now, {
+          attempt: post.publish_attempt,
+          reason: step.reason,
+          nextAttemptAt: step.at.toISOString(),
+          ...(step.logId ? { logId: step.logId } : {}),
+        });
+      }
+      await this.ctx.queue.planPublish(trx, [{ ...post, at: step.at }]);
+    });
+  }
+
+  /** Records the outcome of the attempt on the post, with its event, and lets go of it. */
+  private async finish(post: ClaimedPost, outcome: Outcome, now: Date): Promise<void> {
     const attempt = post.publish_attempt;
-    if (result.status === 'published') {
-      const { releaseId, releaseUrl, note } = result;
+    if (outcome.status === 'published') {
+      const { releaseId, releaseUrl, note } = outcome;
       const details = { attempt, releaseId, releaseUrl, ...(note ? { note } : {}) };
-      const outcome = {
+      const change = {
         status: 'published',
         published_at: now,
         release_id: releaseId,
         release_url: releaseUrl,
       } as const;
-      await settleHeldPost(this.ctx.db, post, this.id, now, outcome, { type: 'published', details });
+      await settleHeldPost(this.ctx.db, post, this.id, now, change, { type: 'published', details });
       return;
     }
-    const progress = await loadProgress(this.ctx.db, post.id, attempt);
-    if (result.status === 'retry' && (progress?.retries ?? 0) >= RETRY_FACTORS.length) {
-      result = result.maybeDelivered
-        ? outcomeUnknown(`the network kept failing: ${result.reason}`, result.logId)
-        : {
-            status: 'failed',
-            code: 'provider_unavailable',
-            message: `The network kept failing (${result.reason}); schedule the post again later.`,
-            ...(result.logId ? { logId: result.logId } : {}),
-          };
-    }
-    if (result.status === 'pending' && progress && now.getTime() - progress.createdAt.getTime() > PENDING_LIMIT_MS) {
-      result = {
-        status: 'failed',
-        code: 'outcome_unknown',
-        message:
-          'The network was still processing the post a day after it was sent. Check the channel before scheduling it again.',
-      };
-    }
-    if (result.status === 'failed') {
-      // Its other posts would meet the same refusal: the channel waits for a user to connect it again.
-      if (result.code === 'channel_needs_reconnect') await markNeedsReconnect(this.ctx.db, post.channel_id, now);
-      const details = {
-        attempt,
-        error: { code: result.code, message: result.message },
-        ...(result.logId ? { logId: result.logId } : {}),
-      };
-      const outcome = { status: 'failed', error_code: result.code, error_message: result.message } as const;
-      await settleHeldPost(this.ctx.db, post, this.id, now, outcome, { type: 'failed', details });
-      return;
-    }
-    await this.ctx.db.transaction().execute(async (trx) => {
-      let settled: PostRow | undefined;
-      switch (result.status) {
-        case 'retry': {
-          const factor = RETRY_FACTORS[progress?.retries ?? 0] ?? RETRY_FACTORS.at(-1)!;
-          const waitMs = Math.max(factor * this.settings.retryBaseMs, (result.retryAfterSeconds ?? 0) * 1000);
-          const next = new Date(now.getTime() + waitMs);
-          settled = await updateHeldPost(trx, post.id, this.id, { next_attempt_at: next }, now);
-          if (settled) {
-            await countRetry(trx, post.id, attempt, now);
-            await recordPostEvent(trx, settled, 'retrying', now, {
-              attempt,
-              reason: result.reason,
-              nextAttemptAt: next.toISOString(),
-              ...(result.logId ? { logId: result.logId } : {}),
-            });
-            await this.ctx.queue.planPublish(trx, [{ ...post, at: next }]);
-          }
-          return;
-        }
-        case 'pending': {
-          const next = new Date(now.getTime() + result.checkAgainInSeconds * 1000);
-          settled = await updateHeldPost(trx, post.id, this.id, { next_attempt_at: next }, now);
-          if (settled) await this.ctx.queue.planPublish(trx, [{ ...post, at: next }]);
-          return;
-        }
-      }
-    });
+    // Its other posts would meet the same refusal: the channel waits for a user to connect it again.
+    if (outcome.code === 'channel_needs_reconnect') await markNeedsReconnect(this.ctx.db, post.channel_id, now);
+    const details = {
+      attempt,
+      error: { code: outcome.code, message: outcome.message },
+      ...(outcome.logId ? { logId: outcome.logId } : {}),
+    };
+    const change = { status: 'failed', error_code: outcome.code, error_message: outcome.message } as const;
+    await settleHeldPost(this.ctx.db, post, this.id, now, change, { type: 'failed', details });
   }
 
   /**

@@ -4,7 +4,7 @@ import type { AppContext } from '../http/context.js';
 import { formatTime } from '../pages/forms.js';
 import { renderPage } from '../pages/render.js';
 import { field } from '../pages/visitor.js';
-import { toDeliveryBody } from '../webhooks/deliveries.js';
+import { toDeliveryBody } from '../webhooks/delivery-body.js';
 import { findEndpoint, listEndpoints, MAX_ENDPOINTS, toWebhookBody, type WebhookOwner } from '../webhooks/endpoints.js';
 import type { WebhookManagement } from '../webhooks/management.js';
 import { signedIn } from './signed-in.js';

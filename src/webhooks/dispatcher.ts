@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { toChannelBody } from '../channels/channels.js';
+import type { Db } from '../db/database.js';
 import { createDeliveries, type WebhookContext } from './deliveries.js';
 
 /** Post events that webhooks deliver, by the event type their endpoints subscribe to. */
@@ -17,6 +18,53 @@ const CHANNEL_EVENTS: Record<string, string> = {
 };
 const BATCH = 500;
 const IDLE_MS = 250;
+
+/** An event of the outbox as the dispatcher reads it; `subject` is the post's or the channel's id. */
+interface OutboxEvent {
+  id: string;
+  organization_id: string;
+  subject: string;
+  type: string;
+  at: Date;
+  post: unknown;
+}
+
+/** A table of events that webhooks deliver from, and what each event's deliveries carry. */
+interface EventSource {
+  table: 'post_events' | 'channel_events';
+  /** The columns of the table that are the event's subject (and, for posts, the post). */
+  columns: RawBuilder<unknown>;
+  /** Webhook event types, by the table's event types; an event of another type is not delivered. */
+  types: Record<string, string>;
+  /** Reads what the batch's events carry, at once; `undefined` for an event with nothing left to say. */
+  dataOf(trx: Db, events: OutboxEvent[]): Promise<(event: OutboxEvent) => unknown>;
+}
+
+const POSTS: EventSource = {
+  table: 'post_events',
+  columns: sql`post_id as subject, post`,
+  types: POST_EVENTS,
+  // The post as the API showed it right after the event.
+  dataOf: async () => (event) => event.post,
+};
+
+const CHANNELS: EventSource = {
+  table: 'channel_events',
+  columns: sql`channel_id as subject, null as post`,
+  types: CHANNEL_EVENTS,
+  // Each channel as the API shows it now: a channel removed since has nothing left to report.
+  dataOf: async (trx, events) => {
+    const channels = await trx
+      .selectFrom('channels')
+      .selectAll()
+      .where('id', 'in', [...new Set(events.map((event) => event.subject))])
+      .execute();
+    return (event) => {
+      const channel = channels.find((c) => c.id === event.subject);
+      return channel && channel.status !== 'removed' ? toChannelBody(channel) : undefined;
+    };
+  },
+};
 
 /**
  * Turns post and channel events into webhook deliveries. The events are the outbox, written in the
@@ -36,7 +84,7 @@ export class WebhookDispatcher {
     const loop = async () => {
       let full = false;
       try {
-        const [posts, channels] = [await this.dispatchBatch(), await this.dispatchChannelBatch()];
+        const [posts, channels] = [await this.dispatchBatch(POSTS), await this.dispatchBatch(CHANNELS)];
         full = posts === BATCH || channels === BATCH;
       } catch (error) {
         this.ctx.logger.error({ err: error }, 'dispatching webhook events failed');
@@ -52,19 +100,15 @@ export class WebhookDispatcher {
     await this.running;
   }
 
-  /** Dispatches one batch of events; how many there were. */
-  async dispatchBatch(): Promise<number> {
+  /**
+   * Dispatches one batch of a table's events: a delivery of each to every enabled endpoint of its
+   * organization subscribed to its type, ordered by its subject; how many events there were.
+   */
+  private async dispatchBatch(source: EventSource): Promise<number> {
     const now = this.ctx.clock.now();
     return this.ctx.db.transaction().execute(async (trx) => {
-      const { rows: events } = await sql<{
-        id: string;
-        organization_id: string;
-        post_id: string;
-        type: string;
-        at: Date;
-        post: unknown;
-      }>`
-        select id, organization_id, post_id, type, at, post from post_events
+      const { rows: events } = await sql<OutboxEvent>`
+        select id, organization_id, type, at, ${source.columns} from ${sql.table(source.table)}
         where webhooks_dispatched_at is null order by id limit ${BATCH} for update skip locked`.execute(trx);
       if (events.length === 0) return 0;
       const organizations = [...new Set(events.map((event) => event.organization_id))];
@@ -74,9 +118,11 @@ export class WebhookDispatcher {
         .where('organization_id', 'in', organizations)
         .where('enabled', '=', true)
         .execute();
+      const dataOf = await source.dataOf(trx, events);
       const deliveries = events.flatMap((event) => {
-        const type = POST_EVENTS[event.type];
-        if (!type) return [];
+        const type = source.types[event.type];
+        const data = type && dataOf(event);
+        if (!type || data === undefined) return [];
         const subscribed = endpoints
           .filter(
             (endpoint) => endpoint.organization_id === event.organization_id && endpoint.event_types.includes(type),
@@ -84,77 +130,11 @@ export class WebhookDispatcher {
           .map((endpoint) => endpoint.id);
         return subscribed.length === 0
           ? []
-          : [{ endpointIds: subscribed, event: { type, at: event.at, data: event.post, orderingKey: event.post_id } }];
+          : [{ endpointIds: subscribed, event: { type, at: event.at, data, orderingKey: event.subject } }];
       });
       await createDeliveries(trx, this.ctx.queue, deliveries, now);
-      await trx
-        .updateTable('post_events')
-        .set({ webhooks_dispatched_at: now })
-        .where(
-          'id',
-          'in',
-          events.map((event) => event.id),
-        )
-        .execute();
-      return events.length;
-    });
-  }
-
-  /** Dispatches one batch of channel events, with each channel as the API shows it now; how many there were. */
-  async dispatchChannelBatch(): Promise<number> {
-    const now = this.ctx.clock.now();
-    return this.ctx.db.transaction().execute(async (trx) => {
-      const { rows: events } = await sql<{
-        id: string;
-        organization_id: string;
-        channel_id: string;
-        type: string;
-        at: Date;
-      }>`
-        select id, organization_id, channel_id, type, at from channel_events
-        where webhooks_dispatched_at is null order by id limit ${BATCH} for update skip locked`.execute(trx);
-      if (events.length === 0) return 0;
-      const organizations = [...new Set(events.map((event) => event.organization_id))];
-      const endpoints = await trx
-        .selectFrom('webhook_endpoints')
-        .select(['id', 'organization_id', 'event_types'])
-        .where('organization_id', 'in', organizations)
-        .where('enabled', '=', true)
-        .execute();
-      const channels = await trx
-        .selectFrom('channels')
-        .selectAll()
-        .where('id', 'in', [...new Set(events.map((event) => event.channel_id))])
-        .execute();
-      const deliveries = events.flatMap((event) => {
-        const type = CHANNEL_EVENTS[event.type];
-        const channel = channels.find((c) => c.id === event.channel_id);
-        // A channel removed since has nothing left to report.
-        if (!type || !channel || channel.status === 'removed') return [];
-        const subscribed = endpoints
-          .filter(
-            (endpoint) => endpoint.organization_id === event.organization_id && endpoint.event_types.includes(type),
-          )
-          .map((endpoint) => endpoint.id);
-        return subscribed.length === 0
-          ? []
-          : [
-              {
-                endpointIds: subscribed,
-                event: { type, at: event.at, data: toChannelBody(channel), orderingKey: event.channel_id },
-              },
-            ];
-      });
-      await createDeliveries(trx, this.ctx.queue, deliveries, now);
-      await trx
-        .updateTable('channel_events')
-        .set({ webhooks_dispatched_at: now })
-        .where(
-          'id',
-          'in',
-          events.map((event) => event.id),
-        )
-        .execute();
+      await sql`update ${sql.table(source.table)} set webhooks_dispatched_at = ${now}
+        where id in (${sql.join(events.map((event) => event.id))})`.execute(trx);
       return events.length;
     });
   }

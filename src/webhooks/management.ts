@@ -1,6 +1,7 @@
 import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
 import type { OutboundClient } from '../net/outbound-client.js';
-import { createDeliveries, type WebhookContext, type WebhookDeliverer, type WebhookDelivery } from './deliveries.js';
+import { createDeliveries, type WebhookContext, type WebhookDelivery } from './deliveries.js';
+import type { WebhookDeliverer } from './deliverer.js';
 import {
   createEndpoint,
   findEndpoint,

@@ -1,7 +1,8 @@
 import type { Db } from '../db/database.js';
 import type { Principal } from '../http/principal.js';
 import type { PublicHandlers } from '../http/typed-routes.js';
-import { toDeliveryBody, type WebhookContext } from './deliveries.js';
+import type { WebhookContext } from './deliveries.js';
+import { toDeliveryBody } from './delivery-body.js';
 import { findEndpoint, listEndpoints, toWebhookBody, type WebhookOwner } from './endpoints.js';
 import type { WebhookManagement } from './management.js';
 

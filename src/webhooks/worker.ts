@@ -1,6 +1,7 @@
 import type { JobConsumer } from '../jobs/consumer.js';
 import type { Jobs } from '../jobs/queue.js';
-import { DELIVER, type WebhookContext, type WebhookDeliverer } from './deliveries.js';
+import { DELIVER, type WebhookContext } from './deliveries.js';
+import type { WebhookDeliverer } from './deliverer.js';
 import { WebhookDispatcher } from './dispatcher.js';
 
 /** How the worker sends deliveries (`config.webhooks`). */
