@@ -52,6 +52,11 @@ export interface OpenDatabaseOptions {
   databaseUrl?: string | undefined;
   /** Directory of the embedded database; `undefined` keeps it in memory (tests). */
   dataDir?: string | undefined;
+  /**
+   * An embedded database kept in memory starts as a copy of this one (PGlite's `dumpDataDir`)
+   * instead of a new, empty one: the tests start each of their databases from one migrated copy.
+   */
+  initialData?: Blob | undefined;
   /** Called when the embedded database's lock could not be kept (e.g. the lock file was removed). */
   onLockCompromised?: (error: Error) => void;
   poolSize?: number;
@@ -65,7 +70,7 @@ export interface OpenDatabaseOptions {
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize, options.preparedStatements);
-  return openPglite(options.dataDir, options.onLockCompromised);
+  return openPglite(options.dataDir, options.onLockCompromised, options.initialData);
 }
 
 /** The service's connections to PostgreSQL; `NamingPool` gives them to Kysely with their statements named. */
@@ -97,6 +102,7 @@ async function openPostgres(databaseUrl: string, poolSize = 10, preparedStatemen
 async function openPglite(
   dataDir: string | undefined,
   onLockCompromised: (error: Error) => void = () => {},
+  initialData?: Blob,
 ): Promise<DatabaseHandle> {
   let release: (() => Promise<void>) | undefined;
   let directory: string | undefined;
@@ -114,6 +120,7 @@ async function openPglite(
       // pg returns int8 (and count(*)) as strings; the embedded database must read the same.
       parsers: { [types.INT8]: (value: string) => value },
       startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`],
+      ...(initialData && !directory ? { loadDataDir: initialData } : {}),
     });
     await pglite.waitReady;
   } catch (error) {

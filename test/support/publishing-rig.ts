@@ -50,7 +50,7 @@ export async function startPublishingRig(options: {
   workerEnv?: Record<string, string>;
   apiEnv?: Record<string, string>;
 }): Promise<PublishingRig> {
-  const database = await createTestDatabase({ migrate: false });
+  const database = await createTestDatabase();
   if (!database.url) throw new Error('the publishing rig runs on PostgreSQL: set TEST_DATABASE_URL');
   const api = await startTestServer({
     database,

@@ -61,7 +61,7 @@ export interface TestServerOptions {
  * on close, unless `env` names one.
  */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const database = options.database ?? (await createTestDatabase({ migrate: false }));
+  const database = options.database ?? (await createTestDatabase());
   const clock = options.clock ?? new TestClock();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'post-scheduler-test-'));
   const config = loadConfig({
