@@ -116,7 +116,9 @@ async function openPglite(
     if (directory) checkDataVersion(directory);
     // The embedded PostgreSQL is WebAssembly, which stays at V8's baseline tier when node runs with the
     // options of `npm start` (scripts/node-options.mjs says why).
-    pglite = new PGlite(directory, {
+    // One options object: PGlite ignores the second argument when the first (the directory) is undefined.
+    pglite = new PGlite({
+      dataDir: directory,
       // pg returns int8 (and count(*)) as strings; the embedded database must read the same.
       parsers: { [types.INT8]: (value: string) => value },
       startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`],
