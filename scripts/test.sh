@@ -13,7 +13,8 @@ echo "== breaking changes since the last release are announced (openapi/released
 echo "== generated types are fresh"; npm run -s gen:check
 echo "== type-check"; npx tsc --noEmit
 echo "== imports run downhill, without cycles (.dependency-cruiser.mjs)"; npx depcruise src --config .dependency-cruiser.mjs --output-type err
-echo "== build the server bundles and the API reference"; scripts/build.sh
+echo "== build the server bundles and the API reference (what changed since the last build)"
+node --input-type=module -e "(await import('./scripts/build-if-stale.mjs')).buildIfStale()"
 echo "== tests on PGlite"; TEST_DATABASE_URL= npx vitest run "$@"
 if [ -n "${TEST_DATABASE_URL:-}" ]; then
   echo "== tests on PostgreSQL ($TEST_DATABASE_URL)"; npx vitest run "$@"
