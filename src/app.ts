@@ -1,20 +1,22 @@
-import express, { type Express } from 'express';
+import express, { type ErrorRequestHandler, type Express } from 'express';
 import { sql } from 'kysely';
 import { ChannelRemoval } from './channels/removal.js';
 import { newId } from './core/ids.js';
 import { localFileRoutes } from './media/local-file-routes.js';
-import { LocalMediaStorage } from './media/local-storage.js';
+import { LOCAL_FILES_PATH, LocalMediaStorage } from './media/local-storage.js';
 import type { MediaContext } from './media/storage.js';
+import { publicApiErrors } from './http/error-envelope.js';
 import { requestLog } from './http/request-log.js';
 import { servedContract } from './http/served-contract.js';
-import { createOAuthApi } from './oauth/api.js';
+import { createOAuthApi, isOAuthApiPath, oauthErrors } from './oauth/api.js';
 import { CsrfTokens } from './pages/csrf.js';
+import { pageErrors } from './pages/errors.js';
 import { BrowserCookies } from './pages/visitor.js';
 import type { PostsContext } from './posts/context.js';
 import { draftPostsOfRemovedChannel } from './posts/removed-channels.js';
 import { queueRevocation } from './providers/account-revocations.js';
-import { sandboxNetwork } from './providers/sandbox/network.js';
-import { createPublicApi } from './public-api.js';
+import { SANDBOX_API_PATH, sandboxApiErrors, sandboxNetwork } from './providers/sandbox/network.js';
+import { createPublicApi, PUBLIC_API_BASE } from './public-api.js';
 import type { WebhookManagement } from './webhooks/management.js';
 import { createWebApp, pagePrelude } from './web/routes.js';
 
@@ -63,7 +65,34 @@ export function createApp(
   app.use(createOAuthApi(ctx, pagePrelude(ctx, pages)));
   app.use(createWebApp(ctx, pages, channelRemoval));
 
+  // A failure no router answered itself (one raised before a router's own error handler, or by a route
+  // outside the routers that have one) is answered in the shape of the surface its path belongs to:
+  // Express's own last handler writes the stack trace into its page outside production.
+  const under = (base: string) => (path: string) => path === base || path.startsWith(`${base}/`);
+  const envelope = publicApiErrors(ctx.logger);
+  app.use(
+    errorsBySurface(
+      [
+        [under(PUBLIC_API_BASE), envelope],
+        [under(LOCAL_FILES_PATH), envelope],
+        [isOAuthApiPath, oauthErrors(ctx)],
+        [under(SANDBOX_API_PATH), sandboxApiErrors(ctx.logger)],
+      ],
+      pageErrors(ctx.logger),
+    ),
+  );
   return app;
+}
+
+/** The error handler of the first surface whose paths include the request's, else `otherwise` (the pages'). */
+function errorsBySurface(
+  surfaces: [includes: (path: string) => boolean, errors: ErrorRequestHandler][],
+  otherwise: ErrorRequestHandler,
+): ErrorRequestHandler {
+  return (error, req, res, next) => {
+    const errors = surfaces.find(([includes]) => includes(req.path))?.[1] ?? otherwise;
+    return errors(error, req, res, next);
+  };
 }
 
 /**

@@ -71,7 +71,11 @@ const FORMAT_MESSAGES: Record<string, string> = {
     'must be an RFC 3339 date-time naming a real instant between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z, e.g. 2026-12-01T09:30:00.000Z',
 };
 
+// The validator's words for a path whose escapes do not decode (`/posts/%ff`), said at the request's path.
+const MALFORMED_PATH = "malformed uri'";
+
 function messageOf(violation: Violation): string {
+  if (violation.message === MALFORMED_PATH) return 'is not valid percent-encoding (RFC 3986): escape % as %25';
   const format = keyword(violation) === 'format' ? /format "([^"]+)"/.exec(violation.message ?? '')?.[1] : undefined;
   // A property no form of the body declares: the same words whether a closed object or a union found it.
   if (keyword(violation) === 'unevaluatedProperties') return 'must NOT have additional properties';
@@ -86,6 +90,7 @@ function messageOf(violation: Violation): string {
 
 /** Where the violation is; a union's discriminator is reported on the object, so the path names its property. */
 function pathOf(violation: Violation): string {
+  if (violation.message === MALFORMED_PATH) return 'path';
   const tag = keyword(violation) === 'discriminator' ? /tag "([^"]+)"/.exec(violation.message ?? '')?.[1] : undefined;
   return tag ? `${violation.path ?? ''}/${tag}` : (violation.path ?? '');
 }

@@ -72,13 +72,26 @@ export function refuseUnstorableText(): RequestHandler {
 }
 
 /**
+ * Whether every escape of a URL decodes to text the database stores. Node's HTTP parser refuses a raw
+ * NUL, but `%00` decodes to one in a parameter; a malformed escape (`%ff`, which is no UTF-8, a lone
+ * surrogate's `%ED%A0%80`, a bare `%`) has no text at all: Express's router fails on it with a
+ * `URIError`, and its query parser quietly turns it into U+FFFD.
+ */
+export function isReadableUrl(url: string): boolean {
+  try {
+    return isStorableText(decodeURIComponent(url));
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Where a request carries text that cannot be stored: `url` for its path or query string, else the
  * first body field's path. For the surfaces that answer bad input without field details (the OAuth
- * endpoints, the web pages); they run it before anything looks a value up.
+ * endpoints, the web pages, the sandbox network); they run it before anything looks a value up.
  */
 export function findUnstorableText(req: Request): string | undefined {
-  // Node's HTTP parser refuses a raw NUL; an escaped one decodes to it in a parameter.
-  if (/%00/.test(req.originalUrl)) return 'url';
+  if (!isReadableUrl(req.originalUrl)) return 'url';
   const [first] = [
     ...Object.entries(req.query).flatMap(([name, value]) => unstorableText(value, `query.${name}`)),
     ...unstorableText(req.body, ''),

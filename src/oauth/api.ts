@@ -19,7 +19,7 @@ export const REVOKE_PATH = '/api/oauth/revoke';
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 
 /** The paths the OAuth contract validates and answers in JSON; the authorize endpoint is a browser page. */
-const isOAuthApiPath = (path: string) => path.startsWith('/api/oauth/') || path === METADATA_PATH;
+export const isOAuthApiPath = (path: string) => path.startsWith('/api/oauth/') || path === METADATA_PATH;
 
 /** A schema violation as express-openapi-validator reports it. */
 interface Violation {
@@ -73,7 +73,7 @@ function describeViolation(violation: Violation | undefined): string {
 }
 
 /** Turns whatever went wrong into an RFC 6749 §5.2 body; the Public API's envelope never appears here. */
-function oauthErrors(ctx: AppContext): ErrorRequestHandler {
+export function oauthErrors(ctx: AppContext): ErrorRequestHandler {
   return (error, req, res, next) => {
     if (res.headersSent) return next(error);
     if (error instanceof OAuthThrottledError) return sendThrottled(res, error);
@@ -197,7 +197,7 @@ export function createOAuthApi(ctx: AppContext, pages: RequestHandler[]): Router
           () =>
             new OAuthError(
               'invalid_request',
-              'Parameters must not contain the NUL character (U+0000) or malformed Unicode.',
+              'Parameters must not contain the NUL character (U+0000), malformed Unicode or a malformed %-escape.',
             ),
         ),
       ],

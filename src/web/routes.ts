@@ -1,12 +1,13 @@
-import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import express, { type RequestHandler, type Router } from 'express';
 import type { ChannelRemoval } from '../channels/removal.js';
-import { DomainError, ValidationError } from '../core/errors.js';
+import { ValidationError } from '../core/errors.js';
 import type { AppContext } from '../http/context.js';
 import type { PostsContext } from '../posts/context.js';
 import { refuseUnstorableRequestText } from '../http/storable-text.js';
 import { appPictureRoute } from '../oauth/app-picture-route.js';
 import { consentRoutes } from '../oauth/authorize.js';
 import type { CsrfTokens } from '../pages/csrf.js';
+import { pageErrors } from '../pages/errors.js';
 import { ASSETS_DIR, renderErrorPage, securityHeaders } from '../pages/render.js';
 import type { BrowserCookies } from '../pages/visitor.js';
 import { accountPages } from './account-pages.js';
@@ -21,15 +22,6 @@ import { settingsPages } from './settings-pages.js';
 import { requireSignIn } from './signed-in.js';
 import { loadVisitor } from './visitor-loader.js';
 import type { WebhookManagement } from '../webhooks/management.js';
-
-const TITLES: Record<number, string> = {
-  400: 'Something is wrong with this request',
-  401: 'Please log in',
-  403: 'Not allowed',
-  404: 'Not found',
-  409: 'Conflict',
-  422: 'This cannot be done',
-};
 
 /** What the browser pages share. */
 export interface PageTools {
@@ -46,7 +38,8 @@ function pageInput(ctx: AppContext, { cookies, csrf }: PageTools): RequestHandle
     refuseUnstorableRequestText(
       () =>
         new ValidationError(
-          'The address or a form field holds the NUL character (U+0000) or malformed Unicode, which is not accepted.',
+          'The address or a form field holds the NUL character (U+0000), malformed Unicode or a malformed ' +
+            '%-escape, which is not accepted.',
         ),
     ),
     loadVisitor(ctx, cookies, csrf),
@@ -104,26 +97,6 @@ export function createWebApp(
   router.use(consentRoutes(ctx, tools.csrf));
   router.use((_req, res) => renderErrorPage(res, 404, 'Not found', 'There is no page at this address.'));
 
-  const pageErrors: ErrorRequestHandler = (error, req, res, next) => {
-    if (res.headersSent) return next(error);
-    if (error instanceof DomainError && error.status < 500) {
-      return renderErrorPage(res, error.status, TITLES[error.status] ?? 'Something is wrong', error.message);
-    }
-    const status = (error as { status?: unknown }).status;
-    if (typeof status === 'number' && status >= 400 && status < 500) {
-      return renderErrorPage(res, status, TITLES[status] ?? 'Something is wrong', 'The request could not be read.');
-    }
-    ctx.logger.error(
-      { err: error, requestId: res.locals.requestId, method: req.method, path: req.path },
-      'page failed',
-    );
-    renderErrorPage(
-      res,
-      500,
-      'Something went wrong',
-      `Something went wrong on our side. If it happens again, tell us the request id ${String(res.locals.requestId)}.`,
-    );
-  };
-  router.use(pageErrors);
+  router.use(pageErrors(ctx.logger));
   return router;
 }

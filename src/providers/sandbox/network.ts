@@ -1,11 +1,15 @@
 import { timingSafeEqual } from 'node:crypto';
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type ErrorRequestHandler, type Request, type Response, type Router } from 'express';
+import { DomainError, ValidationError } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
+import type { Logger } from '../../core/logger.js';
 import { findChannel } from '../../channels/channels.js';
 import type { Db } from '../../db/database.js';
 import { downloadUrlExpiry } from '../../media/library.js';
 import { mediaKey } from '../../media/media-body.js';
 import type { MediaContext } from '../../media/storage.js';
+import { refuseUnstorableRequestText } from '../../http/storable-text.js';
+import { pageErrors } from '../../pages/errors.js';
 import { pageHtml, renderErrorPage } from '../../pages/render.js';
 import type { SandboxRelease } from '../tables.js';
 import { sandboxToken } from './adapter.js';
@@ -16,6 +20,7 @@ export interface SandboxNetworkOptions {
   latencyMs: number;
 }
 
+export const SANDBOX_API_PATH = '/sandbox/api';
 const RELEASES_PATH = '/sandbox/releases';
 const MAX_KEY_LENGTH = 200;
 
@@ -54,24 +59,72 @@ function releaseAnswer(ctx: MediaContext, release: Pick<SandboxRelease, 'id'>) {
  */
 export function sandboxNetwork(ctx: MediaContext, options: SandboxNetworkOptions): Router {
   const router = express.Router({ caseSensitive: true });
+  // Text the database cannot store (PostgreSQL's text holds no NUL) is refused before any query is made of it.
+  router.use(
+    SANDBOX_API_PATH,
+    express.json({ limit: '1mb' }),
+    refuseUnstorableRequestText(
+      () =>
+        new ValidationError(
+          'The request holds the NUL character (U+0000), malformed Unicode or a malformed %-escape: ' +
+            'the sandbox network does not accept it.',
+        ),
+    ),
+  );
+  router.use(
+    RELEASES_PATH,
+    refuseUnstorableRequestText(
+      () =>
+        new ValidationError('The address holds the NUL character (U+0000) or a malformed %-escape: it names no post.'),
+    ),
+  );
 
-  router.post('/sandbox/api/releases', express.json({ limit: '1mb' }), (req, res) => publish(ctx, options, req, res));
+  router.post(`${SANDBOX_API_PATH}/releases`, (req, res) => publish(ctx, options, req, res));
 
-  router.get('/sandbox/api/releases/by-key/:key', async (req, res) => {
+  router.get(`${SANDBOX_API_PATH}/releases/by-key/:key`, async (req, res) => {
     const release = await releaseWithKey(ctx.db, req.params.key).executeTakeFirst();
     // Asked by the channel that published it only.
     if (!release || !signedChannel(req, options.key, release.channel_id))
       return refuse(res, 404, 'not_found', 'The sandbox network published nothing with this key.');
     res.status(200).json(releaseAnswer(ctx, release));
   });
+  router.use(SANDBOX_API_PATH, (_req, res) =>
+    refuse(res, 404, 'not_found', 'The sandbox network has no such endpoint.'),
+  );
 
   router.get(`${RELEASES_PATH}/:id`, (req, res) => showRelease(ctx, req, res));
 
+  router.use(SANDBOX_API_PATH, sandboxApiErrors(ctx.logger));
+  router.use(RELEASES_PATH, pageErrors(ctx.logger));
   return router;
 }
 
 const refuse = (res: Response, status: number, error: string, message: string) =>
   res.status(status).json({ error, message });
+
+/**
+ * The sandbox API's failures in its own shape, `{error, message}`, as a network's API answers them: a
+ * request it cannot read is the caller's mistake (400, or 413 past 1 MB); anything else is logged and
+ * answered 500, which the adapter retries. Never a stack trace or a query.
+ */
+export function sandboxApiErrors(logger: Logger): ErrorRequestHandler {
+  return (error, req, res, next) => {
+    if (res.headersSent) return next(error);
+    if (error instanceof DomainError && error.status < 500)
+      return refuse(res, error.status, error.status === 400 ? 'invalid_request' : error.code, error.message);
+    const { status, type } = error as { status?: unknown; type?: unknown };
+    if (type === 'entity.too.large') return refuse(res, 413, 'payload_too_large', 'The request body is over 1 MB.');
+    if (type === 'entity.parse.failed')
+      return refuse(res, 400, 'invalid_request', 'The request body is not valid JSON.');
+    if (typeof status === 'number' && status >= 400 && status < 500)
+      return refuse(res, status, 'invalid_request', 'The request could not be read.');
+    logger.error(
+      { err: error, requestId: res.locals.requestId, method: req.method, path: req.path },
+      'sandbox request failed',
+    );
+    refuse(res, 500, 'server_error', 'Something went wrong on the sandbox network; try again later.');
+  };
+}
 
 type Publication = Pick<PublicationRequest, 'settings'> & {
   key: string;
