@@ -101,7 +101,7 @@ export interface paths {
          *     address: past the limit, requests from that address are refused with `429` and
          *     `Retry-After` (seconds) until the window ends, even with the right credentials. Failures
          *     from other addresses never throttle your server's requests. Every answer carries `Cache-Control: no-store` and
-         *     `Pragma: no-cache`.
+         *     `Pragma: no-cache` (and, as every answer of these endpoints, `X-Content-Type-Options: nosniff`).
          */
         post: operations["token"];
         delete?: never;
@@ -311,6 +311,7 @@ export interface components {
                 "WWW-Authenticate"?: string;
                 "Cache-Control": components["headers"]["Cache-Control"];
                 Pragma: components["headers"]["Pragma"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -324,6 +325,8 @@ export interface components {
         MethodNotAllowedPost: {
             headers: {
                 Allow: components["headers"]["Allow"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -337,6 +340,7 @@ export interface components {
         ServerError: {
             headers: {
                 "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -357,6 +361,7 @@ export interface components {
                 "Retry-After": number;
                 "Cache-Control": components["headers"]["Cache-Control"];
                 Pragma: components["headers"]["Pragma"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -368,7 +373,7 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
-         * @description `no-store`: tokens and token errors must not be cached (RFC 6749 §5.1).
+         * @description `no-store`: tokens, token errors and every other answer of these endpoints must not be cached (RFC 6749 §5.1).
          * @example no-store
          */
         "Cache-Control": "no-store";
@@ -382,6 +387,11 @@ export interface components {
          * @example POST
          */
         Allow: string;
+        /**
+         * @description `nosniff`: the body is of the type `Content-Type` names, and a browser must not guess another.
+         * @example nosniff
+         */
+        "X-Content-Type-Options": "nosniff";
     };
     pathItems: never;
 }
@@ -519,6 +529,7 @@ export interface operations {
                 headers: {
                     "Cache-Control": components["headers"]["Cache-Control"];
                     Pragma: components["headers"]["Pragma"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -530,6 +541,7 @@ export interface operations {
                 headers: {
                     "Cache-Control": components["headers"]["Cache-Control"];
                     Pragma: components["headers"]["Pragma"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -560,6 +572,7 @@ export interface operations {
             200: {
                 headers: {
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -568,6 +581,7 @@ export interface operations {
             400: {
                 headers: {
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -592,6 +606,8 @@ export interface operations {
             /** @description The metadata. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -609,6 +625,8 @@ export interface operations {
                      * @example GET, HEAD
                      */
                     Allow: string;
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -1867,6 +1867,8 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -1882,6 +1884,8 @@ export interface components {
             headers: {
                 "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -1898,6 +1902,8 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -1915,6 +1921,8 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -1928,6 +1936,8 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -1941,6 +1951,8 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -1959,6 +1971,8 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -1976,6 +1990,8 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining-Exhausted"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -1989,6 +2005,8 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -2002,6 +2020,8 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -2015,6 +2035,8 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {
@@ -2106,6 +2128,16 @@ export interface components {
          */
         "X-Request-Id": string;
         /**
+         * @description `no-store`: every answer holds one organization's records or errors, which no cache may keep.
+         * @example no-store
+         */
+        "Cache-Control": "no-store";
+        /**
+         * @description `nosniff`: the body is of the type `Content-Type` names, and a browser must not guess another.
+         * @example nosniff
+         */
+        "X-Content-Type-Options": "nosniff";
+        /**
          * @description Seconds to wait before retrying.
          * @example 42
          */
@@ -2141,6 +2173,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2169,6 +2203,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2203,6 +2239,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2235,6 +2273,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2266,6 +2306,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2300,6 +2342,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2354,6 +2398,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2428,6 +2474,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2475,6 +2523,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2513,6 +2563,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2548,6 +2600,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2586,6 +2640,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2638,6 +2694,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2677,6 +2735,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2720,6 +2780,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2765,6 +2827,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2797,6 +2861,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2832,6 +2898,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2868,6 +2936,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2905,6 +2975,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2933,6 +3005,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2965,6 +3039,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3003,6 +3079,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3038,6 +3116,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3075,6 +3155,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3113,6 +3195,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3148,6 +3232,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3195,6 +3281,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3235,6 +3323,8 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {

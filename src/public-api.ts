@@ -12,6 +12,7 @@ import {
   principalOf,
   type CredentialResolver,
 } from './http/authenticate.js';
+import { apiHeaders } from './http/api-headers.js';
 import { contractRouter } from './http/contract-router.js';
 import { publicApiErrors } from './http/error-envelope.js';
 import { RateLimiter } from './http/rate-limit.js';
@@ -59,6 +60,7 @@ export function createPublicApi(
     before: [
       [
         PUBLIC_API_BASE,
+        apiHeaders(),
         authenticateAndLimit(authenticator, limiter),
         strictQueryStrings(SPEC_FILES.publicV1),
         express.json({ limit: '1mb' }),

@@ -56,6 +56,8 @@ export function answerMalformedRequests(server: Server, logger: Logger): void {
         'Content-Type: application/json; charset=utf-8',
         `Content-Length: ${Buffer.byteLength(json)}`,
         `X-Request-Id: ${requestId}`,
+        'Cache-Control: no-store',
+        'X-Content-Type-Options: nosniff',
         'Connection: close',
         '',
         json,

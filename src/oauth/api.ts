@@ -2,6 +2,7 @@ import express, { type ErrorRequestHandler, type RequestHandler, type Router } f
 import type { components } from '../../generated/oauth.js';
 import { SPEC_FILES } from '../core/contract.js';
 import { NotFoundError } from '../core/errors.js';
+import { apiHeaders } from '../http/api-headers.js';
 import { clientAddress } from '../http/client-address.js';
 import type { AppContext } from '../http/context.js';
 import { contractRouter } from '../http/contract-router.js';
@@ -186,8 +187,10 @@ export function createOAuthApi(ctx: AppContext, pages: RequestHandler[]): Router
       [AUTHORIZE_PATH, ...pages],
       // extended: false keeps a repeated parameter as an array, which the contract (strings only) then
       // refuses: RFC 6749 §3.2 forbids repeating a parameter.
+      [METADATA_PATH, apiHeaders()],
       [
         '/api/oauth',
+        apiHeaders(),
         express.json({ limit: '16kb' }),
         express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 }),
       ],
