@@ -162,14 +162,19 @@ async function problemsOf(route: Route, probe: Probe, response: Response): Promi
   const { status } = response;
   const allowed = allowedStatuses(route, probe);
   if (!allowed.includes(status)) problems.push(`answered ${status}, not ${allowed.join(' or ')}`);
+  const surface = surfaceOf(route.path);
+  // The JSON APIs' answers, refusals included, are neither cached nor sniffed (the signed media URLs are not theirs).
+  const apiAnswer = route.path.startsWith('/public/v1') || surface === 'oauth-api';
+  const { headers } = response;
+  if (apiAnswer && (headers.get('cache-control') !== 'no-store' || headers.get('x-content-type-options') !== 'nosniff'))
+    problems.push('without Cache-Control: no-store and X-Content-Type-Options: nosniff');
   if (status < 300) return problems;
   if (INTERNALS.test(text)) problems.push(`internals in the body: ${INTERNALS.exec(text)![0]}`);
-  const type = response.headers.get('content-type') ?? '';
-  const surface = surfaceOf(route.path);
+  const type = headers.get('content-type') ?? '';
   if (surface === 'page') {
     if (!type.startsWith('text/html')) problems.push(`a page answered ${type}`);
     // The project's error page, with the pages' headers: not Express's own.
-    if (!/<title>[^<]+ · Post Scheduler<\/title>/.test(text) || response.headers.get('x-frame-options') !== 'DENY')
+    if (!/<title>[^<]+ · Post Scheduler<\/title>/.test(text) || headers.get('x-frame-options') !== 'DENY')
       problems.push('not the error page of this site');
     return problems;
   }
@@ -184,7 +189,7 @@ async function problemsOf(route: Route, probe: Probe, response: Response): Promi
     const error = body.error as { code?: unknown; message?: unknown; requestId?: unknown } | undefined;
     if (keys !== 'error' || typeof error?.message !== 'string') problems.push('not the envelope');
     else if (error.code !== CODE_BY_STATUS[status]) problems.push(`code ${String(error.code)} with ${status}`);
-    else if (error.requestId !== response.headers.get('x-request-id')) problems.push('not its request id');
+    else if (error.requestId !== headers.get('x-request-id')) problems.push('not its request id');
   }
   return problems;
 }
