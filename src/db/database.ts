@@ -84,7 +84,7 @@ export function postgresPool(databaseUrl: string, poolSize = 10): pg.Pool {
   return pool;
 }
 
-async function openPostgres(databaseUrl: string, poolSize = 10, preparedStatements = true): Promise<DatabaseHandle> {
+function openPostgres(databaseUrl: string, poolSize = 10, preparedStatements = true): DatabaseHandle {
   const pool = postgresPool(databaseUrl, poolSize);
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool: preparedStatements ? new NamingPool(pool) : pool }),
@@ -149,8 +149,9 @@ function checkDataVersion(directory: string): void {
   const major = fs.readFileSync(file, 'utf8').trim();
   if (major === String(EMBEDDED_POSTGRES_MAJOR)) return;
   throw new DatabaseVersionError(
-    `The embedded database in ${directory} was made by PostgreSQL ${major}, and this version embeds PostgreSQL ${EMBEDDED_POSTGRES_MAJOR}, ` +
-      'which cannot open it: run the version that made it (and move the data with pg_dump), or set DATA_DIR to another directory.',
+    `The embedded database in ${directory} was made by PostgreSQL ${major}, ` +
+      `and this version embeds PostgreSQL ${EMBEDDED_POSTGRES_MAJOR}, which cannot open it: ` +
+      'run the version that made it (and move the data with pg_dump), or set DATA_DIR to another directory.',
   );
 }
 
@@ -242,7 +243,8 @@ async function lockDirectory(directory: string, onCompromised: (error: Error) =>
         ? `process ${owner.pid}${owner.host === os.hostname() ? '' : ` on ${owner.host}`}`
         : 'another process';
       throw new DatabaseBusyError(
-        `The embedded database in ${directory} is in use by another process (${holder}: a running server or admin command). ` +
+        `The embedded database in ${directory} is in use by another process ` +
+          `(${holder}: a running server or admin command). ` +
           'Stop that process first, or set DATABASE_URL to a PostgreSQL database, which many processes can share.',
       );
     }

@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { sql } from 'kysely';
 import { Migrator, type MigrationResultSet } from 'kysely/migration';
 import type { Db } from './database.js';
@@ -28,13 +29,19 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   if (await isUpToDate(db)) return [];
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => migrations },
+    provider: { getMigrations: () => Promise.resolve(migrations) },
   });
   const { error, results }: MigrationResultSet = await migrator.migrateToLatest();
   const failed = results?.find((result) => result.status === 'Error');
   if (error || failed) {
-    const cause = error instanceof Error ? error.message : String(error ?? '');
-    throw new MigrationError(`Migration ${failed?.migrationName ?? ''} failed: ${cause}`.trim());
+    throw new MigrationError(`Migration ${failed?.migrationName ?? ''} failed: ${describeFailure(error)}`.trim());
   }
   return (results ?? []).map((result) => result.migrationName);
+}
+
+/** What a migration threw, for the message: an Error's message, a string as it is, anything else as it prints. */
+function describeFailure(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (error === undefined || error === null) return '';
+  return typeof error === 'string' ? error : inspect(error);
 }

@@ -58,17 +58,17 @@ class CountedConnection implements DatabaseConnection {
 class OneConnection implements Driver {
   constructor(private readonly connection: CountedConnection) {}
   async init(): Promise<void> {}
-  async acquireConnection(): Promise<DatabaseConnection> {
-    return this.connection;
+  acquireConnection(): Promise<DatabaseConnection> {
+    return Promise.resolve(this.connection);
   }
-  async beginTransaction(): Promise<void> {
-    throw new Error('a pipelined transaction begins and ends itself');
+  beginTransaction(): Promise<void> {
+    return Promise.reject(new Error('a pipelined transaction begins and ends itself'));
   }
-  async commitTransaction(): Promise<void> {
-    throw new Error('a pipelined transaction begins and ends itself');
+  commitTransaction(): Promise<void> {
+    return Promise.reject(new Error('a pipelined transaction begins and ends itself'));
   }
-  async rollbackTransaction(): Promise<void> {
-    throw new Error('a pipelined transaction begins and ends itself');
+  rollbackTransaction(): Promise<void> {
+    return Promise.reject(new Error('a pipelined transaction begins and ends itself'));
   }
   async releaseConnection(): Promise<void> {}
   async destroy(): Promise<void> {}
@@ -152,7 +152,6 @@ export async function pipelinedTransaction<T>(
       return result;
     } catch (error) {
       if (!ended) {
-        ended = true;
         await begun.catch(() => {});
         await sql`rollback`.execute(trx);
       }

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 
 // Frozen: a migration describes the schema as it was on its date and imports no application code.
 
-export async function up(db: Kysely<any>): Promise<void> {
+export async function up(db: Kysely<unknown>): Promise<void> {
   // One row per Idempotency-Key of an organization whose create succeeded. The row is inserted first
   // in the create's transaction, so a concurrent request with the same key waits on it and then
   // replays the stored response instead of creating the posts again.
@@ -25,12 +25,13 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   // The order of GET /posts as one row value, so a page's keyset condition is a range of this index:
   // scheduledAt with undated posts last ('infinity'), then id compared byte by byte.
-  await sql`create index posts_list_idx on posts (organization_id, coalesce(scheduled_at, 'infinity'::timestamptz), (id collate "C"))`.execute(
-    db,
-  );
+  await sql`
+    create index posts_list_idx
+    on posts (organization_id, coalesce(scheduled_at, 'infinity'::timestamptz), (id collate "C"))
+  `.execute(db);
 }
 
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropIndex('posts_list_idx').execute();
   await db.schema.dropTable('idempotency_keys').execute();
 }

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 
 // Frozen: a migration describes the schema as it was on its date and imports no application code.
 
-export async function up(db: Kysely<any>): Promise<void> {
+export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('uploads')
     .addColumn('id', 'text', (c) => c.primaryKey())
@@ -21,6 +21,6 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('uploads_expires_idx').on('uploads').column('expires_at').execute();
 }
 
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('uploads').execute();
 }

@@ -4,7 +4,7 @@ import { sql, type Kysely } from 'kysely';
 // Every secret below (session tokens, client secrets, authorization codes, access tokens) is stored as
 // the SHA-256 of its value only.
 
-export async function up(db: Kysely<any>): Promise<void> {
+export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('sessions')
     .addColumn('id', 'text', (c) => c.primaryKey())
@@ -104,7 +104,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('oauth_tokens_code_idx').on('oauth_tokens').column('code_id').execute();
 }
 
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: Kysely<unknown>): Promise<void> {
   for (const table of [
     'oauth_tokens',
     'oauth_codes',

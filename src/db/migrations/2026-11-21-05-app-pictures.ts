@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 // never reads its picture; `picture_sha256` on the app says whether there is one and names its version.
 // Apps registered before have none until their developer saves a picture URL again.
 
-export async function up(db: Kysely<any>): Promise<void> {
+export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('oauth_apps').addColumn('picture_sha256', 'text').execute();
   await db.schema
     .createTable('oauth_app_pictures')
@@ -17,7 +17,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('oauth_app_pictures').execute();
   await db.schema.alterTable('oauth_apps').dropColumn('picture_sha256').execute();
 }

@@ -14,7 +14,7 @@ import { sql, type Kysely } from 'kysely';
 // `post_events` is the history of every post, written in the same transaction as each change, and the
 // outbox that webhooks deliver from; it outlives the post (no foreign key), so a deletion stays told.
 
-export async function up(db: Kysely<any>): Promise<void> {
+export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .alterTable('posts')
     .addColumn('error_code', 'text')
@@ -27,9 +27,9 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`update posts set error_code = 'publish_failed', error_message = error where error is not null`.execute(db);
   await db.schema.alterTable('posts').dropColumn('error').execute();
   // The posts a worker may have to pick up: due or waiting for another attempt.
-  await sql`create index posts_publishing_idx on posts (status, scheduled_at) where status in ('scheduled', 'publishing')`.execute(
-    db,
-  );
+  await sql`
+    create index posts_publishing_idx on posts (status, scheduled_at) where status in ('scheduled', 'publishing')
+  `.execute(db);
 
   await db.schema
     .createTable('post_publications')
@@ -79,7 +79,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('sandbox_releases').execute();
   await db.schema.dropTable('post_events').execute();
   await db.schema.dropTable('post_publications').execute();

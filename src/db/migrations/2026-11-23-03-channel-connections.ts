@@ -6,16 +6,17 @@ import { sql, type Kysely } from 'kysely';
 // account again updates its channel) and its tokens, encrypted. `channel_connections` holds each
 // authorization in progress between the user leaving for the network's consent page and coming
 // back: the hash of its `state`, the PKCE verifier (encrypted), and who started it.
-export async function up(db: Kysely<any>): Promise<void> {
+export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .alterTable('channels')
     .addColumn('external_id', 'text')
     .addColumn('credentials', 'text')
     .addColumn('connected_at', 'timestamptz')
     .execute();
-  await sql`create unique index channels_account_idx on channels (organization_id, provider, external_id) where external_id is not null`.execute(
-    db,
-  );
+  await sql`
+    create unique index channels_account_idx
+    on channels (organization_id, provider, external_id) where external_id is not null
+  `.execute(db);
 
   await db.schema
     .createTable('channel_connections')
@@ -31,7 +32,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('channel_connections').execute();
   await sql`drop index channels_account_idx`.execute(db);
   await db.schema

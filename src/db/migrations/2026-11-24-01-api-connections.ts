@@ -7,7 +7,7 @@ import { sql, type Kysely } from 'kysely';
 // (deleting the app forgets its connections in progress). `connection_return_origins` lists the
 // origins an organization's API keys may return to. `account_revocations` holds the tokens of removed
 // channels until the network has revoked them (the encrypted value moves there unchanged).
-export async function up(db: Kysely<any>): Promise<void> {
+export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .alterTable('channel_connections')
     .addColumn('return_url', 'text')
@@ -36,7 +36,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('account_revocations').execute();
   await db.schema.dropTable('connection_return_origins').execute();
   await db.schema

@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 // read from its container when it is stored, is checked against what a TikTok creator may post.
 // `publication_starts` holds when each of a channel's recent publications began, so that a network's
 // limit of starts in any minute (TikTok: 6 video inits) is kept by every worker together.
-export async function up(db: Kysely<any>): Promise<void> {
+export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('channels').addColumn('refreshing_until', 'timestamptz').execute();
   await db.schema.alterTable('media').addColumn('duration_ms', 'integer').execute();
   await db.schema
@@ -22,7 +22,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('publication_starts').execute();
   await db.schema.alterTable('media').dropColumn('duration_ms').execute();
   await db.schema.alterTable('channels').dropColumn('refreshing_until').execute();

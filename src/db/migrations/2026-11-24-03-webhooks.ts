@@ -8,7 +8,7 @@ import { sql, type Kysely } from 'kysely';
 // and where it stands. Post events are the outbox: `webhooks_dispatched_at` is stamped once the
 // dispatcher has made an event's deliveries; events written before this migration count as done.
 // `channel_events` is the same outbox for channels: connected, and needing to be connected again.
-export async function up(db: Kysely<any>): Promise<void> {
+export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('webhook_endpoints')
     .addColumn('id', 'text', (c) => c.primaryKey())
@@ -58,9 +58,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .on('webhook_deliveries')
     .columns(['endpoint_id', 'seq'])
     .execute();
-  await sql`create index webhook_deliveries_pending_idx on webhook_deliveries (endpoint_id, ordering_key, seq) where status = 'pending'`.execute(
-    db,
-  );
+  await sql`
+    create index webhook_deliveries_pending_idx
+    on webhook_deliveries (endpoint_id, ordering_key, seq) where status = 'pending'
+  `.execute(db);
 
   await db.schema
     .alterTable('post_events')
@@ -80,12 +81,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('at', 'timestamptz', (c) => c.notNull())
     .addColumn('webhooks_dispatched_at', 'timestamptz')
     .execute();
-  await sql`create index channel_events_undispatched_idx on channel_events (id) where webhooks_dispatched_at is null`.execute(
-    db,
-  );
+  await sql`
+    create index channel_events_undispatched_idx on channel_events (id) where webhooks_dispatched_at is null
+  `.execute(db);
 }
 
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('channel_events').execute();
   await db.schema.alterTable('post_events').dropColumn('webhooks_dispatched_at').execute();
   await db.schema.dropTable('webhook_deliveries').execute();
