@@ -61,19 +61,20 @@ async function serve(): Promise<void> {
     samples.push({ rss, heapUsed, external });
   };
   const timer = setInterval(sample, SAMPLE_EVERY_MS);
-  process.on('message', async (message: string) => {
+  const stop = async () => {
+    clearInterval(timer);
+    server.close();
+    await database.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    process.exit(0);
+  };
+  process.on('message', (message: string) => {
     if (message === 'start') samples = [];
     if (message === 'report') {
       sample();
       send({ type: 'report', samples });
     }
-    if (message === 'stop') {
-      clearInterval(timer);
-      server.close();
-      await database.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-      process.exit(0);
-    }
+    if (message === 'stop') void stop();
   });
 }
 

@@ -32,7 +32,7 @@ const rig = await startPublishingRig({
   networkUrl: network.url,
   workerEnv: { PUBLISH_LEASE_SECONDS: '5', PUBLISH_RETRY_BASE_MS: '500' },
 });
-let failed = false;
+let failed: boolean;
 try {
   const firstDueAt = new Date(Date.now() + 10_000 + POSTS * 5);
   const ids = await rig.createDuePosts(POSTS, firstDueAt, SECONDS * 1000);

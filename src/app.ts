@@ -33,8 +33,9 @@ export function createApp(
   app.set('case sensitive routing', true);
 
   app.use((req, res, next) => {
-    res.locals.requestId = newId('req');
-    res.setHeader('X-Request-Id', res.locals.requestId);
+    const requestId = newId('req');
+    res.locals.requestId = requestId;
+    res.setHeader('X-Request-Id', requestId);
     next();
   });
   if (ctx.config.publicUrl.startsWith('https:')) app.use(strictTransportSecurity());

@@ -237,16 +237,14 @@ async function onPostgres(ops: Ops): Promise<void> {
     const secondsToMidnight = 86_400 - ((Date.now() / 1000) % 86_400);
     if (secondsToMidnight < 30) await new Promise((resolve) => setTimeout(resolve, secondsToMidnight * 1000 + 1000));
     const counts = await Promise.all(
-      [a!, b!].map((target) =>
-        countStatuses(target.url, seeded.limiterKey, '/public/v1/channels', 25, EXACTNESS_LIMIT),
-      ),
+      [a, b].map((target) => countStatuses(target.url, seeded.limiterKey, '/public/v1/channels', 25, EXACTNESS_LIMIT)),
     );
     const passed = counts.reduce((sum, c) => sum + (c.get('200') ?? 0), 0);
     const refused = counts.reduce((sum, c) => sum + (c.get('429') ?? 0), 0);
     console.log(
       `\nRate limit across the two processes: ${EXACTNESS_LIMIT * 2} requests at c=50 against a limit of ${EXACTNESS_LIMIT}: ${passed} answered 200, ${refused} answered 429 (${passed === EXACTNESS_LIMIT ? 'exact' : 'NOT EXACT'})`,
     );
-    await Promise.all([a!.stop(), b!.stop()]);
+    await Promise.all([a.stop(), b.stop()]);
   } finally {
     await database.drop();
   }

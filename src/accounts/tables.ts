@@ -48,14 +48,6 @@ export interface SessionTable {
   expires_at: Timestamp;
 }
 
-export interface AccountTables {
-  organizations: OrganizationTable;
-  users: UserTable;
-  memberships: MembershipTable;
-  api_keys: ApiKeyTable;
-  sessions: SessionTable;
-}
-
 export type Organization = Selectable<OrganizationTable>;
 export type User = Selectable<UserTable>;
 export type NewUser = Insertable<UserTable>;
@@ -64,5 +56,11 @@ export type Session = Selectable<SessionTable>;
 
 declare module '../db/schema.js' {
   // Adds this feature's tables to the database type (see src/db/schema.ts).
-  interface Database extends AccountTables {}
+  interface Database {
+    organizations: OrganizationTable;
+    users: UserTable;
+    memberships: MembershipTable;
+    api_keys: ApiKeyTable;
+    sessions: SessionTable;
+  }
 }

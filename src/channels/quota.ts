@@ -112,8 +112,8 @@ export async function insertPostsWithinQuota(
   // jsonb columns as JSON values, so the record type of `posts` reads every column as the table has it.
   const rows = posts.map((post) => ({
     ...post,
-    media_ids: JSON.parse(post.media_ids),
-    settings: post.settings === null || post.settings === undefined ? null : JSON.parse(post.settings),
+    media_ids: JSON.parse(post.media_ids) as unknown,
+    settings: post.settings === null || post.settings === undefined ? null : (JSON.parse(post.settings) as unknown),
   }));
   const { rows: inserted } = await sql<Post>`
     insert into posts (id, organization_id, group_id, channel_id, content, media_ids, settings, status, scheduled_at, created_at, updated_at)

@@ -74,18 +74,16 @@ export interface ChannelEventTable {
   webhooks_dispatched_at: Date | null;
 }
 
-export interface ChannelTables {
-  channels: ChannelTable;
-  channel_connections: ChannelConnectionTable;
-  connection_return_origins: ConnectionReturnOriginTable;
-  account_revocations: AccountRevocationTable;
-  channel_events: ChannelEventTable;
-}
-
 export type Channel = Selectable<ChannelTable>;
 export type NewChannel = Insertable<ChannelTable>;
 
 declare module '../db/schema.js' {
   // Adds this feature's tables to the database type (see src/db/schema.ts).
-  interface Database extends ChannelTables {}
+  interface Database {
+    channels: ChannelTable;
+    channel_connections: ChannelConnectionTable;
+    connection_return_origins: ConnectionReturnOriginTable;
+    account_revocations: AccountRevocationTable;
+    channel_events: ChannelEventTable;
+  }
 }

@@ -149,7 +149,7 @@ async function run(argv: string[]): Promise<number> {
       },
       strict: true,
     });
-    options = parsed.values as Options;
+    options = parsed.values;
   } catch (error) {
     console.error(`${(error as Error).message}\n\n${USAGE}`);
     return 64;

@@ -84,7 +84,7 @@ export interface PipelinedTransaction {
    * reads its own cache first) commits nothing; one whose statement fails rolls the transaction back
    * (PostgreSQL answers the COMMIT of a failed transaction with a rollback). Either error is thrown.
    */
-  commit(...last: (() => Promise<unknown>)[]): Promise<void>;
+  commit: (...last: (() => Promise<unknown>)[]) => Promise<void>;
 }
 
 /**

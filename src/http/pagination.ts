@@ -8,7 +8,7 @@ export interface CursorList<Position> {
    * The position a cursor carries, checked like input though it is signed (the fields the list needs,
    * such as an instant the database can compare); `undefined` refuses the cursor with 400.
    */
-  read(written: unknown): Position | undefined;
+  read: (written: unknown) => Position | undefined;
 }
 
 /** A list of rows in a stable order, each page starting after the last row of the previous one. */

@@ -53,7 +53,7 @@ export function strictQueryStrings(specFile: string): RequestHandler {
   return (req, _res, next) => {
     const at = req.originalUrl.indexOf('?');
     // No prototype: a parameter named `__proto__` is a parameter like any other (and unknown, so refused).
-    const query: Record<string, string | string[]> = Object.create(null);
+    const query = Object.create(null) as Record<string, string | string[]>;
     const details: ErrorDetail[] = [];
     const counts = new Map<string, number>();
     for (const pair of at === -1 ? [] : req.originalUrl.slice(at + 1).split('&')) {

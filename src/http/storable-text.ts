@@ -3,7 +3,7 @@ import { ValidationError, type ErrorDetail } from '../core/errors.js';
 
 // PostgreSQL's text and jsonb cannot hold U+0000, and a lone UTF-16 surrogate has no UTF-8 form (it
 // would be stored as U+FFFD): either would fail the write or silently change what the client sent.
-const NUL = /\u0000/;
+const NUL = '\u0000';
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 const PROTOTYPE_NAMES = new Set(Object.getOwnPropertyNames(Object.prototype));
@@ -12,7 +12,7 @@ const PROTOTYPE_NAMES = new Set(Object.getOwnPropertyNames(Object.prototype));
 const MAX_DETAILS = 20;
 
 function problemOf(text: string): string | undefined {
-  if (NUL.test(text)) return 'must not contain the NUL character (U+0000)';
+  if (text.includes(NUL)) return 'must not contain the NUL character (U+0000)';
   if (LONE_SURROGATE.test(text)) return 'must be well-formed Unicode (it contains a lone surrogate)';
   return undefined;
 }

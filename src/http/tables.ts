@@ -7,11 +7,9 @@ export interface RateLimitWindowTable {
   count: number;
 }
 
-export interface RateLimitTables {
-  rate_limit_windows: RateLimitWindowTable;
-}
-
 declare module '../db/schema.js' {
   // Adds this feature's tables to the database type (see src/db/schema.ts).
-  interface Database extends RateLimitTables {}
+  interface Database {
+    rate_limit_windows: RateLimitWindowTable;
+  }
 }

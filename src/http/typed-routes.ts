@@ -36,11 +36,11 @@ export type Reply<Op extends Operation> = {
 
 type Part<Op extends Operation, K extends 'path' | 'query' | 'header'> = Op['parameters'] extends infer P
   ? P extends Record<K, infer V>
-    ? [V] extends [never | undefined]
+    ? [V] extends [undefined]
       ? Record<string, never>
       : NonNullable<V>
     : P extends Partial<Record<K, infer V>>
-      ? [V] extends [never | undefined]
+      ? [V] extends [undefined]
         ? Record<string, never>
         : NonNullable<V>
       : Record<string, never>
@@ -115,7 +115,7 @@ export function mountOperations<Extra>(
         params: req.params as never,
         query: req.query as never,
         headers: specNamedHeaders(req) as never,
-        body: req.body,
+        body: req.body as never,
         req,
         res,
         ...extra(req, res),

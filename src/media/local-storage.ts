@@ -93,26 +93,24 @@ export class LocalMediaStorage implements MediaStorage {
     await fsp.rm(this.pathOf(key), { force: true });
   }
 
-  async signedPutUrl(
+  signedPutUrl(
     key: string,
     { contentType, size, expiresAt }: { contentType: string; size: number; expiresAt: Date },
-  ) {
+  ): Promise<{ url: string; headers: Record<string, string> }> {
     const expires = String(Math.floor(expiresAt.getTime() / 1000));
     const signature = this.signer.sign(['PUT', key, expires, contentType, String(size)]);
     const query = new URLSearchParams({ expires, size: String(size), type: contentType, signature });
-    return {
-      url: `${this.urlOf(key)}?${query}`,
+    return Promise.resolve({
+      url: `${this.urlOf(key)}?${query.toString()}`,
       headers: { 'Content-Type': contentType, 'Content-Length': String(size) },
-    };
+    });
   }
 
-  async signedGetUrl(
-    key: string,
-    { contentType, expiresAt }: { contentType: string; expiresAt: Date },
-  ): Promise<string> {
+  signedGetUrl(key: string, { contentType, expiresAt }: { contentType: string; expiresAt: Date }): Promise<string> {
     const expires = String(Math.floor(expiresAt.getTime() / 1000));
     const signature = this.signer.sign(['GET', key, expires, contentType]);
-    return `${this.urlOf(key)}?${new URLSearchParams({ expires, type: contentType, signature })}`;
+    const query = new URLSearchParams({ expires, type: contentType, signature });
+    return Promise.resolve(`${this.urlOf(key)}?${query.toString()}`);
   }
 
   /**
@@ -120,7 +118,7 @@ export class LocalMediaStorage implements MediaStorage {
    * whether it expired), then the expiry.
    */
   verify(method: 'GET' | 'PUT', key: string, query: Record<string, unknown>, now: Date): SignedRequestCheck {
-    const text = (name: string) => (typeof query[name] === 'string' ? (query[name] as string) : '');
+    const text = (name: string) => (typeof query[name] === 'string' ? query[name] : '');
     const expires = text('expires');
     const contentType = text('type');
     const size = text('size');

@@ -36,11 +36,6 @@ export interface UploadTable {
   created_at: CreatedAt;
 }
 
-export interface MediaTables {
-  media: MediaTable;
-  uploads: UploadTable;
-}
-
 export type Media = Selectable<MediaTable>;
 export type NewMedia = Insertable<MediaTable>;
 export type Upload = Selectable<UploadTable>;
@@ -48,5 +43,8 @@ export type NewUpload = Insertable<UploadTable>;
 
 declare module '../db/schema.js' {
   // Adds this feature's tables to the database type (see src/db/schema.ts).
-  interface Database extends MediaTables {}
+  interface Database {
+    media: MediaTable;
+    uploads: UploadTable;
+  }
 }

@@ -90,6 +90,7 @@ function fileNameOf(finalUrl: URL, requested: string, fallback: string): string 
       // A malformed escape: keep the segment as written.
     }
     name = name
+      // eslint-disable-next-line no-control-regex -- the control characters are what is removed
       .replace(/[\u0000-\u001f\u007f]/g, '')
       .trim()
       .slice(0, 255);

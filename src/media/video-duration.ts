@@ -13,7 +13,7 @@ export function storedRanges(
     if (end < start) return Buffer.alloc(0);
     const chunks: Buffer[] = [];
     for await (const chunk of await open({ start, end }))
-      chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
+      chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
     return Buffer.concat(chunks);
   };
 }

@@ -154,7 +154,7 @@ function operations(ctx: AppContext): OAuthHandlers {
       return { status: 200, headers: { 'Cache-Control': 'no-store' } };
     },
 
-    authorizationServerMetadata: async () => {
+    authorizationServerMetadata: () => {
       const origin = ctx.config.publicUrl;
       const metadata: components['schemas']['AuthorizationServerMetadata'] = {
         issuer: origin,
@@ -169,7 +169,7 @@ function operations(ctx: AppContext): OAuthHandlers {
         authorization_response_iss_parameter_supported: true,
         service_documentation: `${origin}/docs/oauth`,
       };
-      return { status: 200, body: metadata };
+      return Promise.resolve({ status: 200, body: metadata });
     },
   };
 }

@@ -84,15 +84,6 @@ export interface OAuthTokenTable {
   revoked_at: Timestamp | null;
 }
 
-export interface OAuthTables {
-  oauth_apps: OAuthAppTable;
-  oauth_app_pictures: OAuthAppPictureTable;
-  oauth_grants: OAuthGrantTable;
-  oauth_authorization_requests: OAuthAuthorizationRequestTable;
-  oauth_codes: OAuthCodeTable;
-  oauth_tokens: OAuthTokenTable;
-}
-
 export type OAuthApp = Selectable<OAuthAppTable>;
 export type OAuthGrant = Selectable<OAuthGrantTable>;
 export type OAuthAuthorizationRequest = Selectable<OAuthAuthorizationRequestTable>;
@@ -100,5 +91,12 @@ export type OAuthCode = Selectable<OAuthCodeTable>;
 
 declare module '../db/schema.js' {
   // Adds this feature's tables to the database type (see src/db/schema.ts).
-  interface Database extends OAuthTables {}
+  interface Database {
+    oauth_apps: OAuthAppTable;
+    oauth_app_pictures: OAuthAppPictureTable;
+    oauth_grants: OAuthGrantTable;
+    oauth_authorization_requests: OAuthAuthorizationRequestTable;
+    oauth_codes: OAuthCodeTable;
+    oauth_tokens: OAuthTokenTable;
+  }
 }

@@ -1,7 +1,7 @@
 import { Eta } from 'eta';
 import type { RequestHandler, Response } from 'express';
 import { projectPath } from '../core/project-files.js';
-import type { Visitor } from './visitor.js';
+import { visitorOf, type Visitor } from './visitor.js';
 
 // Templates are named by their path in src/ (`/oauth/templates/consent`): each feature keeps its own.
 const TEMPLATES_DIR = projectPath('src');
@@ -74,7 +74,7 @@ export interface PageData {
  */
 export function pageHtml(res: Response, template: string, data: PageData, policy?: PagePolicy): string {
   setPageHeaders(res, policy);
-  return eta.render(template, { visitor: res.locals.visitor, path: '/', ...data });
+  return eta.render(template, { visitor: visitorOf(res), path: '/', ...data });
 }
 
 /** Writes a page with the headers above. */

@@ -118,6 +118,7 @@ const NEXT_BASE = 'http://next.invalid';
  */
 export function safeNext(value: unknown, fallback = '/calendar'): string {
   if (typeof value !== 'string' || value.length > 8192) return fallback;
+  // eslint-disable-next-line no-control-regex -- a control character is one of the refused ones
   if (!value.startsWith('/') || /[\u0000-\u001f\u007f\\]/.test(value)) return fallback;
   let url: URL;
   try {

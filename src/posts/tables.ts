@@ -56,12 +56,6 @@ export interface IdempotencyKeyTable {
   created_at: Timestamp;
 }
 
-export interface PostTables {
-  posts: PostTable;
-  post_events: PostEventTable;
-  idempotency_keys: IdempotencyKeyTable;
-}
-
 export type Post = Selectable<PostTable>;
 export type NewPost = Insertable<PostTable>;
 export type PostUpdate = Updateable<PostTable>;
@@ -70,5 +64,9 @@ export type PostEventRow = Selectable<PostEventTable>;
 
 declare module '../db/schema.js' {
   // Adds this feature's tables to the database type (see src/db/schema.ts).
-  interface Database extends PostTables {}
+  interface Database {
+    posts: PostTable;
+    post_events: PostEventTable;
+    idempotency_keys: IdempotencyKeyTable;
+  }
 }

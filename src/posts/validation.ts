@@ -1,6 +1,6 @@
 import { acceptsPosts } from '../channels/channels.js';
 import type { Channel } from '../channels/tables.js';
-import { UnprocessableError, type ErrorDetail } from '../core/errors.js';
+import type { ErrorDetail } from '../core/errors.js';
 import type { Db } from '../db/database.js';
 import type { Media } from '../media/tables.js';
 import type {
@@ -202,7 +202,7 @@ async function settingsProblems(
   return network.settingsProblems({
     item,
     channel,
-    settings: settings as SettingsOf<typeof channel.provider>,
+    settings,
     path,
     creatorInfo,
   });

@@ -14,13 +14,11 @@ export interface SandboxReleaseTable {
   published_at: Timestamp;
 }
 
-export interface ProviderTables {
-  sandbox_releases: SandboxReleaseTable;
-}
-
 export type SandboxRelease = Selectable<SandboxReleaseTable>;
 
 declare module '../db/schema.js' {
   // Adds this feature's tables to the database type (see src/db/schema.ts).
-  interface Database extends ProviderTables {}
+  interface Database {
+    sandbox_releases: SandboxReleaseTable;
+  }
 }

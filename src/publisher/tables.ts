@@ -22,12 +22,10 @@ export interface PublicationStartTable {
   at: Date;
 }
 
-export interface PublisherTables {
-  post_publications: PostPublicationTable;
-  publication_starts: PublicationStartTable;
-}
-
 declare module '../db/schema.js' {
   // Adds this feature's tables to the database type (see src/db/schema.ts).
-  interface Database extends PublisherTables {}
+  interface Database {
+    post_publications: PostPublicationTable;
+    publication_starts: PublicationStartTable;
+  }
 }

@@ -205,7 +205,7 @@ export function channelCallbackPage(ctx: PostsContext): Router {
   router.get('/channels/callback/:provider', async (req, res) => {
     const network = connectable(ctx.providers).find((n) => n.provider === req.params.provider);
     if (!network) return renderErrorPage(res, 404, 'Not found', 'There is no page at this address.');
-    const text = (name: string) => (typeof req.query[name] === 'string' ? (req.query[name] as string) : undefined);
+    const text = (name: string) => (typeof req.query[name] === 'string' ? req.query[name] : undefined);
     const answer = { state: text('state'), code: text('code'), error: text('error') };
     const visitor = visitorOf(res);
     const result = await finishConnection(ctx, network.provider, answer, visitor?.sessionId);

@@ -96,7 +96,7 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
   const settings = (post.settings ?? {}) as Record<string, unknown>;
   const fields: Record<string, string> = {};
   for (const name of ['title', 'description', 'privacyStatus', 'postMode', 'privacyLevel']) {
-    if (typeof settings[name] === 'string') fields[name] = settings[name] as string;
+    if (typeof settings[name] === 'string') fields[name] = settings[name];
   }
   if (typeof settings.madeForKids === 'boolean') fields.madeForKids = settings.madeForKids ? 'yes' : 'no';
   if (Array.isArray(settings.tags)) fields.tags = settings.tags.join(', ');

@@ -94,7 +94,7 @@ async function createFromForm({ ctx, cookies, bodies, view }: Composer, req: Req
   const first = posts[0]?.scheduledAt ? DateTime.fromISO(posts[0].scheduledAt, { zone }).toISODate() : undefined;
   res.redirect(
     303,
-    `/calendar?${new URLSearchParams({ ...(first ? { date: first } : {}), created: String(posts.length) })}`,
+    `/calendar?${new URLSearchParams({ ...(first ? { date: first } : {}), created: String(posts.length) }).toString()}`,
   );
 }
 

@@ -6,7 +6,7 @@ import { mediaPage, presentMedia, removeMedia } from '../media/library.js';
 import type { MediaBody } from '../media/media-body.js';
 import { MediaPolicy } from '../media/media-types.js';
 import type { MediaContext } from '../media/storage.js';
-import { SignedUploads } from '../media/uploads.js';
+import { SignedUploads, type CreateUploadRequest } from '../media/uploads.js';
 import { renderPage } from '../pages/render.js';
 import { signedIn } from './signed-in.js';
 
@@ -31,9 +31,11 @@ function uploadRoutes(ctx: MediaContext, bodies: RequestBodies, uploads: SignedU
   const router = express.Router();
   router.post('/media/uploads', express.json({ limit: '16kb' }), async (req, res) => {
     const { organization } = signedIn(res);
-    const details = bodies.check('createUpload', req.body);
+    const body: unknown = req.body;
+    const details = bodies.check('createUpload', body);
     if (details.length > 0) throw new ValidationError('The request does not match the API contract.', details);
-    res.status(201).json(await uploads.create(organization.id, req.body));
+    // The contract's check above is what makes it one.
+    res.status(201).json(await uploads.create(organization.id, body as CreateUploadRequest));
   });
 
   router.post('/media/uploads/:uploadId/complete', async (req, res) => {

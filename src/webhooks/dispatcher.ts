@@ -45,7 +45,7 @@ const POSTS: EventSource = {
   columns: sql`post_id as subject, post`,
   types: POST_EVENTS,
   // The post as the API showed it right after the event.
-  dataOf: async () => (event) => event.post,
+  dataOf: () => Promise.resolve((event: OutboxEvent) => event.post),
 };
 
 const CHANNELS: EventSource = {
@@ -89,7 +89,13 @@ export class WebhookDispatcher {
       } catch (error) {
         this.ctx.logger.error({ err: error }, 'dispatching webhook events failed');
       }
-      if (!this.stopping) this.timer = setTimeout(() => (this.running = loop()), full ? 0 : IDLE_MS);
+      if (!this.stopping)
+        this.timer = setTimeout(
+          () => {
+            this.running = loop();
+          },
+          full ? 0 : IDLE_MS,
+        );
     };
     this.running = loop();
   }

@@ -38,7 +38,7 @@ export function toWebhookBody(row: WebhookEndpoint, now: Date): WebhookBody {
     id: row.id,
     url: row.url,
     description: row.description,
-    eventTypes: row.event_types as WebhookBody['eventTypes'],
+    eventTypes: row.event_types,
     enabled: row.enabled,
     disabledReason: row.disabled_reason,
     previousSecretExpiresAt: overlap,

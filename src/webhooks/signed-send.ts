@@ -51,7 +51,7 @@ export async function sendSigned(
       maxResponseBytes: RESPONSE_KEPT_BYTES,
     });
     const durationMs = Math.round(performance.now() - started);
-    const body = answer.body.toString('utf8').replace(/\u0000/g, '');
+    const body = answer.body.toString('utf8').replaceAll('\u0000', '');
     const ok = answer.status >= 200 && answer.status <= 299;
     return {
       ok,

@@ -47,12 +47,10 @@ export interface WebhookDeliveryTable {
   created_at: CreatedAt;
 }
 
-export interface WebhookTables {
-  webhook_endpoints: WebhookEndpointTable;
-  webhook_deliveries: WebhookDeliveryTable;
-}
-
 declare module '../db/schema.js' {
   // Adds this feature's tables to the database type (see src/db/schema.ts).
-  interface Database extends WebhookTables {}
+  interface Database {
+    webhook_endpoints: WebhookEndpointTable;
+    webhook_deliveries: WebhookDeliveryTable;
+  }
 }

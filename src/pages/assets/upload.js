@@ -37,7 +37,9 @@
         let message = `The storage answered ${request.status}.`;
         try {
           message = JSON.parse(request.responseText).error.message ?? message;
-        } catch {}
+        } catch {
+          // Not the error envelope: the status says what happened.
+        }
         reject(new Error(message));
       });
       request.addEventListener('error', () => reject(new Error('The file could not be sent: the connection failed.')));

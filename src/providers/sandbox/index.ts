@@ -10,7 +10,7 @@ export const sandboxNetwork: ProviderFactory<'sandbox'> = ({ config, outbound, s
   name: 'sandbox',
   connectsAccounts: false,
   needsSettings: false,
-  settingsProblems: async () => [],
+  settingsProblems: () => Promise.resolve([]),
   withDefaults: (settings) => ({ ...settings, outcome: settings.outcome ?? 'published' }),
   // Read at each publication: a test server learns its own address only once it listens.
   publishing: new SandboxAdapter(outbound, () => config.sandbox.networkUrl, sandboxKey, config.sandbox.limits, clock),

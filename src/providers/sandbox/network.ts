@@ -208,7 +208,7 @@ async function showRelease(ctx: MediaContext, req: Request, res: Response): Prom
       const key = mediaKey(release.organization_id, item.id);
       const stored = await ctx.storage.stat(key);
       const url = stored
-        ? await ctx.storage.signedGetUrl(key, { contentType: item.contentType as never, expiresAt })
+        ? await ctx.storage.signedGetUrl(key, { contentType: item.contentType, expiresAt })
         : undefined;
       return { ...item, url };
     }),

@@ -55,7 +55,7 @@ export class TikTokConnection implements ConnectionAdapter {
       redirect_uri: input.redirectUri,
       state: input.state,
     });
-    return `${this.config.authUrl}/v2/auth/authorize/?${query}`;
+    return `${this.config.authUrl}/v2/auth/authorize/?${query.toString()}`;
   }
 
   async exchangeCode(input: { code: string; redirectUri: string }): Promise<AccountCredentials> {

@@ -65,7 +65,7 @@ export class YouTubeConnection implements ConnectionAdapter {
       code_challenge: input.codeChallenge,
       code_challenge_method: 'S256',
     });
-    return `${this.settings.accountsUrl}/o/oauth2/v2/auth?${query}`;
+    return `${this.settings.accountsUrl}/o/oauth2/v2/auth?${query.toString()}`;
   }
 
   async exchangeCode(input: { code: string; redirectUri: string; codeVerifier: string }): Promise<AccountCredentials> {

@@ -16,7 +16,7 @@ export const youtubeNetwork: ProviderFactory<'youtube'> = ({ config, outbound, c
     connectsAccounts: true,
     needsSettings: true,
     contentLimit: YOUTUBE_CONTENT_LIMIT,
-    settingsProblems: async (check) => youtubeProblems(check),
+    settingsProblems: (check) => Promise.resolve(youtubeProblems(check)),
     withDefaults: (settings) => ({ ...settings, tags: settings.tags ?? [] }),
   } satisfies ReturnType<ProviderFactory<'youtube'>>;
   if (!config.youtube) return rules;

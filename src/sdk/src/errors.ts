@@ -125,11 +125,13 @@ function errorOf(body: unknown): ReceivedError | undefined {
 
 function detailsOf(value: unknown): ErrorDetail[] {
   if (!Array.isArray(value)) return [];
-  return value.filter(
+  return (value as unknown[]).filter(
     (detail): detail is ErrorDetail =>
       typeof detail === 'object' &&
       detail !== null &&
+      'path' in detail &&
       typeof detail.path === 'string' &&
+      'message' in detail &&
       typeof detail.message === 'string',
   );
 }

@@ -58,9 +58,10 @@ export function retryDelaySeconds(outcome: AttemptOutcome, retry: number, random
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
+    signal.throwIfAborted();
     const onAbort = () => {
       clearTimeout(timer);
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort's own reason, as fetch rejects
       reject(signal.reason);
     };
     const timer = setTimeout(() => {
