@@ -54,7 +54,8 @@ export default {
     {
       name: 'features-below-pages-and-composition',
       comment:
-        'Features import the layers below them and each other (without cycles), never the web pages or the composition.',
+        'Features import the layers below them and each other (without cycles), ' +
+        'never the web pages or the composition.',
       severity: 'error',
       from: { path: FEATURES },
       to: { path: `${PEOPLE}|${COMPOSITION}|${ENTRY}|${SDK}` },
@@ -76,7 +77,8 @@ export default {
     {
       name: 'sdk-is-its-own-package',
       comment:
-        '@service/sdk is published alone: it imports nothing of src but the generated contract, and src does not import it.',
+        '@service/sdk is published alone: it imports nothing of src but the generated contract, ' +
+        'and src does not import it.',
       severity: 'error',
       from: { path: SDK },
       to: { path: '^src/', pathNot: SDK },

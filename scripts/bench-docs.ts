@@ -83,6 +83,7 @@ console.log(`Chromium ${version}, medians of ${RUNS} runs`);
 for (const [i, visit] of VISITS.entries()) {
   const { ms, bytes, statuses } = results[i]!;
   console.log(
-    `${visit.name.padEnd(20)} ${(median(bytes) / 1024).toFixed(0).padStart(6)} KiB sent (${statuses.join(', ')}), first curl sample after ${median(ms).toFixed(0)} ms (${ms.map((m) => m.toFixed(0)).join(', ')})`,
+    `${visit.name.padEnd(20)} ${(median(bytes) / 1024).toFixed(0).padStart(6)} KiB sent (${statuses.join(', ')}), ` +
+      `first curl sample after ${median(ms).toFixed(0)} ms (${ms.map((m) => m.toFixed(0)).join(', ')})`,
   );
 }

@@ -62,7 +62,8 @@ function percentile(sorted: number[], p: number): number {
 function report(label: string, samples: number[]): void {
   const sorted = [...samples].sort((a, b) => a - b);
   console.log(
-    `${label.padEnd(44)} p50 ${percentile(sorted, 50).toFixed(2)} ms   p95 ${percentile(sorted, 95).toFixed(2)} ms   (${samples.length} runs)`,
+    `${label.padEnd(44)} p50 ${percentile(sorted, 50).toFixed(2)} ms   ` +
+      `p95 ${percentile(sorted, 95).toFixed(2)} ms   (${samples.length} runs)`,
   );
 }
 

@@ -57,7 +57,8 @@ async function burst(count: number): Promise<void> {
       .executeTakeFirstOrThrow();
     const took = new Date(last.last as Date).getTime() - dueAt.getTime();
     console.log(
-      `(a) ${JSON.stringify(outcomes)}: the last published ${seconds(took)} after the due time, ${Math.round(count / (took / 1000))} publications/s; ${network.published.length} received by the network`,
+      `(a) ${JSON.stringify(outcomes)}: the last published ${seconds(took)} after the due time, ` +
+        `${Math.round(count / (took / 1000))} publications/s; ${network.published.length} received by the network`,
     );
   } finally {
     await rig.close();
@@ -76,7 +77,8 @@ async function steady(label: string, perSecond: number, forSeconds: number, late
     const created = Date.now();
     await rig.createDuePosts(count, firstDueAt, forSeconds * 1000 - 1000 / (perSecond / perRequest), perRequest);
     console.log(
-      `${label} created ${count} posts in ${seconds(Date.now() - created)}; ${perSecond}/s fall due for ${forSeconds} s, network latency ${latencyMs} ms`,
+      `${label} created ${count} posts in ${seconds(Date.now() - created)}; ` +
+        `${perSecond}/s fall due for ${forSeconds} s, network latency ${latencyMs} ms`,
     );
     const workers = [];
     for (let i = 0; i < WORKERS; i++) workers.push(await rig.startWorker());
@@ -84,7 +86,8 @@ async function steady(label: string, perSecond: number, forSeconds: number, late
     await Promise.all(workers.map((worker) => worker.terminate()));
     const late = await latenesses(rig);
     console.log(
-      `${label} ${JSON.stringify(outcomes)}: lateness p50 ${Math.round(percentile(late, 50))} ms, p99 ${Math.round(percentile(late, 99))} ms, max ${Math.round(late.at(-1) ?? NaN)} ms`,
+      `${label} ${JSON.stringify(outcomes)}: lateness p50 ${Math.round(percentile(late, 50))} ms, ` +
+        `p99 ${Math.round(percentile(late, 99))} ms, max ${Math.round(late.at(-1) ?? NaN)} ms`,
     );
   } finally {
     await rig.close();

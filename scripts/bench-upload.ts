@@ -128,11 +128,14 @@ async function measure(): Promise<void> {
     const samples = await report(child);
     const peak = (key: keyof Sample) => Math.max(...samples.map((s) => s[key]));
     const mb = (bytes: number) => `${(bytes / MB).toFixed(1)} MB`;
-    const row = (label: string, key: keyof Sample) =>
-      `  ${label.padEnd(16)} ${mb(baseline[key]).padStart(9)} ${mb(peak(key)).padStart(9)} ${`+${mb(peak(key) - baseline[key])}`.padStart(10)}`;
+    const row = (label: string, key: keyof Sample) => {
+      const [before, most, growth] = [mb(baseline[key]), mb(peak(key)), `+${mb(peak(key) - baseline[key])}`];
+      return `  ${label.padEnd(16)} ${before.padStart(9)} ${most.padStart(9)} ${growth.padStart(10)}`;
+    };
 
     console.log(
-      `\nSigned upload of a ${mb(size)} MP4 to local disk (server in its own process, sampled every ${SAMPLE_EVERY_MS} ms, ${samples.length} samples)`,
+      `\nSigned upload of a ${mb(size)} MP4 to local disk ` +
+        `(server in its own process, sampled every ${SAMPLE_EVERY_MS} ms, ${samples.length} samples)`,
     );
     console.log(`  create + PUT + complete  ${(totalMs / 1000).toFixed(2)} s`);
     console.log(

@@ -60,13 +60,16 @@ async function run(label: string, posts: number, dueOverMs: number): Promise<voi
     const times = arrivals.map((message) => message.at).sort((a, b) => a - b);
     const spanSeconds = (times.at(-1)! - times[0]!) / 1000;
     console.log(
-      `(${label}) ${arrivals.length} of ${expected} deliveries arrived (${posts} posts × ${ENDPOINTS} endpoints, ${WORKERS} workers)`,
+      `(${label}) ${arrivals.length} of ${expected} deliveries arrived ` +
+        `(${posts} posts × ${ENDPOINTS} endpoints, ${WORKERS} workers)`,
     );
     console.log(
-      `(${label}) throughput: ${Math.round(arrivals.length / spanSeconds)} deliveries/s over ${spanSeconds.toFixed(2)} s`,
+      `(${label}) throughput: ${Math.round(arrivals.length / spanSeconds)} deliveries/s ` +
+        `over ${spanSeconds.toFixed(2)} s`,
     );
     console.log(
-      `(${label}) event → delivery: p50 ${percentile(delays, 50)} ms, p99 ${percentile(delays, 99)} ms, max ${delays.at(-1)} ms`,
+      `(${label}) event → delivery: p50 ${percentile(delays, 50)} ms, p99 ${percentile(delays, 99)} ms, ` +
+        `max ${delays.at(-1)} ms`,
     );
   } finally {
     await rig.close();

@@ -29,7 +29,9 @@ await build({
   ],
   // The CommonJS dependencies inside the bundle require Node's own modules.
   banner: {
-    js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+    js:
+      "import { createRequire as __createRequire } from 'node:module'; " +
+      'const require = __createRequire(import.meta.url);',
   },
 });
 fs.writeFileSync(`${outdir}/.built-at`, `${new Date().toISOString()}\n`);

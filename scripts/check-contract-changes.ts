@@ -27,7 +27,8 @@ for (const file of CONTRACTS) {
   const changes = breakingChanges(read(values.released, file), read(values.current, file));
   const missing = unannounced(changes, changelog);
   console.log(
-    `${file}: ${changes.length} breaking change${changes.length === 1 ? '' : 's'} since the last release, ${missing.size} subject${missing.size === 1 ? '' : 's'} not announced`,
+    `${file}: ${changes.length} breaking change${changes.length === 1 ? '' : 's'} since the last release, ` +
+      `${missing.size} subject${missing.size === 1 ? '' : 's'} not announced`,
   );
   for (const [subject, descriptions] of missing) {
     failed = true;
@@ -38,7 +39,8 @@ for (const file of CONTRACTS) {
 }
 if (failed) {
   console.error(
-    '\nAnnounce each subject above in CHANGELOG.md, under "## Unreleased" → "### Breaking changes", as a bullet naming it in backticks (e.g. - `GET /public/v1/posts`: …), or make the change additive.',
+    '\nAnnounce each subject above in CHANGELOG.md, under "## Unreleased" → "### Breaking changes", ' +
+      'as a bullet naming it in backticks (e.g. - `GET /public/v1/posts`: …), or make the change additive.',
   );
   process.exit(1);
 }

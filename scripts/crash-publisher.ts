@@ -51,7 +51,8 @@ try {
   const { duplicates, missing } = duplicatesAndMissing(network, ids, await publishedIds(rig));
   console.log(`${POSTS} posts due over ${SECONDS} s, ${KILLS} kills: ${JSON.stringify(outcomes)}`);
   console.log(
-    `published twice: ${duplicates.length}; published without the network having it: ${missing.length}; sent again with a key already published: ${network.resends.length}`,
+    `published twice: ${duplicates.length}; published without the network having it: ${missing.length}; ` +
+      `sent again with a key already published: ${network.resends.length}`,
   );
   failed = duplicates.length > 0 || missing.length > 0 || Boolean(outcomes.scheduled) || Boolean(outcomes.publishing);
 } finally {

@@ -13,9 +13,9 @@ import { sweepDeliveries } from './webhooks/delivery-sweep.js';
 /**
  * What the service forgets when it no longer serves anybody, as a scheduled job of the workers
  * (every 10 minutes) rather than inside requests: stale uploads and their bytes, rate-limit counts
- * of past windows, expired sessions, idempotency keys, OAuth codes and consent requests, connections of accounts never finished, webhook
- * deliveries older than 30 days; it asks the networks to revoke the tokens of removed channels, and
- * plans again any webhook delivery that lost its job.
+ * of past windows, expired sessions, idempotency keys, OAuth codes and consent requests, connections
+ * of accounts never finished, webhook deliveries older than 30 days; it asks the networks to revoke
+ * the tokens of removed channels, and plans again any webhook delivery that lost its job.
  */
 export async function keepHouse(ctx: MediaContext & ProvidersContext & { queue: JobQueue }): Promise<void> {
   const now = ctx.clock.now();

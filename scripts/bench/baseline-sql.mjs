@@ -9,24 +9,49 @@ export const BASELINE_SQL = {
     'select id, organization_id, last_used_at from "api_keys" where "secret_hash" = $1 and revoked_at is null',
   organization: 'select * from "organizations" where "id" = $1',
   channels:
-    'select * from "channels" where "channels"."organization_id" = $1 and "channels"."status" <> $2 order by "channels"."created_at", "channels"."id"',
+    'select * from "channels" where "channels"."organization_id" = $1 and "channels"."status" <> $2 ' +
+    'order by "channels"."created_at", "channels"."id"',
   quota:
-    'select "channels"."provider", "channels"."id", (select count(*) as "count" from "posts" where "posts"."channel_id" = "channels"."id" and "posts"."status" in ($1, $2, $3) and "posts"."scheduled_at" >= $4 and "posts"."scheduled_at" < $5) as "used" from "channels" where "channels"."organization_id" = $6 and "channels"."status" <> $7 order by "channels"."created_at", "channels"."id"',
+    'select "channels"."provider", "channels"."id", ' +
+    '(select count(*) as "count" from "posts" where "posts"."channel_id" = "channels"."id" ' +
+    'and "posts"."status" in ($1, $2, $3) and "posts"."scheduled_at" >= $4 and "posts"."scheduled_at" < $5) ' +
+    'as "used" ' +
+    'from "channels" where "channels"."organization_id" = $6 and "channels"."status" <> $7 ' +
+    'order by "channels"."created_at", "channels"."id"',
   postsOnDay: (channels) =>
-    `select "channel_id", count(*) as "count" from "posts" where "channel_id" in (${list(channels)}) and "status" in (${list(3, channels + 1)}) and "scheduled_at" >= $${channels + 4} and "scheduled_at" < $${channels + 5} group by "channel_id"`,
+    `select "channel_id", count(*) as "count" from "posts" where "channel_id" in (${list(channels)}) ` +
+    `and "status" in (${list(3, channels + 1)}) and "scheduled_at" >= $${channels + 4} ` +
+    `and "scheduled_at" < $${channels + 5} group by "channel_id"`,
   listPosts:
-    'select "posts".*, "channels"."provider" from "posts" inner join "channels" on "channels"."id" = "posts"."channel_id" where "posts"."organization_id" = $1 order by coalesce(posts.scheduled_at, \'infinity\'::timestamptz), (posts.id collate "C") limit $2',
+    'select "posts".*, "channels"."provider" from "posts" ' +
+    'inner join "channels" on "channels"."id" = "posts"."channel_id" where "posts"."organization_id" = $1 ' +
+    'order by coalesce(posts.scheduled_at, \'infinity\'::timestamptz), (posts.id collate "C") limit $2',
   getPost:
-    'select "posts".*, "channels"."provider" from "posts" inner join "channels" on "channels"."id" = "posts"."channel_id" where "posts"."organization_id" = $1 and "posts"."id" = $2',
+    'select "posts".*, "channels"."provider" from "posts" ' +
+    'inner join "channels" on "channels"."id" = "posts"."channel_id" ' +
+    'where "posts"."organization_id" = $1 and "posts"."id" = $2',
   listMedia: 'select * from "media" where "organization_id" = $1 order by "created_at" desc, "id" desc limit $2',
   createChannels: (channels) =>
-    `select * from "channels" where "organization_id" = $1 and "id" in (${list(channels, 2)}) and "status" <> $${channels + 2}`,
+    `select * from "channels" where "organization_id" = $1 and "id" in (${list(channels, 2)}) ` +
+    `and "status" <> $${channels + 2}`,
   lockChannels: (channels) =>
-    `select "id", "status" from "channels" where "organization_id" = $1 and "id" in (${list(channels, 2)}) order by "id" for no key update`,
+    `select "id", "status" from "channels" where "organization_id" = $1 and "id" in (${list(channels, 2)}) ` +
+    'order by "id" for no key update',
   insertPosts:
-    'insert into posts (id, organization_id, group_id, channel_id, content, media_ids, settings, status, scheduled_at, created_at, updated_at) select id, organization_id, group_id, channel_id, content, media_ids, settings, status, scheduled_at, created_at, updated_at from jsonb_populate_recordset(null::posts, $1::jsonb) where not exists (select from jsonb_to_recordset($2::jsonb) as claim(channel_id text, adding int, daily_limit int) where claim.adding + (select count(*) from posts where posts.channel_id = claim.channel_id and posts.status in ($3, $4, $5) and posts.scheduled_at >= $6 and posts.scheduled_at < $7) > claim.daily_limit) returning *',
+    'insert into posts (id, organization_id, group_id, channel_id, content, media_ids, settings, status, ' +
+    'scheduled_at, created_at, updated_at) ' +
+    'select id, organization_id, group_id, channel_id, content, media_ids, settings, status, ' +
+    'scheduled_at, created_at, updated_at ' +
+    'from jsonb_populate_recordset(null::posts, $1::jsonb) ' +
+    'where not exists (select from jsonb_to_recordset($2::jsonb) ' +
+    'as claim(channel_id text, adding int, daily_limit int) ' +
+    'where claim.adding + (select count(*) from posts where posts.channel_id = claim.channel_id ' +
+    'and posts.status in ($3, $4, $5) and posts.scheduled_at >= $6 and posts.scheduled_at < $7) ' +
+    '> claim.daily_limit) ' +
+    'returning *',
   insertEvents: (events) =>
-    `insert into "post_events" ("organization_id", "post_id", "type", "at", "details", "post") values ${Array.from({ length: events }, (_, i) => `(${list(6, 1 + i * 6)})`).join(', ')}`,
+    'insert into "post_events" ("organization_id", "post_id", "type", "at", "details", "post") values ' +
+    Array.from({ length: events }, (_, i) => `(${list(6, 1 + i * 6)})`).join(', '),
   planJobs: insertJobs('pgboss', { table: 'job_common', name: 'publish-post', returnId: false, notify: false }),
   createPost: (channels) => [
     BASELINE_SQL.createChannels(channels),

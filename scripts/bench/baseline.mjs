@@ -159,7 +159,9 @@ app.get('/public/v1/media', async (req, res) => {
       kind: row.kind,
       size: Number(row.size),
       durationSec: row.duration_ms === null ? null : row.duration_ms / 1000,
-      url: `${publicUrl}/media-files/${row.storage_key}?expires=${expires}&type=${encodeURIComponent(row.content_type)}&signature=${sign(`GET\n${row.storage_key}\n${expires}`)}`,
+      url:
+        `${publicUrl}/media-files/${row.storage_key}?expires=${expires}` +
+        `&type=${encodeURIComponent(row.content_type)}&signature=${sign(`GET\n${row.storage_key}\n${expires}`)}`,
       urlExpiresAt: new Date(expires * 1000).toISOString(),
       createdAt: iso(row.created_at),
     })),

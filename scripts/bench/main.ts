@@ -156,7 +156,8 @@ async function main(): Promise<void> {
   };
   const began = Date.now();
   console.log(
-    `Node ${process.version}, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${new Date().toISOString().slice(0, 10)}; ${SECONDS} s per run, median of ${ROUNDS} rounds`,
+    `Node ${process.version}, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ` +
+      `${new Date().toISOString().slice(0, 10)}; ${SECONDS} s per run, median of ${ROUNDS} rounds`,
   );
 
   const databases = (process.env.BENCH_DATABASES || 'postgres,pglite').split(',');
@@ -189,7 +190,8 @@ async function onPostgres(ops: Ops): Promise<void> {
 
     lines.push('', `PostgreSQL (service: ${memoryText(rssAtStart, rssAfterLoad, service.peakRssMb())})`, '');
     lines.push(
-      '| operation | c | service rps / p99 | bare rps / p99 | rps ratio | p99 ratio | CPU ms per request, service: node + db | bare: node + db |',
+      '| operation | c | service rps / p99 | bare rps / p99 | rps ratio | p99 ratio ' +
+        '| CPU ms per request, service: node + db | bare: node + db |',
       '|---|---|---|---|---|---|---|---|',
     );
     const cpuText = ({ process, database }: CpuPerRequest) =>
@@ -197,7 +199,9 @@ async function onPostgres(ops: Ops): Promise<void> {
     for (const [key, { service: s, baseline: b, cpu }] of comparison) {
       const [name, c] = key.split('|');
       lines.push(
-        `| ${name} | ${c} | ${flagged(s, `${round1(s.rps)} / ${s.p99} ms`)} | ${flagged(b, `${round1(b.rps)} / ${b.p99} ms`)} | ${ratio(s.rps / b.rps)} | ${ratio(s.p99 / b.p99)} | ${cpuText(cpu.service)} | ${cpuText(cpu.baseline)} |`,
+        `| ${name} | ${c} | ${flagged(s, `${round1(s.rps)} / ${s.p99} ms`)} ` +
+          `| ${flagged(b, `${round1(b.rps)} / ${b.p99} ms`)} | ${ratio(s.rps / b.rps)} | ${ratio(s.p99 / b.p99)} ` +
+          `| ${cpuText(cpu.service)} | ${cpuText(cpu.baseline)} |`,
       );
     }
     console.log(lines.join('\n'));
@@ -225,7 +229,8 @@ async function onPostgres(ops: Ops): Promise<void> {
       const one = comparison.get(`${operation.name}|50`);
       const p99 = `${median(rounds.map(([a]) => a!.p99))} / ${median(rounds.map(([, b]) => b!.p99))} ms`;
       together.push(
-        `| ${operation.name} | ${round1(both)}${failed ? ` (${failed} failed)` : ''} | ${p99} | ${one ? round1(one.service.rps) : '-'} |`,
+        `| ${operation.name} | ${round1(both)}${failed ? ` (${failed} failed)` : ''} ` +
+          `| ${p99} | ${one ? round1(one.service.rps) : '-'} |`,
       );
     }
     console.log(together.join('\n'));
@@ -242,7 +247,9 @@ async function onPostgres(ops: Ops): Promise<void> {
     const passed = counts.reduce((sum, c) => sum + (c.get('200') ?? 0), 0);
     const refused = counts.reduce((sum, c) => sum + (c.get('429') ?? 0), 0);
     console.log(
-      `\nRate limit across the two processes: ${EXACTNESS_LIMIT * 2} requests at c=50 against a limit of ${EXACTNESS_LIMIT}: ${passed} answered 200, ${refused} answered 429 (${passed === EXACTNESS_LIMIT ? 'exact' : 'NOT EXACT'})`,
+      `\nRate limit across the two processes: ${EXACTNESS_LIMIT * 2} requests at c=50 ` +
+        `against a limit of ${EXACTNESS_LIMIT}: ${passed} answered 200, ${refused} answered 429 ` +
+        `(${passed === EXACTNESS_LIMIT ? 'exact' : 'NOT EXACT'})`,
     );
     await Promise.all([a.stop(), b.stop()]);
   } finally {
@@ -260,7 +267,10 @@ async function settledRss(service: Running): Promise<{ rss: number; peak: number
 }
 
 function memoryText(atStart: { rss: number; peak: number }, afterLoad: number, peak: number): string {
-  return `RSS ${atStart.rss} MB 5 s after start (peak until then ${atStart.peak} MB), ${afterLoad} MB after the runs (peak ${peak} MB)`;
+  return (
+    `RSS ${atStart.rss} MB 5 s after start (peak until then ${atStart.peak} MB), ` +
+    `${afterLoad} MB after the runs (peak ${peak} MB)`
+  );
 }
 
 async function onPglite(ops: Ops): Promise<void> {

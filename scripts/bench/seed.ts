@@ -40,7 +40,10 @@ export async function seed(db: Db): Promise<Seeded> {
     channelIds.push(channel.id);
   }
   await sql`
-    insert into posts (id, organization_id, group_id, channel_id, content, media_ids, settings, status, scheduled_at, created_at, updated_at)
+    insert into posts (
+      id, organization_id, group_id, channel_id, content, media_ids, settings, status,
+      scheduled_at, created_at, updated_at
+    )
     select 'post_seed' || i, ${organization.id}, 'grp_seed' || i, (${sql.val(channelIds)}::text[])[1 + i % ${CHANNELS}],
       'Seeded post number ' || i, '[]'::jsonb, '{"__type": "sandbox", "outcome": "published"}'::jsonb,
       case when i % 5 = 0 then 'draft' else 'scheduled' end,

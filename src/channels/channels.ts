@@ -75,7 +75,8 @@ export async function markNeedsReconnect(db: Db, channelId: string, at: Date): P
   // The change and its event in one statement: webhooks hear of it once, when it happens.
   await sql`
     with changed as (
-      update channels set status = 'needs_reconnect' where id = ${channelId} and status = 'active' returning organization_id, id
+      update channels set status = 'needs_reconnect' where id = ${channelId} and status = 'active'
+      returning organization_id, id
     )
     insert into channel_events (organization_id, channel_id, type, at)
     select organization_id, id, 'needs_reconnect', ${at}::timestamptz from changed`.execute(db);

@@ -116,11 +116,17 @@ export async function insertPostsWithinQuota(
     settings: post.settings === null || post.settings === undefined ? null : (JSON.parse(post.settings) as unknown),
   }));
   const { rows: inserted } = await sql<Post>`
-    insert into posts (id, organization_id, group_id, channel_id, content, media_ids, settings, status, scheduled_at, created_at, updated_at)
-    select id, organization_id, group_id, channel_id, content, media_ids, settings, status, scheduled_at, created_at, updated_at
+    insert into posts (
+      id, organization_id, group_id, channel_id, content, media_ids, settings, status,
+      scheduled_at, created_at, updated_at
+    )
+    select
+      id, organization_id, group_id, channel_id, content, media_ids, settings, status,
+      scheduled_at, created_at, updated_at
     from jsonb_populate_recordset(null::posts, ${JSON.stringify(rows)}::jsonb)
     where not exists (
-      select from jsonb_to_recordset(${JSON.stringify([...adding.values()])}::jsonb) as claim(channel_id text, adding int, daily_limit int)
+      select from jsonb_to_recordset(${JSON.stringify([...adding.values()])}::jsonb)
+        as claim(channel_id text, adding int, daily_limit int)
       where claim.adding + (
         select count(*) from posts
         where posts.channel_id = claim.channel_id and posts.status in (${sql.join(COUNTED_STATUSES)})

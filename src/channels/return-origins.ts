@@ -49,7 +49,10 @@ export async function listReturnOrigins(db: Db, organizationId: string): Promise
   return rows.map((row) => row.origin);
 }
 
-/** Adds an origin; `false` when the organization lists the most it may. Adding a listed origin again changes nothing. */
+/**
+ * Adds an origin; `false` when the organization lists the most it may. Adding a listed origin again
+ * changes nothing.
+ */
 export async function addReturnOrigin(db: Db, organizationId: string, origin: string): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     // Serialises additions of one organization, so that two at once cannot pass the limit together.

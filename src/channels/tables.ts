@@ -12,11 +12,17 @@ export interface ChannelTable {
   name: string;
   username: string | null;
   picture: string | null;
-  /** `active`, `needs_reconnect`, `disabled` (the contract's ChannelStatus), or `removed`: gone from every list, its posts kept. */
+  /**
+   * `active`, `needs_reconnect`, `disabled` (the contract's ChannelStatus), or `removed`: gone from
+   * every list, its posts kept.
+   */
   status: Generated<ChannelState>;
   /** The account's id on its network, for a channel a user connected: connecting it again updates this channel. */
   external_id: Generated<string | null>;
-  /** The account's tokens, encrypted (see providers/account-credentials.ts); null for a channel added by the operator. */
+  /**
+   * The account's tokens, encrypted (see providers/account-credentials.ts); null for a channel added
+   * by the operator.
+   */
   credentials: Generated<string | null>;
   connected_at: Generated<Date | null>;
   /** Until when a worker is refreshing the tokens: the others wait for its result. */

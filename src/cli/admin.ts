@@ -117,8 +117,10 @@ const COMMANDS: Record<string, (db: Db, options: Options, config: Config) => Pro
       (await reencryptWebhookSecrets(db, keys.keyring));
     const key = keys.keyring.currentKeyId;
     return keys.from === 'env'
-      ? `Re-encrypted ${written} values with the key "${key}". No value uses another key now: the others may be removed from ENCRYPTION_KEY once every process runs with "${key}" first.`
-      : `Re-encrypted ${written} values with the new key "${key}", now first in ${keys.file} (the older keys stay there). Restart the server to use it.`;
+      ? `Re-encrypted ${written} values with the key "${key}". No value uses another key now: ` +
+          `the others may be removed from ENCRYPTION_KEY once every process runs with "${key}" first.`
+      : `Re-encrypted ${written} values with the new key "${key}", now first in ${keys.file} ` +
+          '(the older keys stay there). Restart the server to use it.';
   },
 };
 

@@ -33,7 +33,10 @@ export function isWellFormedCredential(value: string, prefix: CredentialPrefix):
   return checksum(body) === value.slice(-CHECKSUM_LENGTH);
 }
 
-/** What is stored instead of a secret: its SHA-256, hex-encoded. Secrets carry enough entropy that no salt or KDF is needed. */
+/**
+ * What is stored instead of a secret: its SHA-256, hex-encoded. Secrets carry enough entropy that no
+ * salt or KDF is needed.
+ */
 export function hashSecret(value: string): string {
   return createHash('sha256').update(value).digest('hex');
 }

@@ -26,7 +26,8 @@ export function parseEncryptionKeys(text: string, source = 'ENCRYPTION_KEY'): En
       const key = /^[0-9a-fA-F]{64}$/.test(encoded) ? Buffer.from(encoded, 'hex') : Buffer.from(encoded, 'base64');
       if (key.length !== 32 || !/^[A-Za-z0-9+/_=-]+$/.test(encoded)) {
         throw new ConfigError(
-          `${source}: key ${index + 1} is not 32 bytes in base64 or 64 hex digits (make one with: openssl rand -base64 32)`,
+          `${source}: key ${index + 1} is not 32 bytes in base64 or 64 hex digits ` +
+            '(make one with: openssl rand -base64 32)',
         );
       }
       return { id: id ?? createHash('sha256').update(key).digest('hex').slice(0, 8), key };

@@ -56,7 +56,8 @@ export function credentialResolver(type: Principal['credential']['type']): Crede
   return async (db, secretHash, now, window) => {
     const { rows } = await sql<{ id: string; organization_id: string; count: number }>`
       with credential as (
-        select id, organization_id from ${sql.table(table)} where ${sql.ref(hash)} = ${secretHash} and revoked_at is null
+        select id, organization_id from ${sql.table(table)}
+        where ${sql.ref(hash)} = ${secretHash} and revoked_at is null
       ), used as (
         update ${sql.table(table)} set last_used_at = ${now}
         where id = (select id from credential)
@@ -124,7 +125,8 @@ export function authenticateAndLimit(authenticator: Authenticator, limiter: Rate
     res.setHeader('RateLimit-Reset', String(state.resetSeconds));
     if (!state.allowed) {
       throw new RateLimitedError(
-        `This organization has used its ${state.limit} requests for this window; retry in ${state.resetSeconds} seconds.`,
+        `This organization has used its ${state.limit} requests for this window; ` +
+          `retry in ${state.resetSeconds} seconds.`,
         state.resetSeconds,
       );
     }

@@ -35,7 +35,8 @@ export class CursorCodec {
     const value = position === undefined ? undefined : read(position);
     if (value === undefined) {
       throw new ValidationError(
-        'The cursor is not one this list issued for these filters; pass the nextCursor of the previous page, or start again without a cursor.',
+        'The cursor is not one this list issued for these filters; ' +
+          'pass the nextCursor of the previous page, or start again without a cursor.',
         [{ path: 'query.cursor', message: 'is not a cursor issued by this API for this list and these filters' }],
       );
     }

@@ -68,7 +68,8 @@ export function detailPath(validatorPath: string): string {
 // The validator only says "must match format"; an integrator needs to know what the format is.
 const FORMAT_MESSAGES: Record<string, string> = {
   'date-time':
-    'must be an RFC 3339 date-time naming a real instant between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z, e.g. 2026-12-01T09:30:00.000Z',
+    'must be an RFC 3339 date-time naming a real instant ' +
+    'between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z, e.g. 2026-12-01T09:30:00.000Z',
 };
 
 // The validator's words for a path whose escapes do not decode (`/posts/%ff`), said at the request's path.
@@ -229,7 +230,10 @@ export function sendError(res: Response, failure: Failure, requestId: string): v
   res.status(failure.status).type('application/json').send(JSON.stringify(body));
 }
 
-/** The one place a Public API failure becomes a response. Unknown errors are logged and answered 500, without internals. */
+/**
+ * The one place a Public API failure becomes a response. Unknown errors are logged and answered 500,
+ * without internals.
+ */
 export function publicApiErrors(logger: Logger): ErrorRequestHandler {
   return (error, req, res, next) => {
     if (res.headersSent) return next(error);

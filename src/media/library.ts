@@ -48,7 +48,8 @@ export async function removeMedia(ctx: MediaContext, organizationId: string, med
     const posts = await postsUsingMedia(trx, organizationId, media.id);
     if (posts.length > 0) {
       throw new ConflictError(
-        `The media is used by ${posts.length} scheduled or publishing post${posts.length === 1 ? '' : 's'}; delete or edit those posts first.`,
+        `The media is used by ${posts.length} scheduled or publishing post${posts.length === 1 ? '' : 's'}; ` +
+          'delete or edit those posts first.',
         posts
           .slice(0, MAX_CONFLICT_DETAILS)
           .map((post) => ({ path: 'id', message: `used by ${post.id} (${post.status})` })),

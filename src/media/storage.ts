@@ -22,7 +22,10 @@ export interface MediaStorage {
   move(from: string, to: string): Promise<void>;
   /** Deletes the object at `key`, if there is one. */
   delete(key: string): Promise<void>;
-  /** A URL that accepts one PUT of exactly `size` bytes of `contentType` until `expiresAt`, and the headers it needs. */
+  /**
+   * A URL that accepts one PUT of exactly `size` bytes of `contentType` until `expiresAt`, and the
+   * headers it needs.
+   */
   signedPutUrl(
     key: string,
     options: { contentType: string; size: number; expiresAt: Date },

@@ -89,7 +89,8 @@ export class SignedUploads {
     if (now.getTime() > upload.expires_at.getTime() + COMPLETE_GRACE_MS) {
       throw await this.refuse(
         upload,
-        `The upload expired at ${upload.expires_at.toISOString()} and was not completed within an hour after; start a new upload.`,
+        `The upload expired at ${upload.expires_at.toISOString()} and was not completed within an hour after; ` +
+          'start a new upload.',
       );
     }
 
@@ -134,7 +135,8 @@ export class SignedUploads {
     if (!mediaType || mediaType !== upload.content_type) {
       throw await this.refuse(
         upload,
-        `The bytes are ${detected} but the upload was declared as ${upload.content_type}; start a new upload with the right content type.`,
+        `The bytes are ${detected} but the upload was declared as ${upload.content_type}; ` +
+          'start a new upload with the right content type.',
       );
     }
 

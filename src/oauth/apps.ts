@@ -203,7 +203,10 @@ export function findApp(db: Db, organizationId: string, appId: string): Promise<
     .executeTakeFirst();
 }
 
-/** A value that does not have the shape of a client id is unknown without asking the database (it may hold what no query can take, such as U+0000). */
+/**
+ * A value that does not have the shape of a client id is unknown without asking the database (it may
+ * hold what no query can take, such as U+0000).
+ */
 export function findAppByClientId(db: Db, clientId: string): Promise<OAuthApp | undefined> {
   if (!CLIENT_ID.test(clientId)) return Promise.resolve(undefined);
   return db.selectFrom('oauth_apps').selectAll().where('client_id', '=', clientId).executeTakeFirst();

@@ -32,7 +32,8 @@ export async function identifyClient(db: Db, query: AuthorizationQuery): Promise
     return {
       ok: false,
       message:
-        'The link does not name the app asking for access (its client_id is missing or given twice). Ask the app’s developer to fix the link.',
+        'The link does not name the app asking for access (its client_id is missing or given twice). ' +
+        'Ask the app’s developer to fix the link.',
     };
   }
   const app = await findAppByClientId(db, clientId);
@@ -40,7 +41,8 @@ export async function identifyClient(db: Db, query: AuthorizationQuery): Promise
     return {
       ok: false,
       message:
-        'No app with this client_id is registered here: it may have been deleted. Ask the app’s developer to fix the link.',
+        'No app with this client_id is registered here: it may have been deleted. ' +
+        'Ask the app’s developer to fix the link.',
     };
   }
   const redirectUri = query.redirect_uri;

@@ -11,16 +11,21 @@ export function grantedAccess(config: Pick<Config, 'youtube' | 'tiktok'>, organi
     `see the channels of ${organization} and their daily posting quota`,
     ...(networks.length > 0
       ? [
-          `connect ${networks.join(' and ')} accounts to ${organization} (you sign in to the network yourself), and remove channels`,
+          `connect ${networks.join(' and ')} accounts to ${organization} ` +
+            '(you sign in to the network yourself), and remove channels',
         ]
       : [`remove channels of ${organization}`]),
     `see every post of ${organization}, also those written here or through other apps, with what happened to each one`,
     'create, schedule, reschedule, edit, publish at once and delete posts on those channels',
     'upload media (from files, or from web addresses this server downloads), list it and delete it',
-    `list, add, change and delete the webhooks of ${organization}: web addresses this server tells, with the post or channel concerned, when a post is scheduled, publishing, published, failed or deleted, or when a channel is connected or needs reconnecting`,
+    `list, add, change and delete the webhooks of ${organization}: ` +
+      'web addresses this server tells, with the post or channel concerned, ' +
+      'when a post is scheduled, publishing, published, failed or deleted, ' +
+      'or when a channel is connected or needs reconnecting',
     ...(config.tiktok
       ? [
-          'read the creator information and the analytics (views, likes, comments and shares of recent videos) of its TikTok accounts',
+          'read the creator information and the analytics ' +
+            '(views, likes, comments and shares of recent videos) of its TikTok accounts',
         ]
       : []),
   ];

@@ -101,6 +101,7 @@ export function formExpired(res: Response): void {
     res,
     403,
     'This form has expired',
-    'The form was not sent from this page of the site, or your session changed since it was shown. Go back, reload the page and try again.',
+    'The form was not sent from this page of the site, or your session changed since it was shown. ' +
+      'Go back, reload the page and try again.',
   );
 }

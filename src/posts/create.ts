@@ -162,7 +162,8 @@ async function checkCreate(
   if (problems.length > 0) {
     const details = withoutRepeats(problems);
     throw new UnprocessableError(
-      `Nothing was created: the request breaks ${details.length === 1 ? 'a rule' : `${details.length} rules`}, listed in details.`,
+      `Nothing was created: the request breaks ${details.length === 1 ? 'a rule' : `${details.length} rules`}, ` +
+        'listed in details.',
       details,
     );
   }
@@ -236,7 +237,10 @@ function newPostRow(post: CheckedPost, organizationId: string, group: string, ti
   };
 }
 
-/** The channels were checked before the transaction; under their lock, make sure none was disabled or removed meanwhile. */
+/**
+ * The channels were checked before the transaction; under their lock, make sure none was disabled or
+ * removed meanwhile.
+ */
 function assertChannelsStillAccept(locked: Pick<Channel, 'id' | 'status'>[], drafts: PostDraft[]): void {
   const channels = new Map(locked.map((c) => [c.id, c]));
   const problems = drafts

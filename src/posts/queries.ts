@@ -129,7 +129,10 @@ export function postPageQuery(
   const id = sql<string>`(posts.id collate "C")`;
   if (after) {
     query = query.where(
-      sql<boolean>`(${dueAt}, ${id}) > (coalesce(${after.scheduledAt}::timestamptz, 'infinity'::timestamptz), ${after.id} collate "C")`,
+      sql<boolean>`
+        (${dueAt}, ${id})
+        > (coalesce(${after.scheduledAt}::timestamptz, 'infinity'::timestamptz), ${after.id} collate "C")
+      `,
     );
   }
   return query.orderBy(dueAt).orderBy(id).limit(limit);

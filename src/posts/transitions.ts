@@ -49,7 +49,10 @@ interface PostState {
   scheduledAt: Date | null;
 }
 
-/** What a user asks for: a status (`PATCH /posts/{id}/status`), or a new time, which also means `scheduled` (`POST /posts/{id}/schedule`). */
+/**
+ * What a user asks for: a status (`PATCH /posts/{id}/status`), or a new time, which also means
+ * `scheduled` (`POST /posts/{id}/schedule`).
+ */
 export type StatusRequest =
   | Pick<components['schemas']['ChangePostStatusRequest'], 'status'>
   | { status: 'scheduled'; scheduledAt: Date; path: string };
@@ -83,7 +86,8 @@ export function nextState(post: PostState, request: StatusRequest, now: Date): P
   if (!post.scheduledAt || isTooFarInThePast(post.scheduledAt, now)) {
     throw new UnprocessableError(
       post.scheduledAt
-        ? `The post's scheduledAt (${post.scheduledAt.toISOString()}) is in the past; set a new time with POST /public/v1/posts/{id}/schedule.`
+        ? `The post's scheduledAt (${post.scheduledAt.toISOString()}) is in the past; ` +
+            'set a new time with POST /public/v1/posts/{id}/schedule.'
         : 'The post has no scheduledAt; set one with POST /public/v1/posts/{id}/schedule.',
       [
         {

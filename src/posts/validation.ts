@@ -181,7 +181,9 @@ async function settingsProblems(
       settingsPath === undefined
         ? {
             path: item.paths.channel,
-            message: `Channel ${channel.id} is a ${network.name} channel, which needs settings: use the per-channel form (posts) and send settings with __type "${channel.provider}".`,
+            message:
+              `Channel ${channel.id} is a ${network.name} channel, which needs settings: ` +
+              `use the per-channel form (posts) and send settings with __type "${channel.provider}".`,
           }
         : {
             path: settingsPath,
@@ -195,7 +197,9 @@ async function settingsProblems(
     return [
       {
         path: `${path}.__type`,
-        message: `Channel ${channel.id} is a ${network.name} channel; its settings need __type "${channel.provider}", not "${settings.__type}".`,
+        message:
+          `Channel ${channel.id} is a ${network.name} channel; ` +
+          `its settings need __type "${channel.provider}", not "${settings.__type}".`,
       },
     ];
   }

@@ -226,8 +226,13 @@ async function saveConnectedChannel(
   );
   return db.transaction().execute(async (trx) => {
     const { rows } = await sql<Channel & { inserted: boolean }>`
-      insert into channels (id, organization_id, provider, name, username, picture, status, external_id, credentials, connected_at)
-      values (${newId('ch')}, ${organizationId}, ${provider}, ${identity.name}, ${identity.username}, ${identity.picture}, 'active', ${identity.externalId}, ${credentials}, ${input.now})
+      insert into channels (
+        id, organization_id, provider, name, username, picture, status, external_id, credentials, connected_at
+      )
+      values (
+        ${newId('ch')}, ${organizationId}, ${provider}, ${identity.name}, ${identity.username}, ${identity.picture},
+        'active', ${identity.externalId}, ${credentials}, ${input.now}
+      )
       on conflict (organization_id, provider, external_id) where external_id is not null do update set
         name = excluded.name, username = excluded.username, picture = excluded.picture, status = 'active',
         credentials = excluded.credentials, connected_at = excluded.connected_at

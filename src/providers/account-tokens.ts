@@ -78,7 +78,8 @@ export class AccountTokens {
       const { rows } = await sql<{
         id: string;
       }>`update channels set refreshing_until = ${new Date(now.getTime() + REFRESH_LEASE_MS)}
-        where id = ${channel.id} and credentials = ${seen.encrypted} and (refreshing_until is null or refreshing_until < ${now})
+        where id = ${channel.id} and credentials = ${seen.encrypted}
+          and (refreshing_until is null or refreshing_until < ${now})
         returning id`.execute(this.db);
       if (rows.length > 0) return this.refreshHolding(channel, seen);
       // Another worker refreshes, or has refreshed: its pair, once stored.
@@ -101,7 +102,8 @@ export class AccountTokens {
     }
     const context = credentialsContext(channel.organization_id, channel.provider, seen.externalId);
     // Replaces the pair it refreshed only: a pair connected anew meanwhile stays.
-    await sql`update channels set credentials = ${this.keyring.encrypt(JSON.stringify(fresh), context)}, refreshing_until = null
+    const credentials = this.keyring.encrypt(JSON.stringify(fresh), context);
+    await sql`update channels set credentials = ${credentials}, refreshing_until = null
       where id = ${channel.id} and credentials = ${seen.encrypted}`.execute(this.db);
     return fresh;
   }

@@ -29,7 +29,8 @@ async function checkReturnUrl(db: Db, principal: Principal, url: URL): Promise<{
     return { appId: app.id };
   }
   if (!(await isListedReturnOrigin(db, principal.organizationId, url.origin))) {
-    const message = `${url.origin} is not one of the organization's return origins (Settings → Channels in the web app)`;
+    const where = 'Settings → Channels in the web app';
+    const message = `${url.origin} is not one of the organization's return origins (${where})`;
     throw new UnprocessableError(`returnUrl cannot be used: ${message}.`, [{ path: 'returnUrl', message }]);
   }
   return { appId: null };

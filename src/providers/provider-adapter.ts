@@ -39,7 +39,10 @@ export interface AnalyticsPage {
   next: string | null;
 }
 
-/** Reads an account's analytics from its network: `ProviderError` when the network fails, `UnprocessableError` for the account. */
+/**
+ * Reads an account's analytics from its network: `ProviderError` when the network fails,
+ * `UnprocessableError` for the account.
+ */
 export interface AnalyticsSource {
   analytics(
     channel: Channel,
@@ -56,7 +59,10 @@ export interface ItemPaths {
   settings: string | undefined;
 }
 
-/** What the rules need to know about one post. `media` is `undefined` when some media id is unknown (reported already). */
+/**
+ * What the rules need to know about one post. `media` is `undefined` when some media id is unknown
+ * (reported already).
+ */
 export interface ItemFacts {
   channelId: string;
   content: string;

@@ -7,7 +7,10 @@ import { youtubeNetwork } from './youtube/index.js';
 
 export type { Providers } from './provider-adapter.js';
 
-/** Every network the service knows: adding one is a folder of its own and a line here (and its `Provider` in the contract). */
+/**
+ * Every network the service knows: adding one is a folder of its own and a line here (and its
+ * `Provider` in the contract).
+ */
 const NETWORKS: { [P in Provider]: ProviderFactory<P> } = {
   sandbox: sandboxNetwork,
   youtube: youtubeNetwork,

@@ -9,7 +9,9 @@ export function exactlyOneVideo(item: ItemFacts, network: string): ErrorDetail[]
   return [
     {
       path: item.paths.mediaIds,
-      message: `A ${network} post needs exactly one video (channel ${item.channelId}); it has ${describeMedia(item.media)}.`,
+      message:
+        `A ${network} post needs exactly one video (channel ${item.channelId}); ` +
+        `it has ${describeMedia(item.media)}.`,
     },
   ];
 }

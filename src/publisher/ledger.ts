@@ -46,7 +46,8 @@ export async function loadPosts(db: Db, postIds: readonly string[]): Promise<Loa
     select posts.*, posts.xmin::text as version, channels.provider, channels.name as channel_name,
       channels.username as channel_username, channels.picture as channel_picture,
       channels.status as channel_status, channels.created_at as channel_created_at,
-      channels.external_id as channel_external_id, channels.credentials as channel_credentials, channels.connected_at as channel_connected_at,
+      channels.external_id as channel_external_id, channels.credentials as channel_credentials,
+      channels.connected_at as channel_connected_at,
       channels.refreshing_until as channel_refreshing_until
     from posts join channels on channels.id = posts.channel_id
     where posts.id in (${sql.join(postIds)})`.execute(db);
@@ -225,7 +226,9 @@ async function changeWithEvent(
   const writeEvent = event
     ? sql`, event as (
         insert into post_events (organization_id, post_id, type, at, details, post)
-        select ${event.organization_id}, changed.id, ${event.type}, ${event.at}, ${event.details}::jsonb, ${event.post}::jsonb from changed)`
+        select ${event.organization_id}, changed.id, ${event.type}, ${event.at},
+          ${event.details}::jsonb, ${event.post}::jsonb
+        from changed)`
     : sql``;
   const { rows } = await sql`with changed as (${update}) ${writeEvent} select id from changed`.execute(db);
   return rows.length === 1;
@@ -328,7 +331,9 @@ export async function updateHeldPost(
       status = coalesce(${changes.status ?? null}, posts.status),
       published_at = coalesce(${changes.published_at ?? null}::timestamptz, posts.published_at),
       release_id = coalesce(${changes.release_id ?? null}, posts.release_id),
-      release_url = case when ${changes.release_id !== undefined} then ${changes.release_url ?? null} else posts.release_url end,
+      release_url = case
+        when ${changes.release_id !== undefined} then ${changes.release_url ?? null} else posts.release_url
+      end,
       error_code = ${changes.error_code ?? null},
       error_message = ${changes.error_message ?? null},
       next_attempt_at = ${changes.next_attempt_at ?? null}::timestamptz,

@@ -63,7 +63,8 @@ export function nextStep(
           status: 'failed',
           code: 'outcome_unknown',
           message:
-            'The network was still processing the post a day after it was sent. Check the channel before scheduling it again.',
+            'The network was still processing the post a day after it was sent. ' +
+            'Check the channel before scheduling it again.',
         };
       }
       return { status: 'pending', at: later(result.checkAgainInSeconds * 1000) };

@@ -110,7 +110,8 @@ export async function runAttempt(
       if (error instanceof ReconnectNeededError) {
         return failure(
           'channel_needs_reconnect',
-          `The network refused the channel's credentials (${error.message}). Reconnect the channel, then schedule the post again.`,
+          `The network refused the channel's credentials (${error.message}). ` +
+            'Reconnect the channel, then schedule the post again.',
           error.logId,
         );
       }
@@ -129,7 +130,8 @@ export async function runAttempt(
 export function outcomeUnknown(why: string, logId?: string): Outcome {
   return failure(
     'outcome_unknown',
-    `The post was sent to the network, which cannot tell whether it was published (${why}). Check the channel before scheduling it again.`,
+    `The post was sent to the network, which cannot tell whether it was published (${why}). ` +
+      'Check the channel before scheduling it again.',
     logId,
   );
 }
@@ -163,7 +165,8 @@ export function precondition(
   if (channel.status === 'needs_reconnect') {
     return failure(
       'channel_needs_reconnect',
-      `The channel ${channel.name} needs to be connected again (the network refused its credentials). Reconnect it, then schedule the post again.`,
+      `The channel ${channel.name} needs to be connected again (the network refused its credentials). ` +
+        'Reconnect it, then schedule the post again.',
     );
   }
   if (channel.status === 'removed')
@@ -176,7 +179,8 @@ export function precondition(
   if (!adapter)
     return failure(
       'provider_not_configured',
-      `This server has no ${channel.provider} app configured, so it cannot publish to ${channel.provider}; ask its operator.`,
+      `This server has no ${channel.provider} app configured, so it cannot publish to ${channel.provider}; ` +
+        'ask its operator.',
     );
   if (!media) return failure('media_missing', 'A media file of the post is gone; edit the post and schedule it again.');
   return undefined;

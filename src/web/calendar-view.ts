@@ -71,7 +71,10 @@ export function anchorDay(date: unknown, zone: string, now: Date): DateTime {
   return DateTime.fromJSDate(now, { zone }).startOf('day');
 }
 
-/** What a view covers: a week from Monday, or the six weeks from the Monday on or before the 1st (every month fits, with days of its neighbours). */
+/**
+ * What a view covers: a week from Monday, or the six weeks from the Monday on or before the 1st (every
+ * month fits, with days of its neighbours).
+ */
 export function calendarRange(view: CalendarView, anchor: DateTime): { start: DateTime; end: DateTime } {
   if (view === 'week') {
     const start = anchor.startOf('week');

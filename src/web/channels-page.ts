@@ -247,7 +247,8 @@ function returnLocation(returnTo: ConnectionReturn, result: ConnectionResult): s
 
 const FAILURES: Record<ConnectionFailure, string> = {
   unknown:
-    'That answer of the network belongs to no connection in progress (it was finished already, or started elsewhere); nothing was connected.',
+    'That answer of the network belongs to no connection in progress ' +
+    '(it was finished already, or started elsewhere); nothing was connected.',
   expired: 'The connection took too long; nothing was connected. Start it again.',
   other_session: 'The connection was started in another browser session; nothing was connected. Start it again here.',
   denied: 'Access was not allowed on the network; nothing was connected.',

@@ -119,7 +119,8 @@ export class WebhookDeliverer {
         and (d.next_attempt_at is null or d.next_attempt_at <= ${new Date(now.getTime() + 1000)})
         and not exists (
           select 1 from webhook_deliveries e
-          where e.endpoint_id = d.endpoint_id and e.ordering_key = d.ordering_key and e.status = 'pending' and e.seq < d.seq
+          where e.endpoint_id = d.endpoint_id and e.ordering_key = d.ordering_key
+            and e.status = 'pending' and e.seq < d.seq
         )
       returning d.*`.execute(this.ctx.db);
     return rows;
@@ -137,7 +138,10 @@ export class WebhookDeliverer {
       )
       .execute();
   }
-  /** A failed attempt: tried again on the schedule, or failed for good; an endpoint failing for 3 days is turned off. */
+  /**
+   * A failed attempt: tried again on the schedule, or failed for good; an endpoint failing for 3 days
+   * is turned off.
+   */
   private async failed(delivery: WebhookDelivery, endpoint: WebhookEndpoint, attempt: Attempt): Promise<void> {
     const now = this.ctx.clock.now();
     const schedule = this.ctx.config.webhooks.retrySchedule;

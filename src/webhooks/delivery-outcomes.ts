@@ -64,7 +64,10 @@ export class DeliveryOutcomes {
     const { rows } = await sql<{ next_id: string | null; next_at: Date | null }>`
       with input as (
         select * from jsonb_to_recordset(${input}::jsonb)
-          as input(id text, status text, attempts integer, status_code integer, duration_ms integer, error text, body text, delivered_at timestamptz)
+          as input(
+            id text, status text, attempts integer, status_code integer, duration_ms integer, error text, body text,
+            delivered_at timestamptz
+          )
       )
       update webhook_deliveries d set
         status = input.status, attempts = input.attempts, last_status_code = input.status_code,
@@ -73,10 +76,12 @@ export class DeliveryOutcomes {
       from input
       where d.id = input.id
       returning
-        (select n.id from webhook_deliveries n where n.endpoint_id = d.endpoint_id and n.ordering_key = d.ordering_key
-          and n.status = 'pending' and n.seq > d.seq order by n.seq limit 1) as next_id,
-        (select n.next_attempt_at from webhook_deliveries n where n.endpoint_id = d.endpoint_id and n.ordering_key = d.ordering_key
-          and n.status = 'pending' and n.seq > d.seq order by n.seq limit 1) as next_at`.execute(db);
+        (select n.id from webhook_deliveries n
+          where n.endpoint_id = d.endpoint_id and n.ordering_key = d.ordering_key
+            and n.status = 'pending' and n.seq > d.seq order by n.seq limit 1) as next_id,
+        (select n.next_attempt_at from webhook_deliveries n
+          where n.endpoint_id = d.endpoint_id and n.ordering_key = d.ordering_key
+            and n.status = 'pending' and n.seq > d.seq order by n.seq limit 1) as next_at`.execute(db);
     const next = rows.flatMap((row) =>
       row.next_id
         ? [

@@ -68,10 +68,10 @@ const CHANNELS: EventSource = {
 
 /**
  * Turns post and channel events into webhook deliveries. The events are the outbox, written in the
- * transactions that change the posts and channels: the dispatcher takes the ones not yet dispatched, oldest first (several
- * workers take disjoint batches), makes a delivery for every enabled endpoint of the organization
- * subscribed to the event's type, and stamps the events, all in one transaction. A worker that dies
- * midway leaves its batch for the next.
+ * transactions that change the posts and channels: the dispatcher takes the ones not yet dispatched,
+ * oldest first (several workers take disjoint batches), makes a delivery for every enabled endpoint of
+ * the organization subscribed to the event's type, and stamps the events, all in one transaction. A
+ * worker that dies midway leaves its batch for the next.
  */
 export class WebhookDispatcher {
   private timer: NodeJS.Timeout | undefined;

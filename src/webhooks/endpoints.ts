@@ -15,7 +15,10 @@ export const MAX_ENDPOINTS = 20;
 /** How long the secret before a rotation still signs deliveries. */
 export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
 
-/** Who manages endpoints: an organization, through an API key (all its endpoints) or an OAuth app's token (that app's). */
+/**
+ * Who manages endpoints: an organization, through an API key (all its endpoints) or an OAuth app's
+ * token (that app's).
+ */
 export interface WebhookOwner {
   organizationId: string;
   appId: string | null;

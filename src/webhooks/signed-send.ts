@@ -80,5 +80,8 @@ export async function sendSigned(
 function failureOf(status: number, location: string | undefined): string {
   if (status < 300 || status > 399 || !location) return `the receiver answered ${status}`;
   const target = location.length > 200 ? `${location.slice(0, 200)}…` : location;
-  return `the receiver answered ${status}, a redirect to ${target}, which is not followed: register the URL that answers`;
+  return (
+    `the receiver answered ${status}, a redirect to ${target}, which is not followed: ` +
+    'register the URL that answers'
+  );
 }

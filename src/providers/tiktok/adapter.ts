@@ -76,11 +76,13 @@ const INIT_REFUSALS: Record<string, string> = {
   reached_active_user_cap:
     'the app reached the number of TikTok accounts that may post through it today; schedule the post again tomorrow',
   unaudited_client_can_only_post_to_private_accounts:
-    'this server’s TikTok app is not audited by TikTok yet, so it may only post with privacy SELF_ONLY (the operator asks TikTok for an audit)',
+    'this server’s TikTok app is not audited by TikTok yet, so it may only post with privacy SELF_ONLY ' +
+    '(the operator asks TikTok for an audit)',
   privacy_level_option_mismatch:
     'the chosen privacy level is not one the creator allows now; read the creator info and choose again',
   url_ownership_unverified:
-    'TikTok has not verified this server’s media domain (TIKTOK_VERIFIED_MEDIA_HOSTS); the operator verifies it with TikTok or removes it',
+    'TikTok has not verified this server’s media domain (TIKTOK_VERIFIED_MEDIA_HOSTS); ' +
+    'the operator verifies it with TikTok or removes it',
 };
 
 /**
@@ -177,7 +179,8 @@ export class TikTokAdapter implements PublishingAdapter {
       if (!creator.privacyLevelOptions.includes(settings.privacyLevel)) {
         throw new PermanentPublishError(
           'rejected_by_network',
-          `The TikTok account no longer allows the privacy level ${settings.privacyLevel} (it allows ${creator.privacyLevelOptions.join(', ') || 'none'}); edit the post and schedule it again.`,
+          `The TikTok account no longer allows the privacy level ${settings.privacyLevel} ` +
+            `(it allows ${creator.privacyLevelOptions.join(', ') || 'none'}); edit the post and schedule it again.`,
         );
       }
       username = creator.creatorUsername || username;

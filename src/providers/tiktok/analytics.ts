@@ -8,8 +8,19 @@ import type { AnalyticsPage, AnalyticsSource } from '../provider-adapter.js';
 import { TikTokError, TikTokUnreachableError, type TikTokApi } from './api.js';
 import type { TikTokTokens } from './tokens.js';
 
-const VIDEO_FIELDS =
-  'id,title,video_description,create_time,duration,cover_image_url,share_url,like_count,comment_count,share_count,view_count';
+const VIDEO_FIELDS = [
+  'id',
+  'title',
+  'video_description',
+  'create_time',
+  'duration',
+  'cover_image_url',
+  'share_url',
+  'like_count',
+  'comment_count',
+  'share_count',
+  'view_count',
+].join(',');
 
 interface UserAnswer {
   user?: { follower_count?: number; following_count?: number; likes_count?: number; video_count?: number };

@@ -143,7 +143,8 @@ export class TikTokConnection implements ConnectionAdapter {
       throw new ConnectionRefusedError(`TikTok refused the grant (${answer.error_description || answer.error})`);
     }
     throw new Error(
-      `TikTok's token endpoint answered ${response.status}${answer.error ? ` ${answer.error}` : ''}${answer.log_id ? ` (log_id ${answer.log_id})` : ''}`,
+      `TikTok's token endpoint answered ${response.status}${answer.error ? ` ${answer.error}` : ''}` +
+        (answer.log_id ? ` (log_id ${answer.log_id})` : ''),
     );
   }
 

@@ -112,12 +112,14 @@ export class TikTokCreatorInfo implements CreatorInfoSource {
       }
       if (error instanceof TikTokError && error.code === 'rate_limit_exceeded') {
         throw new ProviderError(
-          'TikTok allows 20 creator-info requests a minute per account, and this one is used up; try again in a minute.',
+          'TikTok allows 20 creator-info requests a minute per account, and this one is used up; ' +
+            'try again in a minute.',
         );
       }
       if (error instanceof TikTokError) {
         throw new ProviderError(
-          `TikTok refused the creator info request (${error.code}: ${error.message}${error.logId ? `, log_id ${error.logId}` : ''}).`,
+          'TikTok refused the creator info request ' +
+            `(${error.code}: ${error.message}${error.logId ? `, log_id ${error.logId}` : ''}).`,
         );
       }
       if (error instanceof TikTokUnreachableError) throw new ProviderError(`${error.message}; try again in a moment.`);

@@ -34,7 +34,8 @@ export function tiktokOperations(ctx: ProvidersContext): Pick<PublicHandlers, 't
       const source = ctx.providers.tiktok.creatorInfo;
       if (!source)
         throw new UnprocessableError(
-          'TikTok publishing is not configured on this server, so TikTok creator info cannot be read; ask its operator.',
+          'TikTok publishing is not configured on this server, so TikTok creator info cannot be read; ' +
+            'ask its operator.',
         );
       const info = await source.creatorInfo(channel);
       return { status: 200, body: { channelId: channel.id, ...info } };

@@ -26,14 +26,18 @@ export async function tiktokProblems(check: SettingsCheck<'tiktok'>): Promise<Er
   if (item.content.length > CAPTION_MAX) {
     problems.push({
       path: item.paths.content,
-      message: `TikTok allows a caption of ${CAPTION_MAX} characters (channel ${item.channelId}); this one has ${item.content.length}.`,
+      message:
+        `TikTok allows a caption of ${CAPTION_MAX} characters (channel ${item.channelId}); ` +
+        `this one has ${item.content.length}.`,
     });
   }
   // TikTok's content-sharing rules: a paid partnership must be visible to others, so it cannot be private.
   if (settings.brandContentToggle === true && settings.privacyLevel === 'SELF_ONLY') {
     problems.push({
       path: `${path}.brandContentToggle`,
-      message: `TikTok does not allow branded content (a paid partnership) to be private (channel ${item.channelId}); choose another privacyLevel or turn brandContentToggle off.`,
+      message:
+        `TikTok does not allow branded content (a paid partnership) to be private (channel ${item.channelId}); ` +
+        'choose another privacyLevel or turn brandContentToggle off.',
     });
   }
   if (!acceptsPosts(channel)) return problems;
@@ -63,13 +67,17 @@ function creatorProblems({ item, settings, path }: SettingsCheck<'tiktok'>, info
   if (!info.canPost) {
     problems.push({
       path: item.paths.channel,
-      message: `The TikTok account of channel ${item.channelId} cannot post now: ${info.cannotPostReason ?? 'TikTok gave no reason'}.`,
+      message:
+        `The TikTok account of channel ${item.channelId} cannot post now: ` +
+        `${info.cannotPostReason ?? 'TikTok gave no reason'}.`,
     });
   }
   if (!info.privacyLevelOptions.includes(settings.privacyLevel)) {
     problems.push({
       path: `${path}.privacyLevel`,
-      message: `The TikTok account of channel ${item.channelId} allows ${info.privacyLevelOptions.join(', ') || 'no privacy level'}; not ${settings.privacyLevel}.`,
+      message:
+        `The TikTok account of channel ${item.channelId} ` +
+        `allows ${info.privacyLevelOptions.join(', ') || 'no privacy level'}; not ${settings.privacyLevel}.`,
     });
   }
   const video = item.media?.find((media) => media.kind === 'video');
@@ -77,14 +85,18 @@ function creatorProblems({ item, settings, path }: SettingsCheck<'tiktok'>, info
   if (video?.duration_ms != null && longest > 0 && video.duration_ms > longest * 1000) {
     problems.push({
       path: item.paths.mediaIds,
-      message: `The TikTok account of channel ${item.channelId} may post videos of up to ${longest} seconds; this one lasts ${video.duration_ms / 1000} seconds.`,
+      message:
+        `The TikTok account of channel ${item.channelId} may post videos of up to ${longest} seconds; ` +
+        `this one lasts ${video.duration_ms / 1000} seconds.`,
     });
   }
   for (const interaction of INTERACTIONS) {
     if (info[interaction.disabledBy] && settings[interaction.setting] !== true) {
       problems.push({
         path: `${path}.${interaction.setting}`,
-        message: `The creator of channel ${item.channelId} turned ${interaction.name} off in TikTok; send ${interaction.setting}: true.`,
+        message:
+          `The creator of channel ${item.channelId} turned ${interaction.name} off in TikTok; ` +
+          `send ${interaction.setting}: true.`,
       });
     }
   }

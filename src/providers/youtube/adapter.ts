@@ -209,7 +209,8 @@ export class YouTubeAdapter implements PublishingAdapter {
     if (reason === 'quotaExceeded' || reason === 'uploadLimitExceeded' || reason === 'dailyLimitExceeded') {
       return new PermanentPublishError(
         'quota_exceeded',
-        `YouTube's quota for this channel is used up (${reason}); it resets at midnight Pacific Time. Schedule the post again after that. ${message}`,
+        `YouTube's quota for this channel is used up (${reason}); it resets at midnight Pacific Time. ` +
+          `Schedule the post again after that. ${message}`,
       );
     }
     if (answer.status === 429 || answer.status >= 500) {

@@ -31,7 +31,9 @@ export function youtubeProblems({ item, settings, path }: SettingsCheck<'youtube
   if (tagsLength > TAGS_MAX) {
     problems.push({
       path: `${path}.tags`,
-      message: `YouTube allows ${TAGS_MAX} characters of tags (channel ${item.channelId}); these count ${tagsLength}, with commas between tags and quotes around tags that contain spaces.`,
+      message:
+        `YouTube allows ${TAGS_MAX} characters of tags (channel ${item.channelId}); these count ${tagsLength}, ` +
+        'with commas between tags and quotes around tags that contain spaces.',
     });
   }
   if (settings.description === undefined) {
@@ -46,7 +48,9 @@ export function youtubeProblems({ item, settings, path }: SettingsCheck<'youtube
   } else if (Buffer.byteLength(settings.description, 'utf8') > DESCRIPTION_MAX_BYTES) {
     problems.push({
       path: `${path}.description`,
-      message: `YouTube allows ${DESCRIPTION_MAX_BYTES} bytes of description (channel ${item.channelId}); this has ${Buffer.byteLength(settings.description, 'utf8')}.`,
+      message:
+        `YouTube allows ${DESCRIPTION_MAX_BYTES} bytes of description (channel ${item.channelId}); ` +
+        `this has ${Buffer.byteLength(settings.description, 'utf8')}.`,
     });
   }
   return problems;

@@ -81,8 +81,9 @@ export interface RequestOptions {
 export interface CreatePostOptions extends RequestOptions {
   /**
    * The `Idempotency-Key` of this create (an `Idempotency-Key` in `headers` works too). By default
-   * the client makes a fresh UUID per call and keeps it across the call's retries; pass your own to make a create safe to repeat across
-   * calls or processes (within 24 hours the server answers the first result again).
+   * the client makes a fresh UUID per call and keeps it across the call's retries; pass your own to
+   * make a create safe to repeat across calls or processes (within 24 hours the server answers the
+   * first result again).
    */
   idempotencyKey?: string;
 }
@@ -339,7 +340,9 @@ export default class Service {
    *
    * @example
    * ```ts
-   * for await (const event of service.iteratePostHistory(postId)) console.log(event.at, event.type, event.reason ?? '');
+   * for await (const event of service.iteratePostHistory(postId)) {
+   *   console.log(event.at, event.type, event.reason ?? '');
+   * }
    * ```
    */
   iteratePostHistory(id: string, options?: RequestOptions): AsyncGenerator<PostEvent, void, undefined> {
@@ -438,7 +441,8 @@ export default class Service {
     const contentType = options?.contentType ?? detectContentType(bytes, fileName);
     if (contentType === undefined) {
       throw new TypeError(
-        `upload: cannot tell the type of "${fileName}" from its bytes or its name; accepted are JPEG, PNG, GIF, WebP, MP4, QuickTime and WebM (or pass options.contentType).`,
+        `upload: cannot tell the type of "${fileName}" from its bytes or its name; ` +
+          'accepted are JPEG, PNG, GIF, WebP, MP4, QuickTime and WebM (or pass options.contentType).',
       );
     }
     const upload = dataOf(

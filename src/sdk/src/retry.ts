@@ -61,7 +61,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
     const onAbort = () => {
       clearTimeout(timer);
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort's own reason, as fetch rejects
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort's reason, as in fetch
       reject(signal.reason);
     };
     const timer = setTimeout(() => {
@@ -138,6 +138,8 @@ async function checkJson(request: Request, response: Response): Promise<Response
     response,
     body,
     code: 'invalid_response',
-    message: `${request.method} ${new URL(request.url).pathname} answered ${response.status} with ${type || 'no content type'} instead of JSON; is the origin that of the service?`,
+    message:
+      `${request.method} ${new URL(request.url).pathname} answered ${response.status} ` +
+      `with ${type || 'no content type'} instead of JSON; is the origin that of the service?`,
   });
 }

@@ -147,7 +147,10 @@ export type TikTokAnalytics = Schemas['TikTokAnalytics'];
 /** One TikTok video with its counters. */
 export type TikTokVideo = Schemas['TikTokVideo'];
 
-/** The period and page of `Service.tiktokAnalytics`: `days` (1–60, default 7), `limit` (1–20, default 20) and `cursor`. */
+/**
+ * The period and page of `Service.tiktokAnalytics`: `days` (1–60, default 7), `limit` (1–20, default
+ * 20) and `cursor`.
+ */
 export type TikTokAnalyticsQuery = NonNullable<operations['tiktokAnalytics']['parameters']['query']>;
 
 /** A webhook endpoint of the organization (or of your OAuth app). */
