@@ -208,7 +208,7 @@ class WebhooksView {
   ): Promise<void> {
     const owner = ownerOf(res);
     const row = await findEndpoint(this.ctx.db, owner, id);
-    const { rows } = await this.ctx.webhooks.deliveries(owner, id, { limit: 20 });
+    const { items: deliveries } = await this.ctx.webhooks.deliveries(owner, id, { limit: 20, cursor: undefined });
     renderPage(
       res,
       '/web/templates/webhook',
@@ -217,7 +217,7 @@ class WebhooksView {
         path: '/settings/webhooks',
         endpoint: toWebhookBody(row, this.ctx.clock.now()),
         eventTypes: EVENT_TYPES,
-        deliveries: rows.map((delivery) => ({
+        deliveries: deliveries.map((delivery) => ({
           ...toDeliveryBody(delivery),
           createdText: formatTime(delivery.created_at),
           nextText: delivery.next_attempt_at ? formatTime(delivery.next_attempt_at) : null,

@@ -1,7 +1,9 @@
 import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
+import { paginateRows } from '../http/pagination.js';
 import type { OutboundClient } from '../net/outbound-client.js';
 import { createDeliveries, type WebhookContext, type WebhookDelivery } from './deliveries.js';
 import type { WebhookDeliverer } from './deliverer.js';
+import { DELIVERIES_LIST, listDeliveries } from './delivery-list.js';
 import {
   createEndpoint,
   findEndpoint,
@@ -78,20 +80,17 @@ export class WebhookManagement {
     return rotateSecret(this.ctx.db, this.ctx.keyring, row, this.ctx.clock.now());
   }
 
-  /** A page of the endpoint's deliveries, newest first, before the delivery numbered `beforeSeq`. */
-  async deliveries(
+  /** A page of the endpoint's deliveries, newest first; the cursor is checked before the endpoint is found. */
+  deliveries(
     owner: WebhookOwner,
     id: string,
-    page: { limit: number; beforeSeq?: string },
-  ): Promise<{ rows: WebhookDelivery[]; more: boolean }> {
-    const endpoint = await findEndpoint(this.ctx.db, owner, id);
-    let query = this.ctx.db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpoint.id);
-    if (page.beforeSeq !== undefined) query = query.where('seq', '<', page.beforeSeq);
-    const rows = await query
-      .orderBy('seq', 'desc')
-      .limit(page.limit + 1)
-      .execute();
-    return { rows: rows.slice(0, page.limit), more: rows.length > page.limit };
+    { limit, cursor }: { limit: number; cursor: string | undefined },
+  ): Promise<{ items: WebhookDelivery[]; nextCursor: string | null }> {
+    const request = { binding: { organizationId: owner.organizationId, webhookId: id }, cursor, limit };
+    return paginateRows(this.ctx.cursors, DELIVERIES_LIST, request, async (before, count) => {
+      const endpoint = await findEndpoint(this.ctx.db, owner, id);
+      return listDeliveries(this.ctx.db, endpoint.id, before, count);
+    });
   }
 
   /** Sends a delivery that succeeded or failed again; `409` while it is still being tried. */

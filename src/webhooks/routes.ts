@@ -75,26 +75,11 @@ export function webhookOperations(
       return { status: 200, body: { secret, previousSecretExpiresAt: row.previous_secret_expires_at!.toISOString() } };
     },
 
-    // Newest first: the cursor is the last delivery shown, bound to the endpoint.
     listWebhookDeliveries: async ({ principal, params, query }) => {
       const owner = await ownerOf(ctx.db, principal);
-      const scope = {
-        list: 'webhook-deliveries',
-        binding: { organizationId: owner.organizationId, webhookId: params.id },
-      };
-      const before = query.cursor === undefined ? undefined : ctx.cursors.decode(scope, query.cursor, readPosition);
-      const { rows, more } = await webhooks.deliveries(owner, params.id, {
-        limit: query.limit ?? 20,
-        ...(before ? { beforeSeq: before.seq } : {}),
-      });
-      // As text, as readPosition takes it: PGlite 0.5 reads int8 as a number despite its INT8 parser.
-      return {
-        status: 200,
-        body: {
-          data: rows.map(toDeliveryBody),
-          nextCursor: more ? ctx.cursors.encode(scope, { seq: String(rows.at(-1)!.seq) }) : null,
-        },
-      };
+      const page = { limit: query.limit ?? 20, cursor: query.cursor };
+      const { items, nextCursor } = await webhooks.deliveries(owner, params.id, page);
+      return { status: 200, body: { data: items.map(toDeliveryBody), nextCursor } };
     },
 
     retryWebhookDelivery: async ({ principal, params }) => {
@@ -104,9 +89,4 @@ export function webhookOperations(
       };
     },
   };
-}
-
-function readPosition(position: unknown): { seq: string } | undefined {
-  const { seq } = (position ?? {}) as { seq?: unknown };
-  return typeof seq === 'string' && /^\d{1,19}$/.test(seq) ? { seq } : undefined;
 }
