@@ -19,6 +19,7 @@ import { OutboundClient } from './net/outbound-client.js';
 import type { Resolver } from './net/remote-fetch.js';
 import { createProviders, type ProviderOverrides, type Providers } from './providers/registry.js';
 import { Publisher, PUBLISHER_QUEUES } from './publisher/worker.js';
+import type { WebhookContext } from './webhooks/deliveries.js';
 import { WebhookDeliverer } from './webhooks/deliverer.js';
 import { WebhookManagement } from './webhooks/management.js';
 import { WEBHOOK_QUEUES, WebhookWorker } from './webhooks/worker.js';
@@ -71,20 +72,8 @@ export async function compose(options: ComposeOptions): Promise<Service> {
   const applied = await migrateToLatest(database.db);
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
 
-  const clock = options.clock ?? systemClock;
-  const outbound = new OutboundClient(config.media.fetch, options.resolve);
-  const { keyring } = loadKeys({ encryptionKey: config.encryptionKey, dataDir: config.dataDir }, clock);
-  const secrets = new InstanceSecrets(database.db, keyring);
-  const base: AppContext = {
-    config,
-    db: database.db,
-    logger,
-    clock,
-    outbound,
-    cursors: new CursorCodec(await secrets.get('cursor-signing')),
-    keyring,
-    secrets,
-  };
+  const base = await baseContext(options);
+  const { clock, outbound, keyring, secrets } = base;
   const storage = options.storage ?? (await createMediaStorage(config, secrets, clock));
   const sandboxKey = await secrets.get('sandbox-network');
   const providers = createProviders(
@@ -94,52 +83,90 @@ export async function compose(options: ComposeOptions): Promise<Service> {
   const runsWorker = options.worker ?? config.role !== 'api';
   const queue = new JobQueue(database, logger, clock, { runsSchedules: runsWorker });
   await queue.start(QUEUES);
+  const webhookCtx: WebhookContext = { ...base, queue };
+  const { deliverer, webhooks } = webhookParts(webhookCtx, options.resolve);
+  const ctx = { ...base, storage, providers, queue, webhooks };
+  const app = createApp(ctx, { sandboxKey });
+  const workers = runsWorker
+    ? await startWorkers(ctx, webhookCtx, deliverer)
+    : { publisher: undefined, webhookWorker: undefined };
+
+  return {
+    ...ctx,
+    ...workers,
+    database,
+    app,
+    listen: (port, host) => listenOn(app, port, host, logger),
+    stop: async (graceMs) => {
+      await workers.publisher?.stop(graceMs);
+      await workers.webhookWorker?.stop(graceMs);
+      await queue.stop(graceMs);
+    },
+  };
+}
+
+/** What every feature reads: the configuration, the database, the clock, the keys and the cursors' codec. */
+async function baseContext({
+  config,
+  database,
+  logger,
+  clock = systemClock,
+  resolve,
+}: ComposeOptions): Promise<AppContext> {
+  const outbound = new OutboundClient(config.media.fetch, resolve);
+  const { keyring } = loadKeys({ encryptionKey: config.encryptionKey, dataDir: config.dataDir }, clock);
+  const secrets = new InstanceSecrets(database.db, keyring);
+  return {
+    config,
+    db: database.db,
+    logger,
+    clock,
+    outbound,
+    cursors: new CursorCodec(await secrets.get('cursor-signing')),
+    keyring,
+    secrets,
+  };
+}
+
+/** The webhooks' deliverer and management, sending through their own outbound client. */
+function webhookParts(ctx: WebhookContext, resolve: Resolver | undefined) {
   // Webhook receivers are URLs callers give: the address policy applies, with the operator's ranges.
   const webhookOutbound = new OutboundClient(
     {
       allowPrivateAddresses: false,
-      allowedRanges: config.webhooks.allowedRanges,
+      allowedRanges: ctx.config.webhooks.allowedRanges,
       idleTimeoutSeconds: 10,
       maxDurationSeconds: 10,
     },
-    options.resolve,
+    resolve,
   );
-  const deliverer = new WebhookDeliverer({ ...base, queue }, webhookOutbound);
-  const webhooks = new WebhookManagement({ ...base, queue }, deliverer, webhookOutbound);
-  const ctx = { ...base, storage, providers, queue, webhooks };
-  const app = createApp(ctx, { sandboxKey });
+  const deliverer = new WebhookDeliverer(ctx, webhookOutbound);
+  return { deliverer, webhooks: new WebhookManagement(ctx, deliverer, webhookOutbound) };
+}
 
-  let publisher: Publisher | undefined;
-  let webhookWorker: WebhookWorker | undefined;
-  if (runsWorker) {
-    publisher = new Publisher(ctx, config.publisher);
-    await publisher.start();
-    webhookWorker = new WebhookWorker({ ...base, queue }, deliverer, config.webhooks);
-    webhookWorker.start();
-    await queue.work('housekeeping', { pollingIntervalSeconds: 5 }, () => keepHouse(ctx));
-    await queue.schedule('housekeeping', '*/10 * * * *');
-  }
+/** The worker's parts (roles `worker` and `all`): the publisher, the webhooks' worker and housekeeping. */
+async function startWorkers(
+  ctx: AppContext & Pick<Service, 'storage' | 'providers' | 'queue' | 'webhooks'>,
+  webhookCtx: WebhookContext,
+  deliverer: WebhookDeliverer,
+): Promise<Pick<Service, 'publisher' | 'webhookWorker'>> {
+  const { config, queue } = ctx;
+  const publisher = new Publisher(ctx, config.publisher);
+  await publisher.start();
+  const webhookWorker = new WebhookWorker(webhookCtx, deliverer, config.webhooks);
+  webhookWorker.start();
+  await queue.work('housekeeping', { pollingIntervalSeconds: 5 }, () => keepHouse(ctx));
+  await queue.schedule('housekeeping', '*/10 * * * *');
+  return { publisher, webhookWorker };
+}
 
-  return {
-    ...ctx,
-    database,
-    app,
-    publisher,
-    webhookWorker,
-    webhooks,
-    listen: (port, host) =>
-      new Promise((resolve, reject) => {
-        // Express 5 calls back with the error when listening fails (a port in use), not only on success.
-        const server = app.listen(port, host, (error?: Error) => {
-          if (error) return reject(error);
-          answerMalformedRequests(server, logger);
-          resolve(server);
-        });
-      }),
-    stop: async (graceMs) => {
-      await publisher?.stop(graceMs);
-      await webhookWorker?.stop(graceMs);
-      await queue.stop(graceMs);
-    },
-  };
+function listenOn(app: Express, port: number, host: string, logger: Logger): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    // Express 5 calls back with the error when listening fails (a port in use), not only on success.
+    const server = app.listen(port, host, (error?: Error) => {
+      if (error) return reject(error);
+      answerMalformedRequests(server, logger);
+      resolve(server);
+    });
+  });
 }

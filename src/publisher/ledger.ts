@@ -26,23 +26,24 @@ export interface LoadedPost {
   version: string;
 }
 
+/** A post's row joined with its channel's columns (prefixed `channel_`) and its row's version. */
+interface PostAndChannelRow extends PostRow {
+  version: string;
+  channel_name: string;
+  channel_username: string | null;
+  channel_picture: string | null;
+  channel_status: ChannelState;
+  channel_created_at: Date;
+  channel_external_id: string | null;
+  channel_credentials: string | null;
+  channel_connected_at: Date | null;
+  channel_refreshing_until: Date | null;
+}
+
 /** The posts of `postIds` that exist, each with its channel and the version of its row. */
 export async function loadPosts(db: Db, postIds: readonly string[]): Promise<LoadedPost[]> {
   if (postIds.length === 0) return [];
-  const { rows } = await sql<
-    PostRow & {
-      version: string;
-      channel_name: string;
-      channel_username: string | null;
-      channel_picture: string | null;
-      channel_status: ChannelState;
-      channel_created_at: Date;
-      channel_external_id: string | null;
-      channel_credentials: string | null;
-      channel_connected_at: Date | null;
-      channel_refreshing_until: Date | null;
-    }
-  >`
+  const { rows } = await sql<PostAndChannelRow>`
     select posts.*, posts.xmin::text as version, channels.provider, channels.name as channel_name,
       channels.username as channel_username, channels.picture as channel_picture,
       channels.status as channel_status, channels.created_at as channel_created_at,
@@ -51,38 +52,40 @@ export async function loadPosts(db: Db, postIds: readonly string[]): Promise<Loa
       channels.refreshing_until as channel_refreshing_until
     from posts join channels on channels.id = posts.channel_id
     where posts.id in (${sql.join(postIds)})`.execute(db);
-  return rows.map(
-    ({
-      version,
-      channel_name,
-      channel_username,
-      channel_picture,
-      channel_status,
-      channel_created_at,
-      channel_external_id,
-      channel_credentials,
-      channel_connected_at,
-      channel_refreshing_until,
-      ...post
-    }) => ({
-      post,
-      channel: {
-        id: post.channel_id,
-        organization_id: post.organization_id,
-        provider: post.provider,
-        name: channel_name,
-        username: channel_username,
-        picture: channel_picture,
-        status: channel_status,
-        created_at: channel_created_at,
-        external_id: channel_external_id,
-        credentials: channel_credentials,
-        connected_at: channel_connected_at,
-        refreshing_until: channel_refreshing_until,
-      },
-      version,
-    }),
-  );
+  return rows.map(toLoadedPost);
+}
+
+function toLoadedPost({
+  version,
+  channel_name,
+  channel_username,
+  channel_picture,
+  channel_status,
+  channel_created_at,
+  channel_external_id,
+  channel_credentials,
+  channel_connected_at,
+  channel_refreshing_until,
+  ...post
+}: PostAndChannelRow): LoadedPost {
+  return {
+    post,
+    channel: {
+      id: post.channel_id,
+      organization_id: post.organization_id,
+      provider: post.provider,
+      name: channel_name,
+      username: channel_username,
+      picture: channel_picture,
+      status: channel_status,
+      created_at: channel_created_at,
+      external_id: channel_external_id,
+      credentials: channel_credentials,
+      connected_at: channel_connected_at,
+      refreshing_until: channel_refreshing_until,
+    },
+    version,
+  };
 }
 
 /** The event a change of a post is written with. */
@@ -105,7 +108,28 @@ export async function claimPosts(
   at: Date,
   eventOf: (claimed: ClaimedPost) => ChangeEvent | undefined,
 ): Promise<Map<string, ClaimedPost>> {
-  const candidates = loaded
+  const claims = prepareClaims(loaded, worker, at, eventOf);
+  if (claims.length === 0) return new Map();
+  const taken = await writeClaims(db, claims, worker, leaseMs, at);
+  const byId = new Map(claims.map(({ claimed }) => [claimed.id, claimed]));
+  return new Map(taken.map((id) => [id, byId.get(id)!]));
+}
+
+/** A claim to write: the post as the claim makes it, the version it was loaded at, and its event. */
+interface Claim {
+  claimed: ClaimedPost;
+  version: string;
+  event: PostEventValues | undefined;
+}
+
+/** What claiming would make of each loaded post that may be claimed (`scheduled` or `publishing`). */
+function prepareClaims(
+  loaded: readonly LoadedPost[],
+  worker: string,
+  at: Date,
+  eventOf: (claimed: ClaimedPost) => ChangeEvent | undefined,
+): Claim[] {
+  return loaded
     .filter(({ post }) => post.status === 'scheduled' || post.status === 'publishing')
     .map(({ post, version }) => {
       const fresh = post.status === 'scheduled';
@@ -124,10 +148,19 @@ export async function claimPosts(
       const event = eventOf(claimed);
       return { claimed, version, event: event && postEventValues(claimed, event.type, at, event.details) };
     });
-  if (candidates.length === 0) return new Map();
+}
+
+/** Writes the claims that still hold, with their events, in one statement; the ids of the posts taken. */
+async function writeClaims(
+  db: Db,
+  claims: readonly Claim[],
+  worker: string,
+  leaseMs: number,
+  at: Date,
+): Promise<string[]> {
   const due = new Date(at.getTime() + DUE_TOLERANCE_MS);
   const input = JSON.stringify(
-    candidates.map(({ claimed, version, event }) => ({
+    claims.map(({ claimed, version, event }) => ({
       id: claimed.id,
       version,
       attempt: claimed.publish_attempt,
@@ -170,8 +203,7 @@ export async function claimPosts(
       where input.event_type is not null
     )
     select id from claimed`.execute(db);
-  const byId = new Map(candidates.map(({ claimed }) => [claimed.id, claimed]));
-  return new Map(rows.map((row) => [row.id, byId.get(row.id)!]));
+  return rows.map((row) => row.id);
 }
 
 /**

@@ -146,14 +146,7 @@ export class Publisher {
     for (const loaded of await loadPosts(this.ctx.db, ids))
       batch.set(loaded.post.id, { loaded, allowed: await this.mayStart(loaded) });
     const allowed = [...batch.values()].filter((entry) => entry.allowed).map((entry) => entry.loaded);
-    const claimed = await claimPosts(
-      this.ctx.db,
-      allowed,
-      this.id,
-      this.settings.leaseMs,
-      this.ctx.clock.now(),
-      (post) => this.claimEvent(post),
-    );
+    const claimed = await this.claim(allowed);
     for (const [id, entry] of batch) this.prepared.set(id, { ...entry, claimed: claimed.get(id) });
   }
 
@@ -171,44 +164,55 @@ export class Publisher {
     try {
       const loaded = prepared?.loaded ?? (await loadPosts(this.ctx.db, [postId]))[0];
       if (!loaded) return;
-      let post: ClaimedPost | undefined;
-      if (prepared) {
-        if (!prepared.allowed) return;
-        post = prepared.claimed;
-      } else {
-        if (!(await this.mayStart(loaded))) return;
-        post = (
-          await claimPosts(this.ctx.db, [loaded], this.id, this.settings.leaseMs, this.ctx.clock.now(), (claimed) =>
-            this.claimEvent(claimed),
-          )
-        ).get(postId);
-      }
+      // Claimed with its batch (see prepare), or now.
+      const allowed = prepared ? prepared.allowed : await this.mayStart(loaded);
+      if (!allowed) return;
+      const post = prepared ? prepared.claimed : (await this.claim([loaded])).get(postId);
       if (!post) return await this.followHeldPost(loaded);
       if (controller.signal.aborted) return await this.letGo(postId);
-
-      renewal = setInterval(
-        () => {
-          renewLease(this.ctx.db, postId, this.id, this.settings.leaseMs, this.ctx.clock.now()).catch(
-            (error: unknown) => this.ctx.logger.warn({ err: error, postId }, 'could not renew a lease'),
-          );
-        },
-        Math.floor(this.settings.leaseMs / 3),
-      );
-      try {
-        const result = await this.attempt(post, loaded.channel, controller.signal);
-        if (!controller.signal.aborted) await this.settle(post, result);
-      } catch (error) {
-        if (controller.signal.aborted) return;
-        this.ctx.logger.error({ err: error, postId }, 'publishing failed unexpectedly');
-        const progress = await loadProgress(this.ctx.db, post.id, post.publish_attempt).catch(() => undefined);
-        const reason = 'the publisher met an unexpected error';
-        await this.settle(post, { status: 'retry', reason, maybeDelivered: progress?.irreversible ?? true }).catch(
-          () => undefined,
-        );
-      }
+      renewal = this.keepLease(postId);
+      await this.run(post, loaded.channel, controller.signal);
     } finally {
       clearInterval(renewal);
       this.running.delete(postId);
+    }
+  }
+
+  /** Claims the loaded posts that are free to take (see claimPosts), each with the event of its claim. */
+  private claim(loaded: LoadedPost[]): Promise<Map<string, ClaimedPost>> {
+    const { db, clock } = this.ctx;
+    return claimPosts(db, loaded, this.id, this.settings.leaseMs, clock.now(), (post) => this.claimEvent(post));
+  }
+
+  /** Renews the post's lease every third of its length while this worker publishes it. */
+  private keepLease(postId: string): NodeJS.Timeout {
+    return setInterval(
+      () => {
+        renewLease(this.ctx.db, postId, this.id, this.settings.leaseMs, this.ctx.clock.now()).catch((error: unknown) =>
+          this.ctx.logger.warn({ err: error, postId }, 'could not renew a lease'),
+        );
+      },
+      Math.floor(this.settings.leaseMs / 3),
+    );
+  }
+
+  /**
+   * Runs an attempt on a claimed post and settles it, unless the worker stopped meanwhile (then `stop`
+   * lets go of it). An unexpected error settles it as a passing failure that may have been delivered,
+   * unless its record says it had not reached its irreversible point.
+   */
+  private async run(post: ClaimedPost, channel: Channel, signal: AbortSignal): Promise<void> {
+    try {
+      const result = await this.attempt(post, channel, signal);
+      if (!signal.aborted) await this.settle(post, result);
+    } catch (error) {
+      if (signal.aborted) return;
+      this.ctx.logger.error({ err: error, postId: post.id }, 'publishing failed unexpectedly');
+      const progress = await loadProgress(this.ctx.db, post.id, post.publish_attempt).catch(() => undefined);
+      const reason = 'the publisher met an unexpected error';
+      await this.settle(post, { status: 'retry', reason, maybeDelivered: progress?.irreversible ?? true }).catch(
+        () => undefined,
+      );
     }
   }
 
