@@ -83,54 +83,10 @@ export function contractRouter<Extra>(options: ContractRouterOptions<Extra>): Ro
   // validator skips any path it does not own, so a looser route would reach a handler with unchecked input.
   const router = express.Router({ caseSensitive: true, strict: true });
   for (const [path, ...handlers] of options.before ?? []) router.use(path, ...handlers);
-  // The validator reads `/posts/` as `/posts`: refuse it before, so one path names one operation.
-  router.use((req, _res, next) => {
-    if (req.path.length > 1 && req.path.endsWith('/') && options.validates(req.path)) {
-      return next(new NotFoundError(`There is no operation at ${req.method} ${req.path}.`));
-    }
-    next();
-  });
-
-  const validator = (checksResponses: boolean) =>
-    builtOnFirstUse(async () => {
-      // patches/express-openapi-validator+5.6.2.patch (applied at install) makes its route lookup compile
-      // each path of the contract once instead of on every request: a twentieth of a request's CPU.
-      return (await import('express-openapi-validator')).middleware({
-        apiSpec: readSpecForValidator(options.specFile) as never,
-        ignorePaths: (path: string) => !options.validates(path),
-        // The contracts are linted against the OpenAPI schema before they ship (`npm run lint:spec`);
-        // checking them again on every start cost a fifth of the start-up time.
-        validateApiSpec: false,
-        // Replaces the validator's pattern for date-time, so a date that names no real instant is a 400.
-        formats: { 'date-time': { type: 'string', validate: isInstant } },
-        validateRequests: {
-          allowUnknownQueryParameters: false,
-          // Bodies only: the validator always converts path, query and header strings to their types. A
-          // body says what it means, and converting would turn `madeForKids: null` into `false` and a
-          // number into a title.
-          coerceTypes: false,
-          allErrors: options.allErrors,
-          // Unions discriminated by a property (provider settings by `__type`): report the chosen branch's rules only.
-          discriminator: true,
-        },
-        validateResponses: !checksResponses
-          ? false
-          : options.responseViolations === 'fail'
-            ? { removeAdditional: false }
-            : {
-                removeAdditional: false,
-                onError: (error, _body, req) =>
-                  options.logger.error(
-                    { err: error, path: req.path, method: req.method },
-                    'response breaks the contract',
-                  ),
-              },
-        validateSecurity: options.security === false ? false : { handlers: options.security },
-        fileUploader: false,
-        ignoreUndocumented: false,
-      });
-    });
-  const validation = validatorFor(options.responseValidation, validator);
+  router.use(refuseTrailingSlash(options.validates));
+  const validation = validatorFor(options.responseValidation, (checksResponses) =>
+    contractValidator(options, checksResponses),
+  );
   router.use(headValidatedAsGet(validation));
   for (const [path, ...handlers] of options.after ?? []) router.use(path, ...handlers);
 
@@ -146,4 +102,63 @@ export function contractRouter<Extra>(options: ContractRouterOptions<Extra>): Ro
     options.errors(error, req, res, next);
   }) satisfies ErrorRequestHandler);
   return router;
+}
+
+/** The validator reads `/posts/` as `/posts`: refused before, so one path names one operation. */
+function refuseTrailingSlash(validates: (path: string) => boolean): RequestHandler {
+  return (req, _res, next) => {
+    if (req.path.length > 1 && req.path.endsWith('/') && validates(req.path)) {
+      return next(new NotFoundError(`There is no operation at ${req.method} ${req.path}.`));
+    }
+    next();
+  };
+}
+
+/** express-openapi-validator with every option written out, built on its first request. */
+function contractValidator(
+  options: Pick<
+    ContractRouterOptions<unknown>,
+    'specFile' | 'validates' | 'allErrors' | 'security' | 'responseViolations' | 'logger'
+  >,
+  checksResponses: boolean,
+): RequestHandler {
+  return builtOnFirstUse(async () => {
+    // patches/express-openapi-validator+5.6.2.patch (applied at install) makes its route lookup compile
+    // each path of the contract once instead of on every request: a twentieth of a request's CPU.
+    return (await import('express-openapi-validator')).middleware({
+      apiSpec: readSpecForValidator(options.specFile) as never,
+      ignorePaths: (path: string) => !options.validates(path),
+      // The contracts are linted against the OpenAPI schema before they ship (`npm run lint:spec`);
+      // checking them again on every start cost a fifth of the start-up time.
+      validateApiSpec: false,
+      // Replaces the validator's pattern for date-time, so a date that names no real instant is a 400.
+      formats: { 'date-time': { type: 'string', validate: isInstant } },
+      validateRequests: {
+        allowUnknownQueryParameters: false,
+        // Bodies only: the validator always converts path, query and header strings to their types. A
+        // body says what it means, and converting would turn `madeForKids: null` into `false` and a
+        // number into a title.
+        coerceTypes: false,
+        allErrors: options.allErrors,
+        // Unions discriminated by a property (provider settings by `__type`): report the chosen branch's
+        // rules only.
+        discriminator: true,
+      },
+      validateResponses: !checksResponses
+        ? false
+        : options.responseViolations === 'fail'
+          ? { removeAdditional: false }
+          : {
+              removeAdditional: false,
+              onError: (error, _body, req) =>
+                options.logger.error(
+                  { err: error, path: req.path, method: req.method },
+                  'response breaks the contract',
+                ),
+            },
+      validateSecurity: options.security === false ? false : { handlers: options.security },
+      fileUploader: false,
+      ignoreUndocumented: false,
+    });
+  });
 }

@@ -156,50 +156,11 @@ export class TikTokAdapter implements PublishingAdapter {
     const mode = settings.postMode;
     const pulled = this.pulled(video);
     const plan = chunking(video.size, this.config.uploadChunkBytes);
-    const source = pulled
-      ? { source: 'PULL_FROM_URL', video_url: video.url }
-      : {
-          source: 'FILE_UPLOAD',
-          video_size: video.size,
-          chunk_size: plan.chunkSize,
-          total_chunk_count: plan.chunkCount,
-        };
-
-    let username: string | null = input.channel.username;
-    let body: unknown;
-    if (mode === 'direct') {
-      // TikTok requires the creator info to be read before every direct post: the account may have
-      // reached its daily cap, or changed what it allows, since the post was scheduled.
-      const creator = await this.creatorInfo(input);
-      if (!creator.canPost)
-        throw new PermanentPublishError(
-          'rejected_by_network',
-          `The TikTok account cannot post now: ${creator.cannotPostReason ?? 'TikTok gave no reason'}.`,
-        );
-      if (!creator.privacyLevelOptions.includes(settings.privacyLevel)) {
-        throw new PermanentPublishError(
-          'rejected_by_network',
-          `The TikTok account no longer allows the privacy level ${settings.privacyLevel} ` +
-            `(it allows ${creator.privacyLevelOptions.join(', ') || 'none'}); edit the post and schedule it again.`,
-        );
-      }
-      username = creator.creatorUsername || username;
-      body = {
-        post_info: {
-          title: input.post.content,
-          privacy_level: settings.privacyLevel,
-          disable_comment: settings.disableComment ?? false,
-          disable_duet: settings.disableDuet ?? false,
-          disable_stitch: settings.disableStitch ?? false,
-          brand_content_toggle: settings.brandContentToggle ?? false,
-          brand_organic_toggle: settings.brandOrganicToggle ?? false,
-          is_aigc: settings.isAiGenerated ?? false,
-        },
-        source_info: source,
-      };
-    } else {
-      body = { source_info: source };
-    }
+    const source = sourceInfo(video, pulled, plan);
+    const { body, username } =
+      mode === 'direct'
+        ? await this.directPost(input, settings, source)
+        : { body: { source_info: source }, username: input.channel.username };
     const path = mode === 'direct' ? '/v2/post/publish/video/init/' : '/v2/post/publish/inbox/video/init/';
     const { data } = await this.call<{ publish_id?: string; upload_url?: string }>(input, path, body, 'init');
     if (!data.publish_id) throw new TransientPublishError('TikTok answered no publish_id', { answered: true });
@@ -222,6 +183,46 @@ export class TikTokAdapter implements PublishingAdapter {
       };
     if (!data.upload_url) throw new TransientPublishError('TikTok answered no upload_url', { answered: true });
     return { next: this.uploadStep({ ...reference, uploadUrl: data.upload_url }) };
+  }
+
+  /**
+   * The init's body of a direct post, with the post's caption, privacy and interactions, and the
+   * creator's username as TikTok has it now. TikTok requires the creator info to be read before every
+   * direct post: the account may have reached its daily cap, or changed what it allows, since the post
+   * was scheduled.
+   */
+  private async directPost(
+    input: PublicationInput,
+    settings: PostSettings,
+    source: SourceInfo,
+  ): Promise<{ body: unknown; username: string | null }> {
+    const creator = await this.creatorInfo(input);
+    if (!creator.canPost)
+      throw new PermanentPublishError(
+        'rejected_by_network',
+        `The TikTok account cannot post now: ${creator.cannotPostReason ?? 'TikTok gave no reason'}.`,
+      );
+    if (!creator.privacyLevelOptions.includes(settings.privacyLevel)) {
+      throw new PermanentPublishError(
+        'rejected_by_network',
+        `The TikTok account no longer allows the privacy level ${settings.privacyLevel} ` +
+          `(it allows ${creator.privacyLevelOptions.join(', ') || 'none'}); edit the post and schedule it again.`,
+      );
+    }
+    const body = {
+      post_info: {
+        title: input.post.content,
+        privacy_level: settings.privacyLevel,
+        disable_comment: settings.disableComment ?? false,
+        disable_duet: settings.disableDuet ?? false,
+        disable_stitch: settings.disableStitch ?? false,
+        brand_content_toggle: settings.brandContentToggle ?? false,
+        brand_organic_toggle: settings.brandOrganicToggle ?? false,
+        is_aigc: settings.isAiGenerated ?? false,
+      },
+      source_info: source,
+    };
+    return { body, username: creator.creatorUsername || input.channel.username };
   }
 
   /** The step that sends chunk `reference.chunk`; irreversible when it is the last. */
@@ -373,6 +374,20 @@ export class TikTokAdapter implements PublishingAdapter {
       );
     }
   }
+}
+
+/** Where TikTok takes the video from: pulled from its URL, or uploaded in the chunks of `plan`. */
+type SourceInfo = ReturnType<typeof sourceInfo>;
+
+function sourceInfo(video: PublishableMedia, pulled: boolean, plan: { chunkSize: number; chunkCount: number }) {
+  return pulled
+    ? { source: 'PULL_FROM_URL', video_url: video.url }
+    : {
+        source: 'FILE_UPLOAD',
+        video_size: video.size,
+        chunk_size: plan.chunkSize,
+        total_chunk_count: plan.chunkCount,
+      };
 }
 
 /** How a video of `size` bytes is cut: chunks of `preferred` bytes, the last taking the remainder; one under 5 MB. */

@@ -75,55 +75,71 @@ export class TikTokCreatorInfo implements CreatorInfoSource {
       const { data } = await this.tokens.authorized(channel, (accessToken) =>
         this.api.call<CreatorInfoAnswer>('/v2/post/publish/creator_info/query/', { accessToken }),
       );
-      return {
-        canPost: true,
-        cannotPostReason: null,
-        creatorNickname: data.creator_nickname ?? channel.name,
-        creatorUsername: data.creator_username ?? channel.username ?? '',
-        creatorAvatarUrl: data.creator_avatar_url || null,
-        privacyLevelOptions: (data.privacy_level_options ?? []).filter((level): level is PrivacyLevel =>
-          PRIVACY_LEVELS.includes(level),
-        ),
-        commentDisabled: data.comment_disabled === true,
-        duetDisabled: data.duet_disabled === true,
-        stitchDisabled: data.stitch_disabled === true,
-        maxVideoPostDurationSec: Math.max(0, Math.floor(data.max_video_post_duration_sec ?? 0)),
-      };
+      return creatorInfoOf(data, channel);
     } catch (error) {
-      if (error instanceof TikTokError && error.code in CANNOT_POST) {
-        return {
-          canPost: false,
-          cannotPostReason: `${CANNOT_POST[error.code]} (TikTok: ${error.code})`,
-          creatorNickname: channel.name,
-          creatorUsername: channel.username ?? '',
-          creatorAvatarUrl: null,
-          privacyLevelOptions: [],
-          commentDisabled: false,
-          duetDisabled: false,
-          stitchDisabled: false,
-          maxVideoPostDurationSec: 0,
-        };
-      }
-      if (error instanceof ReconnectNeededError) {
-        await markNeedsReconnect(this.db, channel.id, this.clock.now());
-        throw new UnprocessableError(
-          `Channel ${channel.id} needs to be connected again: TikTok refused its credentials (${error.message}).`,
-        );
-      }
-      if (error instanceof TikTokError && error.code === 'rate_limit_exceeded') {
-        throw new ProviderError(
-          'TikTok allows 20 creator-info requests a minute per account, and this one is used up; ' +
-            'try again in a minute.',
-        );
-      }
-      if (error instanceof TikTokError) {
-        throw new ProviderError(
-          'TikTok refused the creator info request ' +
-            `(${error.code}: ${error.message}${error.logId ? `, log_id ${error.logId}` : ''}).`,
-        );
-      }
-      if (error instanceof TikTokUnreachableError) throw new ProviderError(`${error.message}; try again in a moment.`);
-      throw error;
+      if (error instanceof TikTokError && error.code in CANNOT_POST) return cannotPost(error.code, channel);
+      throw await this.failureOf(channel, error);
     }
   }
+
+  /**
+   * What a failed query means to the caller: 422 for an account whose token TikTok refuses (marked
+   * `needs_reconnect`), 502 when TikTok refuses or cannot be reached.
+   */
+  private async failureOf(channel: Channel, error: unknown): Promise<unknown> {
+    if (error instanceof ReconnectNeededError) {
+      await markNeedsReconnect(this.db, channel.id, this.clock.now());
+      return new UnprocessableError(
+        `Channel ${channel.id} needs to be connected again: TikTok refused its credentials (${error.message}).`,
+      );
+    }
+    if (error instanceof TikTokError && error.code === 'rate_limit_exceeded') {
+      return new ProviderError(
+        'TikTok allows 20 creator-info requests a minute per account, and this one is used up; ' +
+          'try again in a minute.',
+      );
+    }
+    if (error instanceof TikTokError) {
+      return new ProviderError(
+        'TikTok refused the creator info request ' +
+          `(${error.code}: ${error.message}${error.logId ? `, log_id ${error.logId}` : ''}).`,
+      );
+    }
+    if (error instanceof TikTokUnreachableError) return new ProviderError(`${error.message}; try again in a moment.`);
+    return error;
+  }
+}
+
+/** TikTok's answer, with the channel's own names where TikTok gives none. */
+function creatorInfoOf(data: CreatorInfoAnswer, channel: Channel): CreatorInfo {
+  return {
+    canPost: true,
+    cannotPostReason: null,
+    creatorNickname: data.creator_nickname ?? channel.name,
+    creatorUsername: data.creator_username ?? channel.username ?? '',
+    creatorAvatarUrl: data.creator_avatar_url || null,
+    privacyLevelOptions: (data.privacy_level_options ?? []).filter((level): level is PrivacyLevel =>
+      PRIVACY_LEVELS.includes(level),
+    ),
+    commentDisabled: data.comment_disabled === true,
+    duetDisabled: data.duet_disabled === true,
+    stitchDisabled: data.stitch_disabled === true,
+    maxVideoPostDurationSec: Math.max(0, Math.floor(data.max_video_post_duration_sec ?? 0)),
+  };
+}
+
+/** The creator info of an account TikTok does not let post now (`code`, one of CANNOT_POST). */
+function cannotPost(code: string, channel: Channel): CreatorInfo {
+  return {
+    canPost: false,
+    cannotPostReason: `${CANNOT_POST[code]} (TikTok: ${code})`,
+    creatorNickname: channel.name,
+    creatorUsername: channel.username ?? '',
+    creatorAvatarUrl: null,
+    privacyLevelOptions: [],
+    commentDisabled: false,
+    duetDisabled: false,
+    stitchDisabled: false,
+    maxVideoPostDurationSec: 0,
+  };
 }
