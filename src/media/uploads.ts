@@ -1,4 +1,5 @@
 import type { components } from '../../generated/public-v1.js';
+import type { MediaContentType } from '../core/contract.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { mediaKey } from './media-body.js';
@@ -30,6 +31,13 @@ export function uploadKey(organizationId: string, uploadId: string): string {
 }
 
 const wholeSeconds = (ms: number) => new Date(Math.floor(ms / 1000) * 1000);
+
+/** Bytes of an upload found as declared: their size and type, and a video's duration. */
+interface CheckedBytes {
+  size: number;
+  mediaType: MediaContentType;
+  durationMs: number | null;
+}
 
 /**
  * The signed three-step upload: create (declare name, type and size; get a signed PUT URL), PUT the
@@ -117,7 +125,13 @@ export class SignedUploads {
 
   /** Checks the stored bytes against the declaration and records them as media (the upload is claimed). */
   private async checkAndStore(upload: Upload, now: Date): Promise<Media> {
-    const { db, storage } = this.ctx;
+    const checked = await this.checkBytes(upload);
+    return this.storeAsMedia(upload, checked, now);
+  }
+
+  /** The stored bytes, refused unless they are all there and of the declared type; a video's duration. */
+  private async checkBytes(upload: Upload): Promise<CheckedBytes> {
+    const { storage } = this.ctx;
     const stored = await storage.stat(upload.storage_key);
     if (!stored) {
       throw new ConflictError(
@@ -148,13 +162,19 @@ export class SignedUploads {
             mediaType,
           )
         : null;
+    return { size: declaredSize, mediaType, durationMs };
+  }
+
+  /** Records checked bytes as media, under a key of their own. */
+  private async storeAsMedia(upload: Upload, { size, mediaType, durationMs }: CheckedBytes, now: Date): Promise<Media> {
+    const { db, storage } = this.ctx;
     const mediaId = newId('med');
     const key = mediaKey(upload.organization_id, mediaId);
     // The media gets a key of its own, so a late PUT to the still-valid upload URL cannot replace
     // bytes that were already checked.
     await storage.move(upload.storage_key, key);
     try {
-      return await recordUploadedMedia(db, upload, { mediaId, key, mediaType, size: declaredSize, durationMs, now });
+      return await recordUploadedMedia(db, upload, { mediaId, key, mediaType, size, durationMs, now });
     } catch (error) {
       // Nothing points at the moved bytes: put them back where the upload keeps them, so that
       // completing again can succeed instead of finding them gone.

@@ -62,23 +62,7 @@ export function createWebApp(
 ): Router {
   const bodies = new RequestBodies();
   const router = express.Router();
-  router.use(
-    '/assets',
-    express.static(ASSETS_DIR, {
-      index: false,
-      fallthrough: false,
-      maxAge: '1h',
-      setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff'),
-    }),
-  );
-  // Browsers ask every site for /favicon.ico, whatever its pages link to.
-  router.get('/favicon.ico', (_req, res) => {
-    res.sendFile('favicon.ico', {
-      root: ASSETS_DIR,
-      maxAge: '1d',
-      headers: { 'Content-Type': 'image/x-icon', 'X-Content-Type-Options': 'nosniff' },
-    });
-  });
+  router.use(assetRoutes());
   router.use(securityHeaders());
   // Apps' pictures are public and read nothing of the request but their client id.
   router.use(appPictureRoute(ctx));
@@ -96,7 +80,29 @@ export function createWebApp(
   router.use(settingsPages(ctx, tools.csrf, channelRemoval));
   router.use(consentRoutes(ctx, tools.csrf));
   router.use((_req, res) => renderErrorPage(res, 404, 'Not found', 'There is no page at this address.'));
-
   router.use(pageErrors(ctx.logger));
+  return router;
+}
+
+/** The pages' scripts, stylesheet and icons. */
+function assetRoutes(): Router {
+  const router = express.Router();
+  router.use(
+    '/assets',
+    express.static(ASSETS_DIR, {
+      index: false,
+      fallthrough: false,
+      maxAge: '1h',
+      setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff'),
+    }),
+  );
+  // Browsers ask every site for /favicon.ico, whatever its pages link to.
+  router.get('/favicon.ico', (_req, res) => {
+    res.sendFile('favicon.ico', {
+      root: ASSETS_DIR,
+      maxAge: '1d',
+      headers: { 'Content-Type': 'image/x-icon', 'X-Content-Type-Options': 'nosniff' },
+    });
+  });
   return router;
 }

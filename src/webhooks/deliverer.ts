@@ -50,6 +50,7 @@ export class WebhookDeliverer {
       });
   }
 
+  /** One job: send the delivery if it is due and free (claimed with its batch, or now). */
   async deliver(deliveryId: string): Promise<void> {
     const now = this.ctx.clock.now();
     let prepared = this.prepared.get(deliveryId);
@@ -58,27 +59,35 @@ export class WebhookDeliverer {
       const [claimed, endpoints] = await Promise.all([this.claim([deliveryId], now), this.endpointsOf([deliveryId])]);
       prepared = claimed[0] ? { delivery: claimed[0], endpoint: endpoints[0] } : null;
     }
-    if (!prepared) {
-      // Another job of it is sending it (a job planned again while the first was queued): come back
-      // when that one's hold ends, in case it died. Otherwise it is settled, not due yet (its own
-      // job comes then), or waiting for an earlier delivery of its post (which plans it when it settles).
-      const held = await this.ctx.db
-        .selectFrom('webhook_deliveries')
-        .select(['status', 'claimed_until'])
-        .where('id', '=', deliveryId)
-        .executeTakeFirst();
-      if (held?.status === 'pending' && held.claimed_until && held.claimed_until > now) {
-        await this.ctx.queue.plan(
-          this.ctx.db,
-          DELIVER,
-          { deliveryId },
-          { startAfter: new Date(held.claimed_until.getTime() + 1000) },
-        );
-      }
-      return;
-    }
+    if (!prepared) return this.comeBackIfHeld(deliveryId, now);
     const { delivery, endpoint } = prepared;
-    if (!endpoint) return;
+    if (endpoint) await this.send(delivery, endpoint, now);
+  }
+
+  /**
+   * A delivery that could not be claimed. Another job of it is sending it (a job planned again while
+   * the first was queued): come back when that one's hold ends, in case it died. Otherwise it is
+   * settled, not due yet (its own job comes then), or waiting for an earlier delivery of its post
+   * (which plans it when it settles).
+   */
+  private async comeBackIfHeld(deliveryId: string, now: Date): Promise<void> {
+    const held = await this.ctx.db
+      .selectFrom('webhook_deliveries')
+      .select(['status', 'claimed_until'])
+      .where('id', '=', deliveryId)
+      .executeTakeFirst();
+    if (held?.status === 'pending' && held.claimed_until && held.claimed_until > now) {
+      await this.ctx.queue.plan(
+        this.ctx.db,
+        DELIVER,
+        { deliveryId },
+        { startAfter: new Date(held.claimed_until.getTime() + 1000) },
+      );
+    }
+  }
+
+  /** Sends a claimed delivery to its endpoint, signed, and records how it went. */
+  private async send(delivery: WebhookDelivery, endpoint: WebhookEndpoint, now: Date): Promise<void> {
     if (!endpoint.enabled) {
       await this.finish(delivery, {
         status: 'failed',
