@@ -49,6 +49,8 @@ async function openDatabaseOrExit(config: Config, logger: Logger): Promise<Datab
       preparedStatements: config.databasePreparedStatements,
       dataDir: config.dataDir,
       onLockCompromised: (error) => logger.error({ err: error }, 'lost the lock on the embedded database'),
+      // Work goes on without it: statements get new connections, and those that were running fail.
+      onConnectionLost: (error) => logger.warn({ err: error }, 'lost a connection to the database'),
     });
   } catch (error) {
     if (error instanceof DatabaseBusyError) {

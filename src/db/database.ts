@@ -59,7 +59,9 @@ export interface OpenDatabaseOptions {
   initialData?: Blob | undefined;
   /** Called when the embedded database's lock could not be kept (e.g. the lock file was removed). */
   onLockCompromised?: (error: Error) => void;
-  poolSize?: number;
+  poolSize?: number | undefined;
+  /** Told of every connection to PostgreSQL that is lost; the statements it was running fail on their own. */
+  onConnectionLost?: ((error: Error) => void) | undefined;
   /**
    * Send the statements a process repeats as named (prepared) statements on PostgreSQL (the default);
    * `false` sends every statement unnamed, for a pooler that gives each transaction another connection
@@ -69,25 +71,61 @@ export interface OpenDatabaseOptions {
 }
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<DatabaseHandle> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize, options.preparedStatements);
+  if (options.databaseUrl) {
+    const pool = { poolSize: options.poolSize, onConnectionLost: options.onConnectionLost };
+    return openPostgres(options.databaseUrl, pool, options.preparedStatements);
+  }
   return openPglite(options.dataDir, options.onLockCompromised, options.initialData);
 }
 
+/**
+ * How long a statement waits for a connection (a free one of the pool, or a new one) before it fails
+ * as the database being out of reach: a server that vanished without closing its connections (a
+ * failover, a network partition) would otherwise hold requests until the system gives up on the
+ * connection, minutes later.
+ */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** What the service's connections to PostgreSQL are made with. */
+export interface PostgresPoolOptions {
+  poolSize?: number;
+  /** Told of every connection lost (a restart, a failover, `pg_terminate_backend`), whether idle or in use. */
+  onConnectionLost?: (error: Error) => void;
+}
+
 /** The service's connections to PostgreSQL; `NamingPool` gives them to Kysely with their statements named. */
-export function postgresPool(databaseUrl: string, poolSize = 10): pg.Pool {
+export function postgresPool(databaseUrl: string, options: PostgresPoolOptions = {}): pg.Pool {
+  const { poolSize = 10, onConnectionLost = () => {} } = options;
   // Pipelined connections send a statement as soon as it is started, without waiting for the answer to
   // the one before: a transaction's statements that need no answer in between share a round trip
   // (`pipelinedTransaction`). Statements awaited one by one behave exactly as on any connection.
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize, pipeline: true } as pg.PoolConfig);
-  // An idle client that loses its connection emits 'error'; without a listener it would crash the process.
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: poolSize,
+    pipeline: true,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // Lets the system notice a server that went away silently while a connection sits idle.
+    keepAlive: true,
+  } as pg.PoolConfig);
+  // A connection that is lost emits 'error' on its client, and an 'error' nobody listens to ends the
+  // process. The pool listens on the idle ones only, and a connection in use (by a transaction, or
+  // between two statements) is lost just as well: every client gets a listener of its own for its
+  // whole life. The statements under way on it fail with the error too, so the caller hears of it
+  // there; the pool drops the client when it is released.
+  pool.on('connect', (client) => client.on('error', onConnectionLost));
+  // The pool repeats an idle client's error as its own, which needs a listener as well.
   pool.on('error', () => {});
   return pool;
 }
 
-function openPostgres(databaseUrl: string, poolSize = 10, preparedStatements = true): DatabaseHandle {
-  const pool = postgresPool(databaseUrl, poolSize);
+function openPostgres(
+  databaseUrl: string,
+  pool: PostgresPoolOptions,
+  preparedStatements = true,
+): DatabaseHandle {
+  const connections = postgresPool(databaseUrl, pool);
   const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: preparedStatements ? new NamingPool(pool) : pool }),
+    dialect: new PostgresDialect({ pool: preparedStatements ? new NamingPool(connections) : connections }),
   });
   const url = new URL(databaseUrl);
   return {
