@@ -229,6 +229,16 @@ export interface components {
             /** @description What went wrong, for the developer. Don't parse it. */
             error_description: string;
         };
+        /**
+         * @description The body of a `503`: RFC 6749's `temporarily_unavailable` (§4.1.2.1), which the token and
+         *     revocation endpoints answer as an RFC 6749 §5.2 error body; honour `Retry-After`.
+         */
+        OAuthTemporarilyUnavailable: {
+            /** @constant */
+            error: "temporarily_unavailable";
+            /** @description What went wrong, for the developer. Don't parse it. */
+            error_description: string;
+        };
         /** @description The RFC 7009 revocation request. Unknown parameters are ignored. */
         RevokeRequest: {
             /** @description The access token to revoke (`pos_…`). Required and not empty (RFC 7009 §2.1); an empty one is `invalid_request`. */
@@ -345,6 +355,28 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["OAuthError"];
+            };
+        };
+        /**
+         * @description `temporarily_unavailable`: the server cannot reach its database for a moment (a restart or
+         *     a failover of the database). Nothing in the request was wrong: send it again after
+         *     `Retry-After` seconds. RFC 6749 defines this code for the
+         *     authorization endpoint (§4.1.2.1); the token and revocation endpoints answer it with `503`
+         *     too, as its §8.5 extension point allows.
+         */
+        TemporarilyUnavailable: {
+            headers: {
+                /**
+                 * @description Seconds to wait before trying again.
+                 * @example 5
+                 */
+                "Retry-After": number;
+                "Cache-Control": components["headers"]["Cache-Control"];
+                Pragma: components["headers"]["Pragma"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["OAuthTemporarilyUnavailable"];
             };
         };
         /**
@@ -508,6 +540,26 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            /**
+             * @description An error page: the server cannot reach its database for a moment (a restart or a
+             *     failover of the database), so the request could not be checked. Nothing was decided;
+             *     the user may try again after `Retry-After` seconds. (An error of this kind cannot be
+             *     sent to your redirect URL: the app is not known until the request is checked.)
+             */
+            503: {
+                headers: {
+                    /**
+                     * @description Seconds to wait before trying again.
+                     * @example 5
+                     */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <!doctype html><html lang="en"><title>Back in a moment</title>…</html> */
+                    "text/html": string;
+                };
+            };
         };
     };
     token: {
@@ -552,6 +604,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowedPost"];
             429: components["responses"]["TooManyFailedAttempts"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["TemporarilyUnavailable"];
         };
     };
     revoke: {
@@ -592,6 +645,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowedPost"];
             429: components["responses"]["TooManyFailedAttempts"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["TemporarilyUnavailable"];
         };
     };
     authorizationServerMetadata: {

@@ -5,7 +5,7 @@ import { newId } from './core/ids.js';
 import { localFileRoutes } from './media/local-file-routes.js';
 import { LOCAL_FILES_PATH, LocalMediaStorage } from './media/local-storage.js';
 import type { MediaContext } from './media/storage.js';
-import { publicApiErrors } from './http/error-envelope.js';
+import { DATABASE_RETRY_AFTER_SECONDS, publicApiErrors } from './http/error-envelope.js';
 import { requestLog } from './http/request-log.js';
 import { servedContract } from './http/served-contract.js';
 import { createOAuthApi, isOAuthApiPath, oauthErrors } from './oauth/api.js';
@@ -44,12 +44,15 @@ export function createApp(
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  // Ready while the database answers: a load balancer sends no requests to a process that would answer
+  // them 503, and an orchestrator waits instead of restarting it (the process recovers by itself).
   app.get('/readyz', async (_req, res) => {
     try {
       await sql`select 1`.execute(ctx.db);
       res.json({ status: 'ready' });
     } catch (error) {
       ctx.logger.warn({ err: error }, 'database not reachable');
+      res.setHeader('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
       res.status(503).json({ status: 'unavailable', reason: 'database not reachable' });
     }
   });

@@ -82,3 +82,20 @@ export class ProviderError extends DomainError {
   readonly status = 502;
   readonly code = 'provider_error';
 }
+
+/**
+ * The service cannot do its work for a moment: its database cannot be reached (a restart, a
+ * failover, its connections cut). Nothing in the request was wrong; the same request may succeed
+ * after `retryAfter` seconds.
+ */
+export class ServiceUnavailableError extends DomainError {
+  readonly status = 503;
+  readonly code = 'service_unavailable';
+  constructor(
+    message: string,
+    /** Seconds after which the request is worth sending again. */
+    readonly retryAfter: number,
+  ) {
+    super(message);
+  }
+}

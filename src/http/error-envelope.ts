@@ -1,7 +1,8 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { ErrorEnvelope } from '../core/contract.js';
-import { DomainError, type ErrorDetail } from '../core/errors.js';
+import { DomainError, ServiceUnavailableError, type ErrorDetail } from '../core/errors.js';
+import { isDatabaseUnreachable } from '../db/connection-loss.js';
 
 interface Failure {
   status: number;
@@ -49,6 +50,25 @@ const CODES_BY_STATUS: Record<number, string> = {
   422: 'unprocessable',
   429: 'rate_limited',
 };
+
+/**
+ * Seconds a client is asked to wait when the database is out of reach: a restarted PostgreSQL takes
+ * a few seconds to accept connections again, and lost connections are replaced at once.
+ */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * The database out of reach (see `isDatabaseUnreachable`), as the error every handler answers with
+ * 503 and `Retry-After`, each in its own form; `undefined` for any other failure.
+ */
+export function databaseOutage(error: unknown): ServiceUnavailableError | undefined {
+  if (error instanceof ServiceUnavailableError) return error;
+  if (!isDatabaseUnreachable(error)) return undefined;
+  return new ServiceUnavailableError(
+    `The service cannot reach its database for a moment; retry in ${DATABASE_RETRY_AFTER_SECONDS} seconds.`,
+    DATABASE_RETRY_AFTER_SECONDS,
+  );
+}
 
 /** `/body/posts/1/settings/privacyLevel` → `posts[1].settings.privacyLevel`; `/query/limit` → `query.limit`. */
 export function detailPath(validatorPath: string): string {
@@ -231,14 +251,16 @@ export function sendError(res: Response, failure: Failure, requestId: string): v
 }
 
 /**
- * The one place a Public API failure becomes a response. Unknown errors are logged and answered 500,
- * without internals.
+ * The one place a Public API failure becomes a response. The database out of reach is a 503 with
+ * `Retry-After`; unknown errors are logged and answered 500, without internals.
  */
 export function publicApiErrors(logger: Logger): ErrorRequestHandler {
   return (error, req, res, next) => {
     if (res.headersSent) return next(error);
     const requestId = String(res.locals.requestId ?? '');
-    const failure = describe(error, req);
+    const outage = databaseOutage(error);
+    if (outage) logger.warn({ err: error, requestId, method: req.method, path: req.path }, 'database out of reach');
+    const failure = describe(outage ?? error, req);
     if (failure) {
       sendError(res, failure, requestId);
       return;

@@ -6,13 +6,21 @@ import { apiHeaders } from '../http/api-headers.js';
 import { clientAddress } from '../http/client-address.js';
 import type { AppContext } from '../http/context.js';
 import { contractRouter } from '../http/contract-router.js';
-import { isUnreadableRequestError } from '../http/error-envelope.js';
+import { databaseOutage, isUnreadableRequestError } from '../http/error-envelope.js';
 import { refuseUnstorableRequestText } from '../http/storable-text.js';
+import { pageErrors } from '../pages/errors.js';
 import type { OAuthHandlers } from '../http/typed-routes.js';
 import { AUTHORIZE_PATH, authorizeOperation } from './authorize.js';
 import { ClientAuthenticator, readClientCredentials } from './client-auth.js';
 import { redeemCode } from './codes.js';
-import { noStore, OAuthError, OAuthThrottledError, sendOAuthError, sendThrottled } from './errors.js';
+import {
+  noStore,
+  OAuthError,
+  OAuthThrottledError,
+  sendOAuthError,
+  sendTemporarilyUnavailable,
+  sendThrottled,
+} from './errors.js';
 import { revokeAccessToken } from './tokens.js';
 
 export const TOKEN_PATH = '/api/oauth/token';
@@ -77,6 +85,11 @@ function describeViolation(violation: Violation | undefined): string {
 export function oauthErrors(ctx: AppContext): ErrorRequestHandler {
   return (error, req, res, next) => {
     if (res.headersSent) return next(error);
+    const outage = databaseOutage(error);
+    if (outage) {
+      ctx.logger.warn({ err: error, requestId: res.locals.requestId, path: req.path }, 'database out of reach');
+      return sendTemporarilyUnavailable(res, outage.message, outage.retryAfter);
+    }
     if (error instanceof OAuthThrottledError) return sendThrottled(res, error);
     if (error instanceof OAuthError) return sendOAuthError(res, error);
     if (isBodyParserError(error) || isUnreadableRequestError(error)) {
@@ -119,6 +132,11 @@ export function oauthErrors(ctx: AppContext): ErrorRequestHandler {
       .type('application/json')
       .send(JSON.stringify({ error: 'server_error', error_description: 'Something went wrong on our side.' }));
   };
+}
+
+/** The OAuth API's failures in RFC 6749's JSON, the authorize page's on an error page. */
+function answerByPath(api: ErrorRequestHandler, page: ErrorRequestHandler): ErrorRequestHandler {
+  return (error, req, res, next) => (req.path === AUTHORIZE_PATH ? page : api)(error, req, res, next);
 }
 
 /** The token endpoint, revocation (RFC 7009), the server metadata (RFC 8414) and the authorize page. */
@@ -182,7 +200,8 @@ export function createOAuthApi(ctx: AppContext, pages: RequestHandler[]): Router
   return contractRouter({
     specFile: SPEC_FILES.oauth,
     validates: isOAuthApiPath,
-    handlesErrors: isOAuthApiPath,
+    // The authorize endpoint is a page: its failures get the pages' error page.
+    handlesErrors: (path) => isOAuthApiPath(path) || path === AUTHORIZE_PATH,
     before: [
       [AUTHORIZE_PATH, ...pages],
       // extended: false keeps a repeated parameter as an array, which the contract (strings only) then
@@ -210,7 +229,7 @@ export function createOAuthApi(ctx: AppContext, pages: RequestHandler[]): Router
     security: false,
     handlers: operations(ctx),
     extra: () => ({}),
-    errors: oauthErrors(ctx),
+    errors: answerByPath(oauthErrors(ctx), pageErrors(ctx.logger)),
     responseViolations: ctx.config.environment === 'production' ? 'log' : 'fail',
     responseValidation: ctx.config.responseValidation,
     logger: ctx.logger,

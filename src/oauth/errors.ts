@@ -66,3 +66,17 @@ export function sendThrottled(res: Response, error: OAuthThrottledError): void {
   };
   res.status(429).type('application/json').send(JSON.stringify(body));
 }
+
+/**
+ * The database out of reach: RFC 6749's `temporarily_unavailable` (§4.1.2.1), answered by the token
+ * and revocation endpoints with 503 and `Retry-After`, as §8.5 lets a server add an error.
+ */
+export function sendTemporarilyUnavailable(res: Response, description: string, retryAfter: number): void {
+  noStore(res);
+  res.setHeader('Retry-After', String(retryAfter));
+  const body: components['schemas']['OAuthTemporarilyUnavailable'] = {
+    error: 'temporarily_unavailable',
+    error_description: safeDescription(description),
+  };
+  res.status(503).type('application/json').send(JSON.stringify(body));
+}

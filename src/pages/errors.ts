@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
 import { DomainError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
+import { databaseOutage } from '../http/error-envelope.js';
 import { renderErrorPage } from './render.js';
 
 const TITLES: Record<number, string> = {
@@ -14,12 +15,29 @@ const TITLES: Record<number, string> = {
 
 /**
  * The error page of every page of this site: a refusal (a named error, or a request Express could not
- * read: a malformed escape in the path, a body that does not parse) says what was wrong; anything else
- * is logged and answered 500 with the request id. Never a stack trace, a query or a file path.
+ * read: a malformed escape in the path, a body that does not parse) says what was wrong; the database
+ * out of reach is a 503 that says to try again; anything else is logged and answered 500 with the
+ * request id. Never a stack trace, a query or a file path. Express hands an error on to the error
+ * handlers of the router it happened in and of the application, never into a sibling router, so a
+ * router of pages (the web app's, the authorize page's in the OAuth router) ends with this one.
  */
 export function pageErrors(logger: Logger): ErrorRequestHandler {
   return (error, req, res, next) => {
     if (res.headersSent) return next(error);
+    const outage = databaseOutage(error);
+    if (outage) {
+      logger.warn(
+        { err: error, requestId: res.locals.requestId, method: req.method, path: req.path },
+        'database out of reach',
+      );
+      res.setHeader('Retry-After', String(outage.retryAfter));
+      return renderErrorPage(
+        res,
+        503,
+        'Back in a moment',
+        'This page cannot be shown right now: the service cannot reach its database. Try again in a few seconds.',
+      );
+    }
     if (error instanceof DomainError && error.status < 500) {
       return renderErrorPage(res, error.status, TITLES[error.status] ?? 'Something is wrong', error.message);
     }

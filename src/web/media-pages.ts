@@ -1,6 +1,6 @@
 import express, { type ErrorRequestHandler, type Response, type Router } from 'express';
 import { DomainError, ValidationError } from '../core/errors.js';
-import { sendError } from '../http/error-envelope.js';
+import { databaseOutage, sendError } from '../http/error-envelope.js';
 import type { RequestBodies } from '../http/request-bodies.js';
 import { mediaPage, presentMedia, removeMedia } from '../media/library.js';
 import type { MediaBody } from '../media/media-body.js';
@@ -45,10 +45,15 @@ function uploadRoutes(ctx: MediaContext, bodies: RequestBodies, uploads: SignedU
   });
 
   router.use('/media/uploads', ((error, _req, res, next) => {
-    if (res.headersSent || !(error instanceof DomainError) || error.status >= 500) return next(error);
+    // The database out of reach is answered as the API answers it (503, Retry-After); other failures of
+    // the server go to the pages' error handler, which logs them.
+    const outage = databaseOutage(error);
+    const failure: unknown = outage ?? error;
+    if (res.headersSent || !(failure instanceof DomainError) || (failure.status >= 500 && !outage)) return next(error);
+    const retryAfter = outage?.retryAfter;
     sendError(
       res,
-      { status: error.status, code: error.code, message: error.message, details: error.details },
+      { status: failure.status, code: failure.code, message: failure.message, details: failure.details, retryAfter },
       String(res.locals.requestId ?? ''),
     );
   }) as ErrorRequestHandler);

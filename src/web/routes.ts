@@ -53,7 +53,7 @@ export function pagePrelude(ctx: AppContext, tools: PageTools): RequestHandler[]
 
 /**
  * The pages people use in a browser: accounts, posts and settings, the consent form's answer and the apps'
- * pictures, and the error page of every page (the authorize page's included).
+ * pictures, and their error page (the OAuth router ends the authorize page with the same one).
  */
 export function createWebApp(
   ctx: PostsContext & MediaContext & { webhooks: WebhookManagement },
