@@ -210,9 +210,10 @@ export class Publisher {
       this.ctx.logger.error({ err: error, postId: post.id }, 'publishing failed unexpectedly');
       const progress = await loadProgress(this.ctx.db, post.id, post.publish_attempt).catch(() => undefined);
       const reason = 'the publisher met an unexpected error';
-      await this.settle(post, { status: 'retry', reason, maybeDelivered: progress?.irreversible ?? true }).catch(
-        () => undefined,
-      );
+      // When this fails too (the database out of reach), so does the job: pg-boss hands it out again
+      // after its retry delay, and that job finds the post held until its lease runs out, then takes
+      // it over and asks the network what became of it.
+      await this.settle(post, { status: 'retry', reason, maybeDelivered: progress?.irreversible ?? true });
     }
   }
 
