@@ -31,7 +31,8 @@ export async function createTestDatabase({ migrate = true } = {}): Promise<
     return { ...handle, url: undefined };
   }
   const name = `test_${randomBytes(6).toString('hex')}`;
-  const template = migrate ? inject('postgresTemplate') : undefined;
+  // Vitest's global setup made the template; a script outside vitest (the drills) migrates its own.
+  const template = migrate && process.env.VITEST ? inject('postgresTemplate') : undefined;
   await withAdminClient((client) => client.query(`create database ${name}${template ? ` template ${template}` : ''}`));
   const url = new URL(TEST_DATABASE_URL);
   url.pathname = `/${name}`;
