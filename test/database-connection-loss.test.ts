@@ -5,6 +5,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isDatabaseUnreachable } from '../src/db/connection-loss.js';
 import type { DatabaseHandle } from '../src/db/database.js';
 import { createTestDatabase, TEST_DATABASE_URL } from './support/database.js';
 import { eventually } from './support/eventually.js';
@@ -25,6 +26,43 @@ const onPostgres = describe.skipIf(!TEST_DATABASE_URL);
 
 /** How soon the service must answer normally again once the database is back. */
 const BACK_WITHIN_MS = 5_000;
+
+describe('what counts as the database out of reach', () => {
+  const failure = (message: string, code?: string) => Object.assign(new Error(message), code ? { code } : {});
+
+  it('the lost connections and refusals of PostgreSQL, the socket and the pool', () => {
+    const unreachable = [
+      failure('terminating connection due to administrator command', '57P01'),
+      failure('terminating connection because of crash of another server process', '57P02'),
+      failure('the database system is starting up', '57P03'),
+      failure('connection failure', '08006'),
+      failure('protocol violation', '08P01'),
+      failure('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED'),
+      failure('read ECONNRESET', 'ECONNRESET'),
+      failure('Connection terminated unexpectedly'),
+      failure('Connection terminated due to connection timeout'),
+      failure('Client has encountered a connection error and is not queryable'),
+      failure('timeout exceeded when trying to connect'),
+      new Error('the job could not be planned', { cause: failure('read ECONNRESET', 'ECONNRESET') }),
+    ];
+    for (const error of unreachable) expect(isDatabaseUnreachable(error), error.message).toBe(true);
+  });
+
+  it('not the failures of a statement, nor anything else', () => {
+    const others = [
+      failure('duplicate key value violates unique constraint', '23505'),
+      failure('could not serialize access due to concurrent update', '40001'),
+      failure('canceling statement due to statement timeout', '57014'),
+      failure('division by zero', '22012'),
+      new Error('The media is used by a scheduled post'),
+      // An outbound call that failed (fetch reports it so), not the database.
+      new TypeError('fetch failed', { cause: failure('read ECONNRESET', 'ECONNRESET') }),
+      'Connection terminated',
+      undefined,
+    ];
+    for (const error of others) expect(isDatabaseUnreachable(error), String(error)).toBe(false);
+  });
+});
 
 describe('a statement that fails', () => {
   // On the embedded database there is no connection to lose, and a failing statement must be what it

@@ -31,14 +31,20 @@ const LOST_CONNECTION = [
   /^timeout exceeded when trying to connect$/, // pg-pool: no connection within its connection timeout
 ];
 
-/** Whether `error` (or what caused it) is the database being out of reach. */
+/**
+ * Whether `error` is the database being out of reach. What caused it counts too: pg-boss reports a
+ * job it could not plan with the database's error as the cause. Except a socket error under a
+ * `TypeError`: that is how fetch (undici) reports an outbound call that failed, not the database.
+ */
 export function isDatabaseUnreachable(error: unknown): boolean {
+  const outbound = error instanceof TypeError;
   let cause = error;
   for (let depth = 0; cause instanceof Error && depth < 5; depth++) {
     const { code, message } = cause as Error & { code?: unknown };
     if (typeof code === 'string') {
-      if (UNREACHABLE_STATES.has(code) || SOCKET_ERRORS.has(code)) return true;
+      if (UNREACHABLE_STATES.has(code)) return true;
       if (code.length === 5 && code.startsWith(CONNECTION_EXCEPTION_CLASS)) return true;
+      if (SOCKET_ERRORS.has(code) && !outbound) return true;
     }
     if (LOST_CONNECTION.some((pattern) => pattern.test(message))) return true;
     cause = cause.cause;
