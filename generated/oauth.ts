@@ -373,6 +373,7 @@ export interface components {
                 "Retry-After": number;
                 "Cache-Control": components["headers"]["Cache-Control"];
                 Pragma: components["headers"]["Pragma"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
             content: {

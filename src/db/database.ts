@@ -118,11 +118,7 @@ export function postgresPool(databaseUrl: string, options: PostgresPoolOptions =
   return pool;
 }
 
-function openPostgres(
-  databaseUrl: string,
-  pool: PostgresPoolOptions,
-  preparedStatements = true,
-): DatabaseHandle {
+function openPostgres(databaseUrl: string, pool: PostgresPoolOptions, preparedStatements = true): DatabaseHandle {
   const connections = postgresPool(databaseUrl, pool);
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool: preparedStatements ? new NamingPool(connections) : connections }),
