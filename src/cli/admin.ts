@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import path from 'node:path';
 import { createApiKey, findApiKeyByPrefix, listApiKeys, maskApiKey, revokeApiKey } from '../accounts/api-keys.js';
 import { createOrganizationWithOwner, findOrganization } from '../accounts/organizations.js';
 import { addChannel } from '../channels/channels.js';
@@ -13,6 +14,7 @@ import { migrateToLatest } from '../db/migrate.js';
 import { addKeyToFile, loadKeys } from '../crypto/key-source.js';
 import { systemClock } from '../core/clock.js';
 import { UnknownKeyError } from '../crypto/keyring.js';
+import { backup, BackupError, restore } from './backup.js';
 
 const USAGE = `Usage: npm run -s admin -- <command> [options]
 
@@ -32,6 +34,11 @@ Commands:
                Re-encrypts every value stored encrypted with the first key of ENCRYPTION_KEY,
                or, without ENCRYPTION_KEY, with a new key it puts first in DATA_DIR/encryption-keys.
                Restart the server's processes afterwards.
+  backup FILE  Writes the embedded database and the local media files to FILE (a new file), with the
+               server stopped. Not the encryption keys: keep them to restore. With DATABASE_URL, use
+               PostgreSQL's pg_dump instead (docs/operations.md).
+  restore FILE Restores a backup into DATA_DIR, which must hold no database yet. Start the server
+               afterwards with the same encryption keys.
 
 The command reads the same configuration as the server (DATABASE_URL, DATA_DIR, ENCRYPTION_KEY).`;
 
@@ -124,6 +131,23 @@ const COMMANDS: Record<string, (db: Db, options: Options, config: Config) => Pro
   },
 };
 
+/** Backups of the embedded database; a PostgreSQL server's database is PostgreSQL's tools' to back up. */
+const ARCHIVE_COMMANDS: Record<string, (file: string, config: Config) => Promise<string>> = {
+  backup: (file, config) => {
+    if (config.databaseUrl) throw new BackupError(POSTGRES_BACKUP);
+    return backup(config.dataDir, path.resolve(file));
+  },
+  restore: (file, config) => {
+    if (config.databaseUrl) throw new BackupError(POSTGRES_BACKUP);
+    return restore(config.dataDir, path.resolve(file));
+  },
+};
+
+const POSTGRES_BACKUP =
+  'DATABASE_URL is set: the database is on a PostgreSQL server, which this command does not back up or ' +
+  "restore. Use PostgreSQL's own tools (pg_dump --format=custom, pg_restore; see docs/operations.md), " +
+  'and back up the media files where they are (the S3 bucket, or DATA_DIR/media).';
+
 async function run(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === 'help' || command === '--help' || command === '-h') {
@@ -131,14 +155,17 @@ async function run(argv: string[]): Promise<number> {
     return command ? 0 : 64;
   }
   const action = COMMANDS[command];
-  if (!action) {
+  const archive = ARCHIVE_COMMANDS[command];
+  if (!action && !archive) {
     console.error(`Unknown command "${command}".\n\n${USAGE}`);
     return 64;
   }
   let options: Options;
+  let positionals: string[];
   try {
     const parsed = parseArgs({
       args: rest,
+      allowPositionals: true,
       options: {
         name: { type: 'string' },
         email: { type: 'string' },
@@ -152,11 +179,20 @@ async function run(argv: string[]): Promise<number> {
       strict: true,
     });
     options = parsed.values;
+    positionals = parsed.positionals;
   } catch (error) {
     console.error(`${(error as Error).message}\n\n${USAGE}`);
     return 64;
   }
 
+  if (archive) {
+    if (positionals.length !== 1 || Object.keys(options).length > 0) {
+      throw new UsageError(`${command} takes one argument, the backup's file name`);
+    }
+    console.log(await archive(positionals[0]!, loadConfig()));
+    return 0;
+  }
+  if (positionals.length > 0) throw new UsageError(`Unexpected argument "${positionals[0]}"`);
   const config = loadConfig();
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
@@ -166,7 +202,7 @@ async function run(argv: string[]): Promise<number> {
   });
   try {
     await migrateToLatest(database.db);
-    const output = await action(database.db, options, config);
+    const output = await action!(database.db, options, config);
     if (output) console.log(output);
     return 0;
   } finally {
@@ -186,6 +222,7 @@ run(process.argv.slice(2)).then(
       error instanceof UnknownKeyError ||
       error instanceof DatabaseBusyError ||
       error instanceof DatabaseVersionError ||
+      error instanceof BackupError ||
       error instanceof DomainError
     ) {
       const details =

@@ -53,8 +53,9 @@ export interface OpenDatabaseOptions {
   /** Directory of the embedded database; `undefined` keeps it in memory (tests). */
   dataDir?: string | undefined;
   /**
-   * An embedded database kept in memory starts as a copy of this one (PGlite's `dumpDataDir`)
-   * instead of a new, empty one: the tests start each of their databases from one migrated copy.
+   * A new embedded database (kept in memory, or in a directory that holds none yet) starts as a copy of
+   * this one (PGlite's `dumpDataDir`) instead of an empty one: the tests start each of their databases
+   * from one migrated copy, and `admin restore` restores a backup.
    */
   initialData?: Blob | undefined;
   /** Called when the embedded database's lock could not be kept (e.g. the lock file was removed). */
@@ -147,6 +148,7 @@ async function openPglite(
   }
   let pglite: PGlite;
   try {
+    const fresh = !directory || !fs.existsSync(path.join(directory, 'PG_VERSION'));
     if (directory) checkDataVersion(directory);
     // The embedded PostgreSQL is WebAssembly, which stays at V8's baseline tier when node runs with the
     // options of `npm start` (scripts/node-options.mjs says why).
@@ -156,7 +158,7 @@ async function openPglite(
       // pg returns int8 (and count(*)) as strings; the embedded database must read the same.
       parsers: { [types.INT8]: (value: string) => value },
       startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`],
-      ...(initialData && !directory ? { loadDataDir: initialData } : {}),
+      ...(initialData && fresh ? { loadDataDir: initialData } : {}),
     });
     await pglite.waitReady;
   } catch (error) {
