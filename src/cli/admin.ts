@@ -14,7 +14,7 @@ import { migrateToLatest } from '../db/migrate.js';
 import { addKeyToFile, loadKeys } from '../crypto/key-source.js';
 import { systemClock } from '../core/clock.js';
 import { UnknownKeyError } from '../crypto/keyring.js';
-import { backup, BackupError, restore } from './backup.js';
+import { backup, BackupError, restore } from '../backup.js';
 
 const USAGE = `Usage: npm run -s admin -- <command> [options]
 

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
-import { DatabaseBusyError, openDatabase } from '../db/database.js';
-import { LocalMediaStorage } from '../media/local-storage.js';
+import { DatabaseBusyError, openDatabase } from './db/database.js';
+import { LocalMediaStorage } from './media/local-storage.js';
 
 /**
  * A backup of an installation on the embedded database: one gzip file holding a first line that names
