@@ -21,7 +21,7 @@ import {
   type ClaimedPost,
   type LoadedPost,
 } from './ledger.js';
-import { nextStep } from './next-step.js';
+import { nextStep, type NextStep } from './next-step.js';
 import { precondition, publishableMedia, runAttempt, type RunResult } from './publish.js';
 import { takeStart } from './start-limit.js';
 
@@ -251,6 +251,7 @@ export class Publisher {
     const recorded =
       result.status === 'published' ? undefined : await loadProgress(this.ctx.db, post.id, post.publish_attempt);
     const step = nextStep(result, recorded, now, this.settings.retryBaseMs);
+    this.report(post, step, recorded?.step);
     if (step.status === 'published' || step.status === 'failed') return this.finish(post, step, now);
     await this.ctx.db.transaction().execute(async (trx) => {
       const settled = await updateHeldPost(trx, post.id, this.id, { next_attempt_at: step.at }, now);
@@ -266,6 +267,37 @@ export class Publisher {
       }
       await this.ctx.queue.planPublish(trx, [{ ...post, at: step.at }]);
     });
+  }
+
+  /**
+   * Tells the operator of every publication that did not go through: which post, channel and network,
+   * the step it stood at, and the network's own id of the request (TikTok's `log_id`), which its
+   * support asks for. Never the post's content or a credential.
+   */
+  private report(post: ClaimedPost, step: NextStep, at: string | undefined): void {
+    if (step.status === 'published' || step.status === 'pending') return;
+    const fields = {
+      postId: post.id,
+      channelId: post.channel_id,
+      network: post.provider,
+      step: at ?? null,
+      networkRequestId: step.logId ?? null,
+      attempt: post.publish_attempt,
+    };
+    if (step.status === 'retry') {
+      this.ctx.logger.warn(
+        { ...fields, reason: step.reason, nextAttemptAt: step.at.toISOString() },
+        'publication failed for now; tried again later',
+      );
+      return;
+    }
+    const message =
+      step.code === 'outcome_unknown'
+        ? 'publication outcome unknown: the network may or may not have published it'
+        : step.code === 'channel_needs_reconnect'
+          ? 'publication failed: the channel needs to be connected again'
+          : 'publication failed';
+    this.ctx.logger.error({ ...fields, code: step.code, reason: step.message }, message);
   }
 
   /** Records the outcome of the attempt on the post, with its event, and lets go of it. */

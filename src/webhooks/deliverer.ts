@@ -188,8 +188,15 @@ export class WebhookDeliverer {
       await this.ctx.queue.plan(trx, DELIVER, { deliveryId: delivery.id }, { startAfter: next });
     });
     if (disable)
-      this.ctx.logger.warn(
-        { webhookId: endpoint.id },
+      this.ctx.logger.error(
+        {
+          webhookId: endpoint.id,
+          organizationId: endpoint.organization_id,
+          deliveryId: delivery.id,
+          failingSince: failingSince.toISOString(),
+          lastStatusCode: attempt.statusCode,
+          lastError: attempt.error,
+        },
         'turned off a webhook endpoint that failed every delivery for 3 days',
       );
   }
