@@ -6,6 +6,7 @@ import { localFileRoutes } from './media/local-file-routes.js';
 import { LOCAL_FILES_PATH, LocalMediaStorage } from './media/local-storage.js';
 import type { MediaContext } from './media/storage.js';
 import { DATABASE_RETRY_AFTER_SECONDS, publicApiErrors } from './http/error-envelope.js';
+import { metricsRoute, requestMetrics } from './http/metrics-routes.js';
 import { requestLog } from './http/request-log.js';
 import { servedContract } from './http/served-contract.js';
 import { createOAuthApi, isOAuthApiPath, oauthErrors } from './oauth/api.js';
@@ -40,6 +41,9 @@ export function createApp(
   });
   if (ctx.config.publicUrl.startsWith('https:')) app.use(strictTransportSecurity());
   app.use(requestLog(ctx.logger));
+  app.use(requestMetrics(ctx.metrics));
+  // On the main port only behind its token; METRICS_PORT alone serves it on a listener of its own.
+  if (ctx.config.metrics.token !== undefined) app.get('/metrics', metricsRoute(ctx.metrics, ctx.config.metrics.token));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

@@ -1,9 +1,11 @@
 import type { Server } from 'node:http';
+import express from 'express';
 import type { Express } from 'express';
 import { createApp } from './app.js';
 import { systemClock, type Clock } from './core/clock.js';
 import type { Config } from './core/config.js';
 import type { Logger } from './core/logger.js';
+import { Metrics } from './core/metrics.js';
 import type { DatabaseHandle } from './db/database.js';
 import { loadKeys } from './crypto/key-source.js';
 import { InstanceSecrets } from './db/instance-secrets.js';
@@ -12,6 +14,7 @@ import { keepHouse } from './housekeeping.js';
 import type { AppContext } from './http/context.js';
 import { CursorCodec } from './http/cursors.js';
 import { answerMalformedRequests } from './http/malformed-requests.js';
+import { metricsRoute } from './http/metrics-routes.js';
 import { JobQueue } from './jobs/queue.js';
 import { createMediaStorage } from './media/create-storage.js';
 import type { MediaStorage } from './media/storage.js';
@@ -77,12 +80,13 @@ export async function compose(options: ComposeOptions): Promise<Service> {
   const storage = options.storage ?? (await createMediaStorage(config, secrets, clock));
   const sandboxKey = await secrets.get('sandbox-network');
   const providers = createProviders(
-    { config, outbound, sandboxKey, clock, db: database.db, keyring },
+    { config, outbound, sandboxKey, clock, db: database.db, keyring, metrics: base.metrics },
     options.providers,
   );
   const runsWorker = options.worker ?? config.role !== 'api';
   const queue = new JobQueue(database, logger, clock, { runsSchedules: runsWorker });
   await queue.start(QUEUES);
+  base.metrics.watch({ queues: () => queue.load(), ...(database.pool ? { pool: database.pool } : {}) });
   const webhookCtx: WebhookContext = { ...base, queue };
   const { deliverer, webhooks } = webhookParts(webhookCtx, options.resolve);
   const ctx = { ...base, storage, providers, queue, webhooks };
@@ -91,13 +95,19 @@ export async function compose(options: ComposeOptions): Promise<Service> {
     ? await startWorkers(ctx, webhookCtx, deliverer)
     : { publisher: undefined, webhookWorker: undefined };
 
+  let metricsServer: Server | undefined;
   return {
     ...ctx,
     ...workers,
     database,
     app,
-    listen: (port, host) => listenOn(app, port, host, logger),
+    listen: async (port, host) => {
+      const server = await listenOn(app, port, host, logger);
+      if (config.metrics.port !== undefined) metricsServer = await listenForMetrics(ctx, config.metrics.port, host);
+      return server;
+    },
     stop: async (graceMs) => {
+      metricsServer?.close();
       await workers.publisher?.stop(graceMs);
       await workers.webhookWorker?.stop(graceMs);
       await queue.stop(graceMs);
@@ -125,6 +135,7 @@ async function baseContext({
     cursors: new CursorCodec(await secrets.get('cursor-signing')),
     keyring,
     secrets,
+    metrics: new Metrics(),
   };
 }
 
@@ -158,6 +169,16 @@ async function startWorkers(
   await queue.work('housekeeping', { pollingIntervalSeconds: 5 }, () => keepHouse(ctx));
   await queue.schedule('housekeeping', '*/10 * * * *');
   return { publisher, webhookWorker };
+}
+
+/** `/metrics` alone on a port of its own (METRICS_PORT), for a scraper the main port's clients never see. */
+async function listenForMetrics(ctx: AppContext, port: number, host: string): Promise<Server> {
+  const app = express();
+  app.disable('x-powered-by');
+  app.get('/metrics', metricsRoute(ctx.metrics, ctx.config.metrics.token));
+  const server = await listenOn(app, port, host, ctx.logger);
+  ctx.logger.info({ port }, 'metrics served on their own port');
+  return server;
 }
 
 function listenOn(app: Express, port: number, host: string, logger: Logger): Promise<Server> {

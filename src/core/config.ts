@@ -2,6 +2,7 @@ import { readDatabase, type DatabaseSettings } from './config/database.js';
 import { EnvReader, type Env } from './config/env-reader.js';
 import { readLimits, type LimitSettings } from './config/limits.js';
 import { readMedia, type MediaConfig } from './config/media.js';
+import { readMetrics, type MetricsConfig } from './config/metrics.js';
 import { readPublisher, type PublisherConfig } from './config/publisher.js';
 import { readRuntime, type RuntimeSettings } from './config/runtime.js';
 import { readSandbox, type SandboxConfig } from './config/sandbox.js';
@@ -27,6 +28,7 @@ export interface Config extends ServerSettings, DatabaseSettings, RuntimeSetting
   sandbox: SandboxConfig;
   publisher: PublisherConfig;
   webhooks: WebhooksConfig;
+  metrics: MetricsConfig;
 }
 
 export class ConfigError extends Error {
@@ -49,6 +51,7 @@ export function loadConfig(env: Env = process.env): Config {
     sandbox: readSandbox(read, server.publicUrl),
     publisher: readPublisher(read),
     webhooks: readWebhooks(read),
+    metrics: readMetrics(read),
   };
   if (read.problems.length > 0) {
     throw new ConfigError(`Invalid configuration:\n  - ${read.problems.join('\n  - ')}`);

@@ -18,6 +18,8 @@ export interface DatabaseHandle {
   pglite?: PGlite;
   /** PostgreSQL's connection string, for what connects besides Kysely (the job queue). */
   connectionString?: string;
+  /** PostgreSQL's connection pool, for its use in the metrics. */
+  pool?: pg.Pool;
   /** Where the data lives, for the start-up message (never includes a password). */
   location: string;
   close(): Promise<void>;
@@ -129,6 +131,7 @@ function openPostgres(databaseUrl: string, pool: PostgresPoolOptions, preparedSt
     db,
     kind: 'postgres',
     connectionString: databaseUrl,
+    pool,
     location: `postgresql://${url.host}${url.pathname}`,
     close: () => db.destroy(),
   };

@@ -1,6 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
+import type { Metrics } from '../core/metrics.js';
 import type { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
 import type { InstanceSecrets } from '../db/instance-secrets.js';
@@ -26,4 +27,6 @@ export interface AppContext {
   keyring: Keyring;
   /** The installation's own keys, stored encrypted. */
   secrets: InstanceSecrets;
+  /** The service's Prometheus series (served at `/metrics` when the configuration says so). */
+  metrics: Metrics;
 }

@@ -111,6 +111,8 @@ export function mountOperations<Extra>(
     const route = routes.get(operationId);
     if (!route) throw new Error(`Operation ${operationId} has a handler but is not in ${specFile}`);
     router[route.method](route.expressPath, async (req: Request, res: Response) => {
+      // The request's name in the metrics: a path with ids in it would make a series per record.
+      res.locals.operationId = operationId;
       const reply = await handler({
         params: req.params as never,
         query: req.query as never,

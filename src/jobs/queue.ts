@@ -2,6 +2,7 @@ import { fromKysely, fromPglite, PgBoss, type Db as BossDb, type Job, type WorkO
 import { sql, type RawBuilder } from 'kysely';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
+import type { QueueLoad } from '../core/metrics.js';
 import type { DatabaseHandle, Db } from '../db/database.js';
 import { JobConsumer, type ConsumerOptions } from './consumer.js';
 import { queueClockOf } from './queue-clock.js';
@@ -64,12 +65,18 @@ function pgliteForBoss(database: DatabaseHandle): BossDb {
 export class JobQueue {
   private readonly boss: PgBoss;
 
+  private readonly db: Db;
+  private readonly names: QueueName[] = [];
+  private readonly clock: Clock;
+
   constructor(
     database: DatabaseHandle,
     private readonly logger: Logger,
     clock: Clock,
     options: { runsSchedules: boolean },
   ) {
+    this.db = database.db;
+    this.clock = clock;
     const queueClock = queueClockOf(clock);
     const common = {
       schema: SCHEMA,
@@ -98,6 +105,7 @@ export class JobQueue {
 
   async start(queues: { name: QueueName; options?: Parameters<PgBoss['createQueue']>[1] }[]): Promise<void> {
     await this.boss.start();
+    this.names.push(...queues.map(({ name }) => name));
     for (const { name, options } of queues) {
       await this.boss.createQueue(name, options);
       // A queue keeps the options it was created with; a new version's options apply from its first start.
@@ -168,6 +176,23 @@ export class JobQueue {
       select job.data->>${key} from ${sql.table(`${SCHEMA}.job`)}
       where job.name = ${name} and job.state in ('created', 'retry', 'active') and job.data->>${key} is not null
     )`;
+  }
+
+  /**
+   * Every queue's waiting jobs (created, or to be retried), and how long the one that fell due longest
+   * ago has waited: a queue whose workers are gone or overwhelmed shows it here first.
+   */
+  async load(): Promise<QueueLoad[]> {
+    const now = this.clock.now();
+    const { rows } = await sql<{ name: string; waiting: number; oldest_due: Date | null }>`
+      select name, count(*)::int as waiting, min(start_after) filter (where start_after <= ${now}) as oldest_due
+      from ${sql.table(`${SCHEMA}.job`)} where state in ('created', 'retry') group by name`.execute(this.db);
+    const byName = new Map(rows.map((row) => [row.name, row]));
+    return this.names.map((queue) => {
+      const row = byName.get(queue);
+      const oldest = row?.oldest_due ? new Date(row.oldest_due).getTime() : now.getTime();
+      return { queue, waiting: row?.waiting ?? 0, oldestDueSeconds: Math.max(0, (now.getTime() - oldest) / 1000) };
+    });
   }
 
   /** Runs `handler` for the jobs of one queue. */

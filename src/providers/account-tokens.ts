@@ -1,4 +1,5 @@
 import type { Clock } from '../core/clock.js';
+import type { Metrics } from '../core/metrics.js';
 import { sql } from 'kysely';
 import type { Channel } from '../channels/tables.js';
 import type { Keyring } from '../crypto/keyring.js';
@@ -35,6 +36,7 @@ export class AccountTokens {
     private readonly keyring: Keyring,
     private readonly connection: ConnectionAdapter,
     private readonly clock: Clock,
+    private readonly metrics: Metrics,
   ) {}
 
   /** A usable access token of the channel. */
@@ -96,6 +98,7 @@ export class AccountTokens {
     try {
       fresh = await this.connection.refresh(seen.credentials);
     } catch (error) {
+      this.metrics.tokenRefreshFailures.inc({ network: channel.provider });
       await sql`update channels set refreshing_until = null where id = ${channel.id}`.execute(this.db);
       if (error instanceof ConnectionRefusedError) throw new ReconnectNeededError(error.message);
       throw error;

@@ -1,4 +1,5 @@
 import type { Clock } from '../core/clock.js';
+import type { Metrics } from '../core/metrics.js';
 import type { components } from '../../generated/public-v1.js';
 import type { Channel } from '../channels/tables.js';
 import type { Config } from '../core/config.js';
@@ -131,6 +132,8 @@ export interface ProviderDependencies {
   clock: Clock;
   db: Db;
   keyring: Keyring;
+  /** Counts what the metrics show of the networks (refused token refreshes). */
+  metrics: Metrics;
 }
 
 /** One network's folder exports one of these: it builds the network's adapter from the configuration. */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { markNeedsReconnect } from '../channels/channels.js';
 import type { Channel } from '../channels/tables.js';
+import type { PublicationOutcome } from '../core/metrics.js';
 import type { JobConsumer } from '../jobs/consumer.js';
 import type { JobQueue, Jobs } from '../jobs/queue.js';
 import type { MediaContext } from '../media/storage.js';
@@ -275,6 +276,7 @@ export class Publisher {
    * support asks for. Never the post's content or a credential.
    */
   private report(post: ClaimedPost, step: NextStep, at: string | undefined): void {
+    this.count(post, step);
     if (step.status === 'published' || step.status === 'pending') return;
     const fields = {
       postId: post.id,
@@ -298,6 +300,17 @@ export class Publisher {
           ? 'publication failed: the channel needs to be connected again'
           : 'publication failed';
     this.ctx.logger.error({ ...fields, code: step.code, reason: step.message }, message);
+  }
+
+  /** The publication's run in the metrics: its outcome, and how late a publication came. */
+  private count(post: ClaimedPost, step: NextStep): void {
+    const { metrics, clock } = this.ctx;
+    if (step.status === 'pending') return;
+    metrics.publications.inc({ network: post.provider, outcome: outcomeOf(step) });
+    if (step.status === 'published' && post.scheduled_at) {
+      const lateMs = clock.now().getTime() - post.scheduled_at.getTime();
+      metrics.publishLateness.observe({ network: post.provider }, Math.max(0, lateMs) / 1000);
+    }
   }
 
   /** Records the outcome of the attempt on the post, with its event, and lets go of it. */
@@ -429,4 +442,12 @@ export class Publisher {
     this.ctx.logger.info({ posts: overdue.length }, 'planning publications that had no job');
     await this.ctx.queue.planPublish(this.ctx.db, overdue);
   }
+}
+
+/** A run's outcome as the metrics count it. */
+function outcomeOf(step: Exclude<NextStep, { status: 'pending' }>): PublicationOutcome {
+  if (step.status === 'published') return 'published';
+  if (step.status === 'retry') return 'retried';
+  if (step.code === 'outcome_unknown') return 'outcome_unknown';
+  return step.code === 'channel_needs_reconnect' ? 'needs_reconnect' : 'failed';
 }

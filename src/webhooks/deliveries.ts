@@ -3,6 +3,7 @@ import type { Clock } from '../core/clock.js';
 import type { Config } from '../core/config.js';
 import { newId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
+import type { Metrics } from '../core/metrics.js';
 import type { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
 import type { CursorCodec } from '../http/cursors.js';
@@ -23,6 +24,7 @@ export interface WebhookContext {
   logger: Logger;
   clock: Clock;
   cursors: CursorCodec;
+  metrics: Metrics;
 }
 
 /** One event to deliver: its type, when it happened, what it carries, and what orders it. */

@@ -29,7 +29,7 @@ const OUTCOME_BATCH = 100;
 export class DeliveryOutcomes {
   private readonly batch: MicroBatcher<SettledDelivery>;
 
-  constructor(private readonly ctx: Pick<WebhookContext, 'db' | 'queue' | 'clock'>) {
+  constructor(private readonly ctx: Pick<WebhookContext, 'db' | 'queue' | 'clock' | 'metrics'>) {
     this.batch = new MicroBatcher((items) => this.write(this.ctx.db, items), {
       size: OUTCOME_BATCH,
       delayMs: OUTCOME_DELAY_MS,
@@ -48,6 +48,7 @@ export class DeliveryOutcomes {
    * between, housekeeping plans them.
    */
   async write(db: Db, items: SettledDelivery[]): Promise<void> {
+    for (const { outcome } of items) this.ctx.metrics.webhookDeliveries.inc({ outcome: outcome.status });
     const now = this.ctx.clock.now();
     const input = JSON.stringify(
       items.map(({ delivery, outcome }) => ({

@@ -13,7 +13,7 @@ import { TikTokTokens } from './tokens.js';
  * every server; connecting accounts, creator info, publishing and analytics need the operator's
  * TikTok app (TIKTOK_CLIENT_KEY and TIKTOK_CLIENT_SECRET).
  */
-export const tiktokNetwork: ProviderFactory<'tiktok'> = ({ config, outbound, clock, db, keyring }) => {
+export const tiktokNetwork: ProviderFactory<'tiktok'> = ({ config, outbound, clock, db, keyring, metrics }) => {
   const rules = {
     provider: 'tiktok',
     name: 'TikTok',
@@ -34,7 +34,7 @@ export const tiktokNetwork: ProviderFactory<'tiktok'> = ({ config, outbound, clo
   if (!config.tiktok) return rules;
   const api = new TikTokApi(config.tiktok, outbound);
   const connection = new TikTokConnection(config.tiktok, api, clock);
-  const tokens = new TikTokTokens(new AccountTokens(db, keyring, connection, clock));
+  const tokens = new TikTokTokens(new AccountTokens(db, keyring, connection, clock, metrics));
   const creatorInfo = new TikTokCreatorInfo(api, tokens, db, clock);
   return {
     ...rules,

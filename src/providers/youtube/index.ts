@@ -9,7 +9,7 @@ import { YOUTUBE_CONTENT_LIMIT, youtubeProblems } from './rules.js';
  * videos published only when the operator configured a Google app (YOUTUBE_CLIENT_ID and
  * YOUTUBE_CLIENT_SECRET).
  */
-export const youtubeNetwork: ProviderFactory<'youtube'> = ({ config, outbound, clock, db, keyring }) => {
+export const youtubeNetwork: ProviderFactory<'youtube'> = ({ config, outbound, clock, db, keyring, metrics }) => {
   const rules = {
     provider: 'youtube',
     name: 'YouTube',
@@ -21,7 +21,7 @@ export const youtubeNetwork: ProviderFactory<'youtube'> = ({ config, outbound, c
   } satisfies ReturnType<ProviderFactory<'youtube'>>;
   if (!config.youtube) return rules;
   const connection = new YouTubeConnection(config.youtube, outbound, clock);
-  const tokens = new AccountTokens(db, keyring, connection, clock);
+  const tokens = new AccountTokens(db, keyring, connection, clock, metrics);
   return {
     ...rules,
     connection,
