@@ -41,8 +41,10 @@ export interface Service extends AppContext {
   webhookWorker: WebhookWorker | undefined;
   /** Manages webhook endpoints; their deliveries' jobs run in the worker. */
   webhooks: WebhookManagement;
-  /** Serves the application on `host:port` (0 for any free port). */
+  /** Serves the application on `host:port` (0 for any free port), and the metrics on METRICS_PORT if set. */
   listen(port: number, host: string): Promise<Server>;
+  /** Serves the metrics on METRICS_PORT if set: a worker-only process opens that port alone. */
+  serveMetrics(host: string): Promise<void>;
   /** Stops the worker (running publications get `graceMs` to finish) and the queue; the database stays open. */
   stop(graceMs: number): Promise<void>;
 }
@@ -96,6 +98,10 @@ export async function compose(options: ComposeOptions): Promise<Service> {
     : { publisher: undefined, webhookWorker: undefined };
 
   let metricsServer: Server | undefined;
+  const serveMetrics = async (host: string) => {
+    if (config.metrics.port !== undefined && !metricsServer)
+      metricsServer = await listenForMetrics(ctx, config.metrics.port, host);
+  };
   return {
     ...ctx,
     ...workers,
@@ -103,9 +109,10 @@ export async function compose(options: ComposeOptions): Promise<Service> {
     app,
     listen: async (port, host) => {
       const server = await listenOn(app, port, host, logger);
-      if (config.metrics.port !== undefined) metricsServer = await listenForMetrics(ctx, config.metrics.port, host);
+      await serveMetrics(host);
       return server;
     },
+    serveMetrics,
     stop: async (graceMs) => {
       metricsServer?.close();
       await workers.publisher?.stop(graceMs);

@@ -24,6 +24,7 @@ async function main(): Promise<void> {
   const { compose } = await composing;
   const service = await composeOrExit(() => compose({ config, database, logger }), database);
   const server = config.role === 'worker' ? undefined : await listenOrExit(service, database, config);
+  if (config.role === 'worker') await service.serveMetrics(config.host);
   logger.info({ database: database.kind, location: database.location, role: config.role }, 'database ready');
   printBanner(config, database, server !== undefined);
   stopOnSignals(config, logger, { server, service, database });
