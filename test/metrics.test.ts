@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from './support/eventually.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
@@ -82,4 +83,28 @@ describe('metrics', () => {
     expect((await server.fetch('/metrics', { headers: { Authorization: 'Bearer wrong' } })).status).toBe(401);
     expect((await plain.fetch('/metrics')).status).toBe(404);
   });
+
+  it('are served on a port of their own with METRICS_PORT, and not on the main port', async () => {
+    const port = await freePort();
+    const own = await startTestServer({ env: { METRICS_PORT: String(port) } });
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/metrics`);
+      expect(response.status).toBe(200);
+      expect(await response.text()).toContain('# TYPE publications_total counter');
+      expect((await own.fetch('/metrics')).status).toBe(404);
+    } finally {
+      await own.close();
+    }
+  });
 });
+
+/** A port nothing listens on now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+    probe.on('error', reject);
+  });
+}
