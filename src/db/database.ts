@@ -131,7 +131,7 @@ function openPostgres(databaseUrl: string, pool: PostgresPoolOptions, preparedSt
     db,
     kind: 'postgres',
     connectionString: databaseUrl,
-    pool,
+    pool: connections,
     location: `postgresql://${url.host}${url.pathname}`,
     close: () => db.destroy(),
   };
