@@ -54,7 +54,7 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
     consentPath = `/oauth/authorize?client_id=${app.client_id}&response_type=code&state=s`;
     browser = await openBrowser();
     page = browser.page;
-  }, TIMEOUTS.hook);
+  }, 2 * TIMEOUTS.hook);
 
   afterAll(async () => {
     await server?.close();

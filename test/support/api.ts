@@ -1,10 +1,16 @@
 import createClient, { type Client } from 'openapi-fetch';
 import { expect } from 'vitest';
 import type { components as OAuthComponents, paths as OAuthPaths } from '../../generated/oauth.js';
-import type { components, paths } from '../../generated/public-v1.js';
+import type { components, operations, paths } from '../../generated/public-v1.js';
 
 /** The Public API's schemas, as the contract declares them. */
 export type Schemas = components['schemas'];
+/** The JSON body of a Public API operation's request, by operationId: `RequestBody<'createPost'>`. */
+export type RequestBody<Operation extends keyof operations> = operations[Operation] extends {
+  requestBody?: { content: { 'application/json': infer Body } };
+}
+  ? Body
+  : never;
 /** The documented error envelope of the Public API and of the pages' JSON answers. */
 export type ApiError = Schemas['Error'];
 /** The OAuth API's schemas, as its contract declares them. */
