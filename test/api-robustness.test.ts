@@ -14,7 +14,7 @@ import { jpeg } from './support/media-samples.js';
 import { FakeTikTok } from './support/posts.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
 import { startTestServer, type TestServer } from './support/server.js';
-import { scaled } from './support/timeouts.js';
+import { scaled, TIMEOUTS } from './support/timeouts.js';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
 
 /**
@@ -343,6 +343,7 @@ function exampleRecords(): { id: string; provider?: string; kind?: string }[] {
   return records;
 }
 
+// A record for every example of the contract, and one of each kind for the other organization.
 beforeAll(async () => {
   remote = await startRemoteServer((_req, res) => {
     res.writeHead(200, { 'Content-Type': 'image/jpeg' }).end(jpeg());
@@ -433,7 +434,7 @@ beforeAll(async () => {
   foreignIds.set('upl_', await newUpload(globex)());
   foreignIds.set('whk_', await newWebhook(globex)());
   foreignIds.set('msg_', await newDelivery(globex)());
-});
+}, 2 * TIMEOUTS.hook);
 
 afterAll(async () => {
   await server?.close();
