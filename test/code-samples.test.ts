@@ -232,6 +232,7 @@ const scratchDir = scratchDirs();
 let work: string;
 let videoFile: string;
 
+// The networks' fakes, a receiver, a file server and the server, with a channel connected through the API.
 beforeAll(async () => {
   [google, tiktok, receiver] = await Promise.all([
     startFakeGoogle(),
@@ -265,7 +266,7 @@ beforeAll(async () => {
   work = scratchDir('code-samples');
   videoFile = path.join(work, 'winter.mp4');
   fs.writeFileSync(videoFile, mp4WithDuration(5));
-});
+}, 2 * TIMEOUTS.hook);
 afterAll(async () => {
   await server?.close();
   await Promise.all([google?.close(), tiktok?.close(), receiver?.close(), files?.close()]);
@@ -702,7 +703,7 @@ async function runModule(name: string, source: string, env: Env): Promise<string
  * whole reference in the browser before it shows any of it, which takes about 4 s for the Public API
  * on an idle 2-core machine and several times that when the machine is busy.
  */
-const REFERENCE_RENDERED = 4 * TIMEOUTS.browser;
+const REFERENCE_RENDERED = 2 * TIMEOUTS.browser;
 
 describe('the reference an installation serves', () => {
   it('carries the samples in its copies of the contracts and in the built /docs pages', async () => {
