@@ -1,4 +1,7 @@
+import type { Client } from 'openapi-fetch';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { paths } from '../generated/public-v1.js';
+import { bodyOf, dataOf, errorOf, publicApi, type Schemas } from './support/api.js';
 import {
   countPosts,
   createChannel,
@@ -6,20 +9,22 @@ import {
   insertPost,
   type TestOrganization,
 } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { POSTS_TEST_ENV, send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { stringContaining } from './support/typed-matchers.js';
 
 const NOW = '2026-11-21T12:00:00.000Z';
 
 let server: TestServer;
 let acme: TestOrganization;
+let api: Client<paths>;
 let sandbox: string;
 let draft: string;
 
 beforeAll(async () => {
   server = await startTestServer({ env: POSTS_TEST_ENV });
   acme = await createOrganization(server.ctx.db);
+  api = publicApi(server, acme.auth);
   sandbox = (await createChannel(server.ctx.db, acme.id, 'sandbox')).id;
   draft = await insertPost(server.ctx.db, {
     organizationId: acme.id,
@@ -31,13 +36,15 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 beforeEach(() => server.setNow(NOW));
 
-async function refusedWith400(response: Response): Promise<{ path: string; message: string }[]> {
-  const body = await json(response);
-  expect(response.status, JSON.stringify(body)).toBe(400);
-  expect(body.error.code).toBe('validation_failed');
-  expect(body.error.requestId).toBe(response.headers.get('x-request-id'));
-  return body.error.details;
+async function refusedWith400(response: Response): Promise<Schemas['ErrorDetail'][] | undefined> {
+  const error = await errorOf(response);
+  expect(response.status, JSON.stringify(error)).toBe(400);
+  expect(error.code).toBe('validation_failed');
+  expect(error.requestId).toBe(response.headers.get('x-request-id'));
+  return error.details;
 }
+
+const getPost = (id: string) => api.GET('/public/v1/posts/{id}', { params: { path: { id } } });
 
 describe('text the database cannot store as sent', () => {
   it('a NUL character in a body field is 400 naming the field, and nothing is created', async () => {
@@ -48,9 +55,7 @@ describe('text the database cannot store as sent', () => {
         { channelId: sandbox, content: 'a\u0000b' },
       ],
     });
-    expect(await refusedWith400(response)).toEqual([
-      { path: 'posts[1].content', message: expect.stringContaining('NUL') },
-    ]);
+    expect(await refusedWith400(response)).toEqual([{ path: 'posts[1].content', message: stringContaining('NUL') }]);
     expect(await countPosts(server.ctx.db, acme.id)).toBe(1);
   });
 
@@ -60,22 +65,20 @@ describe('text the database cannot store as sent', () => {
       headers: { ...acme.auth, 'Content-Type': 'application/json' },
       body: '{"content": "caf\\ud800"}',
     });
-    expect(await refusedWith400(response)).toEqual([
-      { path: 'content', message: expect.stringContaining('surrogate') },
-    ]);
-    const post = await json(await server.fetch(`/public/v1/posts/${draft}`, { headers: acme.auth }));
+    expect(await refusedWith400(response)).toEqual([{ path: 'content', message: stringContaining('surrogate') }]);
+    const post = await dataOf(getPost(draft), 200);
     expect(post.content).toBe('inserted by the test');
   });
 
   it('a NUL character in a path or query parameter is 400', async () => {
     expect(await refusedWith400(await server.fetch('/public/v1/posts/post_%00', { headers: acme.auth }))).toEqual([
-      { path: 'params.id', message: expect.stringContaining('NUL') },
+      { path: 'params.id', message: stringContaining('NUL') },
     ]);
     expect(
       await refusedWith400(await server.fetch('/public/v1/media/med_%00', { method: 'DELETE', headers: acme.auth })),
-    ).toEqual([{ path: 'params.id', message: expect.stringContaining('NUL') }]);
+    ).toEqual([{ path: 'params.id', message: stringContaining('NUL') }]);
     expect(await refusedWith400(await server.fetch('/public/v1/posts?group=grp_%00', { headers: acme.auth }))).toEqual([
-      { path: 'query.group', message: expect.stringContaining('NUL') },
+      { path: 'query.group', message: stringContaining('NUL') },
     ]);
   });
 
@@ -96,9 +99,11 @@ describe('text the database cannot store as sent', () => {
 
   it('emoji and combining characters are stored and answered exactly', async () => {
     const content = 'Ready 🚀 café\u0301 \u202e';
-    const response = await send(server, acme.auth, 'PATCH', `/public/v1/posts/${draft}`, { content });
-    expect(response.status).toBe(200);
-    expect((await json(response)).content).toBe(content);
+    const post = await dataOf(
+      api.PATCH('/public/v1/posts/{id}', { params: { path: { id: draft } }, body: { content } }),
+      200,
+    );
+    expect(post.content).toBe(content);
   });
 });
 
@@ -125,9 +130,7 @@ describe('timestamps', () => {
         content: 'x',
         channelIds: [sandbox],
       });
-      expect(await refusedWith400(response)).toEqual([
-        { path: 'date', message: expect.stringContaining('real instant') },
-      ]);
+      expect(await refusedWith400(response)).toEqual([{ path: 'date', message: stringContaining('real instant') }]);
     }
     expect(await countPosts(server.ctx.db, acme.id)).toBe(before);
   });
@@ -135,37 +138,35 @@ describe('timestamps', () => {
   it.each(NOT_AN_INSTANT)('%s is 400 as scheduledAt and as a list filter', async (date) => {
     const schedule = await send(server, acme.auth, 'POST', `/public/v1/posts/${draft}/schedule`, { scheduledAt: date });
     expect(await refusedWith400(schedule)).toEqual([
-      { path: 'scheduledAt', message: expect.stringContaining('real instant') },
+      { path: 'scheduledAt', message: stringContaining('real instant') },
     ]);
     const list = await server.fetch(`/public/v1/posts?from=${encodeURIComponent(date)}`, { headers: acme.auth });
-    expect(await refusedWith400(list)).toEqual([
-      { path: 'query.from', message: expect.stringContaining('real instant') },
-    ]);
+    expect(await refusedWith400(list)).toEqual([{ path: 'query.from', message: stringContaining('real instant') }]);
   });
 
   it('accepts any offset and the edges of the range, and answers them in UTC', async () => {
-    const created = await send(server, acme.auth, 'POST', '/public/v1/posts', {
-      type: 'draft',
-      posts: [
-        { channelId: sandbox, content: 'offset' },
-        { channelId: sandbox, content: 'edge' },
-      ],
-      date: '2026-12-01T10:30:00.5+01:00',
-    });
-    expect(created.status).toBe(201);
-    expect((await json(created)).data[0].scheduledAt).toBe('2026-12-01T09:30:00.500Z');
+    const created = await dataOf(
+      api.POST('/public/v1/posts', {
+        body: {
+          type: 'draft',
+          posts: [
+            { channelId: sandbox, content: 'offset' },
+            { channelId: sandbox, content: 'edge' },
+          ],
+          date: '2026-12-01T10:30:00.5+01:00',
+        },
+      }),
+      201,
+    );
+    expect(created.data[0]!.scheduledAt).toBe('2026-12-01T09:30:00.500Z');
     for (const date of ['1970-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '2028-02-29T00:00:00-00:00']) {
-      const response = await send(server, acme.auth, 'POST', '/public/v1/posts', {
-        type: 'draft',
-        date,
-        content: 'x',
-        channelIds: [sandbox],
-      });
-      expect(response.status).toBe(201);
-      expect((await json(response)).data[0].scheduledAt).toBe(new Date(date).toISOString());
+      const answer = await dataOf(
+        api.POST('/public/v1/posts', { body: { type: 'draft', date, content: 'x', channelIds: [sandbox] } }),
+        201,
+      );
+      expect(answer.data[0]!.scheduledAt).toBe(new Date(date).toISOString());
     }
-    const list = await server.fetch('/public/v1/posts?limit=100', { headers: acme.auth });
-    expect(list.status).toBe(200);
+    await dataOf(api.GET('/public/v1/posts', { params: { query: { limit: 100 } } }), 200);
   });
 });
 
@@ -192,7 +193,7 @@ describe('types in a JSON body', () => {
     for (const [body, path] of cases) {
       const details = await refusedWith400(await send(server, acme.auth, 'POST', '/public/v1/posts', body));
       expect(
-        details.map((d) => d.path),
+        details?.map((d) => d.path),
         JSON.stringify(body),
       ).toContain(path);
     }
@@ -208,6 +209,6 @@ describe('types in a JSON body', () => {
   it('query and path parameters, always strings on the wire, are still read as their declared types', async () => {
     const response = await server.fetch('/public/v1/posts?limit=1', { headers: acme.auth });
     expect(response.status).toBe(200);
-    expect((await json(response)).data).toHaveLength(1);
+    expect((await bodyOf<Schemas['PostPage']>(response)).data).toHaveLength(1);
   });
 });

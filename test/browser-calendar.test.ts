@@ -5,15 +5,25 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerApp } from '../src/oauth/apps.js';
 import { createPosts } from '../src/posts/create.js';
 import { seriousViolations } from './support/axe.js';
-import { launchChromium, skipBrowserTests, type ChromiumProfile } from './support/chromium.js';
+import {
+  artifactPath,
+  NEW_USER_PASSWORD,
+  openBrowser,
+  PAGE_WAIT,
+  pathOf,
+  signUp,
+  skipBrowserTests,
+  untilAt,
+  type BrowserWithPage,
+} from './support/chromium.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
 import { createChannel, createOrganization } from './support/fixtures.js';
 import { png } from './support/media-samples.js';
 import { testPictures } from './support/oauth.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { TIMEOUTS } from './support/timeouts.js';
 
-const ARTIFACTS = new URL('../test-artifacts/', import.meta.url);
-const PICTURE = new URL('calendar-upload.png', ARTIFACTS).pathname;
+const PICTURE = artifactPath('calendar-upload.png');
 
 /**
  * A new user's first minutes, at a desktop's width and at a phone's (390 px): sign up, the calendar
@@ -24,13 +34,12 @@ const PICTURE = new URL('calendar-upload.png', ARTIFACTS).pathname;
 describe.skipIf(skipBrowserTests)('the calendar, the composer and the media library in Chromium', () => {
   let network: FakeNetwork;
   let server: TestServer;
-  let profile: ChromiumProfile;
+  let browser: BrowserWithPage;
   let page: Page;
   let consentPath: string;
   const scanned = new Map<string, number>();
 
   beforeAll(async () => {
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
     fs.writeFileSync(PICTURE, png(120, 80, [220, 60, 40, 255]));
     network = await startFakeNetwork();
     server = await startTestServer({ worker: true, env: { SANDBOX_NETWORK_URL: network.url } });
@@ -43,17 +52,15 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
       new Date(),
     );
     consentPath = `/oauth/authorize?client_id=${app.client_id}&response_type=code&state=s`;
-    profile = await launchChromium();
-    page = await profile.context.newPage();
-    page.on('pageerror', (error) => {
-      throw error;
-    });
-  }, 120_000);
+    browser = await openBrowser();
+    page = browser.page;
+  }, 2 * TIMEOUTS.hook);
 
   afterAll(async () => {
-    await profile?.close();
     await server?.close();
     await network?.close();
+    // Fails the file when a script of a page threw.
+    await browser?.close();
   });
 
   /** No serious or critical accessibility violation on the page as it is now. */
@@ -69,22 +76,19 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
     scanned.set(name, (scanned.get(name) ?? 0) + 1);
   }
 
-  const path = () => new URL(page.url()).pathname;
+  /** What the first status message of the page says, once there is one. */
+  const status = () => page.getByRole('status').first().textContent();
 
   async function walk(width: number, who: string): Promise<void> {
     await page.setViewportSize({ width, height: 900 });
     const shot = (name: string) =>
-      page.screenshot({ path: new URL(`calendar-${width}-${name}.png`, ARTIFACTS).pathname, fullPage: true });
+      page.screenshot({ path: artifactPath(`calendar-${width}-${name}.png`), fullPage: true });
     await page.goto(`${server.baseUrl}/signup`);
     await scan('sign up');
-    await page.getByLabel('Your name').fill(who);
-    await page.getByLabel('Email').fill(`${who.toLowerCase()}@studio.example`);
-    await page.getByLabel('Password').fill('a long and good password');
-    await page.getByLabel('Organization name').fill(`${who} Studio`);
-    await page.getByRole('button', { name: 'Create account' }).click();
+    await signUp(page, { name: who, email: `${who.toLowerCase()}@studio.example`, organization: `${who} Studio` });
 
     // Signed up: the calendar, which says what to do first.
-    await expect.poll(path).toBe('/calendar');
+    expect(pathOf(page)).toBe('/calendar');
     expect(await page.locator('#calendar-empty').textContent()).toMatch(
       /Nothing is planned for this week\.\s+Write a post with New post/,
     );
@@ -97,14 +101,12 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
 
     // Compose a post for the sandbox channel with an uploaded image, for the day after tomorrow.
     await page.getByRole('link', { name: 'New post' }).first().click();
-    await expect.poll(path).toBe('/compose');
+    await untilAt(page, '/compose');
     await scan('composer');
     await page.getByRole('checkbox', { name: 'Sandbox' }).check();
     await page.getByLabel('Text', { exact: true }).fill(`Hello from ${who}`);
     await page.getByLabel('Upload images or videos').setInputFiles(PICTURE);
-    await expect
-      .poll(() => page.locator('.upload-row').textContent(), { timeout: 10_000 })
-      .toBe('calendar-upload.png: uploaded');
+    await expect.poll(() => page.locator('.upload-row').textContent(), PAGE_WAIT).toBe('calendar-upload.png: uploaded');
     const media = page.locator('input[name="media"]').first();
     expect(await media.isChecked()).toBe(true);
     const mediaId = await media.inputValue();
@@ -113,21 +115,22 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
     await scan('composer (filled)');
     await shot('composer');
     await page.getByRole('button', { name: 'Schedule', exact: true }).click();
-    await expect.poll(() => page.getByRole('status').first().textContent()).toBe('The post is created.');
-    const postId = path().split('/')[2]!;
+    await expect.poll(status, PAGE_WAIT).toBe('The post is created.');
+    const postId = pathOf(page).split('/')[2]!;
     await scan('post (scheduled)');
 
     // On the calendar (a month, which always holds tomorrow and the day after), then dragged to tomorrow.
     await page.getByRole('link', { name: 'Calendar' }).first().click();
     await page.getByRole('link', { name: 'Month' }).click();
-    await expect.poll(() => new URL(page.url()).searchParams.get('view')).toBe('month');
+    // Loaded with its script, which moves what is dropped.
+    await page.waitForURL((url) => url.searchParams.get('view') === 'month');
     const chip = page.locator(`a.chip-link[data-post-id="${postId}"]`);
     expect(await chip.getAttribute('data-date')).toBe(later);
     await scan('calendar (month)');
     await chip.dragTo(page.locator(`td[data-date="${tomorrow}"]`));
-    await expect
-      .poll(() => page.getByRole('status').first().textContent())
-      .toMatch(new RegExp(`The post is scheduled for .* 10:00 \\(${zone}\\)\\.`));
+    await expect.poll(status, PAGE_WAIT).toMatch(new RegExp(`The post is scheduled for .* 10:00 \\(${zone}\\)\\.`));
+    // The calendar again, loaded with its script, which opens the dialog below.
+    await page.waitForLoadState();
     expect(await chip.getAttribute('data-date')).toBe(tomorrow);
     expect(await chip.getAttribute('data-time')).toBe('10:00');
     const moved = await server.ctx.db
@@ -142,10 +145,10 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
     // The keyboard's way: the post's Move link opens a dialog with the same form.
     await page.locator(`a.chip-move[data-move="${postId}"]`).focus();
     await page.keyboard.press('Enter');
-    await expect.poll(() => page.locator('#move-dialog').getAttribute('open')).toBe('');
+    await expect.poll(() => page.locator('#move-dialog').getAttribute('open'), PAGE_WAIT).toBe('');
     await scan('calendar (move dialog)');
     await page.keyboard.press('Escape');
-    await expect.poll(() => page.locator('#move-dialog').getAttribute('open')).toBeNull();
+    await expect.poll(() => page.locator('#move-dialog').getAttribute('open'), PAGE_WAIT).toBeNull();
 
     // Another post, published now, with the keyboard only.
     await page.goto(`${server.baseUrl}/compose`);
@@ -155,9 +158,9 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
     await page.keyboard.type(`Out now from ${who}`);
     await page.getByRole('button', { name: 'Publish now' }).focus();
     await page.keyboard.press('Enter');
-    await expect.poll(path).toMatch(/^\/posts\/post_/);
+    await page.waitForURL((url) => /^\/posts\/post_/.test(url.pathname));
     // The page follows the post until it is published, then shows its link on the network.
-    await expect.poll(() => page.locator('dd .status').textContent(), { timeout: 15_000 }).toBe('published');
+    await expect.poll(() => page.locator('dd .status').textContent(), PAGE_WAIT).toBe('published');
     const link = page.locator('dt:text("On the network") + dd a');
     expect(await link.getAttribute('href')).toMatch(new RegExp(`^${network.url}/`));
     await scan('post (published)');
@@ -188,60 +191,74 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
     );
     await shot('media');
     await page.getByRole('button', { name: 'Log out' }).click();
-    await expect.poll(path).toBe('/login');
+    await untilAt(page, '/login');
     await scan('log in');
   }
 
-  it('walks a new user through their first posts at a desktop’s width', async () => {
-    await walk(1280, 'Desk');
-  }, 120_000);
+  it(
+    'walks a new user through their first posts at a desktop’s width',
+    async () => {
+      await walk(1280, 'Desk');
+    },
+    4 * TIMEOUTS.test,
+  );
 
-  it('walks the same way at a phone’s width (390 px), without scrolling sideways', async () => {
-    await walk(390, 'Phone');
-    await page.goto(`${server.baseUrl}/login`);
-    await page.getByLabel('Email').fill('phone@studio.example');
-    await page.getByLabel('Password').fill('a long and good password');
-    await page.getByRole('button', { name: 'Log in' }).click();
-    await expect.poll(path).toBe('/calendar');
-    for (const target of ['/calendar?view=month', '/compose', '/media', '/posts', '/settings/channels']) {
-      await page.goto(`${server.baseUrl}${target}`);
-      await scan(`${target} again`);
-    }
-  }, 120_000);
+  it(
+    'walks the same way at a phone’s width (390 px), without scrolling sideways',
+    async () => {
+      await walk(390, 'Phone');
+      await page.goto(`${server.baseUrl}/login`);
+      await page.getByLabel('Email').fill('phone@studio.example');
+      await page.getByLabel('Password').fill(NEW_USER_PASSWORD);
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await untilAt(page, '/calendar');
+      for (const target of ['/calendar?view=month', '/compose', '/media', '/posts', '/settings/channels']) {
+        await page.goto(`${server.baseUrl}${target}`);
+        await scan(`${target} again`);
+      }
+    },
+    4 * TIMEOUTS.test,
+  );
 
-  it('moves a post to another hour by dragging it in the week, keeping its minutes', async () => {
-    const owner = await createOrganization(server.ctx.db, 'Week Studio');
-    const channel = await createChannel(server.ctx.db, owner.id, 'sandbox', 'Week sandbox');
-    const created = await createPosts(
-      server.ctx,
-      owner.id,
-      { type: 'schedule', date: '2030-06-12T07:45:00.000Z', channelIds: [channel.id], content: 'Mid-week' },
-      undefined,
-    );
-    const postId = created.body.data[0]!.id;
-    await page.context().clearCookies();
-    await page.setViewportSize({ width: 1280, height: 900 });
-    await page.goto(`${server.baseUrl}/login?next=${encodeURIComponent('/calendar?date=2030-06-12&tz=Europe/Paris')}`);
-    await page.getByLabel('Email').fill(owner.email);
-    await page.getByLabel('Password').fill(owner.password);
-    await page.getByRole('button', { name: 'Log in' }).click();
-    const chip = page.locator(`a.chip-link[data-post-id="${postId}"]`);
-    // 07:45 UTC is 09:45 in Paris in June.
-    await expect.poll(() => chip.getAttribute('data-time')).toBe('09:45');
-    expect(await chip.getAttribute('data-date')).toBe('2030-06-12');
-    await chip.dragTo(page.locator('td[data-date="2030-06-14"][data-hour="11"]'));
-    await expect
-      .poll(() => page.getByRole('status').first().textContent())
-      .toBe('The post is scheduled for Fri 14 Jun 2030, 11:45 (Europe/Paris).');
-    const moved = await server.ctx.db
-      .selectFrom('posts')
-      .select('scheduled_at')
-      .where('id', '=', postId)
-      .executeTakeFirstOrThrow();
-    expect(moved.scheduled_at?.toISOString()).toBe('2030-06-14T09:45:00.000Z');
-    await scan('calendar (week, with a post)');
-    await page.screenshot({ path: new URL('calendar-week.png', ARTIFACTS).pathname });
-  }, 60_000);
+  it(
+    'moves a post to another hour by dragging it in the week, keeping its minutes',
+    async () => {
+      const owner = await createOrganization(server.ctx.db, 'Week Studio');
+      const channel = await createChannel(server.ctx.db, owner.id, 'sandbox', 'Week sandbox');
+      const created = await createPosts(
+        server.ctx,
+        owner.id,
+        { type: 'schedule', date: '2030-06-12T07:45:00.000Z', channelIds: [channel.id], content: 'Mid-week' },
+        undefined,
+      );
+      const postId = created.body.data[0]!.id;
+      await page.context().clearCookies();
+      await page.setViewportSize({ width: 1280, height: 900 });
+      await page.goto(
+        `${server.baseUrl}/login?next=${encodeURIComponent('/calendar?date=2030-06-12&tz=Europe/Paris')}`,
+      );
+      await page.getByLabel('Email').fill(owner.email);
+      await page.getByLabel('Password').fill(owner.password);
+      await page.getByRole('button', { name: 'Log in' }).click();
+      // The week, loaded with its script, which moves what is dropped.
+      await untilAt(page, '/calendar');
+      const chip = page.locator(`a.chip-link[data-post-id="${postId}"]`);
+      // 07:45 UTC is 09:45 in Paris in June.
+      expect(await chip.getAttribute('data-time')).toBe('09:45');
+      expect(await chip.getAttribute('data-date')).toBe('2030-06-12');
+      await chip.dragTo(page.locator('td[data-date="2030-06-14"][data-hour="11"]'));
+      await expect.poll(status, PAGE_WAIT).toBe('The post is scheduled for Fri 14 Jun 2030, 11:45 (Europe/Paris).');
+      const moved = await server.ctx.db
+        .selectFrom('posts')
+        .select('scheduled_at')
+        .where('id', '=', postId)
+        .executeTakeFirstOrThrow();
+      expect(moved.scheduled_at?.toISOString()).toBe('2030-06-14T09:45:00.000Z');
+      await scan('calendar (week, with a post)');
+      await page.screenshot({ path: artifactPath('calendar-week.png') });
+    },
+    2 * TIMEOUTS.test,
+  );
 
   it('serves a favicon', async () => {
     const icon = await page.request.get(`${server.baseUrl}/favicon.ico`);

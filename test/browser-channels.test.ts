@@ -1,48 +1,50 @@
-import fs from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../src/accounts/api-keys.js';
-import { launchChromium, skipBrowserTests, type ChromiumProfile } from './support/chromium.js';
+import { dataOf, publicApi } from './support/api.js';
+import {
+  artifactPath,
+  openBrowser,
+  PAGE_WAIT,
+  signUp,
+  skipBrowserTests,
+  untilAt,
+  type BrowserWithPage,
+} from './support/chromium.js';
+import { eventually } from './support/eventually.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
 import { startTestServer, type TestServer } from './support/server.js';
-
-const ARTIFACTS = new URL('../test-artifacts/', import.meta.url);
+import { TIMEOUTS } from './support/timeouts.js';
 
 describe.skipIf(skipBrowserTests)('Settings → Channels in a real browser (Chromium)', () => {
   let network: FakeNetwork;
   let server: TestServer;
-  let profile: ChromiumProfile;
+  let browser: BrowserWithPage;
   let page: Page;
 
   beforeAll(async () => {
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
     network = await startFakeNetwork();
     server = await startTestServer({ worker: true, env: { SANDBOX_NETWORK_URL: network.url } });
-    profile = await launchChromium();
-    page = await profile.context.newPage();
-  }, 120_000);
+    browser = await openBrowser();
+    page = browser.page;
+  }, 2 * TIMEOUTS.hook);
 
   afterAll(async () => {
-    await profile?.close();
     await server?.close();
     await network?.close();
+    await browser?.close();
   });
 
   const channelRow = (name: string) => page.locator('li.channel', { hasText: name });
 
   it('gives a new organization a sandbox channel that publishes, with nothing else to set up', async () => {
     await page.goto(`${server.baseUrl}/signup`);
-    await page.getByLabel('Your name').fill('Nora');
-    await page.getByLabel('Email').fill('nora@studio.example');
-    await page.getByLabel('Password').fill('a long and good password');
-    await page.getByLabel('Organization name').fill('Nora Studio');
-    await page.getByRole('button', { name: 'Create account' }).click();
-    await expect.poll(() => new URL(page.url()).pathname).not.toBe('/signup');
+    await signUp(page, { name: 'Nora', email: 'nora@studio.example', organization: 'Nora Studio' });
 
     // A new user lands on the calendar; Settings opens on the channels.
-    await expect.poll(() => new URL(page.url()).pathname).toBe('/calendar');
+    await untilAt(page, '/calendar');
     await page.getByRole('link', { name: 'Settings' }).click();
-    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Channels');
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent(), PAGE_WAIT).toBe('Channels');
     expect(await channelRow('Sandbox').locator('.status').textContent()).toBe('Active');
     // No operator app for the real networks in this test: said so, not offered.
     expect(await page.getByText('Not configured by the operator of this server.').count()).toBe(2);
@@ -62,22 +64,16 @@ describe.skipIf(skipBrowserTests)('Settings → Channels in a real browser (Chro
       .executeTakeFirstOrThrow();
     expect(channel.provider).toBe('sandbox');
     const { secret } = await createApiKey(server.ctx.db, organizationId, 'test');
-    const auth = { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' };
-    const created = await server.fetch('/public/v1/posts', {
-      method: 'POST',
-      headers: auth,
-      body: JSON.stringify({ type: 'now', content: 'First post', channelIds: [channel.id] }),
+    const api = publicApi(server, { Authorization: `Bearer ${secret}` });
+    const created = await dataOf(
+      api.POST('/public/v1/posts', { body: { type: 'now', content: 'First post', channelIds: [channel.id] } }),
+      201,
+    );
+    const postId = created.data[0]!.id;
+    await eventually(async () => {
+      const post = await dataOf(api.GET('/public/v1/posts/{id}', { params: { path: { id: postId } } }), 200);
+      expect(post.status).toBe('published');
     });
-    expect(created.status).toBe(201);
-    const postId = ((await created.json()) as { data: { id: string }[] }).data[0]!.id;
-    await expect
-      .poll(
-        async () =>
-          ((await (await server.fetch(`/public/v1/posts/${postId}`, { headers: auth })).json()) as { status: string })
-            .status,
-        { timeout: 10_000 },
-      )
-      .toBe('published');
     await page.goto(`${server.baseUrl}/posts`);
     expect(await page.locator(`tr[data-post-id="${postId}"] .status`).textContent()).toBe('published');
     expect(network.publicationsOf(postId)).toBe(1);
@@ -87,18 +83,18 @@ describe.skipIf(skipBrowserTests)('Settings → Channels in a real browser (Chro
     await page.goto(`${server.baseUrl}/settings/channels`);
     await page.getByLabel(/Sandbox channel name/).fill('Second sandbox');
     await page.getByRole('button', { name: 'Add sandbox channel' }).click();
-    await expect.poll(() => page.getByRole('status').textContent()).toBe('The sandbox channel is added.');
+    await expect.poll(() => page.getByRole('status').textContent(), PAGE_WAIT).toBe('The sandbox channel is added.');
     expect(await channelRow('Second sandbox').locator('.status').textContent()).toBe('Active');
 
     await page.getByRole('button', { name: 'Disable Second sandbox' }).click();
-    await expect.poll(() => channelRow('Second sandbox').locator('.status').textContent()).toBe('Disabled');
+    await expect.poll(() => channelRow('Second sandbox').locator('.status').textContent(), PAGE_WAIT).toBe('Disabled');
     await page.getByRole('button', { name: 'Enable Second sandbox' }).click();
-    await expect.poll(() => channelRow('Second sandbox').locator('.status').textContent()).toBe('Active');
+    await expect.poll(() => channelRow('Second sandbox').locator('.status').textContent(), PAGE_WAIT).toBe('Active');
 
     expect(await page.getByText('Removing a channel turns its scheduled and failed posts into drafts').count()).toBe(1);
-    await page.screenshot({ path: new URL('channels.png', ARTIFACTS).pathname, fullPage: true });
+    await page.screenshot({ path: artifactPath('channels.png'), fullPage: true });
     await page.getByRole('button', { name: 'Remove Second sandbox' }).click();
-    await expect.poll(() => page.getByRole('status').textContent()).toContain('The channel is removed');
+    await expect.poll(() => page.getByRole('status').textContent(), PAGE_WAIT).toContain('The channel is removed');
     expect(await channelRow('Second sandbox').count()).toBe(0);
     expect(await channelRow('Sandbox').count()).toBe(1);
   });

@@ -1,13 +1,23 @@
-import fs from 'node:fs';
+import type { Client } from 'openapi-fetch';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { paths } from '../generated/public-v1.js';
 import { createApiKey } from '../src/accounts/api-keys.js';
-import { launchChromium, skipBrowserTests, type ChromiumProfile } from './support/chromium.js';
+import { dataOf, publicApi, type Schemas } from './support/api.js';
+import {
+  artifactPath,
+  openBrowser,
+  PAGE_WAIT,
+  signUp,
+  skipBrowserTests,
+  type BrowserWithPage,
+} from './support/chromium.js';
+import { eventually } from './support/eventually.js';
 import { startFakeGoogle, youtubeEnv, type FakeGoogle } from './support/fake-google.js';
 import { mp4 } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { TIMEOUTS } from './support/timeouts.js';
 
-const ARTIFACTS = new URL('../test-artifacts/', import.meta.url);
 const CHUNK = 256 * 1024;
 
 /**
@@ -19,12 +29,12 @@ const CHUNK = 256 * 1024;
 describe.skipIf(skipBrowserTests)('YouTube from sign-up to a published video, in Chromium', () => {
   let google: FakeGoogle;
   let server: TestServer;
-  let profile: ChromiumProfile;
+  let browser: BrowserWithPage;
   let page: Page;
-  let auth: Record<string, string>;
+  /** The Public API as the organization the user signed up with. */
+  let api: Client<paths>;
 
   beforeAll(async () => {
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
     google = await startFakeGoogle({
       account: { channelId: 'UC_browser_0001', title: 'Nora on YouTube', handle: '@nora' },
     });
@@ -35,52 +45,50 @@ describe.skipIf(skipBrowserTests)('YouTube from sign-up to a published video, in
         PUBLISH_RETRY_BASE_MS: '200',
       },
     });
-    profile = await launchChromium();
-    page = await profile.context.newPage();
-  }, 120_000);
+    browser = await openBrowser();
+    page = browser.page;
+  }, 2 * TIMEOUTS.hook);
 
   afterAll(async () => {
-    await profile?.close();
     await server?.close();
     await google?.close();
+    await browser?.close();
   });
 
-  async function api(path: string, init: { method?: string; body?: unknown } = {}) {
-    const response = await server.fetch(path, {
-      method: init.method ?? 'GET',
-      headers: { ...auth, ...(init.body ? { 'Content-Type': 'application/json' } : {}) },
-      ...(init.body ? { body: JSON.stringify(init.body) } : {}),
-    });
-    return { status: response.status, body: (await response.json()) as Record<string, any> };
+  /**
+   * The post once the publisher is done with it: `published` or `failed`. Publishing a video is
+   * several requests to Google (the upload in chunks, then the video's status), hence twice the wait.
+   */
+  function untilSettled(id: string): Promise<Schemas['Post']> {
+    return eventually(
+      async () => {
+        const post = await dataOf(api.GET('/public/v1/posts/{id}', { params: { path: { id } } }), 200);
+        expect(post.status).toMatch(/^(published|failed)$/);
+        return post;
+      },
+      { timeout: 2 * TIMEOUTS.eventually },
+    );
   }
 
-  async function untilSettled(id: string): Promise<Record<string, any>> {
-    let post: Record<string, any> = {};
-    await expect
-      .poll(async () => (post = (await api(`/public/v1/posts/${id}`)).body).status, { timeout: 20_000, interval: 100 })
-      .toMatch(/^(published|failed)$/);
-    return post;
+  async function youtubeChannel(): Promise<Schemas['Channel']> {
+    const channels = await dataOf(api.GET('/public/v1/channels'), 200);
+    return channels.data.find((channel) => channel.provider === 'youtube')!;
   }
 
   async function connect(button: string) {
     await page.goto(`${server.baseUrl}/settings/channels`);
     await page.getByRole('button', { name: button }).click();
-    await expect.poll(() => page.getByRole('status').textContent()).toMatch(/The account is connected/);
+    await expect.poll(() => page.getByRole('status').textContent(), PAGE_WAIT).toMatch(/The account is connected/);
   }
 
   it('connects YouTube, and a scheduled video post is published with its watch URL', async () => {
     await page.goto(`${server.baseUrl}/signup`);
-    await page.getByLabel('Your name').fill('Nora');
-    await page.getByLabel('Email').fill('nora@videos.example');
-    await page.getByLabel('Password').fill('a long and good password');
-    await page.getByLabel('Organization name').fill('Nora Videos');
-    await page.getByRole('button', { name: 'Create account' }).click();
-    await expect.poll(() => new URL(page.url()).pathname).not.toBe('/signup');
+    await signUp(page, { name: 'Nora', email: 'nora@videos.example', organization: 'Nora Videos' });
 
     await connect('Connect YouTube');
     const row = page.locator('li.channel', { hasText: 'Nora on YouTube' });
     expect(await row.locator('.status').textContent()).toBe('Active');
-    await page.screenshot({ path: new URL('channels-youtube.png', ARTIFACTS).pathname, fullPage: true });
+    await page.screenshot({ path: artifactPath('channels-youtube.png'), fullPage: true });
 
     const organizationId = (
       await server.ctx.db
@@ -89,37 +97,41 @@ describe.skipIf(skipBrowserTests)('YouTube from sign-up to a published video, in
         .where('name', '=', 'Nora Videos')
         .executeTakeFirstOrThrow()
     ).id;
-    auth = { Authorization: `Bearer ${(await createApiKey(server.ctx.db, organizationId, 'test')).secret}` };
-    const channel = (await api('/public/v1/channels')).body.data.find(
-      (c: { provider: string }) => c.provider === 'youtube',
-    );
-    const bytes = mp4(400 * 1024);
-    const upload = (
-      await api('/public/v1/media/uploads', {
-        method: 'POST',
-        body: { fileName: 'first.mp4', contentType: 'video/mp4', size: bytes.length },
-      })
-    ).body;
-    expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
-    const media = (await api(`/public/v1/media/uploads/${upload.uploadId}/complete`, { method: 'POST' })).body;
-
-    const created = await api('/public/v1/posts', {
-      method: 'POST',
-      body: {
-        type: 'schedule',
-        date: new Date(Date.now() + 2000).toISOString(),
-        posts: [
-          {
-            channelId: channel.id,
-            content: 'My first video',
-            mediaIds: [media.id],
-            settings: { __type: 'youtube', title: 'First video', privacyStatus: 'public', madeForKids: false },
-          },
-        ],
-      },
+    api = publicApi(server, {
+      Authorization: `Bearer ${(await createApiKey(server.ctx.db, organizationId, 'test')).secret}`,
     });
-    expect(created.status).toBe(201);
-    const postId = created.body.data[0].id;
+    const channel = await youtubeChannel();
+    const bytes = mp4(400 * 1024);
+    const upload = await dataOf(
+      api.POST('/public/v1/media/uploads', {
+        body: { fileName: 'first.mp4', contentType: 'video/mp4', size: bytes.length },
+      }),
+      201,
+    );
+    expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
+    const media = await dataOf(
+      api.POST('/public/v1/media/uploads/{uploadId}/complete', { params: { path: { uploadId: upload.uploadId } } }),
+      200,
+    );
+
+    const created = await dataOf(
+      api.POST('/public/v1/posts', {
+        body: {
+          type: 'schedule',
+          date: new Date(Date.now() + 2000).toISOString(),
+          posts: [
+            {
+              channelId: channel.id,
+              content: 'My first video',
+              mediaIds: [media.id],
+              settings: { __type: 'youtube', title: 'First video', privacyStatus: 'public', madeForKids: false },
+            },
+          ],
+        },
+      }),
+      201,
+    );
+    const postId = created.data[0]!.id;
     const post = await untilSettled(postId);
     expect(post.status).toBe('published');
     expect(post.releaseUrl).toBe(`https://www.youtube.com/watch?v=${google.videos.at(-1)!.id}`);
@@ -131,33 +143,33 @@ describe.skipIf(skipBrowserTests)('YouTube from sign-up to a published video, in
 
     await page.goto(`${server.baseUrl}/posts/${postId}`);
     expect(await page.locator('dd .status').textContent()).toBe('published');
-    expect(await page.getByRole('link', { name: post.releaseUrl }).count()).toBe(1);
+    expect(await page.getByRole('link', { name: post.releaseUrl! }).count()).toBe(1);
   });
 
   it('marks the channel when Google’s grant is revoked, and publishes again once the user reconnects', async () => {
     google.revokeAll();
-    const channel = (await api('/public/v1/channels')).body.data.find(
-      (c: { provider: string }) => c.provider === 'youtube',
+    const channel = await youtubeChannel();
+    const [media] = (await dataOf(api.GET('/public/v1/media'), 200)).data;
+    const created = await dataOf(
+      api.POST('/public/v1/posts', {
+        body: {
+          type: 'now',
+          posts: [
+            {
+              channelId: channel.id,
+              content: 'Second',
+              mediaIds: [media!.id],
+              settings: { __type: 'youtube', title: 'Second video', privacyStatus: 'public', madeForKids: false },
+            },
+          ],
+        },
+      }),
+      201,
     );
-    const media = (await api('/public/v1/media')).body.data[0];
-    const created = await api('/public/v1/posts', {
-      method: 'POST',
-      body: {
-        type: 'now',
-        posts: [
-          {
-            channelId: channel.id,
-            content: 'Second',
-            mediaIds: [media.id],
-            settings: { __type: 'youtube', title: 'Second video', privacyStatus: 'public', madeForKids: false },
-          },
-        ],
-      },
-    });
-    const postId = created.body.data[0].id;
+    const postId = created.data[0]!.id;
     const failed = await untilSettled(postId);
     expect(failed.status).toBe('failed');
-    expect(failed.error.code).toBe('channel_needs_reconnect');
+    expect(failed.error?.code).toBe('channel_needs_reconnect');
 
     await page.goto(`${server.baseUrl}/settings/channels`);
     const row = page.locator('li.channel', { hasText: 'Nora on YouTube' });
@@ -167,7 +179,7 @@ describe.skipIf(skipBrowserTests)('YouTube from sign-up to a published video, in
 
     await page.goto(`${server.baseUrl}/posts/${postId}`);
     await page.getByRole('button', { name: 'Schedule again' }).click();
-    await expect.poll(() => page.getByRole('status').textContent()).toBe('The post is scheduled again.');
+    await expect.poll(() => page.getByRole('status').textContent(), PAGE_WAIT).toBe('The post is scheduled again.');
     const published = await untilSettled(postId);
     expect(published.status).toBe('published');
     expect(google.videos.filter((v) => v.title === 'Second video')).toHaveLength(1);

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Service, { ServiceError } from '../src/sdk/src/index.js';
+import { dataOf, publicApi, type RequestBody } from './support/api.js';
 import { BrowserSession } from './support/browser-session.js';
 import { startFakeGoogle, youtubeEnv, type FakeGoogle } from './support/fake-google.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { approve, createOAuthApp, exchange, type TestApp } from './support/oauth.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
@@ -31,13 +31,19 @@ afterAll(async () => {
   await google?.close();
 });
 
-function connectRequest(
-  body: unknown,
-  auth: Record<string, string> = { Authorization: `Bearer ${appToken}` },
-): Promise<Response> {
+/** Asks for a connection as the app (or as `auth`). */
+function connect(
+  body: RequestBody<'connectChannel'>,
+  auth: { Authorization: string } = { Authorization: `Bearer ${appToken}` },
+) {
+  return publicApi(server, auth).POST('/public/v1/channels/connect', { body });
+}
+
+/** Sends, as the app, a body the contract refuses. */
+function connectRequest(body: unknown): Promise<Response> {
   return server.fetch('/public/v1/channels/connect', {
     method: 'POST',
-    headers: { ...auth, 'Content-Type': 'application/json' },
+    headers: { Authorization: `Bearer ${appToken}`, 'Content-Type': 'application/json' },
     body: JSON.stringify(body),
   });
 }
@@ -63,9 +69,7 @@ async function youtubeChannelsOf(organizationId: string) {
 
 describe('POST /public/v1/channels/connect with an OAuth app token', () => {
   it('answers Google’s consent page, and the user lands on the return URL with the new channel and the state', async () => {
-    const started = await connectRequest({ provider: 'youtube', returnUrl: RETURN_URL, state: 'user-8841' });
-    expect(started.status).toBe(200);
-    const body = await json(started);
+    const body = await dataOf(connect({ provider: 'youtube', returnUrl: RETURN_URL, state: 'user-8841' }), 200);
     const authorize = new URL(body.authorizationUrl);
     expect(authorize.origin + authorize.pathname).toBe(`${google.url}/o/oauth2/v2/auth`);
     expect(authorize.searchParams.get('redirect_uri')).toBe(`${server.ctx.config.publicUrl}/channels/callback/youtube`);
@@ -83,7 +87,7 @@ describe('POST /public/v1/channels/connect with an OAuth app token', () => {
     expect(channel).toMatchObject({ status: 'active', external_id: 'UC_api_connect_0001' });
 
     // The same account again updates that channel.
-    const again = await json(await connectRequest({ provider: 'youtube', returnUrl: RETURN_URL }));
+    const again = await dataOf(connect({ provider: 'youtube', returnUrl: RETURN_URL }), 200);
     const relanded = await followAsUser(again.authorizationUrl);
     expect(relanded.searchParams.get('channelId')).toBe(channel!.id);
     expect(relanded.searchParams.get('reconnected')).toBe('true');
@@ -94,11 +98,9 @@ describe('POST /public/v1/channels/connect with an OAuth app token', () => {
   it('sends the user back with error=access_denied when they refuse on Google’s page, and connects nothing', async () => {
     const other = await createOrganization(server.ctx.db, 'Refusers');
     const token = await exchange(server, app, await approve(server.ctx.db, app, other));
-    const { authorizationUrl } = await json(
-      await connectRequest(
-        { provider: 'youtube', returnUrl: RETURN_URL, state: 's1' },
-        { Authorization: `Bearer ${token}` },
-      ),
+    const { authorizationUrl } = await dataOf(
+      connect({ provider: 'youtube', returnUrl: RETURN_URL, state: 's1' }, { Authorization: `Bearer ${token}` }),
+      200,
     );
     google.deny();
     const landed = await followAsUser(authorizationUrl);
@@ -112,8 +114,9 @@ describe('POST /public/v1/channels/connect with an OAuth app token', () => {
   it('connects nothing when the organization revoked the app while the user was at Google', async () => {
     const other = await createOrganization(server.ctx.db, 'Revokers');
     const token = await exchange(server, app, await approve(server.ctx.db, app, other));
-    const { authorizationUrl } = await json(
-      await connectRequest({ provider: 'youtube', returnUrl: RETURN_URL }, { Authorization: `Bearer ${token}` }),
+    const { authorizationUrl } = await dataOf(
+      connect({ provider: 'youtube', returnUrl: RETURN_URL }, { Authorization: `Bearer ${token}` }),
+      200,
     );
     await server.ctx.db.deleteFrom('oauth_grants').where('organization_id', '=', other.id).execute();
     const landed = await followAsUser(authorizationUrl);
@@ -122,8 +125,9 @@ describe('POST /public/v1/channels/connect with an OAuth app token', () => {
   });
 
   it('sends the user back with error=expired after 15 minutes, and a replayed answer gets no redirect', async () => {
-    const { authorizationUrl } = await json(
-      await connectRequest({ provider: 'youtube', returnUrl: RETURN_URL, state: 'late' }),
+    const { authorizationUrl } = await dataOf(
+      connect({ provider: 'youtube', returnUrl: RETURN_URL, state: 'late' }),
+      200,
     );
     const atGoogle = await fetch(authorizationUrl, { redirect: 'manual' });
     const callback = new URL(atGoogle.headers.get('location')!);
@@ -150,11 +154,10 @@ describe('POST /public/v1/channels/connect with an OAuth app token', () => {
       'https://user:pw@app.example.org/done',
       'https://app.example.org/done#frag',
     ]) {
-      const refused = await connectRequest({ provider: 'youtube', returnUrl });
-      expect(refused.status, returnUrl).toBe(422);
-      const { error } = await json(refused);
-      expect(error.code).toBe('unprocessable');
-      expect(error.details[0]!.path).toBe('returnUrl');
+      const { error, response } = await connect({ provider: 'youtube', returnUrl });
+      expect(response.status, returnUrl).toBe(422);
+      expect(error?.error.code).toBe('unprocessable');
+      expect(error?.error.details?.[0]?.path).toBe('returnUrl');
     }
     expect(
       await server.ctx.db
@@ -175,9 +178,9 @@ describe('POST /public/v1/channels/connect with an OAuth app token', () => {
   });
 
   it('refuses a network the operator has not configured', async () => {
-    const refused = await connectRequest({ provider: 'tiktok', returnUrl: RETURN_URL });
-    expect(refused.status).toBe(422);
-    expect((await json(refused)).error.message).toMatch(/not configured by the operator/);
+    const { error, response } = await connect({ provider: 'tiktok', returnUrl: RETURN_URL });
+    expect(response.status).toBe(422);
+    expect(error?.error.message).toMatch(/not configured by the operator/);
   });
 });
 
@@ -224,14 +227,14 @@ describe('POST /public/v1/channels/connect with an API key', () => {
 
     // Another organization's list does not count, and a removed origin no longer works.
     expect(
-      (await connectRequest({ provider: 'youtube', returnUrl: 'https://partner.example.com/back' }, org.auth)).status,
+      (await connect({ provider: 'youtube', returnUrl: 'https://partner.example.com/back' }, org.auth)).response.status,
     ).toBe(422);
     const removed = await session.submit('/settings/channels', '/settings/channels/return-origins/remove', {
       origin: 'https://partner.example.com',
     });
     expect(removed.status).toBe(303);
     expect(
-      (await connectRequest({ provider: 'youtube', returnUrl: 'https://partner.example.com/back' }, keyOrg.auth))
+      (await connect({ provider: 'youtube', returnUrl: 'https://partner.example.com/back' }, keyOrg.auth)).response
         .status,
     ).toBe(422);
   });
@@ -247,7 +250,7 @@ describe('POST /public/v1/channels/connect with an API key', () => {
         })
       ).status,
     ).toBe(303);
-    const started = await connectRequest({ provider: 'youtube', returnUrl: 'http://localhost:5173/cb' }, devOrg.auth);
-    expect(started.status).toBe(200);
+    const started = await connect({ provider: 'youtube', returnUrl: 'http://localhost:5173/cb' }, devOrg.auth);
+    expect(started.response.status).toBe(200);
   });
 });

@@ -4,10 +4,10 @@ import { Keyring } from '../src/crypto/keyring.js';
 import { randomBytes } from 'node:crypto';
 import { channelCredentials, reencryptAccountSecrets } from '../src/providers/account-credentials.js';
 import { revokeRemovedAccounts } from '../src/providers/account-revocations.js';
+import { bodyOf, dataOf, publicApi } from './support/api.js';
 import { BrowserSession } from './support/browser-session.js';
 import { startFakeGoogle, youtubeEnv, type FakeGoogle } from './support/fake-google.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 // The whole connection through HTTP as a browser makes it: this server's Connect button, the fake
@@ -95,8 +95,8 @@ describe('connecting a YouTube channel in Settings → Channels', () => {
       external_id: 'UC_fake_channel_0001',
       status: 'active',
     });
-    const listed = (await json(await server.fetch('/public/v1/channels', { headers: org.auth }))).data;
-    expect(listed.find((c: { id: string }) => c.id === channel!.id)).toMatchObject({
+    const listed = (await dataOf(publicApi(server, org.auth).GET('/public/v1/channels'), 200)).data;
+    expect(listed.find((c) => c.id === channel!.id)).toMatchObject({
       provider: 'youtube',
       status: 'active',
       name: 'Acme on YouTube',
@@ -258,7 +258,8 @@ describe('removing a connected channel', () => {
     ).toHaveLength(0);
     const refused = await refreshAtGoogle(refreshToken!);
     expect(refused.status).toBe(400);
-    expect((await json(refused)).error).toBe('invalid_grant');
+    // Google's answer to a refresh with a revoked token (RFC 6749 §5.2).
+    expect((await bodyOf<{ error: string }>(refused)).error).toBe('invalid_grant');
   });
 
   it('revokes nothing when the account is connected again before housekeeping ran', async () => {
@@ -311,9 +312,7 @@ describe('removing a connected channel', () => {
           ...server.ctx.providers.youtube,
           connection: {
             ...server.ctx.providers.youtube.connection!,
-            revoke: async () => {
-              throw new Error('connect ECONNREFUSED');
-            },
+            revoke: () => Promise.reject(new Error('connect ECONNREFUSED')),
           },
         },
       },

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dataOf, publicApi } from './support/api.js';
 import { createChannel, createOrganization, insertPost, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
-import { send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 let server: TestServer;
@@ -17,13 +16,11 @@ afterAll(async () => {
   await server?.close();
 });
 
-const listed = async (org: TestOrganization) =>
-  (await json(await send(server, org.auth, 'GET', '/public/v1/channels'))).data as {
-    id: string;
-    status: string;
-    disabled: boolean;
-  }[];
-const post = async (id: string) => json(await send(server, acme.auth, 'GET', `/public/v1/posts/${id}`));
+const api = (org: TestOrganization) => publicApi(server, org.auth);
+const listed = async (org: TestOrganization) => (await dataOf(api(org).GET('/public/v1/channels'), 200)).data;
+const post = (id: string) => dataOf(api(acme).GET('/public/v1/posts/{id}', { params: { path: { id } } }), 200);
+const removeChannel = (org: TestOrganization, id: string) =>
+  api(org).DELETE('/public/v1/channels/{id}', { params: { path: { id } } });
 const tomorrow = () => new Date(Date.now() + 86_400_000);
 
 describe('channel status', () => {
@@ -40,14 +37,13 @@ describe('channel status', () => {
 describe('DELETE /public/v1/channels/{id}', () => {
   it('removes the channel, turns its scheduled and failed posts into drafts and keeps the rest', async () => {
     const channel = await createChannel(server.ctx.db, acme.id, 'sandbox', 'Going away');
-    const created = await send(server, acme.auth, 'POST', '/public/v1/posts', {
-      type: 'schedule',
-      date: tomorrow().toISOString(),
-      content: 'Due tomorrow',
-      channelIds: [channel.id],
-    });
-    expect(created.status).toBe(201);
-    const scheduled = (await json(created)).data[0].id as string;
+    const created = await dataOf(
+      api(acme).POST('/public/v1/posts', {
+        body: { type: 'schedule', date: tomorrow().toISOString(), content: 'Due tomorrow', channelIds: [channel.id] },
+      }),
+      201,
+    );
+    const scheduled = created.data[0]!.id;
     const failed = await insertPost(server.ctx.db, {
       organizationId: acme.id,
       channelId: channel.id,
@@ -67,33 +63,35 @@ describe('DELETE /public/v1/channels/{id}', () => {
       scheduledAt: tomorrow().toISOString(),
     });
 
-    const removed = await send(server, acme.auth, 'DELETE', `/public/v1/channels/${channel.id}`);
-    expect(removed.status).toBe(204);
+    const removed = await removeChannel(acme, channel.id);
+    expect(removed.response.status).toBe(204);
     expect((await listed(acme)).map((c) => c.id)).not.toContain(channel.id);
     expect((await post(scheduled)).status).toBe('draft');
     expect((await post(failed)).status).toBe('draft');
     expect((await post(published)).status).toBe('published');
     expect((await post(draft)).status).toBe('draft');
-    const history = (await json(await send(server, acme.auth, 'GET', `/public/v1/posts/${scheduled}/history`))).data;
-    expect(history.at(-1)).toMatchObject({
+    const history = await dataOf(
+      api(acme).GET('/public/v1/posts/{id}/history', { params: { path: { id: scheduled } } }),
+      200,
+    );
+    expect(history.data.at(-1)).toMatchObject({
       type: 'drafted',
       status: 'draft',
       reason: 'its channel Going away was removed',
     });
 
     // Gone: it takes no posts, and removing it again is a 404.
-    const refused = await send(server, acme.auth, 'POST', '/public/v1/posts', {
-      type: 'draft',
-      content: 'Hi',
-      channelIds: [channel.id],
+    const refused = await api(acme).POST('/public/v1/posts', {
+      body: { type: 'draft', content: 'Hi', channelIds: [channel.id] },
     });
-    expect(refused.status).toBe(422);
-    expect((await send(server, acme.auth, 'DELETE', `/public/v1/channels/${channel.id}`)).status).toBe(404);
+    expect(refused.response.status).toBe(422);
+    expect((await removeChannel(acme, channel.id)).response.status).toBe(404);
     // Its drafts cannot be scheduled on it any more.
-    const again = await send(server, acme.auth, 'POST', `/public/v1/posts/${scheduled}/schedule`, {
-      scheduledAt: tomorrow().toISOString(),
+    const again = await api(acme).POST('/public/v1/posts/{id}/schedule', {
+      params: { path: { id: scheduled } },
+      body: { scheduledAt: tomorrow().toISOString() },
     });
-    expect(again.status).toBe(422);
+    expect(again.response.status).toBe(422);
   });
 
   it('refuses while a post of the channel is publishing, and changes nothing', async () => {
@@ -104,19 +102,19 @@ describe('DELETE /public/v1/channels/{id}', () => {
       status: 'publishing',
       scheduledAt: tomorrow().toISOString(),
     });
-    const refused = await send(server, acme.auth, 'DELETE', `/public/v1/channels/${channel.id}`);
-    expect(refused.status).toBe(409);
-    expect((await json(refused)).error.code).toBe('conflict');
+    const refused = await removeChannel(acme, channel.id);
+    expect(refused.response.status).toBe(409);
+    expect(refused.error?.error.code).toBe('conflict');
     expect((await listed(acme)).map((c) => c.id)).toContain(channel.id);
     expect((await post(publishing)).status).toBe('publishing');
   });
 
   it('answers 404 for an unknown channel and for another organization’s, which stays', async () => {
     const theirs = await createChannel(server.ctx.db, globex.id, 'sandbox', 'Theirs');
-    expect((await send(server, acme.auth, 'DELETE', '/public/v1/channels/ch_unknown')).status).toBe(404);
-    const foreign = await send(server, acme.auth, 'DELETE', `/public/v1/channels/${theirs.id}`);
-    expect(foreign.status).toBe(404);
-    expect((await json(foreign)).error.code).toBe('not_found');
+    expect((await removeChannel(acme, 'ch_unknown')).response.status).toBe(404);
+    const foreign = await removeChannel(acme, theirs.id);
+    expect(foreign.response.status).toBe(404);
+    expect(foreign.error?.error.code).toBe('not_found');
     expect((await listed(globex)).map((c) => c.id)).toContain(theirs.id);
   });
 });

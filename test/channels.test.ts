@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/core/ids.js';
+import { dataOf, publicApi } from './support/api.js';
 import { createChannel, createOrganization, insertPost, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 let server: TestServer;
@@ -21,10 +21,8 @@ describe('GET /public/v1/channels', () => {
     const tiktok = await createChannel(server.ctx.db, acme.id, 'tiktok', 'Acme on TikTok');
     const foreign = await createChannel(server.ctx.db, globex.id, 'sandbox', 'Globex sandbox');
 
-    const response = await server.fetch('/public/v1/channels', { headers: acme.auth });
-    expect(response.status).toBe(200);
-    const { data } = await json(response);
-    expect(data.map((c: { id: string }) => c.id)).toEqual([youtube.id, tiktok.id]);
+    const { data } = await dataOf(publicApi(server, acme.auth).GET('/public/v1/channels'), 200);
+    expect(data.map((c) => c.id)).toEqual([youtube.id, tiktok.id]);
     expect(data[0]).toEqual({
       id: youtube.id,
       provider: 'youtube',
@@ -36,8 +34,8 @@ describe('GET /public/v1/channels', () => {
       createdAt: youtube.created_at.toISOString(),
     });
 
-    const theirs = await json(await server.fetch('/public/v1/channels', { headers: globex.auth }));
-    expect(theirs.data.map((c: { id: string }) => c.id)).toEqual([foreign.id]);
+    const theirs = await dataOf(publicApi(server, globex.auth).GET('/public/v1/channels'), 200);
+    expect(theirs.data.map((c) => c.id)).toEqual([foreign.id]);
   });
 });
 
@@ -97,10 +95,8 @@ describe('GET /public/v1/channels/quota', () => {
 
     server.setNow('2026-11-21T15:30:00.000Z');
     try {
-      const response = await server.fetch('/public/v1/channels/quota', { headers: org.auth });
-      expect(response.status).toBe(200);
-      const body = await json(response);
-      body.data.sort((a: { provider: string }, b: { provider: string }) => b.provider.localeCompare(a.provider));
+      const body = await dataOf(publicApi(server, org.auth).GET('/public/v1/channels/quota'), 200);
+      body.data.sort((a, b) => b.provider.localeCompare(a.provider));
       expect(body).toEqual({
         data: [
           {
@@ -144,10 +140,9 @@ describe('contract enforcement', () => {
         picture: 'not a url',
       })
       .execute();
-    const response = await server.fetch('/public/v1/channels', { headers: org.auth });
+    const { error, response } = await publicApi(server, org.auth).GET('/public/v1/channels');
     expect(response.status).toBe(500);
-    const body = await json(response);
-    expect(body.error.code).toBe('internal');
-    expect(JSON.stringify(body)).not.toMatch(/picture|format|stack/i);
+    expect(error?.error.code).toBe('internal');
+    expect(JSON.stringify(error)).not.toMatch(/picture|format|stack/i);
   });
 });

@@ -1,24 +1,27 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
 import { parseYaml, SPEC_FILES } from '../src/core/contract.js';
-import { launchChromium, skipBrowserTests } from './support/chromium.js';
+import type { Client } from 'openapi-fetch';
+import type { paths } from '../generated/public-v1.js';
+import { dataOf, publicApi, type ApiError, type OAuthSchemas, type Schemas } from './support/api.js';
+import { openBrowser, skipBrowserTests } from './support/chromium.js';
+import { eventually } from './support/eventually.js';
 import { startFakeGoogle, youtubeEnv, type FakeGoogle } from './support/fake-google.js';
 import { startFakeTikTok, tiktokEnv, type FakeTikTok } from './support/fake-tiktok.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { mp4WithDuration, png } from './support/media-samples.js';
 import { approve, channelsStatus, createOAuthApp, exchange, type TestApp } from './support/oauth.js';
-import { send } from './support/posts.js';
 import { freePort, ROOT, stop, untilExit } from './support/processes.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
+import { scratchDirs } from './support/scratch.js';
 import { startTestServer, type TestServer } from './support/server.js';
-import { completeUpload, startUpload } from './support/uploads.js';
+import { TIMEOUTS } from './support/timeouts.js';
+import { startUpload } from './support/uploads.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
 
 // The request samples of the API reference (`x-codeSamples`, which Redoc shows beside every
@@ -64,8 +67,6 @@ const OAUTH = operationsOf(SPEC_FILES.oauth);
 
 const isCurl = (sample: CodeSample) => sample.lang === 'Shell' && sample.label === 'curl';
 const curlOf = (operation: Operation) => operation.samples.find(isCurl)!;
-const sdkOf = (operation: Operation) =>
-  operation.samples.find((sample) => sample.lang === 'TypeScript' && sample.label === '@service/sdk')!;
 const typeScriptOf = (operation: Operation) => operation.samples.filter((sample) => sample.lang === 'TypeScript');
 
 /** The SDK method each operation's sample calls (`upload` makes the three requests of a signed upload). */
@@ -222,12 +223,16 @@ let receiver: WebhookReceiver;
 let files: RemoteServer;
 let server: TestServer;
 let org: TestOrganization;
+/** The Public API as the organization. */
+let api: Client<paths>;
 let app: TestApp;
 let sandboxChannel: string;
 let tiktokChannel: string;
+const scratchDir = scratchDirs();
 let work: string;
 let videoFile: string;
 
+// The networks' fakes, a receiver, a file server and the server, with a channel connected through the API.
 beforeAll(async () => {
   [google, tiktok, receiver] = await Promise.all([
     startFakeGoogle(),
@@ -252,34 +257,27 @@ beforeAll(async () => {
     },
   });
   org = await createOrganization(server.ctx.db, 'Acme Studio');
+  api = publicApi(server, org.auth);
   sandboxChannel = (await createChannel(server.ctx.db, org.id, 'sandbox', 'Sandbox')).id;
   // The samples return users to https://app.example.com, which the organization lists.
   await addReturnOrigin(server.ctx.db, org.id, 'https://app.example.com');
   tiktokChannel = await connectThroughApi('tiktok');
   app = await createOAuthApp(server.ctx.db, org.id);
-  work = fs.mkdtempSync(path.join(os.tmpdir(), 'code-samples-'));
+  work = scratchDir('code-samples');
   videoFile = path.join(work, 'winter.mp4');
   fs.writeFileSync(videoFile, mp4WithDuration(5));
-});
+}, 2 * TIMEOUTS.hook);
 afterAll(async () => {
   await server?.close();
   await Promise.all([google?.close(), tiktok?.close(), receiver?.close(), files?.close()]);
-  if (work) fs.rmSync(work, { recursive: true, force: true });
 });
-
-async function call(method: string, apiPath: string, body?: unknown) {
-  const response = await send(server, org.auth, method, apiPath, body);
-  const answer = response.status === 204 ? undefined : await json(response);
-  expect(response.status, `${method} ${apiPath}: ${JSON.stringify(answer)}`).toBeLessThan(300);
-  return answer;
-}
 
 /** Connects an account of the network's fake as an integrator's user does: consent, callback, return URL. */
 async function connectThroughApi(provider: 'youtube' | 'tiktok'): Promise<string> {
-  const { authorizationUrl } = await call('POST', '/public/v1/channels/connect', {
-    provider,
-    returnUrl: 'https://app.example.com/back',
-  });
+  const { authorizationUrl } = await dataOf(
+    api.POST('/public/v1/channels/connect', { body: { provider, returnUrl: 'https://app.example.com/back' } }),
+    200,
+  );
   const consent = await fetch(authorizationUrl, { redirect: 'manual' });
   const callback = new URL(consent.headers.get('location')!);
   const back = await server.fetch(callback.pathname + callback.search, { redirect: 'manual' });
@@ -289,13 +287,12 @@ async function connectThroughApi(provider: 'youtube' | 'tiktok'): Promise<string
 }
 
 async function newPost(type: 'draft' | 'schedule'): Promise<string> {
-  const created = await call('POST', '/public/v1/posts', {
-    type,
-    date: '2030-12-01T09:30:00.000Z',
-    content: 'A post of the samples',
-    channelIds: [sandboxChannel],
-  });
-  return created.data[0].id;
+  const post = { date: '2030-12-01T09:30:00.000Z', content: 'A post of the samples', channelIds: [sandboxChannel] };
+  const created = await dataOf(
+    api.POST('/public/v1/posts', { body: type === 'draft' ? { type, ...post } : { type, ...post } }),
+    201,
+  );
+  return created.data[0]!.id;
 }
 
 /** A signed upload whose bytes arrived, not completed yet. */
@@ -306,14 +303,16 @@ async function uploadedBytes(): Promise<string> {
   return upload.uploadId;
 }
 
-async function newMedia(): Promise<string> {
-  const response = await completeUpload(server, org, await uploadedBytes());
-  expect(response.status).toBe(200);
-  return (await json(response)).id;
+function completed(uploadId: string): Promise<Schemas['Media']> {
+  return dataOf(api.POST('/public/v1/media/uploads/{uploadId}/complete', { params: { path: { uploadId } } }), 200);
 }
 
-async function newWebhook(url = receiver.url): Promise<{ id: string; secret: string }> {
-  return call('POST', '/public/v1/webhooks', { url, eventTypes: ['post.published'] });
+async function newMedia(): Promise<string> {
+  return (await completed(await uploadedBytes())).id;
+}
+
+function newWebhook(url = receiver.url): Promise<Schemas['CreatedWebhook']> {
+  return dataOf(api.POST('/public/v1/webhooks', { body: { url, eventTypes: ['post.published'] } }), 201);
 }
 
 let sharedWebhook: string | undefined;
@@ -323,47 +322,48 @@ async function webhook(): Promise<string> {
 }
 
 /** The delivery of a test event, once tried (a delivery being tried cannot be sent again). */
-async function settledDelivery(
-  webhookId: string,
-): Promise<{ id: string; status: string; lastStatusCode: number | null }> {
-  const { id } = await call('POST', `/public/v1/webhooks/${webhookId}/test`);
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const { data } = await call('GET', `/public/v1/webhooks/${webhookId}/deliveries?limit=100`);
-    const delivery = data.find((candidate: { id: string }) => candidate.id === id);
-    if (delivery.lastStatusCode !== null && delivery.status !== 'pending') return delivery;
-    if (Date.now() > deadline) throw new Error(`delivery ${id} not tried: ${JSON.stringify(delivery)}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+async function settledDelivery(webhookId: string): Promise<Schemas['WebhookDelivery']> {
+  const path = { params: { path: { id: webhookId } } };
+  const { id } = await dataOf(api.POST('/public/v1/webhooks/{id}/test', path), 202);
+  return eventually(async () => {
+    const { data } = await dataOf(
+      api.GET('/public/v1/webhooks/{id}/deliveries', { params: { ...path.params, query: { limit: 100 } } }),
+      200,
+    );
+    const delivery = data.find((candidate) => candidate.id === id);
+    expect(delivery?.lastStatusCode, `delivery ${id} not tried: ${JSON.stringify(delivery)}`).not.toBeNull();
+    expect(delivery?.status).not.toBe('pending');
+    return delivery!;
+  });
 }
 
 type Env = Record<string, string>;
 
 /** What each Public API sample reads besides BASE and KEY, made fresh for each run. */
-const PUBLIC_FIXTURES: Record<string, () => Promise<Env>> = {
-  isConnected: async () => ({}),
-  listChannels: async () => ({}),
+const PUBLIC_FIXTURES: Record<string, () => Env | Promise<Env>> = {
+  isConnected: () => ({}),
+  listChannels: () => ({}),
   deleteChannel: async () => ({ CHANNEL: (await createChannel(server.ctx.db, org.id, 'sandbox', 'To remove')).id }),
-  connectChannel: async () => ({}),
-  getQuota: async () => ({}),
-  tiktokCreatorInfo: async () => ({ CHANNEL: tiktokChannel }),
-  tiktokAnalytics: async () => ({ CHANNEL: tiktokChannel }),
-  createPost: async () => ({ CHANNEL: sandboxChannel }),
-  listPosts: async () => ({ CHANNEL: sandboxChannel }),
+  connectChannel: () => ({}),
+  getQuota: () => ({}),
+  tiktokCreatorInfo: () => ({ CHANNEL: tiktokChannel }),
+  tiktokAnalytics: () => ({ CHANNEL: tiktokChannel }),
+  createPost: () => ({ CHANNEL: sandboxChannel }),
+  listPosts: () => ({ CHANNEL: sandboxChannel }),
   getPost: async () => ({ POST: await newPost('draft') }),
   updatePost: async () => ({ POST: await newPost('draft') }),
   deletePost: async () => ({ POST: await newPost('draft') }),
   getPostHistory: async () => ({ POST: await newPost('schedule') }),
   schedulePost: async () => ({ POST: await newPost('draft') }),
   changePostStatus: async () => ({ POST: await newPost('schedule') }),
-  listMedia: async () => ({}),
-  uploadFromUrl: async () => ({ FILE_URL: `${files.origin}/campaigns/winter/poster.png` }),
-  createUpload: async () => ({ FILE: videoFile }),
+  listMedia: () => ({}),
+  uploadFromUrl: () => ({ FILE_URL: `${files.origin}/campaigns/winter/poster.png` }),
+  createUpload: () => ({ FILE: videoFile }),
   // The SDK's sample is upload(), which makes all three requests from FILE.
   completeUpload: async () => ({ UPLOAD: await uploadedBytes(), FILE: videoFile }),
   deleteMedia: async () => ({ MEDIA: await newMedia() }),
-  listWebhooks: async () => ({}),
-  createWebhook: async () => ({ WEBHOOK_URL: receiver.url }),
+  listWebhooks: () => ({}),
+  createWebhook: () => ({ WEBHOOK_URL: receiver.url }),
   getWebhook: async () => ({ WEBHOOK: await webhook() }),
   updateWebhook: async () => ({ WEBHOOK: await webhook() }),
   deleteWebhook: async () => ({ WEBHOOK: (await newWebhook()).id }),
@@ -377,19 +377,19 @@ const PUBLIC_FIXTURES: Record<string, () => Promise<Env>> = {
 };
 
 /** Checks of what a sample did, beyond its 2xx answers, where the answer alone would not show it. */
+const post = (id: string | undefined) => api.GET('/public/v1/posts/{id}', { params: { path: { id: id! } } });
 const PUBLIC_EFFECTS: Record<string, (env: Env) => Promise<void>> = {
-  deletePost: async (env) =>
-    expect((await send(server, org.auth, 'GET', `/public/v1/posts/${env.POST}`)).status).toBe(404),
-  deleteMedia: async (env) =>
-    expect(
-      (await call('GET', '/public/v1/media?limit=100')).data.map((media: { id: string }) => media.id),
-    ).not.toContain(env.MEDIA),
-  changePostStatus: async (env) => expect((await call('GET', `/public/v1/posts/${env.POST}`)).status).toBe('draft'),
+  deletePost: async (env) => expect((await post(env.POST)).response.status).toBe(404),
+  deleteMedia: async (env) => {
+    const media = await dataOf(api.GET('/public/v1/media', { params: { query: { limit: 100 } } }), 200);
+    expect(media.data.map(({ id }) => id)).not.toContain(env.MEDIA);
+  },
+  changePostStatus: async (env) => expect((await dataOf(post(env.POST), 200)).status).toBe('draft'),
 };
 
 /** Each OAuth sample's variables: a registered app, and a code or a token issued to it. */
-const OAUTH_FIXTURES: Record<string, () => Promise<Env>> = {
-  authorize: async () => ({ CLIENT_ID: app.clientId }),
+const OAUTH_FIXTURES: Record<string, () => Env | Promise<Env>> = {
+  authorize: () => ({ CLIENT_ID: app.clientId }),
   token: async () => {
     const verifier = randomBytes(32).toString('base64url');
     const code = await approve(server.ctx.db, app, org, {
@@ -402,7 +402,7 @@ const OAUTH_FIXTURES: Record<string, () => Promise<Env>> = {
     CLIENT_ID: app.clientId,
     CLIENT_SECRET: app.secret,
   }),
-  authorizationServerMetadata: async () => ({}),
+  authorizationServerMetadata: () => ({}),
 };
 
 const OAUTH_EFFECTS: Record<string, (env: Env) => Promise<void>> = {
@@ -427,7 +427,7 @@ async function runShell(source: string, env: Env) {
     // HOME has no .curlrc, so the samples run as written.
     env: { PATH: process.env.PATH, HOME: work, BASE: server.baseUrl, ...env },
   });
-  const finished = await untilExit(child, 20_000);
+  const finished = await untilExit(child, TIMEOUTS.process);
   const requests: RecordedRequest[] = [...finished.stderr.matchAll(/^REQUEST (\S+) (\S+) (\d+) ?(.*)$/gm)].map(
     ([, method, url, status, redirect]) => ({
       method: method!,
@@ -481,9 +481,7 @@ describe('the curl samples, run with bash against a real server', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.requests.map((request) => request.method)).toEqual(['POST', 'PUT']);
     const uploadId = /^UPLOAD=(upl_\S+)$/m.exec(run.stdout)?.[1];
-    const completed = await completeUpload(server, org, uploadId!);
-    expect(completed.status).toBe(200);
-    expect(await json(completed)).toMatchObject({
+    expect(await completed(uploadId!)).toMatchObject({
       fileName: 'winter.mp4',
       contentType: 'video/mp4',
       size: fs.statSync(videoFile).size,
@@ -503,7 +501,10 @@ describe('the curl samples, run with bash against a real server', () => {
         expectOneRequestOf(operation, run.requests, success);
       }
       if (operation.operationId === 'token')
-        expect(JSON.parse(run.stdout)).toMatchObject({ access_token: expect.stringMatching(/^pos_/), id: org.id });
+        expect(JSON.parse(run.stdout) as OAuthSchemas['TokenResponse']).toMatchObject({
+          access_token: expect.stringMatching(/^pos_/) as unknown,
+          id: org.id,
+        });
       await OAUTH_EFFECTS[operation.operationId]?.(env);
     });
   }
@@ -513,7 +514,7 @@ describe('the curl samples, run with bash against a real server', () => {
     const run = await runShell(curlOf(getPost).source, { KEY: org.apiKey, POST: 'post_unknown' });
     expect(run.code).not.toBe(0);
     expect(run.requests.map((request) => request.status)).toEqual([404]);
-    expect(JSON.parse(run.stdout).error.code).toBe('not_found');
+    expect((JSON.parse(run.stdout) as ApiError).error.code).toBe('not_found');
   });
 });
 
@@ -652,26 +653,22 @@ describe('the TypeScript samples', () => {
       expect((await settledDelivery(stranger.id)).lastStatusCode).toBe(400);
     } finally {
       await stop(child);
-      await call('DELETE', `/public/v1/webhooks/${endpoint.id}`);
-      await call('DELETE', `/public/v1/webhooks/${stranger.id}`);
+      for (const { id } of [endpoint, stranger])
+        await dataOf(api.DELETE('/public/v1/webhooks/{id}', { params: { path: { id } } }), 204);
     }
   });
 });
 
 /** Waits until the receiver answers (an unsigned request: 400). */
 async function untilListening(url: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the receiver exited with ${child.exitCode}`);
-    try {
-      expect((await fetch(url, { method: 'POST', body: '{}' })).status).toBe(400);
-      return;
-    } catch (error) {
-      if (!(error instanceof TypeError)) throw error;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`the receiver did not listen at ${url}`);
+  const answer = await eventually(
+    async () => {
+      if (child.exitCode !== null) return `the receiver exited with ${child.exitCode}`;
+      return (await fetch(url, { method: 'POST', body: '{}' })).status;
+    },
+    { timeout: TIMEOUTS.process },
+  );
+  expect(answer).toBe(400);
 }
 
 /**
@@ -706,7 +703,7 @@ async function runModule(name: string, source: string, env: Env): Promise<string
  * whole reference in the browser before it shows any of it, which takes about 4 s for the Public API
  * on an idle 2-core machine and several times that when the machine is busy.
  */
-const REFERENCE_RENDERED = 60_000;
+const REFERENCE_RENDERED = 2 * TIMEOUTS.browser;
 
 describe('the reference an installation serves', () => {
   it('carries the samples in its copies of the contracts and in the built /docs pages', async () => {
@@ -775,26 +772,26 @@ describe('the reference an installation serves', () => {
   it.skipIf(skipBrowserTests)(
     'shows the samples in a browser (Chromium): the SDK’s once @service/sdk is chosen, and the OAuth TypeScript ones',
     async () => {
-      const profile = await launchChromium();
+      const browser = await openBrowser();
       try {
-        const page = await profile.context.newPage();
-        /** Waits until a code sample containing `text` is on the screen. */
-        const shown = (text: string, timeout: number) =>
+        const { page } = browser;
+        /** Waits until a code sample containing `text` is on the screen (TIMEOUTS.browser unless told). */
+        const shown = (text: string, timeout?: number) =>
           page.locator('code', { hasText: text }).first().waitFor({ state: 'visible', timeout });
         const choose = async (language: string) => {
-          await page.getByRole('button', { name: 'curl' }).first().click({ timeout: 10_000 });
-          await page.getByRole('menuitem', { name: language, exact: true }).click({ timeout: 10_000 });
+          await page.getByRole('button', { name: 'curl' }).first().click();
+          await page.getByRole('menuitem', { name: language, exact: true }).click();
         };
         await page.goto(`${server.baseUrl}/docs#tag/Posts/operation/createPost`);
         await shown('curl -X POST "$BASE/public/v1/posts"', REFERENCE_RENDERED);
         await choose('@service/sdk');
-        await shown('service.createPost({', 10_000);
+        await shown('service.createPost({');
         await page.goto(`${server.baseUrl}/docs/oauth#tag/Tokens/operation/token`);
         await shown('curl -X POST "$BASE/api/oauth/token"', REFERENCE_RENDERED);
         await choose('TypeScript');
-        await shown("grant_type: 'authorization_code'", 10_000);
+        await shown("grant_type: 'authorization_code'");
       } finally {
-        await profile.close();
+        await browser.close();
       }
     },
     3 * REFERENCE_RENDERED,

@@ -1,29 +1,46 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { dump } from 'js-yaml';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseYaml } from '../src/core/contract.js';
 import { ROOT } from './support/processes.js';
+import { scratchDirs } from './support/scratch.js';
 
 /**
  * The breaking-change guard of `npm test` (scripts/check-contract-changes.ts), run as `npm test` runs
  * it, on copies of the contract changed the way a careless edit would change them.
  */
 
-const RELEASED = path.join(ROOT, 'openapi', 'released');
-const work = fs.mkdtempSync(path.join(os.tmpdir(), 'contract-changes-'));
-afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+/** The parts of a contract (an OpenAPI document) that the edits below change. */
+interface Contract {
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, Schema> };
+}
+interface Operation {
+  operationId: string;
+  parameters: { name: string; in: string; required: boolean; schema: object }[];
+}
+interface Schema {
+  properties: Record<string, { type?: string; maxLength?: number; enum?: string[] }>;
+  required: string[];
+}
+interface Contracts {
+  publicV1: Contract;
+  oauth: Contract;
+}
 
-const released = (file: string): any => parseYaml(fs.readFileSync(path.join(RELEASED, file), 'utf8'));
+const RELEASED = path.join(ROOT, 'openapi', 'released');
+const scratchDir = scratchDirs();
+
+const released = (file: string) => parseYaml(fs.readFileSync(path.join(RELEASED, file), 'utf8')) as Contract;
+const schema = (contract: Contract, name: string) => contract.components.schemas[name]!;
+const operation = (contract: Contract, template: string, method: string) => contract.paths[template]![method]!;
 const CHANGELOG = fs.readFileSync(path.join(ROOT, 'CHANGELOG.md'), 'utf8');
-let runs = 0;
 
 /** Runs the guard on the released contracts changed by `edit`, with `changelog` as CHANGELOG.md. */
-function guard(edit: (contracts: { publicV1: any; oauth: any }) => void, changelog = CHANGELOG) {
-  const dir = path.join(work, String(runs++));
-  fs.mkdirSync(dir);
+function guard(edit: (contracts: Contracts) => void, changelog = CHANGELOG) {
+  const dir = scratchDir('contract-changes');
   const contracts = { publicV1: released('public-v1.yaml'), oauth: released('oauth.yaml') };
   edit(contracts);
   fs.writeFileSync(path.join(dir, 'public-v1.yaml'), dump(contracts.publicV1));
@@ -47,13 +64,13 @@ const announcing = (subjects: string[], changelog = CHANGELOG) =>
     `### Breaking changes\n\n${subjects.map((s) => `- \`${s}\`: changed on purpose.`).join('\n')}\n`,
   );
 
-const removeReleaseUrl = ({ publicV1 }: { publicV1: any }) => {
-  const post = publicV1.components.schemas.Post;
+const removeReleaseUrl = ({ publicV1 }: Contracts) => {
+  const post = schema(publicV1, 'Post');
   delete post.properties.releaseUrl;
-  post.required = post.required.filter((name: string) => name !== 'releaseUrl');
+  post.required = post.required.filter((name) => name !== 'releaseUrl');
 };
-const requireFrom = ({ publicV1 }: { publicV1: any }) => {
-  publicV1.paths['/public/v1/posts'].get.parameters.find((p: { name: string }) => p.name === 'from').required = true;
+const requireFrom = ({ publicV1 }: Contracts) => {
+  operation(publicV1, '/public/v1/posts', 'get').parameters.find((p) => p.name === 'from')!.required = true;
 };
 
 describe('the breaking-change guard', () => {
@@ -68,17 +85,17 @@ describe('the breaking-change guard', () => {
 
   it('passes additive changes: a new optional response field, a new optional parameter, a new operation', () => {
     const result = guard(({ publicV1, oauth }) => {
-      publicV1.components.schemas.Post.properties.note = { type: 'string', maxLength: 100 };
-      publicV1.paths['/public/v1/posts'].get.parameters.push({
+      schema(publicV1, 'Post').properties.note = { type: 'string', maxLength: 100 };
+      operation(publicV1, '/public/v1/posts', 'get').parameters.push({
         name: 'provider',
         in: 'query',
         required: false,
         schema: { type: 'string', maxLength: 20 },
       });
       publicV1.paths['/public/v1/posts/{id}/copy'] = {
-        post: { ...publicV1.paths['/public/v1/posts/{id}/schedule'].post, operationId: 'copyPost' },
+        post: { ...operation(publicV1, '/public/v1/posts/{id}/schedule', 'post'), operationId: 'copyPost' },
       };
-      oauth.components.schemas.TokenResponse.properties.scope = { type: 'string' };
+      schema(oauth, 'TokenResponse').properties.scope = { type: 'string' };
     });
     expect(result.code, result.output).toBe(0);
   });
@@ -95,7 +112,7 @@ describe('the breaking-change guard', () => {
   it('fails on a parameter that became required, and on a value a request may no longer send', () => {
     expect(guard(requireFrom).named).toEqual(['GET /public/v1/posts']);
     const narrower = guard(({ publicV1 }) => {
-      publicV1.components.schemas.ConnectChannelRequest.properties.provider.enum = ['youtube'];
+      schema(publicV1, 'ConnectChannelRequest').properties.provider!.enum = ['youtube'];
     });
     expect(narrower.named).toEqual(['POST /public/v1/channels/connect']);
     const oauth = guard(({ oauth }) => {
@@ -106,16 +123,16 @@ describe('the breaking-change guard', () => {
 
   it('fails on a webhook payload that loses a field', () => {
     const result = guard(({ publicV1 }) => {
-      const event = publicV1.components.schemas.PostWebhookEvent;
+      const event = schema(publicV1, 'PostWebhookEvent');
       delete event.properties.timestamp;
-      event.required = event.required.filter((name: string) => name !== 'timestamp');
+      event.required = event.required.filter((name) => name !== 'timestamp');
     });
     expect(result.code).toBe(1);
     expect(result.named).toEqual(expect.arrayContaining(['webhook post.failed', 'webhook post.published']));
   });
 
   it('passes a breaking change once CHANGELOG.md announces every operation it breaks under Unreleased, and not before', () => {
-    const both = (contracts: { publicV1: any; oauth: any }) => {
+    const both = (contracts: Contracts) => {
       removeReleaseUrl(contracts);
       requireFrom(contracts);
     };

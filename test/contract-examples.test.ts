@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseYaml, SPEC_FILES } from '../src/core/contract.js';
+import { bodyOf, dataOf, publicApi, type ApiError, type Schemas } from './support/api.js';
 import {
   createChannel,
   createOrganization,
@@ -8,7 +9,6 @@ import {
   insertPost,
   type TestOrganization,
 } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { pdf } from './support/media-samples.js';
 import { FakeTikTok, send } from './support/posts.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
@@ -21,10 +21,17 @@ import { startTestServer, type TestServer } from './support/server.js';
  */
 
 // The contract as plain data: tests walk it by the names the OpenAPI format gives its parts.
-const spec: any = parseYaml(fs.readFileSync(SPEC_FILES.publicV1, 'utf8'));
-const errorExample = (response: string, name: string) =>
-  spec.components.responses[response].content['application/json'].examples[name].value;
-const anyId = (value: unknown) =>
+interface WithExamples {
+  content: Record<string, { examples: Record<string, { value: unknown }> }>;
+}
+const spec = parseYaml(fs.readFileSync(SPEC_FILES.publicV1, 'utf8')) as {
+  components: { responses: Record<string, WithExamples> };
+  paths: Record<string, Record<string, { responses: Record<string, WithExamples> }>>;
+};
+const exampleOf = (answer: WithExamples | undefined, name: string) =>
+  answer!.content['application/json']!.examples[name]!.value;
+const errorExample = (response: string, name: string) => exampleOf(spec.components.responses[response], name);
+const anyId = (value: unknown): unknown =>
   JSON.parse(JSON.stringify(value).replace(/\b(ch|post|med|req|grp|org|upl)_[A-Za-z0-9]{20}\b/g, '$1_…'));
 
 let server: TestServer;
@@ -54,8 +61,9 @@ afterAll(async () => {
   await files?.close();
 });
 
-async function errorOf(response: Response) {
-  return anyId(await json(response));
+/** The whole answer of a refusal, its ids compared by their prefix. */
+async function refusal(response: Response) {
+  return anyId(await bodyOf<ApiError>(response));
 }
 
 describe('the error examples of the contract are answers of the real server', () => {
@@ -68,21 +76,21 @@ describe('the error examples of the contract are answers of the real server', ()
       ],
     });
     expect(response.status).toBe(400);
-    expect(await errorOf(response)).toEqual(anyId(errorExample('BadRequest', 'validationFailed')));
+    expect(await refusal(response)).toEqual(anyId(errorExample('BadRequest', 'validationFailed')));
   });
 
   it('Unauthorized invalidCredential and missingCredential', async () => {
     const invalid = await server.fetch('/public/v1/channels', {
       headers: { Authorization: 'Bearer svc_live_revoked' },
     });
-    expect(await errorOf(invalid)).toEqual(anyId(errorExample('Unauthorized', 'invalidCredential')));
-    expect(await errorOf(await server.fetch('/public/v1/channels'))).toEqual(
+    expect(await refusal(invalid)).toEqual(anyId(errorExample('Unauthorized', 'invalidCredential')));
+    expect(await refusal(await server.fetch('/public/v1/channels'))).toEqual(
       anyId(errorExample('Unauthorized', 'missingCredential')),
     );
   });
 
   it('NotFound notFound and Conflict publishing', async () => {
-    expect(await errorOf(await send(server, acme.auth, 'GET', '/public/v1/posts/post_4Ki7Lo1Pm3Nj8Bh5Gv2C'))).toEqual(
+    expect(await refusal(await send(server, acme.auth, 'GET', '/public/v1/posts/post_4Ki7Lo1Pm3Nj8Bh5Gv2C'))).toEqual(
       anyId(errorExample('NotFound', 'notFound')),
     );
     const publishing = await insertPost(server.ctx.db, {
@@ -93,7 +101,7 @@ describe('the error examples of the contract are answers of the real server', ()
     });
     const conflict = await send(server, acme.auth, 'PATCH', `/public/v1/posts/${publishing}`, { content: 'too late' });
     expect(conflict.status).toBe(409);
-    expect(await errorOf(conflict)).toEqual(anyId(errorExample('Conflict', 'publishing')));
+    expect(await refusal(conflict)).toEqual(anyId(errorExample('Conflict', 'publishing')));
   });
 
   it('Conflict mediaInUse', async () => {
@@ -111,7 +119,7 @@ describe('the error examples of the contract are answers of the real server', ()
       .execute();
     const response = await send(server, acme.auth, 'DELETE', `/public/v1/media/${video}`);
     expect(response.status).toBe(409);
-    expect(await errorOf(response)).toEqual(anyId(errorExample('Conflict', 'mediaInUse')));
+    expect(await refusal(response)).toEqual(anyId(errorExample('Conflict', 'mediaInUse')));
   });
 
   it('PayloadTooLarge tooLarge and UnsupportedMediaType unsupportedType', async () => {
@@ -121,12 +129,12 @@ describe('the error examples of the contract are answers of the real server', ()
       size: 15728640,
     });
     expect(tooLarge.status).toBe(413);
-    expect(await errorOf(tooLarge)).toEqual(anyId(errorExample('PayloadTooLarge', 'tooLarge')));
+    expect(await refusal(tooLarge)).toEqual(anyId(errorExample('PayloadTooLarge', 'tooLarge')));
     const unsupported = await send(server, acme.auth, 'POST', '/public/v1/media/upload-from-url', {
       url: `${files.origin}/brochure.pdf`,
     });
     expect(unsupported.status).toBe(415);
-    expect(await errorOf(unsupported)).toEqual(anyId(errorExample('UnsupportedMediaType', 'unsupportedType')));
+    expect(await refusal(unsupported)).toEqual(anyId(errorExample('UnsupportedMediaType', 'unsupportedType')));
   });
 
   it('Unprocessable postRules, quotaExceeded and refusedUrl', async () => {
@@ -149,7 +157,7 @@ describe('the error examples of the contract are answers of the real server', ()
       ],
     });
     expect(rules.status).toBe(422);
-    expect(await errorOf(rules)).toEqual(anyId(errorExample('Unprocessable', 'postRules')));
+    expect(await refusal(rules)).toEqual(anyId(errorExample('Unprocessable', 'postRules')));
 
     for (let i = 0; i < 15; i++) {
       await insertPost(server.ctx.db, {
@@ -172,18 +180,21 @@ describe('the error examples of the contract are answers of the real server', ()
       ],
     });
     expect(quota.status).toBe(422);
-    expect(await errorOf(quota)).toEqual(anyId(errorExample('Unprocessable', 'quotaExceeded')));
+    expect(await refusal(quota)).toEqual(anyId(errorExample('Unprocessable', 'quotaExceeded')));
 
     const refused = await send(server, acme.auth, 'POST', '/public/v1/media/upload-from-url', {
       url: 'http://10.0.0.12/poster.jpg',
     });
     expect(refused.status).toBe(422);
-    expect(await errorOf(refused)).toEqual(anyId(errorExample('Unprocessable', 'refusedUrl')));
+    expect(await refusal(refused)).toEqual(anyId(errorExample('Unprocessable', 'refusedUrl')));
   });
 });
 
 describe('the media examples of the contract have the form of real media', () => {
-  /** What a client may rely on: the signed URL expires when `urlExpiresAt` says, in whole seconds, with a full-length signature. */
+  /**
+   * What a client may rely on: the signed URL expires when `urlExpiresAt` says, in whole seconds, with
+   * a full-length signature.
+   */
   function signedUrlFacts(media: { url: string; urlExpiresAt: string }) {
     const url = new URL(media.url);
     return {
@@ -200,30 +211,31 @@ describe('the media examples of the contract have the form of real media', () =>
       .set({ storage_key: `media/${acme.id}/${id}` })
       .where('id', '=', id)
       .execute();
-    const real = (await json(await send(server, acme.auth, 'GET', '/public/v1/media'))).data.find(
-      (m: { id: string }) => m.id === id,
-    );
+    const media = await dataOf(publicApi(server, acme.auth).GET('/public/v1/media'), 200);
+    const real = media.data.find((m) => m.id === id)!;
     for (const [path, operation, status, name] of [
       ['/public/v1/media', 'get', '200', 'page'],
       ['/public/v1/media/uploads/{uploadId}/complete', 'post', '200', 'video'],
       ['/public/v1/media/upload-from-url', 'post', '201', 'image'],
     ] as const) {
-      const value = spec.paths[path][operation].responses[status].content['application/json'].examples[name].value;
-      const example = 'data' in value ? value.data[0] : value;
+      const value = exampleOf(spec.paths[path]![operation]!.responses[status], name) as
+        Schemas['Media'] | Schemas['MediaPage'];
+      const example = 'data' in value ? value.data[0]! : value;
       expect(signedUrlFacts(example), `${path} ${name}`).toEqual(signedUrlFacts(real));
     }
   });
 
   it('createUpload', async () => {
-    const real = await json(
-      await send(server, acme.auth, 'POST', '/public/v1/media/uploads', {
-        fileName: 'winter-collection.mp4',
-        contentType: 'video/mp4',
-        size: 48213776,
+    const real = await dataOf(
+      publicApi(server, acme.auth).POST('/public/v1/media/uploads', {
+        body: { fileName: 'winter-collection.mp4', contentType: 'video/mp4', size: 48213776 },
       }),
+      201,
     );
-    const example =
-      spec.paths['/public/v1/media/uploads'].post.responses['201'].content['application/json'].examples.video.value;
+    const example = exampleOf(
+      spec.paths['/public/v1/media/uploads']!.post!.responses['201'],
+      'video',
+    ) as Schemas['Upload'];
     const facts = (upload: { uploadUrl: string; expiresAt: string }) => {
       const url = new URL(upload.uploadUrl);
       return {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
+import { dataOf, publicApi } from './support/api.js';
 import {
   contractProblems,
   describe as describeRequest,
@@ -21,6 +22,7 @@ import { approve, createOAuthApp, type TestApp } from './support/oauth.js';
 import { FakeTikTok } from './support/posts.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { scaled } from './support/timeouts.js';
 import { OAUTH_SPEC, startPrism, type PrismServer } from './sdk/support/prism.js';
 
 /**
@@ -97,14 +99,7 @@ beforeAll(async () => {
       status,
       scheduledAt: '2026-12-01T09:30:00.000Z',
     });
-  const api = async (method: string, path: string, body?: unknown) => {
-    const response = await server.fetch(path, {
-      method,
-      headers: { ...org.auth, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    return (await response.json()) as { id: string; uploadId: string };
-  };
+  const api = publicApi(server, org.auth);
   // An organization keeps at most 20 endpoints: a fresh one makes room by deleting all but the newest.
   const webhook = async () => {
     const newest = db
@@ -119,12 +114,13 @@ beforeAll(async () => {
       .where('id', 'not in', newest)
       .where('id', 'not in', pools.get('whk_') ?? ['-'])
       .execute();
-    return (await api('POST', '/public/v1/webhooks', { url: `${remote.origin}/hooks`, eventTypes: ['post.published'] }))
-      .id;
+    const body = { url: `${remote.origin}/hooks`, eventTypes: ['post.published' as const] };
+    return (await dataOf(api.POST('/public/v1/webhooks', { body }), 201)).id;
   };
-  const upload = async () =>
-    (await api('POST', '/public/v1/media/uploads', { fileName: 'poster.jpg', contentType: 'image/jpeg', size: 2048 }))
-      .uploadId;
+  const upload = async () => {
+    const body = { fileName: 'poster.jpg', contentType: 'image/jpeg', size: 2048 };
+    return (await dataOf(api.POST('/public/v1/media/uploads', { body }), 201)).uploadId;
+  };
 
   pools.set('ch_', channels);
   pools.set('med_', media);
@@ -136,7 +132,8 @@ beforeAll(async () => {
     await post('draft')(),
   ]);
   pools.set('whk_', [await webhook()]);
-  pools.set('msg_', [(await api('POST', `/public/v1/webhooks/${pools.get('whk_')![0]}/test`)).id]);
+  const test = api.POST('/public/v1/webhooks/{id}/test', { params: { path: { id: pools.get('whk_')![0]! } } });
+  pools.set('msg_', [(await dataOf(test, 202)).id]);
   pools.set('upl_', [await upload()]);
   fresh.set('ch_', () => channel('sandbox'));
   fresh.set('med_', () => insertMedia(db, org.id, 'image'));
@@ -181,7 +178,7 @@ beforeAll(async () => {
       },
     },
   });
-}, 120_000);
+}, scaled(120_000));
 
 afterAll(async () => {
   await server?.close();
@@ -279,7 +276,7 @@ describe('requests generated from the contracts', () => {
     }
   });
 
-  it('are answered by the server only as the contract declares', { timeout: 120_000 }, async () => {
+  it('are answered by the server only as the contract declares', { timeout: scaled(120_000) }, async () => {
     const findings = new Map<string, string[]>();
     const statuses = new Map<string, Set<number>>();
     await inFlight(requests, async (request) => {
@@ -311,12 +308,12 @@ describe('the same requests through Prism’s validating proxy', () => {
       startPrism({ proxy: server.baseUrl }),
       startPrism({ proxy: server.baseUrl }, OAUTH_SPEC),
     ]);
-  }, 60_000);
+  }, scaled(60_000));
   afterAll(async () => {
     await Promise.all([publicProxy?.stop(), oauthProxy?.stop()]);
   });
 
-  it('are found breaking nothing', { timeout: 180_000 }, async () => {
+  it('are found breaking nothing', { timeout: scaled(180_000) }, async () => {
     const violations = new Map<string, string[]>();
     // Prism's proxy follows redirects (stoplightio/prism#1977) and answers with wherever they lead,
     // so the authorize endpoint, whose answers are redirects, is checked by the direct run only.

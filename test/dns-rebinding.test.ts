@@ -1,7 +1,10 @@
 import dns from 'node:dns';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Client } from 'openapi-fetch';
+import type { paths } from '../generated/public-v1.js';
+import { dataOf, publicApi } from './support/api.js';
+import { eventually } from './support/eventually.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { png } from './support/media-samples.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -24,11 +27,12 @@ class RebindingResolver {
     this.asked = 0;
   }
 
-  resolve = async (hostname: string): Promise<string[]> => {
+  resolve = (hostname: string): Promise<string[]> => {
     this.questions.push(hostname);
-    if (hostname !== HOST) throw Object.assign(new Error(`${hostname} is not known here`), { code: 'ENOTFOUND' });
+    if (hostname !== HOST)
+      return Promise.reject(Object.assign(new Error(`${hostname} is not known here`), { code: 'ENOTFOUND' }));
     this.asked += 1;
-    return [this.asked === 1 ? CHECKED : LOOPBACK];
+    return Promise.resolve([this.asked === 1 ? CHECKED : LOOPBACK]);
   };
 }
 
@@ -36,6 +40,7 @@ const picture = png(2);
 const resolver = new RebindingResolver();
 let server: TestServer;
 let org: TestOrganization;
+let api: Client<paths>;
 let checked: RemoteServer;
 let loopbackServices: RemoteServer[];
 const hooks: string[] = [];
@@ -69,6 +74,7 @@ beforeAll(async () => {
     env: { MEDIA_FETCH_ALLOW_RANGES: CHECKED, WEBHOOK_ALLOW_RANGES: `${CHECKED}/32`, WEBHOOK_RETRY_SCHEDULE: '0.2' },
   });
   org = await createOrganization(server.ctx.db, 'Rebinding');
+  api = publicApi(server, org.auth);
 });
 afterAll(async () => {
   await server?.close();
@@ -77,64 +83,46 @@ afterAll(async () => {
 
 const loopbackRequests = () => loopbackServices.flatMap((service) => service.requests);
 
-function call(path: string, body?: unknown): Promise<Response> {
-  return server.fetch(path, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { ...org.auth, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-}
+const uploadFromUrl = (url: string) => api.POST('/public/v1/media/upload-from-url', { body: { url } });
 
 describe('outbound connections go to the address that was checked', () => {
   it('the rig: a second answer for the name is loopback, which the server refuses', async () => {
     resolver.arm();
     await resolver.resolve(HOST);
-    const response = await call('/public/v1/media/upload-from-url', {
-      url: `http://${HOST}:${checked.port}/first-answer-used-up.png`,
-    });
+    const { error, response } = await uploadFromUrl(`http://${HOST}:${checked.port}/first-answer-used-up.png`);
     expect(response.status).toBe(422);
-    expect((await json(response)).error.message).toContain('loopback');
+    expect(error?.error.message).toContain('loopback');
     expect(loopbackRequests()).toEqual([]);
     expect(checked.requests).toEqual([]);
   });
 
   it('upload from URL: the file comes from the checked address, loopback is never reached', async () => {
     resolver.arm();
-    const response = await call('/public/v1/media/upload-from-url', {
-      url: `http://${HOST}:${checked.port}/poster.png`,
-    });
-    expect(response.status).toBe(201);
-    expect((await json(response)).contentType).toBe('image/png');
+    const media = await dataOf(uploadFromUrl(`http://${HOST}:${checked.port}/poster.png`), 201);
+    expect(media.contentType).toBe('image/png');
     expect(checked.requests).toEqual([{ method: 'GET', path: '/poster.png', host: `${HOST}:${checked.port}` }]);
     expect(loopbackRequests()).toEqual([]);
   });
 
   it('webhook delivery: the receiver at the checked address gets it, loopback is never reached', async () => {
     resolver.arm();
-    const created = await call('/public/v1/webhooks', {
-      url: `http://${HOST}:${checked.port}/hooks`,
-      eventTypes: ['post.published'],
-    });
-    expect(created.status).toBe(201);
-    const endpoint = await json(created);
+    const endpoint = await dataOf(
+      api.POST('/public/v1/webhooks', {
+        body: { url: `http://${HOST}:${checked.port}/hooks`, eventTypes: ['post.published'] },
+      }),
+      201,
+    );
 
     resolver.arm();
-    const sent = await call(`/public/v1/webhooks/${endpoint.id}/test`, {});
-    expect(sent.status).toBe(202);
-    const delivery = await json(sent);
-    const deadline = Date.now() + 15_000;
-    let settled: { status: string; lastError: string | null } | undefined;
-    while (Date.now() < deadline) {
-      const list = (await json(await call(`/public/v1/webhooks/${endpoint.id}/deliveries`))).data as {
-        id: string;
-        status: string;
-        lastError: string | null;
-      }[];
-      settled = list.find((item) => item.id === delivery.id && item.status !== 'pending');
-      if (settled) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    expect(settled?.status).toBe('succeeded');
+    const path = { params: { path: { id: endpoint.id } } };
+    const delivery = await dataOf(api.POST('/public/v1/webhooks/{id}/test', path), 202);
+    const settled = await eventually(async () => {
+      const list = await dataOf(api.GET('/public/v1/webhooks/{id}/deliveries', path), 200);
+      const tried = list.data.find((item) => item.id === delivery.id && item.status !== 'pending');
+      expect(tried, 'the delivery, tried').toBeDefined();
+      return tried!;
+    });
+    expect(settled.status).toBe('succeeded');
     expect(hooks).toEqual([delivery.id]);
     expect(loopbackRequests()).toEqual([]);
     expect(resolver.questions.every((name) => name === HOST)).toBe(true);

@@ -1,99 +1,92 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SERVER_NODE_OPTIONS } from '../scripts/node-options.mjs';
 import { EMBEDDED_POSTGRES_MAJOR, openDatabase } from '../src/db/database.js';
-import { freePort, ROOT, spawnBuilt, stop, untilExit, untilReady } from './support/processes.js';
+import { eventually } from './support/eventually.js';
+import { freePort, ROOT, spawnBuilt, startBuilt, untilExit, untilReady } from './support/processes.js';
+import { installationEnv, scratchDirs } from './support/scratch.js';
+import { scaled, TIMEOUTS } from './support/timeouts.js';
 
-const made: string[] = [];
-afterAll(() => made.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
+const scratchDir = scratchDirs();
 
 describe('the embedded database', () => {
-  it('embeds the PostgreSQL major version the server checks data directories against', async () => {
-    const database = await openDatabase({});
-    try {
-      const { rows } = await sql<{ version: string }>`select current_setting('server_version_num') as version`.execute(
-        database.db,
-      );
-      expect(Math.floor(Number(rows[0]!.version) / 10_000)).toBe(EMBEDDED_POSTGRES_MAJOR);
-    } finally {
-      await database.close();
-    }
-  }, 60_000);
+  it(
+    'embeds the PostgreSQL major version the server checks data directories against',
+    async () => {
+      const database = await openDatabase({});
+      try {
+        const { rows } = await sql<{
+          version: string;
+        }>`select current_setting('server_version_num') as version`.execute(database.db);
+        expect(Math.floor(Number(rows[0]!.version) / 10_000)).toBe(EMBEDDED_POSTGRES_MAJOR);
+      } finally {
+        await database.close();
+      }
+    },
+    TIMEOUTS.process,
+  );
 
-  it('refuses, in one line and with exit code 65, a data directory another PostgreSQL major made', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'other-major-'));
-    made.push(dataDir);
-    fs.mkdirSync(path.join(dataDir, 'pglite'));
-    fs.writeFileSync(path.join(dataDir, 'pglite', 'PG_VERSION'), '15\n');
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  it(
+    'refuses, in one line and with exit code 65, a data directory another PostgreSQL major made',
+    async () => {
+      const dataDir = scratchDir('other-major');
+      fs.mkdirSync(path.join(dataDir, 'pglite'));
+      fs.writeFileSync(path.join(dataDir, 'pglite', 'PG_VERSION'), '15\n');
+      const env = installationEnv({ dataDir });
 
-    for (const program of ['start', 'admin'] as const) {
-      const args = program === 'admin' ? ['create-key', '--org', 'org_any'] : [];
-      const result = await untilExit(spawnBuilt(program, args, env));
-      expect(result.code, result.stderr).toBe(65);
-      expect(result.stderr.split('\n')).toEqual([
-        expect.stringContaining(
-          `was made by PostgreSQL 15, and this version embeds PostgreSQL ${EMBEDDED_POSTGRES_MAJOR}`,
-        ),
-      ]);
-      expect(result.stdout).not.toContain('is running at');
-    }
-    // Nothing was written into the directory it refused.
-    expect(fs.readdirSync(path.join(dataDir, 'pglite'))).toEqual(['PG_VERSION']);
-  }, 60_000);
+      for (const program of ['start', 'admin'] as const) {
+        const args = program === 'admin' ? ['create-key', '--org', 'org_any'] : [];
+        const result = await untilExit(spawnBuilt(program, args, env));
+        expect(result.code, result.stderr).toBe(65);
+        expect(result.stderr.split('\n')).toEqual([
+          expect.stringContaining(
+            `was made by PostgreSQL 15, and this version embeds PostgreSQL ${EMBEDDED_POSTGRES_MAJOR}`,
+          ),
+        ]);
+        expect(result.stdout).not.toContain('is running at');
+      }
+      // Nothing was written into the directory it refused.
+      expect(fs.readdirSync(path.join(dataDir, 'pglite'))).toEqual(['PG_VERSION']);
+    },
+    scaled(60_000),
+  );
 
-  it('is taken over at once by the next start after its server was killed with SIGKILL, and names a live holder', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'killed-holder-'));
-    made.push(dataDir);
-    const env = {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn',
-      HOST: '127.0.0.1',
-    };
-    const port = await freePort();
-    const first = spawnBuilt('start', [], { ...env, PORT: String(port) });
-    const killed = new Promise((resolve) => first.once('exit', resolve));
-    try {
-      await untilReady(`http://127.0.0.1:${port}/readyz`, first);
-      // While it runs, another start is refused and told which process holds the database.
-      const refused = await untilExit(spawnBuilt('start', [], { ...env, PORT: String(await freePort()) }));
-      expect(refused.code).toBe(75);
-      expect(refused.stderr).toContain(`in use by another process (process ${first.pid}:`);
-    } finally {
-      // Killed here whatever happened above, so a failure leaves no server behind.
-      first.kill('SIGKILL');
-      await killed;
-    }
-    // The lock it left is fresh (refreshed every 5 s, stale only after 15 s): waiting it out would
-    // keep the service down that long. The next start sees its holder is dead and takes it now.
-    const second = spawnBuilt('start', [], { ...env, PORT: String(port) });
-    try {
-      await untilReady(`http://127.0.0.1:${port}/readyz`, second, 12_000);
-    } finally {
-      expect(await stop(second)).toBe(0);
-    }
-    // A clean stop leaves neither the lock nor its holder's record behind.
-    expect(fs.readdirSync(dataDir).filter((name) => name.includes('lock'))).toEqual([]);
-  }, 120_000);
+  it(
+    'is taken over at once by the next start after its server was killed with SIGKILL, and names a live holder',
+    async () => {
+      const dataDir = scratchDir('killed-holder');
+      const env = installationEnv({ dataDir }, { HOST: '127.0.0.1' });
+      const first = await startBuilt(env);
+      const killed = new Promise((resolve) => first.process.once('exit', resolve));
+      try {
+        // While it runs, another start is refused and told which process holds the database.
+        const refused = await untilExit(spawnBuilt('start', [], { ...env, PORT: String(await freePort()) }));
+        expect(refused.code).toBe(75);
+        expect(refused.stderr).toContain(`in use by another process (process ${first.process.pid}:`);
+      } finally {
+        // Killed here whatever happened above, so a failure leaves no server behind.
+        first.process.kill('SIGKILL');
+        await killed;
+      }
+      // The lock it left is fresh (refreshed every 5 s, stale only after 15 s): waiting it out would
+      // keep the service down that long. The next start sees its holder is dead and takes it now (a
+      // start that does not take a held lock stops at once, refused, as above).
+      const second = await startBuilt(env, { port: first.port });
+      expect(await second.stop()).toBe(0);
+      // A clean stop leaves neither the lock nor its holder's record behind.
+      expect(fs.readdirSync(dataDir).filter((name) => name.includes('lock'))).toEqual([]);
+    },
+    scaled(120_000),
+  );
 
   it.skipIf(process.platform !== 'linux')(
     'is taken over at once when its killed server is not yet reaped by its parent',
     async () => {
-      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'zombie-holder-'));
-      made.push(dataDir);
-      const env = {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'warn',
-        HOST: '127.0.0.1',
-      };
+      const dataDir = scratchDir('zombie-holder');
+      const env = installationEnv({ dataDir }, { HOST: '127.0.0.1' });
       const port = await freePort();
       // The server's parent becomes a process that never collects its children's exit (as an init
       // that reaps late does): killed, the server stays a zombie, still answering `kill(pid, 0)`.
@@ -114,26 +107,15 @@ describe('the embedded database', () => {
         await untilReady(`http://127.0.0.1:${port}/readyz`, parent);
         const serverPid = Number(fs.readFileSync(pidFile, 'utf8'));
         process.kill(serverPid, 'SIGKILL');
-        const deadline = Date.now() + 10_000;
-        while (processState(serverPid) !== 'Z' && Date.now() < deadline)
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        expect(processState(serverPid)).toBe('Z');
+        await eventually(() => expect(processState(serverPid)).toBe('Z'), { interval: 20 });
 
-        const second = spawnBuilt('start', [], { ...env, PORT: String(port) });
-        let stderr = '';
-        second.stderr?.on('data', (chunk) => (stderr += chunk));
-        try {
-          await untilReady(`http://127.0.0.1:${port}/readyz`, second, 12_000).catch((error: Error) => {
-            throw new Error(`${error.message}: ${stderr}`);
-          });
-        } finally {
-          await stop(second);
-        }
+        const second = await startBuilt(env, { port });
+        await second.stop();
       } finally {
         parent.kill('SIGKILL');
       }
     },
-    120_000,
+    scaled(120_000),
   );
 });
 

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,13 +7,15 @@ import { ConfigError } from '../src/core/config.js';
 import { KEY_FILE, loadKeys, parseEncryptionKeys } from '../src/crypto/key-source.js';
 import { DecryptionError, Keyring, UnknownKeyError } from '../src/crypto/keyring.js';
 import { openDatabase } from '../src/db/database.js';
-import { createTestDatabase, TEST_DATABASE_URL } from './support/database.js';
 import { createOrganization } from './support/fixtures.js';
-import { freePort, spawnBuilt, stop, untilExit, untilReady } from './support/processes.js';
+import { freePort, spawnBuilt, untilExit } from './support/processes.js';
+import { scratchDirs, scratchInstallation } from './support/scratch.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { scaled } from './support/timeouts.js';
 import { startUpload } from './support/uploads.js';
 
 const key = (id: string) => ({ id, key: randomBytes(32) });
+const scratchDir = scratchDirs();
 
 describe('the keyring (AES-256-GCM, a key id per value)', () => {
   it('decrypts what it encrypted, with a new IV each time, and only in the place it was written for', () => {
@@ -69,20 +70,16 @@ describe('ENCRYPTION_KEY and the key file', () => {
   });
 
   it('creates the data directory’s key file once, for its owner only, and refuses one others can read', () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keys-'));
-    try {
-      const first = loadKeys({ encryptionKey: undefined, dataDir });
-      const file = path.join(dataDir, KEY_FILE);
-      expect(first.from).toBe('file');
-      expect(fs.statSync(file).mode & 0o777).toBe(0o600);
-      const again = loadKeys({ encryptionKey: undefined, dataDir });
-      expect(again.keyring.currentKeyId).toBe(first.keyring.currentKeyId);
-      expect(again.keyring.decrypt(first.keyring.encrypt('x', 'c'), 'c')).toBe('x');
-      fs.chmodSync(file, 0o644);
-      expect(() => loadKeys({ encryptionKey: undefined, dataDir })).toThrow(/readable by others.*chmod 600/);
-    } finally {
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    }
+    const dataDir = scratchDir('keys');
+    const first = loadKeys({ encryptionKey: undefined, dataDir });
+    const file = path.join(dataDir, KEY_FILE);
+    expect(first.from).toBe('file');
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    const again = loadKeys({ encryptionKey: undefined, dataDir });
+    expect(again.keyring.currentKeyId).toBe(first.keyring.currentKeyId);
+    expect(again.keyring.decrypt(first.keyring.encrypt('x', 'c'), 'c')).toBe('x');
+    fs.chmodSync(file, 0o644);
+    expect(() => loadKeys({ encryptionKey: undefined, dataDir })).toThrow(/readable by others.*chmod 600/);
   });
 });
 
@@ -166,50 +163,25 @@ async function everyRowAsText(db: TestServer['ctx']['db']): Promise<string> {
 }
 
 describe('rotating the key, with the built server and admin CLI', () => {
-  let dataDir: string;
-  let databaseUrl: string | undefined;
-  let closeDatabase: (() => Promise<void>) | undefined;
+  const installation = scratchInstallation('rotate');
 
-  beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rotate-'));
-    if (TEST_DATABASE_URL) {
-      const database = await createTestDatabase({ migrate: false });
-      databaseUrl = database.url;
-      closeDatabase = database.close;
-    }
-  });
-  afterAll(async () => {
-    await closeDatabase?.();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'warn',
-    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-    ...extra,
-  });
-
-  async function startAndStop(extra: Record<string, string> = {}): Promise<void> {
-    const port = await freePort();
-    const child = spawnBuilt('start', [], { ...env(extra), PORT: String(port) });
-    await untilReady(`http://127.0.0.1:${port}/readyz`, child);
-    expect((await fetch(`http://127.0.0.1:${port}/login`)).status).toBe(200);
-    await stop(child);
+  async function startAndStop(): Promise<void> {
+    const server = await installation.start();
+    expect((await fetch(`${server.baseUrl}/login`)).status).toBe(200);
+    await server.stop();
   }
 
   it(
     're-encrypts every value with a new key, keeps the server working, and a process without the key refuses to start',
-    { timeout: 120_000 },
+    { timeout: scaled(120_000) },
     async () => {
       await startAndStop();
+      const { dataDir, databaseUrl } = installation;
       const file = path.join(dataDir, KEY_FILE);
       const before = fs.readFileSync(file, 'utf8').trim().split('\n');
       expect(before).toHaveLength(1);
 
-      const rotated = await untilExit(spawnBuilt('admin', ['rotate-encryption-key'], env()));
+      const rotated = await installation.admin('rotate-encryption-key');
       expect(rotated.code, rotated.stderr).toBe(0);
       const after = fs.readFileSync(file, 'utf8').trim().split('\n');
       expect(after).toHaveLength(2);
@@ -232,7 +204,11 @@ describe('rotating the key, with the built server and admin CLI', () => {
       // A process given other keys than the installation's says so, names no key material, and stops.
       const stranger = randomBytes(32).toString('base64');
       const refused = await untilExit(
-        spawnBuilt('start', [], { ...env({ ENCRYPTION_KEY: `other:${stranger}` }), PORT: String(await freePort()) }),
+        spawnBuilt(
+          'start',
+          [],
+          installation.env({ ENCRYPTION_KEY: `other:${stranger}`, PORT: String(await freePort()) }),
+        ),
       );
       expect(refused.code).toBe(78);
       expect(refused.stderr).toContain(`encrypted with the key "${newId}"`);

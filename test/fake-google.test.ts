@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bodyOf } from './support/api.js';
 import { startFakeGoogle, type FakeGoogle } from './support/fake-google.js';
-import { json } from './support/http.js';
+import { anyString, stringContaining } from './support/typed-matchers.js';
 
 // The fake Google the YouTube tests rely on, held to the contract Google documents for its OAuth 2.0
 // server (web server apps) and YouTube's resumable uploads, so that what passes against it would
@@ -41,7 +42,7 @@ async function consent(params: Record<string, string | undefined> = {}): Promise
     ...params,
   };
   for (const [name, value] of Object.entries(all)) if (value !== undefined) query.set(name, value);
-  return fetch(`${google.url}/o/oauth2/v2/auth?${query}`, { redirect: 'manual' });
+  return fetch(`${google.url}/o/oauth2/v2/auth?${query.toString()}`, { redirect: 'manual' });
 }
 
 async function codeFrom(params: Record<string, string | undefined> = {}): Promise<string> {
@@ -64,6 +65,32 @@ async function tokenRequest(
   });
 }
 
+/** An error of Google's OAuth 2.0 server (RFC 6749 §5.2). */
+interface OAuthError {
+  error: string;
+  error_description?: string;
+}
+
+/** An error of a Google API, in Google's shape (https://cloud.google.com/apis/design/errors). */
+interface GoogleApiError {
+  error: {
+    code: number;
+    message: string;
+    status?: string;
+    errors: { domain: string; reason: string; message: string }[];
+  };
+}
+
+/** The parts of a YouTube resource these tests read (a channel, a video). */
+interface Resource {
+  kind: string;
+  id: string;
+}
+interface ListResponse {
+  kind: string;
+  items: Resource[];
+}
+
 interface Tokens {
   access_token: string;
   refresh_token?: string;
@@ -83,7 +110,7 @@ async function connect(params: Record<string, string | undefined> = {}): Promise
     code_verifier: verifier,
   });
   expect(answer.status).toBe(200);
-  return (await answer.json()) as Tokens;
+  return await bodyOf<Tokens>(answer);
 }
 
 const channels = (accessToken?: string) =>
@@ -152,7 +179,7 @@ describe('the token endpoint', () => {
     });
     expect(answer.status).toBe(200);
     expect(answer.headers.get('cache-control')).toContain('no-store');
-    const tokens = (await answer.json()) as Tokens;
+    const tokens = await bodyOf<Tokens>(answer);
     expect(tokens).toMatchObject({ token_type: 'Bearer', expires_in: 3600 });
     expect(tokens.scope.split(' ').sort()).toEqual([UPLOAD_SCOPE, READ_SCOPE].sort());
     expect(tokens.access_token.length).toBeGreaterThan(20);
@@ -180,7 +207,7 @@ describe('the token endpoint', () => {
     expect((await exchange({})).status).toBe(200);
     const reused = await exchange({});
     expect(reused.status).toBe(400);
-    expect(await reused.json()).toEqual({ error: 'invalid_grant', error_description: 'Bad Request' });
+    expect(await bodyOf<OAuthError>(reused)).toEqual({ error: 'invalid_grant', error_description: 'Bad Request' });
 
     const refusals: Record<string, string>[] = [
       { code_verifier: pkce().verifier },
@@ -198,7 +225,7 @@ describe('the token endpoint', () => {
         ...form,
       });
       expect(answer.status, JSON.stringify(form)).toBe(400);
-      expect((await json(answer)).error).toBe('invalid_grant');
+      expect((await bodyOf<OAuthError>(answer)).error).toBe('invalid_grant');
     }
 
     const late = pkce();
@@ -210,7 +237,7 @@ describe('the token endpoint', () => {
       redirect_uri: REDIRECT_URI,
       code_verifier: late.verifier,
     });
-    expect((await json(expired)).error).toBe('invalid_grant');
+    expect((await bodyOf<OAuthError>(expired)).error).toBe('invalid_grant');
   });
 
   it('authenticates the client in the body or with HTTP Basic, and refuses other credentials', async () => {
@@ -226,14 +253,14 @@ describe('the token endpoint', () => {
 
     const wrongSecret = await tokenRequest({ grant_type: 'refresh_token', refresh_token: 'x', client_secret: 'guess' });
     expect(wrongSecret.status).toBe(401);
-    expect((await json(wrongSecret)).error).toBe('invalid_client');
+    expect((await bodyOf<OAuthError>(wrongSecret)).error).toBe('invalid_client');
     const unknownClient = await tokenRequest({
       grant_type: 'refresh_token',
       refresh_token: 'x',
       client_id: 'other.apps.googleusercontent.com',
     });
     expect(unknownClient.status).toBe(401);
-    expect((await json(unknownClient)).error).toBe('invalid_client');
+    expect((await bodyOf<OAuthError>(unknownClient)).error).toBe('invalid_client');
   });
 
   it('takes form bodies only, and names what is wrong with a request', async () => {
@@ -248,10 +275,10 @@ describe('the token endpoint', () => {
       }),
     });
     expect(asJson.status).toBe(400);
-    expect((await json(asJson)).error).toBe('invalid_request');
+    expect((await bodyOf<OAuthError>(asJson)).error).toBe('invalid_request');
     const unsupported = await tokenRequest({ grant_type: 'password' });
     expect(unsupported.status).toBe(400);
-    expect((await json(unsupported)).error).toBe('unsupported_grant_type');
+    expect((await bodyOf<OAuthError>(unsupported)).error).toBe('unsupported_grant_type');
     const incomplete: Record<string, string>[] = [
       {},
       { grant_type: 'authorization_code' },
@@ -260,7 +287,7 @@ describe('the token endpoint', () => {
     for (const form of incomplete) {
       const answer = await tokenRequest(form);
       expect(answer.status, JSON.stringify(form)).toBe(400);
-      expect((await json(answer)).error).toBe('invalid_request');
+      expect((await bodyOf<OAuthError>(answer)).error).toBe('invalid_request');
     }
   });
 
@@ -269,7 +296,7 @@ describe('the token endpoint', () => {
     for (let i = 0; i < 2; i++) {
       const answer = await tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token! });
       expect(answer.status).toBe(200);
-      const refreshed = (await answer.json()) as Tokens;
+      const refreshed = await bodyOf<Tokens>(answer);
       expect(refreshed).toMatchObject({ token_type: 'Bearer', expires_in: 3600, scope: tokens.scope });
       expect(refreshed.refresh_token).toBeUndefined();
       expect(refreshed.access_token).not.toBe(tokens.access_token);
@@ -286,7 +313,7 @@ describe('the token endpoint', () => {
       google.advanceClock(61);
       const expired = await channels(tokens.access_token);
       expect(expired.status).toBe(401);
-      expect((await json(expired)).error.errors[0].reason).toBe('authError');
+      expect((await bodyOf<GoogleApiError>(expired)).error.errors[0]!.reason).toBe('authError');
     } finally {
       google.accessTokenLifetime(3600);
     }
@@ -299,7 +326,7 @@ describe('revocation', () => {
     google.revokeAll();
     const refresh = await tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token! });
     expect(refresh.status).toBe(400);
-    expect(await refresh.json()).toEqual({
+    expect(await bodyOf<OAuthError>(refresh)).toEqual({
       error: 'invalid_grant',
       error_description: 'Token has been expired or revoked.',
     });
@@ -307,11 +334,11 @@ describe('revocation', () => {
     const refused = await channels(tokens.access_token);
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toMatch(/^Bearer /);
-    expect(await refused.json()).toEqual({
+    expect(await bodyOf<GoogleApiError>(refused)).toEqual({
       error: {
         code: 401,
-        message: expect.stringContaining('invalid authentication credentials'),
-        errors: [{ domain: 'global', reason: 'authError', message: expect.any(String) }],
+        message: stringContaining('invalid authentication credentials'),
+        errors: [{ domain: 'global', reason: 'authError', message: anyString() }],
         status: 'UNAUTHENTICATED',
       },
     });
@@ -331,16 +358,24 @@ describe('revocation', () => {
     expect((await revoke(tokens.refresh_token!)).status).toBe(200);
     expect((await channels(tokens.access_token)).status).toBe(401);
     expect(
-      (await json(await tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }))).error,
+      (
+        await bodyOf<OAuthError>(
+          await tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }),
+        )
+      ).error,
     ).toBe('invalid_grant');
     const twice = await revoke(tokens.refresh_token!);
     expect(twice.status).toBe(400);
-    expect((await json(twice)).error).toBe('invalid_token');
+    expect((await bodyOf<OAuthError>(twice)).error).toBe('invalid_token');
 
     const other = await connect();
     expect((await revoke(other.access_token)).status).toBe(200);
     expect(
-      (await json(await tokenRequest({ grant_type: 'refresh_token', refresh_token: other.refresh_token! }))).error,
+      (
+        await bodyOf<OAuthError>(
+          await tokenRequest({ grant_type: 'refresh_token', refresh_token: other.refresh_token! }),
+        )
+      ).error,
     ).toBe('invalid_grant');
   });
 });
@@ -350,7 +385,7 @@ describe('channels.list', () => {
     const tokens = await connect();
     const answer = await channels(tokens.access_token);
     expect(answer.status).toBe(200);
-    const body = await json(answer);
+    const body = await bodyOf<ListResponse>(answer);
     expect(body.kind).toBe('youtube#channelListResponse');
     expect(body.items).toHaveLength(1);
     expect(body.items[0]).toMatchObject({
@@ -368,11 +403,11 @@ describe('channels.list', () => {
     const missing = await channels();
     expect(missing.status).toBe(401);
     expect(missing.headers.get('www-authenticate')).toMatch(/^Bearer /);
-    expect((await json(missing)).error.status).toBe('UNAUTHENTICATED');
+    expect((await bodyOf<GoogleApiError>(missing)).error.status).toBe('UNAUTHENTICATED');
     const uploadOnly = await connect({ scope: UPLOAD_SCOPE });
     const refused = await channels(uploadOnly.access_token);
     expect(refused.status).toBe(403);
-    expect((await json(refused)).error.errors[0].reason).toBe('insufficientPermissions');
+    expect((await bodyOf<GoogleApiError>(refused)).error.errors[0]!.reason).toBe('insufficientPermissions');
   });
 });
 
@@ -448,7 +483,7 @@ describe('videos.insert as a resumable upload', () => {
 
     const last = await sendFrom(uri, 0);
     expect(last.status).toBe(201);
-    const resource = await json(last);
+    const resource = await bodyOf<Resource>(last);
     expect(resource).toMatchObject({
       kind: 'youtube#video',
       snippet: { ...metadata.snippet, channelId: 'UC_fake_google_test_001' },
@@ -489,10 +524,10 @@ describe('videos.insert as a resumable upload', () => {
       fetch(`${google.url}/youtube/v3/videos?part=status&id=${ids}`, {
         headers: { Authorization: `Bearer ${accessToken}` },
       });
-    const listed = await json(await list(`${resource.id},unknown0000`));
+    const listed = await bodyOf<ListResponse>(await list(`${resource.id},unknown0000`));
     expect(listed.items).toHaveLength(1);
     expect(listed.items[0]).toMatchObject({ id: resource.id, status: { privacyStatus: 'unlisted' } });
-    const none = await json(await list('unknown0000'));
+    const none = await bodyOf<ListResponse>(await list('unknown0000'));
     expect(none.items).toEqual([]);
   });
 
@@ -500,14 +535,14 @@ describe('videos.insert as a resumable upload', () => {
     const uri = await session();
     const answer = await fetch(uri, { method: 'PUT', headers: { 'Content-Type': 'video/mp4' }, body: video });
     expect(answer.status).toBe(201);
-    expect(google.videoBytes((await json(answer)).id)!.equals(video)).toBe(true);
+    expect(google.videoBytes((await bodyOf<Resource>(answer)).id)!.equals(video)).toBe(true);
   });
 
   it('refuses a chunk before the last that is not a multiple of 256 KiB, and one that leaves a gap', async () => {
     const uri = await session();
     const misaligned = await put(uri, 0, 100_000 - 1);
     expect(misaligned.status).toBe(400);
-    expect((await json(misaligned)).error.code).toBe(400);
+    expect((await bodyOf<GoogleApiError>(misaligned)).error.code).toBe(400);
     const gap = await put(uri, CHUNK, 2 * CHUNK - 1);
     expect(gap.status).toBe(400);
     expect(sessionOf(uri).stored).toBe(0);
@@ -518,7 +553,7 @@ describe('videos.insert as a resumable upload', () => {
   it('needs a valid token to start, but not to go on', async () => {
     const unauthenticated = await initiate(metadata, { Authorization: 'Bearer nothing-issued' });
     expect(unauthenticated.status).toBe(401);
-    expect((await json(unauthenticated)).error.errors[0].reason).toBe('authError');
+    expect((await bodyOf<GoogleApiError>(unauthenticated)).error.errors[0]!.reason).toBe('authError');
     const unknownSession = `${google.url}/upload/youtube/v3/videos?uploadType=resumable&upload_id=nosuchsession`;
     expect((await status(unknownSession)).status).toBe(404);
   });
@@ -533,7 +568,7 @@ describe('videos.insert as a resumable upload', () => {
     for (const [resource, reason] of refusals) {
       const answer = await initiate(resource);
       expect(answer.status).toBe(400);
-      const error = (await json(answer)).error;
+      const error = (await bodyOf<GoogleApiError>(answer)).error;
       expect(error).toMatchObject({ code: 400, errors: [{ domain: 'youtube.video', reason }] });
       expect(answer.headers.get('location')).toBeNull();
     }
@@ -549,25 +584,25 @@ describe('videos.insert as a resumable upload', () => {
     for (let i = 0; i < 2; i++) {
       const answer = await initiate();
       expect(answer.status).toBe(403);
-      expect(await answer.json()).toEqual({
+      expect(await bodyOf<GoogleApiError>(answer)).toEqual({
         error: {
           code: 403,
-          message: expect.any(String),
-          errors: [{ domain: 'youtube.quota', reason: 'quotaExceeded', message: expect.any(String) }],
+          message: anyString(),
+          errors: [{ domain: 'youtube.quota', reason: 'quotaExceeded', message: anyString() }],
         },
       });
     }
     google.failNextUploads(1, 'uploadLimitExceeded');
     const limited = await initiate();
     expect(limited.status).toBe(400);
-    expect((await json(limited)).error.errors[0]).toMatchObject({
+    expect((await bodyOf<GoogleApiError>(limited)).error.errors[0]).toMatchObject({
       domain: 'youtube.video',
       reason: 'uploadLimitExceeded',
     });
     google.failNextUploads(1, 'forbidden');
     const forbidden = await initiate();
     expect(forbidden.status).toBe(403);
-    expect((await json(forbidden)).error.errors[0].reason).toBe('forbidden');
+    expect((await bodyOf<GoogleApiError>(forbidden)).error.errors[0]!.reason).toBe('forbidden');
     expect((await initiate()).status).toBe(200);
   });
 
@@ -596,7 +631,7 @@ describe('videos.insert as a resumable upload', () => {
     expect(upload.stored).toBe(VIDEO_BYTES);
     expect(upload.received - upload.total).toBeGreaterThan(0);
     expect(upload.received - upload.total).toBeLessThanOrEqual(CHUNK);
-    expect(google.videoBytes((await json(last)).id)!.equals(video)).toBe(true);
+    expect(google.videoBytes((await bodyOf<Resource>(last)).id)!.equals(video)).toBe(true);
   });
 
   it('completes the video even when the answer to the last chunk is lost, and says so to a status query', async () => {
@@ -609,7 +644,7 @@ describe('videos.insert as a resumable upload', () => {
     expect(google.videos.length).toBe(before + 1);
     const asked = await status(uri);
     expect(asked.status).toBe(200);
-    const resource = await json(asked);
+    const resource = await bodyOf<Resource>(asked);
     expect(resource).toMatchObject({
       kind: 'youtube#video',
       id: google.videos.at(-1)!.id,

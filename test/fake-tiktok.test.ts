@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bodyOf } from './support/api.js';
 import { chunkProblem, startFakeTikTok, type FakeTikTok } from './support/fake-tiktok.js';
-import { json } from './support/http.js';
+import { anyString } from './support/typed-matchers.js';
 
 // The fake TikTok the TikTok tests rely on, held to what TikTok documents for Login Kit, the Content
 // Posting API (chunk rules, status sequence, per-token limits) and the Display API, so that what
@@ -9,6 +10,38 @@ const MB = 1024 * 1024;
 const REDIRECT_URI = 'http://127.0.0.1:9/channels/callback/tiktok';
 const ALL_SCOPES = 'user.info.basic,user.info.stats,video.list,video.publish,video.upload';
 let tiktok: FakeTikTok;
+
+/** What TikTok's token endpoint answers: the tokens, or an error with its log id (Login Kit). */
+interface TokenAnswer {
+  access_token: string;
+  refresh_token: string;
+  open_id: string;
+  expires_in: number;
+  refresh_expires_in: number;
+  scope: string;
+  token_type: string;
+  error?: string;
+  log_id?: string;
+}
+/** TikTok's API envelope: `data`, and `error`, whose code is `ok` when there is none. */
+interface Envelope<Data> {
+  data: Data;
+  error: { code: string; message: string; log_id: string };
+}
+interface PublishInit {
+  publish_id: string;
+  upload_url: string;
+}
+interface PublishStatus {
+  status: string;
+  uploaded_bytes?: number;
+  fail_reason?: string;
+}
+interface VideoPage {
+  videos: { id: string; create_time?: number }[];
+  cursor: number;
+  has_more: boolean;
+}
 
 beforeAll(async () => {
   tiktok = await startFakeTikTok({ account: { displayName: 'Acme on TikTok', username: 'acme' } });
@@ -26,7 +59,7 @@ async function consent(params: Record<string, string> = {}): Promise<URL> {
     state: 'st-1',
     ...params,
   });
-  const response = await fetch(`${tiktok.url}/v2/auth/authorize/?${query}`, { redirect: 'manual' });
+  const response = await fetch(`${tiktok.url}/v2/auth/authorize/?${query.toString()}`, { redirect: 'manual' });
   expect(response.status).toBe(302);
   return new URL(response.headers.get('location')!);
 }
@@ -37,18 +70,16 @@ async function token(form: Record<string, string>) {
     headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ client_key: tiktok.clientKey, client_secret: tiktok.clientSecret, ...form }),
   });
-  return { status: response.status, body: await json(response) };
+  return { status: response.status, body: await bodyOf<TokenAnswer>(response) };
 }
 
 async function connected(scope = ALL_SCOPES) {
   const code = (await consent({ scope })).searchParams.get('code')!;
-  return (await token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI })).body as {
-    access_token: string;
-    refresh_token: string;
-  };
+  return (await token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI })).body;
 }
 
-async function api(accessToken: string, path: string, body?: unknown) {
+/** A request to TikTok's API with the token; its answer's `data` is what the test names. */
+async function api<Data = Record<string, unknown>>(accessToken: string, path: string, body?: unknown) {
   const response = await fetch(`${tiktok.url}${path}`, {
     method: body === undefined ? 'GET' : 'POST',
     headers: {
@@ -57,7 +88,7 @@ async function api(accessToken: string, path: string, body?: unknown) {
     },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  return { status: response.status, body: await json(response) };
+  return { status: response.status, body: await bodyOf<Envelope<Data>>(response) };
 }
 
 describe('Login Kit', () => {
@@ -118,7 +149,7 @@ describe('Login Kit', () => {
       }),
     });
     expect(revoked.status).toBe(200);
-    expect(await json(revoked)).toEqual({});
+    expect(await bodyOf<unknown>(revoked)).toEqual({});
     const refused = await api(tokens.access_token, '/v2/user/info/?fields=open_id');
     expect(refused.status).toBe(401);
     expect(refused.body.error.code).toBe('access_token_invalid');
@@ -134,7 +165,7 @@ describe('the API', () => {
     const info = await api(tokens.access_token, '/v2/user/info/?fields=open_id,display_name');
     expect(info.body).toEqual({
       data: { user: { open_id: tiktok.account.openId, display_name: 'Acme on TikTok' } },
-      error: { code: 'ok', message: '', log_id: expect.any(String) },
+      error: { code: 'ok', message: '', log_id: anyString() },
     });
     const stats = await api(tokens.access_token, '/v2/user/info/?fields=follower_count');
     expect(stats.status).toBe(401);
@@ -169,7 +200,7 @@ describe('the API', () => {
   it('takes a video in order, 206 until the last chunk and 201 then, and reports the publication’s status', async () => {
     const tokens = await connected();
     const size = 12 * MB;
-    const init = await api(tokens.access_token, '/v2/post/publish/video/init/', {
+    const init = await api<PublishInit>(tokens.access_token, '/v2/post/publish/video/init/', {
       post_info: { title: 'Hello', privacy_level: 'PUBLIC_TO_EVERYONE' },
       source_info: { source: 'FILE_UPLOAD', video_size: size, chunk_size: 5 * MB, total_chunk_count: 2 },
     });
@@ -186,7 +217,8 @@ describe('the API', () => {
     expect((await put(5 * MB, size - 1)).status).toBe(416);
     expect((await put(0, 5 * MB - 1)).status).toBe(206);
     const status = async () =>
-      (await api(tokens.access_token, '/v2/post/publish/status/fetch/', { publish_id: publishId })).body.data;
+      (await api<PublishStatus>(tokens.access_token, '/v2/post/publish/status/fetch/', { publish_id: publishId })).body
+        .data;
     expect(await status()).toMatchObject({ status: 'PROCESSING_UPLOAD', uploaded_bytes: 5 * MB });
     expect((await put(5 * MB, size - 1)).status).toBe(201);
     expect(await status()).toMatchObject({ status: 'PROCESSING_UPLOAD', uploaded_bytes: size });
@@ -198,7 +230,7 @@ describe('the API', () => {
     const text = await done.text();
     // The post id is an int64, written as a JSON number.
     expect(text).toMatch(/"publicaly_available_post_id":\[7\d{18}\]/);
-    expect(JSON.parse(text).data.status).toBe('PUBLISH_COMPLETE');
+    expect((JSON.parse(text) as Envelope<PublishStatus>).data.status).toBe('PUBLISH_COMPLETE');
     expect(tiktok.videoBytes(publishId)!.equals(bytes)).toBe(true);
   });
 
@@ -215,9 +247,12 @@ describe('the API', () => {
       expect((await init('PUBLIC_TO_EVERYONE')).body.error.code).toBe(
         'unaudited_client_can_only_post_to_private_accounts',
       );
-      expect(
-        (await api(tokens.access_token, '/v2/post/publish/creator_info/query/', {})).body.data.privacy_level_options,
-      ).toEqual(['SELF_ONLY']);
+      const creator = await api<{ privacy_level_options: string[] }>(
+        tokens.access_token,
+        '/v2/post/publish/creator_info/query/',
+        {},
+      );
+      expect(creator.body.data.privacy_level_options).toEqual(['SELF_ONLY']);
       expect((await init('SELF_ONLY')).status).toBe(200);
     } finally {
       tiktok.unaudited(false);
@@ -226,15 +261,15 @@ describe('the API', () => {
 
   it('allows 6 inits a minute per token, refuses an unverified PULL_FROM_URL, and fails a publication with its reason', async () => {
     const tokens = await connected();
-    const pull = await api(tokens.access_token, '/v2/post/publish/inbox/video/init/', {
+    const pull = await api<PublishInit>(tokens.access_token, '/v2/post/publish/inbox/video/init/', {
       source_info: { source: 'PULL_FROM_URL', video_url: 'https://media.example/v.mp4' },
     });
     expect(pull.status).toBe(403);
     expect(pull.body.error.code).toBe('url_ownership_unverified');
-    const inits: { status: number; body: any }[] = [];
+    const inits: { status: number; body: Envelope<PublishInit> }[] = [];
     for (let i = 0; i < 6; i++) {
       inits.push(
-        await api(tokens.access_token, '/v2/post/publish/inbox/video/init/', {
+        await api<PublishInit>(tokens.access_token, '/v2/post/publish/inbox/video/init/', {
           source_info: { source: 'FILE_UPLOAD', video_size: 10, chunk_size: 10, total_chunk_count: 1 },
         }),
       );
@@ -253,7 +288,8 @@ describe('the API', () => {
       ).status,
     ).toBe(201);
     const status = async () =>
-      (await api(tokens.access_token, '/v2/post/publish/status/fetch/', { publish_id: publishId })).body.data;
+      (await api<PublishStatus>(tokens.access_token, '/v2/post/publish/status/fetch/', { publish_id: publishId })).body
+        .data;
     expect((await status()).status).toBe('PROCESSING_UPLOAD');
     expect(await status()).toMatchObject({ status: 'FAILED', fail_reason: 'frame_rate_check_failed' });
   });
@@ -276,20 +312,18 @@ describe('the API', () => {
       })),
     );
     // From just after the newest of these (the post published above is newer still).
-    const first = await api(tokens.access_token, '/v2/video/list/?fields=id,create_time', {
+    const first = await api<VideoPage>(tokens.access_token, '/v2/video/list/?fields=id,create_time', {
       max_count: 20,
       cursor: (base + 24 * 60 + 1) * 1000,
     });
     expect(first.body.data.videos).toHaveLength(20);
     expect(first.body.data.videos[0]).toEqual({ id: String(7_000_000_000_024), create_time: base + 24 * 60 });
     expect(first.body.data.has_more).toBe(true);
-    const second = await api(tokens.access_token, '/v2/video/list/?fields=id', {
+    const second = await api<VideoPage>(tokens.access_token, '/v2/video/list/?fields=id', {
       max_count: 20,
       cursor: first.body.data.cursor,
     });
-    expect(second.body.data.videos.map((v: { id: string }) => v.id)).toEqual(
-      [4, 3, 2, 1, 0].map((i) => String(7_000_000_000_000 + i)),
-    );
+    expect(second.body.data.videos.map((v) => v.id)).toEqual([4, 3, 2, 1, 0].map((i) => String(7_000_000_000_000 + i)));
     expect(second.body.data.has_more).toBe(false);
     expect((await api(tokens.access_token, '/v2/video/list/?fields=id', { max_count: 21 })).body.error.code).toBe(
       'invalid_params',

@@ -1,9 +1,11 @@
 // Input nobody should send, on every surface: the answer is a clear refusal in that surface's own
 // format (the Public API's envelope, an RFC 6749 error, an HTML page), never a 500.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { errorOf, oauthErrorOf } from './support/api.js';
 import { BrowserSession } from './support/browser-session.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { stringMatching } from './support/typed-matchers.js';
 
 let server: TestServer;
 let org: TestOrganization;
@@ -75,9 +77,9 @@ describe('the NUL character, which the database cannot store', () => {
 
   async function expectEnvelope(response: Response, path: string) {
     expect(response.status).toBe(400);
-    const body = (await response.json()) as { error: { code: string; details: { path: string }[] } };
-    expect(body.error.code).toBe('validation_failed');
-    expect(body.error.details).toEqual([{ path, message: expect.stringMatching(/NUL/) }]);
+    const error = await errorOf(response);
+    expect(error.code).toBe('validation_failed');
+    expect(error.details).toEqual([{ path, message: stringMatching(/NUL/) }]);
   }
 
   it('is refused by the Public API in its envelope, in a body, a query or a path', async () => {
@@ -107,7 +109,7 @@ describe('the NUL character, which the database cannot store', () => {
           body,
         });
         expect(response.status).toBe(400);
-        expect(((await response.json()) as { error: string }).error).toBe('invalid_request');
+        expect((await oauthErrorOf(response)).error).toBe('invalid_request');
       }
     }
     const form = await server.fetch('/api/oauth/token', {
@@ -126,7 +128,7 @@ describe('the NUL character, which the database cannot store', () => {
       body: JSON.stringify({ grant_type: 'authorization_code', code: 'pac_x' }),
     });
     expect(basic.status).toBe(401);
-    expect(((await basic.json()) as { error: string }).error).toBe('invalid_client');
+    expect((await oauthErrorOf(basic)).error).toBe('invalid_client');
   });
 
   it('is refused by the web pages with an error page, in a form, a query or a path', async () => {
@@ -182,16 +184,16 @@ describe('bodies that cannot be read', () => {
       body: 'not gzip at all',
     });
     expect(response.status).toBe(400);
-    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('validation_failed');
+    expect((await errorOf(response)).code).toBe('validation_failed');
   });
 
   it('are refused by the OAuth endpoints with invalid_request', async () => {
     for (const path of ['/api/oauth/token', '/api/oauth/revoke']) {
       const response = await server.fetch(path, { method: 'POST', headers: garbled, body: 'not gzip at all' });
       expect(response.status).toBe(400);
-      expect(await response.json()).toEqual({
+      expect(await oauthErrorOf(response)).toEqual({
         error: 'invalid_request',
-        error_description: expect.stringMatching(/could not be read/),
+        error_description: stringMatching(/could not be read/),
       });
     }
   });
@@ -215,7 +217,7 @@ describe('local media file URLs', () => {
         { method, body: method === 'PUT' ? 'x' : undefined },
       );
       expect(response.status).toBe(403);
-      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('forbidden');
+      expect((await errorOf(response)).code).toBe('forbidden');
     }
   });
 });

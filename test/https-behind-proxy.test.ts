@@ -1,17 +1,15 @@
-import type { ChildProcess } from 'node:child_process';
 import { createHash, X509Certificate } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { OAuthSchemas, Schemas } from './support/api.js';
 import { inputValue } from './support/browser-session.js';
-import { launchChromium, skipBrowserTests } from './support/chromium.js';
-import { createTestDatabase, TEST_DATABASE_URL } from './support/database.js';
+import { openBrowser, skipBrowserTests } from './support/chromium.js';
 import { gif } from './support/media-samples.js';
 import { cookiesOf, formPost, send, type Answer, type SendOptions } from './support/loopback-client.js';
 import { makeCertificate, skipNginxTests, startTlsProxy, type Certificate, type TlsProxy } from './support/nginx.js';
-import { freePort, spawnBuilt, stop, untilReady } from './support/processes.js';
+import { freePort, type BuiltServer } from './support/processes.js';
 import { clearOfWindowEdge } from './support/rate-windows.js';
+import { scratchDirs, scratchInstallation } from './support/scratch.js';
+import { TIMEOUTS } from './support/timeouts.js';
 
 // The built server as an operator deploys it: behind nginx terminating TLS with a certificate for
 // the public host name, PUBLIC_URL the https origin, TRUST_PROXY naming the proxy's address. nginx
@@ -23,13 +21,11 @@ const REDIRECT_URI = 'https://app.example.org/oauth/callback';
 const FAILURES_PER_ADDRESS = 2;
 const WINDOW_S = 86_400;
 
-let dir: string;
 let certificate: Certificate;
 let publicUrl: string;
 let directOrigin: string;
-let server: ChildProcess;
+let server: BuiltServer | undefined;
 let proxy: TlsProxy | undefined;
-let closeDatabase: (() => Promise<void>) | undefined;
 
 /** Through the proxy, over https, trusting the test's certificate. */
 const viaProxy = (pathAndQuery: string, options: SendOptions = {}) =>
@@ -38,25 +34,15 @@ const viaProxy = (pathAndQuery: string, options: SendOptions = {}) =>
 const direct = (pathAndQuery: string, options: SendOptions = {}) => send(`${directOrigin}${pathAndQuery}`, options);
 
 describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
+  const installation = scratchInstallation('https-proxy');
+  const scratchDir = scratchDirs();
+
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'https-proxy-'));
+    const dir = scratchDir('https-proxy-nginx');
     certificate = makeCertificate(dir, HOST_NAME);
-    const [serverPort, proxyPort] = [await freePort(), await freePort()];
+    const proxyPort = await freePort();
     publicUrl = `https://${HOST_NAME}:${proxyPort}`;
-    directOrigin = `http://127.0.0.1:${serverPort}`;
-    let databaseUrl: string | undefined;
-    if (TEST_DATABASE_URL) {
-      const database = await createTestDatabase({ migrate: false });
-      databaseUrl = database.url;
-      closeDatabase = database.close;
-    }
-    server = spawnBuilt('start', [], {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME ?? os.tmpdir(),
-      DATA_DIR: path.join(dir, 'data'),
-      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-      LOG_LEVEL: 'warn',
-      PORT: String(serverPort),
+    server = await installation.start({
       PUBLIC_URL: publicUrl,
       TRUST_PROXY: PROXY_ADDRESS,
       OAUTH_AUTH_FAILURES_PER_ADDRESS: String(FAILURES_PER_ADDRESS),
@@ -66,11 +52,7 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
       YOUTUBE_CLIENT_ID: 'scheduler-test.apps.googleusercontent.com',
       YOUTUBE_CLIENT_SECRET: 'not-a-real-secret',
     });
-    let stderr = '';
-    server.stderr?.on('data', (chunk) => (stderr += chunk));
-    await untilReady(`${directOrigin}/readyz`, server).catch((error: Error) => {
-      throw new Error(`${error.message}\n${stderr}`);
-    });
+    directOrigin = server.baseUrl;
     proxy = await startTlsProxy({
       dir,
       hostName: HOST_NAME,
@@ -79,13 +61,11 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
       upstream: directOrigin,
       bindAddress: PROXY_ADDRESS,
     });
-  }, 120_000);
+  }, 2 * TIMEOUTS.hook);
 
   afterAll(async () => {
     await proxy?.close();
-    if (server) await stop(server);
-    await closeDatabase?.();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    await server?.stop();
   });
 
   /** A browser's visit through the proxy: its cookies kept, every answer checked for HSTS. */
@@ -179,7 +159,7 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
   });
 
   it('runs the authorization flow over https: the consent page keeps its policy, the app gets the public issuer', async () => {
-    const authorize = `/oauth/authorize?${new URLSearchParams({ client_id: app.clientId, response_type: 'code', state: 'over-tls' })}`;
+    const authorize = `/oauth/authorize?${new URLSearchParams({ client_id: app.clientId, response_type: 'code', state: 'over-tls' }).toString()}`;
     const stranger = new Visitor();
     const toLogin = await stranger.request(authorize);
     expect(toLogin.status).toBe(302);
@@ -221,7 +201,7 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
       }),
     });
     expect(token.status).toBe(200);
-    const accessToken = JSON.parse(token.body).access_token as string;
+    const accessToken = (JSON.parse(token.body) as OAuthSchemas['TokenResponse']).access_token;
 
     // The address Google would send the user back to is this installation's public one.
     const connect = await viaProxy('/public/v1/channels/connect', {
@@ -230,9 +210,11 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
       body: JSON.stringify({ provider: 'youtube', returnUrl: 'https://app.example.org/channels/done' }),
     });
     expect(connect.status).toBe(200);
-    expect(new URL(JSON.parse(connect.body).authorizationUrl).searchParams.get('redirect_uri')).toBe(
-      `${publicUrl}/channels/callback/youtube`,
-    );
+    expect(
+      new URL((JSON.parse(connect.body) as Schemas['ChannelConnection']).authorizationUrl).searchParams.get(
+        'redirect_uri',
+      ),
+    ).toBe(`${publicUrl}/channels/callback/youtube`);
   });
 
   it('signs media URLs for the public https origin, and they work through the proxy', async () => {
@@ -243,7 +225,7 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
       body: JSON.stringify({ fileName: 'pixel.gif', contentType: 'image/gif', size: bytes.length }),
     });
     expect(created.status).toBe(201);
-    const upload = JSON.parse(created.body) as { uploadId: string; uploadUrl: string; headers: Record<string, string> };
+    const upload = JSON.parse(created.body) as Schemas['Upload'];
     expect(upload.uploadUrl.startsWith(`${publicUrl}/media-files/`)).toBe(true);
     const put = await send(upload.uploadUrl, {
       method: 'PUT',
@@ -258,24 +240,24 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
       headers: { Authorization: `Bearer ${apiKey}` },
     });
     expect(completed.status).toBe(200);
-    const media = JSON.parse(completed.body) as { url: string };
+    const media = JSON.parse(completed.body) as Schemas['Media'];
     expect(media.url.startsWith(`${publicUrl}/media-files/`)).toBe(true);
     expect((await send(media.url, { connectTo: '127.0.0.1', ca: certificate.cert })).status).toBe(200);
   });
 
   it.skipIf(skipBrowserTests)(
     'lets a real browser log in and approve over https, with its policy enforced',
-    { timeout: 60_000 },
+    { timeout: 2 * TIMEOUTS.test },
     async () => {
       // Chromium finds the test host on loopback and trusts the test's certificate, and no other.
       const spki = createHash('sha256')
         .update(new X509Certificate(certificate.cert).publicKey.export({ type: 'spki', format: 'der' }))
         .digest('base64');
-      const profile = await launchChromium({
+      const browser = await openBrowser({
         args: [`--host-resolver-rules=MAP ${HOST_NAME} 127.0.0.1`, `--ignore-certificate-errors-spki-list=${spki}`],
       });
       try {
-        const { context } = profile;
+        const { context, page } = browser;
         const callbacks: URL[] = [];
         await context.route('https://app.example.org/**', (route) => {
           callbacks.push(new URL(route.request().url()));
@@ -285,12 +267,11 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
             body: '<!doctype html><title>Back at the app</title>',
           });
         });
-        const page = await context.newPage();
         const violations: string[] = [];
         page.on('console', (message) => {
           if (/Content Security Policy|Refused to/i.test(message.text())) violations.push(message.text());
         });
-        const authorize = `${publicUrl}/oauth/authorize?${new URLSearchParams({ client_id: app.clientId, response_type: 'code', state: 'in-a-browser' })}`;
+        const authorize = `${publicUrl}/oauth/authorize?${new URLSearchParams({ client_id: app.clientId, response_type: 'code', state: 'in-a-browser' }).toString()}`;
         await page.goto(authorize);
         expect(new URL(page.url()).pathname).toBe('/login');
         await page.getByLabel('Email').fill('operator@example.org');
@@ -317,7 +298,7 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
         expect(callbacks[0]!.searchParams.get('code')).toMatch(/^pac_/);
         expect(violations).toEqual([]);
       } finally {
-        await profile.close();
+        await browser.close();
       }
     },
   );

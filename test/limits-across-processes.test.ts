@@ -1,7 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseHandle } from '../src/db/database.js';
 import { createTestDatabase, TEST_DATABASE_URL } from './support/database.js';
@@ -9,9 +5,11 @@ import { createOrganization, type TestOrganization } from './support/fixtures.js
 import { inputValue } from './support/browser-session.js';
 import { cookiesOf, formPost, send, type Answer, type SendOptions } from './support/loopback-client.js';
 import { approve, createOAuthApp, type TestApp } from './support/oauth.js';
-import { freePort, spawnBuilt, stop, untilReady } from './support/processes.js';
+import { freePort, startBuilt, type BuiltServer } from './support/processes.js';
 import { clearOfWindowEdge } from './support/rate-windows.js';
+import { installationEnv, scratchDirs } from './support/scratch.js';
 import { TEST_ENCRYPTION_KEY } from './support/server.js';
+import { TIMEOUTS } from './support/timeouts.js';
 
 // Two API processes of the build on one PostgreSQL database, as behind a load balancer: each limit
 // is one budget for the installation, so twice the limit, spread over both processes at once, gets
@@ -25,18 +23,13 @@ const LIMIT = 8;
 const LOGIN_FAILURES_PER_EMAIL = 10;
 const DAY_S = 86_400;
 
-interface ApiProcess {
-  origin: string;
-  child: ChildProcess;
-  dataDir: string;
-}
-
 onPostgres('limits shared by two API processes on one PostgreSQL', () => {
   let database: DatabaseHandle & { url: string | undefined };
   let org: TestOrganization;
   let app: TestApp;
   let code: string;
-  const processes: ApiProcess[] = [];
+  const processes: BuiltServer[] = [];
+  const scratchDir = scratchDirs();
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -46,40 +39,29 @@ onPostgres('limits shared by two API processes on one PostgreSQL', () => {
     const ports = [await freePort(), await freePort()];
     // One after the other: the first one installs the queue's schema.
     for (const port of ports) processes.push(await startApi(port, `http://127.0.0.1:${ports[0]}`));
-  }, 120_000);
+  }, 2 * TIMEOUTS.hook);
 
   afterAll(async () => {
-    await Promise.all(processes.map((api) => stop(api.child)));
-    for (const api of processes) fs.rmSync(api.dataDir, { recursive: true, force: true });
+    await Promise.all(processes.map((api) => api.stop()));
     await database?.close();
   });
 
-  async function startApi(port: number, publicUrl: string): Promise<ApiProcess> {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'limits-api-'));
-    const child = spawnBuilt('start', ['--role', 'api'], {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME ?? os.tmpdir(),
-      DATABASE_URL: database.url,
-      DATA_DIR: dataDir,
-      ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-      LOG_LEVEL: 'warn',
-      PORT: String(port),
-      PUBLIC_URL: publicUrl,
-      RATE_LIMIT_MAX: String(LIMIT),
-      RATE_LIMIT_WINDOW_SECONDS: String(DAY_S),
-      OAUTH_AUTH_FAILURES_PER_CLIENT: String(LIMIT),
-      OAUTH_AUTH_FAILURES_PER_ADDRESS: '1000000',
-      OAUTH_AUTH_FAILURES_WINDOW_SECONDS: String(DAY_S),
-      LOGIN_FAILURES_PER_ADDRESS: String(LIMIT),
-      ACCOUNT_LIMITS_WINDOW_SECONDS: String(DAY_S),
-    });
-    let stderr = '';
-    child.stderr?.on('data', (chunk) => (stderr += chunk));
-    const origin = `http://127.0.0.1:${port}`;
-    await untilReady(`${origin}/readyz`, child).catch((error: Error) => {
-      throw new Error(`${error.message}\n${stderr}`);
-    });
-    return { origin, child, dataDir };
+  function startApi(port: number, publicUrl: string): Promise<BuiltServer> {
+    const env = installationEnv(
+      { dataDir: scratchDir('limits-api'), databaseUrl: database.url },
+      {
+        ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+        PUBLIC_URL: publicUrl,
+        RATE_LIMIT_MAX: String(LIMIT),
+        RATE_LIMIT_WINDOW_SECONDS: String(DAY_S),
+        OAUTH_AUTH_FAILURES_PER_CLIENT: String(LIMIT),
+        OAUTH_AUTH_FAILURES_PER_ADDRESS: '1000000',
+        OAUTH_AUTH_FAILURES_WINDOW_SECONDS: String(DAY_S),
+        LOGIN_FAILURES_PER_ADDRESS: String(LIMIT),
+        ACCOUNT_LIMITS_WINDOW_SECONDS: String(DAY_S),
+      },
+    );
+    return startBuilt(env, { args: ['--role', 'api'], port });
   }
 
   /** Sends every request at once, the i-th to process i mod 2; how many answers had each status. */
@@ -87,7 +69,7 @@ onPostgres('limits shared by two API processes on one PostgreSQL', () => {
     count: number,
     request: (origin: string, i: number) => Promise<Answer>,
   ): Promise<Record<number, number>> {
-    const answers = await Promise.all(Array.from({ length: count }, (_, i) => request(processes[i % 2]!.origin, i)));
+    const answers = await Promise.all(Array.from({ length: count }, (_, i) => request(processes[i % 2]!.baseUrl, i)));
     const statuses: Record<number, number> = {};
     for (const answer of answers) statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
     return statuses;
@@ -101,7 +83,7 @@ onPostgres('limits shared by two API processes on one PostgreSQL', () => {
 
   it('the sign-in throttle, per client address and per email, with one form token for both processes', async () => {
     // The form of one process, sent to either: the CSRF key is the installation's.
-    const page = await send(`${processes[0]!.origin}/login`);
+    const page = await send(`${processes[0]!.baseUrl}/login`);
     const form = { csrf_token: inputValue(page.body, 'csrf_token')!, password: 'not the password' };
     const cookie = { Cookie: cookiesOf(page) };
     const logIn = (origin: string, email: string, localAddress: string): Promise<Answer> =>

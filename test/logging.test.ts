@@ -1,15 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, redactUrl } from '../src/core/logger.js';
+import { errorOf } from './support/api.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
-const lines: Record<string, unknown>[] = [];
+const lines: { requestId?: string; req?: { url?: string } }[] = [];
 let server: TestServer;
 let org: TestOrganization;
 
 beforeAll(async () => {
-  const logger = createLogger({ logLevel: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const logger = createLogger(
+    { logLevel: 'info' },
+    { write: (line: string) => void lines.push(JSON.parse(line) as (typeof lines)[number]) },
+  );
   server = await startTestServer({ logger });
   org = await createOrganization(server.ctx.db);
 });
@@ -22,8 +25,7 @@ describe('request logs', () => {
     });
     const requestId = response.headers.get('x-request-id');
     expect(requestId).toMatch(/^req_/);
-    const body = await json(response);
-    expect(body.error.requestId).toBe(requestId);
+    expect((await errorOf(response)).requestId).toBe(requestId);
 
     const line = lines.find((entry) => entry.requestId === requestId);
     expect(line).toBeDefined();
@@ -42,10 +44,9 @@ describe('request logs', () => {
       code_challenge: challenge,
       code_challenge_method: 'S256',
     });
-    const response = await server.fetch(`/oauth/authorize?${query}`, { redirect: 'manual' });
+    const response = await server.fetch(`/oauth/authorize?${query.toString()}`, { redirect: 'manual' });
     await response.arrayBuffer();
-    const line = lines.find((entry) => entry.requestId === response.headers.get('x-request-id')) as
-      { req?: { url?: string } } | undefined;
+    const line = lines.find((entry) => entry.requestId === response.headers.get('x-request-id'));
     expect(line?.req?.url).toMatch(
       /^\/oauth\/authorize\?client_id=pca_unknown&response_type=code&state=%5BREDACTED%5D&code_challenge=%5BREDACTED%5D/,
     );

@@ -1,13 +1,22 @@
 import createClient, { type Client } from 'openapi-fetch';
+import { expect } from 'vitest';
 import type { components as OAuthComponents, paths as OAuthPaths } from '../../generated/oauth.js';
-import type { components, paths } from '../../generated/public-v1.js';
+import type { components, operations, paths } from '../../generated/public-v1.js';
 
 /** The Public API's schemas, as the contract declares them. */
 export type Schemas = components['schemas'];
+/** The JSON body of a Public API operation's request, by operationId: `RequestBody<'createPost'>`. */
+export type RequestBody<Operation extends keyof operations> = operations[Operation] extends {
+  requestBody?: { content: { 'application/json': infer Body } };
+}
+  ? Body
+  : never;
 /** The documented error envelope of the Public API and of the pages' JSON answers. */
 export type ApiError = Schemas['Error'];
+/** The OAuth API's schemas, as its contract declares them. */
+export type OAuthSchemas = OAuthComponents['schemas'];
 /** An OAuth endpoint's error (RFC 6749 §5.2). */
-export type OAuthError = OAuthComponents['schemas']['OAuthError'];
+export type OAuthError = OAuthSchemas['OAuthError'];
 
 type Origin = { baseUrl: string };
 
@@ -50,4 +59,17 @@ export async function oauthErrorOf(response: Response): Promise<OAuthError> {
  */
 export async function bodyOf<T>(response: Response): Promise<T> {
   return (await response.json()) as T;
+}
+
+/**
+ * The body of an answer of a typed client that the test expects to succeed with `status`: any other
+ * answer fails the test with its status and error.
+ */
+export async function dataOf<T>(
+  request: Promise<{ data?: T; error?: unknown; response: Response }>,
+  status: number,
+): Promise<T> {
+  const { data, error, response } = await request;
+  expect(response.status, `${response.url}: ${JSON.stringify(error)}`).toBe(status);
+  return data as T;
 }

@@ -19,7 +19,9 @@ export interface AxeViolation {
 export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   await page.evaluate(axeSource);
   // Compiled without DOM types: the function runs in the page, where `axe` is the library just loaded.
-  const violations = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((result) =>
-    result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as AxeViolation[];
+  const violations = await page.evaluate<
+    AxeViolation[]
+  >(`axe.run(document, { resultTypes: ['violations'] }).then((result) =>
+    result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) })))`);
   return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
 }

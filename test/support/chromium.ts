@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { ROOT } from './processes.js';
+import { TIMEOUTS } from './timeouts.js';
 
 /** Debian's Chromium (`apt-get install chromium`); no package downloads a browser of its own. */
 export const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -22,13 +24,16 @@ if (skipBrowserTests) {
 
 export interface ChromiumProfile {
   context: BrowserContext;
+  /** What the scripts of its pages threw and did not catch. */
+  pageErrors: Error[];
   close(): Promise<void>;
 }
 
 /**
  * One browser user: Chromium started on a fresh, empty --user-data-dir of its own (removed on close),
  * so no cookie, cache or setting carries over between users or runs; `args` are added to its
- * command line.
+ * command line. Every wait of Playwright's (an element to act on, a navigation) lasts up to
+ * TIMEOUTS.browser.
  */
 export async function launchChromium(options: { args?: string[] } = {}): Promise<ChromiumProfile> {
   if (!chromiumInstalled)
@@ -47,11 +52,77 @@ export async function launchChromium(options: { args?: string[] } = {}): Promise
       ...(options.args ?? []),
     ],
   });
+  context.setDefaultTimeout(TIMEOUTS.browser);
+  context.setDefaultNavigationTimeout(TIMEOUTS.browser);
+  const pageErrors: Error[] = [];
+  context.on('weberror', (webError) => pageErrors.push(webError.error()));
   return {
     context,
+    pageErrors,
     close: async () => {
       await context.close();
       fs.rmSync(userDataDir, { recursive: true, force: true });
     },
   };
+}
+
+export interface BrowserWithPage extends ChromiumProfile {
+  page: Page;
+  /** Closes the browser; fails when a script of one of its pages threw. */
+  close(): Promise<void>;
+}
+
+/**
+ * The browser of the tests that follow one user (`launchChromium`), with a page open. Closing it
+ * fails when a script of a page threw, so a broken page script fails the test file.
+ */
+export async function openBrowser(options: { args?: string[] } = {}): Promise<BrowserWithPage> {
+  const profile = await launchChromium(options);
+  const page = await profile.context.newPage();
+  return {
+    ...profile,
+    page,
+    close: async () => {
+      await profile.close();
+      if (profile.pageErrors.length > 0)
+        throw new Error(`a page's script threw:\n${profile.pageErrors.map((error) => error.stack).join('\n')}`);
+    },
+  };
+}
+
+/**
+ * For expect.poll on what a page shows after a click or a navigation: the browser's wait, instead of
+ * expect.poll's default second.
+ */
+export const PAGE_WAIT = { timeout: TIMEOUTS.browser, interval: 100 } as const;
+
+/** The path of the page's address. */
+export const pathOf = (page: Page): string => new URL(page.url()).pathname;
+
+/** Waits until the page is at `pathname`, loaded with its scripts. */
+export async function untilAt(page: Page, pathname: string): Promise<void> {
+  await page.waitForURL((url) => url.pathname === pathname);
+}
+
+/** The password every user signed up by `signUp` has. */
+export const NEW_USER_PASSWORD = 'a long and good password';
+
+/**
+ * Fills in the sign-up form the page shows and sends it; resolves once the browser has left the
+ * sign-up page (for the calendar, or where the link it came from leads) and loaded the next one.
+ */
+export async function signUp(page: Page, user: { name: string; email: string; organization: string }): Promise<void> {
+  await page.getByLabel('Your name').fill(user.name);
+  await page.getByLabel('Email').fill(user.email);
+  await page.getByLabel('Password').fill(NEW_USER_PASSWORD);
+  await page.getByLabel('Organization name').fill(user.organization);
+  await page.getByRole('button', { name: 'Create account' }).click();
+  await page.waitForURL((url) => url.pathname !== '/signup');
+}
+
+/** Where a test leaves a file for people to look at after the run (a screenshot): `test-artifacts/<name>`. */
+export function artifactPath(name: string): string {
+  const directory = path.join(ROOT, 'test-artifacts');
+  fs.mkdirSync(directory, { recursive: true });
+  return path.join(directory, name);
 }

@@ -14,12 +14,42 @@ import { parseYaml, SPEC_FILES } from '../../src/core/contract.js';
 export type Api = 'public' | 'oauth';
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-interface SpecParameter {
+// The parts of a contract (an OpenAPI document read as plain data) that the generator reads.
+/** A node, or a `$ref` to it elsewhere in the contract. */
+type Ref<T> = T | { $ref: string };
+interface SchemaNode {
+  type?: string;
+  enum?: unknown[];
+  items?: SchemaNode & { $ref?: string };
+  minimum?: number;
+  maximum?: number;
+  maxLength?: number;
+}
+interface ParameterNode {
   name: string;
   in: 'path' | 'query' | 'header';
   required?: boolean;
   example?: unknown;
-  schema: Record<string, any>;
+  schema: SchemaNode;
+}
+interface OperationNode {
+  operationId: string;
+  parameters?: Ref<ParameterNode>[];
+  requestBody?: Ref<{ required?: boolean; content: Record<string, unknown> }>;
+  responses: Record<
+    string,
+    Ref<{ content?: Record<string, unknown>; headers?: Record<string, Ref<{ required?: boolean }>> }>
+  >;
+}
+type PathItem = { parameters?: Ref<ParameterNode>[] } & Partial<
+  Record<'get' | 'post' | 'put' | 'patch' | 'delete', OperationNode>
+>;
+interface Contract {
+  paths: Record<string, PathItem>;
+  components: Record<string, unknown>;
+}
+
+interface SpecParameter extends ParameterNode {
   /** The JSON pointer of its schema in the contract. */
   schemaPointer: string;
 }
@@ -48,40 +78,42 @@ export interface FuzzRequest {
   body: { mediaType: string; value: unknown } | undefined;
 }
 
-const SPECS: Record<Api, any> = {
-  public: parseYaml(fs.readFileSync(SPEC_FILES.publicV1, 'utf8')),
-  oauth: parseYaml(fs.readFileSync(SPEC_FILES.oauth, 'utf8')),
+const SPECS: Record<Api, Contract> = {
+  public: parseYaml(fs.readFileSync(SPEC_FILES.publicV1, 'utf8')) as Contract,
+  oauth: parseYaml(fs.readFileSync(SPEC_FILES.oauth, 'utf8')) as Contract,
 };
 
 const pointerPart = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
-const at = (api: Api, pointer: string): any =>
+const at = (api: Api, pointer: string): unknown =>
   pointer
     .slice(2)
     .split('/')
-    .reduce((node, key) => node[key.replaceAll('~1', '/').replaceAll('~0', '~')], SPECS[api]);
+    .reduce<unknown>(
+      (node, key) => (node as Record<string, unknown>)[key.replaceAll('~1', '/').replaceAll('~0', '~')],
+      SPECS[api],
+    );
 
 /** A node and the pointer it lives at, after following a `$ref` of the contract. */
-function follow(api: Api, node: any, pointer: string): { node: any; pointer: string } {
-  return node?.$ref ? { node: at(api, node.$ref), pointer: node.$ref } : { node, pointer };
+function follow<T extends object>(api: Api, node: Ref<T>, pointer: string): { node: T; pointer: string } {
+  return '$ref' in node ? { node: at(api, node.$ref) as T, pointer: node.$ref } : { node, pointer };
 }
 
 export function readOperations(api: Api): FuzzOperation[] {
   const spec = SPECS[api];
   const operations: FuzzOperation[] = [];
-  for (const [path, item] of Object.entries(spec.paths as Record<string, any>)) {
-    for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
+  for (const [path, item] of Object.entries(spec.paths)) {
+    for (const method of ['get', 'post', 'put', 'patch', 'delete'] as const) {
       const op = item[method];
       if (!op) continue;
       const base = `#/paths/${pointerPart(path)}/${method}`;
       const located = [
-        ...(item.parameters ?? []).map((p: any, i: number) =>
-          follow(api, p, `#/paths/${pointerPart(path)}/parameters/${i}`),
-        ),
-        ...(op.parameters ?? []).map((p: any, i: number) => follow(api, p, `${base}/parameters/${i}`)),
+        ...(item.parameters ?? []).map((p, i) => follow(api, p, `#/paths/${pointerPart(path)}/parameters/${i}`)),
+        ...(op.parameters ?? []).map((p, i) => follow(api, p, `${base}/parameters/${i}`)),
       ];
-      const parameters = located.map(
-        ({ node, pointer }) => ({ ...node, schemaPointer: `${pointer}/schema` }) as SpecParameter,
-      );
+      const parameters = located.map(({ node, pointer }): SpecParameter => ({
+        ...node,
+        schemaPointer: `${pointer}/schema`,
+      }));
       let body: FuzzOperation['body'];
       if (op.requestBody) {
         const { node, pointer } = follow(api, op.requestBody, `${base}/requestBody`);
@@ -93,7 +125,7 @@ export function readOperations(api: Api): FuzzOperation[] {
         };
       }
       const responses: FuzzOperation['responses'] = new Map();
-      for (const [status, raw] of Object.entries(op.responses as Record<string, any>)) {
+      for (const [status, raw] of Object.entries(op.responses)) {
         const { node, pointer } = follow(api, raw, `${base}/responses/${status}`);
         responses.set(Number(status), {
           content: Object.fromEntries(
@@ -126,7 +158,8 @@ export function check(api: Api, pointer: string, value: unknown): { valid: boole
     validate = ajv.compile({ $ref: `${api}${pointer}` });
     validators.set(key, validate);
   }
-  const valid = validate(value) as boolean;
+  // No schema of the contracts is asynchronous: Ajv answers at once.
+  const valid = validate(value) === true;
   return { valid, errors: valid ? '' : ajv.errorsText(validate.errors, { dataVar: '' }) };
 }
 
@@ -172,16 +205,14 @@ export function generateRequests(operations: FuzzOperation[], options: GenerateO
     maxLength: 60,
     minDateTime: options.dateTimes.min,
     maxDateTime: options.dateTimes.max,
-  } as Parameters<typeof createGeneratorSync>[0]);
+  });
   const fake = (api: Api, pointer: string): Json | undefined => {
     // The generator resolves `$ref`s within the document it is given, and stops on a few shapes
     // (minProperties with closed objects); another seed then gives another value.
-    const { node } = follow(api, at(api, pointer), pointer);
+    const { node } = follow(api, at(api, pointer) as Ref<object>, pointer);
     for (let attempt = 0; attempt < 5; attempt++) {
       try {
-        return faker.generate({ ...node, components: SPECS[api].components } as Parameters<
-          typeof faker.generate
-        >[0]) as Json;
+        return faker.generate({ ...node, components: SPECS[api].components }) as Json;
       } catch {
         // next seed
       }
@@ -213,9 +244,12 @@ export function generateRequests(operations: FuzzOperation[], options: GenerateO
 type Random = ReturnType<typeof choices>;
 type Fake = (api: Api, pointer: string) => Json | undefined;
 
+/** A scalar as a query string or a header carries it. */
+const text = (value: Json) => (typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value));
+
 /** A parameter's value as the query string carries it, or `undefined` when the generator gave up. */
 function serialize(value: Json): string[] {
-  return Array.isArray(value) ? value.map(String) : [String(value)];
+  return Array.isArray(value) ? value.map(text) : [text(value)];
 }
 
 function validRequest(op: FuzzOperation, random: Random, fake: Fake, realistic: Realistic): FuzzRequest | undefined {
@@ -230,7 +264,7 @@ function validRequest(op: FuzzOperation, random: Random, fake: Fake, realistic: 
     const value = real ?? fake(op.api, parameter.schemaPointer);
     if (value === undefined || !check(op.api, parameter.schemaPointer, value).valid) return undefined;
     if (parameter.in === 'query') for (const item of serialize(value)) query.push([parameter.name, item]);
-    else headers[parameter.name] = String(value);
+    else headers[parameter.name] = text(value);
   }
   let body: FuzzRequest['body'];
   if (op.body) {
@@ -337,7 +371,7 @@ function invalidRequest(valid: FuzzRequest, random: Random): FuzzRequest | undef
     }
     case 'a string too long': {
       const parameter = random.pick(queryParameters.filter((p) => p.schema.maxLength !== undefined));
-      return setQuery(parameter.name, ['x'.repeat(parameter.schema.maxLength + 1)]);
+      return setQuery(parameter.name, ['x'.repeat(parameter.schema.maxLength! + 1)]);
     }
     case 'a missing required parameter': {
       const parameter = random.pick(queryParameters.filter((p) => p.required));
@@ -412,7 +446,7 @@ export function contractProblems(request: FuzzRequest, answer: Answer): string[]
 
 /** The request as a line of a report. */
 export function describe(request: FuzzRequest, path: string): string {
-  const query = request.query.length ? `?${new URLSearchParams(request.query)}` : '';
+  const query = request.query.length ? `?${new URLSearchParams(request.query).toString()}` : '';
   const body = request.body ? ` ${JSON.stringify(request.body.value)?.slice(0, 200)}` : '';
   return `${request.op.method} ${path}${query}${body}${request.mutation ? ` [${request.mutation}]` : ''}`;
 }

@@ -18,7 +18,10 @@ export interface FakeNetwork {
   publicationsOf(postId: string): number;
   /** Publication requests for a key that was published already: a publication sent again. */
   resends: string[];
-  /** The next `count` publication requests are answered `status` (503 a passing failure, 422 a refusal, 401 bad credentials). */
+  /**
+   * The next `count` publication requests are answered `status` (503 a passing failure, 422 a
+   * refusal, 401 bad credentials).
+   */
   failNext(count: number, status: number, body?: object): void;
   /** Publications are answered after `ms`. */
   delay(ms: number): void;

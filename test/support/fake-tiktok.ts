@@ -110,7 +110,10 @@ export interface FakeTikTok {
   unaudited(on: boolean): void;
   /** The next publication to finish processing fails with this `fail_reason`. */
   failNextPublication(reason: string): void;
-  /** The next `count` calls of `kind` are refused with `429 rate_limit_exceeded`, as if the minute's budget were used. */
+  /**
+   * The next `count` calls of `kind` are refused with `429 rate_limit_exceeded`, as if the minute's
+   * budget were used.
+   */
   rateLimitNext(kind: FakeTikTokLimited, count: number): void;
   /** Status fetches a publication answers `PROCESSING_*` after its video arrived, before it settles (default 1). */
   processingChecks(count: number): void;
@@ -418,7 +421,7 @@ export async function startFakeTikTok(
 
   const json = (body: Buffer): Record<string, unknown> => {
     try {
-      const value = JSON.parse(body.toString('utf8'));
+      const value: unknown = JSON.parse(body.toString('utf8'));
       if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
     } catch {
       // answered below
@@ -482,7 +485,7 @@ export async function startFakeTikTok(
     });
   };
 
-  const init = async (req: IncomingMessage, res: ServerResponse, body: Buffer, mode: 'direct' | 'inbox') => {
+  const init = (req: IncomingMessage, res: ServerResponse, body: Buffer, mode: 'direct' | 'inbox') => {
     const accessToken = authorized(req, [mode === 'direct' ? 'video.publish' : 'video.upload']);
     limit(accessToken, 'init', mode === 'direct' ? 'video/init' : 'inbox/video/init');
     const request = json(body);
@@ -718,7 +721,7 @@ export async function startFakeTikTok(
       upload.postId = `7${digits(18)}`;
       videos.push({
         id: upload.postId,
-        title: String(upload.postInfo.title ?? ''),
+        title: typeof upload.postInfo.title === 'string' ? upload.postInfo.title : '',
         createTime: Math.floor(now() / 1000),
         duration: 12,
         coverImageUrl: `https://p16-sign.tiktokcdn.example/cover/${upload.postId}.jpeg`,
@@ -804,7 +807,7 @@ export async function startFakeTikTok(
       const body = Buffer.concat(chunks);
       requests.push({ method: req.method ?? 'GET', path: url.pathname + url.search });
       const route = `${req.method} ${url.pathname}`;
-      const handle = async () => {
+      const handle = () => {
         switch (route) {
           case 'GET /v2/auth/authorize/':
             return authorize(res, url.searchParams);
@@ -830,10 +833,13 @@ export async function startFakeTikTok(
             return apiError(res, new ApiError(404, 'not_found', `No route ${route}.`));
         }
       };
-      handle().catch((error: unknown) => {
-        if (error instanceof ApiError) return apiError(res, error);
-        apiError(res, new ApiError(500, 'internal_error', (error as Error).message));
-      });
+      // A route throws (or rejects with) the ApiError TikTok would answer.
+      Promise.resolve()
+        .then(handle)
+        .catch((error: unknown) => {
+          if (error instanceof ApiError) return apiError(res, error);
+          apiError(res, new ApiError(500, 'internal_error', (error as Error).message));
+        });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -2,7 +2,9 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { eventually } from './eventually.js';
 import { send } from './loopback-client.js';
+import { TIMEOUTS } from './timeouts.js';
 
 /** Debian's nginx (`apt-get install nginx`), run as a child process with a configuration of its own. */
 export const NGINX_PATH = '/usr/sbin/nginx';
@@ -130,20 +132,20 @@ http {
   child.stderr?.on('data', (chunk) => (output += chunk));
   const log = () => `${output}${fs.existsSync(errorLog) ? fs.readFileSync(errorLog, 'utf8') : ''}`;
 
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`nginx exited with ${child.exitCode}:\n${log()}`);
-    try {
+  const outcome = await eventually(
+    async () => {
+      if (child.exitCode !== null) return 'exited';
       await send(`https://${options.hostName}:${options.port}/healthz`, {
         connectTo: '127.0.0.1',
         ca: options.certificate.cert,
       });
-      break;
-    } catch (error) {
-      if (Date.now() > deadline) throw new Error(`nginx did not answer: ${(error as Error).message}\n${log()}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
+      return 'answering';
+    },
+    { timeout: TIMEOUTS.process },
+  ).catch((error: Error) => {
+    throw new Error(`nginx did not answer: ${error.message}\n${log()}`, { cause: error });
+  });
+  if (outcome === 'exited') throw new Error(`nginx exited with ${child.exitCode}:\n${log()}`);
   return {
     log,
     close: () =>

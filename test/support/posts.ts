@@ -1,6 +1,5 @@
 import type { Channel } from '../../src/channels/tables.js';
 import { ProviderError } from '../../src/core/errors.js';
-import type { Db } from '../../src/db/database.js';
 import type {
   CreatorInfo as TikTokCreatorInfo,
   CreatorInfoSource as TikTokCreatorInfoSource,
@@ -36,12 +35,14 @@ export class FakeTikTok implements TikTokCreatorInfoSource {
     this.unreachable.add(channelId);
   }
 
-  async creatorInfo(channel: Channel): Promise<TikTokCreatorInfo> {
+  creatorInfo(channel: Channel): Promise<TikTokCreatorInfo> {
     this.reads.push(channel.id);
     if (this.unreachable.has(channel.id)) {
-      throw new ProviderError('TikTok did not answer the creator info request in time; try again in a moment.');
+      return Promise.reject(
+        new ProviderError('TikTok did not answer the creator info request in time; try again in a moment.'),
+      );
     }
-    return this.infos.get(channel.id) ?? OPEN_CREATOR;
+    return Promise.resolve(this.infos.get(channel.id) ?? OPEN_CREATOR);
   }
 }
 

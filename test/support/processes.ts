@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { SERVER_NODE_OPTIONS } from '../../scripts/node-options.mjs';
+import { eventually } from './eventually.js';
+import { TIMEOUTS } from './timeouts.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -24,7 +26,7 @@ export interface Finished {
 }
 
 /** Collects what a process prints until it exits; a process still running after `timeoutMs` is killed. */
-export function untilExit(child: ChildProcess, timeoutMs = 60_000): Promise<Finished> {
+export function untilExit(child: ChildProcess, timeoutMs = 2 * TIMEOUTS.process): Promise<Finished> {
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (chunk) => (stdout += chunk));
@@ -47,19 +49,20 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Waits until `url` answers 200; throws after `timeoutMs` or when `child` exits first. */
-export async function untilReady(url: string, child: ChildProcess, timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the process exited with ${child.exitCode} before ${url} answered`);
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`${url} did not answer within ${timeoutMs} ms`);
+/** Waits until `url` answers 200; throws after `timeoutMs`, or as soon as `child` exits. */
+export async function untilReady(url: string, child: ChildProcess, timeoutMs = TIMEOUTS.process): Promise<void> {
+  const outcome = await eventually(
+    async () => {
+      if (child.exitCode !== null) return 'exited';
+      const response = await fetch(url);
+      if (!response.ok) throw new Error(`${url} answered ${response.status}`);
+      return 'ready';
+    },
+    { timeout: timeoutMs },
+  ).catch((error: Error) => {
+    throw new Error(`${url} did not answer within ${timeoutMs} ms: ${error.message}`, { cause: error });
+  });
+  if (outcome === 'exited') throw new Error(`the process exited with ${child.exitCode} before ${url} answered`);
 }
 
 /** Sends SIGTERM and resolves with the exit code. */
@@ -69,4 +72,39 @@ export function stop(child: ChildProcess): Promise<number | null> {
     child.on('exit', (code) => resolve(code));
     child.kill('SIGTERM');
   });
+}
+
+/** A server of the build (`npm start`) running as a child process. */
+export interface BuiltServer {
+  /** `http://127.0.0.1:<port>`. */
+  baseUrl: string;
+  port: number;
+  process: ChildProcess;
+  /** What it printed on standard error so far. */
+  stderr(): string;
+  /** SIGTERM; resolves with its exit code. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Starts the build's server (`npm start`, with `args`) with `env` on `port` (a free one by default),
+ * and waits until it is ready (`/readyz`). When it does not get there, it is killed and the error
+ * carries what it printed on standard error.
+ */
+export async function startBuilt(
+  env: NodeJS.ProcessEnv,
+  options: { args?: string[]; port?: number } = {},
+): Promise<BuiltServer> {
+  const port = options.port ?? (await freePort());
+  const child = spawnBuilt('start', options.args ?? [], { ...env, PORT: String(port) });
+  let stderr = '';
+  child.stderr?.on('data', (chunk) => (stderr += chunk));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  try {
+    await untilReady(`${baseUrl}/readyz`, child);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw new Error(`${(error as Error).message}\n${stderr}`, { cause: error });
+  }
+  return { baseUrl, port, process: child, stderr: () => stderr, stop: () => stop(child) };
 }

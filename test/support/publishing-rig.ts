@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { createTestDatabase } from './database.js';
+import { eventually } from './eventually.js';
 import type { FakeNetwork } from './fake-network.js';
 import { createChannel, createOrganization, type TestOrganization } from './fixtures.js';
 import { spawnBuilt, untilExit } from './processes.js';
@@ -91,7 +92,7 @@ export async function startPublishingRig(options: {
     await new Promise<void>((resolve, reject) => {
       let stdout = '';
       const onData = (chunk: Buffer) => {
-        stdout += chunk;
+        stdout += chunk.toString();
         if (stdout.includes('worker is running')) {
           child.stdout?.off('data', onData);
           resolve();
@@ -161,15 +162,15 @@ export async function startPublishingRig(options: {
       return ids;
     },
     outcomes,
-    untilSettled: async (timeoutMs) => {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const now = await outcomes();
-        if (!now.scheduled && !now.publishing) return now;
-        if (Date.now() > deadline) return now;
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    },
+    untilSettled: (timeoutMs) =>
+      eventually(
+        async () => {
+          const now = await outcomes();
+          if (now.scheduled || now.publishing) throw new Error(`not settled: ${JSON.stringify(now)}`);
+          return now;
+        },
+        { timeout: timeoutMs, interval: 200 },
+      ).catch(() => outcomes()),
     close: async () => {
       await Promise.all([...workers].map((worker) => worker.kill()));
       await api.close();

@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
-// @ts-expect-error s3rver ships no type declarations.
 import S3rver from '@20minutes/s3rver';
 
 export interface TestS3Server {
@@ -25,7 +24,7 @@ export async function startS3Server(bucket = 'media'): Promise<TestS3Server> {
     directory,
     configureBuckets: [{ name: bucket }],
   });
-  const { port } = (await server.run()) as { port: number };
+  const { port } = await server.run();
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new S3Client({
     endpoint,

@@ -17,8 +17,11 @@ export const TIMEOUTS = {
   hook: scaled(60_000),
   /** Something the service does by itself soon (a job, a webhook, a page's script). */
   eventually: scaled(10_000),
-  /** A browser's navigation or an element to appear. */
-  browser: scaled(15_000),
+  /**
+   * A browser's navigation or an element to appear. A new Chromium's first page on a busy 2-core
+   * machine (a second copy of the suite running) took more than 15 s.
+   */
+  browser: scaled(30_000),
   /** A child process starting, or stopping, with its database. */
   process: scaled(30_000),
 } as const;

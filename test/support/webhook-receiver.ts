@@ -1,5 +1,7 @@
 import http, { type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { eventually } from './eventually.js';
+import { TIMEOUTS } from './timeouts.js';
 
 /** A request the receiver got: its headers and the body as sent. */
 export interface ReceivedWebhook {
@@ -19,7 +21,7 @@ export interface WebhookReceiver {
   answerNext(...answers: (number | { redirect: string })[]): void;
   /** Answers after `ms` from now on. */
   delay(ms: number): void;
-  /** Resolves once `count` requests arrived in all. */
+  /** Resolves once `count` requests arrived in all (within TIMEOUTS.eventually unless told). */
   untilReceived(count: number, timeoutMs?: number): Promise<ReceivedWebhook[]>;
   close(): Promise<void>;
 }
@@ -31,20 +33,24 @@ export async function startWebhookReceiver(host = '127.0.0.1'): Promise<WebhookR
   const server = http.createServer((req, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', async () => {
-      if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
-      received.push({
-        headers: req.headers as Record<string, string>,
-        body: Buffer.concat(chunks).toString('utf8'),
-        at: Date.now(),
-      });
-      const answer = answers.shift() ?? 200;
-      if (typeof answer === 'object') {
-        res.writeHead(302, { Location: answer.redirect });
-        return res.end();
-      }
-      res.writeHead(answer, { 'Content-Type': 'text/plain' });
-      res.end(answer === 200 ? 'ok' : `failing with ${answer}`);
+    req.on('end', () => {
+      const respond = () => {
+        received.push({
+          headers: req.headers as Record<string, string>,
+          body: Buffer.concat(chunks).toString('utf8'),
+          at: Date.now(),
+        });
+        const answer = answers.shift() ?? 200;
+        if (typeof answer === 'object') {
+          res.writeHead(302, { Location: answer.redirect });
+          res.end();
+        } else {
+          res.writeHead(answer, { 'Content-Type': 'text/plain' });
+          res.end(answer === 200 ? 'ok' : `failing with ${answer}`);
+        }
+      };
+      if (delayMs > 0) setTimeout(respond, delayMs);
+      else respond();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
@@ -58,14 +64,14 @@ export async function startWebhookReceiver(host = '127.0.0.1'): Promise<WebhookR
     answerNext: (...next) => {
       answers.push(...next);
     },
-    untilReceived: async (count, timeoutMs = 15_000) => {
-      const deadline = Date.now() + timeoutMs;
-      while (received.length < count) {
-        if (Date.now() > deadline) throw new Error(`the receiver got ${received.length} of ${count} requests`);
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-      return received;
-    },
+    untilReceived: (count, timeoutMs = TIMEOUTS.eventually) =>
+      eventually(
+        () => {
+          if (received.length < count) throw new Error(`the receiver got ${received.length} of ${count} requests`);
+          return received;
+        },
+        { timeout: timeoutMs },
+      ),
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
