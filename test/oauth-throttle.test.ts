@@ -1,18 +1,20 @@
 // Case 30 of the OAuth and authentication cases: repeated wrong client secrets are throttled.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/core/config.js';
+import { oauthErrorOf } from './support/api.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { approve, createOAuthApp, tokenRequest, type TestApp } from './support/oauth.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { stringMatching } from './support/typed-matchers.js';
 
 let server: TestServer;
 let org: TestOrganization;
 let appA: TestApp;
 let appB: TestApp;
 let appC: TestApp;
-// The start of a one-minute window, so Retry-After is predictable.
-const start = new Date(Math.floor(Date.now() / 60_000) * 60_000 + 60_000);
+// The start of a window (of a minute, and of the default five minutes), so Retry-After is predictable
+// and every attempt of a test counts in one window however long the machine takes to send them.
+const start = new Date(Math.floor(Date.now() / 300_000) * 300_000 + 300_000);
 
 beforeAll(async () => {
   server = await startTestServer({
@@ -36,10 +38,9 @@ async function expectThrottled(response: Response, retryAfter: string) {
   expect(response.status).toBe(429);
   expect(response.headers.get('retry-after')).toBe(retryAfter);
   expect(response.headers.get('cache-control')).toBe('no-store');
-  const body = await json(response);
-  expect(body).toEqual({
+  expect(await oauthErrorOf(response)).toEqual({
     error: 'rate_limited',
-    error_description: expect.stringMatching(/^[\x20\x21\x23-\x5B\x5D-\x7E]+$/),
+    error_description: stringMatching(/^[\x20\x21\x23-\x5B\x5D-\x7E]+$/),
   });
 }
 
@@ -139,6 +140,7 @@ describe('client addresses', () => {
     // Client ids are public: a stranger who sends wrong secrets for an app must not lock the app's own
     // server out of its token exchanges.
     const proxied = await startTestServer({ env: { TRUST_PROXY: 'loopback', OAUTH_AUTH_FAILURES_PER_CLIENT: '2' } });
+    proxied.setNow(start);
     try {
       const owner = await createOrganization(proxied.ctx.db);
       const app = await createOAuthApp(proxied.ctx.db, owner.id);
@@ -148,7 +150,7 @@ describe('client addresses', () => {
           headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': forwardedFor },
           body: JSON.stringify({
             grant_type: 'authorization_code',
-            code: await approve(proxied.ctx.db, app, owner),
+            code: await approve(proxied.ctx.db, app, owner, { now: start }),
             client_id: app.clientId,
             client_secret: secret,
           }),
@@ -166,6 +168,7 @@ describe('client addresses', () => {
 
   it('are read from X-Forwarded-For behind a trusted proxy, so clients behind it do not share one budget', async () => {
     const proxied = await startTestServer({ env: { TRUST_PROXY: 'loopback', OAUTH_AUTH_FAILURES_PER_ADDRESS: '2' } });
+    proxied.setNow(start);
     try {
       for (let i = 1; i <= 2; i++) expect((await guess(proxied, `pca_guess${i}`, '203.0.113.1')).status).toBe(401);
       expect((await guess(proxied, 'pca_guess3', '203.0.113.1')).status).toBe(429);
