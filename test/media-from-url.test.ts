@@ -18,8 +18,11 @@ let loopbackOnly: RemoteServer;
 
 const picture = png();
 
+// One server per hook: a hook's time is a server's start, however busy the machine.
 beforeAll(async () => {
   strict = await startTestServer({ env: { MEDIA_FETCH_ALLOW_RANGES: '127.0.0.2' } });
+});
+beforeAll(async () => {
   open = await startTestServer({
     env: {
       MEDIA_FETCH_ALLOW_PRIVATE: 'true',

@@ -136,12 +136,17 @@ describe('client addresses', () => {
     }
   });
 
-  it('keep one address’s wrong secrets from throttling the same client elsewhere', async () => {
-    // Client ids are public: a stranger who sends wrong secrets for an app must not lock the app's own
-    // server out of its token exchanges.
-    const proxied = await startTestServer({ env: { TRUST_PROXY: 'loopback', OAUTH_AUTH_FAILURES_PER_CLIENT: '2' } });
-    proxied.setNow(start);
-    try {
+  describe('behind a trusted proxy, with a limit per client', () => {
+    let proxied: TestServer;
+    beforeAll(async () => {
+      proxied = await startTestServer({ env: { TRUST_PROXY: 'loopback', OAUTH_AUTH_FAILURES_PER_CLIENT: '2' } });
+      proxied.setNow(start);
+    });
+    afterAll(() => proxied?.close());
+
+    it('keep one address’s wrong secrets from throttling the same client elsewhere', async () => {
+      // Client ids are public: a stranger who sends wrong secrets for an app must not lock the app's own
+      // server out of its token exchanges.
       const owner = await createOrganization(proxied.ctx.db);
       const app = await createOAuthApp(proxied.ctx.db, owner.id);
       const exchange = async (secret: string, forwardedFor: string) =>
@@ -161,21 +166,22 @@ describe('client addresses', () => {
       // … and the app's server, elsewhere, is not.
       expect((await exchange(app.secret, '198.51.100.7')).status).toBe(200);
       expect((await exchange('pcs_wrong', '198.51.100.7')).status).toBe(401);
-    } finally {
-      await proxied.close();
-    }
+    });
   });
 
-  it('are read from X-Forwarded-For behind a trusted proxy, so clients behind it do not share one budget', async () => {
-    const proxied = await startTestServer({ env: { TRUST_PROXY: 'loopback', OAUTH_AUTH_FAILURES_PER_ADDRESS: '2' } });
-    proxied.setNow(start);
-    try {
+  describe('behind a trusted proxy, with a limit per address', () => {
+    let proxied: TestServer;
+    beforeAll(async () => {
+      proxied = await startTestServer({ env: { TRUST_PROXY: 'loopback', OAUTH_AUTH_FAILURES_PER_ADDRESS: '2' } });
+      proxied.setNow(start);
+    });
+    afterAll(() => proxied?.close());
+
+    it('are read from X-Forwarded-For, so clients behind it do not share one budget', async () => {
       for (let i = 1; i <= 2; i++) expect((await guess(proxied, `pca_guess${i}`, '203.0.113.1')).status).toBe(401);
       expect((await guess(proxied, 'pca_guess3', '203.0.113.1')).status).toBe(429);
       expect((await guess(proxied, 'pca_guess4', '203.0.113.2')).status).toBe(401);
-    } finally {
-      await proxied.close();
-    }
+    });
   });
 });
 

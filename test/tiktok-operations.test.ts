@@ -11,10 +11,13 @@ let acme: TestOrganization;
 let globex: TestOrganization;
 let channels: { tiktok: string; unreachable: string; sandbox: string; foreign: string };
 
+// One server per hook: a hook's time is a server's start, however busy the machine.
+beforeAll(async () => {
+  unconfigured = await startTestServer({ env: POSTS_TEST_ENV });
+});
 beforeAll(async () => {
   tiktok = new FakeTikTok();
   server = await startTestServer({ env: POSTS_TEST_ENV, providers: { tiktok: { creatorInfo: tiktok } } });
-  unconfigured = await startTestServer({ env: POSTS_TEST_ENV });
   acme = await createOrganization(server.ctx.db, 'Acme');
   globex = await createOrganization(server.ctx.db, 'Globex');
   channels = {
