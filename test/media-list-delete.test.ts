@@ -2,10 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostStatus } from '../src/core/contract.js';
+import { publicApi, type Schemas } from './support/api.js';
 import { createChannel, createOrganization, insertPost, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { png } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { dataOf, refusalOf } from './support/typed-answers.js';
+import { anyString, stringMatching } from './support/typed-matchers.js';
 
 let server: TestServer;
 let acme: TestOrganization;
@@ -18,24 +20,29 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
+const api = (org: TestOrganization) => publicApi(server, org.auth);
+
+/** Step 1 of the signed upload of `bytes`, a PNG. */
+const startUpload = async (org: TestOrganization, fileName: string, bytes: Buffer) =>
+  dataOf(
+    await api(org).POST('/public/v1/media/uploads', {
+      body: { fileName, contentType: 'image/png', size: bytes.length },
+    }),
+    201,
+  );
+
+/** Step 3 of the signed upload. */
+const complete = (org: TestOrganization, uploadId: string) =>
+  api(org).POST('/public/v1/media/uploads/{uploadId}/complete', { params: { path: { uploadId } } });
+
 /** Media through the public three-step upload, created at `at` on the server's clock. */
-async function uploadMedia(org: TestOrganization, fileName: string, at: string) {
+async function uploadMedia(org: TestOrganization, fileName: string, at: string): Promise<Schemas['Media']> {
   server.setNow(at);
   try {
     const bytes = png();
-    const created = await server.fetch('/public/v1/media/uploads', {
-      method: 'POST',
-      headers: { ...org.auth, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ fileName, contentType: 'image/png', size: bytes.length }),
-    });
-    const upload = await json(created);
+    const upload = await startUpload(org, fileName, bytes);
     expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
-    const completed = await server.fetch(`/public/v1/media/uploads/${upload.uploadId}/complete`, {
-      method: 'POST',
-      headers: org.auth,
-    });
-    expect(completed.status).toBe(200);
-    return json(completed);
+    return dataOf(await complete(org, upload.uploadId));
   } finally {
     server.setNow(undefined);
   }
@@ -48,9 +55,11 @@ async function postUsing(org: TestOrganization, status: PostStatus, mediaIds: st
   return insertPost(server.ctx.db, { organizationId: org.id, channelId: channel.id, status, scheduledAt, mediaIds });
 }
 
-const list = (org: TestOrganization, query = '') => server.fetch(`/public/v1/media${query}`, { headers: org.auth });
+const list = (org: TestOrganization, query: { limit?: number; cursor?: string } = {}) =>
+  api(org).GET('/public/v1/media', { params: { query } });
 const remove = (org: TestOrganization, id: string) =>
-  server.fetch(`/public/v1/media/${id}`, { method: 'DELETE', headers: org.auth });
+  api(org).DELETE('/public/v1/media/{id}', { params: { path: { id } } });
+const idsOf = async (org: TestOrganization) => dataOf(await list(org)).data.map((media) => media.id);
 
 describe('GET /public/v1/media', () => {
   it('pages through the organization’s media newest first with a cursor, and never shows another organization’s', async () => {
@@ -66,10 +75,8 @@ describe('GET /public/v1/media', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const response = await list(org, `?limit=3${cursor ? `&cursor=${cursor}` : ''}`);
-      expect(response.status).toBe(200);
-      const page = await json(response);
-      seen.push(...page.data.map((media: { id: string }) => media.id));
+      const page: Schemas['MediaPage'] = dataOf(await list(org, cursor ? { limit: 3, cursor } : { limit: 3 }));
+      seen.push(...page.data.map((media) => media.id));
       cursor = page.nextCursor;
       pages += 1;
     } while (cursor);
@@ -78,7 +85,7 @@ describe('GET /public/v1/media', () => {
     expect(seen).toEqual([...newestFirst, second.id, first.id]);
     expect(pages).toBe(2);
 
-    const { data } = await json(await list(org));
+    const { data } = dataOf(await list(org));
     expect(data[3]).toEqual({
       id: first.id,
       fileName: 'a.png',
@@ -86,11 +93,11 @@ describe('GET /public/v1/media', () => {
       kind: 'image',
       size: png().length,
       durationSec: null,
-      url: expect.stringMatching(/\/media-files\/media\/.+\?expires=\d+&type=image%2Fpng&signature=/),
-      urlExpiresAt: expect.any(String),
+      url: stringMatching(/\/media-files\/media\/.+\?expires=\d+&type=image%2Fpng&signature=/),
+      urlExpiresAt: anyString(),
       createdAt: '2026-11-20T10:00:00.000Z',
     });
-    const downloaded = await fetch(data[3].url);
+    const downloaded = await fetch(data[3]!.url);
     expect(Buffer.from(await downloaded.arrayBuffer()).equals(png())).toBe(true);
   });
 
@@ -105,16 +112,13 @@ describe('GET /public/v1/media', () => {
       Buffer.from('{"c":"yesterday","i":"med_x"}').toString('base64url'),
       ...forged,
     ]) {
-      const response = await list(acme, `?cursor=${cursor}`);
-      expect(response.status).toBe(400);
-      const { error } = await json(response);
-      expect(error.code).toBe('validation_failed');
+      const error = refusalOf(await list(acme, { cursor }), 400, 'validation_failed');
       expect(error.details).toEqual([
         { path: 'query.cursor', message: 'is not a cursor issued by this API for this list and these filters' },
       ]);
     }
-    expect((await list(acme, '?limit=0')).status).toBe(400);
-    expect((await list(acme, '?limit=101')).status).toBe(400);
+    refusalOf(await list(acme, { limit: 0 }), 400);
+    refusalOf(await list(acme, { limit: 101 }), 400);
   });
 });
 
@@ -126,23 +130,20 @@ describe('DELETE /public/v1/media/{id}', () => {
     await postUsing(acme, 'published', [media.id]); // published posts keep their content on the network
     await postUsing(acme, 'draft', [media.id]);
 
-    const response = await remove(acme, media.id);
-    expect(response.status).toBe(204);
+    dataOf(await remove(acme, media.id), 204);
     expect(fs.existsSync(file)).toBe(false);
-    expect((await json(await list(acme))).data.map((m: { id: string }) => m.id)).not.toContain(media.id);
-    expect((await remove(acme, media.id)).status).toBe(404);
+    expect(await idsOf(acme)).not.toContain(media.id);
+    refusalOf(await remove(acme, media.id), 404);
   });
 
   it('answers 404 for another organization’s media and leaves it alone', async () => {
     const theirs = await uploadMedia(globex, 'private.png', '2026-11-20T10:00:00.000Z');
-    const response = await remove(acme, theirs.id);
-    expect(response.status).toBe(404);
-    expect((await json(response)).error).toMatchObject({
+    expect(refusalOf(await remove(acme, theirs.id), 404)).toMatchObject({
       code: 'not_found',
       message: `There is no media ${theirs.id} in this organization.`,
     });
-    expect((await remove(acme, 'med_unknown00000000000')).status).toBe(404);
-    expect((await json(await list(globex))).data.map((m: { id: string }) => m.id)).toContain(theirs.id);
+    refusalOf(await remove(acme, 'med_unknown00000000000'), 404);
+    expect(await idsOf(globex)).toContain(theirs.id);
   });
 
   it('refuses (409) while a scheduled or publishing post uses the media', async () => {
@@ -151,10 +152,7 @@ describe('DELETE /public/v1/media/{id}', () => {
     const scheduled = await postUsing(acme, 'scheduled', [other.id, media.id]);
     const publishing = await postUsing(acme, 'publishing', [media.id]);
 
-    const response = await remove(acme, media.id);
-    expect(response.status).toBe(409);
-    const { error } = await json(response);
-    expect(error.code).toBe('conflict');
+    const error = refusalOf(await remove(acme, media.id), 409, 'conflict');
     expect(error.message).toBe(
       'The media is used by 2 scheduled or publishing posts; delete or edit those posts first.',
     );
@@ -164,35 +162,25 @@ describe('DELETE /public/v1/media/{id}', () => {
         { path: 'id', message: `used by ${publishing} (publishing)` },
       ]),
     );
-    const { data } = await json(await list(acme));
-    const kept = data.find((m: { id: string }) => m.id === media.id);
-    expect((await fetch(kept.url)).status).toBe(200);
+    const { data } = dataOf(await list(acme));
+    const kept = data.find((m) => m.id === media.id);
+    expect((await fetch(kept!.url)).status).toBe(200);
 
     await server.ctx.db
       .updateTable('posts')
       .set({ status: 'published' })
       .where('id', 'in', [scheduled, publishing])
       .execute();
-    expect((await remove(acme, media.id)).status).toBe(204);
+    dataOf(await remove(acme, media.id), 204);
   });
 
   it('answers 422 when completing an upload whose media was deleted since', async () => {
     const bytes = png();
-    const created = await json(
-      await server.fetch('/public/v1/media/uploads', {
-        method: 'POST',
-        headers: { ...acme.auth, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ fileName: 'once.png', contentType: 'image/png', size: bytes.length }),
-      }),
-    );
+    const created = await startUpload(acme, 'once.png', bytes);
     await fetch(created.uploadUrl, { method: 'PUT', headers: created.headers, body: bytes });
-    const complete = () =>
-      server.fetch(`/public/v1/media/uploads/${created.uploadId}/complete`, { method: 'POST', headers: acme.auth });
-    const media = await json(await complete());
-    expect((await remove(acme, media.id)).status).toBe(204);
-    const response = await complete();
-    expect(response.status).toBe(422);
-    expect((await json(response)).error.message).toContain(
+    const media = dataOf(await complete(acme, created.uploadId));
+    dataOf(await remove(acme, media.id), 204);
+    expect(refusalOf(await complete(acme, created.uploadId), 422).message).toContain(
       `completed as media ${media.id}, which has since been deleted`,
     );
   });

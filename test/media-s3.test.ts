@@ -1,12 +1,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publicApi } from './support/api.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { jpeg, mp4, png } from './support/media-samples.js';
 import { startS3Server, type TestS3Server } from './support/s3-server.js';
 import { startTestServer, type TestServer } from './support/server.js';
-import { completeUpload, startUpload } from './support/uploads.js';
+import { dataOf, refusalOf } from './support/typed-answers.js';
+import { startUpload } from './support/uploads.js';
 
 let s3: TestS3Server;
 let server: TestServer;
@@ -22,6 +23,10 @@ afterAll(async () => {
   await s3?.close();
 });
 
+/** Step 3 of the signed upload. */
+const complete = (uploadId: string) =>
+  publicApi(server, acme.auth).POST('/public/v1/media/uploads/{uploadId}/complete', { params: { path: { uploadId } } });
+
 describe('signed upload on S3-compatible storage', () => {
   it('PUTs straight to the bucket with a presigned URL, completes, and serves a presigned download', async () => {
     const bytes = mp4(10_000);
@@ -36,9 +41,7 @@ describe('signed upload on S3-compatible storage', () => {
     expect(put.status).toBe(200);
     expect(await s3.has(`uploads/${acme.id}/${upload.uploadId}`)).toBe(true);
 
-    const response = await completeUpload(server, acme, upload.uploadId);
-    expect(response.status).toBe(200);
-    const media = await json(response);
+    const media = dataOf(await complete(upload.uploadId));
     expect(media).toMatchObject({ fileName: 'trailer.mp4', contentType: 'video/mp4', kind: 'video', size: 10_000 });
     expect(await s3.has(`media/${acme.id}/${media.id}`)).toBe(true);
     expect(await s3.has(`uploads/${acme.id}/${upload.uploadId}`)).toBe(false);
@@ -48,10 +51,12 @@ describe('signed upload on S3-compatible storage', () => {
     expect(download.headers.get('content-type')).toBe('video/mp4');
     expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
 
-    expect((await json(await completeUpload(server, acme, upload.uploadId))).id).toBe(media.id);
+    expect(dataOf(await complete(upload.uploadId)).id).toBe(media.id);
 
-    const deleted = await server.fetch(`/public/v1/media/${media.id}`, { method: 'DELETE', headers: acme.auth });
-    expect(deleted.status).toBe(204);
+    const deleted = await publicApi(server, acme.auth).DELETE('/public/v1/media/{id}', {
+      params: { path: { id: media.id } },
+    });
+    dataOf(deleted, 204);
     expect(await s3.has(`media/${acme.id}/${media.id}`)).toBe(false);
   });
 
@@ -75,7 +80,7 @@ describe('signed upload on S3-compatible storage', () => {
       expect(await response.text()).toContain('SignatureDoesNotMatch');
     }
     expect(await s3.has(`uploads/${acme.id}/${upload.uploadId}`)).toBe(false);
-    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(409);
+    refusalOf(await complete(upload.uploadId), 409);
   });
 
   it('refuses bytes of another type than declared and deletes them from the bucket', async () => {
@@ -83,9 +88,7 @@ describe('signed upload on S3-compatible storage', () => {
     const upload = await startUpload(server, acme, 'photo.png', 'image/png', bytes.length);
     expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
 
-    const response = await completeUpload(server, acme, upload.uploadId);
-    expect(response.status).toBe(422);
-    expect((await json(response)).error.message).toContain('image/jpeg');
+    expect(refusalOf(await complete(upload.uploadId), 422).message).toContain('image/jpeg');
     expect(await s3.has(`uploads/${acme.id}/${upload.uploadId}`)).toBe(false);
     const media = await server.ctx.db.selectFrom('media').select('id').where('organization_id', '=', acme.id).execute();
     expect(media.map((row) => row.id)).toEqual([]);
@@ -100,9 +103,7 @@ describe('signed upload on S3-compatible storage', () => {
       contentType: 'image/png',
       size: bytes.length,
     });
-    const response = await completeUpload(server, acme, upload.uploadId);
-    expect(response.status).toBe(422);
-    expect((await json(response)).error.message).toBe(
+    expect(refusalOf(await complete(upload.uploadId), 422).message).toBe(
       `The upload has ${bytes.length} bytes but 500 were declared; start a new upload.`,
     );
     expect(await s3.has(`uploads/${acme.id}/${upload.uploadId}`)).toBe(false);
@@ -114,13 +115,10 @@ describe('signed upload on S3-compatible storage', () => {
     await new Promise<void>((resolve) => remote.listen(0, '127.0.0.1', resolve));
     try {
       const { port } = remote.address() as AddressInfo;
-      const response = await server.fetch('/public/v1/media/upload-from-url', {
-        method: 'POST',
-        headers: { ...acme.auth, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ url: `http://127.0.0.1:${port}/brand/logo.png` }),
+      const answer = await publicApi(server, acme.auth).POST('/public/v1/media/upload-from-url', {
+        body: { url: `http://127.0.0.1:${port}/brand/logo.png` },
       });
-      expect(response.status).toBe(201);
-      const media = await json(response);
+      const media = dataOf(answer, 201);
       expect(media).toMatchObject({ fileName: 'logo.png', contentType: 'image/png', size: bytes.length });
       expect(await s3.has(`media/${acme.id}/${media.id}`)).toBe(true);
       const download = await fetch(media.url);

@@ -4,11 +4,13 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keepHouse } from '../src/housekeeping.js';
+import { errorOf, publicApi, type Schemas } from './support/api.js';
+import { eventually } from './support/eventually.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { jpeg, mp4, mp4WithDuration, pdf, png } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
-import { completeUpload, startUpload, type UploadAnswer } from './support/uploads.js';
+import { dataOf, refusalOf } from './support/typed-answers.js';
+import { startUpload, type UploadAnswer } from './support/uploads.js';
 
 let server: TestServer;
 let acme: TestOrganization;
@@ -21,13 +23,12 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-async function createUpload(org: TestOrganization, body: object) {
-  return server.fetch('/public/v1/media/uploads', {
-    method: 'POST',
-    headers: { ...org.auth, 'Content-Type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-}
+const createUpload = (org: TestOrganization, body: Schemas['CreateUploadRequest']) =>
+  publicApi(server, org.auth).POST('/public/v1/media/uploads', { body });
+
+/** Step 3 of the signed upload. */
+const complete = (org: TestOrganization, uploadId: string) =>
+  publicApi(server, org.auth).POST('/public/v1/media/uploads/{uploadId}/complete', { params: { path: { uploadId } } });
 
 function put(
   upload: UploadAnswer,
@@ -62,9 +63,7 @@ describe('signed upload on local disk', () => {
     const putResponse = await put(upload, bytes);
     expect(putResponse.status).toBe(200);
 
-    const completed = await completeUpload(server, acme, upload.uploadId);
-    expect(completed.status).toBe(200);
-    const media = await json(completed);
+    const media = dataOf(await complete(acme, upload.uploadId));
     expect(media).toMatchObject({ fileName: 'logo.png', contentType: 'image/png', kind: 'image', size: bytes.length });
     expect(media.id).toMatch(/^med_/);
 
@@ -74,9 +73,7 @@ describe('signed upload on local disk', () => {
     expect(download.headers.get('x-content-type-options')).toBe('nosniff');
     expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
 
-    const again = await completeUpload(server, acme, upload.uploadId);
-    expect(again.status).toBe(200);
-    expect((await json(again)).id).toBe(media.id);
+    expect(dataOf(await complete(acme, upload.uploadId)).id).toBe(media.id);
 
     // The checked bytes moved to the media's key: nothing is left under the upload.
     expect(storedFiles()).toContain(`media/${acme.id}/${media.id}`);
@@ -88,7 +85,7 @@ describe('signed upload on local disk', () => {
     const upload = await startUpload(server, acme, 'clip.MP4', 'Video/MP4', bytes.length);
     expect(upload.headers['Content-Type']).toBe('video/mp4');
     expect((await put(upload, bytes)).status).toBe(200);
-    const media = await json(await completeUpload(server, acme, upload.uploadId));
+    const media = dataOf(await complete(acme, upload.uploadId));
     expect(media).toMatchObject({ contentType: 'video/mp4', kind: 'video', size: 5000, durationSec: null });
   });
 
@@ -96,11 +93,11 @@ describe('signed upload on local disk', () => {
     const bytes = mp4WithDuration(12.345, { mdatBytes: 100_000 });
     const upload = await startUpload(server, acme, 'clip.mp4', 'video/mp4', bytes.length);
     expect((await put(upload, bytes)).status).toBe(200);
-    const media = await json(await completeUpload(server, acme, upload.uploadId));
+    const media = dataOf(await complete(acme, upload.uploadId));
     expect(media).toMatchObject({ kind: 'video', durationSec: 12.345 });
     const image = await startUpload(server, acme, 'photo.png', 'image/png', png().length);
     expect((await put(image, png())).status).toBe(200);
-    expect(await json(await completeUpload(server, acme, image.uploadId))).toMatchObject({
+    expect(dataOf(await complete(acme, image.uploadId))).toMatchObject({
       kind: 'image',
       durationSec: null,
     });
@@ -109,11 +106,9 @@ describe('signed upload on local disk', () => {
   it('answers 409 while the bytes have not arrived, and completes once they have', async () => {
     const bytes = png();
     const upload = await startUpload(server, acme, 'late.png', 'image/png', bytes.length);
-    const early = await completeUpload(server, acme, upload.uploadId);
-    expect(early.status).toBe(409);
-    expect((await json(early)).error.code).toBe('conflict');
+    refusalOf(await complete(acme, upload.uploadId), 409, 'conflict');
     await put(upload, bytes);
-    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(200);
+    dataOf(await complete(acme, upload.uploadId));
   });
 
   it('keeps the bytes of an upload whose media could not be recorded, so completing again succeeds', async () => {
@@ -131,14 +126,11 @@ describe('signed upload on local disk', () => {
     );
     try {
       const filesBefore = storedFiles();
-      const failed = await completeUpload(server, acme, upload.uploadId);
-      expect(failed.status).toBe(500);
+      refusalOf(await complete(acme, upload.uploadId), 500);
       expect(storedFiles()).toEqual(filesBefore);
 
       await sql`drop trigger refuse_doomed_media on media`.execute(server.ctx.db);
-      const retried = await completeUpload(server, acme, upload.uploadId);
-      expect(retried.status).toBe(200);
-      const media = await json(retried);
+      const media = dataOf(await complete(acme, upload.uploadId));
       expect(Buffer.from(await (await fetch(media.url)).arrayBuffer())).toEqual(bytes);
     } finally {
       await sql`drop trigger if exists refuse_doomed_media on media`.execute(server.ctx.db);
@@ -152,28 +144,21 @@ describe('signed upload on local disk', () => {
     expect((await put(upload, bytes)).status).toBe(200);
     const before = await countMedia(acme);
 
-    const response = await completeUpload(server, acme, upload.uploadId);
-    expect(response.status).toBe(422);
-    const { error } = await json(response);
-    expect(error.code).toBe('unprocessable');
+    const error = refusalOf(await complete(acme, upload.uploadId), 422, 'unprocessable');
     expect(error.message).toContain('image/jpeg');
     expect(error.message).toContain('image/png');
     expect(await countMedia(acme)).toBe(before);
     expect(storedFiles()).not.toContain(`uploads/${acme.id}/${upload.uploadId}`);
 
     // The refusal stands: completing again says the same.
-    const again = await completeUpload(server, acme, upload.uploadId);
-    expect(again.status).toBe(422);
-    expect((await json(again)).error.message).toBe(error.message);
+    expect(refusalOf(await complete(acme, upload.uploadId), 422).message).toBe(error.message);
   });
 
   it('refuses bytes that are no media at all', async () => {
     const bytes = pdf();
     const upload = await startUpload(server, acme, 'doc.png', 'image/png', bytes.length);
     await put(upload, bytes);
-    const response = await completeUpload(server, acme, upload.uploadId);
-    expect(response.status).toBe(422);
-    expect((await json(response)).error.message).toContain('application/pdf');
+    expect(refusalOf(await complete(acme, upload.uploadId), 422).message).toContain('application/pdf');
   });
 
   it('refuses a PUT of another size than declared and keeps nothing of it', async () => {
@@ -182,16 +167,16 @@ describe('signed upload on local disk', () => {
 
     const shorter = await put(upload, bytes, { 'Content-Type': 'image/png' });
     expect(shorter.status).toBe(400);
-    expect((await json(shorter)).error.message).toBe(
+    expect((await errorOf(shorter)).message).toBe(
       `The upload was declared with ${bytes.length + 10} bytes; ${bytes.length} were sent.`,
     );
 
     const longer = await put(upload, Buffer.concat([bytes, Buffer.alloc(20)]), { 'Content-Type': 'image/png' });
     expect(longer.status).toBe(413);
-    expect((await json(longer)).error.code).toBe('payload_too_large');
+    expect((await errorOf(longer)).code).toBe('payload_too_large');
 
     expect(storedFiles().filter((file) => file.includes(upload.uploadId) || file.startsWith('.partial/'))).toEqual([]);
-    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(409);
+    refusalOf(await complete(acme, upload.uploadId), 409);
   });
 
   it('cuts off a streamed body that grows past the declared size', async () => {
@@ -210,11 +195,11 @@ describe('signed upload on local disk', () => {
       headers: { 'Content-Type': 'image/png' },
       body,
       duplex: 'half',
-    } as RequestInit).catch((error: Error) => error);
+    }).catch((error: Error) => error);
     expect(response).toBeInstanceOf(Response);
     expect((response as Response).status).toBe(413);
     expect(storedFiles().filter((file) => file.includes(upload.uploadId) || file.startsWith('.partial/'))).toEqual([]);
-    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(409);
+    refusalOf(await complete(acme, upload.uploadId), 409);
   });
 
   it('keeps nothing of a PUT whose client goes away halfway', async () => {
@@ -223,15 +208,12 @@ describe('signed upload on local disk', () => {
     const request = http.request(upload.uploadUrl, { method: 'PUT', headers: upload.headers });
     request.on('error', () => {});
     request.write(bytes.subarray(0, 100_000));
-    await until(
-      () =>
-        fs.existsSync(path.join(mediaDir(), '.partial')) &&
-        fs.readdirSync(path.join(mediaDir(), '.partial')).length > 0,
-    );
+    const partial = path.join(mediaDir(), '.partial');
+    await eventually(() => expect(fs.existsSync(partial) && fs.readdirSync(partial).length).toBeGreaterThan(0));
     request.destroy();
-    await until(() => fs.readdirSync(path.join(mediaDir(), '.partial')).length === 0);
+    await eventually(() => expect(fs.readdirSync(partial)).toEqual([]));
     expect(storedFiles().filter((file) => file.includes(upload.uploadId))).toEqual([]);
-    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(409);
+    refusalOf(await complete(acme, upload.uploadId), 409);
   });
 
   it('answers 409 while another request is completing the upload, and takes over an abandoned claim', async () => {
@@ -242,14 +224,12 @@ describe('signed upload on local disk', () => {
       server.ctx.db.updateTable('uploads').set({ completing_until: until }).where('id', '=', upload.uploadId).execute();
 
     await claim(new Date(Date.now() + 60_000));
-    const busy = await completeUpload(server, acme, upload.uploadId);
-    expect(busy.status).toBe(409);
-    expect((await json(busy)).error.message).toBe(
+    expect(refusalOf(await complete(acme, upload.uploadId), 409).message).toBe(
       'Another request is completing this upload right now; retry in a moment.',
     );
 
     await claim(new Date(Date.now() - 1000)); // its request died: the lease ran out
-    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(200);
+    dataOf(await complete(acme, upload.uploadId));
   });
 
   it('refuses a PUT with another Content-Type than signed', async () => {
@@ -257,7 +237,7 @@ describe('signed upload on local disk', () => {
     const upload = await startUpload(server, acme, 'typed.png', 'image/png', bytes.length);
     const response = await put(upload, bytes, { 'Content-Type': 'image/jpeg' });
     expect(response.status).toBe(400);
-    expect((await json(response)).error.message).toContain('Content-Type: image/png');
+    expect((await errorOf(response)).message).toContain('Content-Type: image/png');
   });
 
   it('refuses a PUT to an altered URL', async () => {
@@ -279,12 +259,12 @@ describe('signed upload on local disk', () => {
     for (const altered of [bigger, otherKey, badSignature, longer, unsigned]) {
       const response = await put(upload, bytes, upload.headers, altered.href);
       expect(response.status, altered.href).toBe(403);
-      const { error } = await json(response);
+      const error = await errorOf(response);
       expect(error.code).toBe('forbidden');
       expect(error.message).toContain('not validly signed');
       expect(error.requestId).toMatch(/^req_/);
     }
-    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(409);
+    refusalOf(await complete(acme, upload.uploadId), 409);
   });
 
   it('refuses a PUT after the URL expired, and completing long after expiry', async () => {
@@ -298,15 +278,15 @@ describe('signed upload on local disk', () => {
       server.setNow('2026-11-21T11:00:00.000Z');
       const late = await put(upload, bytes);
       expect(late.status).toBe(403);
-      expect((await json(late)).error.message).toBe('This signed URL expired at 2026-11-21T11:00:00.000Z.');
+      expect((await errorOf(late)).message).toBe('This signed URL expired at 2026-11-21T11:00:00.000Z.');
 
       // A PUT that started in time may finish after expiresAt; completing is allowed an hour more.
       server.setNow('2026-11-21T10:59:59.000Z');
       expect((await put(upload, bytes)).status).toBe(200);
       server.setNow('2026-11-21T12:00:00.001Z');
-      const response = await completeUpload(server, acme, upload.uploadId);
-      expect(response.status).toBe(422);
-      expect((await json(response)).error.message).toContain('expired at 2026-11-21T11:00:00.000Z');
+      expect(refusalOf(await complete(acme, upload.uploadId), 422).message).toContain(
+        'expired at 2026-11-21T11:00:00.000Z',
+      );
       expect(storedFiles()).not.toContain(`uploads/${acme.id}/${upload.uploadId}`);
     } finally {
       server.setNow(undefined);
@@ -320,7 +300,7 @@ describe('signed upload on local disk', () => {
       const upload = await startUpload(server, acme, 'grace.png', 'image/png', bytes.length);
       await put(upload, bytes);
       server.setNow('2026-11-21T11:30:00.000Z');
-      expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(200);
+      dataOf(await complete(acme, upload.uploadId));
     } finally {
       server.setNow(undefined);
     }
@@ -334,44 +314,39 @@ describe('signed upload on local disk', () => {
       [globex, upload.uploadId],
       [acme, 'upl_doesnotexist0000000'],
     ] as const) {
-      const response = await completeUpload(server, org, id);
-      expect(response.status).toBe(404);
-      expect((await json(response)).error.code).toBe('not_found');
+      refusalOf(await complete(org, id), 404, 'not_found');
     }
     // The owner still completes it.
-    expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(200);
+    dataOf(await complete(acme, upload.uploadId));
   });
 
   it('refuses to start an upload over the size limit (413) or of a type not accepted (415)', async () => {
     const tooBig = await createUpload(acme, { fileName: 'huge.png', contentType: 'image/png', size: 100_001 });
-    expect(tooBig.status).toBe(413);
-    expect((await json(tooBig)).error).toMatchObject({
+    expect(refusalOf(tooBig, 413)).toMatchObject({
       code: 'payload_too_large',
       message: 'Images may be at most 100000 bytes; this one has 100001.',
     });
 
     const video = await createUpload(acme, { fileName: 'big.mp4', contentType: 'video/mp4', size: 500_000_000 });
-    expect(video.status).toBe(201);
+    dataOf(video, 201);
 
     const unsupported = await createUpload(acme, { fileName: 'doc.pdf', contentType: 'application/pdf', size: 1000 });
-    expect(unsupported.status).toBe(415);
-    const { error } = await json(unsupported);
-    expect(error.code).toBe('unsupported_media_type');
+    const error = refusalOf(unsupported, 415, 'unsupported_media_type');
     expect(error.message).toBe(
       'The content type application/pdf is not accepted; allowed: image/jpeg, image/png, image/gif, image/webp, video/mp4, video/quicktime, video/webm.',
     );
 
     const malformed = await createUpload(acme, { fileName: 'x', contentType: 'png', size: 10 });
-    expect(malformed.status).toBe(400);
+    refusalOf(malformed, 400);
     const zero = await createUpload(acme, { fileName: 'x.png', contentType: 'image/png', size: 0 });
-    expect(zero.status).toBe(400);
+    refusalOf(zero, 400);
   });
 
   it('serves a file only through an unexpired, unaltered signed URL', async () => {
     const bytes = png();
     const upload = await startUpload(server, acme, 'served.png', 'image/png', bytes.length);
     await put(upload, bytes);
-    const media = await json(await completeUpload(server, acme, upload.uploadId));
+    const media = dataOf(await complete(acme, upload.uploadId));
     const url = new URL(media.url);
     expect(new Date(media.urlExpiresAt).getTime()).toBe(Number(url.searchParams.get('expires')) * 1000);
 
@@ -379,7 +354,7 @@ describe('signed upload on local disk', () => {
     retyped.searchParams.set('type', 'text/html');
     const response = await fetch(retyped);
     expect(response.status).toBe(403);
-    expect((await json(response)).error.code).toBe('forbidden');
+    expect((await errorOf(response)).code).toBe('forbidden');
 
     server.setNow(new Date(new Date(media.urlExpiresAt).getTime() + 1000));
     try {
@@ -409,7 +384,7 @@ describe('signed upload on local disk', () => {
       server.setNow('2026-12-02T11:01:00.000Z');
       await keepHouse(server.ctx);
       expect(storedFiles()).not.toContain(`uploads/${acme.id}/${upload.uploadId}`);
-      expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(404);
+      refusalOf(await complete(acme, upload.uploadId), 404);
     } finally {
       server.setNow(undefined);
     }
@@ -421,23 +396,16 @@ describe('signed upload on local disk', () => {
     try {
       const upload = await startUpload(server, acme, 'done.png', 'image/png', bytes.length);
       await put(upload, bytes);
-      const media = await json(await completeUpload(server, acme, upload.uploadId));
+      const media = dataOf(await complete(acme, upload.uploadId));
       server.setNow('2026-12-06T10:59:00.000Z'); // less than a day after expiresAt (11:00)
-      expect((await json(await completeUpload(server, acme, upload.uploadId))).id).toBe(media.id);
+      expect(dataOf(await complete(acme, upload.uploadId)).id).toBe(media.id);
       server.setNow('2026-12-06T11:01:00.000Z');
-      expect((await completeUpload(server, acme, upload.uploadId)).status).toBe(404);
+      refusalOf(await complete(acme, upload.uploadId), 404);
     } finally {
       server.setNow(undefined);
     }
   });
 });
-
-/** Waits until `condition` holds (for what happens on the server after a connection closes). */
-async function until(condition: () => boolean): Promise<void> {
-  for (let attempt = 0; attempt < 200 && !condition(); attempt++)
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  expect(condition()).toBe(true);
-}
 
 async function countMedia(org: TestOrganization): Promise<number> {
   const rows = await server.ctx.db.selectFrom('media').select('id').where('organization_id', '=', org.id).execute();

@@ -113,9 +113,9 @@ describe('opening a remote URL', () => {
         idleTimeoutMs: 2000,
         maxRedirects: 5,
         signal: new AbortController().signal,
-        resolve: async (hostname) => {
+        resolve: (hostname) => {
           lookups.push(hostname);
-          return ['127.0.0.2'];
+          return Promise.resolve(['127.0.0.2']);
         },
       });
       const chunks: Buffer[] = [];
@@ -135,7 +135,7 @@ describe('opening a remote URL', () => {
       idleTimeoutMs: 1000,
       maxRedirects: 5,
       signal: new AbortController().signal,
-      resolve: async () => ['93.184.215.14', '127.0.0.1'],
+      resolve: () => Promise.resolve(['93.184.215.14', '127.0.0.1']),
     });
     await expect(attempt).rejects.toMatchObject({
       status: 422,

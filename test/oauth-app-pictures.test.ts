@@ -19,9 +19,12 @@ let host: RemoteServer;
 let developer: TestOrganization;
 let browser: BrowserSession;
 
+// One server per hook: a hook's time is a server's start, however busy the machine.
+beforeAll(async () => {
+  strict = await startTestServer();
+});
 beforeAll(async () => {
   server = await startTestServer({ env: { MEDIA_FETCH_ALLOW_PRIVATE: 'true', MEDIA_FETCH_TIMEOUT_SECONDS: '2' } });
-  strict = await startTestServer();
   host = await startPictureHost();
   developer = await createOrganization(server.ctx.db, 'Picture Dev');
   browser = new BrowserSession(server);

@@ -5,13 +5,14 @@ import { createOrganizationWithOwner } from '../src/accounts/organizations.js';
 import { deleteApp, registerApp, updateApp } from '../src/oauth/apps.js';
 import { grantedAccess } from '../src/oauth/granted-access.js';
 import { s256 } from '../src/oauth/pkce.js';
+import { publicApi } from './support/api.js';
 import { BrowserSession, inputValue } from './support/browser-session.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { createOAuthApp, exchange, testPictures, type TestApp } from './support/oauth.js';
 import { startPictureHost } from './support/picture-host.js';
 import type { RemoteServer } from './support/remote-server.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { dataOf } from './support/typed-answers.js';
 
 let server: TestServer;
 let user: TestOrganization;
@@ -22,6 +23,12 @@ let otherApp: TestApp;
 let browser: BrowserSession;
 let pictureHost: RemoteServer;
 const REDIRECT = 'https://app.example.org/oauth/callback';
+
+/** The organization an access token acts for (`GET /public/v1/is-connected`). */
+async function actingFor(token: string) {
+  return dataOf(await publicApi(server, { Authorization: `Bearer ${token}` }).GET('/public/v1/is-connected'))
+    .organization;
+}
 
 beforeAll(async () => {
   server = await startTestServer();
@@ -145,7 +152,7 @@ describe('authorize: requests that cannot be trusted show an error page and neve
     await expectErrorPage(
       await browser.get(
         authorizePath(
-          `${new URLSearchParams(valid())}&redirect_uri=${encodeURIComponent(REDIRECT)}&redirect_uri=${encodeURIComponent(REDIRECT)}`,
+          `${new URLSearchParams(valid()).toString()}&redirect_uri=${encodeURIComponent(REDIRECT)}&redirect_uri=${encodeURIComponent(REDIRECT)}`,
         ),
       ),
     );
@@ -203,13 +210,13 @@ describe('authorize: errors of a known app go back to it', () => {
 
   it('answers invalid_request to a parameter given twice', async () => {
     for (const name of ['response_type', 'state', 'code_challenge', 'scope']) {
-      const query = `${new URLSearchParams(valid({ code_challenge: s256('v'.repeat(43)), code_challenge_method: 'S256' }))}&${name}=again&${name}=and-again`;
+      const query = `${new URLSearchParams(valid({ code_challenge: s256('v'.repeat(43)), code_challenge_method: 'S256' })).toString()}&${name}=again&${name}=and-again`;
       const url = redirectedTo(await browser.get(authorizePath(query)));
       expect(url.searchParams.get('error')).toBe('invalid_request');
       expect(url.searchParams.get('error_description')).toContain(name);
     }
     // A name the link made up is not repeated back to the app, which may show the description.
-    const injected = `${new URLSearchParams(valid())}&<b>Call+0800-SCAM</b>=1&<b>Call+0800-SCAM</b>=2`;
+    const injected = `${new URLSearchParams(valid()).toString()}&<b>Call+0800-SCAM</b>=1&<b>Call+0800-SCAM</b>=2`;
     const url = redirectedTo(await browser.get(authorizePath(injected)));
     expect(url.searchParams.get('error')).toBe('invalid_request');
     expect(url.searchParams.get('error_description')).toBe('A parameter is given more than once.');
@@ -342,10 +349,7 @@ describe('authorize: approve and deny', () => {
     expect(code).toMatch(/^pac_/);
     expect(url.searchParams.get('iss')).toBe(server.ctx.config.publicUrl);
     const token = await exchange(server, app, code);
-    const connected = await json(
-      await server.fetch('/public/v1/is-connected', { headers: { Authorization: `Bearer ${token}` } }),
-    );
-    expect(connected.organization.id).toBe(user.id);
+    expect((await actingFor(token)).id).toBe(user.id);
   });
 
   it('returns the state byte for byte, and none when none was sent', async () => {
@@ -414,7 +418,8 @@ describe('authorize: approve and deny', () => {
   it('answers 405 to an approval by GET', async () => {
     const { form } = await consent(browser, valid());
     const before = await codeCount();
-    const response = await browser.get(`/oauth/consent?${new URLSearchParams({ ...form, decision: 'approve' })}`);
+    const query = new URLSearchParams({ ...form, decision: 'approve' }).toString();
+    const response = await browser.get(`/oauth/consent?${query}`);
     expect(response.status).toBe(405);
     expect(response.headers.get('allow')).toBe('POST');
     expect(response.headers.get('location')).toBeNull();
@@ -488,19 +493,10 @@ describe('authorize: approve and deny', () => {
     // The page shown before the switch still approves what it showed.
     const code = new URL((await answer(browser, first.form)).headers.get('location')!).searchParams.get('code')!;
     const token = await exchange(server, app, code);
-    expect(
-      (await json(await server.fetch('/public/v1/is-connected', { headers: { Authorization: `Bearer ${token}` } })))
-        .organization.id,
-    ).toBe(user.id);
+    expect((await actingFor(token)).id).toBe(user.id);
     const secondCode = new URL((await answer(browser, second.form)).headers.get('location')!).searchParams.get('code')!;
     const secondToken = await exchange(server, app, secondCode);
-    expect(
-      (
-        await json(
-          await server.fetch('/public/v1/is-connected', { headers: { Authorization: `Bearer ${secondToken}` } }),
-        )
-      ).organization.id,
-    ).toBe(secondOrganizationId);
+    expect((await actingFor(secondToken)).id).toBe(secondOrganizationId);
     await browser.postForm('/session/organization', {
       csrf_token: first.form.csrf_token,
       organization_id: user.id,

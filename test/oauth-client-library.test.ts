@@ -1,9 +1,9 @@
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Service, { ServiceError } from '../src/sdk/src/index.js';
+import { publicApi } from './support/api.js';
 import { BrowserSession, inputValue } from './support/browser-session.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { approve, channelsStatus, createOAuthApp, exchange, tokenRequest, type TestApp } from './support/oauth.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
@@ -81,10 +81,10 @@ describe('a standard OAuth client library (oauth4webapi)', () => {
       expect(tokens.access_token).toMatch(/^pos_/);
       expect(tokens.id).toBe(user.id);
 
-      const connected = await server.fetch('/public/v1/is-connected', {
-        headers: { Authorization: `Bearer ${tokens.access_token}` },
-      });
-      expect((await json(connected)).credential).toEqual({ type: 'oauth_token' });
+      const connected = await publicApi(server, { Authorization: `Bearer ${tokens.access_token}` }).GET(
+        '/public/v1/is-connected',
+      );
+      expect(connected.data?.credential).toEqual({ type: 'oauth_token' });
 
       const revocation = await oauth.revocationRequest(as, client, clientAuth(), tokens.access_token, insecure);
       await oauth.processRevocationResponse(revocation);

@@ -3,9 +3,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCredential } from '../src/crypto/issued-secrets.js';
+import { errorOf, oauthErrorOf } from './support/api.js';
 import { BrowserSession, inputValue } from './support/browser-session.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { approve, channelsStatus, createOAuthApp, exchange, tokenRequest, type TestApp } from './support/oauth.js';
 import { startPictureHost } from './support/picture-host.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -80,7 +80,7 @@ describe('Rotate secret', () => {
       client_secret: app.secret,
     });
     expect(old.status).toBe(401);
-    expect((await json(old)).error).toBe('invalid_client');
+    expect((await oauthErrorOf(old)).error).toBe('invalid_client');
     const revokeWithOld = await tokenRequest(
       server,
       { token, client_id: app.clientId, client_secret: app.secret },
@@ -183,7 +183,7 @@ describe('Revoke in Approved apps', () => {
       client_id: app.clientId,
       client_secret: app.secret,
     });
-    expect((await json(redeem)).error).toBe('invalid_grant');
+    expect((await oauthErrorOf(redeem)).error).toBe('invalid_grant');
     const after = await approvedAppsPage(browserX);
     expect(after).not.toContain('Shared App');
     expect(after).toContain('Other App');
@@ -235,7 +235,7 @@ describe('OAuth tokens on the Public API', () => {
     const response = await server.fetch(path, { headers });
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toMatch(/^Bearer/);
-    expect((await json(response)).error.code).toBe('unauthorized');
+    expect((await errorOf(response)).code).toBe('unauthorized');
   }
 
   it('accepts a token on every kind of Public API path, like an API key, with a case-insensitive scheme', async () => {

@@ -1,18 +1,20 @@
 // Case 30 of the OAuth and authentication cases: repeated wrong client secrets are throttled.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/core/config.js';
+import { oauthErrorOf } from './support/api.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { approve, createOAuthApp, tokenRequest, type TestApp } from './support/oauth.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { stringMatching } from './support/typed-matchers.js';
 
 let server: TestServer;
 let org: TestOrganization;
 let appA: TestApp;
 let appB: TestApp;
 let appC: TestApp;
-// The start of a one-minute window, so Retry-After is predictable.
-const start = new Date(Math.floor(Date.now() / 60_000) * 60_000 + 60_000);
+// The start of a window (of a minute, and of the default five minutes), so Retry-After is predictable
+// and every attempt of a test counts in one window however long the machine takes to send them.
+const start = new Date(Math.floor(Date.now() / 300_000) * 300_000 + 300_000);
 
 beforeAll(async () => {
   server = await startTestServer({
@@ -36,10 +38,9 @@ async function expectThrottled(response: Response, retryAfter: string) {
   expect(response.status).toBe(429);
   expect(response.headers.get('retry-after')).toBe(retryAfter);
   expect(response.headers.get('cache-control')).toBe('no-store');
-  const body = await json(response);
-  expect(body).toEqual({
+  expect(await oauthErrorOf(response)).toEqual({
     error: 'rate_limited',
-    error_description: expect.stringMatching(/^[\x20\x21\x23-\x5B\x5D-\x7E]+$/),
+    error_description: stringMatching(/^[\x20\x21\x23-\x5B\x5D-\x7E]+$/),
   });
 }
 
@@ -135,11 +136,17 @@ describe('client addresses', () => {
     }
   });
 
-  it('keep one address’s wrong secrets from throttling the same client elsewhere', async () => {
-    // Client ids are public: a stranger who sends wrong secrets for an app must not lock the app's own
-    // server out of its token exchanges.
-    const proxied = await startTestServer({ env: { TRUST_PROXY: 'loopback', OAUTH_AUTH_FAILURES_PER_CLIENT: '2' } });
-    try {
+  describe('behind a trusted proxy, with a limit per client', () => {
+    let proxied: TestServer;
+    beforeAll(async () => {
+      proxied = await startTestServer({ env: { TRUST_PROXY: 'loopback', OAUTH_AUTH_FAILURES_PER_CLIENT: '2' } });
+      proxied.setNow(start);
+    });
+    afterAll(() => proxied?.close());
+
+    it('keep one address’s wrong secrets from throttling the same client elsewhere', async () => {
+      // Client ids are public: a stranger who sends wrong secrets for an app must not lock the app's own
+      // server out of its token exchanges.
       const owner = await createOrganization(proxied.ctx.db);
       const app = await createOAuthApp(proxied.ctx.db, owner.id);
       const exchange = async (secret: string, forwardedFor: string) =>
@@ -148,7 +155,7 @@ describe('client addresses', () => {
           headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': forwardedFor },
           body: JSON.stringify({
             grant_type: 'authorization_code',
-            code: await approve(proxied.ctx.db, app, owner),
+            code: await approve(proxied.ctx.db, app, owner, { now: start }),
             client_id: app.clientId,
             client_secret: secret,
           }),
@@ -159,20 +166,22 @@ describe('client addresses', () => {
       // … and the app's server, elsewhere, is not.
       expect((await exchange(app.secret, '198.51.100.7')).status).toBe(200);
       expect((await exchange('pcs_wrong', '198.51.100.7')).status).toBe(401);
-    } finally {
-      await proxied.close();
-    }
+    });
   });
 
-  it('are read from X-Forwarded-For behind a trusted proxy, so clients behind it do not share one budget', async () => {
-    const proxied = await startTestServer({ env: { TRUST_PROXY: 'loopback', OAUTH_AUTH_FAILURES_PER_ADDRESS: '2' } });
-    try {
+  describe('behind a trusted proxy, with a limit per address', () => {
+    let proxied: TestServer;
+    beforeAll(async () => {
+      proxied = await startTestServer({ env: { TRUST_PROXY: 'loopback', OAUTH_AUTH_FAILURES_PER_ADDRESS: '2' } });
+      proxied.setNow(start);
+    });
+    afterAll(() => proxied?.close());
+
+    it('are read from X-Forwarded-For, so clients behind it do not share one budget', async () => {
       for (let i = 1; i <= 2; i++) expect((await guess(proxied, `pca_guess${i}`, '203.0.113.1')).status).toBe(401);
       expect((await guess(proxied, 'pca_guess3', '203.0.113.1')).status).toBe(429);
       expect((await guess(proxied, 'pca_guess4', '203.0.113.2')).status).toBe(401);
-    } finally {
-      await proxied.close();
-    }
+    });
   });
 });
 

@@ -3,10 +3,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCredential, hashSecret } from '../src/crypto/issued-secrets.js';
 import { safeDescription } from '../src/oauth/errors.js';
+import type { components as OAuthComponents } from '../generated/oauth.js';
+import { bodyOf, oauthApi, oauthErrorOf, publicApi, type OAuthError } from './support/api.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { approve, channelsStatus, createOAuthApp, exchange, tokenRequest, type TestApp } from './support/oauth.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { anyString, stringMatching } from './support/typed-matchers.js';
+
+type TokenResponse = OAuthComponents['schemas']['TokenResponse'];
 
 let server: TestServer;
 let org: TestOrganization;
@@ -14,7 +18,7 @@ let appA: TestApp;
 let appB: TestApp;
 
 // Every error body of this file is checked against RFC 6749 §5.2's character set at the end.
-const errorBodies: { error: string; error_description: string }[] = [];
+const errorBodies: OAuthError[] = [];
 
 beforeAll(async () => {
   // The throttle has its own test; here the many deliberate failures must not trip it.
@@ -36,8 +40,8 @@ async function expectOAuthError(response: Response, status: number, error: strin
   expect(response.headers.get('content-type')).toMatch(/^application\/json/);
   expect(response.headers.get('cache-control')).toBe('no-store');
   expect(response.headers.get('pragma')).toBe('no-cache');
-  const body = await json(response);
-  expect(body).toEqual({ error, error_description: expect.any(String) });
+  const body = await oauthErrorOf(response);
+  expect(body).toEqual({ error, error_description: anyString() });
   errorBodies.push(body);
   return body;
 }
@@ -71,19 +75,19 @@ describe('token endpoint: success', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('cache-control')).toBe('no-store');
     expect(response.headers.get('pragma')).toBe('no-cache');
-    const body = await json(response);
+    const body = await bodyOf<TokenResponse>(response);
     expect(body).toEqual({
       id: org.id,
       cus: null,
-      access_token: expect.stringMatching(/^pos_[0-9A-Za-z]{30}$/),
+      access_token: stringMatching(/^pos_[0-9A-Za-z]{30}$/),
       token_type: 'bearer',
     });
 
-    const connected = await server.fetch('/public/v1/is-connected', {
-      headers: { Authorization: `Bearer ${body.access_token}` },
-    });
-    expect(connected.status).toBe(200);
-    expect(await json(connected)).toEqual({
+    const connected = await publicApi(server, { Authorization: `Bearer ${body.access_token}` }).GET(
+      '/public/v1/is-connected',
+    );
+    expect(connected.response.status).toBe(200);
+    expect(connected.data).toEqual({
       connected: true,
       organization: { id: org.id, name: org.name },
       credential: { type: 'oauth_token' },
@@ -93,7 +97,7 @@ describe('token endpoint: success', () => {
   it('accepts a form body, and HTTP Basic client credentials', async () => {
     const form = await tokenRequest(server, grant(appA, await approve(server.ctx.db, appA, org)), { form: true });
     expect(form.status).toBe(200);
-    expect((await json(form)).access_token).toMatch(/^pos_/);
+    expect((await bodyOf<TokenResponse>(form)).access_token).toMatch(/^pos_/);
 
     const basic = await tokenRequest(
       server,
@@ -254,7 +258,7 @@ describe('token endpoint: codes', () => {
     expect(statuses.filter((s) => s === 400)).toHaveLength(19);
     for (const response of responses.filter((r) => r.status === 400))
       await expectOAuthError(response, 400, 'invalid_grant');
-    const winner = await json(responses.find((r) => r.status === 200)!);
+    const winner = await bodyOf<TokenResponse>(responses.find((r) => r.status === 200)!);
     // The other attempts were uses of a code already used: its token is revoked, as for any replay.
     expect(await channelsStatus(server, winner.access_token)).toBe(401);
     const issued = await server.ctx.db
@@ -487,10 +491,10 @@ describe('revocation endpoint (RFC 7009)', () => {
 
 describe('authorization server metadata (RFC 8414)', () => {
   it('describes the endpoints with absolute URLs under the configured origin', async () => {
-    const response = await server.fetch('/.well-known/oauth-authorization-server');
+    const { data, response } = await oauthApi(server).GET('/.well-known/oauth-authorization-server');
     expect(response.status).toBe(200);
     const base = server.ctx.config.publicUrl;
-    expect(await json(response)).toEqual({
+    expect(data).toEqual({
       issuer: base,
       authorization_endpoint: `${base}/oauth/authorize`,
       token_endpoint: `${base}/api/oauth/token`,

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { errorOf, publicApi, type Schemas } from './support/api.js';
 import {
   countPosts,
   createChannel,
@@ -8,9 +9,9 @@ import {
   insertPost,
   type TestOrganization,
 } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { FakeTikTok, POSTS_TEST_ENV, send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { stringContaining, stringMatching } from './support/typed-matchers.js';
 
 const NOW = '2026-11-21T12:00:00.000Z';
 const LATER = '2026-12-01T09:30:00.000Z';
@@ -55,7 +56,14 @@ beforeEach(() => server.setNow(NOW));
 const freshSandbox = async (name = 'Fresh sandbox') =>
   (await createChannel(server.ctx.db, acme.id, 'sandbox', name)).id;
 
-const create = (body: unknown, org: TestOrganization = acme) =>
+type CreatePostRequest = Schemas['CreatePostRequest'];
+type PostItem = Schemas['PostItem'];
+
+const create = (body: CreatePostRequest, org: TestOrganization = acme) =>
+  publicApi(server, org.auth).POST('/public/v1/posts', { body });
+
+/** Sends a create body the contract refuses (so its types do too), as a client could. */
+const sendCreate = (body: object, org: TestOrganization = acme) =>
   send(server, org.auth, 'POST', '/public/v1/posts', body);
 
 const youtubeSettings = {
@@ -63,16 +71,20 @@ const youtubeSettings = {
   title: 'Winter collection',
   privacyStatus: 'unlisted',
   madeForKids: false,
-};
-const tiktokSettings = { __type: 'tiktok', postMode: 'direct', privacyLevel: 'SELF_ONLY' };
-const youtubeItem = (extra: object = {}) => ({
+} satisfies Schemas['YouTubeSettings'];
+const tiktokSettings = {
+  __type: 'tiktok',
+  postMode: 'direct',
+  privacyLevel: 'SELF_ONLY',
+} satisfies Schemas['TikTokSettings'];
+const youtubeItem = (extra: Partial<PostItem> = {}): PostItem => ({
   channelId: ch.youtube,
   content: 'Alps',
   mediaIds: [media.video],
   settings: youtubeSettings,
   ...extra,
 });
-const tiktokItem = (extra: object = {}) => ({
+const tiktokItem = (extra: Partial<PostItem> = {}): PostItem => ({
   channelId: ch.tiktok,
   content: 'Winter #acme',
   mediaIds: [media.video],
@@ -81,19 +93,18 @@ const tiktokItem = (extra: object = {}) => ({
 });
 
 /** Sends a create that must be refused with 422, checks that nothing was created, and returns the details. */
-async function refused(body: unknown): Promise<{ path: string; message: string }[]> {
+async function refused(body: CreatePostRequest): Promise<Schemas['ErrorDetail'][]> {
   const before = await countPosts(server.ctx.db, acme.id);
-  const response = await create(body);
-  const payload = await json(response);
-  expect(response.status, JSON.stringify(payload)).toBe(422);
-  expect(payload.error.code).toBe('unprocessable');
+  const { error, response } = await create(body);
+  expect(response.status, JSON.stringify(error)).toBe(422);
+  expect(error?.error.code).toBe('unprocessable');
   expect(await countPosts(server.ctx.db, acme.id)).toBe(before);
-  return payload.error.details;
+  return error?.error.details ?? [];
 }
 
 describe('POST /public/v1/posts: the two forms', () => {
   it('fans single content out to one post per channel, under one group, in the order of channelIds', async () => {
-    const response = await create({
+    const { data: body, response } = await create({
       type: 'now',
       content: 'Doors open at 9',
       channelIds: [ch.sandbox2, ch.sandbox],
@@ -101,14 +112,13 @@ describe('POST /public/v1/posts: the two forms', () => {
     });
     expect(response.status).toBe(201);
     expect(response.headers.get('idempotent-replayed')).toBeNull();
-    const body = await json(response);
-    expect(body.group).toMatch(/^grp_/);
-    expect(body.data).toHaveLength(2);
-    expect(body.data.map((p: { channelId: string }) => p.channelId)).toEqual([ch.sandbox2, ch.sandbox]);
-    for (const post of body.data) {
+    expect(body!.group).toMatch(/^grp_/);
+    expect(body!.data).toHaveLength(2);
+    expect(body!.data.map((p) => p.channelId)).toEqual([ch.sandbox2, ch.sandbox]);
+    for (const post of body!.data) {
       expect(post).toEqual({
-        id: expect.stringMatching(/^post_/),
-        group: body.group,
+        id: stringMatching(/^post_/),
+        group: body!.group,
         channelId: post.channelId,
         provider: 'sandbox',
         content: 'Doors open at 9',
@@ -124,13 +134,15 @@ describe('POST /public/v1/posts: the two forms', () => {
         createdAt: NOW,
         updatedAt: NOW,
       });
-      const stored = await send(server, acme.auth, 'GET', `/public/v1/posts/${post.id}`);
-      expect(await json(stored)).toEqual(post);
+      const stored = await publicApi(server, acme.auth).GET('/public/v1/posts/{id}', {
+        params: { path: { id: post.id } },
+      });
+      expect(stored.data).toEqual(post);
     }
   });
 
   it('gives each channel its own item in the per-channel form, filling in the settings’ defaults', async () => {
-    const response = await create({
+    const { data: created, response } = await create({
       type: 'schedule',
       date: LATER,
       posts: [
@@ -145,13 +157,11 @@ describe('POST /public/v1/posts: the two forms', () => {
       ],
     });
     expect(response.status).toBe(201);
-    const { data } = await json(response);
-    expect(data.map((p: { provider: string }) => p.provider)).toEqual(['youtube', 'tiktok', 'sandbox', 'sandbox']);
-    expect(
-      data.every((p: { status: string; scheduledAt: string }) => p.status === 'scheduled' && p.scheduledAt === LATER),
-    ).toBe(true);
-    expect(data[0].settings).toEqual({ ...youtubeSettings, description: 'Filmed in the Alps.', tags: [] });
-    expect(data[1].settings).toEqual({
+    const data = created!.data;
+    expect(data.map((p) => p.provider)).toEqual(['youtube', 'tiktok', 'sandbox', 'sandbox']);
+    expect(data.every((p) => p.status === 'scheduled' && p.scheduledAt === LATER)).toBe(true);
+    expect(data[0]!.settings).toEqual({ ...youtubeSettings, description: 'Filmed in the Alps.', tags: [] });
+    expect(data[1]!.settings).toEqual({
       ...tiktokSettings,
       disableComment: false,
       disableDuet: false,
@@ -160,24 +170,22 @@ describe('POST /public/v1/posts: the two forms', () => {
       brandOrganicToggle: false,
       isAiGenerated: false,
     });
-    expect(data[2].settings).toEqual({ __type: 'sandbox', outcome: 'failed' });
-    expect(data[3].settings).toEqual({ __type: 'sandbox', outcome: 'published' });
-    expect(data[2].content).toBe('Trying the failure path');
-    expect(data[2].mediaIds).toEqual([]);
+    expect(data[2]!.settings).toEqual({ __type: 'sandbox', outcome: 'failed' });
+    expect(data[3]!.settings).toEqual({ __type: 'sandbox', outcome: 'published' });
+    expect(data[2]!.content).toBe('Trying the failure path');
+    expect(data[2]!.mediaIds).toEqual([]);
   });
 
   it('saves drafts unpublished, keeping a date when one is given', async () => {
-    const dated = await json(
-      await create({ type: 'draft', date: LATER, content: 'Later maybe', channelIds: [ch.sandbox] }),
-    );
-    expect(dated.data[0]).toMatchObject({ status: 'draft', scheduledAt: LATER });
-    const undated = await json(await create({ type: 'draft', content: 'Some day', channelIds: [ch.sandbox] }));
-    expect(undated.data[0]).toMatchObject({ status: 'draft', scheduledAt: null });
+    const dated = await create({ type: 'draft', date: LATER, content: 'Later maybe', channelIds: [ch.sandbox] });
+    expect(dated.data?.data[0]).toMatchObject({ status: 'draft', scheduledAt: LATER });
+    const undated = await create({ type: 'draft', content: 'Some day', channelIds: [ch.sandbox] });
+    expect(undated.data?.data[0]).toMatchObject({ status: 'draft', scheduledAt: null });
   });
 
   it('queues `now` posts at the current time and ignores their date', async () => {
-    const body = await json(await create({ type: 'now', date: LATER, content: 'Now', channelIds: [ch.sandbox] }));
-    expect(body.data[0]).toMatchObject({ status: 'scheduled', scheduledAt: NOW });
+    const { data } = await create({ type: 'now', date: LATER, content: 'Now', channelIds: [ch.sandbox] });
+    expect(data?.data[0]).toMatchObject({ status: 'scheduled', scheduledAt: NOW });
   });
 });
 
@@ -189,11 +197,11 @@ describe('POST /public/v1/posts: dates', () => {
       content: 'Late',
       channelIds: [ch.sandbox],
     });
-    expect(details).toEqual([{ path: 'date', message: expect.stringContaining('more than 1 minute in the past') }]);
+    expect(details).toEqual([{ path: 'date', message: stringContaining('more than 1 minute in the past') }]);
   });
 
   it('accepts a date up to a minute in the past, for clock skew', async () => {
-    const response = await create({
+    const { response } = await create({
       type: 'schedule',
       date: '2026-11-21T11:59:00.000Z',
       content: 'Just now',
@@ -203,9 +211,9 @@ describe('POST /public/v1/posts: dates', () => {
   });
 
   it('answers 400 when `schedule` comes without a date (the contract requires it)', async () => {
-    const response = await create({ type: 'schedule', content: 'When?', channelIds: [ch.sandbox] });
+    const response = await sendCreate({ type: 'schedule', content: 'When?', channelIds: [ch.sandbox] });
     expect(response.status).toBe(400);
-    expect((await json(response)).error.details).toEqual([
+    expect((await errorOf(response)).details).toEqual([
       { path: 'date', message: "must have required property 'date'" },
     ]);
   });
@@ -224,7 +232,7 @@ describe('POST /public/v1/posts: the rules of every post', () => {
     expect(details).toEqual([
       { path: 'posts[0].channelId', message: 'There is no channel ch_doesNotExist000000 in this organization.' },
       { path: 'posts[1].channelId', message: `There is no channel ${ch.foreign} in this organization.` },
-      { path: 'posts[2].channelId', message: expect.stringContaining(`Channel ${ch.disabled} is disabled`) },
+      { path: 'posts[2].channelId', message: stringContaining(`Channel ${ch.disabled} is disabled`) },
     ]);
   });
 
@@ -257,8 +265,8 @@ describe('POST /public/v1/posts: the rules of every post', () => {
       type: 'now',
       posts: [{ channelId: await freshSandbox(), mediaIds: [media.image] }],
     });
-    expect(mediaOnly.status).toBe(201);
-    expect((await json(mediaOnly)).data[0].content).toBe('');
+    expect(mediaOnly.response.status).toBe(201);
+    expect(mediaOnly.data?.data[0]?.content).toBe('');
   });
 
   it('needs settings whose __type is the channel’s provider', async () => {
@@ -302,9 +310,7 @@ describe('POST /public/v1/posts: the rules of every post', () => {
       mediaIds: [media.video],
       channelIds: [ch.sandbox, ch.youtube],
     });
-    expect(single).toEqual([
-      { path: 'channelIds[1]', message: expect.stringContaining('use the per-channel form (posts)') },
-    ]);
+    expect(single).toEqual([{ path: 'channelIds[1]', message: stringContaining('use the per-channel form (posts)') }]);
   });
 
   it('lists the problems of every item at once', async () => {
@@ -348,9 +354,9 @@ describe('POST /public/v1/posts: YouTube', () => {
 
   it('needs a title (the contract requires it)', async () => {
     const { title: _title, ...withoutTitle } = youtubeSettings;
-    const response = await create({ type: 'now', posts: [youtubeItem({ settings: withoutTitle })] });
+    const response = await sendCreate({ type: 'now', posts: [{ ...youtubeItem(), settings: withoutTitle }] });
     expect(response.status).toBe(400);
-    expect((await json(response)).error.details).toEqual([
+    expect((await errorOf(response)).details).toEqual([
       { path: 'posts[0].settings.title', message: "must have required property 'title'" },
     ]);
   });
@@ -358,36 +364,36 @@ describe('POST /public/v1/posts: YouTube', () => {
   it('limits the tags to 500 characters together, as YouTube counts them', async () => {
     // 50 tags of 9 characters and 49 commas: 499. A space in a tag adds 2 for the quotes YouTube puts around it.
     const tags = Array.from({ length: 50 }, (_, i) => `tag${String(i).padStart(6, '0')}`);
-    expect(
-      (await create({ type: 'now', posts: [youtubeItem({ settings: { ...youtubeSettings, tags } })] })).status,
-    ).toBe(201);
+    const tagged = await create({ type: 'now', posts: [youtubeItem({ settings: { ...youtubeSettings, tags } })] });
+    expect(tagged.response.status).toBe(201);
     const spaced = [...tags.slice(1), 'two words'];
     const details = await refused({
       type: 'now',
       posts: [youtubeItem({ settings: { ...youtubeSettings, tags: spaced } })],
     });
-    expect(details).toEqual([{ path: 'posts[0].settings.tags', message: expect.stringContaining('these count 501') }]);
+    expect(details).toEqual([{ path: 'posts[0].settings.tags', message: stringContaining('these count 501') }]);
   });
 
   it('uses the content as the description, under YouTube’s limits, when settings have none', async () => {
     const long = 'é'.repeat(2501); // 5002 bytes in UTF-8
     expect(await refused({ type: 'now', posts: [youtubeItem({ content: long })] })).toEqual([
-      { path: 'posts[0].content', message: expect.stringContaining('this has 5002 bytes') },
+      { path: 'posts[0].content', message: stringContaining('this has 5002 bytes') },
     ]);
     expect(await refused({ type: 'now', posts: [youtubeItem({ content: 'a <b> tag' })] })).toEqual([
-      { path: 'posts[0].content', message: expect.stringContaining('and < or >') },
+      { path: 'posts[0].content', message: stringContaining('and < or >') },
     ]);
     const withDescription = await create({
       type: 'now',
       posts: [youtubeItem({ content: long, settings: { ...youtubeSettings, description: 'Short.' } })],
     });
-    expect(withDescription.status).toBe(201);
+    expect(withDescription.response.status).toBe(201);
   });
 });
 
 describe('POST /public/v1/posts: TikTok', () => {
   it('limits the caption to 2200 characters', async () => {
-    expect((await create({ type: 'now', posts: [tiktokItem({ content: 'x'.repeat(2200) })] })).status).toBe(201);
+    const longest = await create({ type: 'now', posts: [tiktokItem({ content: 'x'.repeat(2200) })] });
+    expect(longest.response.status).toBe(201);
     expect(await refused({ type: 'now', posts: [tiktokItem({ content: 'x'.repeat(2201) })] })).toEqual([
       {
         path: 'posts[0].content',
@@ -413,11 +419,12 @@ describe('POST /public/v1/posts: TikTok', () => {
     expect(details).toEqual([
       {
         path: 'posts[0].settings.brandContentToggle',
-        message: expect.stringContaining('does not allow branded content (a paid partnership) to be private'),
+        message: stringContaining('does not allow branded content (a paid partnership) to be private'),
       },
     ]);
-    const visible = { ...tiktokSettings, privacyLevel: 'PUBLIC_TO_EVERYONE', brandContentToggle: true };
-    expect((await create({ type: 'now', posts: [tiktokItem({ settings: visible })] })).status).toBe(201);
+    const visible = { ...tiktokSettings, privacyLevel: 'PUBLIC_TO_EVERYONE', brandContentToggle: true } as const;
+    const branded = await create({ type: 'now', posts: [tiktokItem({ settings: visible })] });
+    expect(branded.response.status).toBe(201);
   });
 
   it('refuses an item when the creator cannot post now', async () => {
@@ -468,9 +475,8 @@ describe('POST /public/v1/posts: TikTok', () => {
       },
     ]);
     const allOff = { ...tiktokSettings, disableComment: true, disableDuet: true, disableStitch: true };
-    expect((await create({ type: 'now', posts: [tiktokItem({ channelId: channel, settings: allOff })] })).status).toBe(
-      201,
-    );
+    const quiet = await create({ type: 'now', posts: [tiktokItem({ channelId: channel, settings: allOff })] });
+    expect(quiet.response.status).toBe(201);
   });
 
   it('refuses a video longer than the creator may post, and takes one that fits', async () => {
@@ -484,15 +490,14 @@ describe('POST /public/v1/posts: TikTok', () => {
       },
     ]);
     const fits = await insertMedia(server.ctx.db, acme.id, 'video', 60_000);
-    expect((await create({ type: 'now', posts: [tiktokItem({ channelId: channel, mediaIds: [fits] })] })).status).toBe(
-      201,
-    );
+    const fitting = await create({ type: 'now', posts: [tiktokItem({ channelId: channel, mediaIds: [fits] })] });
+    expect(fitting.response.status).toBe(201);
   });
 
   it('reads the creator info once per channel per request', async () => {
     const channel = (await createChannel(server.ctx.db, acme.id, 'tiktok', 'Twice')).id;
     const before = tiktok.reads.filter((id) => id === channel).length;
-    const response = await create({
+    const { response } = await create({
       type: 'draft',
       posts: [tiktokItem({ channelId: channel }), tiktokItem({ channelId: channel })],
     });
@@ -504,36 +509,38 @@ describe('POST /public/v1/posts: TikTok', () => {
     const channel = (await createChannel(server.ctx.db, acme.id, 'tiktok', 'Unreachable')).id;
     tiktok.failFor(channel);
     const before = await countPosts(server.ctx.db, acme.id);
-    const response = await create({
+    const { error, response } = await create({
       type: 'now',
       posts: [{ channelId: ch.sandbox, content: 'x' }, tiktokItem({ channelId: channel })],
     });
     expect(response.status).toBe(502);
-    expect((await json(response)).error.code).toBe('provider_error');
+    expect(error?.error.code).toBe('provider_error');
     expect(await countPosts(server.ctx.db, acme.id)).toBe(before);
   });
 
-  it('refuses TikTok items with 422 on a server where TikTok publishing is not configured', async () => {
-    const plain = await startTestServer({ env: POSTS_TEST_ENV });
-    try {
+  describe('on a server where TikTok publishing is not configured', () => {
+    let plain: TestServer;
+    beforeAll(async () => {
+      plain = await startTestServer({ env: POSTS_TEST_ENV });
+    });
+    afterAll(() => plain?.close());
+
+    it('refuses TikTok items with 422', async () => {
       const org = await createOrganization(plain.ctx.db);
       const channel = (await createChannel(plain.ctx.db, org.id, 'tiktok')).id;
       const video = await insertMedia(plain.ctx.db, org.id, 'video');
-      const response = await send(plain, org.auth, 'POST', '/public/v1/posts', {
-        type: 'now',
-        posts: [{ channelId: channel, content: 'x', mediaIds: [video], settings: tiktokSettings }],
+      const { error, response } = await publicApi(plain, org.auth).POST('/public/v1/posts', {
+        body: {
+          type: 'now',
+          posts: [{ channelId: channel, content: 'x', mediaIds: [video], settings: tiktokSettings }],
+        },
       });
       expect(response.status).toBe(422);
-      expect((await json(response)).error.details).toEqual([
-        {
-          path: 'posts[0].channelId',
-          message: expect.stringContaining('TikTok publishing is not configured on this server'),
-        },
+      expect(error?.error.details).toEqual([
+        { path: 'posts[0].channelId', message: stringContaining('TikTok publishing is not configured on this server') },
       ]);
       expect(await countPosts(plain.ctx.db, org.id)).toBe(0);
-    } finally {
-      await plain.close();
-    }
+    });
   });
 });
 
@@ -564,29 +571,26 @@ describe('POST /public/v1/posts: daily quota', () => {
     const details = await refused({ type: 'schedule', date: '2026-12-05T23:59:59.999Z', posts: [item, item, item] });
     expect(details).toEqual([{ path: 'posts[2].channelId', message: 'daily quota of 3 posts used up for 2026-12-05' }]);
 
-    expect(
-      (await create({ type: 'schedule', date: '2026-12-06T00:00:00.000Z', posts: [item, item, item] })).status,
-    ).toBe(201);
-    expect((await create({ type: 'schedule', date: '2026-12-05T12:00:00.000Z', posts: [item, item] })).status).toBe(
-      201,
-    );
+    const nextDay = await create({ type: 'schedule', date: '2026-12-06T00:00:00.000Z', posts: [item, item, item] });
+    expect(nextDay.response.status).toBe(201);
+    const lastTwo = await create({ type: 'schedule', date: '2026-12-05T12:00:00.000Z', posts: [item, item] });
+    expect(lastTwo.response.status).toBe(201);
     expect(await refused({ type: 'schedule', date: '2026-12-05T12:00:00.000Z', posts: [item] })).toEqual([
       { path: 'posts[0].channelId', message: 'daily quota of 3 posts used up for 2026-12-05' },
     ]);
     // Drafts don't count against the quota.
-    expect(
-      (await create({ type: 'draft', date: '2026-12-05T12:00:00.000Z', posts: [item, item, item, item] })).status,
-    ).toBe(201);
+    const drafts = await create({ type: 'draft', date: '2026-12-05T12:00:00.000Z', posts: [item, item, item, item] });
+    expect(drafts.response.status).toBe(201);
   });
 
   it('counts `now` posts on the current UTC day', async () => {
     const channel = (await createChannel(server.ctx.db, acme.id, 'sandbox', 'Busy today')).id;
-    const response = await create({
+    const { error: refusal, response } = await create({
       type: 'now',
       posts: Array.from({ length: 4 }, () => ({ channelId: channel, content: 'x' })),
     });
     expect(response.status).toBe(422);
-    const { error } = await json(response);
+    const error = refusal!.error;
     expect(error.message).toBe(
       `Daily quota exceeded: channel ${channel} may publish 3 posts on 2026-11-21 (UTC), has 0 already and this request adds 4.`,
     );
@@ -610,27 +614,28 @@ describe('POST /public/v1/posts: all or nothing', () => {
     );
     try {
       const before = await countPosts(server.ctx.db, acme.id);
-      const body = {
+      const body: CreatePostRequest = {
         type: 'now',
         posts: [
           { channelId: await freshSandbox(), content: 'first' },
           { channelId: doomed, content: 'second' },
         ],
       };
-      const response = await send(server, acme.auth, 'POST', '/public/v1/posts', body, {
-        'Idempotency-Key': 'doomed-create',
-      });
+      const createOnce = () =>
+        publicApi(server, acme.auth).POST('/public/v1/posts', {
+          body,
+          params: { header: { 'Idempotency-Key': 'doomed-create' } },
+        });
+      const { error, response } = await createOnce();
       expect(response.status).toBe(500);
-      expect(JSON.stringify(await json(response))).not.toMatch(/refused by the test|trigger|insert/i);
+      expect(JSON.stringify(error)).not.toMatch(/refused by the test|trigger|insert/i);
       expect(await countPosts(server.ctx.db, acme.id)).toBe(before);
 
       // The key was not kept either: once the channel works, the same request creates the posts.
       await sql`drop trigger refuse_doomed_post on posts`.execute(server.ctx.db);
-      const retry = await send(server, acme.auth, 'POST', '/public/v1/posts', body, {
-        'Idempotency-Key': 'doomed-create',
-      });
-      expect(retry.status).toBe(201);
-      expect(retry.headers.get('idempotent-replayed')).toBeNull();
+      const retry = await createOnce();
+      expect(retry.response.status).toBe(201);
+      expect(retry.response.headers.get('idempotent-replayed')).toBeNull();
       expect(await countPosts(server.ctx.db, acme.id)).toBe(before + 2);
     } finally {
       await sql`drop trigger if exists refuse_doomed_post on posts`.execute(server.ctx.db);

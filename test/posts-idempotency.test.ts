@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../src/posts/idempotency.js';
+import { publicApi, type Schemas } from './support/api.js';
 import { countPosts, createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { POSTS_TEST_ENV, send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
@@ -24,9 +24,11 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 beforeEach(() => server.setNow(NOW));
 
-const create = (body: unknown, key: string, org = acme) =>
-  send(server, org.auth, 'POST', '/public/v1/posts', body, { 'Idempotency-Key': key });
-const scheduled = (content: string, channelId = acmeChannel) => ({
+type CreatePostRequest = Schemas['CreatePostRequest'];
+
+const create = (body: CreatePostRequest, key: string, org = acme) =>
+  publicApi(server, org.auth).POST('/public/v1/posts', { body, params: { header: { 'Idempotency-Key': key } } });
+const scheduled = (content: string, channelId = acmeChannel): CreatePostRequest => ({
   type: 'schedule',
   date: '2026-12-01T09:30:00.000Z',
   content,
@@ -36,45 +38,56 @@ const scheduled = (content: string, channelId = acmeChannel) => ({
 describe('Idempotency-Key on POST /public/v1/posts', () => {
   it('answers a retry with the first response, marked as a replay, and creates nothing more', async () => {
     const key = randomUUID();
-    const first = await create(scheduled('once'), key);
-    expect(first.status).toBe(201);
-    expect(first.headers.get('idempotent-replayed')).toBeNull();
-    const firstText = await first.text();
+    // Read as text: the replay is the first answer to the byte.
+    const createAsText = () =>
+      publicApi(server, acme.auth).POST('/public/v1/posts', {
+        body: scheduled('once'),
+        params: { header: { 'Idempotency-Key': key } },
+        parseAs: 'text',
+      });
+    const first = await createAsText();
+    expect(first.response.status).toBe(201);
+    expect(first.response.headers.get('idempotent-replayed')).toBeNull();
     const count = await countPosts(server.ctx.db, acme.id);
 
     server.setNow('2026-11-22T11:59:59.000Z');
-    const retry = await create(scheduled('once'), key);
-    expect(retry.status).toBe(201);
-    expect(retry.headers.get('idempotent-replayed')).toBe('true');
-    expect(await retry.text()).toBe(firstText);
+    const retry = await createAsText();
+    expect(retry.response.status).toBe(201);
+    expect(retry.response.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.data).toBe(first.data);
     expect(await countPosts(server.ctx.db, acme.id)).toBe(count);
   });
 
   it('replays even when the request would now be refused (its date has passed)', async () => {
     const key = randomUUID();
-    const body = { type: 'schedule', date: '2026-11-21T12:05:00.000Z', content: 'soon', channelIds: [acmeChannel] };
-    const first = await json(await create(body, key));
+    const body: CreatePostRequest = {
+      type: 'schedule',
+      date: '2026-11-21T12:05:00.000Z',
+      content: 'soon',
+      channelIds: [acmeChannel],
+    };
+    const first = await create(body, key);
     server.setNow('2026-11-21T18:00:00.000Z');
     const retry = await create(body, key);
-    expect(retry.status).toBe(201);
-    expect(await json(retry)).toEqual(first);
+    expect(retry.response.status).toBe(201);
+    expect(retry.data).toEqual(first.data);
   });
 
   it('treats a body with its keys in another order as the same request', async () => {
     const key = randomUUID();
-    const first = await json(await create({ type: 'now', content: 'same', channelIds: [acmeChannel] }, key));
+    const first = await create({ type: 'now', content: 'same', channelIds: [acmeChannel] }, key);
     const retry = await create({ channelIds: [acmeChannel], content: 'same', type: 'now' }, key);
-    expect(retry.headers.get('idempotent-replayed')).toBe('true');
-    expect(await json(retry)).toEqual(first);
+    expect(retry.response.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.data).toEqual(first.data);
   });
 
   it('refuses the same key with a different body (422) and creates nothing', async () => {
     const key = randomUUID();
     await create(scheduled('original'), key);
     const count = await countPosts(server.ctx.db, acme.id);
-    const response = await create(scheduled('changed'), key);
+    const { error, response } = await create(scheduled('changed'), key);
     expect(response.status).toBe(422);
-    expect((await json(response)).error).toMatchObject({
+    expect(error?.error).toMatchObject({
       code: 'unprocessable',
       details: [
         { path: 'headers.idempotency-key', message: 'was already used with a different body in the last 24 hours' },
@@ -85,62 +98,67 @@ describe('Idempotency-Key on POST /public/v1/posts', () => {
 
   it('keeps keys apart between organizations', async () => {
     const key = randomUUID();
-    const ours = await json(await create(scheduled('ours'), key));
+    const ours = await create(scheduled('ours'), key);
     const theirs = await create(scheduled('theirs', globexChannel), key, globex);
-    expect(theirs.status).toBe(201);
-    expect(theirs.headers.get('idempotent-replayed')).toBeNull();
-    expect((await json(theirs)).group).not.toBe(ours.group);
+    expect(theirs.response.status).toBe(201);
+    expect(theirs.response.headers.get('idempotent-replayed')).toBeNull();
+    expect(theirs.data?.group).not.toBe(ours.data?.group);
   });
 
   it('forgets a key after 24 hours', async () => {
     const key = randomUUID();
-    const first = await json(await create(scheduled('day one'), key));
+    const first = await create(scheduled('day one'), key);
     server.setNow('2026-11-22T12:00:00.001Z');
     const later = await create(scheduled('day two'), key);
-    expect(later.status).toBe(201);
-    expect(later.headers.get('idempotent-replayed')).toBeNull();
-    expect((await json(later)).group).not.toBe(first.group);
+    expect(later.response.status).toBe(201);
+    expect(later.response.headers.get('idempotent-replayed')).toBeNull();
+    expect(later.data?.group).not.toBe(first.data?.group);
     server.setNow('2026-11-22T13:00:00.000Z');
-    expect((await create(scheduled('day two'), key)).headers.get('idempotent-replayed')).toBe('true');
+    const again = await create(scheduled('day two'), key);
+    expect(again.response.headers.get('idempotent-replayed')).toBe('true');
   });
 
   it('does not remember a refused request: the same key works once the request is fixed', async () => {
     const key = randomUUID();
     const refused = await create({ type: 'now', content: 'x', channelIds: ['ch_unknown'] }, key);
-    expect(refused.status).toBe(422);
+    expect(refused.response.status).toBe(422);
     const fixed = await create({ type: 'now', content: 'x', channelIds: [acmeChannel] }, key);
-    expect(fixed.status).toBe(201);
-    expect(fixed.headers.get('idempotent-replayed')).toBeNull();
+    expect(fixed.response.status).toBe(201);
+    expect(fixed.response.headers.get('idempotent-replayed')).toBeNull();
   });
 
   it('creates the posts once when concurrent requests carry the same key', async () => {
     const key = randomUUID();
-    const body = { type: 'now', content: 'race', channelIds: [acmeChannel] };
+    const body: CreatePostRequest = { type: 'now', content: 'race', channelIds: [acmeChannel] };
     const count = await countPosts(server.ctx.db, acme.id);
-    const responses = await Promise.all(Array.from({ length: 8 }, () => create(body, key)));
-    const bodies = await Promise.all(responses.map((r) => json(r)));
+    const answers = await Promise.all(Array.from({ length: 8 }, () => create(body, key)));
+    const responses = answers.map((answer) => answer.response);
     expect(responses.map((r) => r.status)).toEqual(Array(8).fill(201));
     expect(responses.filter((r) => r.headers.get('idempotent-replayed') === null)).toHaveLength(1);
-    expect(new Set(bodies.map((b) => JSON.stringify(b))).size).toBe(1);
+    expect(new Set(answers.map((answer) => JSON.stringify(answer.data))).size).toBe(1);
     expect(await countPosts(server.ctx.db, acme.id)).toBe(count + 1);
   });
 
   it('creates once and refuses the others when concurrent requests carry one key with different bodies', async () => {
     const key = randomUUID();
     const count = await countPosts(server.ctx.db, acme.id);
-    const responses = await Promise.all(
+    const answers = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
         create({ type: 'now', content: `variant ${i}`, channelIds: [acmeChannel] }, key),
       ),
     );
-    expect(responses.filter((r) => r.status === 201)).toHaveLength(1);
-    expect(responses.filter((r) => r.status === 422)).toHaveLength(5);
+    const statuses = answers.map((answer) => answer.response.status);
+    expect(statuses.filter((status) => status === 201)).toHaveLength(1);
+    expect(statuses.filter((status) => status === 422)).toHaveLength(5);
     expect(await countPosts(server.ctx.db, acme.id)).toBe(count + 1);
   });
 
   it('refuses an empty or overlong key (400)', async () => {
+    // Keys the contract refuses, sent as a client could.
     for (const key of ['', 'k'.repeat(256)]) {
-      const response = await create(scheduled('bad key'), key);
+      const response = await send(server, acme.auth, 'POST', '/public/v1/posts', scheduled('bad key'), {
+        'Idempotency-Key': key,
+      });
       expect(response.status, JSON.stringify(key)).toBe(400);
     }
   });

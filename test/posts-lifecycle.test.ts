@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { PostStatus } from '../src/core/contract.js';
 import type { AppContext } from '../src/http/context.js';
 import { editPost } from '../src/posts/lifecycle.js';
+import { errorOf, publicApi, type Schemas } from './support/api.js';
 import {
   createChannel,
   createOrganization,
@@ -9,9 +10,10 @@ import {
   insertPost,
   type TestOrganization,
 } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { FakeTikTok, POSTS_TEST_ENV, send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { dataOf, refusalOf } from './support/typed-answers.js';
+import { stringContaining } from './support/typed-matchers.js';
 
 const NOW = '2026-11-21T12:00:00.000Z';
 const FUTURE = '2026-12-01T09:30:00.000Z';
@@ -48,28 +50,24 @@ async function postIn(status: PostStatus, scheduledAt: string | null, options: {
   return { id, channelId };
 }
 
-const get = (id: string, org = acme) => send(server, org.auth, 'GET', `/public/v1/posts/${id}`);
-const changeStatus = (id: string, status: string, org = acme) =>
-  send(server, org.auth, 'PATCH', `/public/v1/posts/${id}/status`, { status });
+const api = (org: TestOrganization) => publicApi(server, org.auth);
+const byId = (id: string) => ({ params: { path: { id } } });
+const get = (id: string, org = acme) => api(org).GET('/public/v1/posts/{id}', byId(id));
+const changeStatus = (id: string, status: 'draft' | 'scheduled', org = acme) =>
+  api(org).PATCH('/public/v1/posts/{id}/status', { ...byId(id), body: { status } });
 const schedule = (id: string, scheduledAt: string, org = acme) =>
-  send(server, org.auth, 'POST', `/public/v1/posts/${id}/schedule`, { scheduledAt });
-const edit = (id: string, body: unknown, org = acme) => send(server, org.auth, 'PATCH', `/public/v1/posts/${id}`, body);
-const remove = (id: string, org = acme) => send(server, org.auth, 'DELETE', `/public/v1/posts/${id}`);
-
-async function expectStatus(response: Response, status: number, code?: string) {
-  const body = response.status === 204 ? undefined : await json(response);
-  expect(response.status, JSON.stringify(body)).toBe(status);
-  if (code) expect(body.error.code).toBe(code);
-  return body;
-}
+  api(org).POST('/public/v1/posts/{id}/schedule', { ...byId(id), body: { scheduledAt } });
+const edit = (id: string, body: Schemas['UpdatePostRequest'], org = acme) =>
+  api(org).PATCH('/public/v1/posts/{id}', { ...byId(id), body });
+const remove = (id: string, org = acme) => api(org).DELETE('/public/v1/posts/{id}', byId(id));
 
 describe('GET /public/v1/posts/{id}', () => {
   it('answers the post, and 404 for unknown ids', async () => {
     const { id, channelId } = await postIn('published', PAST);
-    const body = await expectStatus(await get(id), 200);
+    const body = dataOf(await get(id));
     expect(body).toMatchObject({ id, channelId, provider: 'sandbox', status: 'published', scheduledAt: PAST });
-    const unknown = await expectStatus(await get('post_unknown'), 404, 'not_found');
-    expect(unknown.error.message).toBe('There is no post post_unknown in this organization.');
+    const unknown = refusalOf(await get('post_unknown'), 404, 'not_found');
+    expect(unknown.message).toBe('There is no post post_unknown in this organization.');
   });
 });
 
@@ -77,30 +75,28 @@ describe('PATCH /public/v1/posts/{id}/status: the transition table', () => {
   it('schedules a draft at its scheduledAt', async () => {
     const { id } = await postIn('draft', FUTURE);
     server.setNow('2026-11-22T00:00:00.000Z');
-    const body = await expectStatus(await changeStatus(id, 'scheduled'), 200);
+    const body = dataOf(await changeStatus(id, 'scheduled'));
     expect(body).toMatchObject({ status: 'scheduled', scheduledAt: FUTURE, updatedAt: '2026-11-22T00:00:00.000Z' });
   });
 
   it('schedules a draft whose time is less than a minute past', async () => {
     const { id } = await postIn('draft', '2026-11-21T11:59:00.000Z');
-    expect((await expectStatus(await changeStatus(id, 'scheduled'), 200)).status).toBe('scheduled');
+    expect(dataOf(await changeStatus(id, 'scheduled')).status).toBe('scheduled');
   });
 
   it('refuses to schedule a draft without a time or with one more than a minute past (422)', async () => {
     for (const scheduledAt of [null, '2026-11-21T11:58:59.999Z']) {
       const { id } = await postIn('draft', scheduledAt);
-      const body = await expectStatus(await changeStatus(id, 'scheduled'), 422, 'unprocessable');
-      expect(body.error.details).toEqual([
-        { path: 'status', message: expect.stringContaining('at most 1 minute in the past') },
-      ]);
-      expect(body.error.message).toContain('/schedule');
-      expect((await json(await get(id))).status).toBe('draft');
+      const body = refusalOf(await changeStatus(id, 'scheduled'), 422, 'unprocessable');
+      expect(body.details).toEqual([{ path: 'status', message: stringContaining('at most 1 minute in the past') }]);
+      expect(body.message).toContain('/schedule');
+      expect(dataOf(await get(id)).status).toBe('draft');
     }
   });
 
   it('makes a scheduled post a draft again, keeping its time', async () => {
     const { id } = await postIn('scheduled', FUTURE);
-    expect(await expectStatus(await changeStatus(id, 'draft'), 200)).toMatchObject({
+    expect(dataOf(await changeStatus(id, 'draft'))).toMatchObject({
       status: 'draft',
       scheduledAt: FUTURE,
     });
@@ -108,7 +104,7 @@ describe('PATCH /public/v1/posts/{id}/status: the transition table', () => {
 
   it('retries a failed post now when its time has passed, and clears the error', async () => {
     const { id } = await postIn('failed', PAST, { error: 'The sandbox provider failed this post.' });
-    expect(await expectStatus(await changeStatus(id, 'scheduled'), 200)).toMatchObject({
+    expect(dataOf(await changeStatus(id, 'scheduled'))).toMatchObject({
       status: 'scheduled',
       scheduledAt: NOW,
       error: null,
@@ -117,7 +113,7 @@ describe('PATCH /public/v1/posts/{id}/status: the transition table', () => {
 
   it('retries a failed post at its time when that is still ahead', async () => {
     const { id } = await postIn('failed', FUTURE, { error: 'boom' });
-    expect(await expectStatus(await changeStatus(id, 'scheduled'), 200)).toMatchObject({
+    expect(dataOf(await changeStatus(id, 'scheduled'))).toMatchObject({
       status: 'scheduled',
       scheduledAt: FUTURE,
       error: null,
@@ -126,7 +122,7 @@ describe('PATCH /public/v1/posts/{id}/status: the transition table', () => {
 
   it('parks a failed post as a draft, clearing the error', async () => {
     const { id } = await postIn('failed', PAST, { error: 'boom' });
-    expect(await expectStatus(await changeStatus(id, 'draft'), 200)).toMatchObject({
+    expect(dataOf(await changeStatus(id, 'draft'))).toMatchObject({
       status: 'draft',
       scheduledAt: PAST,
       error: null,
@@ -139,9 +135,9 @@ describe('PATCH /public/v1/posts/{id}/status: the transition table', () => {
       ['scheduled', PAST],
     ] as const) {
       const { id } = await postIn(status, scheduledAt);
-      const before = await json(await get(id));
+      const before = dataOf(await get(id));
       server.setNow('2026-11-22T00:00:00.000Z');
-      expect(await expectStatus(await changeStatus(id, status), 200)).toEqual(before);
+      expect(dataOf(await changeStatus(id, status))).toEqual(before);
       server.setNow(NOW);
     }
   });
@@ -149,40 +145,40 @@ describe('PATCH /public/v1/posts/{id}/status: the transition table', () => {
   it('refuses any change to a publishing or published post (409)', async () => {
     for (const status of ['publishing', 'published'] as const) {
       const { id } = await postIn(status, PAST);
-      for (const to of ['draft', 'scheduled']) {
-        const body = await expectStatus(await changeStatus(id, to), 409, 'conflict');
-        expect(body.error.message).toContain(`The post is ${status}`);
+      for (const to of ['draft', 'scheduled'] as const) {
+        const body = refusalOf(await changeStatus(id, to), 409, 'conflict');
+        expect(body.message).toContain(`The post is ${status}`);
       }
-      expect((await json(await get(id))).status).toBe(status);
+      expect(dataOf(await get(id)).status).toBe(status);
     }
   });
 
   it('accepts only draft and scheduled as targets (400)', async () => {
     const { id } = await postIn('draft', FUTURE);
+    // Statuses the contract does not take here, sent as a client could.
     for (const to of ['published', 'failed', 'publishing', 'deleted']) {
-      const body = await expectStatus(await changeStatus(id, to), 400, 'validation_failed');
-      expect(body.error.details[0].path).toBe('status');
+      const response = await send(server, acme.auth, 'PATCH', `/public/v1/posts/${id}/status`, { status: to });
+      expect(response.status).toBe(400);
+      const error = await errorOf(response);
+      expect(error.code).toBe('validation_failed');
+      expect(error.details?.[0]?.path).toBe('status');
     }
   });
 
   it('refuses to schedule a draft whose media was deleted meanwhile (422 naming the media)', async () => {
     const image = await insertMedia(server.ctx.db, acme.id, 'image');
-    const created = await expectStatus(
-      await send(server, acme.auth, 'POST', '/public/v1/posts', {
-        type: 'draft',
-        date: FUTURE,
-        content: 'with a picture',
-        channelIds: [sandbox],
-        mediaIds: [image],
+    const created = dataOf(
+      await api(acme).POST('/public/v1/posts', {
+        body: { type: 'draft', date: FUTURE, content: 'with a picture', channelIds: [sandbox], mediaIds: [image] },
       }),
       201,
     );
-    const id = created.data[0].id;
+    const id = created.data[0]!.id;
     // Only scheduled and publishing posts hold their media back, so a draft's media can go.
-    await expectStatus(await send(server, acme.auth, 'DELETE', `/public/v1/media/${image}`), 204);
-    const refused = await expectStatus(await changeStatus(id, 'scheduled'), 422, 'unprocessable');
-    expect(refused.error.details).toEqual([{ path: 'mediaIds[0]', message: expect.stringContaining(image) }]);
-    expect((await json(await get(id))).status).toBe('draft');
+    dataOf(await api(acme).DELETE('/public/v1/media/{id}', { params: { path: { id: image } } }), 204);
+    const refused = refusalOf(await changeStatus(id, 'scheduled'), 422, 'unprocessable');
+    expect(refused.details).toEqual([{ path: 'mediaIds[0]', message: stringContaining(image) }]);
+    expect(dataOf(await get(id)).status).toBe('draft');
   });
 
   it('checks the channel’s daily quota when scheduling', async () => {
@@ -195,8 +191,8 @@ describe('PATCH /public/v1/posts/{id}/status: the transition table', () => {
         scheduledAt: '2026-12-01T20:00:00.000Z',
       });
     }
-    const body = await expectStatus(await changeStatus(id, 'scheduled'), 422, 'unprocessable');
-    expect(body.error.details).toEqual([{ path: 'status', message: 'daily quota of 2 posts used up for 2026-12-01' }]);
+    const body = refusalOf(await changeStatus(id, 'scheduled'), 422, 'unprocessable');
+    expect(body.details).toEqual([{ path: 'status', message: 'daily quota of 2 posts used up for 2026-12-01' }]);
   });
 });
 
@@ -204,7 +200,7 @@ describe('POST /public/v1/posts/{id}/schedule', () => {
   it('sets a new time and makes drafts, scheduled and failed posts scheduled', async () => {
     for (const status of ['draft', 'scheduled', 'failed'] as const) {
       const { id } = await postIn(status, PAST, { error: status === 'failed' ? 'boom' : undefined });
-      const body = await expectStatus(await schedule(id, '2026-12-02T10:00:00+01:00'), 200);
+      const body = dataOf(await schedule(id, '2026-12-02T10:00:00+01:00'));
       expect(body).toMatchObject({
         status: 'scheduled',
         scheduledAt: '2026-12-02T09:00:00.000Z',
@@ -216,16 +212,16 @@ describe('POST /public/v1/posts/{id}/schedule', () => {
 
   it('refuses a time more than a minute in the past (422)', async () => {
     const { id } = await postIn('draft', null);
-    const body = await expectStatus(await schedule(id, '2026-11-21T11:58:00.000Z'), 422, 'unprocessable');
-    expect(body.error.details).toEqual([
-      { path: 'scheduledAt', message: expect.stringContaining('more than 1 minute in the past') },
+    const body = refusalOf(await schedule(id, '2026-11-21T11:58:00.000Z'), 422, 'unprocessable');
+    expect(body.details).toEqual([
+      { path: 'scheduledAt', message: stringContaining('more than 1 minute in the past') },
     ]);
   });
 
   it('refuses publishing and published posts (409)', async () => {
     for (const status of ['publishing', 'published'] as const) {
       const { id } = await postIn(status, PAST);
-      await expectStatus(await schedule(id, FUTURE), 409, 'conflict');
+      refusalOf(await schedule(id, FUTURE), 409, 'conflict');
     }
   });
 
@@ -237,9 +233,7 @@ describe('POST /public/v1/posts/{id}/schedule', () => {
       status: 'scheduled',
       scheduledAt: '2026-12-03T09:00:00.000Z',
     });
-    expect((await expectStatus(await schedule(id, '2026-12-03T18:00:00.000Z'), 200)).scheduledAt).toBe(
-      '2026-12-03T18:00:00.000Z',
-    );
+    expect(dataOf(await schedule(id, '2026-12-03T18:00:00.000Z')).scheduledAt).toBe('2026-12-03T18:00:00.000Z');
 
     const draft = await insertPost(server.ctx.db, {
       organizationId: acme.id,
@@ -247,39 +241,44 @@ describe('POST /public/v1/posts/{id}/schedule', () => {
       status: 'draft',
       scheduledAt: null,
     });
-    const body = await expectStatus(await schedule(draft, '2026-12-03T12:00:00.000Z'), 422, 'unprocessable');
-    expect(body.error.details).toEqual([
-      { path: 'scheduledAt', message: 'daily quota of 2 posts used up for 2026-12-03' },
-    ]);
-    expect((await expectStatus(await schedule(draft, '2026-12-04T12:00:00.000Z'), 200)).status).toBe('scheduled');
+    const body = refusalOf(await schedule(draft, '2026-12-03T12:00:00.000Z'), 422, 'unprocessable');
+    expect(body.details).toEqual([{ path: 'scheduledAt', message: 'daily quota of 2 posts used up for 2026-12-03' }]);
+    expect(dataOf(await schedule(draft, '2026-12-04T12:00:00.000Z')).status).toBe('scheduled');
   });
 });
 
 describe('PATCH /public/v1/posts/{id}', () => {
   async function createTikTokPost() {
-    const response = await send(server, acme.auth, 'POST', '/public/v1/posts', {
-      type: 'schedule',
-      date: FUTURE,
-      posts: [
-        {
-          channelId: tiktokChannel,
-          content: 'Winter',
-          mediaIds: [video],
-          settings: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'SELF_ONLY' },
-        },
-      ],
+    const created = await api(acme).POST('/public/v1/posts', {
+      body: {
+        type: 'schedule',
+        date: FUTURE,
+        posts: [
+          {
+            channelId: tiktokChannel,
+            content: 'Winter',
+            mediaIds: [video],
+            settings: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'SELF_ONLY' },
+          },
+        ],
+      },
     });
-    return (await expectStatus(response, 201)).data[0];
+    return dataOf(created, 201).data[0]!;
   }
 
   it('changes only the fields sent, replacing settings as a whole with their defaults', async () => {
     const post = await createTikTokPost();
     server.setNow('2026-11-22T08:00:00.000Z');
-    const captioned = await expectStatus(await edit(post.id, { content: 'Winter is here' }), 200);
+    const captioned = dataOf(await edit(post.id, { content: 'Winter is here' }));
     expect(captioned).toEqual({ ...post, content: 'Winter is here', updatedAt: '2026-11-22T08:00:00.000Z' });
 
-    const settings = { __type: 'tiktok', postMode: 'inbox', privacyLevel: 'PUBLIC_TO_EVERYONE', isAiGenerated: true };
-    const resettled = await expectStatus(await edit(post.id, { settings }), 200);
+    const settings = {
+      __type: 'tiktok',
+      postMode: 'inbox',
+      privacyLevel: 'PUBLIC_TO_EVERYONE',
+      isAiGenerated: true,
+    } satisfies Schemas['TikTokSettings'];
+    const resettled = dataOf(await edit(post.id, { settings }));
     expect(resettled.settings).toEqual({
       ...settings,
       disableComment: false,
@@ -294,7 +293,7 @@ describe('PATCH /public/v1/posts/{id}', () => {
   it('checks the result like a create, with details', async () => {
     const post = await createTikTokPost();
     const image = await insertMedia(server.ctx.db, acme.id, 'image');
-    const body = await expectStatus(
+    const body = refusalOf(
       await edit(post.id, {
         content: 'x'.repeat(2201),
         mediaIds: [image, 'med_unknown'],
@@ -303,15 +302,15 @@ describe('PATCH /public/v1/posts/{id}', () => {
       422,
       'unprocessable',
     );
-    expect(body.error.details).toEqual([
+    expect(body.details).toEqual([
       { path: 'mediaIds[1]', message: 'There is no media med_unknown in this organization.' },
       {
         path: 'settings.__type',
         message: `Channel ${tiktokChannel} is a TikTok channel; its settings need __type "tiktok", not "sandbox".`,
       },
     ]);
-    const caption = await expectStatus(await edit(post.id, { content: 'x'.repeat(2201) }), 422, 'unprocessable');
-    expect(caption.error.details).toEqual([
+    const caption = refusalOf(await edit(post.id, { content: 'x'.repeat(2201) }), 422, 'unprocessable');
+    expect(caption.details).toEqual([
       {
         path: 'content',
         message: `TikTok allows a caption of 2200 characters (channel ${tiktokChannel}); this one has 2201.`,
@@ -319,14 +318,12 @@ describe('PATCH /public/v1/posts/{id}', () => {
     ]);
     tiktok.set(tiktokChannel, { privacyLevelOptions: ['PUBLIC_TO_EVERYONE'] });
     try {
-      const privacy = await expectStatus(await edit(post.id, { content: 'ok' }), 422, 'unprocessable');
-      expect(privacy.error.details).toEqual([
-        { path: 'settings.privacyLevel', message: expect.stringContaining('not SELF_ONLY') },
-      ]);
+      const privacy = refusalOf(await edit(post.id, { content: 'ok' }), 422, 'unprocessable');
+      expect(privacy.details).toEqual([{ path: 'settings.privacyLevel', message: stringContaining('not SELF_ONLY') }]);
     } finally {
       tiktok.set(tiktokChannel, {});
     }
-    expect(await json(await get(post.id))).toEqual(post);
+    expect(dataOf(await get(post.id))).toEqual(post);
   });
 
   it('refuses (409) an edit when another edit changed the post after this one was checked', async () => {
@@ -339,54 +336,54 @@ describe('PATCH /public/v1/posts/{id}', () => {
       description: 'Short',
       privacyStatus: 'unlisted',
       madeForKids: false,
-    };
-    const created = await send(server, acme.auth, 'POST', '/public/v1/posts', {
-      type: 'schedule',
-      date: FUTURE,
-      posts: [{ channelId: youtube, content: 'Winter', mediaIds: [video], settings: withDescription }],
+    } satisfies Schemas['YouTubeSettings'];
+    const created = await api(acme).POST('/public/v1/posts', {
+      body: {
+        type: 'schedule',
+        date: FUTURE,
+        posts: [{ channelId: youtube, content: 'Winter', mediaIds: [video], settings: withDescription }],
+      },
     });
-    const post = (await expectStatus(created, 201)).data[0];
+    const post = dataOf(created, 201).data[0]!;
     const longContent = 'x'.repeat(6000);
     // The other edit lands between this edit's checks and its transaction.
     const db = new Proxy(server.ctx.db, {
       get(target, name) {
         if (name !== 'transaction') {
-          const value = Reflect.get(target, name, target);
-          return typeof value === 'function' ? value.bind(target) : value;
+          const value: unknown = Reflect.get(target, name, target);
+          return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
         }
         return () => ({
           execute: async (work: (trx: AppContext['db']) => Promise<unknown>) => {
-            await expectStatus(await edit(post.id, { content: longContent }), 200);
+            dataOf(await edit(post.id, { content: longContent }));
             return target.transaction().execute(work);
           },
         });
       },
     });
     const { description: _dropped, ...withoutDescription } = withDescription;
-    const edited = editPost({ ...server.ctx, db }, acme.id, post.id, { settings: withoutDescription as never });
+    const edited = editPost({ ...server.ctx, db }, acme.id, post.id, { settings: withoutDescription });
     await expect(edited).rejects.toMatchObject({ status: 409, code: 'conflict' });
-    const stored = await expectStatus(await get(post.id), 200);
-    expect(stored.settings.description).toBe('Short');
+    const stored = dataOf(await get(post.id));
+    expect(stored.settings).toMatchObject({ description: 'Short' });
     expect(stored.content).toBe(longContent);
   });
 
   it('edits draft, scheduled and failed posts, and refuses publishing and published ones (409)', async () => {
     for (const status of ['draft', 'scheduled', 'failed'] as const) {
       const { id } = await postIn(status, FUTURE);
-      expect((await expectStatus(await edit(id, { content: `edited ${status}` }), 200)).content).toBe(
-        `edited ${status}`,
-      );
+      expect(dataOf(await edit(id, { content: `edited ${status}` })).content).toBe(`edited ${status}`);
     }
     for (const status of ['publishing', 'published'] as const) {
       const { id } = await postIn(status, PAST);
-      await expectStatus(await edit(id, { content: 'too late' }), 409, 'conflict');
-      expect((await json(await get(id))).content).toBe('inserted by the test');
+      refusalOf(await edit(id, { content: 'too late' }), 409, 'conflict');
+      expect(dataOf(await get(id)).content).toBe('inserted by the test');
     }
   });
 
   it('needs at least one field (400)', async () => {
     const { id } = await postIn('draft', null);
-    await expectStatus(await edit(id, {}), 400, 'validation_failed');
+    refusalOf(await edit(id, {}), 400, 'validation_failed');
   });
 });
 
@@ -394,23 +391,23 @@ describe('DELETE /public/v1/posts/{id}', () => {
   it('deletes a post (204), after which it is unknown (404)', async () => {
     for (const status of ['draft', 'scheduled', 'failed', 'published'] as const) {
       const { id } = await postIn(status, PAST);
-      await expectStatus(await remove(id), 204);
-      await expectStatus(await get(id), 404, 'not_found');
-      await expectStatus(await remove(id), 404, 'not_found');
+      dataOf(await remove(id), 204);
+      refusalOf(await get(id), 404, 'not_found');
+      refusalOf(await remove(id), 404, 'not_found');
     }
   });
 
   it('refuses a publishing post (409)', async () => {
     const { id } = await postIn('publishing', PAST);
-    await expectStatus(await remove(id), 409, 'conflict');
-    expect((await json(await get(id))).status).toBe('publishing');
+    refusalOf(await remove(id), 409, 'conflict');
+    expect(dataOf(await get(id)).status).toBe('publishing');
   });
 });
 
 describe('isolation between organizations', () => {
   it('answers 404 for another organization’s post on every operation, and changes nothing', async () => {
     const { id } = await postIn('draft', FUTURE);
-    const before = await json(await get(id));
+    const before = dataOf(await get(id));
     const message = `There is no post ${id} in this organization.`;
     for (const response of [
       await get(id, globex),
@@ -419,9 +416,9 @@ describe('isolation between organizations', () => {
       await changeStatus(id, 'scheduled', globex),
       await remove(id, globex),
     ]) {
-      const body = await expectStatus(response, 404, 'not_found');
-      expect(body.error.message).toBe(message);
+      const body = refusalOf(response, 404, 'not_found');
+      expect(body.message).toBe(message);
     }
-    expect(await json(await get(id))).toEqual(before);
+    expect(dataOf(await get(id))).toEqual(before);
   });
 });

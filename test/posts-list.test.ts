@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostStatus } from '../src/core/contract.js';
+import type { paths } from '../generated/public-v1.js';
+import { errorOf, publicApi } from './support/api.js';
 import { createChannel, createOrganization, insertPost, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { POSTS_TEST_ENV, send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { dataOf } from './support/typed-answers.js';
+import { anyString, stringContaining } from './support/typed-matchers.js';
 
 let server: TestServer;
 
@@ -21,25 +24,37 @@ interface Listed {
   group: string;
 }
 
-async function list(org: TestOrganization, query = ''): Promise<{ data: Listed[]; nextCursor: string | null }> {
-  const response = await send(server, org.auth, 'GET', `/public/v1/posts${query}`);
-  const body = await json(response);
-  expect(response.status, JSON.stringify(body)).toBe(200);
-  return body;
+type PostsQuery = NonNullable<paths['/public/v1/posts']['get']['parameters']['query']>;
+
+async function list(
+  org: TestOrganization,
+  query: PostsQuery = {},
+): Promise<{ data: Listed[]; nextCursor: string | null }> {
+  return dataOf(await publicApi(server, org.auth).GET('/public/v1/posts', { params: { query } }));
 }
 
 /** Every post the query matches, page by page; `between` runs after each page. */
-async function listAll(org: TestOrganization, query: string, between: () => Promise<void> = async () => {}) {
+async function listAll(
+  org: TestOrganization,
+  query: PostsQuery,
+  between: () => Promise<void> = () => Promise.resolve(),
+) {
   const pages: Listed[][] = [];
   let cursor: string | null = null;
   do {
-    const separator = query ? '&' : '?';
-    const page = await list(org, `${query}${cursor ? `${separator}cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const page = await list(org, cursor ? { ...query, cursor } : query);
     pages.push(page.data);
     cursor = page.nextCursor;
     await between();
   } while (cursor);
   return pages;
+}
+
+/** The error of a list request the contract refuses, sent as a client could. */
+async function refusedList(org: TestOrganization, path: string) {
+  const response = await send(server, org.auth, 'GET', path);
+  expect(response.status, path).toBe(400);
+  return errorOf(response);
 }
 
 const ids = (posts: Listed[]) => posts.map((p) => p.id);
@@ -96,51 +111,49 @@ describe('GET /public/v1/posts', () => {
   });
 
   it('filters by a range of scheduledAt, `from` inclusive and `to` exclusive, leaving undated posts out', async () => {
-    const page = await list(org, '?from=2026-12-01T09:00:00.000Z&to=2026-12-08T00:00:00.000Z');
+    const page = await list(org, { from: '2026-12-01T09:00:00.000Z', to: '2026-12-08T00:00:00.000Z' });
     const expected = made.filter(
       (p) => p.scheduledAt && p.scheduledAt >= '2026-12-01T09:00:00.000Z' && p.scheduledAt < '2026-12-08T00:00:00.000Z',
     );
     expect(ids(page.data)).toEqual(ids(inListOrder(expected)));
     expect(expected).toHaveLength(4);
-    const from = await list(org, '?from=2026-12-07T23:59:59.999Z');
+    const from = await list(org, { from: '2026-12-07T23:59:59.999Z' });
     expect(from.data.map((p) => p.scheduledAt)).toEqual(['2026-12-07T23:59:59.999Z', '2026-12-08T00:00:00.000Z']);
   });
 
   it('filters by one or several channels and statuses', async () => {
-    const onB = await list(org, `?channelId=${channelB}`);
+    const onB = await list(org, { channelId: [channelB] });
     expect(ids(onB.data)).toEqual(ids(inListOrder(made.filter((p) => p.channelId === channelB))));
-    const both = await list(org, `?channelId=${channelA}&channelId=${channelB}`);
+    const both = await list(org, { channelId: [channelA, channelB] });
     expect(both.data).toHaveLength(made.length);
-    const drafts = await list(org, '?status=draft');
+    const drafts = await list(org, { status: ['draft'] });
     expect(ids(drafts.data)).toEqual(ids(inListOrder(made.filter((p) => p.status === 'draft'))));
-    const settled = await list(org, `?status=published&status=failed&channelId=${channelA}`);
+    const settled = await list(org, { status: ['published', 'failed'], channelId: [channelA] });
     expect(ids(settled.data)).toEqual(ids(made.filter((p) => p.channelId === channelA && p.status === 'failed')));
-    const unknownChannel = await list(org, '?channelId=ch_unknown');
+    const unknownChannel = await list(org, { channelId: ['ch_unknown'] });
     expect(unknownChannel.data).toEqual([]);
   });
 
   it('filters by the group of one create call', async () => {
-    const created = await send(server, org.auth, 'POST', '/public/v1/posts', {
-      type: 'draft',
-      content: 'grouped',
-      channelIds: [channelA, channelB],
+    const api = publicApi(server, org.auth);
+    const created = await api.POST('/public/v1/posts', {
+      body: { type: 'draft', content: 'grouped', channelIds: [channelA, channelB] },
     });
-    const { group, data } = await json(created);
-    const page = await list(org, `?group=${group}`);
-    expect(ids(page.data).sort()).toEqual(data.map((p: Listed) => p.id).sort());
+    const { group, data } = dataOf(created, 201);
+    const page = await list(org, { group });
+    expect(ids(page.data).sort()).toEqual(ids(data).sort());
     expect(page.data.every((p) => p.group === group)).toBe(true);
-    await send(server, org.auth, 'DELETE', `/public/v1/posts/${data[0].id}`);
-    await send(server, org.auth, 'DELETE', `/public/v1/posts/${data[1].id}`);
+    for (const post of data) await api.DELETE('/public/v1/posts/{id}', { params: { path: { id: post.id } } });
   });
 
   it('pages through the same order with `limit` and `nextCursor`', async () => {
     for (const limit of [1, 2, 4, 100]) {
-      const pages = await listAll(org, `?limit=${limit}`);
+      const pages = await listAll(org, { limit });
       expect(pages.every((page) => page.length <= limit)).toBe(true);
       expect(ids(pages.flat())).toEqual(ids(inListOrder(made)));
       expect(pages.at(-1)?.length).toBeGreaterThan(0);
     }
-    const filtered = await listAll(org, `?limit=1&channelId=${channelA}&status=scheduled`);
+    const filtered = await listAll(org, { limit: 1, channelId: [channelA], status: ['scheduled'] });
     expect(ids(filtered.flat())).toEqual(
       ids(inListOrder(made.filter((p) => p.channelId === channelA && p.status === 'scheduled'))),
     );
@@ -148,9 +161,7 @@ describe('GET /public/v1/posts', () => {
 
   it('refuses a limit outside 1–100 and a cursor it did not make (400)', async () => {
     for (const query of ['?limit=0', '?limit=101', '?limit=ten']) {
-      const response = await send(server, org.auth, 'GET', `/public/v1/posts${query}`);
-      expect(response.status).toBe(400);
-      expect((await json(response)).error.details[0].path).toBe('query.limit');
+      expect((await refusedList(org, `/public/v1/posts${query}`)).details?.[0]?.path).toBe('query.limit');
     }
     const notJson = Buffer.from('not json').toString('base64url');
     const wrongShape = Buffer.from(JSON.stringify({ s: 'yesterday', i: 'post_x' })).toString('base64url');
@@ -162,12 +173,9 @@ describe('GET /public/v1/posts', () => {
       { s: '2026-02-30T00:00:00.000Z', i: 'post_x' },
     ].map((key) => Buffer.from(JSON.stringify(key)).toString('base64url'));
     for (const cursor of ['garbage!', notJson, wrongShape, noId, Buffer.from('[]').toString('base64url'), ...forged]) {
-      const response = await send(server, org.auth, 'GET', `/public/v1/posts?cursor=${encodeURIComponent(cursor)}`);
-      const body = await json(response);
-      expect(response.status, cursor).toBe(400);
-      expect(body.error).toMatchObject({
+      expect(await refusedList(org, `/public/v1/posts?cursor=${encodeURIComponent(cursor)}`)).toMatchObject({
         code: 'validation_failed',
-        details: [{ path: 'query.cursor', message: expect.any(String) }],
+        details: [{ path: 'query.cursor', message: anyString() }],
       });
     }
   });
@@ -187,11 +195,12 @@ describe('cursors of GET /public/v1/posts', () => {
       });
     }
     const query = `?limit=1&status=scheduled&channelId=${channel}`;
-    const { nextCursor } = await list(org, query);
+    const { nextCursor } = await list(org, { limit: 1, status: ['scheduled'], channelId: [channel] });
     const cursor = encodeURIComponent(nextCursor!);
 
     // The same filters in another order and another page size read it back.
-    expect((await list(org, `?channelId=${channel}&status=scheduled&limit=5&cursor=${cursor}`)).data).toHaveLength(2);
+    const again = await list(org, { channelId: [channel], status: ['scheduled'], limit: 5, cursor: nextCursor! });
+    expect(again.data).toHaveLength(2);
 
     const [payload, tag] = nextCursor!.split('.');
     const flipped = (text: string) => text.slice(0, -1) + (text.endsWith('A') ? 'B' : 'A');
@@ -210,10 +219,8 @@ describe('cursors of GET /public/v1/posts', () => {
       { who: org, path: `/public/v1/media?cursor=${cursor}` },
     ];
     for (const { who, path } of refused) {
-      const response = await send(server, who.auth, 'GET', path);
-      expect(response.status, path).toBe(400);
-      expect((await json(response)).error.details).toEqual([
-        { path: 'query.cursor', message: expect.stringContaining('not a cursor issued by this API') },
+      expect((await refusedList(who, path)).details).toEqual([
+        { path: 'query.cursor', message: stringContaining('not a cursor issued by this API') },
       ]);
     }
   });
@@ -240,7 +247,8 @@ describe('GET /public/v1/posts while posts are being created', () => {
     const inserted = new Set<string>();
     let pagesFetched = 0;
     const insertAround = async () => {
-      // Only while the first pages are read: posts inserted ahead of the cursor would otherwise never let it reach the end.
+      // Only while the first pages are read: posts inserted ahead of the cursor would otherwise never let it
+      // reach the end.
       if (++pagesFetched > 4) return;
       for (const scheduledAt of ['2026-11-30T00:00:00.000Z', ...times, '2026-12-31T00:00:00.000Z']) {
         const id = await insertPost(server.ctx.db, {
@@ -252,7 +260,7 @@ describe('GET /public/v1/posts while posts are being created', () => {
         inserted.add(id);
       }
     };
-    const seen = (await listAll(org, '?limit=3', insertAround)).flat();
+    const seen = (await listAll(org, { limit: 3 }, insertAround)).flat();
 
     const seenIds = ids(seen);
     expect(new Set(seenIds).size).toBe(seenIds.length);

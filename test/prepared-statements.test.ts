@@ -5,6 +5,7 @@ import { openDatabase, type DatabaseHandle } from '../src/db/database.js';
 import { createChannel, createOrganization } from './support/fixtures.js';
 import { createTestDatabase, DIALECT } from './support/database.js';
 import { startTestServer } from './support/server.js';
+import { stringMatching } from './support/typed-matchers.js';
 
 let scratch: Awaited<ReturnType<typeof createTestDatabase>>;
 let database: DatabaseHandle;
@@ -40,7 +41,7 @@ describe.skipIf(DIALECT !== 'postgres')('statements sent again and again', () =>
     );
     await findOrganization('org_none');
     expect(await prepared(database)).toContainEqual({
-      name: expect.stringMatching(/^stmt_\d+$/),
+      name: stringMatching(/^stmt_\d+$/),
       statement: 'select * from "organizations" where "id" = $1',
     });
   });

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey, revokeApiKey } from '../src/accounts/api-keys.js';
 import { generateCredential } from '../src/crypto/issued-secrets.js';
+import { bodyOf, publicApi, type ApiError } from './support/api.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { anyString } from './support/typed-matchers.js';
 
 let server: TestServer;
 let org: TestOrganization;
@@ -18,9 +19,9 @@ async function expectUnauthorized(response: Response) {
   expect(response.status).toBe(401);
   expect(response.headers.get('www-authenticate')).toMatch(/^Bearer/);
   expect(response.headers.get('content-type')).toMatch(/application\/json/);
-  const body = await json(response);
+  const body = await bodyOf<ApiError>(response);
   expect(body).toEqual({
-    error: { code: 'unauthorized', message: expect.any(String), requestId: response.headers.get('x-request-id') },
+    error: { code: 'unauthorized', message: anyString(), requestId: response.headers.get('x-request-id') },
   });
   expect(body.error.requestId).toMatch(/^req_/);
   return body;
@@ -28,11 +29,9 @@ async function expectUnauthorized(response: Response) {
 
 describe('Public API authentication', () => {
   it('accepts an API key as a Bearer credential and in the bare header', async () => {
-    const bearer = await server.fetch('/public/v1/is-connected', {
-      headers: { Authorization: `Bearer ${org.apiKey}` },
-    });
-    expect(bearer.status).toBe(200);
-    expect(await json(bearer)).toEqual({
+    const bearer = await publicApi(server, { Authorization: `Bearer ${org.apiKey}` }).GET('/public/v1/is-connected');
+    expect(bearer.response.status).toBe(200);
+    expect(bearer.data).toEqual({
       connected: true,
       organization: { id: org.id, name: org.name },
       credential: { type: 'api_key' },

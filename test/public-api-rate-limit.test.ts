@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../src/accounts/api-keys.js';
+import { errorOf } from './support/api.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 let server: TestServer;
@@ -42,8 +42,7 @@ describe('Public API rate limiting', () => {
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toBe('50');
     expect(limited.headers.get('ratelimit-remaining')).toBe('0');
-    const body = await json(limited);
-    expect(body.error).toMatchObject({ code: 'rate_limited', retryAfter: 50 });
+    expect(await errorOf(limited)).toMatchObject({ code: 'rate_limited', retryAfter: 50 });
 
     // Another organization has its own budget.
     const quiet = await server.fetch('/public/v1/channels', { headers: other.auth });

@@ -1,17 +1,22 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
 import type { PostStatus } from '../src/core/contract.js';
 import { START_WINDOW_MS } from '../src/publisher/start-limit.js';
+import type { JobQueue } from '../src/jobs/queue.js';
+import { publicApi } from './support/api.js';
+import { eventually } from './support/eventually.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
-import { send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { scaled } from './support/timeouts.js';
+import { dataOf } from './support/typed-answers.js';
 
 // The sandbox given the limits of a strict network: two publications of one channel at once, and
 // three started per channel per minute (TikTok's is six).
 let network: FakeNetwork;
 let server: TestServer;
 let org: TestOrganization;
+/** Every plan to publish posts the service makes: creating them, and the publisher's plans to try later. */
+let plans: MockInstance<JobQueue['planPublish']>;
 
 beforeAll(async () => {
   network = await startFakeNetwork();
@@ -26,6 +31,7 @@ beforeAll(async () => {
     },
   });
   org = await createOrganization(server.ctx.db, 'Limited network');
+  plans = vi.spyOn(server.ctx.queue, 'planPublish');
 });
 afterAll(async () => {
   await server?.close();
@@ -33,51 +39,45 @@ afterAll(async () => {
 });
 afterEach(() => network.delay(0));
 
+const api = () => publicApi(server, org.auth);
+const byId = (id: string) => ({ params: { path: { id } } });
+
 async function createNow(channelId: string, count: number): Promise<string[]> {
   const posts = Array.from({ length: count }, (_, i) => ({
     channelId,
     content: `Post ${i}`,
-    settings: { __type: 'sandbox' },
+    settings: { __type: 'sandbox' as const },
   }));
-  const response = await send(server, org.auth, 'POST', '/public/v1/posts', { type: 'now', posts });
-  const answer = await json(response);
-  expect(response.status, JSON.stringify(answer)).toBe(201);
-  return answer.data.map((post: { id: string }) => post.id);
+  const created = await api().POST('/public/v1/posts', { body: { type: 'now', posts } });
+  return dataOf(created, 201).data.map((post) => post.id);
 }
 
 async function statuses(ids: string[]): Promise<PostStatus[]> {
-  return Promise.all(
-    ids.map(async (id) => (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}`))).status),
-  );
+  return Promise.all(ids.map(async (id) => dataOf(await api().GET('/public/v1/posts/{id}', byId(id))).status));
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await condition())) {
-    if (performance.now() > deadline) throw new Error(`not so within ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
-
-async function untilPublished(ids: string[], timeoutMs: number): Promise<void> {
-  await until(async () => (await statuses(ids)).every((status) => status === 'published'), timeoutMs).catch(
-    async () => {
-      throw new Error(`not published in time: ${JSON.stringify(await statuses(ids))}`);
-    },
+/** Waits until `count` of the posts are published (all of them by default). */
+function untilPublished(ids: string[], count = ids.length, timeout = scaled(10_000)): Promise<void> {
+  return eventually(
+    async () => expect((await statuses(ids)).filter((status) => status === 'published')).toHaveLength(count),
+    { timeout, interval: 200 },
   );
 }
 
 /** When the post began publishing, on the server's clock (its `publishing` event). */
 async function startedAt(id: string): Promise<number | undefined> {
-  const history = (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}/history`))).data as {
-    type: string;
-    at: string;
-  }[];
+  const history = dataOf(await api().GET('/public/v1/posts/{id}/history', byId(id))).data;
   const started = history.find((event) => event.type === 'publishing');
   return started && Date.parse(started.at);
 }
+
+/** The times the service planned a post's publication for after its first plan (the one of its creation). */
+const replansOf = (id: string) =>
+  plans.mock.calls
+    .flatMap(([, planned]) => planned)
+    .filter((plan) => plan.id === id)
+    .slice(1)
+    .map((plan) => plan.at);
 
 /** Moves the server's clock forward to `instant` (in ms), if it is not there yet. */
 async function advanceTo(instant: number): Promise<void> {
@@ -92,7 +92,7 @@ describe('a network’s limits', () => {
     const [busy, other] = [await channel('Busy'), await channel('Other')];
     network.delay(600);
     const ids = [...(await createNow(busy, 3)), ...(await createNow(other, 2))];
-    await untilPublished(ids, 20_000);
+    await untilPublished(ids, ids.length, scaled(20_000));
     // Three posts of one channel due together: the third waited for one of the first two.
     expect(network.maxConcurrentPerChannel()).toBe(2);
     const busyTimes = network.published
@@ -108,23 +108,29 @@ describe('a network’s limits', () => {
     const limitedIds = await createNow(limited, 5);
     const freeIds = await createNow(free, 2);
 
-    await untilPublished(freeIds, 5000);
-    await until(async () => (await statuses(limitedIds)).filter((status) => status === 'published').length >= 3, 5000);
-    // A moment more, in which a fourth would have started had nothing held it.
-    await sleep(1500);
+    await untilPublished(freeIds);
+    await untilPublished(limitedIds, 3);
+    // The other two were held back: the publisher planned them again for when a start frees up.
     const early = await statuses(limitedIds);
+    const waiting = limitedIds.filter((_, i) => early[i] === 'scheduled');
     expect(early.filter((status) => status === 'published')).toHaveLength(3);
-    expect(early.filter((status) => status === 'scheduled')).toHaveLength(2);
+    expect(waiting).toHaveLength(2);
+    await eventually(() => {
+      for (const id of waiting) expect(replansOf(id), id).not.toEqual([]);
+    });
+    expect((await statuses(limitedIds)).filter((status) => status === 'published')).toHaveLength(3);
 
-    // Each start counts for the network's minute and a margin: the clock is moved to just before the
-    // first one frees up, where nothing more starts, then past the last of them, where the rest do.
+    // Each start counts for the network's minute and a margin: the held posts are planned for when the
+    // first one frees up. The clock is moved to just before then, where nothing more starts, then past
+    // the last of them, where the rest do.
     const starts = (await Promise.all(limitedIds.map((id) => startedAt(id)))).filter((at) => at !== undefined);
     expect(starts).toHaveLength(3);
-    await advanceTo(Math.min(...starts) + START_WINDOW_MS - 5000);
-    await sleep(1500);
+    const justBefore = Math.min(...starts) + START_WINDOW_MS - 5000;
+    for (const id of waiting) expect(replansOf(id)[0]!.getTime(), id).toBeGreaterThan(justBefore);
+    await advanceTo(justBefore);
     expect((await statuses(limitedIds)).filter((status) => status === 'published')).toHaveLength(3);
     await advanceTo(Math.max(...starts) + START_WINDOW_MS + 500);
-    await untilPublished(limitedIds, 10_000);
+    await untilPublished(limitedIds);
 
     const later = (await Promise.all(limitedIds.map((id) => startedAt(id)))).filter(
       (at) => at !== undefined && !starts.includes(at),

@@ -1,13 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publicApi } from './support/api.js';
 import { TEST_DATABASE_URL } from './support/database.js';
+import { eventually } from './support/eventually.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
 import { BrowserSession } from './support/browser-session.js';
 import { connectYouTube, startFakeGoogle, youtubeEnv } from './support/fake-google.js';
 import { connectTikTok, startFakeTikTok, tiktokEnv } from './support/fake-tiktok.js';
-import { json } from './support/http.js';
 import { mp4, mp4WithDuration } from './support/media-samples.js';
-import { duplicatesAndMissing, publishedIds, startPublishingRig } from './support/publishing-rig.js';
-import { completeUpload, startUpload } from './support/uploads.js';
+import {
+  duplicatesAndMissing,
+  publishedIds,
+  startPublishingRig,
+  type PublishingRig,
+} from './support/publishing-rig.js';
+import { scaled } from './support/timeouts.js';
+import { dataOf } from './support/typed-answers.js';
+import { startUpload } from './support/uploads.js';
 import { startWebhookReceiver } from './support/webhook-receiver.js';
 
 // Worker processes of the build on one PostgreSQL database, publishing to a fake of the sandbox
@@ -16,6 +24,13 @@ import { startWebhookReceiver } from './support/webhook-receiver.js';
 const onPostgres = describe.skipIf(!TEST_DATABASE_URL);
 
 const WORKER_ENV = { PUBLISH_LEASE_SECONDS: '5', PUBLISH_RETRY_BASE_MS: '500' };
+
+/** Waits until the rig's posts count at least `count` published. */
+const untilPublished = (rig: PublishingRig, count: number, timeout: number) =>
+  eventually(async () => expect((await rig.outcomes()).published ?? 0).toBeGreaterThanOrEqual(count), {
+    timeout,
+    interval: 100,
+  });
 
 onPostgres('publishing with worker processes on PostgreSQL', () => {
   let network: FakeNetwork;
@@ -26,12 +41,12 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
     await network?.close();
   });
 
-  it('two workers publish 1,000 posts due at one time, each exactly once', { timeout: 180_000 }, async () => {
+  it('two workers publish 1,000 posts due at one time, each exactly once', { timeout: scaled(180_000) }, async () => {
     const rig = await startPublishingRig({ channels: 20, networkUrl: network.url, workerEnv: WORKER_ENV });
     try {
       const ids = await rig.createDuePosts(1000, new Date(Date.now() + 5000), 0);
       await Promise.all([rig.startWorker(), rig.startWorker()]);
-      const outcomes = await rig.untilSettled(120_000);
+      const outcomes = await rig.untilSettled(scaled(120_000));
       expect(outcomes).toEqual({ published: 1000 });
       const { duplicates, missing } = duplicatesAndMissing(network, ids, await publishedIds(rig));
       expect(duplicates).toEqual([]);
@@ -43,7 +58,7 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
 
   it(
     'survives a worker killed with SIGKILL three times: every post published or outcome_unknown, none twice',
-    { timeout: 300_000 },
+    { timeout: scaled(300_000) },
     async () => {
       network.delay(100);
       const rig = await startPublishingRig({ channels: 20, networkUrl: network.url, workerEnv: WORKER_ENV });
@@ -53,16 +68,15 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
         const ids = await rig.createDuePosts(1000, firstDueAt, 40_000);
         let victim = await rig.startWorker();
         await rig.startWorker();
-        // Three kills at random moments while posts fall due, each worker started again at once.
-        const moments = Array.from({ length: 3 }, () => firstDueAt.getTime() + Math.random() * 40_000).sort(
-          (a, b) => a - b,
-        );
-        for (const moment of moments) {
-          await new Promise((resolve) => setTimeout(resolve, Math.max(0, moment - Date.now())));
+        // Three kills at random moments while posts fall due (once a random number of them is out),
+        // each worker started again at once.
+        const moments = Array.from({ length: 3 }, () => 50 + Math.floor(Math.random() * 900)).sort((a, b) => a - b);
+        for (const published of moments) {
+          await untilPublished(rig, published, scaled(120_000));
           await victim.kill();
           victim = await rig.startWorker();
         }
-        const outcomes = await rig.untilSettled(180_000);
+        const outcomes = await rig.untilSettled(scaled(180_000));
         const {
           scheduled = 0,
           publishing = 0,
@@ -87,16 +101,14 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
 
   it(
     'a worker stopped with SIGTERM finishes what it runs, holds nothing, and the next one publishes the rest once',
-    { timeout: 180_000 },
+    { timeout: scaled(180_000) },
     async () => {
       network.delay(500);
       const rig = await startPublishingRig({ channels: 5, networkUrl: network.url, workerEnv: WORKER_ENV });
       try {
         const ids = await rig.createDuePosts(500, new Date(Date.now() + 3000), 0);
         const worker = await rig.startWorker();
-        const deadline = Date.now() + 30_000;
-        while (((await rig.outcomes()).published ?? 0) < 20 && Date.now() < deadline)
-          await new Promise((resolve) => setTimeout(resolve, 100));
+        await untilPublished(rig, 20, scaled(30_000));
 
         expect(await worker.terminate()).toBe(0);
         // The publications it was running finished within the grace period: none is left publishing.
@@ -113,7 +125,7 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
         expect(held).toEqual([]);
 
         await rig.startWorker();
-        expect(await rig.untilSettled(120_000)).toEqual({ published: 500 });
+        expect(await rig.untilSettled(scaled(120_000))).toEqual({ published: 500 });
         const { duplicates, missing } = duplicatesAndMissing(network, ids, await publishedIds(rig));
         expect(duplicates).toEqual([]);
         expect(missing).toEqual([]);
@@ -126,7 +138,7 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
 
   it(
     'a worker killed with SIGKILL right after YouTube received the last chunk: the next one asks, and the video exists once',
-    { timeout: 180_000 },
+    { timeout: scaled(180_000) },
     async () => {
       const google = await startFakeGoogle({ account: { channelId: 'UC_kill_0001', title: 'Killed mid-answer' } });
       const youtube = youtubeEnv(google, 256 * 1024);
@@ -154,12 +166,14 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
         expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(
           200,
         );
-        const media = await json(await completeUpload(rig.api, rig.org, upload.uploadId));
+        const api = publicApi(rig.api, rig.org.auth);
+        const completed = await api.POST('/public/v1/media/uploads/{uploadId}/complete', {
+          params: { path: { uploadId: upload.uploadId } },
+        });
+        const media = dataOf(completed);
         google.holdAfterFinalChunk();
-        const created = await rig.api.fetch('/public/v1/posts', {
-          method: 'POST',
-          headers: { ...rig.org.auth, 'Content-Type': 'application/json' },
-          body: JSON.stringify({
+        const created = await api.POST('/public/v1/posts', {
+          body: {
             type: 'now',
             posts: [
               {
@@ -169,21 +183,18 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
                 settings: { __type: 'youtube', title: 'Once only', privacyStatus: 'private', madeForKids: false },
               },
             ],
-          }),
+          },
         });
-        expect(created.status).toBe(201);
-        const postId = (await json(created)).data[0].id;
+        const postId = dataOf(created, 201).data[0]!.id;
 
         const worker = await rig.startWorker();
-        const deadline = Date.now() + 30_000;
-        while (google.videos.length === 0 && Date.now() < deadline)
-          await new Promise((resolve) => setTimeout(resolve, 50));
+        await eventually(() => expect(google.videos.length).toBeGreaterThan(0), { timeout: scaled(30_000) });
         expect(google.videos).toHaveLength(1);
         // YouTube has the video; the worker never heard so. It dies now.
         await worker.kill();
         await rig.startWorker();
-        expect(await rig.untilSettled(60_000)).toEqual({ published: 1 });
-        const post = await json(await rig.api.fetch(`/public/v1/posts/${postId}`, { headers: rig.org.auth }));
+        expect(await rig.untilSettled(scaled(60_000))).toEqual({ published: 1 });
+        const post = dataOf(await api.GET('/public/v1/posts/{id}', { params: { path: { id: postId } } }));
         expect(post.releaseId).toBe(google.videos[0]!.id);
         expect(google.videos).toHaveLength(1);
         const session = google.sessions().find((s) => s.id === google.videos[0]!.sessionId)!;
@@ -196,7 +207,7 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
   );
   it(
     'a worker killed with SIGKILL right after TikTok received the last chunk: the next one finishes the post from status/fetch, uploading nothing again',
-    { timeout: 180_000 },
+    { timeout: scaled(180_000) },
     async () => {
       const tiktok = await startFakeTikTok({ account: { displayName: 'Killed mid-answer', username: 'killed' } });
       const env = tiktokEnv(tiktok, 5 * 1024 * 1024);
@@ -224,12 +235,14 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
         expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(
           200,
         );
-        const media = await json(await completeUpload(rig.api, rig.org, upload.uploadId));
+        const api = publicApi(rig.api, rig.org.auth);
+        const completed = await api.POST('/public/v1/media/uploads/{uploadId}/complete', {
+          params: { path: { uploadId: upload.uploadId } },
+        });
+        const media = dataOf(completed);
         tiktok.holdAfterFinalChunk();
-        const created = await rig.api.fetch('/public/v1/posts', {
-          method: 'POST',
-          headers: { ...rig.org.auth, 'Content-Type': 'application/json' },
-          body: JSON.stringify({
+        const created = await api.POST('/public/v1/posts', {
+          body: {
             type: 'now',
             posts: [
               {
@@ -239,20 +252,17 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
                 settings: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'PUBLIC_TO_EVERYONE' },
               },
             ],
-          }),
+          },
         });
-        expect(created.status).toBe(201);
-        const postId = (await json(created)).data[0].id;
+        const postId = dataOf(created, 201).data[0]!.id;
 
         const worker = await rig.startWorker();
-        const deadline = Date.now() + 30_000;
-        while (tiktok.publications[0]?.stored !== bytes.length && Date.now() < deadline)
-          await new Promise((resolve) => setTimeout(resolve, 50));
+        await eventually(() => expect(tiktok.publications[0]?.stored).toBe(bytes.length), { timeout: scaled(30_000) });
         // TikTok has every byte; the worker never heard so. It dies now.
         await worker.kill();
         await rig.startWorker();
-        expect(await rig.untilSettled(60_000)).toEqual({ published: 1 });
-        const post = await json(await rig.api.fetch(`/public/v1/posts/${postId}`, { headers: rig.org.auth }));
+        expect(await rig.untilSettled(scaled(60_000))).toEqual({ published: 1 });
+        const post = dataOf(await api.GET('/public/v1/posts/{id}', { params: { path: { id: postId } } }));
         expect(tiktok.publications).toHaveLength(1);
         const publication = tiktok.publications[0]!;
         expect(post.releaseId).toBe(publication.postId);
@@ -268,32 +278,30 @@ onPostgres('publishing with worker processes on PostgreSQL', () => {
   );
   it(
     'webhook deliveries survive a worker killed with SIGKILL: every event arrives, a repeat only with its webhook-id',
-    { timeout: 180_000 },
+    { timeout: scaled(300_000) },
     async () => {
       const receiver = await startWebhookReceiver();
       receiver.delay(50);
       const env = { ...WORKER_ENV, WEBHOOK_ALLOW_RANGES: '127.0.0.1/32' };
       const rig = await startPublishingRig({ channels: 10, networkUrl: network.url, workerEnv: env, apiEnv: env });
       try {
-        const created = await rig.api.fetch('/public/v1/webhooks', {
-          method: 'POST',
-          headers: { ...rig.org.auth, 'Content-Type': 'application/json' },
-          body: JSON.stringify({ url: receiver.url, eventTypes: ['post.published'] }),
+        const created = await publicApi(rig.api, rig.org.auth).POST('/public/v1/webhooks', {
+          body: { url: receiver.url, eventTypes: ['post.published'] },
         });
-        expect(created.status).toBe(201);
+        dataOf(created, 201);
         const ids = await rig.createDuePosts(300, new Date(Date.now() + 3000), 0);
         const worker = await rig.startWorker();
-        const deadline = Date.now() + 60_000;
-        while (receiver.received.length < 60 && Date.now() < deadline)
-          await new Promise((resolve) => setTimeout(resolve, 20));
+        // Killed once a fifth of the events went out: with deliveries under way.
+        await eventually(() => expect(receiver.received.length).toBeGreaterThanOrEqual(60), {
+          timeout: scaled(120_000),
+          interval: 20,
+        });
         await worker.kill();
         await rig.startWorker();
-        expect(await rig.untilSettled(90_000)).toEqual({ published: 300 });
+        expect(await rig.untilSettled(scaled(90_000))).toEqual({ published: 300 });
         const posts = () =>
           new Set(receiver.received.map((message) => (JSON.parse(message.body) as { data: { id: string } }).data.id));
-        const until = Date.now() + 90_000;
-        while (posts().size < 300 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
-        expect([...posts()].sort()).toEqual([...ids].sort());
+        await eventually(() => expect([...posts()].sort()).toEqual([...ids].sort()), { timeout: scaled(90_000) });
         // Sent twice only when the worker died before recording the answer: with the same webhook-id.
         const byPost = new Map<string, Set<string>>();
         for (const message of receiver.received) {

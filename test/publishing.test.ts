@@ -1,13 +1,18 @@
+import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PostStatus } from '../src/core/contract.js';
+import { publicApi, type Schemas } from './support/api.js';
+import { eventually } from './support/eventually.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
 import { createChannel, createOrganization, insertPost, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
-import { send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { scaled, TIMEOUTS } from './support/timeouts.js';
+import { dataOf } from './support/typed-answers.js';
+import { stringContaining, stringMatching } from './support/typed-matchers.js';
 
 // The worker runs in the server, publishing to a fake of the sandbox network that records what it
-// receives; retries wait a fifth of a second instead of five.
+// receives; retries wait a fifth of a second instead of five. Tests about the time a post is due move
+// the server's clock (and its job queue) instead of waiting for it.
 let network: FakeNetwork;
 let server: TestServer;
 let org: TestOrganization;
@@ -30,90 +35,104 @@ afterAll(async () => {
   await network?.close();
 });
 afterEach(() => {
+  server.setNow(undefined);
   network.failNext(0, 0);
   network.delay(0);
   network.lookupsAnswer(undefined);
 });
 
-interface Post {
-  id: string;
-  status: PostStatus;
-  scheduledAt: string | null;
-  publishedAt: string | null;
-  releaseId: string | null;
-  releaseUrl: string | null;
-  error: { code: string; message: string } | null;
-}
+type Post = Schemas['Post'];
+const HOUR = 3_600_000;
 
 async function channel(name = 'Sandbox'): Promise<string> {
   return (await createChannel(server.ctx.db, org.id, 'sandbox', name)).id;
 }
 
+const api = () => publicApi(server, org.auth);
+const byId = (id: string) => ({ params: { path: { id } } });
+
 /** Creates one post on `channelId`, or, with `count`, that many posts (the per-channel form). */
 async function create(
   channelId: string,
-  body: { type: 'now' | 'schedule'; date?: string; count?: number },
+  body: { type: 'now' } | { type: 'schedule'; date: string },
+  count?: number,
 ): Promise<Post[]> {
-  const { count, ...rest } = body;
-  const request =
+  const request: Schemas['CreatePostRequest'] =
     count === undefined
-      ? { content: 'Hello from the publisher', channelIds: [channelId], ...rest }
+      ? { ...body, content: 'Hello from the publisher', channelIds: [channelId] }
       : {
-          ...rest,
+          ...body,
           posts: Array.from({ length: count }, (_, i) => ({
             channelId,
             content: `Post ${i}`,
             settings: { __type: 'sandbox' },
           })),
         };
-  const response = await send(server, org.auth, 'POST', '/public/v1/posts', request);
-  const answer = await json(response);
-  expect(response.status, JSON.stringify(answer)).toBe(201);
-  return answer.data;
+  return dataOf(await api().POST('/public/v1/posts', { body: request }), 201).data;
 }
 
 async function get(id: string): Promise<Post> {
-  return json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}`));
+  return dataOf(await api().GET('/public/v1/posts/{id}', byId(id)));
 }
 
-async function history(
-  id: string,
-): Promise<{ type: string; reason?: string; attempt?: number; error?: { code: string } }[]> {
-  return (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}/history?limit=100`))).data;
+async function history(id: string): Promise<Schemas['PostEvent'][]> {
+  const page = await api().GET('/public/v1/posts/{id}/history', { params: { path: { id }, query: { limit: 100 } } });
+  return dataOf(page).data;
 }
 
-/** Waits until every post is in one of `statuses`; their last state. */
-async function until(ids: string[], statuses: PostStatus[], timeoutMs = 20_000): Promise<Post[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const posts = await Promise.all(ids.map(get));
-    if (posts.every((post) => statuses.includes(post.status))) return posts;
-    if (Date.now() > deadline)
-      throw new Error(`not ${statuses.join('/')} in time: ${JSON.stringify(posts.map((p) => [p.id, p.status]))}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+/**
+ * Waits until every post is in one of `statuses`; their last state, as the API answers it. It watches
+ * them in the database, with one query every 200 ms: asking the API for 50 posts every few
+ * milliseconds would slow down the worker it waits for.
+ */
+async function until(ids: string[], statuses: PostStatus[], timeout = scaled(20_000)): Promise<Post[]> {
+  await eventually(
+    async () => {
+      const rows = await server.ctx.db.selectFrom('posts').select(['id', 'status']).where('id', 'in', ids).execute();
+      expect(rows).toHaveLength(ids.length);
+      for (const row of rows) expect(statuses, `${row.id} is ${row.status}`).toContain(row.status);
+    },
+    { timeout, interval: 200 },
+  );
+  return Promise.all(ids.map(get));
 }
 
-const inSeconds = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString();
+/** Whether no job to publish the post waits or runs any more: the jobs planned for it have all run. */
+async function noJobLeft(postId: string): Promise<boolean> {
+  const { rows } = await sql<{ done: boolean }>`select ${server.ctx.queue.noLiveJob(
+    'publish-post',
+    'postId',
+    sql.val(postId),
+  )} as done`.execute(server.ctx.db);
+  return rows[0]!.done;
+}
+
+/** An instant `ms` after the server's clock reads now. */
+const fromNow = (ms: number) => new Date(server.clock.now().getTime() + ms).toISOString();
 
 describe('publishing due posts', () => {
-  it('publishes a post at the time it is scheduled for, and a `now` post within 2 seconds', async () => {
+  it('publishes a `now` post at once, and a post at the time it is scheduled for', async () => {
     const sandbox = await channel();
-    const at = inSeconds(3);
+    // The clock stands still: what is published now is published without any time passing.
+    const start = server.clock.now();
+    server.setNow(start);
+    const at = fromNow(HOUR);
     const [scheduled] = await create(sandbox, { type: 'schedule', date: at });
-    const startedNow = Date.now();
     const [now] = await create(sandbox, { type: 'now' });
 
     const [nowPost] = await until([now!.id], ['published']);
-    expect(Date.now() - startedNow).toBeLessThan(2000);
-    expect(nowPost).toMatchObject({ status: 'published', releaseId: expect.stringMatching(/^rel_/), error: null });
+    expect(nowPost).toMatchObject({
+      status: 'published',
+      publishedAt: start.toISOString(),
+      releaseId: stringMatching(/^rel_/),
+      error: null,
+    });
     expect((await get(scheduled!.id)).status).toBe('scheduled');
 
-    const [published] = await until([scheduled!.id], ['published'], 10_000);
-    const lateness = Date.parse(published!.publishedAt!) - Date.parse(at);
-    expect(lateness).toBeGreaterThanOrEqual(0);
-    // Within the worker's polling interval (half a second) and the publication itself.
-    expect(lateness).toBeLessThan(1500);
+    // The hour passes; the clock, still held, reads the scheduled time.
+    await server.clock.advance(HOUR);
+    const [published] = await until([scheduled!.id], ['published']);
+    expect(published!.publishedAt).toBe(at);
     expect(published!.releaseUrl).toBe(`${network.url}/releases/${published!.releaseId}`);
     expect(network.publicationsOf(scheduled!.id)).toBe(1);
     expect((await history(scheduled!.id)).map((event) => event.type)).toEqual([
@@ -126,13 +145,12 @@ describe('publishing due posts', () => {
 
   it('publishes every one of 50 posts that share one time, each once', async () => {
     const sandbox = await channel('Busy');
-    const at = inSeconds(2);
-    const posts = await create(sandbox, { type: 'schedule', date: at, count: 50 });
+    const at = fromNow(2000);
+    const posts = await create(sandbox, { type: 'schedule', date: at }, 50);
     expect(posts).toHaveLength(50);
     await until(
       posts.map((post) => post.id),
       ['published'],
-      20_000,
     );
     for (const post of posts) expect(network.publicationsOf(post.id), post.id).toBe(1);
     expect(network.resends).toEqual([]);
@@ -140,20 +158,26 @@ describe('publishing due posts', () => {
 
   it('never publishes at the old time a post rescheduled, drafted or deleted before it', async () => {
     const sandbox = await channel('Changed');
-    const at = inSeconds(2);
-    const [rescheduled, drafted, deleted, control] = await create(sandbox, { type: 'schedule', date: at, count: 4 });
-    const later = inSeconds(3600);
-    expect(
-      (await send(server, org.auth, 'POST', `/public/v1/posts/${rescheduled!.id}/schedule`, { scheduledAt: later }))
-        .status,
-    ).toBe(200);
-    expect(
-      (await send(server, org.auth, 'PATCH', `/public/v1/posts/${drafted!.id}/status`, { status: 'draft' })).status,
-    ).toBe(200);
-    expect((await send(server, org.auth, 'DELETE', `/public/v1/posts/${deleted!.id}`)).status).toBe(204);
+    // The clock stands still until the test moves it: every change is made before the old time.
+    server.setNow(server.clock.now());
+    const at = fromNow(HOUR);
+    const [rescheduled, drafted, deleted, control] = await create(sandbox, { type: 'schedule', date: at }, 4);
+    const later = fromNow(2 * HOUR);
+    const schedule = await api().POST('/public/v1/posts/{id}/schedule', {
+      ...byId(rescheduled!.id),
+      body: { scheduledAt: later },
+    });
+    dataOf(schedule);
+    dataOf(await api().PATCH('/public/v1/posts/{id}/status', { ...byId(drafted!.id), body: { status: 'draft' } }));
+    dataOf(await api().DELETE('/public/v1/posts/{id}', byId(deleted!.id)), 204);
 
-    await until([control!.id], ['published'], 10_000);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // The old time: the jobs planned for it run, and only the control post goes out.
+    await server.clock.advance(HOUR);
+    await until([control!.id], ['published']);
+    await eventually(async () => {
+      expect(await noJobLeft(drafted!.id), 'the drafted post’s job has run').toBe(true);
+      expect(await noJobLeft(deleted!.id), 'the deleted post’s job has run').toBe(true);
+    });
     for (const post of [rescheduled!, drafted!, deleted!]) expect(network.publicationsOf(post.id), post.id).toBe(0);
     expect(await get(rescheduled!.id)).toMatchObject({ status: 'scheduled', scheduledAt: later });
     expect((await get(drafted!.id)).status).toBe('draft');
@@ -162,13 +186,19 @@ describe('publishing due posts', () => {
       'scheduled',
       'rescheduled',
     ]);
+
+    // The new time: the rescheduled post goes out then, once, whichever of its jobs takes it.
+    await server.clock.advance(HOUR);
+    const [published] = await until([rescheduled!.id], ['published']);
+    expect(published!.publishedAt).toBe(later);
+    expect(network.publicationsOf(rescheduled!.id)).toBe(1);
   });
 
   it('retries passing failures of the network and publishes once they pass', async () => {
     const sandbox = await channel('Flaky');
     network.failNext(2, 503);
     const [post] = await create(sandbox, { type: 'now' });
-    const [published] = await until([post!.id], ['published', 'failed'], 15_000);
+    const [published] = await until([post!.id], ['published', 'failed']);
     expect(published!.status).toBe('published');
     expect(network.publicationsOf(post!.id)).toBe(1);
     const events = await history(post!.id);
@@ -208,69 +238,64 @@ describe('publishing due posts', () => {
     const [failed] = await until([post!.id], ['published', 'failed']);
     expect(failed!.error).toEqual({
       code: 'channel_needs_reconnect',
-      message: expect.stringContaining('The token was revoked.'),
+      message: stringContaining('The token was revoked.'),
     });
-    // The channel waits for a user to connect it again: it takes no new posts, and its next one fails without a call.
-    const channels = (await json(await send(server, org.auth, 'GET', '/public/v1/channels'))).data;
-    expect(channels.find((c: { id: string }) => c.id === sandbox)).toMatchObject({
+    // The channel waits for a user to connect it again: it takes no new posts, and its next one fails
+    // without a call.
+    const channels = dataOf(await api().GET('/public/v1/channels')).data;
+    expect(channels.find((c) => c.id === sandbox)).toMatchObject({
       status: 'needs_reconnect',
       disabled: true,
     });
-    const refused = await send(server, org.auth, 'POST', '/public/v1/posts', {
-      type: 'now',
-      content: 'Again',
-      channelIds: [sandbox],
+    const refused = await api().POST('/public/v1/posts', {
+      body: { type: 'now', content: 'Again', channelIds: [sandbox] },
     });
-    expect(refused.status).toBe(422);
-    expect(JSON.stringify(await json(refused))).toContain('needs to be connected again');
+    expect(refused.response.status).toBe(422);
+    expect(JSON.stringify(refused.error)).toContain('needs to be connected again');
   });
 
-  it('publishes the sandbox’s own failure when a post’s settings ask for it, and a failed post can be scheduled again', async () => {
+  describe('on the sandbox network of the server itself', () => {
     // The real sandbox network of this server: settings `outcome: failed` make it refuse the post.
-    const local = await startTestServer({ worker: true, env: { PUBLISH_RETRY_BASE_MS: '200' } });
-    try {
+    let local: TestServer;
+    beforeAll(async () => {
+      local = await startTestServer({ worker: true, env: { PUBLISH_RETRY_BASE_MS: '200' } });
       local.ctx.config.sandbox.networkUrl = local.baseUrl;
+    });
+    afterAll(() => local?.close());
+
+    it('publishes the sandbox’s own failure when a post’s settings ask for it, and a failed post can be scheduled again', async () => {
       const owner = await createOrganization(local.ctx.db, 'Sandbox user');
       const sandbox = (await createChannel(local.ctx.db, owner.id, 'sandbox')).id;
-      const created = await json(
-        await send(local, owner.auth, 'POST', '/public/v1/posts', {
+      const localApi = publicApi(local, owner.auth);
+      const created = await localApi.POST('/public/v1/posts', {
+        body: {
           type: 'now',
           posts: [
             { channelId: sandbox, content: 'Try the failure path', settings: { __type: 'sandbox', outcome: 'failed' } },
           ],
-        }),
-      );
-      const id = created.data[0].id as string;
-      const read = async () => json(await send(local, owner.auth, 'GET', `/public/v1/posts/${id}`));
-      let post = await read();
-      for (let i = 0; i < 100 && !['published', 'failed'].includes(post.status); i++) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        post = await read();
-      }
-      expect(post).toMatchObject({
+        },
+      });
+      const id = dataOf(created, 201).data[0]!.id;
+      const settled = (statuses: PostStatus[]) =>
+        eventually(async () => {
+          const post = dataOf(await localApi.GET('/public/v1/posts/{id}', byId(id)));
+          expect(statuses).toContain(post.status);
+          return post;
+        });
+      expect(await settled(['published', 'failed'])).toMatchObject({
         status: 'failed',
-        error: { code: 'rejected_by_network', message: expect.stringContaining('outcome: failed') },
+        error: { code: 'rejected_by_network', message: stringContaining('outcome: failed') },
       });
 
       // Scheduled again with the default outcome, it is published, on a page of the server.
-      expect(
-        (await send(local, owner.auth, 'PATCH', `/public/v1/posts/${id}`, { settings: { __type: 'sandbox' } })).status,
-      ).toBe(200);
-      expect(
-        (await send(local, owner.auth, 'PATCH', `/public/v1/posts/${id}/status`, { status: 'scheduled' })).status,
-      ).toBe(200);
-      for (let i = 0; i < 100 && post.status !== 'published'; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        post = await read();
-      }
-      expect(post.status).toBe('published');
+      dataOf(await localApi.PATCH('/public/v1/posts/{id}', { ...byId(id), body: { settings: { __type: 'sandbox' } } }));
+      dataOf(await localApi.PATCH('/public/v1/posts/{id}/status', { ...byId(id), body: { status: 'scheduled' } }));
+      const post = await settled(['published']);
       expect(post.releaseUrl).toMatch(new RegExp(`^${local.baseUrl}/sandbox/releases/rel_`));
-      const page = await fetch(post.releaseUrl);
+      const page = await fetch(post.releaseUrl!);
       expect(page.status).toBe(200);
       expect(await page.text()).toContain('Try the failure path');
-    } finally {
-      await local.close();
-    }
+    });
   });
 });
 
@@ -290,10 +315,10 @@ describe('at most once on the network', () => {
     network.cutAfterPublishing(1);
     network.lookupsAnswer(503);
     const [post] = await create(sandbox, { type: 'now' });
-    const deadline = Date.now() + 10_000;
-    while ((await history(post!.id)).filter((event) => event.type === 'retrying').length < 2 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await eventually(async () => {
+      const retries = (await history(post!.id)).filter((event) => event.type === 'retrying');
+      expect(retries.length).toBeGreaterThanOrEqual(2);
+    });
     expect((await get(post!.id)).status).toBe('publishing');
     network.lookupsAnswer(undefined);
 
@@ -322,7 +347,7 @@ describe('at most once on the network', () => {
     const [failed] = await until([post!.id], ['published', 'failed']);
     expect(failed!.error).toEqual({
       code: 'outcome_unknown',
-      message: expect.stringContaining('Check the channel before scheduling it again'),
+      message: stringContaining('Check the channel before scheduling it again'),
     });
     expect(network.publicationsOf(post!.id)).toBe(1);
     expect(network.resends).toEqual([]);
@@ -337,54 +362,62 @@ describe('crash safety without a crash', () => {
       organizationId: org.id,
       channelId: sandbox,
       status: 'scheduled',
-      scheduledAt: new Date(Date.now() - 120_000).toISOString(),
+      scheduledAt: fromNow(-120_000),
     });
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(await noJobLeft(id)).toBe(true);
     expect((await get(id)).status).toBe('scheduled');
     await server.ctx.publisher!.reconcile();
-    await until([id], ['published'], 10_000);
+    await until([id], ['published']);
     expect(network.publicationsOf(id)).toBe(1);
   });
 
-  it('lets go of running publications when it stops, and another worker finishes them, each once', async () => {
-    const sandbox = await channel('Stopping');
-    network.delay(1500);
-    const posts = await create(sandbox, { type: 'now', count: 5 });
-    await until(
-      posts.map((post) => post.id),
-      ['publishing'],
-      5000,
-    );
-    await server.ctx.publisher!.stop(100);
-    // Nothing is held by the stopped worker: each post is free for the next one at once.
-    const held = await server.ctx.db
-      .selectFrom('posts')
-      .select('id')
-      .where('lease_owner', '=', server.ctx.publisher!.id)
-      .execute();
-    expect(held).toEqual([]);
-
-    // The network finishes what it was sent when the calls were cut; the next worker, asking after
-    // the retry delay, finds each publication there instead of sending it again.
-    for (let waited = 0; !posts.every((post) => network.publicationsOf(post.id) === 1) && waited < 5000; waited += 50) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    network.delay(0);
-    const next = await startTestServer({
-      worker: true,
-      env: { SANDBOX_NETWORK_URL: network.url, PUBLISH_RETRY_BASE_MS: '200' },
-      database: server.ctx.database,
-    });
-    try {
+  // It starts a second server.
+  it(
+    'lets go of running publications when it stops, and another worker finishes them, each once',
+    {
+      timeout: TIMEOUTS.test + TIMEOUTS.hook,
+    },
+    async () => {
+      const sandbox = await channel('Stopping');
+      network.delay(1500);
+      const posts = await create(sandbox, { type: 'now' }, 5);
       await until(
         posts.map((post) => post.id),
-        ['published'],
-        15_000,
+        ['publishing'],
       );
-      for (const post of posts) expect(network.publicationsOf(post.id)).toBe(1);
-      expect(network.resends).toEqual([]);
-    } finally {
-      await next.close({ keepDatabase: true });
-    }
-  });
+      await server.ctx.publisher!.stop(100);
+      // Nothing is held by the stopped worker: each post is free for the next one at once.
+      const held = await server.ctx.db
+        .selectFrom('posts')
+        .select('id')
+        .where('lease_owner', '=', server.ctx.publisher!.id)
+        .execute();
+      expect(held).toEqual([]);
+
+      // The network finishes what it was sent when the calls were cut; the next worker, asking after
+      // the retry delay, finds each publication there instead of sending it again.
+      await eventually(() => {
+        for (const post of posts) expect(network.publicationsOf(post.id), post.id).toBe(1);
+      });
+      network.delay(0);
+      // Another process of the installation: the same database, and the same clock (which the tests above
+      // moved).
+      const next = await startTestServer({
+        worker: true,
+        env: { SANDBOX_NETWORK_URL: network.url, PUBLISH_RETRY_BASE_MS: '200' },
+        database: server.ctx.database,
+        clock: server.clock,
+      });
+      try {
+        await until(
+          posts.map((post) => post.id),
+          ['published'],
+        );
+        for (const post of posts) expect(network.publicationsOf(post.id)).toBe(1);
+        expect(network.resends).toEqual([]);
+      } finally {
+        await next.close({ keepDatabase: true });
+      }
+    },
+  );
 });

@@ -47,7 +47,10 @@ function countRoundTrips(client: pg.PoolClient): void {
   }) as typeof client.query;
 }
 
-/** The test database, with a Kysely instance that records every statement it sends (on the service's own pool on PostgreSQL). */
+/**
+ * The test database, with a Kysely instance that records every statement it sends (on the service's own
+ * pool on PostgreSQL).
+ */
 async function countingDatabase(): Promise<DatabaseHandle> {
   const handle = await createTestDatabase();
   const log = (event: { query: { sql: string } }) => {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ROOT } from './support/processes.js';
+import { scaled } from './support/timeouts.js';
 
 const run = promisify(execFile);
 const DEPCRUISE = path.join(ROOT, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruiser.mjs');
@@ -40,16 +41,20 @@ async function check(files: Record<string, string>): Promise<{ passed: boolean; 
 }
 
 describe('the import rules of src/ (.dependency-cruiser.mjs, run by npm test)', () => {
-  it('pass imports that run downhill', async () => {
-    const result = await check({
-      'src/core/errors.ts': 'export const a = 1;\n',
-      'src/http/router.ts': "import { a } from '../core/errors.js';\nexport const b = a;\n",
-      'src/posts/routes.ts': "import { b } from '../http/router.js';\nexport const c = b;\n",
-      'src/app.ts': "import { c } from './posts/routes.js';\nexport const d = c;\n",
-    });
-    expect(result.output).toContain('no dependency violations');
-    expect(result.passed).toBe(true);
-  }, 60_000);
+  it(
+    'pass imports that run downhill',
+    async () => {
+      const result = await check({
+        'src/core/errors.ts': 'export const a = 1;\n',
+        'src/http/router.ts': "import { a } from '../core/errors.js';\nexport const b = a;\n",
+        'src/posts/routes.ts': "import { b } from '../http/router.js';\nexport const c = b;\n",
+        'src/app.ts': "import { c } from './posts/routes.js';\nexport const d = c;\n",
+      });
+      expect(result.output).toContain('no dependency violations');
+      expect(result.passed).toBe(true);
+    },
+    scaled(60_000),
+  );
 
   it('place every folder of src/ in a layer, so that a rule checks its imports', async () => {
     const config = (await import(path.join(ROOT, '.dependency-cruiser.mjs'))) as {
@@ -71,19 +76,23 @@ describe('the import rules of src/ (.dependency-cruiser.mjs, run by npm test)', 
       ).toBe(true);
   });
 
-  it('fail on a folder that imports a higher layer, and on folders that import each other', async () => {
-    const result = await check({
-      'src/core/errors.ts': "import { b } from '../http/router.js';\nexport const a = b;\n",
-      'src/http/router.ts': "import { c } from '../posts/routes.js';\nexport const b = c;\n",
-      'src/posts/routes.ts': 'export const c = 1;\n',
-      'src/media/one.ts': "import { y } from '../channels/two.js';\nexport const x = y;\n",
-      'src/channels/two.ts': "import { z } from '../media/three.js';\nexport const y = z;\n",
-      'src/media/three.ts': 'export const z = 1;\n',
-    });
-    expect(result.passed).toBe(false);
-    for (const rule of ['core-imports-nothing', 'framework-below-features', 'no-circular-folders'])
-      expect(result.output).toContain(rule);
-    // media/one → channels/two → media/three: no module cycle, but the folders import each other.
-    expect(result.output).toMatch(/no-circular-folders: src\/(media|channels)/);
-  }, 60_000);
+  it(
+    'fail on a folder that imports a higher layer, and on folders that import each other',
+    async () => {
+      const result = await check({
+        'src/core/errors.ts': "import { b } from '../http/router.js';\nexport const a = b;\n",
+        'src/http/router.ts': "import { c } from '../posts/routes.js';\nexport const b = c;\n",
+        'src/posts/routes.ts': 'export const c = 1;\n',
+        'src/media/one.ts': "import { y } from '../channels/two.js';\nexport const x = y;\n",
+        'src/channels/two.ts': "import { z } from '../media/three.js';\nexport const y = z;\n",
+        'src/media/three.ts': 'export const z = 1;\n',
+      });
+      expect(result.passed).toBe(false);
+      for (const rule of ['core-imports-nothing', 'framework-below-features', 'no-circular-folders'])
+        expect(result.output).toContain(rule);
+      // media/one → channels/two → media/three: no module cycle, but the folders import each other.
+      expect(result.output).toMatch(/no-circular-folders: src\/(media|channels)/);
+    },
+    scaled(60_000),
+  );
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publicApi, type ApiError } from './support/api.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
-import { FakeTikTok, OPEN_CREATOR, POSTS_TEST_ENV, send } from './support/posts.js';
+import { FakeTikTok, OPEN_CREATOR, POSTS_TEST_ENV } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 let server: TestServer;
@@ -11,10 +11,13 @@ let acme: TestOrganization;
 let globex: TestOrganization;
 let channels: { tiktok: string; unreachable: string; sandbox: string; foreign: string };
 
+// One server per hook: a hook's time is a server's start, however busy the machine.
+beforeAll(async () => {
+  unconfigured = await startTestServer({ env: POSTS_TEST_ENV });
+});
 beforeAll(async () => {
   tiktok = new FakeTikTok();
   server = await startTestServer({ env: POSTS_TEST_ENV, providers: { tiktok: { creatorInfo: tiktok } } });
-  unconfigured = await startTestServer({ env: POSTS_TEST_ENV });
   acme = await createOrganization(server.ctx.db, 'Acme');
   globex = await createOrganization(server.ctx.db, 'Globex');
   channels = {
@@ -31,20 +34,26 @@ afterAll(async () => {
   await unconfigured?.close();
 });
 
-async function failure(response: Response, status: number, code: string) {
-  const body = await json(response);
-  expect(response.status, JSON.stringify(body)).toBe(status);
-  expect(body.error.code).toBe(code);
-  return body.error;
+/** The refusal of a typed request: its status and the code of its error envelope. */
+function failure(answer: { error?: ApiError; response: Response }, status: number, code: string): ApiError['error'] {
+  expect(answer.response.status, JSON.stringify(answer.error)).toBe(status);
+  expect(answer.error?.error.code).toBe(code);
+  return answer.error!.error;
 }
 
-describe('GET /public/v1/channels/{id}/tiktok/creator-info', () => {
-  const path = (id: string) => `/public/v1/channels/${id}/tiktok/creator-info`;
+const creatorInfo = (id: string, org = acme, target = server) =>
+  publicApi(target, org.auth).GET('/public/v1/channels/{id}/tiktok/creator-info', { params: { path: { id } } });
 
+const analytics = (id: string) =>
+  publicApi(server, acme.auth).GET('/public/v1/channels/{id}/tiktok/analytics', {
+    params: { path: { id }, query: { days: 7 } },
+  });
+
+describe('GET /public/v1/channels/{id}/tiktok/creator-info', () => {
   it('answers what the TikTok account allows, as the adapter read it', async () => {
-    const response = await send(server, acme.auth, 'GET', path(channels.tiktok));
+    const { data, response } = await creatorInfo(channels.tiktok);
     expect(response.status).toBe(200);
-    expect(await json(response)).toEqual({
+    expect(data).toEqual({
       ...OPEN_CREATOR,
       channelId: channels.tiktok,
       canPost: false,
@@ -54,27 +63,25 @@ describe('GET /public/v1/channels/{id}/tiktok/creator-info', () => {
   });
 
   it('404 for an unknown or foreign channel, 422 for a channel of another provider', async () => {
-    await failure(await send(server, acme.auth, 'GET', path('ch_unknown')), 404, 'not_found');
-    await failure(await send(server, acme.auth, 'GET', path(channels.foreign)), 404, 'not_found');
-    const error = await failure(await send(server, acme.auth, 'GET', path(channels.sandbox)), 422, 'unprocessable');
+    failure(await creatorInfo('ch_unknown'), 404, 'not_found');
+    failure(await creatorInfo(channels.foreign), 404, 'not_found');
+    const error = failure(await creatorInfo(channels.sandbox), 422, 'unprocessable');
     expect(error.message).toBe(`Channel ${channels.sandbox} is a sandbox channel, not a TikTok channel.`);
   });
 
   it('502 when TikTok cannot be reached, 422 on a server without a TikTok app', async () => {
-    await failure(await send(server, acme.auth, 'GET', path(channels.unreachable)), 502, 'provider_error');
+    failure(await creatorInfo(channels.unreachable), 502, 'provider_error');
     const org = await createOrganization(unconfigured.ctx.db);
     const channel = (await createChannel(unconfigured.ctx.db, org.id, 'tiktok')).id;
-    const error = await failure(await send(unconfigured, org.auth, 'GET', path(channel)), 422, 'unprocessable');
+    const error = failure(await creatorInfo(channel, org, unconfigured), 422, 'unprocessable');
     expect(error.message).toContain('not configured');
   });
 });
 
 describe('GET /public/v1/channels/{id}/tiktok/analytics', () => {
-  const path = (id: string) => `/public/v1/channels/${id}/tiktok/analytics?days=7`;
-
   it('checks the channel like creator info, then says it is not offered here (501)', async () => {
-    await failure(await send(server, acme.auth, 'GET', path(channels.foreign)), 404, 'not_found');
-    await failure(await send(server, acme.auth, 'GET', path(channels.sandbox)), 422, 'unprocessable');
-    await failure(await send(server, acme.auth, 'GET', path(channels.tiktok)), 501, 'not_implemented');
+    failure(await analytics(channels.foreign), 404, 'not_found');
+    failure(await analytics(channels.sandbox), 422, 'unprocessable');
+    failure(await analytics(channels.tiktok), 501, 'not_implemented');
   });
 });

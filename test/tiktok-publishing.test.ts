@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TikTokCreatorInfo } from '../src/providers/tiktok/creator-info.js';
 import Service from '../src/sdk/src/index.js';
+import { publicApi, type Schemas } from './support/api.js';
 import { BrowserSession } from './support/browser-session.js';
+import { eventually } from './support/eventually.js';
 import {
   connectTikTok,
   startFakeTikTok,
@@ -10,11 +12,12 @@ import {
   type FakeTikTokVideo,
 } from './support/fake-tiktok.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { mp4WithDuration } from './support/media-samples.js';
-import { send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
-import { completeUpload, startUpload } from './support/uploads.js';
+import { scaled, TIMEOUTS } from './support/timeouts.js';
+import { dataOf, refusalOf } from './support/typed-answers.js';
+import { anyNumber, anyString, stringMatching } from './support/typed-matchers.js';
+import { startUpload } from './support/uploads.js';
 
 // The mission's TikTok path end to end against a fake of TikTok that follows its documented API: a
 // channel connected in Settings → Channels, creator info, direct and inbox video posts uploaded in
@@ -33,11 +36,16 @@ let bigVideo: { id: string; bytes: Buffer };
 /** A 1 MB video of 8 seconds: one chunk. */
 let smallVideo: { id: string; bytes: Buffer };
 
+const api = (on: TestServer = server) => publicApi(on, org.auth);
+const byId = (id: string) => ({ params: { path: { id } } });
+
 async function uploadVideo(name: string, bytes: Buffer): Promise<string> {
   const upload = await startUpload(server, org, name, 'video/mp4', bytes.length);
   expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
-  const media = await json(await completeUpload(server, org, upload.uploadId));
-  return media.id;
+  const completed = await api().POST('/public/v1/media/uploads/{uploadId}/complete', {
+    params: { path: { uploadId: upload.uploadId } },
+  });
+  return dataOf(completed).id;
 }
 
 beforeAll(async () => {
@@ -77,54 +85,47 @@ beforeAll(async () => {
   const small = mp4WithDuration(8, { mdatBytes: MB });
   bigVideo = { id: await uploadVideo('launch.mp4', big), bytes: big };
   smallVideo = { id: await uploadVideo('teaser.mp4', small), bytes: small };
-}, 60_000);
+}, TIMEOUTS.hook);
 afterAll(async () => {
   await server?.close();
   await tiktok?.close();
 });
 
-interface Post {
-  id: string;
-  status: string;
-  releaseId: string | null;
-  releaseUrl: string | null;
-  error: { code: string; message: string } | null;
-}
-
-type Settings = Record<string, unknown>;
-const direct = (privacyLevel = 'PUBLIC_TO_EVERYONE'): Settings => ({
+type Settings = Schemas['TikTokSettings'];
+const direct = (privacyLevel: Schemas['TikTokPrivacyLevel'] = 'PUBLIC_TO_EVERYONE'): Settings => ({
   __type: 'tiktok',
   postMode: 'direct',
   privacyLevel,
 });
 
-async function createNow(content: string, mediaId: string, settings: Settings): Promise<Response> {
-  return send(server, org.auth, 'POST', '/public/v1/posts', {
-    type: 'now',
-    posts: [{ channelId, content, mediaIds: [mediaId], settings }],
+function createNow(content: string, mediaId: string, settings: Settings) {
+  return api().POST('/public/v1/posts', {
+    body: { type: 'now', posts: [{ channelId, content, mediaIds: [mediaId], settings }] },
   });
 }
 
 async function publishNow(content: string, mediaId: string, settings: Settings): Promise<string> {
-  const response = await createNow(content, mediaId, settings);
-  const answer = await json(response);
-  expect(response.status, JSON.stringify(answer)).toBe(201);
-  return answer.data[0].id;
+  return dataOf(await createNow(content, mediaId, settings), 201).data[0]!.id;
 }
 
-async function settled(id: string, timeoutMs = 30_000): Promise<Post> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const post = (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}`))) as Post;
-    if (post.status === 'published' || post.status === 'failed') return post;
-    if (Date.now() > deadline) throw new Error(`post ${id} is still ${post.status}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+/** The post once it is published or failed. */
+function settled(id: string): Promise<Schemas['Post']> {
+  return eventually(
+    async () => {
+      const post = dataOf(await api().GET('/public/v1/posts/{id}', byId(id)));
+      expect(['published', 'failed'], `post ${id} is ${post.status}`).toContain(post.status);
+      return post;
+    },
+    { timeout: scaled(30_000), interval: 200 },
+  );
 }
 
-async function history(id: string): Promise<Record<string, any>[]> {
-  return (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}/history`))).data;
+async function history(id: string): Promise<Schemas['PostEvent'][]> {
+  return dataOf(await api().GET('/public/v1/posts/{id}/history', byId(id))).data;
 }
+
+const analytics = (query: { days?: number; limit?: number; cursor?: string }) =>
+  api().GET('/public/v1/channels/{id}/tiktok/analytics', { params: { path: { id: channelId }, query } });
 
 /** Forgets the creator info the server keeps for a while, so the next read asks TikTok. */
 function pastCreatorInfoCache() {
@@ -172,10 +173,8 @@ describe('a TikTok channel connected in Settings → Channels', () => {
       const info = await sdk.tiktokCreatorInfo(channelId);
       expect(info.canPost).toBe(false);
       expect(info.cannotPostReason).toContain('spam_risk_too_many_posts');
-      const refused = await createNow('Too many today', smallVideo.id, direct());
-      const body = await json(refused);
-      expect(refused.status).toBe(422);
-      expect(body.error.details[0].message).toMatch(
+      const refused = refusalOf(await createNow('Too many today', smallVideo.id, direct()), 422);
+      expect(refused.details?.[0]?.message).toMatch(
         /cannot post now: the account reached the number of posts TikTok allows/,
       );
     } finally {
@@ -188,14 +187,9 @@ describe('a TikTok channel connected in Settings → Channels', () => {
     tiktok.creator.maxVideoPostDurationSec = 10;
     try {
       pastCreatorInfoCache();
-      const refused = await createNow('Too long', bigVideo.id, direct());
-      const body = await json(refused);
-      expect(refused.status).toBe(422);
-      expect(body.error.details).toEqual([
-        expect.objectContaining({
-          path: 'posts[0].mediaIds',
-          message: expect.stringMatching(/up to 10 seconds; this one lasts 15 seconds/),
-        }),
+      const refused = refusalOf(await createNow('Too long', bigVideo.id, direct()), 422);
+      expect(refused.details).toEqual([
+        { path: 'posts[0].mediaIds', message: stringMatching(/up to 10 seconds; this one lasts 15 seconds/) },
       ]);
     } finally {
       tiktok.creator.maxVideoPostDurationSec = 600;
@@ -264,7 +258,7 @@ describe('publishing to TikTok', () => {
     expect(post).toMatchObject({ status: 'published', releaseId: publication.publishId, releaseUrl: null });
     expect((await history(post.id)).at(-1)).toMatchObject({
       type: 'published',
-      note: expect.stringMatching(/inbox: they finish the post in the TikTok app/),
+      note: stringMatching(/inbox: they finish the post in the TikTok app/),
     });
   });
 
@@ -292,7 +286,7 @@ describe('publishing to TikTok', () => {
     expect(post.status).toBe('failed');
     expect(post.error).toEqual({
       code: 'rejected_by_network',
-      message: expect.stringMatching(/frame rate \(23 to 60 frames per second\) \(frame_rate_check_failed\)/),
+      message: stringMatching(/frame rate \(23 to 60 frames per second\) \(frame_rate_check_failed\)/),
     });
   });
 
@@ -303,7 +297,7 @@ describe('publishing to TikTok', () => {
       expect(post.status).toBe('failed');
       expect(post.error!.message).toMatch(/not audited by TikTok yet, so it may only post with privacy SELF_ONLY/);
       const failed = (await history(post.id)).at(-1)!;
-      expect(failed).toMatchObject({ type: 'failed', logId: expect.stringMatching(/^\d{14}[0-9A-F]+$/) });
+      expect(failed).toMatchObject({ type: 'failed', logId: stringMatching(/^\d{14}[0-9A-F]+$/) });
     } finally {
       tiktok.unaudited(false);
       pastCreatorInfoCache();
@@ -335,31 +329,21 @@ describe('TikTok analytics', () => {
     ]);
     const inPeriod = (await collect()).length;
 
-    const first = await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?days=7`);
-    expect(first.status).toBe(200);
-    const page1 = await json(first);
+    const page1 = dataOf(await analytics({ days: 7 }));
     expect(page1.account).toEqual({
       followerCount: 3400,
       followingCount: tiktok.account.followingCount,
       likesCount: tiktok.account.likesCount,
-      videoCount: expect.any(Number),
+      videoCount: anyNumber(),
     });
     expect(page1.data).toHaveLength(20);
-    expect(page1.data[0]).toEqual(
-      expect.objectContaining({ durationSec: expect.any(Number), shareUrl: expect.any(String) }),
-    );
-    const times = page1.data.map((v: { createdAt: string }) => Date.parse(v.createdAt));
+    expect(page1.data[0]).toMatchObject({ durationSec: anyNumber(), shareUrl: anyString() });
+    const times = page1.data.map((v) => Date.parse(v.createdAt));
     expect([...times].sort((a, b) => b - a)).toEqual(times);
     expect(page1.nextCursor).toEqual(expect.any(String));
+    const cursor = page1.nextCursor!;
 
-    const page2 = await json(
-      await send(
-        server,
-        org.auth,
-        'GET',
-        `/public/v1/channels/${channelId}/tiktok/analytics?days=7&cursor=${encodeURIComponent(page1.nextCursor)}`,
-      ),
-    );
+    const page2 = dataOf(await analytics({ days: 7, cursor }));
     expect(page2.nextCursor).toBeNull();
     const all = [...page1.data, ...page2.data];
     // Every video of the period once, none older than it.
@@ -380,42 +364,15 @@ describe('TikTok analytics', () => {
     });
 
     // `limit` sets the page size, as in every list; TikTok's own maximum (20) is the contract's.
-    const small = await json(
-      await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?days=7&limit=5`),
-    );
-    expect(small.data.map((v: { id: string }) => v.id)).toEqual(
-      page1.data.slice(0, 5).map((v: { id: string }) => v.id),
-    );
-    const next = await json(
-      await send(
-        server,
-        org.auth,
-        'GET',
-        `/public/v1/channels/${channelId}/tiktok/analytics?days=7&limit=5&cursor=${encodeURIComponent(small.nextCursor)}`,
-      ),
-    );
-    expect(next.data.map((v: { id: string }) => v.id)).toEqual(
-      page1.data.slice(5, 10).map((v: { id: string }) => v.id),
-    );
-    expect(
-      (await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/analytics?limit=21`)).status,
-    ).toBe(400);
+    const small = dataOf(await analytics({ days: 7, limit: 5 }));
+    expect(small.data.map((v) => v.id)).toEqual(page1.data.slice(0, 5).map((v) => v.id));
+    const next = dataOf(await analytics({ days: 7, limit: 5, cursor: small.nextCursor! }));
+    expect(next.data.map((v) => v.id)).toEqual(page1.data.slice(5, 10).map((v) => v.id));
+    refusalOf(await analytics({ limit: 21 }), 400);
 
     // The cursor belongs to this reading: another period, or a forged one, is refused.
-    const otherDays = await send(
-      server,
-      org.auth,
-      'GET',
-      `/public/v1/channels/${channelId}/tiktok/analytics?days=30&cursor=${encodeURIComponent(page1.nextCursor)}`,
-    );
-    expect(otherDays.status).toBe(400);
-    const forged = await send(
-      server,
-      org.auth,
-      'GET',
-      `/public/v1/channels/${channelId}/tiktok/analytics?days=7&cursor=${encodeURIComponent(page1.nextCursor.slice(0, -2) + 'xx')}`,
-    );
-    expect(forged.status).toBe(400);
+    refusalOf(await analytics({ days: 30, cursor }), 400);
+    refusalOf(await analytics({ days: 7, cursor: cursor.slice(0, -2) + 'xx' }), 400);
   });
 
   async function collect(): Promise<{ id: string }[]> {
@@ -426,18 +383,24 @@ describe('TikTok analytics', () => {
 });
 
 describe('TikTok’s rotating refresh tokens', () => {
-  it('two servers refreshing the channel’s token at once make one refresh, and both go on with the new token', async () => {
-    const other = await startTestServer({ env: tiktokEnv(tiktok, CHUNK), database: server.ctx.database });
-    try {
+  const creatorInfo = (on: TestServer) => api(on).GET('/public/v1/channels/{id}/tiktok/creator-info', byId(channelId));
+
+  describe('with a second server on the same database', () => {
+    let other: TestServer;
+    beforeAll(async () => {
+      other = await startTestServer({ env: tiktokEnv(tiktok, CHUNK), database: server.ctx.database });
+    });
+    afterAll(() => other?.close({ keepDatabase: true }));
+
+    it('two servers refreshing the channel’s token at once make one refresh, and both go on with the new token', async () => {
       // A day later: the access token has expired, on TikTok and for both servers.
       tiktok.advanceClock(86_400 + 60);
       const later = new Date(Date.now() + 86_400_000 + 60_000);
       server.setNow(later);
       other.setNow(later);
       const before = { ...tiktok.refreshes };
-      const path = `/public/v1/channels/${channelId}/tiktok/creator-info`;
-      const answers = await Promise.all([send(server, org.auth, 'GET', path), send(other, org.auth, 'GET', path)]);
-      expect(answers.map((a) => a.status)).toEqual([200, 200]);
+      const answers = await Promise.all([creatorInfo(server), creatorInfo(other)]);
+      expect(answers.map((a) => a.response.status)).toEqual([200, 200]);
       expect(tiktok.refreshes).toEqual({ granted: before.granted + 1, refused: before.refused });
 
       // The refresh token stored is the new one: the next refresh works.
@@ -445,21 +408,16 @@ describe('TikTok’s rotating refresh tokens', () => {
       const dayAfter = new Date(later.getTime() + 86_400_000 + 60_000);
       server.setNow(dayAfter);
       other.setNow(dayAfter);
-      expect((await send(other, org.auth, 'GET', path)).status).toBe(200);
+      dataOf(await creatorInfo(other));
       expect(tiktok.refreshes).toEqual({ granted: before.granted + 2, refused: before.refused });
-    } finally {
-      await other.close({ keepDatabase: true });
-    }
+    });
   });
 
   it('a refused refresh marks the channel needs_reconnect, and creator info says to connect it again', async () => {
     tiktok.revokeAll();
     tiktok.advanceClock(86_400 + 60);
     server.setNow(new Date(Date.now() + 3 * 86_400_000 + 240_000));
-    const refused = await send(server, org.auth, 'GET', `/public/v1/channels/${channelId}/tiktok/creator-info`);
-    const body = await json(refused);
-    expect(refused.status).toBe(422);
-    expect(body.error.message).toMatch(/needs to be connected again/);
+    expect(refusalOf(await creatorInfo(server), 422).message).toMatch(/needs to be connected again/);
     expect((await sdk.channels()).data.find((c) => c.id === channelId)!.status).toBe('needs_reconnect');
   });
 });

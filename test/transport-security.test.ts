@@ -22,10 +22,13 @@ describe('Strict-Transport-Security', () => {
   let plain: TestServer;
   let org: TestOrganization;
 
+  // One server per hook: a hook's time is a server's start, however busy the machine.
   beforeAll(async () => {
     secure = await startTestServer({ env: { PUBLIC_URL: 'https://scheduler.example.org' } });
-    plain = await startTestServer({ env: { PUBLIC_URL: 'http://scheduler.example.org' } });
     org = await createOrganization(secure.ctx.db);
+  });
+  beforeAll(async () => {
+    plain = await startTestServer({ env: { PUBLIC_URL: 'http://scheduler.example.org' } });
   });
   afterAll(async () => {
     await secure?.close();

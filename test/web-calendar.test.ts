@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publicApi, type Schemas } from './support/api.js';
 import { BrowserSession, decodeEntities, inputValue } from './support/browser-session.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
-import { POSTS_TEST_ENV, send } from './support/posts.js';
+import { POSTS_TEST_ENV } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 let server: TestServer;
@@ -25,11 +25,18 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-async function createPost(body: object): Promise<{ id: string; scheduledAt: string }> {
-  const response = await send(server, org.auth, 'POST', '/public/v1/posts', body);
-  const answer = await json(response);
-  expect(response.status, JSON.stringify(answer)).toBe(201);
-  return answer.data[0];
+async function createPost(body: Schemas['CreatePostRequest'], owner = org): Promise<Schemas['Post']> {
+  const { data, error, response } = await publicApi(server, owner.auth).POST('/public/v1/posts', { body });
+  expect(response.status, JSON.stringify(error)).toBe(201);
+  return data!.data[0]!;
+}
+
+async function readPost(id: string, owner = org): Promise<Schemas['Post']> {
+  const { data, error } = await publicApi(server, owner.auth).GET('/public/v1/posts/{id}', {
+    params: { path: { id } },
+  });
+  expect(error).toBeUndefined();
+  return data!;
 }
 
 async function page(path: string): Promise<{ status: number; html: string }> {
@@ -169,13 +176,10 @@ describe('the calendar', () => {
   it('never shows another organization’s posts', async () => {
     const stranger = await createOrganization(server.ctx.db, 'Stranger');
     const theirs = (await createChannel(server.ctx.db, stranger.id, 'sandbox')).id;
-    const response = await send(server, stranger.auth, 'POST', '/public/v1/posts', {
-      type: 'schedule',
-      date: '2030-03-14T10:00:00.000Z',
-      channelIds: [theirs],
-      content: 'Secret plans',
-    });
-    expect(response.status).toBe(201);
+    await createPost(
+      { type: 'schedule', date: '2030-03-14T10:00:00.000Z', channelIds: [theirs], content: 'Secret plans' },
+      stranger,
+    );
     const { html } = await page('/calendar?date=2030-03-14');
     expect(html).not.toContain('Secret plans');
     expect((await page(`/calendar?channel=${theirs}`)).status).toBe(400);
@@ -211,11 +215,13 @@ describe('moving a post (drag, or Move to…)', () => {
     );
     expect(moved.status).toBe(303);
     expect(moved.headers.get('location')).toBe(`/calendar?date=2030-03-19&tz=Europe%2FParis&moved=${post.id}`);
-    const answer = await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}`));
+    const answer = await readPost(post.id);
     expect(answer.scheduledAt).toBe('2030-03-31T08:45:00.000Z');
     expect(answer.status).toBe('scheduled');
-    const history = await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}/history`));
-    expect(history.data.map((event: { type: string }) => event.type)).toEqual(['created', 'scheduled', 'rescheduled']);
+    const history = await publicApi(server, org.auth).GET('/public/v1/posts/{id}/history', {
+      params: { path: { id: post.id } },
+    });
+    expect(history.data?.data.map((event) => event.type)).toEqual(['created', 'scheduled', 'rescheduled']);
     const notice = (await page(moved.headers.get('location')!)).html;
     expect(notice).toContain('The post is scheduled for Sun 31 Mar 2030, 10:45 (Europe/Paris).');
   });
@@ -223,7 +229,7 @@ describe('moving a post (drag, or Move to…)', () => {
   it('schedules a draft it moves, as the API’s schedule operation does', async () => {
     const draft = await createPost({ type: 'draft', channelIds: [sandbox], content: 'Draft to place' });
     expect((await move(draft.id, { date: '2030-03-21', time: '08:00' })).status).toBe(303);
-    const answer = await json(await send(server, org.auth, 'GET', `/public/v1/posts/${draft.id}`));
+    const answer = await readPost(draft.id);
     expect([answer.status, answer.scheduledAt]).toEqual(['scheduled', '2030-03-21T08:00:00.000Z']);
   });
 
@@ -234,11 +240,12 @@ describe('moving a post (drag, or Move to…)', () => {
       channelIds: [sandbox],
       content: 'Stays put',
     });
-    const api = await send(server, org.auth, 'POST', `/public/v1/posts/${post.id}/schedule`, {
-      scheduledAt: '2030-03-12T10:00:00.000Z',
+    const api = await publicApi(server, org.auth).POST('/public/v1/posts/{id}/schedule', {
+      params: { path: { id: post.id } },
+      body: { scheduledAt: '2030-03-12T10:00:00.000Z' },
     });
-    expect(api.status).toBe(422);
-    const apiMessage = (await json(api)).error.message;
+    expect(api.response.status).toBe(422);
+    const apiMessage = api.error!.error.message;
 
     const refused = await move(post.id, { date: '2030-03-12', time: '10:00' }, '/calendar?date=2030-03-19&tz=UTC');
     expect(refused.status).toBe(422);
@@ -246,9 +253,7 @@ describe('moving a post (drag, or Move to…)', () => {
     expect(decodeEntities(html)).toContain(`The post could not be moved: ${apiMessage}`);
     // The calendar the move came from is shown again, with the post where it was.
     expect(chipsIn(html, '2030-03-20', '10')).toContain(post.id);
-    expect((await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}`))).scheduledAt).toBe(
-      '2030-03-20T10:00:00.000Z',
-    );
+    expect((await readPost(post.id)).scheduledAt).toBe('2030-03-20T10:00:00.000Z');
 
     const nonsense = await move(post.id, { date: '2030-02-30', time: '25:00' });
     expect(nonsense.status).toBe(400);
@@ -268,20 +273,12 @@ describe('moving a post (drag, or Move to…)', () => {
 
     const stranger = await createOrganization(server.ctx.db, 'Another stranger');
     const theirChannel = (await createChannel(server.ctx.db, stranger.id, 'sandbox')).id;
-    const theirs = (
-      await json(
-        await send(server, stranger.auth, 'POST', '/public/v1/posts', {
-          type: 'schedule',
-          date: '2030-03-20T10:00:00.000Z',
-          channelIds: [theirChannel],
-          content: 'Theirs',
-        }),
-      )
-    ).data[0];
-    expect((await move(theirs.id, { date: '2030-03-21', time: '08:00' })).status).toBe(404);
-    expect((await json(await send(server, stranger.auth, 'GET', `/public/v1/posts/${theirs.id}`))).scheduledAt).toBe(
-      '2030-03-20T10:00:00.000Z',
+    const theirs = await createPost(
+      { type: 'schedule', date: '2030-03-20T10:00:00.000Z', channelIds: [theirChannel], content: 'Theirs' },
+      stranger,
     );
+    expect((await move(theirs.id, { date: '2030-03-21', time: '08:00' })).status).toBe(404);
+    expect((await readPost(theirs.id, stranger)).scheduledAt).toBe('2030-03-20T10:00:00.000Z');
 
     const post = await createPost({
       type: 'schedule',

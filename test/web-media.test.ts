@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publicApi } from './support/api.js';
 import { BrowserSession, decodeEntities, inputValue } from './support/browser-session.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { mp4, png } from './support/media-samples.js';
-import { POSTS_TEST_ENV, send } from './support/posts.js';
+import { POSTS_TEST_ENV } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
-import { completeUpload, startUpload } from './support/uploads.js';
+import { startUpload } from './support/uploads.js';
 
 let server: TestServer;
 let org: TestOrganization;
@@ -22,7 +22,10 @@ afterAll(() => server?.close());
 async function upload(owner: TestOrganization, fileName: string, contentType: string, bytes: Buffer): Promise<string> {
   const started = await startUpload(server, owner, fileName, contentType, bytes.length);
   expect((await fetch(started.uploadUrl, { method: 'PUT', headers: started.headers, body: bytes })).status).toBe(200);
-  return (await json(await completeUpload(server, owner, started.uploadId))).id;
+  const { data } = await publicApi(server, owner.auth).POST('/public/v1/media/uploads/{uploadId}/complete', {
+    params: { path: { uploadId: started.uploadId } },
+  });
+  return data!.id;
 }
 
 function card(html: string, id: string): string {
@@ -49,17 +52,16 @@ describe('the media library', () => {
   it('refuses to delete media a scheduled post uses, saying which posts, and deletes it once they are gone', async () => {
     const image = await upload(org, 'in-use.png', 'image/png', png(8));
     const channel = (await createChannel(server.ctx.db, org.id, 'sandbox')).id;
-    const post = (
-      await json(
-        await send(server, org.auth, 'POST', '/public/v1/posts', {
-          type: 'schedule',
-          date: '2030-01-01T09:00:00.000Z',
-          channelIds: [channel],
-          content: 'Uses it',
-          mediaIds: [image],
-        }),
-      )
-    ).data[0];
+    const created = await publicApi(server, org.auth).POST('/public/v1/posts', {
+      body: {
+        type: 'schedule',
+        date: '2030-01-01T09:00:00.000Z',
+        channelIds: [channel],
+        content: 'Uses it',
+        mediaIds: [image],
+      },
+    });
+    const post = created.data!.data[0]!;
 
     const token = inputValue(await (await browser.get('/media')).text(), 'csrf_token')!;
     const refused = await browser.postForm(`/media/${image}/delete`, { csrf_token: token });
@@ -70,7 +72,10 @@ describe('the media library', () => {
     expect(html).toContain(`used by ${post.id} (scheduled)`);
     expect(card(html, image)).toContain('in-use.png');
 
-    expect((await send(server, org.auth, 'DELETE', `/public/v1/posts/${post.id}`)).status).toBe(204);
+    const removed = await publicApi(server, org.auth).DELETE('/public/v1/posts/{id}', {
+      params: { path: { id: post.id } },
+    });
+    expect(removed.response.status).toBe(204);
     const deleted = await browser.postForm(`/media/${image}/delete`, { csrf_token: token });
     expect(deleted.status).toBe(303);
     expect(deleted.headers.get('location')).toBe('/media?deleted=1');
@@ -86,8 +91,7 @@ describe('the media library', () => {
     expect((await browser.postForm(`/media/${theirs}/delete`, { csrf_token: token })).status).toBe(404);
     const mine = await upload(org, 'mine.png', 'image/png', png(4));
     expect((await browser.postForm(`/media/${mine}/delete`, {})).status).toBe(403);
-    expect(
-      (await json(await send(server, stranger.auth, 'GET', '/public/v1/media'))).data.map((m: { id: string }) => m.id),
-    ).toContain(theirs);
+    const { data: strangersMedia } = await publicApi(server, stranger.auth).GET('/public/v1/media');
+    expect(strangersMedia?.data.map((media) => media.id)).toContain(theirs);
   });
 });

@@ -6,6 +6,7 @@ import { BrowserSession, inputValue } from './support/browser-session.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { testPictures } from './support/oauth.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { scaled } from './support/timeouts.js';
 
 let server: TestServer;
 let owner: TestOrganization;
@@ -25,7 +26,11 @@ function setCookie(response: Response, name: string): string | undefined {
   return response.headers.getSetCookie().find((line) => line.startsWith(`${name}=`));
 }
 
-describe('sign up, log in, log out', () => {
+// Each log-in and sign-up hashes a password with scrypt (32 MiB, tens of milliseconds on an idle machine);
+// the tests of the limits make dozens of them, which a busy machine runs a few at a time.
+const MANY_HASHES = { timeout: scaled(90_000) };
+
+describe('sign up, log in, log out', MANY_HASHES, () => {
   // The limits count in fixed windows: a stopped clock keeps each test's attempts inside one window.
   beforeEach(() => server.setNow(new Date()));
   afterEach(() => server.setNow(undefined));
@@ -253,7 +258,7 @@ describe('sign up, log in, log out', () => {
   });
 });
 
-describe('limits per address on log-in and sign-up', () => {
+describe('limits per address on log-in and sign-up', MANY_HASHES, () => {
   let limited: TestServer;
   const from = (address: string) => new BrowserSession(limited, { 'X-Forwarded-For': address });
   const signUp = (visitor: BrowserSession, email: string, password = 'a long enough password') =>
@@ -578,26 +583,27 @@ describe('Settings → Developers → Apps', () => {
 });
 
 describe('cookies over https', () => {
+  let secure: TestServer;
+  beforeAll(async () => {
+    secure = await startTestServer({ env: { PUBLIC_URL: 'https://scheduler.example.org' } });
+  });
+  afterAll(() => secure?.close());
+
   it('are Secure with a __Host- name when the public URL is https', async () => {
-    const secure = await startTestServer({ env: { PUBLIC_URL: 'https://scheduler.example.org' } });
-    try {
-      const org = await createOrganization(secure.ctx.db, 'Secure Org');
-      const visitor = new BrowserSession(secure);
-      const page = await visitor.get('/login');
-      expect(setCookie(page, '__Host-form')).toMatch(/Secure/);
-      const html = await page.text();
-      const response = await visitor.postForm('/login', {
-        csrf_token: inputValue(html, 'csrf_token')!,
-        email: org.email,
-        password: org.password,
-      });
-      expect(response.status).toBe(303);
-      const cookie = setCookie(response, '__Host-session')!;
-      expect(cookie).toMatch(/Secure/);
-      expect(cookie).toMatch(/HttpOnly/);
-      expect(cookie).toMatch(/SameSite=Lax/);
-    } finally {
-      await secure.close();
-    }
+    const org = await createOrganization(secure.ctx.db, 'Secure Org');
+    const visitor = new BrowserSession(secure);
+    const page = await visitor.get('/login');
+    expect(setCookie(page, '__Host-form')).toMatch(/Secure/);
+    const html = await page.text();
+    const response = await visitor.postForm('/login', {
+      csrf_token: inputValue(html, 'csrf_token')!,
+      email: org.email,
+      password: org.password,
+    });
+    expect(response.status).toBe(303);
+    const cookie = setCookie(response, '__Host-session')!;
+    expect(cookie).toMatch(/Secure/);
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Lax/);
   });
 });

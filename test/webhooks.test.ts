@@ -3,14 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keepHouse } from '../src/housekeeping.js';
 import { revokeGrant } from '../src/oauth/grants.js';
 import { verifyWebhook, WebhookVerificationError } from '../src/sdk/src/index.js';
+import { publicApi, type Schemas } from './support/api.js';
 import { BrowserSession } from './support/browser-session.js';
+import { eventually } from './support/eventually.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
 import { connectTikTok, startFakeTikTok, tiktokEnv, type FakeTikTok } from './support/fake-tiktok.js';
 import { approve, createOAuthApp, exchange } from './support/oauth.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
-import { send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { scaled } from './support/timeouts.js';
+import { dataOf, refusalOf } from './support/typed-answers.js';
+import { anyString } from './support/typed-matchers.js';
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from './support/webhook-receiver.js';
 
 // Webhooks end to end: endpoints managed through the Public API, events of real sandbox posts
@@ -54,52 +57,51 @@ afterAll(async () => {
   await Promise.all([network?.close(), receiver?.close(), tiktok?.close()]);
 });
 
-async function call(
-  path: string,
-  init: {
-    method?: string;
-    body?: unknown;
-    as?: TestOrganization | { auth: { Authorization: string } };
-    on?: TestServer;
-  } = {},
-) {
-  const response = await send(init.on ?? server, (init.as ?? org).auth, init.method ?? 'GET', path, init.body);
-  return { status: response.status, body: response.status === 204 ? undefined : await json(response) };
-}
+/** The Public API as the organization (by default), an OAuth app's token, or on another server. */
+const api = (as: { auth: { Authorization: string } } = org, on: TestServer = server) => publicApi(on, as.auth);
+const byId = (id: string) => ({ params: { path: { id } } });
+const remove = (webhookId: string) => api().DELETE('/public/v1/webhooks/{id}', byId(webhookId));
+const sendTest = (webhookId: string) => api().POST('/public/v1/webhooks/{id}/test', byId(webhookId));
+const webhookIds = async (as = api()) => dataOf(await as.GET('/public/v1/webhooks')).data.map((w) => w.id);
 
-async function createEndpoint(eventTypes: string[], url = receiver.url) {
-  const created = await call('/public/v1/webhooks', {
-    method: 'POST',
+async function createEndpoint(eventTypes: Schemas['CreateWebhookRequest']['eventTypes'], url = receiver.url) {
+  const created = await api().POST('/public/v1/webhooks', {
     body: { url, eventTypes, description: 'Test receiver' },
   });
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  return created.body as { id: string; secret: string };
+  return dataOf(created, 201);
 }
 
-const verify = (secret: string, message: ReceivedWebhook) =>
-  new Webhook(secret).verify(message.body, message.headers) as { type: string; data: any };
+type WebhookEvent = Schemas['PostWebhookEvent'] | Schemas['ChannelWebhookEvent'] | Schemas['TestWebhookEvent'];
+
+/** The event a message carries, once the Standard Webhooks verifier accepts its signature. */
+const verify = <T extends WebhookEvent = WebhookEvent>(secret: string, message: ReceivedWebhook) =>
+  new Webhook(secret).verify(message.body, message.headers) as T;
 
 async function publishNow(content: string): Promise<string> {
-  const created = await call('/public/v1/posts', {
-    method: 'POST',
+  const created = await api().POST('/public/v1/posts', {
     body: { type: 'now', content, channelIds: [channelId] },
   });
-  expect(created.status).toBe(201);
-  return created.body.data[0].id;
+  return dataOf(created, 201).data[0]!.id;
 }
 
 async function deliveries(webhookId: string) {
-  return (await call(`/public/v1/webhooks/${webhookId}/deliveries?limit=100`)).body.data as Record<string, any>[];
+  const page = await api().GET('/public/v1/webhooks/{id}/deliveries', {
+    params: { path: { id: webhookId }, query: { limit: 100 } },
+  });
+  return dataOf(page).data;
 }
 
-async function untilSettled(webhookId: string, count: number) {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const list = await deliveries(webhookId);
-    if (list.length >= count && list.every((d) => d.status !== 'pending')) return list;
-    if (Date.now() > deadline) throw new Error(`deliveries not settled: ${JSON.stringify(list)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** The endpoint's deliveries once there are `count` and none is pending (retries wait 0.3 s here). */
+function untilSettled(webhookId: string, count: number) {
+  return eventually(
+    async () => {
+      const list = await deliveries(webhookId);
+      expect(list.length).toBeGreaterThanOrEqual(count);
+      expect(list.filter((delivery) => delivery.status === 'pending')).toEqual([]);
+      return list;
+    },
+    { timeout: scaled(15_000) },
+  );
 }
 
 describe('managing webhook endpoints', () => {
@@ -114,9 +116,9 @@ describe('managing webhook endpoints', () => {
       previousSecretExpiresAt: null,
     });
     expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
-    const read = await call(`/public/v1/webhooks/${created.id}`);
-    expect(read.body).not.toHaveProperty('secret');
-    expect((await call('/public/v1/webhooks')).body.data.map((w: { id: string }) => w.id)).toContain(created.id);
+    const read = dataOf(await api().GET('/public/v1/webhooks/{id}', byId(created.id)));
+    expect(read).not.toHaveProperty('secret');
+    expect(await webhookIds()).toContain(created.id);
     // The secret is stored encrypted.
     const row = await server.ctx.db
       .selectFrom('webhook_endpoints')
@@ -125,22 +127,22 @@ describe('managing webhook endpoints', () => {
       .executeTakeFirstOrThrow();
     expect(row.secret).not.toContain(created.secret.slice(6));
 
-    const updated = await call(`/public/v1/webhooks/${created.id}`, {
-      method: 'PATCH',
+    const updated = await api().PATCH('/public/v1/webhooks/{id}', {
+      ...byId(created.id),
       body: { eventTypes: ['post.failed', 'post.published'], description: '', enabled: false },
     });
-    expect(updated.body).toMatchObject({
+    expect(dataOf(updated)).toMatchObject({
       eventTypes: ['post.failed', 'post.published'],
       description: null,
       enabled: false,
     });
 
-    expect((await call(`/public/v1/webhooks/${created.id}`, { as: other })).status).toBe(404);
-    expect((await call(`/public/v1/webhooks/${created.id}/test`, { method: 'POST', as: other })).status).toBe(404);
-    expect((await call('/public/v1/webhooks', { as: other })).body.data).toEqual([]);
+    refusalOf(await api(other).GET('/public/v1/webhooks/{id}', byId(created.id)), 404);
+    refusalOf(await api(other).POST('/public/v1/webhooks/{id}/test', byId(created.id)), 404);
+    expect(await webhookIds(api(other))).toEqual([]);
 
-    expect((await call(`/public/v1/webhooks/${created.id}`, { method: 'DELETE' })).status).toBe(204);
-    expect((await call(`/public/v1/webhooks/${created.id}`)).status).toBe(404);
+    dataOf(await remove(created.id), 204);
+    refusalOf(await api().GET('/public/v1/webhooks/{id}', byId(created.id)), 404);
   });
 
   it('gives an OAuth app its own endpoints, which revoking the app removes', async () => {
@@ -149,20 +151,14 @@ describe('managing webhook endpoints', () => {
       auth: { Authorization: `Bearer ${await exchange(server, app, await approve(server.ctx.db, app, org))}` },
     };
     const mine = await createEndpoint(['post.published']);
-    const theirs = await call('/public/v1/webhooks', {
-      method: 'POST',
-      as: token,
-      body: { url: receiver.url, eventTypes: ['post.failed'] },
-    });
-    expect(theirs.status).toBe(201);
-    // The app sees its own; the organization's API key sees both.
-    expect((await call('/public/v1/webhooks', { as: token })).body.data.map((w: { id: string }) => w.id)).toEqual([
-      theirs.body.id,
-    ]);
-    expect((await call(`/public/v1/webhooks/${mine.id}`, { as: token })).status).toBe(404);
-    expect((await call('/public/v1/webhooks')).body.data.map((w: { id: string }) => w.id)).toEqual(
-      expect.arrayContaining([mine.id, theirs.body.id]),
+    const theirs = dataOf(
+      await api(token).POST('/public/v1/webhooks', { body: { url: receiver.url, eventTypes: ['post.failed'] } }),
+      201,
     );
+    // The app sees its own; the organization's API key sees both.
+    expect(await webhookIds(api(token))).toEqual([theirs.id]);
+    refusalOf(await api(token).GET('/public/v1/webhooks/{id}', byId(mine.id)), 404);
+    expect(await webhookIds()).toEqual(expect.arrayContaining([mine.id, theirs.id]));
 
     const grant = await server.ctx.db
       .selectFrom('oauth_grants')
@@ -171,9 +167,9 @@ describe('managing webhook endpoints', () => {
       .where('organization_id', '=', org.id)
       .executeTakeFirstOrThrow();
     await revokeGrant(server.ctx.db, org.userId, grant.id);
-    expect((await call(`/public/v1/webhooks/${theirs.body.id}`)).status).toBe(404);
-    expect((await call(`/public/v1/webhooks/${mine.id}`)).status).toBe(200);
-    await call(`/public/v1/webhooks/${mine.id}`, { method: 'DELETE' });
+    refusalOf(await api().GET('/public/v1/webhooks/{id}', byId(theirs.id)), 404);
+    dataOf(await api().GET('/public/v1/webhooks/{id}', byId(mine.id)));
+    await remove(mine.id);
   });
 
   it('refuses receivers on loopback, private, link-local and metadata addresses, and names resolving to them', async () => {
@@ -185,22 +181,16 @@ describe('managing webhook endpoints', () => {
       'http://localhost:8080/h',
       'http://user:pw@hooks.example.com/h',
     ]) {
-      const refused = await call('/public/v1/webhooks', {
-        method: 'POST',
-        on: strict,
-        as: await strictOrg(),
+      const refused = await api(await strictOrg(), strict).POST('/public/v1/webhooks', {
         body: { url, eventTypes: ['post.published'] },
       });
-      expect(refused.status, url).toBe(422);
-      expect(refused.body.error.details[0].path).toBe('url');
+      expect(refusalOf(refused, 422).details?.[0]?.path, url).toBe('url');
     }
     // An operator's allowed range never opens the metadata address.
-    const metadata = await call('/public/v1/webhooks', {
-      method: 'POST',
+    const metadata = await api().POST('/public/v1/webhooks', {
       body: { url: 'http://169.254.169.254/h', eventTypes: ['post.published'] },
     });
-    expect(metadata.status).toBe(422);
-    expect(metadata.body.error.message).toMatch(/metadata/);
+    expect(refusalOf(metadata, 422).message).toMatch(/metadata/);
   });
 });
 
@@ -218,9 +208,9 @@ describe('delivering events', () => {
     const messages = (await receiver.untilReceived(before + 3)).slice(before);
     const events = messages.map((message) => verify(endpoint.secret, message));
     expect(events.map((event) => event.type)).toEqual(['post.scheduled', 'post.publishing', 'post.published']);
-    expect(events[2]!.data).toMatchObject({ id: postId, status: 'published', releaseId: expect.any(String) });
+    expect(events[2]!.data).toMatchObject({ id: postId, status: 'published', releaseId: anyString() });
     // The post as the API returns it.
-    expect(events[2]!.data).toEqual((await call(`/public/v1/posts/${postId}`)).body);
+    expect(events[2]!.data).toEqual(dataOf(await api().GET('/public/v1/posts/{id}', byId(postId))));
     expect(messages[0]!.headers['webhook-id']).toMatch(/^msg_/);
 
     // A body altered on the way, or an old timestamp, fails verification.
@@ -255,7 +245,7 @@ describe('delivering events', () => {
       expect(error).toMatchObject({ status: 400, code: 'invalid_webhook' });
     }
     expect(() => verifyWebhook(messages[2]!.body, {}, endpoint.secret)).toThrow(/no webhook-id header/);
-    await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
+    await remove(endpoint.id);
   });
 
   it('tries again after failures with the same webhook-id, keeps the post’s later events waiting, and lists the attempts', async () => {
@@ -275,7 +265,7 @@ describe('delivering events', () => {
       ['post.scheduled', 'succeeded', 3, 200, 'ok'],
     ]);
     expect(list[1]!.id).toBe(messages[0]!.headers['webhook-id']);
-    await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
+    await remove(endpoint.id);
   });
 
   it('fails a delivery after the last retry, without following a redirect, and sends it again on request', async () => {
@@ -283,9 +273,8 @@ describe('delivering events', () => {
     const elsewhere = await startWebhookReceiver();
     try {
       receiver.answerNext(500, 500, { redirect: `${elsewhere.url}/moved` });
-      const test = await call(`/public/v1/webhooks/${endpoint.id}/test`, { method: 'POST' });
-      expect(test.status).toBe(202);
-      expect(test.body).toMatchObject({ eventType: 'webhook.test', status: 'pending' });
+      const test = dataOf(await sendTest(endpoint.id), 202);
+      expect(test).toMatchObject({ eventType: 'webhook.test', status: 'pending' });
       const [failed] = await untilSettled(endpoint.id, 1);
       expect(failed).toMatchObject({
         status: 'failed',
@@ -296,32 +285,31 @@ describe('delivering events', () => {
       expect(elsewhere.received).toEqual([]);
 
       const before = receiver.received.length;
-      const retried = await call(`/public/v1/webhooks/${endpoint.id}/deliveries/${failed!.id}/retry`, {
-        method: 'POST',
+      const retried = await api().POST('/public/v1/webhooks/{id}/deliveries/{deliveryId}/retry', {
+        params: { path: { id: endpoint.id, deliveryId: failed!.id } },
       });
-      expect(retried.status).toBe(202);
+      dataOf(retried, 202);
       const [again] = (await receiver.untilReceived(before + 1)).slice(before);
       expect(again!.headers['webhook-id']).toBe(failed!.id);
       expect(verify(endpoint.secret, again!)).toMatchObject({ type: 'webhook.test', data: { webhookId: endpoint.id } });
       expect((await untilSettled(endpoint.id, 1))[0]).toMatchObject({ status: 'succeeded', attempts: 4 });
     } finally {
       await elsewhere.close();
-      await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
+      await remove(endpoint.id);
     }
   });
 
   it('signs with both secrets for a day after a rotation, then with the new one only', async () => {
     const endpoint = await createEndpoint(['post.published']);
-    const rotated = await call(`/public/v1/webhooks/${endpoint.id}/rotate-secret`, { method: 'POST' });
-    expect(rotated.status).toBe(200);
-    expect(rotated.body.secret).not.toBe(endpoint.secret);
-    expect(Date.parse(rotated.body.previousSecretExpiresAt) - Date.now()).toBeGreaterThan(23.9 * 3_600_000);
+    const rotated = dataOf(await api().POST('/public/v1/webhooks/{id}/rotate-secret', byId(endpoint.id)));
+    expect(rotated.secret).not.toBe(endpoint.secret);
+    expect(Date.parse(rotated.previousSecretExpiresAt) - Date.now()).toBeGreaterThan(23.9 * 3_600_000);
 
     let before = receiver.received.length;
-    await call(`/public/v1/webhooks/${endpoint.id}/test`, { method: 'POST' });
+    await sendTest(endpoint.id);
     const [during] = (await receiver.untilReceived(before + 1)).slice(before);
     expect(during!.headers['webhook-signature']!.split(' ')).toHaveLength(2);
-    expect(verify(rotated.body.secret, during!).type).toBe('webhook.test');
+    expect(verify(rotated.secret, during!).type).toBe('webhook.test');
     expect(verify(endpoint.secret, during!).type).toBe('webhook.test');
 
     // A day later.
@@ -331,12 +319,13 @@ describe('delivering events', () => {
       .where('id', '=', endpoint.id)
       .execute();
     before = receiver.received.length;
-    await call(`/public/v1/webhooks/${endpoint.id}/test`, { method: 'POST' });
+    await sendTest(endpoint.id);
     const [after] = (await receiver.untilReceived(before + 1)).slice(before);
-    expect(verify(rotated.body.secret, after!).type).toBe('webhook.test');
+    expect(verify(rotated.secret, after!).type).toBe('webhook.test');
     expect(() => verify(endpoint.secret, after!)).toThrow();
-    expect((await call(`/public/v1/webhooks/${endpoint.id}`)).body.previousSecretExpiresAt).toBeNull();
-    await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
+    const read = dataOf(await api().GET('/public/v1/webhooks/{id}', byId(endpoint.id)));
+    expect(read.previousSecretExpiresAt).toBeNull();
+    await remove(endpoint.id);
   });
 
   it('turns off an endpoint that failed every delivery for 3 days', async () => {
@@ -347,17 +336,16 @@ describe('delivering events', () => {
       .where('id', '=', endpoint.id)
       .execute();
     receiver.answerNext(500);
-    await call(`/public/v1/webhooks/${endpoint.id}/test`, { method: 'POST' });
+    await sendTest(endpoint.id);
     await untilSettled(endpoint.id, 1);
-    expect((await call(`/public/v1/webhooks/${endpoint.id}`)).body).toMatchObject({
+    expect(dataOf(await api().GET('/public/v1/webhooks/{id}', byId(endpoint.id)))).toMatchObject({
       enabled: false,
       disabledReason: 'failing',
     });
     // Turned on again by its owner, it starts afresh.
-    expect(
-      (await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'PATCH', body: { enabled: true } })).body,
-    ).toMatchObject({ enabled: true, disabledReason: null });
-    await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
+    const enabled = await api().PATCH('/public/v1/webhooks/{id}', { ...byId(endpoint.id), body: { enabled: true } });
+    expect(dataOf(enabled)).toMatchObject({ enabled: true, disabledReason: null });
+    await remove(endpoint.id);
   });
 
   it('reports a channel connected, and a channel that needs to be connected again', async () => {
@@ -367,7 +355,7 @@ describe('delivering events', () => {
     await session.logIn(org.email, org.password);
     expect((await connectTikTok(session)).headers.get('location')).toBe('/settings/channels?done=connected');
     const [connected] = (await receiver.untilReceived(before + 1)).slice(before);
-    const event = verify(endpoint.secret, connected!);
+    const event = verify<Schemas['ChannelWebhookEvent']>(endpoint.secret, connected!);
     expect(event).toMatchObject({
       type: 'channel.connected',
       data: { provider: 'tiktok', name: 'Acme on TikTok', username: 'acme', status: 'active' },
@@ -377,7 +365,8 @@ describe('delivering events', () => {
     tiktok.advanceClock(86_400 + 60);
     server.setNow(new Date(Date.now() + 86_400_000 + 60_000));
     try {
-      expect((await call(`/public/v1/channels/${event.data.id}/tiktok/creator-info`)).status).toBe(422);
+      const creatorInfo = await api().GET('/public/v1/channels/{id}/tiktok/creator-info', byId(event.data.id));
+      refusalOf(creatorInfo, 422);
     } finally {
       server.setNow(undefined);
     }
@@ -386,7 +375,7 @@ describe('delivering events', () => {
       type: 'channel.needs_reconnect',
       data: { id: event.data.id, status: 'needs_reconnect' },
     });
-    await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
+    await remove(endpoint.id);
   });
 
   it('housekeeping sends a pending delivery that lost its job, and forgets settled ones after 30 days', async () => {
@@ -426,6 +415,6 @@ describe('delivering events', () => {
     const [sent] = (await receiver.untilReceived(before + 1)).slice(before);
     expect(sent!.headers['webhook-id']).toBe(lost);
     expect((await untilSettled(endpoint.id, 1)).map((d) => [d.id, d.status])).toEqual([[lost, 'succeeded']]);
-    await call(`/public/v1/webhooks/${endpoint.id}`, { method: 'DELETE' });
+    await remove(endpoint.id);
   });
 });

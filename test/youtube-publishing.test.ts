@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PostStatus } from '../src/core/contract.js';
+import { publicApi, type Schemas } from './support/api.js';
 import { BrowserSession } from './support/browser-session.js';
+import { eventually } from './support/eventually.js';
 import { connectYouTube, startFakeGoogle, youtubeEnv, type FakeGoogle } from './support/fake-google.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
 import { mp4 } from './support/media-samples.js';
-import { send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
-import { completeUpload, startUpload } from './support/uploads.js';
+import { scaled } from './support/timeouts.js';
+import { dataOf } from './support/typed-answers.js';
+import { startUpload } from './support/uploads.js';
 
 // The publisher uploads to a fake of YouTube that follows the resumable upload protocol, in chunks
 // of 256 KiB (the smallest YouTube takes), with a channel connected through the fake Google.
@@ -54,46 +55,54 @@ beforeAll(async () => {
   const bytes = mp4(VIDEO_BYTES);
   const upload = await startUpload(server, org, 'launch.mp4', 'video/mp4', bytes.length);
   expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
-  videoId = (await json(await completeUpload(server, org, upload.uploadId))).id;
+  const completed = await api().POST('/public/v1/media/uploads/{uploadId}/complete', {
+    params: { path: { uploadId: upload.uploadId } },
+  });
+  videoId = dataOf(completed).id;
 });
 afterAll(async () => {
   await server?.close();
   await google?.close();
 });
 
-interface Post {
-  id: string;
-  status: PostStatus;
-  releaseId: string | null;
-  releaseUrl: string | null;
-  error: { code: string; message: string } | null;
+function api() {
+  return publicApi(server, org.auth);
 }
+const byId = (id: string) => ({ params: { path: { id } } });
 
 async function createVideoPost(title: string): Promise<string> {
-  const response = await send(server, org.auth, 'POST', '/public/v1/posts', {
-    type: 'now',
-    posts: [
-      {
-        channelId,
-        content: 'Our launch, in two minutes.',
-        mediaIds: [videoId],
-        settings: { __type: 'youtube', title, privacyStatus: 'unlisted', madeForKids: false, tags: ['launch', 'acme'] },
-      },
-    ],
+  const created = await api().POST('/public/v1/posts', {
+    body: {
+      type: 'now',
+      posts: [
+        {
+          channelId,
+          content: 'Our launch, in two minutes.',
+          mediaIds: [videoId],
+          settings: {
+            __type: 'youtube',
+            title,
+            privacyStatus: 'unlisted',
+            madeForKids: false,
+            tags: ['launch', 'acme'],
+          },
+        },
+      ],
+    },
   });
-  const answer = await json(response);
-  expect(response.status, JSON.stringify(answer)).toBe(201);
-  return answer.data[0].id;
+  return dataOf(created, 201).data[0]!.id;
 }
 
-async function settled(id: string, timeoutMs = 20_000): Promise<Post> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const post = (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}`))) as Post;
-    if (post.status === 'published' || post.status === 'failed') return post;
-    if (Date.now() > deadline) throw new Error(`post ${id} is still ${post.status}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+/** The post once it is published or failed. */
+function settled(id: string): Promise<Schemas['Post']> {
+  return eventually(
+    async () => {
+      const post = dataOf(await api().GET('/public/v1/posts/{id}', byId(id)));
+      expect(['published', 'failed'], `post ${id} is ${post.status}`).toContain(post.status);
+      return post;
+    },
+    { timeout: scaled(20_000), interval: 200 },
+  );
 }
 
 const sessionOf = (releaseId: string) => {
@@ -128,9 +137,7 @@ describe('publishing a video post to YouTube', () => {
     expect(upload.stored).toBe(VIDEO_BYTES);
     // What was sent twice is at most the rest of the chunk that was cut.
     expect(upload.received - VIDEO_BYTES).toBeLessThanOrEqual(CHUNK);
-    const events = (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${post.id}/history`))).data.map(
-      (e: { type: string }) => e.type,
-    );
+    const events = dataOf(await api().GET('/public/v1/posts/{id}/history', byId(post.id))).data.map((e) => e.type);
     expect(events).toContain('retrying');
   });
 
@@ -156,14 +163,11 @@ describe('publishing a video post to YouTube', () => {
     const failed = await settled(await createVideoPost('After revoking'));
     expect(failed.status).toBe('failed');
     expect(failed.error!.code).toBe('channel_needs_reconnect');
-    const listed = (await json(await send(server, org.auth, 'GET', '/public/v1/channels'))).data;
-    expect(listed.find((c: { id: string }) => c.id === channelId)).toMatchObject({ status: 'needs_reconnect' });
+    const listed = dataOf(await api().GET('/public/v1/channels')).data;
+    expect(listed.find((c) => c.id === channelId)).toMatchObject({ status: 'needs_reconnect' });
 
     await connect();
-    const again = await send(server, org.auth, 'PATCH', `/public/v1/posts/${failed.id}/status`, {
-      status: 'scheduled',
-    });
-    expect(again.status).toBe(200);
+    dataOf(await api().PATCH('/public/v1/posts/{id}/status', { ...byId(failed.id), body: { status: 'scheduled' } }));
     const published = await settled(failed.id);
     expect(published.status).toBe('published');
   });

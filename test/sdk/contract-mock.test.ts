@@ -5,12 +5,24 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseYaml } from '../../src/core/contract.js';
 import Service, { ServiceError, type CreatePostRequest, type ServiceOptions } from '../../src/sdk/src/index.js';
 import { describeContract, PNG_PIXEL, take, type ContractTarget } from './support/contract-suite.js';
+import { stringContaining } from '../support/typed-matchers.js';
 import { PUBLIC_SPEC, startPrism, type PrismServer } from './support/prism.js';
 
 /** The contract's example answer of an operation, as Prism serves it. */
 function example(path: string, method: string, status: string, name: string): unknown {
-  const spec: any = parseYaml(fs.readFileSync(PUBLIC_SPEC, 'utf8'));
-  return spec.paths[path][method].responses[status].content['application/json'].examples[name].value;
+  const spec = parseYaml(fs.readFileSync(PUBLIC_SPEC, 'utf8')) as ExamplesOfSpec;
+  return spec.paths[path]![method]!.responses[status]!.content['application/json']!.examples[name]!.value;
+}
+
+/** What `example` reads of the contract. */
+interface ExamplesOfSpec {
+  paths: Record<
+    string,
+    Record<
+      string,
+      { responses: Record<string, { content: Record<string, { examples: Record<string, { value: unknown }> }> }> }
+    >
+  >;
 }
 
 // The signed upload URL of the contract's example points at the default local installation; the
@@ -111,7 +123,7 @@ describe('@service/sdk against the mock: what it sends and decodes', () => {
     sent = [];
     return target.client();
   };
-  const bodyOf = async (request: Request | undefined) => JSON.parse(await request!.clone().text());
+  const bodyOf = async (request: Request | undefined) => JSON.parse(await request!.clone().text()) as unknown;
 
   it('decodes answers as the contract gives them', async () => {
     expect(await service().channels()).toEqual(example('/public/v1/channels', 'get', '200', 'channels'));
@@ -260,7 +272,7 @@ describe('@service/sdk against the mock: what it sends and decodes', () => {
     expect(conflict).toMatchObject({
       status: 409,
       code: 'conflict',
-      details: [{ path: 'id', message: expect.stringContaining('post_') }],
+      details: [{ path: 'id', message: stringContaining('post_') }],
     });
     // 409 is the record's state, not a passing failure: one request, no retries.
     expect(sent.filter((request) => request.method === 'DELETE')).toHaveLength(2);

@@ -6,6 +6,7 @@ import { BrowserSession } from '../support/browser-session.js';
 import { connectTikTok, startFakeTikTok, tiktokEnv, type FakeTikTok } from '../support/fake-tiktok.js';
 import { createChannel, createOrganization, type TestOrganization } from '../support/fixtures.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { TIMEOUTS } from '../support/timeouts.js';
 import { describeContract, type ContractTarget, type Operation } from './support/contract-suite.js';
 import { PUBLIC_SPEC, startPrism, type PrismServer } from './support/prism.js';
 
@@ -82,9 +83,9 @@ async function unbuiltOperations(server: TestServer, org: TestOrganization): Pro
 }
 
 // The X-Request-Id of the contract's examples: a response carrying it came from Prism, not the server.
-const EXAMPLE_REQUEST_ID: string = (parseYaml(fs.readFileSync(PUBLIC_SPEC, 'utf8')) as any).components.headers[
-  'X-Request-Id'
-].example;
+const EXAMPLE_REQUEST_ID = (
+  parseYaml(fs.readFileSync(PUBLIC_SPEC, 'utf8')) as { components: { headers: Record<string, { example: string }> } }
+).components.headers['X-Request-Id']!.example;
 
 /** What Prism's proxy found wrong with the exchanges of the current test; checked after each test. */
 let violations: string[] = [];
@@ -155,7 +156,8 @@ beforeAll(async () => {
         : `not built on the server yet (501 not_implemented): ${missing.join(', ')}`;
     },
   };
-});
+  // Two servers with their databases, then two Prism processes.
+}, TIMEOUTS.hook + TIMEOUTS.process);
 afterAll(async () => {
   await Promise.all([proxy?.stop(), busyProxy?.stop()]);
   await Promise.all([server?.close(), busyServer?.close()]);

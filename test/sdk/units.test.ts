@@ -99,7 +99,7 @@ describe('createServiceError', () => {
     expect(JSON.stringify(described)).not.toMatch(/abc123|AKIA|pos_secretToken/);
   });
 
-  it('reads the error body, and falls back on the headers and the status', async () => {
+  it('reads the error body, and falls back on the headers and the status', () => {
     const api = createServiceError(request, {
       response: new Response(null, { status: 429, headers: { 'Retry-After': '12', 'X-Request-Id': 'req_header' } }),
       body: JSON.stringify({
@@ -179,10 +179,10 @@ describe('paginate', () => {
   /** A page fetcher over PAGES that records the cursor of every fetch; `failOn` makes that cursor's fetch reject. */
   function pages(failOn?: string) {
     const cursors: (string | undefined)[] = [];
-    const fetchPage = async (cursor: string | undefined): Promise<Page> => {
+    const fetchPage = (cursor: string | undefined): Promise<Page> => {
       cursors.push(cursor);
-      if (cursor !== undefined && cursor === failOn) throw new Error(`page ${cursor} failed`);
-      return PAGES[cursor ?? 'first']!;
+      if (cursor !== undefined && cursor === failOn) return Promise.reject(new Error(`page ${cursor} failed`));
+      return Promise.resolve(PAGES[cursor ?? 'first']!);
     };
     return { cursors, fetchPage };
   }
@@ -228,17 +228,20 @@ describe('list iterators', () => {
    */
   function api(pagesByCursor: Record<string, object | number>) {
     const requests: Request[] = [];
-    const fetch = async (request: Request): Promise<Response> => {
-      if (request.signal.aborted) throw request.signal.reason;
+    const fetch = (request: Request): Promise<Response> => {
+      // An aborted signal's reason is the AbortError (or the reason given to abort()), as fetch rejects with.
+      if (request.signal.aborted) return Promise.reject(request.signal.reason as Error);
       requests.push(request);
       const page = pagesByCursor[new URL(request.url).searchParams.get('cursor') ?? 'first'];
       if (typeof page === 'number') {
-        return Response.json(
-          { error: { code: 'internal', message: 'Down for the test.', requestId: 'req_test' } },
-          { status: page },
+        return Promise.resolve(
+          Response.json(
+            { error: { code: 'internal', message: 'Down for the test.', requestId: 'req_test' } },
+            { status: page },
+          ),
         );
       }
-      return Response.json(page);
+      return Promise.resolve(Response.json(page));
     };
     return { requests, service: new Service('svc_live_pagingTestKey00000000000', ORIGIN, { fetch }) };
   }
@@ -320,7 +323,7 @@ describe('list iterators', () => {
 
 describe('createPost’s body, a union discriminated by type', () => {
   // The @ts-expect-error lines are checked by `tsc --noEmit` (part of `npm test`).
-  it('requires date for schedule, at compile time, and takes now and draft without it', async () => {
+  it('requires date for schedule, at compile time, and takes now and draft without it', () => {
     const channelIds = ['ch_2Wq8Lm4Tx7Vb1Nc9Kd3F'];
     const bodies: CreatePostRequest[] = [
       { type: 'schedule', date: '2026-12-01T09:30:00.000Z', content: 'Winter', channelIds },

@@ -7,8 +7,12 @@ import Service, {
   type ServiceOptions,
 } from '../../../src/sdk/src/index.js';
 import type { operations } from '../../../src/sdk/src/spec.js';
+import { stringMatching } from '../../support/typed-matchers.js';
 
-/** An operation of the contract that the server answers, by its operationId (the `event…` ones are the webhooks it sends). */
+/**
+ * An operation of the contract that the server answers, by its operationId (the `event…` ones are the
+ * webhooks it sends).
+ */
 export type Operation = Exclude<keyof operations, `event${string}`>;
 
 /** Where the contract suite runs: Prism mocking the contract, or the real server behind Prism's validating proxy. */
@@ -26,8 +30,11 @@ export interface ContractTarget {
   refused: { credential: string; options: RequestOptions };
   /** Call options under which a lookup of an unknown id answers 404. */
   notFoundOptions: RequestOptions;
-  /** A client whose organization has used its rate limit, the call options that get a 429, and the `Retry-After` expected. */
-  rateLimited: { client(options?: ServiceOptions): Service; options: RequestOptions; retryAfter: number };
+  /**
+   * A client whose organization has used its rate limit, the call options that get a 429, and the
+   * `Retry-After` expected.
+   */
+  rateLimited: { client: (options?: ServiceOptions) => Service; options: RequestOptions; retryAfter: number };
   /** Why some of `operations` cannot be tried on this target (not built yet), or undefined. */
   unavailable(...operations: Operation[]): string | undefined;
 }
@@ -147,7 +154,7 @@ export function describeContract(name: string, getTarget: () => ContractTarget):
       expect(created.group).toMatch(/^grp_/);
       expect(created.data.length).toBeGreaterThan(0);
       for (const post of created.data)
-        expect(post).toMatchObject({ id: expect.stringMatching(/^post_/), group: created.group });
+        expect(post).toMatchObject({ id: stringMatching(/^post_/), group: created.group });
       // The same key and body again: the first result, not new posts.
       const replay = await service.post(body, { idempotencyKey });
       expect(replay.group).toBe(created.group);

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { scaled, TIMEOUTS } from '../../support/timeouts.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const PRISM = fileURLToPath(new URL('../../../node_modules/@stoplight/prism-cli/dist/index.js', import.meta.url));
@@ -9,8 +10,8 @@ const PROJECT_NODE = fileURLToPath(new URL('../../../node_modules/node/bin/node'
 export const PUBLIC_SPEC = 'openapi/public-v1.yaml';
 export const OAUTH_SPEC = 'openapi/oauth.yaml';
 const HOST = '127.0.0.1';
-const START_TIMEOUT_MS = 30_000;
-const STOP_GRACE_MS = 5_000;
+const START_TIMEOUT_MS = TIMEOUTS.process;
+const STOP_GRACE_MS = scaled(5_000);
 
 export interface PrismServer {
   /** The origin Prism listens on, e.g. `http://127.0.0.1:41234`. */
