@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole check: the contract lints (Redocly and Spectral), breaks no client of the last release
-# unless CHANGELOG.md announces it, the generated types are fresh, the code type-checks, its
+# unless CHANGELOG.md announces it, the generated types are fresh, the code type-checks and lints and
+# is formatted (ESLint, Prettier), its
 # imports follow the layers of docs/development.md (Architecture), the
 # suite passes on PGlite and, when TEST_DATABASE_URL is set, again on PostgreSQL, and the SDK's
 # tarball installs and type-checks in an empty project (SDK_PACK_CHECK=skip when the caller ran it).
@@ -12,6 +13,7 @@ echo "== lint the contract"; npm run -s lint:spec
 echo "== breaking changes since the last release are announced (openapi/released/, CHANGELOG.md)"; npm run -s contract:changes
 echo "== generated types are fresh"; npm run -s gen:check
 echo "== type-check"; npx tsc --noEmit
+echo "== lint (ESLint, type-checked rules) and format (Prettier), zero findings"; npx eslint --max-warnings 0 . && npx prettier --check --log-level warn .
 echo "== imports run downhill, without cycles (.dependency-cruiser.mjs)"; npx depcruise src --config .dependency-cruiser.mjs --output-type err
 echo "== build the server bundles and the API reference (what changed since the last build)"
 node --input-type=module -e "(await import('./scripts/build-if-stale.mjs')).buildIfStale()"
