@@ -11,7 +11,7 @@ import { channelCredentials, credentialsContext } from '../src/providers/account
 import { Keyring } from '../src/crypto/keyring.js';
 import { TEST_DATABASE_URL } from './support/database.js';
 import { createChannel, createOrganization, insertPost, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
+import { bodyOf, type Schemas } from './support/api.js';
 import { png } from './support/media-samples.js';
 import { freePort, spawnBuilt, stop, untilExit, untilReady, type Finished } from './support/processes.js';
 import { startTestServer, TEST_ENCRYPTION_KEY } from './support/server.js';
@@ -75,7 +75,7 @@ describe.skipIf(TEST_DATABASE_URL)('backup and restore of the embedded database'
         expect(put.status).toBe(200);
         const completed = await completeUpload(server, org, upload.uploadId);
         expect(completed.status).toBe(200);
-        media.push({ id: ((await json(completed)) as { id: string }).id, bytes });
+        media.push({ id: (await bodyOf<Schemas['Media']>(completed)).id, bytes });
       }
       for (const status of ['scheduled', 'published', 'draft'] as const) {
         postIds.push(
@@ -141,7 +141,7 @@ describe.skipIf(TEST_DATABASE_URL)('backup and restore of the embedded database'
       try {
         const listed = await server.fetch('/public/v1/posts?limit=100', { headers: org.auth });
         expect(listed.status).toBe(200);
-        const ids = ((await json(listed)) as { data: { id: string }[] }).data.map((post) => post.id);
+        const ids = (await bodyOf<Schemas['PostPage']>(listed)).data.map((post) => post.id);
         expect(ids.sort()).toEqual([...postIds].sort());
 
         const channel = await database.db

@@ -2,7 +2,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from './support/eventually.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
+import { bodyOf, type Schemas } from './support/api.js';
 import { send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
@@ -47,11 +47,9 @@ describe('metrics', () => {
       channelIds: [channelId],
     });
     expect(created.status).toBe(201);
-    const postId = ((await json(created)) as { data: { id: string }[] }).data[0]!.id;
+    const postId = (await bodyOf<{ data: Schemas['Post'][] }>(created)).data[0]!.id;
     await eventually(async () => {
-      const post = (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${postId}`))) as {
-        status: string;
-      };
+      const post = await bodyOf<Schemas['Post']>(await send(server, org.auth, 'GET', `/public/v1/posts/${postId}`));
       expect(post.status).toBe('published');
     });
 

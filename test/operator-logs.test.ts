@@ -3,7 +3,7 @@ import { createLogger } from '../src/core/logger.js';
 import { eventually } from './support/eventually.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
+import { bodyOf, type Schemas } from './support/api.js';
 import { send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
@@ -49,7 +49,7 @@ async function publishNow(content: string): Promise<string> {
     channelIds: [channelId],
   });
   expect(created.status).toBe(201);
-  const body = (await json(created)) as { data: { id: string }[] };
+  const body = await bodyOf<{ data: Schemas['Post'][] }>(created);
   return body.data[0]!.id;
 }
 
@@ -99,7 +99,7 @@ describe('operator log lines', () => {
       eventTypes: ['post.published'],
     });
     expect(created.status).toBe(201);
-    const endpoint = (await json(created)) as { id: string; secret: string };
+    const endpoint = await bodyOf<Schemas['CreatedWebhook']>(created);
     await server.ctx.db
       .updateTable('webhook_endpoints')
       .set({ failing_since: new Date(server.clock.now().getTime() - 3 * 86_400_000 - 60_000) })

@@ -96,3 +96,16 @@ describe('the import rules of src/ (.dependency-cruiser.mjs, run by npm test)', 
     scaled(60_000),
   );
 });
+
+describe('the Node 22 pass of CI (test/node-22-suite.txt)', () => {
+  it('names test files that exist, so that a renamed file cannot drop out of it unnoticed', () => {
+    const listed = fs
+      .readFileSync(path.join(ROOT, 'test', 'node-22-suite.txt'), 'utf8')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '' && !line.startsWith('#'));
+    expect(listed.length).toBeGreaterThan(10);
+    const missing = listed.filter((file) => !fs.existsSync(path.join(ROOT, file)));
+    expect(missing).toEqual([]);
+  });
+});
