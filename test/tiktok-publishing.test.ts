@@ -67,6 +67,9 @@ beforeAll(async () => {
       RATE_LIMIT_MAX: '100000',
     },
   });
+});
+// The server in a hook of its own, the account's setup in the next: each gets a hook's time on a busy machine.
+beforeAll(async () => {
   org = await createOrganization(server.ctx.db, 'Acme');
   sdk = new Service(org.apiKey, server.baseUrl, { maxRetries: 0 });
   session = new BrowserSession(server);

@@ -29,25 +29,26 @@ let receiver: WebhookReceiver;
 let channelId: string;
 let tiktok: FakeTikTok;
 
+// One server per hook: a hook's time is a server's start, however busy the machine.
+beforeAll(async () => {
+  // As installed by default: receivers must be on public addresses.
+  strict = await startTestServer({ env: { WEBHOOK_ALLOW_RANGES: '' } });
+});
 beforeAll(async () => {
   network = await startFakeNetwork();
   tiktok = await startFakeTikTok({ account: { displayName: 'Acme on TikTok', username: 'acme' } });
   receiver = await startWebhookReceiver();
-  [server, strict] = await Promise.all([
-    startTestServer({
-      worker: true,
-      env: {
-        ...tiktokEnv(tiktok),
-        SANDBOX_NETWORK_URL: network.url,
-        WEBHOOK_ALLOW_RANGES: '127.0.0.1/32',
-        WEBHOOK_RETRY_SCHEDULE: '0.3,0.3',
-        RATE_LIMIT_MAX: '100000',
-        DAILY_POST_LIMIT_SANDBOX: '1000',
-      },
-    }),
-    // As installed by default: receivers must be on public addresses.
-    startTestServer({ env: { WEBHOOK_ALLOW_RANGES: '' } }),
-  ]);
+  server = await startTestServer({
+    worker: true,
+    env: {
+      ...tiktokEnv(tiktok),
+      SANDBOX_NETWORK_URL: network.url,
+      WEBHOOK_ALLOW_RANGES: '127.0.0.1/32',
+      WEBHOOK_RETRY_SCHEDULE: '0.3,0.3',
+      RATE_LIMIT_MAX: '100000',
+      DAILY_POST_LIMIT_SANDBOX: '1000',
+    },
+  });
   org = await createOrganization(server.ctx.db, 'Acme');
   other = await createOrganization(server.ctx.db, 'Globex');
   channelId = (await createChannel(server.ctx.db, org.id, 'sandbox', 'Acme sandbox')).id;

@@ -39,6 +39,9 @@ beforeAll(async () => {
       RATE_LIMIT_MAX: '10000',
     },
   });
+});
+// The server in a hook of its own, the account's setup in the next: each gets a hook's time on a busy machine.
+beforeAll(async () => {
   org = await createOrganization(server.ctx.db, 'Acme');
   session = new BrowserSession(server);
   await session.logIn(org.email, org.password);
