@@ -120,6 +120,12 @@ export async function runAttempt(
     }
     if ('outcome' in result) return result.outcome;
     if ('pending' in result) return { status: 'pending', checkAgainInSeconds: result.pending.checkAgainInSeconds };
+    if ('restart' in result) {
+      // Counted as a passing failure, so that starting over cannot go on for ever; the next run begins
+      // at the first step, which a network limiting its starts counts as one (see the worker's mayStart).
+      await saveProgress(db, post, adapter.start(input), clock.now());
+      return { status: 'retry', reason: result.restart.reason, maybeDelivered: false };
+    }
     progress = result.next;
     await saveProgress(db, post, progress, clock.now());
   }

@@ -1,0 +1,195 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PostStatus } from '../src/core/contract.js';
+import { BrowserSession } from './support/browser-session.js';
+import { eventually } from './support/eventually.js';
+import { connectTikTok, startFakeTikTok, tiktokEnv, type FakeTikTok } from './support/fake-tiktok.js';
+import { createOrganization, type TestOrganization } from './support/fixtures.js';
+import { json } from './support/http.js';
+import { mp4WithDuration } from './support/media-samples.js';
+import { send } from './support/posts.js';
+import { startTestServer, type TestServer } from './support/server.js';
+import { TIMEOUTS } from './support/timeouts.js';
+import { completeUpload, startUpload } from './support/uploads.js';
+
+// What the publisher does when a network misbehaves as its documentation says it may, against the
+// project's fakes of the networks, each case in its own block. Retries wait the publisher's retry
+// delays (5 s, then 30 s) on the server's clock, which the tests move instead of waiting.
+const MB = 1024 * 1024;
+const TIKTOK_CHUNK = 5 * MB;
+const RETRY_BASE_MS = 5000;
+let tiktok: FakeTikTok;
+let server: TestServer;
+let org: TestOrganization;
+let session: BrowserSession;
+const channels = { tiktok: '', youtube: '' };
+/** 12 MB of video: two TikTok chunks, 5 MiB and the rest. */
+let twoChunks: { id: string; bytes: Buffer };
+/** 1 MB of video: one TikTok chunk, the last. */
+let oneChunk: { id: string; bytes: Buffer };
+
+interface Post {
+  id: string;
+  status: PostStatus;
+  releaseId: string | null;
+  error: { code: string; message: string } | null;
+}
+
+async function uploadMedia(name: string, bytes: Buffer): Promise<{ id: string; bytes: Buffer }> {
+  const upload = await startUpload(server, org, name, 'video/mp4', bytes.length);
+  expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
+  const media = (await json(await completeUpload(server, org, upload.uploadId))) as { id: string };
+  return { id: media.id, bytes };
+}
+
+async function channelOf(provider: 'tiktok' | 'youtube'): Promise<string> {
+  const row = await server.ctx.db
+    .selectFrom('channels')
+    .select('id')
+    .where('organization_id', '=', org.id)
+    .where('provider', '=', provider)
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+beforeAll(async () => {
+  tiktok = await startFakeTikTok({ account: { displayName: 'Acme on TikTok', username: 'acme' } });
+  // Published at the first status check, so that a test waits for nothing but what it is about.
+  tiktok.processingChecks(0);
+  server = await startTestServer({
+    worker: true,
+    env: {
+      ...tiktokEnv(tiktok, TIKTOK_CHUNK),
+      PUBLISH_RETRY_BASE_MS: String(RETRY_BASE_MS),
+      DAILY_POST_LIMIT_TIKTOK: '100',
+      RATE_LIMIT_MAX: '100000',
+    },
+  });
+  org = await createOrganization(server.ctx.db, 'Acme');
+  session = new BrowserSession(server);
+  await session.logIn(org.email, org.password);
+  expect((await connectTikTok(session)).headers.get('location')).toBe('/settings/channels?done=connected');
+  channels.tiktok = await channelOf('tiktok');
+  twoChunks = await uploadMedia('two-chunks.mp4', mp4WithDuration(15, { mdatBytes: 12 * MB }));
+  oneChunk = await uploadMedia('one-chunk.mp4', mp4WithDuration(8, { mdatBytes: MB }));
+}, TIMEOUTS.hook);
+afterAll(async () => {
+  await server?.close();
+  await tiktok?.close();
+});
+
+async function publishNow(provider: 'tiktok' | 'youtube', mediaId: string, title = 'Misbehaving'): Promise<string> {
+  const settings =
+    provider === 'tiktok'
+      ? { __type: 'tiktok', postMode: 'direct', privacyLevel: 'PUBLIC_TO_EVERYONE' }
+      : { __type: 'youtube', title, privacyStatus: 'unlisted', madeForKids: false };
+  const response = await send(server, org.auth, 'POST', '/public/v1/posts', {
+    type: 'now',
+    posts: [{ channelId: channels[provider], content: title, mediaIds: [mediaId], settings }],
+  });
+  const answer = (await json(response)) as { data: { id: string }[] };
+  expect(response.status, JSON.stringify(answer)).toBe(201);
+  return answer.data[0]!.id;
+}
+
+async function getPost(id: string): Promise<Post> {
+  return (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}`))) as Post;
+}
+
+async function settled(id: string): Promise<Post> {
+  return eventually(
+    async () => {
+      const post = await getPost(id);
+      expect(post.status).toMatch(/^(published|failed)$/);
+      return post;
+    },
+    { timeout: TIMEOUTS.eventually * 2 },
+  );
+}
+
+interface PostEvent {
+  type: string;
+  reason?: string;
+  nextAttemptAt?: string;
+  error?: { code: string; message: string };
+}
+
+async function history(id: string): Promise<PostEvent[]> {
+  const page = (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}/history`))) as {
+    data: PostEvent[];
+  };
+  return page.data;
+}
+
+/** Waits for the post's `count`-th retry to be planned; the event. */
+function retryPlanned(id: string, count: number): Promise<PostEvent> {
+  return eventually(async () => {
+    const retries = (await history(id)).filter((event) => event.type === 'retrying');
+    expect(retries).toHaveLength(count);
+    return retries.at(-1)!;
+  });
+}
+
+/** Waits for the post's `count`-th retry to be planned, then moves the clock to it: the retry runs. Its reason. */
+async function passRetry(id: string, count: number): Promise<string> {
+  const retry = await retryPlanned(id, count);
+  await server.clock.advance(Date.parse(retry.nextAttemptAt!) - server.clock.now().getTime() + 1000);
+  return retry.reason!;
+}
+
+describe('TikTok: a chunk TikTok stored whose answer was lost', () => {
+  it('is answered 416 when sent again: the upload goes on from the bytes status/fetch reports, and the post is published once', async () => {
+    const before = tiktok.publications.length;
+    tiktok.loseNextChunkAnswer();
+    const id = await publishNow('tiktok', twoChunks.id);
+    await passRetry(id, 1);
+    const post = await settled(id);
+    expect(post.error).toBeNull();
+    expect(post.status).toBe('published');
+    // One publication, each chunk stored once, the first sent twice (the second time refused with 416).
+    expect(tiktok.publications).toHaveLength(before + 1);
+    const publication = tiktok.publications.at(-1)!;
+    expect(publication).toMatchObject({ status: 'PUBLISH_COMPLETE', stored: twoChunks.bytes.length });
+    expect(publication.chunks).toHaveLength(2);
+    expect(publication.received).toBe(twoChunks.bytes.length + TIKTOK_CHUNK);
+    expect(tiktok.videoBytes(publication.publishId)!.equals(twoChunks.bytes)).toBe(true);
+    expect(post.releaseId).toBe(publication.postId);
+  });
+});
+
+describe('TikTok: an upload URL that expired (it lasts an hour)', () => {
+  it('before the last chunk: the post starts over with a new init instead of sending to the dead URL again', async () => {
+    const before = tiktok.publications.length;
+    tiktok.loseNextChunkAnswer();
+    const id = await publishNow('tiktok', twoChunks.id);
+    // The worker waits to try the chunk again; meanwhile the upload URL's hour passes.
+    await retryPlanned(id, 1);
+    tiktok.advanceClock(3601);
+    await passRetry(id, 1);
+    expect(await passRetry(id, 2)).toMatch(/upload URL lasts an hour.*starts over with a new upload/);
+    const post = await settled(id);
+    expect(post.error).toBeNull();
+    expect(post.status).toBe('published');
+    // The first publication got its first chunk and one refused try (403); the second, the video.
+    const [dead, fresh] = tiktok.publications.slice(before);
+    expect(tiktok.publications).toHaveLength(before + 2);
+    expect(dead).toMatchObject({ status: 'PROCESSING_UPLOAD', stored: TIKTOK_CHUNK, received: 2 * TIKTOK_CHUNK });
+    expect(fresh).toMatchObject({ status: 'PUBLISH_COMPLETE', stored: twoChunks.bytes.length });
+    expect(fresh!.received).toBe(twoChunks.bytes.length);
+    expect(post.releaseId).toBe(fresh!.postId);
+  });
+
+  it('after the last chunk: status/fetch is asked, and nothing is sent again', async () => {
+    const before = tiktok.publications.length;
+    tiktok.loseNextChunkAnswer();
+    const id = await publishNow('tiktok', oneChunk.id);
+    await retryPlanned(id, 1);
+    tiktok.advanceClock(3601);
+    await passRetry(id, 1);
+    const post = await settled(id);
+    expect(post.status).toBe('published');
+    expect(tiktok.publications).toHaveLength(before + 1);
+    const publication = tiktok.publications.at(-1)!;
+    expect(publication).toMatchObject({ status: 'PUBLISH_COMPLETE', received: oneChunk.bytes.length });
+    expect(post.releaseId).toBe(publication.postId);
+  });
+});
