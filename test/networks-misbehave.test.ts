@@ -2,10 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostStatus } from '../src/core/contract.js';
 import { BrowserSession } from './support/browser-session.js';
 import { eventually } from './support/eventually.js';
+import { connectYouTube, startFakeGoogle, youtubeEnv, type FakeGoogle } from './support/fake-google.js';
 import { connectTikTok, startFakeTikTok, tiktokEnv, type FakeTikTok } from './support/fake-tiktok.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { json } from './support/http.js';
-import { mp4WithDuration } from './support/media-samples.js';
+import { mp4, mp4WithDuration } from './support/media-samples.js';
 import { send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { TIMEOUTS } from './support/timeouts.js';
@@ -16,8 +17,10 @@ import { completeUpload, startUpload } from './support/uploads.js';
 // delays (5 s, then 30 s) on the server's clock, which the tests move instead of waiting.
 const MB = 1024 * 1024;
 const TIKTOK_CHUNK = 5 * MB;
+const YOUTUBE_CHUNK = 256 * 1024;
 const RETRY_BASE_MS = 5000;
 let tiktok: FakeTikTok;
+let google: FakeGoogle;
 let server: TestServer;
 let org: TestOrganization;
 let session: BrowserSession;
@@ -26,6 +29,8 @@ const channels = { tiktok: '', youtube: '' };
 let twoChunks: { id: string; bytes: Buffer };
 /** 1 MB of video: one TikTok chunk, the last. */
 let oneChunk: { id: string; bytes: Buffer };
+/** 600 KiB of video: three YouTube chunks of 256 KiB and the rest. */
+let youtubeVideo: { id: string; bytes: Buffer };
 
 interface Post {
   id: string;
@@ -55,12 +60,15 @@ beforeAll(async () => {
   tiktok = await startFakeTikTok({ account: { displayName: 'Acme on TikTok', username: 'acme' } });
   // Published at the first status check, so that a test waits for nothing but what it is about.
   tiktok.processingChecks(0);
+  google = await startFakeGoogle({ account: { channelId: 'UC_misbehave_0001', title: 'Acme Videos' } });
   server = await startTestServer({
     worker: true,
     env: {
       ...tiktokEnv(tiktok, TIKTOK_CHUNK),
+      ...youtubeEnv(google, YOUTUBE_CHUNK),
       PUBLISH_RETRY_BASE_MS: String(RETRY_BASE_MS),
       DAILY_POST_LIMIT_TIKTOK: '100',
+      DAILY_POST_LIMIT_YOUTUBE: '100',
       RATE_LIMIT_MAX: '100000',
     },
   });
@@ -68,13 +76,17 @@ beforeAll(async () => {
   session = new BrowserSession(server);
   await session.logIn(org.email, org.password);
   expect((await connectTikTok(session)).headers.get('location')).toBe('/settings/channels?done=connected');
+  expect((await connectYouTube(session)).headers.get('location')).toBe('/settings/channels?done=connected');
   channels.tiktok = await channelOf('tiktok');
+  channels.youtube = await channelOf('youtube');
   twoChunks = await uploadMedia('two-chunks.mp4', mp4WithDuration(15, { mdatBytes: 12 * MB }));
   oneChunk = await uploadMedia('one-chunk.mp4', mp4WithDuration(8, { mdatBytes: MB }));
+  youtubeVideo = await uploadMedia('youtube.mp4', mp4(600 * 1024));
 }, TIMEOUTS.hook);
 afterAll(async () => {
   await server?.close();
   await tiktok?.close();
+  await google?.close();
 });
 
 async function publishNow(provider: 'tiktok' | 'youtube', mediaId: string, title = 'Misbehaving'): Promise<string> {
@@ -191,5 +203,63 @@ describe('TikTok: an upload URL that expired (it lasts an hour)', () => {
     const publication = tiktok.publications.at(-1)!;
     expect(publication).toMatchObject({ status: 'PUBLISH_COMPLETE', received: oneChunk.bytes.length });
     expect(post.releaseId).toBe(publication.postId);
+  });
+});
+
+describe('YouTube: a token that expired while a chunk went up (401)', () => {
+  it('is refreshed once, and the upload goes on from the range the session reports', async () => {
+    const tokenCalls = () => google.requests.filter((r) => r.path === '/token').length;
+    const refreshesBefore = tokenCalls();
+    google.expireTokensDuringNextChunk();
+    const id = await publishNow('youtube', youtubeVideo.id, 'Token expired mid-chunk');
+    const post = await settled(id);
+    expect(post.error).toBeNull();
+    expect(post.status).toBe('published');
+    expect(tokenCalls()).toBe(refreshesBefore + 1);
+    const video = google.videos.find((v) => v.id === post.releaseId)!;
+    const upload = google.sessions().find((s) => s.id === video.sessionId)!;
+    // The refused chunk went up twice; every other byte once.
+    expect(upload).toMatchObject({ stored: youtubeVideo.bytes.length, completed: true });
+    expect(upload.received).toBe(youtubeVideo.bytes.length + YOUTUBE_CHUNK);
+    expect(google.videoBytes(video.id)!.equals(youtubeVideo.bytes)).toBe(true);
+    const listed = (await json(await send(server, org.auth, 'GET', '/public/v1/channels'))) as {
+      data: { id: string; status: string }[];
+    };
+    expect(listed.data.find((c) => c.id === channels.youtube)?.status).toBe('active');
+  });
+});
+
+describe('YouTube: an upload session that expired (404)', () => {
+  it('before the last chunk: a new session is opened and the video uploaded to it, as Google’s guide says', async () => {
+    const sessionsBefore = google.sessions().length;
+    google.failNextChunk(503);
+    const id = await publishNow('youtube', youtubeVideo.id, 'Session expired');
+    // The worker waits to try the chunk again; meanwhile the session expires.
+    await retryPlanned(id, 1);
+    google.expireUploadSessions();
+    await passRetry(id, 1);
+    expect(await passRetry(id, 2)).toMatch(/no longer knows the upload session.*starts over with a new session/);
+    const post = await settled(id);
+    expect(post.error).toBeNull();
+    expect(post.status).toBe('published');
+    const sessions = google.sessions().slice(sessionsBefore);
+    expect(sessions).toHaveLength(2);
+    expect(sessions[0]).toMatchObject({ completed: false });
+    expect(sessions[1]).toMatchObject({ completed: true, received: youtubeVideo.bytes.length });
+    expect(google.videos.find((v) => v.id === post.releaseId)!.sessionId).toBe(sessions[1]!.id);
+  });
+
+  it('after the last chunk: the video may exist, so nothing is sent again and the post is outcome_unknown', async () => {
+    const videosBefore = google.videos.length;
+    google.cutAfterFinalChunk();
+    const id = await publishNow('youtube', youtubeVideo.id, 'Expired after the last chunk');
+    await retryPlanned(id, 1);
+    google.expireUploadSessions();
+    await passRetry(id, 1);
+    const post = await settled(id);
+    expect(post.status).toBe('failed');
+    expect(post.error!.code).toBe('outcome_unknown');
+    // The video exists once: it was not uploaded again.
+    expect(google.videos).toHaveLength(videosBefore + 1);
   });
 });

@@ -57,7 +57,8 @@ export interface FakeGoogleRequest {
  * Google: authorization codes are single use, bound to the client, the redirect URI and the PKCE
  * challenge, and expire after ten minutes; refresh tokens are not rotated; an upload session takes
  * chunks only from the byte it holds and only in multiples of 256 KiB but for the last, and says how
- * far it got with `308` and `Range`; the session URI is its own credential. Errors have Google's
+ * far it got with `308` and `Range`; the session URI is its own credential, and a token sent with it
+ * must be good (`401` otherwise); a session expires (`404`). Errors have Google's
  * shapes: `{error, error_description}` from the token endpoint, `{error: {code, message, errors:
  * [{domain, reason, message}]}}` from YouTube.
  *
@@ -97,6 +98,13 @@ export interface FakeGoogle {
   failNextUploads(count: number, reason: 'quotaExceeded' | 'uploadLimitExceeded' | 'forbidden'): void;
   /** The next chunk PUT answers this status (e.g. 503) without storing the bytes. */
   failNextChunk(status: number): void;
+  /**
+   * The access tokens issued so far expire while the next chunk goes up: Google checks the token
+   * sent with the chunk once it arrived, answers `401` and stores nothing of it. A refreshed token works.
+   */
+  expireTokensDuringNextChunk(): void;
+  /** Every upload session open now expires (Google keeps one about a week): its URI answers `404` from now on. */
+  expireUploadSessions(): void;
   /**
    * The next chunk PUT stores only the first `bytes` bytes of what it received, then destroys the
    * connection (an interrupted upload); the session's Range then says how far it got.
@@ -186,6 +194,8 @@ interface IssuedAccessToken {
 }
 
 interface UploadSession extends FakeGoogleSession {
+  /** Expired: its URI answers 404, as one Google no longer knows. */
+  expired: boolean;
   parts: string[];
   contentType: string;
   metadata: Omit<FakeGoogleVideo, 'id' | 'sessionId' | 'bytes' | 'contentType'>;
@@ -238,6 +248,7 @@ export async function startFakeGoogle(
   let denyNext = false;
   const uploadFailures: ('quotaExceeded' | 'uploadLimitExceeded' | 'forbidden')[] = [];
   let chunkFailure: number | undefined;
+  let expireTokensDuringChunk = false;
   let chunkCut: number | undefined;
   let cutFinal = false;
   let holdFinal = false;
@@ -797,6 +808,7 @@ export async function startFakeGoogle(
       received: 0,
       stored: 0,
       completed: false,
+      expired: false,
       parts,
       contentType: mediaType,
       metadata,
@@ -840,9 +852,20 @@ export async function startFakeGoogle(
     message,
   });
 
-  /** A PUT on the session URI: a status query, a chunk, or the whole file at once. It needs no token. */
+  /**
+   * A PUT on the session URI: a status query, a chunk, or the whole file at once. It needs no token
+   * (the URI is its own credential), but one sent with it is checked.
+   */
   const putChunk = (req: IncomingMessage, res: ServerResponse, session: UploadSession, body: Buffer) => {
     session.received += body.length;
+    if (expireTokensDuringChunk && body.length > 0) {
+      expireTokensDuringChunk = false;
+      for (const issued of accessTokens.values()) issued.expiresAt = Math.min(issued.expiresAt, now());
+    }
+    if (req.headers.authorization !== undefined) {
+      const auth = authorizeCall(req, UPLOAD_SCOPES);
+      if ('error' in auth) return youtubeError(res, auth.error);
+    }
     const header = req.headers['content-range'];
     // Once complete, the session answers every PUT with the video, and stores nothing more.
     if (session.video) return sendJson(res, 200, videoResource(session.video, session.parts));
@@ -934,7 +957,7 @@ export async function startFakeGoogle(
       if (uploadId === null && method === 'POST') return startUpload(req, res, url.searchParams, body);
       if (uploadId !== null && method === 'PUT') {
         const session = uploads.get(uploadId);
-        if (!session)
+        if (!session || session.expired)
           return youtubeError(res, {
             status: 404,
             reason: 'notFound',
@@ -997,6 +1020,12 @@ export async function startFakeGoogle(
     },
     failNextChunk: (status) => {
       chunkFailure = status;
+    },
+    expireTokensDuringNextChunk: () => {
+      expireTokensDuringChunk = true;
+    },
+    expireUploadSessions: () => {
+      for (const session of uploads.values()) session.expired = true;
     },
     cutNextChunkAfter: (bytes) => {
       chunkCut = bytes;
