@@ -263,3 +263,34 @@ describe('YouTube: an upload session that expired (404)', () => {
     expect(google.videos).toHaveLength(videosBefore + 1);
   });
 });
+
+describe('A Google account without a YouTube channel', () => {
+  it('connecting it says that the account has no YouTube channel, and where to make one', async () => {
+    google.withoutChannel(true);
+    try {
+      const back = await connectYouTube(session);
+      expect(back.headers.get('location')).toBe('/settings/channels?failed=no_channel&network=youtube');
+      const page = await (await session.get(back.headers.get('location')!)).text();
+      expect(page).toContain(
+        'YouTube: The account you signed in with has no channel there, so nothing was connected. Create one with that account at https://www.youtube.com/create_channel, then connect again.',
+      );
+      expect(page).not.toContain('allow every access');
+    } finally {
+      google.withoutChannel(false);
+    }
+  });
+
+  it('publishing to it fails saying so, and the channel waits to be connected again', async () => {
+    google.withoutChannel(true);
+    try {
+      const post = await settled(await publishNow('youtube', youtubeVideo.id, 'No channel'));
+      expect(post.status).toBe('failed');
+      expect(post.error!.code).toBe('channel_needs_reconnect');
+      expect(post.error!.message).toContain('has no YouTube channel');
+      expect(post.error!.message).toContain('https://www.youtube.com/create_channel');
+    } finally {
+      google.withoutChannel(false);
+    }
+    expect((await connectYouTube(session)).headers.get('location')).toBe('/settings/channels?done=reconnected');
+  });
+});

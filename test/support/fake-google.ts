@@ -106,6 +106,11 @@ export interface FakeGoogle {
   /** Every upload session open now expires (Google keeps one about a week): its URI answers `404` from now on. */
   expireUploadSessions(): void;
   /**
+   * Whether the signed-in Google account has no YouTube channel (an unlinked account): YouTube then
+   * answers `401 youtubeSignupRequired` to channels.list?mine=true and to uploads.
+   */
+  withoutChannel(on: boolean): void;
+  /**
    * The next chunk PUT stores only the first `bytes` bytes of what it received, then destroys the
    * connection (an interrupted upload); the session's Range then says how far it got.
    */
@@ -249,6 +254,7 @@ export async function startFakeGoogle(
   const uploadFailures: ('quotaExceeded' | 'uploadLimitExceeded' | 'forbidden')[] = [];
   let chunkFailure: number | undefined;
   let expireTokensDuringChunk = false;
+  let unlinked = false;
   let chunkCut: number | undefined;
   let cutFinal = false;
   let holdFinal = false;
@@ -563,9 +569,18 @@ export async function startFakeGoogle(
     return parts;
   };
 
+  /** YouTube's answer to a call that needs a channel, from an account without one. */
+  const signupRequired: YouTubeError = {
+    status: 401,
+    reason: 'youtubeSignupRequired',
+    domain: 'youtube.header',
+    message: 'Unauthorized',
+  };
+
   const listChannels = (req: IncomingMessage, res: ServerResponse, query: URLSearchParams) => {
     const auth = authorizeCall(req, READ_SCOPES);
     if ('error' in auth) return youtubeError(res, auth.error);
+    if (unlinked && query.get('mine') === 'true') return youtubeError(res, signupRequired);
     const parts = partsOf(query);
     if (!Array.isArray(parts)) return youtubeError(res, parts);
     const ids = query.get('id')?.split(',');
@@ -741,6 +756,7 @@ export async function startFakeGoogle(
   const startUpload = (req: IncomingMessage, res: ServerResponse, query: URLSearchParams, body: Buffer) => {
     const auth = authorizeCall(req, UPLOAD_SCOPES);
     if ('error' in auth) return youtubeError(res, auth.error);
+    if (unlinked) return youtubeError(res, signupRequired);
     const failure = uploadFailures.shift();
     if (failure === 'quotaExceeded') {
       return youtubeError(res, {
@@ -1026,6 +1042,9 @@ export async function startFakeGoogle(
     },
     expireUploadSessions: () => {
       for (const session of uploads.values()) session.expired = true;
+    },
+    withoutChannel: (on) => {
+      unlinked = on;
     },
     cutNextChunkAfter: (bytes) => {
       chunkCut = bytes;

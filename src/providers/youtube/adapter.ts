@@ -14,7 +14,7 @@ import {
   type PublishingAdapter,
   type StepResult,
 } from '../publishing-contract.js';
-import type { YouTubeSettings } from './connection.js';
+import { CREATE_CHANNEL_URL, signupRequired, type YouTubeSettings } from './connection.js';
 
 type PostSettings = components['schemas']['YouTubeSettings'];
 
@@ -143,7 +143,7 @@ export class YouTubeAdapter implements PublishingAdapter {
     );
     if (answer.status === 200 || answer.status === 201) return { outcome: this.published(answer) };
     if (answer.status === 308) return { next: this.nextStep({ ...reference, offset: storedBytes(answer) }) };
-    if (answer.status === 401) {
+    if (answer.status === 401 && !signupRequired(answer.status, answer.body)) {
       // The token expired while the chunk went up: refreshed once, then the session says how far it got.
       const fresh = await this.tokens.afterRefusal(input.channel, asked.token);
       const again = await this.send(input, 'PUT', reference.sessionUrl, statusQuery(reference, fresh));
@@ -200,14 +200,18 @@ export class YouTubeAdapter implements PublishingAdapter {
     };
   }
 
-  /** Runs a call with the channel's access token, once more with a fresh one if YouTube refuses it. */
+  /**
+   * Runs a call with the channel's access token, once more with a fresh one if YouTube refuses it
+   * (a refusal because the account has no YouTube channel is no token's fault: it is answered as is).
+   */
   private async authorized(input: PublicationInput, call: (token: string) => Promise<Answer>): Promise<Authorized> {
     const token = await this.tokens.accessToken(input.channel);
     const answer = await call(token);
-    if (answer.status !== 401) return { answer, token };
+    if (answer.status !== 401 || signupRequired(answer.status, answer.body)) return { answer, token };
     const fresh = await this.tokens.afterRefusal(input.channel, token);
     const again = await call(fresh);
-    if (again.status === 401) throw new ReconnectNeededError('YouTube refused the channel’s access token');
+    if (again.status === 401 && !signupRequired(again.status, again.body))
+      throw new ReconnectNeededError('YouTube refused the channel’s access token');
     return { answer: again, token: fresh };
   }
 
@@ -240,6 +244,14 @@ export class YouTubeAdapter implements PublishingAdapter {
       message = error?.message ?? error?.errors?.[0]?.message ?? message;
     } catch {
       // Not JSON: the status says it.
+    }
+    if (reason === 'youtubeSignupRequired') {
+      return new PermanentPublishError(
+        'channel_needs_reconnect',
+        `The Google account of this channel has no YouTube channel (${reason}). Create one with that account ` +
+          `at ${CREATE_CHANNEL_URL}, or reconnect the channel with the Google account that owns it; then ` +
+          'schedule the post again.',
+      );
     }
     if (answer.status === 401) return new ReconnectNeededError(message);
     if (reason === 'quotaExceeded' || reason === 'uploadLimitExceeded' || reason === 'dailyLimitExceeded') {
