@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostStatus } from '../src/core/contract.js';
+import { plainText } from '../src/providers/network-text.js';
 import { BrowserSession } from './support/browser-session.js';
 import { eventually } from './support/eventually.js';
 import { connectYouTube, startFakeGoogle, youtubeEnv, type FakeGoogle } from './support/fake-google.js';
@@ -292,5 +293,31 @@ describe('A Google account without a YouTube channel', () => {
       google.withoutChannel(false);
     }
     expect((await connectYouTube(session)).headers.get('location')).toBe('/settings/channels?done=reconnected');
+  });
+});
+
+describe('A network’s message written in HTML', () => {
+  it('is stored and shown as its text: Google’s quotaExceeded link is no markup on the post page', async () => {
+    google.failNextUploads(1, 'quotaExceeded');
+    const post = await settled(await publishNow('youtube', youtubeVideo.id, 'Over quota'));
+    expect(post.error!.code).toBe('quota_exceeded');
+    expect(post.error!.message).toContain('The request cannot be completed because you have exceeded your quota.');
+    expect(post.error!.message).not.toMatch(/[<>]/);
+    const failed = (await history(post.id)).find((event) => event.type === 'failed')!;
+    expect(failed.error!.message).toBe(post.error!.message);
+    const page = await (await session.get(`/posts/${post.id}`)).text();
+    expect(page).toContain('you have exceeded your quota.');
+    expect(page).not.toContain('&lt;a');
+  });
+
+  it('plainText drops tags and decodes entities, and leaves a < in words alone', () => {
+    expect(plainText('exceeded your <a href="/youtube/v3/getting-started#quota">quota</a>.')).toBe(
+      'exceeded your quota.',
+    );
+    expect(plainText('Tom &amp; Jerry&#39;s &lt;b&gt; &#x1F600;<!-- note -->')).toBe("Tom & Jerry's <b> 😀");
+    expect(plainText('The title contains < or >, &bogus; and\n  a line break')).toBe(
+      'The title contains < or >, &bogus; and a line break',
+    );
+    expect(plainText('&#0;&#xD800;&#1114112;')).toBe('\uFFFD\uFFFD\uFFFD');
   });
 });

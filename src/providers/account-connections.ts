@@ -11,6 +11,7 @@ import type { ProvidersContext } from './registry.js';
 import type { Channel } from '../channels/tables.js';
 import { credentialsContext, verifierContext } from './account-credentials.js';
 import { cancelRevocations } from './account-revocations.js';
+import { plainText } from './network-text.js';
 
 /** How long a user may stay at the network's consent page. */
 const CONNECTION_LIFETIME_MS = 15 * 60_000;
@@ -123,9 +124,11 @@ export async function finishConnection(
     const { channel, reconnected } = await connectAccount(ctx, adapter, pending, answer.code!);
     return { ok: true, organizationId, channel, reconnected, returnTo };
   } catch (error) {
-    if (error instanceof AccountWithoutChannelError) return failed('no_channel', `${capitalized(error.message)}.`);
+    // The network's words, as text (some networks write HTML): they reach a page and a return URL.
+    if (error instanceof AccountWithoutChannelError)
+      return failed('no_channel', `${capitalized(plainText(error.message))}.`);
     if (error instanceof ConnectionRefusedError)
-      return failed('refused', `The network refused the connection: ${error.message}.`);
+      return failed('refused', `The network refused the connection: ${plainText(error.message)}.`);
     ctx.logger.warn({ err: error, provider }, 'connecting an account failed');
     return failed('unreachable', 'The network could not be reached to finish the connection; try again in a moment.');
   }

@@ -763,7 +763,9 @@ export async function startFakeGoogle(
         status: 403,
         reason: 'quotaExceeded',
         domain: 'youtube.quota',
-        message: 'The project has used up its quota for today.',
+        // Google's own words, HTML included.
+        message:
+          'The request cannot be completed because you have exceeded your <a href="/youtube/v3/getting-started#quota">quota</a>.',
       });
     }
     if (failure === 'uploadLimitExceeded') {
