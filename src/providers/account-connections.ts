@@ -6,11 +6,12 @@ import { newId } from '../core/ids.js';
 import { hashSecret } from '../crypto/issued-secrets.js';
 import type { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
-import { ConnectionRefusedError, type AccountCredentials } from './connection-contract.js';
+import { AccountWithoutChannelError, ConnectionRefusedError, type AccountCredentials } from './connection-contract.js';
 import type { ProvidersContext } from './registry.js';
 import type { Channel } from '../channels/tables.js';
 import { credentialsContext, verifierContext } from './account-credentials.js';
 import { cancelRevocations } from './account-revocations.js';
+import { plainText } from './network-text.js';
 
 /** How long a user may stay at the network's consent page. */
 const CONNECTION_LIFETIME_MS = 15 * 60_000;
@@ -79,7 +80,8 @@ export type ConnectionResult =
   | { ok: false; organizationId?: string; failure: ConnectionFailure; reason: string; returnTo?: ConnectionReturn };
 
 /** Why a connection did not finish, as a code the pages turn into words of their own. */
-export type ConnectionFailure = 'unknown' | 'expired' | 'other_session' | 'denied' | 'refused' | 'unreachable';
+export type ConnectionFailure =
+  'unknown' | 'expired' | 'other_session' | 'denied' | 'refused' | 'no_channel' | 'unreachable';
 
 /**
  * Finishes a connection when the network sends the user back: the `state` must be one this server
@@ -122,8 +124,11 @@ export async function finishConnection(
     const { channel, reconnected } = await connectAccount(ctx, adapter, pending, answer.code!);
     return { ok: true, organizationId, channel, reconnected, returnTo };
   } catch (error) {
+    // The network's words, as text (some networks write HTML): they reach a page and a return URL.
+    if (error instanceof AccountWithoutChannelError)
+      return failed('no_channel', `${capitalized(plainText(error.message))}.`);
     if (error instanceof ConnectionRefusedError)
-      return failed('refused', `The network refused the connection: ${error.message}.`);
+      return failed('refused', `The network refused the connection: ${plainText(error.message)}.`);
     ctx.logger.warn({ err: error, provider }, 'connecting an account failed');
     return failed('unreachable', 'The network could not be reached to finish the connection; try again in a moment.');
   }
@@ -259,3 +264,5 @@ async function saveConnectedChannel(
 export async function forgetExpiredConnections(db: Db, now: Date): Promise<void> {
   await db.deleteFrom('channel_connections').where('expires_at', '<', now).execute();
 }
+
+const capitalized = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);

@@ -21,6 +21,12 @@ export interface AccountIdentity {
 export class ConnectionRefusedError extends Error {}
 
 /**
+ * The account signed in and allowed access, but has no channel on the network to publish to (a
+ * Google account without a YouTube channel): nothing is connected until the user creates one there.
+ */
+export class AccountWithoutChannelError extends ConnectionRefusedError {}
+
+/**
  * How an account of one network is connected: the network's authorization-code flow for this
  * installation's app (PKCE where the network supports it), the code exchange, the refresh of an
  * access token, and the account's identity.
@@ -28,6 +34,8 @@ export class ConnectionRefusedError extends Error {}
 export interface ConnectionAdapter {
   /** The origin of the network's consent page: the pages that send the user there allow it as a form target. */
   readonly consentOrigin: string;
+  /** Where a user creates a channel for an account that has none, on a network where an account may lack one. */
+  readonly createChannelUrl?: string;
   /** The network's consent page, to which the user's browser is sent. */
   authorizeUrl(input: { state: string; redirectUri: string; codeChallenge: string }): string;
   /** Trades the code of the network's answer for tokens; `ConnectionRefusedError` when the network refuses it. */

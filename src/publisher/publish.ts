@@ -16,6 +16,7 @@ import {
   type PublishingAdapter,
   type StepResult,
 } from '../providers/publishing-contract.js';
+import { plainText } from '../providers/network-text.js';
 import type { ClaimedPost, RecordedProgress } from './ledger.js';
 import { loadProgress, saveProgress } from './ledger.js';
 
@@ -78,6 +79,25 @@ export async function publishableMedia(
  * only a network that knows nothing of it lets the step run again.
  */
 export async function runAttempt(
+  ctx: { db: Db; clock: Clock },
+  adapter: PublishingAdapter,
+  post: ClaimedPost,
+  input: PublicationInput,
+): Promise<RunResult> {
+  return inWords(await runSteps(ctx, adapter, post, input));
+}
+
+/**
+ * A run's result with the networks' words in it as plain text: a network's message becomes the post's
+ * error or a retry's reason, which are stored and shown as text, and some networks write HTML.
+ */
+function inWords(result: RunResult): RunResult {
+  if (result.status === 'failed') return { ...result, message: plainText(result.message) };
+  if (result.status === 'retry') return { ...result, reason: plainText(result.reason) };
+  return result;
+}
+
+async function runSteps(
   { db, clock }: { db: Db; clock: Clock },
   adapter: PublishingAdapter,
   post: ClaimedPost,
@@ -121,6 +141,12 @@ export async function runAttempt(
     }
     if ('outcome' in result) return result.outcome;
     if ('pending' in result) return { status: 'pending', checkAgainInSeconds: result.pending.checkAgainInSeconds };
+    if ('restart' in result) {
+      // Counted as a passing failure, so that starting over cannot go on for ever; the next run begins
+      // at the first step, which a network limiting its starts counts as one (see the worker's mayStart).
+      await saveProgress(db, post, adapter.start(input), clock.now());
+      return { status: 'retry', reason: result.restart.reason, maybeDelivered: false };
+    }
     progress = result.next;
     await saveProgress(db, post, progress, clock.now());
   }

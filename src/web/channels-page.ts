@@ -151,7 +151,10 @@ function failureOf(ctx: PostsContext, req: Request): string | undefined {
     typeof req.query.failed === 'string' && req.query.failed in FAILURES
       ? FAILURES[req.query.failed as ConnectionFailure]
       : undefined;
-  return failure && network ? `${network.name}: ${failure}` : failure;
+  if (!failure || !network) return failure;
+  // Where the network has a page for making a channel (YouTube's), the words say so.
+  const createAt = req.query.failed === 'no_channel' ? network.connection?.createChannelUrl : undefined;
+  return `${network.name}: ${createAt ? noChannel(createAt) : failure}`;
 }
 
 /** The origins an integrator's users may be sent back to after connecting a channel through the API. */
@@ -227,6 +230,7 @@ const RETURN_ERRORS: Record<ConnectionFailure, string> = {
   other_session: 'refused',
   denied: 'access_denied',
   refused: 'refused',
+  no_channel: 'refused',
   unreachable: 'unavailable',
 };
 
@@ -245,6 +249,15 @@ function returnLocation(returnTo: ConnectionReturn, result: ConnectionResult): s
   return url.href;
 }
 
+/** The words for an account without a channel, with where to make one when the network has such a page. */
+function noChannel(createAt?: string): string {
+  const where = createAt ? ` at ${createAt}` : '';
+  return (
+    'The account you signed in with has no channel there, so nothing was connected. ' +
+    `Create one with that account${where}, then connect again.`
+  );
+}
+
 const FAILURES: Record<ConnectionFailure, string> = {
   unknown:
     'That answer of the network belongs to no connection in progress ' +
@@ -254,6 +267,7 @@ const FAILURES: Record<ConnectionFailure, string> = {
   denied: 'Access was not allowed on the network; nothing was connected.',
   refused:
     'The network refused the connection; nothing was connected. Start it again, and allow every access asked for.',
+  no_channel: noChannel(),
   unreachable:
     'The network could not be reached to finish the connection; nothing was connected. Try again in a moment.',
 };

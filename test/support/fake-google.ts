@@ -57,7 +57,8 @@ export interface FakeGoogleRequest {
  * Google: authorization codes are single use, bound to the client, the redirect URI and the PKCE
  * challenge, and expire after ten minutes; refresh tokens are not rotated; an upload session takes
  * chunks only from the byte it holds and only in multiples of 256 KiB but for the last, and says how
- * far it got with `308` and `Range`; the session URI is its own credential. Errors have Google's
+ * far it got with `308` and `Range`; the session URI is its own credential, and a token sent with it
+ * must be good (`401` otherwise); a session expires (`404`). Errors have Google's
  * shapes: `{error, error_description}` from the token endpoint, `{error: {code, message, errors:
  * [{domain, reason, message}]}}` from YouTube.
  *
@@ -97,6 +98,18 @@ export interface FakeGoogle {
   failNextUploads(count: number, reason: 'quotaExceeded' | 'uploadLimitExceeded' | 'forbidden'): void;
   /** The next chunk PUT answers this status (e.g. 503) without storing the bytes. */
   failNextChunk(status: number): void;
+  /**
+   * The access tokens issued so far expire while the next chunk goes up: Google checks the token
+   * sent with the chunk once it arrived, answers `401` and stores nothing of it. A refreshed token works.
+   */
+  expireTokensDuringNextChunk(): void;
+  /** Every upload session open now expires (Google keeps one about a week): its URI answers `404` from now on. */
+  expireUploadSessions(): void;
+  /**
+   * Whether the signed-in Google account has no YouTube channel (an unlinked account): YouTube then
+   * answers `401 youtubeSignupRequired` to channels.list?mine=true and to uploads.
+   */
+  withoutChannel(on: boolean): void;
   /**
    * The next chunk PUT stores only the first `bytes` bytes of what it received, then destroys the
    * connection (an interrupted upload); the session's Range then says how far it got.
@@ -186,6 +199,8 @@ interface IssuedAccessToken {
 }
 
 interface UploadSession extends FakeGoogleSession {
+  /** Expired: its URI answers 404, as one Google no longer knows. */
+  expired: boolean;
   parts: string[];
   contentType: string;
   metadata: Omit<FakeGoogleVideo, 'id' | 'sessionId' | 'bytes' | 'contentType'>;
@@ -238,6 +253,8 @@ export async function startFakeGoogle(
   let denyNext = false;
   const uploadFailures: ('quotaExceeded' | 'uploadLimitExceeded' | 'forbidden')[] = [];
   let chunkFailure: number | undefined;
+  let expireTokensDuringChunk = false;
+  let unlinked = false;
   let chunkCut: number | undefined;
   let cutFinal = false;
   let holdFinal = false;
@@ -552,9 +569,18 @@ export async function startFakeGoogle(
     return parts;
   };
 
+  /** YouTube's answer to a call that needs a channel, from an account without one. */
+  const signupRequired: YouTubeError = {
+    status: 401,
+    reason: 'youtubeSignupRequired',
+    domain: 'youtube.header',
+    message: 'Unauthorized',
+  };
+
   const listChannels = (req: IncomingMessage, res: ServerResponse, query: URLSearchParams) => {
     const auth = authorizeCall(req, READ_SCOPES);
     if ('error' in auth) return youtubeError(res, auth.error);
+    if (unlinked && query.get('mine') === 'true') return youtubeError(res, signupRequired);
     const parts = partsOf(query);
     if (!Array.isArray(parts)) return youtubeError(res, parts);
     const ids = query.get('id')?.split(',');
@@ -730,13 +756,16 @@ export async function startFakeGoogle(
   const startUpload = (req: IncomingMessage, res: ServerResponse, query: URLSearchParams, body: Buffer) => {
     const auth = authorizeCall(req, UPLOAD_SCOPES);
     if ('error' in auth) return youtubeError(res, auth.error);
+    if (unlinked) return youtubeError(res, signupRequired);
     const failure = uploadFailures.shift();
     if (failure === 'quotaExceeded') {
       return youtubeError(res, {
         status: 403,
         reason: 'quotaExceeded',
         domain: 'youtube.quota',
-        message: 'The project has used up its quota for today.',
+        // Google's own words, HTML included.
+        message:
+          'The request cannot be completed because you have exceeded your <a href="/youtube/v3/getting-started#quota">quota</a>.',
       });
     }
     if (failure === 'uploadLimitExceeded') {
@@ -797,6 +826,7 @@ export async function startFakeGoogle(
       received: 0,
       stored: 0,
       completed: false,
+      expired: false,
       parts,
       contentType: mediaType,
       metadata,
@@ -840,9 +870,20 @@ export async function startFakeGoogle(
     message,
   });
 
-  /** A PUT on the session URI: a status query, a chunk, or the whole file at once. It needs no token. */
+  /**
+   * A PUT on the session URI: a status query, a chunk, or the whole file at once. It needs no token
+   * (the URI is its own credential), but one sent with it is checked.
+   */
   const putChunk = (req: IncomingMessage, res: ServerResponse, session: UploadSession, body: Buffer) => {
     session.received += body.length;
+    if (expireTokensDuringChunk && body.length > 0) {
+      expireTokensDuringChunk = false;
+      for (const issued of accessTokens.values()) issued.expiresAt = Math.min(issued.expiresAt, now());
+    }
+    if (req.headers.authorization !== undefined) {
+      const auth = authorizeCall(req, UPLOAD_SCOPES);
+      if ('error' in auth) return youtubeError(res, auth.error);
+    }
     const header = req.headers['content-range'];
     // Once complete, the session answers every PUT with the video, and stores nothing more.
     if (session.video) return sendJson(res, 200, videoResource(session.video, session.parts));
@@ -934,7 +975,7 @@ export async function startFakeGoogle(
       if (uploadId === null && method === 'POST') return startUpload(req, res, url.searchParams, body);
       if (uploadId !== null && method === 'PUT') {
         const session = uploads.get(uploadId);
-        if (!session)
+        if (!session || session.expired)
           return youtubeError(res, {
             status: 404,
             reason: 'notFound',
@@ -997,6 +1038,15 @@ export async function startFakeGoogle(
     },
     failNextChunk: (status) => {
       chunkFailure = status;
+    },
+    expireTokensDuringNextChunk: () => {
+      expireTokensDuringChunk = true;
+    },
+    expireUploadSessions: () => {
+      for (const session of uploads.values()) session.expired = true;
+    },
+    withoutChannel: (on) => {
+      unlinked = on;
     },
     cutNextChunkAfter: (bytes) => {
       chunkCut = bytes;

@@ -83,6 +83,9 @@ export type FakeTikTokLimited = 'init' | 'creator_info' | 'status' | 'display';
  * - chunks as TikTok's media transfer guide says: `total_chunk_count = floor(video_size /
  *   chunk_size)`, chunks of 5 to 64 MB, the final one taking the rest up to 128 MB, a video under
  *   5 MB in one chunk, sent in order with `Content-Range`, answered `206` until the last (`201`);
+ *   a chunk out of order (one sent again) is refused with `416` and `Content-Range: bytes *\/TOTAL`
+ *   (RFC 9110), the upload URL expires after an hour (`403`), and `status/fetch` says how far the
+ *   upload got (`uploaded_bytes`);
  * - a direct post's privacy level must be one the creator allows, and an unaudited app may only post
  *   `SELF_ONLY`; a `PULL_FROM_URL` video must be under a URL prefix verified for the app;
  * - status goes `PROCESSING_UPLOAD` (or `PROCESSING_DOWNLOAD`) → `PUBLISH_COMPLETE` (direct) or
@@ -119,6 +122,8 @@ export interface FakeTikTok {
   processingChecks(count: number): void;
   /** The final chunk completes the upload, but no answer is ever sent. */
   holdAfterFinalChunk(): void;
+  /** The next chunk is stored, but its answer is lost: the connection closes before TikTok answers. */
+  loseNextChunkAnswer(): void;
   /** URL prefixes verified for `PULL_FROM_URL`. */
   verifiedUrlPrefixes: string[];
   /** The account's videos for `video/list` (TikTok's own come from publications too). */
@@ -258,6 +263,7 @@ export async function startFakeTikTok(
   let failNext: string | undefined;
   let checksAfterArrival = 1;
   let holdFinal = false;
+  let loseAnswer = false;
   let origin = '';
   const held = new Set<ServerResponse>();
 
@@ -677,11 +683,16 @@ export async function startFakeTikTok(
     upload.data.push(body);
     upload.stored += body.length;
     upload.chunks.push(req.headers['content-range']!);
+    if (final) upload.arrived = true;
+    if (loseAnswer) {
+      loseAnswer = false;
+      req.socket.destroy();
+      return;
+    }
     if (!final) {
       res.writeHead(206, { 'Content-Range': `bytes 0-${upload.stored - 1}/${upload.videoSize}` });
       return res.end();
     }
-    upload.arrived = true;
     if (holdFinal) {
       holdFinal = false;
       held.add(res);
@@ -883,6 +894,9 @@ export async function startFakeTikTok(
     },
     holdAfterFinalChunk: () => {
       holdFinal = true;
+    },
+    loseNextChunkAnswer: () => {
+      loseAnswer = true;
     },
     verifiedUrlPrefixes,
     addVideos: (added) => {

@@ -265,10 +265,54 @@ export class TikTokAdapter implements PublishingAdapter {
     }
     if (answer.status === 429 || answer.status >= 500)
       throw new TransientPublishError(`TikTok answered ${answer.status} to a chunk of the video`, { answered: true });
-    // The upload URL lasts an hour: a publication taken up later starts over with a new one.
-    if (answer.status === 403 || answer.status === 404)
-      throw new TransientPublishError(`TikTok no longer takes this upload (${answer.status})`, { answered: true });
+    // 416: the chunk is not the one TikTok expects (it stored this one before, and its answer was
+    // lost); 403: the upload URL expired (it lasts an hour); 404: TikTok no longer knows it. TikTok's
+    // status of the publication says how far the upload got.
+    if (answer.status === 416 || answer.status === 403 || answer.status === 404)
+      return this.afterRefusedChunk(input, reference, answer.status);
     throw new PermanentPublishError('rejected_by_network', `TikTok refused a chunk of the video (${answer.status}).`);
+  }
+
+  /**
+   * Where an upload stands after TikTok refused a chunk, from `status/fetch` (its `uploaded_bytes`):
+   * after a 416 the upload goes on with the first chunk TikTok lacks; after a 403 or 404, the upload
+   * URL is dead and nothing was published, so the post starts over with a new init. A video TikTok
+   * holds whole, or a publication past its upload, is asked about as a sent video.
+   */
+  private async afterRefusedChunk(
+    input: PublicationInput,
+    reference: PublishReference,
+    refusal: number,
+  ): Promise<StepResult> {
+    const status = await this.status(input, reference);
+    const uploaded = status.uploaded_bytes ?? 0;
+    if (status.status !== 'PROCESSING_UPLOAD' || uploaded >= reference.total)
+      return {
+        next: {
+          step: 'status',
+          reference: { ...reference, sentAt: this.clock.now().toISOString() },
+          irreversible: true,
+        },
+      };
+    if (refusal !== 416) {
+      return {
+        restart: {
+          reason:
+            `TikTok no longer takes the video’s upload (${refusal}: its upload URL lasts an hour) and published ` +
+            'nothing; the post starts over with a new upload',
+        },
+      };
+    }
+    // TikTok stores whole chunks, in order: it holds chunks 0 to `uploaded / chunkSize - 1`.
+    const next = uploaded / reference.chunkSize;
+    if (!Number.isInteger(next) || next >= reference.chunkCount || next === reference.chunk) {
+      throw new PermanentPublishError(
+        'rejected_by_network',
+        `TikTok refused chunk ${reference.chunk + 1} of ${reference.chunkCount} of the video (416) ` +
+          `and holds ${uploaded} of its ${reference.total} bytes.`,
+      );
+    }
+    return { next: this.uploadStep({ ...reference, chunk: next }) };
   }
 
   private async check(input: PublicationInput, reference: PublishReference): Promise<StepResult> {

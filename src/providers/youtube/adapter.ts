@@ -14,7 +14,7 @@ import {
   type PublishingAdapter,
   type StepResult,
 } from '../publishing-contract.js';
-import type { YouTubeSettings } from './connection.js';
+import { CREATE_CHANNEL_URL, signupRequired, type YouTubeSettings } from './connection.js';
 
 type PostSettings = components['schemas']['YouTubeSettings'];
 
@@ -24,6 +24,12 @@ const TIMEOUT_SECONDS = 120;
 const MAX_ANSWER_BYTES = 256 * 1024;
 
 type Answer = NetworkAnswer;
+
+/** A call's answer, and the access token it was made with. */
+interface Authorized {
+  answer: Answer;
+  token: string;
+}
 
 interface UploadReference extends Record<string, unknown> {
   /** The resumable session's URI, which is its own credential. */
@@ -40,6 +46,10 @@ interface UploadReference extends Record<string, unknown> {
  * (each recorded, so a resumed upload goes on from the `Range` YouTube reports instead of starting
  * over); `finish` sends the last chunk, the irreversible point: YouTube creates the video with it.
  * A `finish` whose answer was lost is asked about by querying the session, never sent again blindly.
+ * Every request carries the channel's access token, as Google's resumable upload guide shows: one
+ * YouTube refuses (it expired while a chunk went up) is refreshed once, and the upload goes on from
+ * the byte the session reports. A session YouTube no longer knows (`404`: it expired) before the
+ * video exists is started over with a new one, as the guide says.
  */
 export class YouTubeAdapter implements PublishingAdapter {
   // YouTube allows a handful of uploads per channel per day; one at a time per channel is plenty.
@@ -67,10 +77,7 @@ export class YouTubeAdapter implements PublishingAdapter {
 
   async lookup(input: PublicationInput, progress: Progress): Promise<Lookup> {
     const reference = progress.reference as UploadReference;
-    const answer = await this.send(input, 'PUT', reference.sessionUrl, {
-      'Content-Range': `bytes */${reference.total}`,
-      'Content-Length': '0',
-    });
+    const { answer } = await this.askSession(input, reference);
     if (answer.status === 200 || answer.status === 201) return this.published(answer);
     // The session holds less than everything: the last chunk never arrived, so no video exists.
     if (answer.status === 308) return { status: 'absent' };
@@ -92,7 +99,7 @@ export class YouTubeAdapter implements PublishingAdapter {
       status: { privacyStatus: settings.privacyStatus, selfDeclaredMadeForKids: settings.madeForKids },
     };
     const url = `${this.settings.apiUrl}/upload/youtube/v3/videos?uploadType=resumable&part=snippet,status`;
-    const answer = await this.authorized(input, (token) =>
+    const { answer } = await this.authorized(input, (token) =>
       this.send(
         input,
         'POST',
@@ -117,29 +124,35 @@ export class YouTubeAdapter implements PublishingAdapter {
     const video = input.media.find((m) => m.kind === 'video')!;
     // Where YouTube stands, not where this worker last heard it stood: after an interrupted chunk it
     // may hold part of it, and the upload goes on from the byte it reports.
-    const status = await this.send(input, 'PUT', recorded.sessionUrl, {
-      'Content-Range': `bytes */${recorded.total}`,
-      'Content-Length': '0',
-    });
-    if (status.status === 200 || status.status === 201) return { outcome: this.published(status) };
-    if (status.status === 404 || status.status === 410)
-      throw new PermanentPublishError(
-        'rejected_by_network',
-        'YouTube no longer knows the upload session; schedule the post again.',
-      );
-    if (status.status !== 308) throw this.failure(status);
-    const reference = { ...recorded, offset: storedBytes(status) };
+    const asked = await this.askSession(input, recorded);
+    const stands = this.standing(asked.answer);
+    if (!('offset' in stands)) return stands;
+    const reference = { ...recorded, offset: stands.offset };
     const end = Math.min(reference.offset + this.chunkBytes, reference.total) - 1;
     const bytes = await readRange(await video.open({ start: reference.offset, end }));
     const answer = await this.send(
       input,
       'PUT',
       reference.sessionUrl,
-      { 'Content-Range': `bytes ${reference.offset}-${end}/${reference.total}`, 'Content-Type': video.contentType },
+      {
+        Authorization: `Bearer ${asked.token}`,
+        'Content-Range': `bytes ${reference.offset}-${end}/${reference.total}`,
+        'Content-Type': video.contentType,
+      },
       bytes,
     );
     if (answer.status === 200 || answer.status === 201) return { outcome: this.published(answer) };
     if (answer.status === 308) return { next: this.nextStep({ ...reference, offset: storedBytes(answer) }) };
+    if (answer.status === 401 && !signupRequired(answer.status, answer.body)) {
+      // The token expired while the chunk went up: refreshed once, then the session says how far it got.
+      const fresh = await this.tokens.afterRefusal(input.channel, asked.token);
+      const again = await this.send(input, 'PUT', reference.sessionUrl, statusQuery(reference, fresh));
+      if (again.status === 401) throw this.failure(again);
+      const after = this.standing(again);
+      return 'offset' in after ? { next: this.nextStep({ ...reference, offset: after.offset }) } : after;
+    }
+    // The session expired (YouTube keeps one a week) and never made the video: a new one starts over.
+    if (answer.status === 404 || answer.status === 410) return sessionGone();
     // A passing failure mid-upload: the session says how far it got, and the upload goes on from there.
     if (answer.status >= 500 || answer.status === 429) {
       throw new TransientPublishError(`YouTube answered ${answer.status} to a chunk`, {
@@ -148,6 +161,28 @@ export class YouTubeAdapter implements PublishingAdapter {
       });
     }
     throw this.failure(answer);
+  }
+
+  /**
+   * Asks the upload session how far it got (`PUT` with `Content-Range: bytes *\/TOTAL`), with the
+   * channel's token, refreshed once if YouTube refuses it; the answer, and the token that worked.
+   */
+  private askSession(input: PublicationInput, reference: UploadReference): Promise<Authorized> {
+    return this.authorized(input, (token) =>
+      this.send(input, 'PUT', reference.sessionUrl, statusQuery(reference, token)),
+    );
+  }
+
+  /**
+   * What the session's answer to a status query says: the video exists, the session is gone (it
+   * holds nothing and the upload starts over), or how many bytes it holds.
+   */
+  private standing(answer: Answer): StepResult | { offset: number } {
+    if (answer.status === 200 || answer.status === 201) return { outcome: this.published(answer) };
+    // Asked before the last chunk went (or after YouTube said it never arrived): no video exists.
+    if (answer.status === 404 || answer.status === 410) return sessionGone();
+    if (answer.status !== 308) throw this.failure(answer);
+    return { offset: storedBytes(answer) };
   }
 
   /** The step that sends the chunk after `offset`: `finish` when it is the last, the irreversible one. */
@@ -165,14 +200,19 @@ export class YouTubeAdapter implements PublishingAdapter {
     };
   }
 
-  /** Runs a call with the channel's access token, once more with a fresh one if YouTube refuses it. */
-  private async authorized(input: PublicationInput, call: (token: string) => Promise<Answer>): Promise<Answer> {
+  /**
+   * Runs a call with the channel's access token, once more with a fresh one if YouTube refuses it
+   * (a refusal because the account has no YouTube channel is no token's fault: it is answered as is).
+   */
+  private async authorized(input: PublicationInput, call: (token: string) => Promise<Answer>): Promise<Authorized> {
     const token = await this.tokens.accessToken(input.channel);
     const answer = await call(token);
-    if (answer.status !== 401) return answer;
-    const again = await call(await this.tokens.afterRefusal(input.channel, token));
-    if (again.status === 401) throw new ReconnectNeededError('YouTube refused the channel’s access token');
-    return again;
+    if (answer.status !== 401 || signupRequired(answer.status, answer.body)) return { answer, token };
+    const fresh = await this.tokens.afterRefusal(input.channel, token);
+    const again = await call(fresh);
+    if (again.status === 401 && !signupRequired(again.status, again.body))
+      throw new ReconnectNeededError('YouTube refused the channel’s access token');
+    return { answer: again, token: fresh };
   }
 
   private send(
@@ -205,6 +245,14 @@ export class YouTubeAdapter implements PublishingAdapter {
     } catch {
       // Not JSON: the status says it.
     }
+    if (reason === 'youtubeSignupRequired') {
+      return new PermanentPublishError(
+        'channel_needs_reconnect',
+        `The Google account of this channel has no YouTube channel (${reason}). Create one with that account ` +
+          `at ${CREATE_CHANNEL_URL}, or reconnect the channel with the Google account that owns it; then ` +
+          'schedule the post again.',
+      );
+    }
     if (answer.status === 401) return new ReconnectNeededError(message);
     if (reason === 'quotaExceeded' || reason === 'uploadLimitExceeded' || reason === 'dailyLimitExceeded') {
       return new PermanentPublishError(
@@ -224,6 +272,20 @@ export class YouTubeAdapter implements PublishingAdapter {
       `YouTube refused the video${reason ? ` (${reason})` : ''}: ${message}`,
     );
   }
+}
+
+/** The headers of a status query on an upload session: an empty PUT with `Content-Range: bytes *\/TOTAL`. */
+function statusQuery(reference: UploadReference, token: string): Record<string, string> {
+  return { Authorization: `Bearer ${token}`, 'Content-Range': `bytes */${reference.total}`, 'Content-Length': '0' };
+}
+
+/** A session YouTube no longer knows, before the video exists: the attempt starts over with a new one. */
+function sessionGone(): StepResult {
+  return {
+    restart: {
+      reason: 'YouTube no longer knows the upload session (it expired); the upload starts over with a new session',
+    },
+  };
 }
 
 /** How many bytes the session holds, from the `Range: bytes=0-N` of a 308 (none without it). */

@@ -1,6 +1,7 @@
 import type { Clock } from '../../core/clock.js';
 import type { OutboundClient } from '../../net/outbound-client.js';
 import {
+  AccountWithoutChannelError,
   ConnectionRefusedError,
   type AccountCredentials,
   type AccountIdentity,
@@ -24,6 +25,8 @@ export const YOUTUBE_SCOPES = [
   'https://www.googleapis.com/auth/youtube.upload',
   'https://www.googleapis.com/auth/youtube.readonly',
 ];
+/** Where a Google account gets a YouTube channel (Google's guide to `youtubeSignupRequired`). */
+export const CREATE_CHANNEL_URL = 'https://www.youtube.com/create_channel';
 const TIMEOUT_SECONDS = 30;
 const MAX_ANSWER_BYTES = 256 * 1024;
 
@@ -43,6 +46,7 @@ interface TokenAnswer {
  */
 export class YouTubeConnection implements ConnectionAdapter {
   readonly consentOrigin: string;
+  readonly createChannelUrl = CREATE_CHANNEL_URL;
 
   constructor(
     private readonly settings: YouTubeSettings,
@@ -93,17 +97,23 @@ export class YouTubeConnection implements ConnectionAdapter {
       timeoutSeconds: TIMEOUT_SECONDS,
       maxResponseBytes: MAX_ANSWER_BYTES,
     });
+    const text = response.body.toString('utf8');
+    // A Google account without a YouTube channel: YouTube answers 401 youtubeSignupRequired, or no channel.
+    const noChannel = new AccountWithoutChannelError(
+      `this Google account has no YouTube channel; create one at ${CREATE_CHANNEL_URL} with that account, ` +
+        'then connect again',
+    );
+    if (signupRequired(response.status, text)) throw noChannel;
     if (response.status === 401) throw new ConnectionRefusedError('Google refused the access token');
     if (response.status !== 200) throw new Error(`YouTube answered ${response.status} to channels.list`);
-    const body = JSON.parse(response.body.toString('utf8')) as {
+    const body = JSON.parse(text) as {
       items?: {
         id: string;
         snippet?: { title?: string; customUrl?: string; thumbnails?: { default?: { url?: string } } };
       }[];
     };
     const channel = body.items?.[0];
-    if (!channel)
-      throw new ConnectionRefusedError('this Google account has no YouTube channel; create one on YouTube first');
+    if (!channel) throw noChannel;
     return {
       externalId: channel.id,
       name: channel.snippet?.title ?? channel.id,
@@ -163,5 +173,19 @@ export class YouTubeConnection implements ConnectionAdapter {
         : null,
       scopes: answer.scope ? answer.scope.split(' ') : [],
     };
+  }
+}
+
+/**
+ * Whether an answer of YouTube is the 401 saying that the Google account has no YouTube channel
+ * (reason `youtubeSignupRequired`), which no fresh token changes, rather than a refused token.
+ */
+export function signupRequired(status: number, body: string): boolean {
+  if (status !== 401) return false;
+  try {
+    const error = (JSON.parse(body) as { error?: { errors?: { reason?: string }[] } }).error;
+    return error?.errors?.some((e) => e.reason === 'youtubeSignupRequired') ?? false;
+  } catch {
+    return false;
   }
 }
