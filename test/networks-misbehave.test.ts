@@ -6,7 +6,7 @@ import { eventually } from './support/eventually.js';
 import { connectYouTube, startFakeGoogle, youtubeEnv, type FakeGoogle } from './support/fake-google.js';
 import { connectTikTok, startFakeTikTok, tiktokEnv, type FakeTikTok } from './support/fake-tiktok.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { json } from './support/http.js';
+import { bodyOf } from './support/api.js';
 import { mp4, mp4WithDuration } from './support/media-samples.js';
 import { send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -43,7 +43,7 @@ interface Post {
 async function uploadMedia(name: string, bytes: Buffer): Promise<{ id: string; bytes: Buffer }> {
   const upload = await startUpload(server, org, name, 'video/mp4', bytes.length);
   expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
-  const media = (await json(await completeUpload(server, org, upload.uploadId))) as { id: string };
+  const media = await bodyOf<{ id: string }>(await completeUpload(server, org, upload.uploadId));
   return { id: media.id, bytes };
 }
 
@@ -99,13 +99,13 @@ async function publishNow(provider: 'tiktok' | 'youtube', mediaId: string, title
     type: 'now',
     posts: [{ channelId: channels[provider], content: title, mediaIds: [mediaId], settings }],
   });
-  const answer = (await json(response)) as { data: { id: string }[] };
+  const answer = await bodyOf<{ data: { id: string }[] }>(response);
   expect(response.status, JSON.stringify(answer)).toBe(201);
   return answer.data[0]!.id;
 }
 
 async function getPost(id: string): Promise<Post> {
-  return (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}`))) as Post;
+  return await bodyOf<Post>(await send(server, org.auth, 'GET', `/public/v1/posts/${id}`));
 }
 
 async function settled(id: string): Promise<Post> {
@@ -127,9 +127,9 @@ interface PostEvent {
 }
 
 async function history(id: string): Promise<PostEvent[]> {
-  const page = (await json(await send(server, org.auth, 'GET', `/public/v1/posts/${id}/history`))) as {
+  const page = await bodyOf<{
     data: PostEvent[];
-  };
+  }>(await send(server, org.auth, 'GET', `/public/v1/posts/${id}/history`));
   return page.data;
 }
 
@@ -223,9 +223,9 @@ describe('YouTube: a token that expired while a chunk went up (401)', () => {
     expect(upload).toMatchObject({ stored: youtubeVideo.bytes.length, completed: true });
     expect(upload.received).toBe(youtubeVideo.bytes.length + YOUTUBE_CHUNK);
     expect(google.videoBytes(video.id)!.equals(youtubeVideo.bytes)).toBe(true);
-    const listed = (await json(await send(server, org.auth, 'GET', '/public/v1/channels'))) as {
+    const listed = await bodyOf<{
       data: { id: string; status: string }[];
-    };
+    }>(await send(server, org.auth, 'GET', '/public/v1/channels'));
     expect(listed.data.find((c) => c.id === channels.youtube)?.status).toBe('active');
   });
 });
