@@ -130,7 +130,7 @@ export class Metrics {
 
   private queueLoad(): Promise<QueueLoad[]> {
     if (!this.queues) return Promise.resolve([]);
-    const now = Date.now();
+    const now = performance.now(); // a duration since the last read, not a reading of the clock
     if (!this.queueRead || now - this.queueRead.at > QUEUE_READ_REUSE_MS)
       this.queueRead = { at: now, load: this.queues() };
     return this.queueRead.load;
