@@ -86,8 +86,12 @@ export class JobQueue {
       schedule: options.runsSchedules,
       supervise: options.runsSchedules,
       // How often the workers look for jobs whose worker died (their heartbeat stopped) and hand
-      // them out again: a crashed worker's publications are taken over within about 20 seconds.
+      // them out again. pg-boss does it in its queue monitor's pass, which runs at most every
+      // monitorIntervalSeconds (60 by default) even when supervising runs more often: both at 10, a
+      // dead worker's jobs are handed out again within about 25 seconds of its last heartbeat (10 s
+      // for the heartbeat to lapse, up to 10 s until the next pass, 5 s of retryDelay), not 75.
       superviseIntervalSeconds: 10,
+      monitorIntervalSeconds: 10,
       // One row per process in pg-boss's instance registry is of no use here.
       registerInstance: false,
     };
