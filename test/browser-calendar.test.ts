@@ -1,18 +1,18 @@
 import fs from 'node:fs';
 import { DateTime } from 'luxon';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { registerApp } from '../src/oauth/apps.js';
 import { createPosts } from '../src/posts/create.js';
 import { seriousViolations } from './support/axe.js';
 import {
   artifactPath,
+  describeInChromium,
   NEW_USER_PASSWORD,
   openBrowser,
   PAGE_WAIT,
   pathOf,
   signUp,
-  skipBrowserTests,
   untilAt,
   type BrowserWithPage,
 } from './support/chromium.js';
@@ -31,7 +31,7 @@ const PICTURE = artifactPath('calendar-upload.png');
  * calendar, dragged to tomorrow, another published at once and shown published with its link; every
  * page scanned with axe-core on the way.
  */
-describe.skipIf(skipBrowserTests)('the calendar, the composer and the media library in Chromium', () => {
+describeInChromium('the calendar, the composer and the media library in Chromium', () => {
   let network: FakeNetwork;
   let server: TestServer;
   let browser: BrowserWithPage;
@@ -195,70 +195,56 @@ describe.skipIf(skipBrowserTests)('the calendar, the composer and the media libr
     await scan('log in');
   }
 
-  it(
-    'walks a new user through their first posts at a desktop’s width',
-    async () => {
-      await walk(1280, 'Desk');
-    },
-    4 * TIMEOUTS.test,
-  );
+  it('walks a new user through their first posts at a desktop’s width', async () => {
+    await walk(1280, 'Desk');
+  });
 
-  it(
-    'walks the same way at a phone’s width (390 px), without scrolling sideways',
-    async () => {
-      await walk(390, 'Phone');
-      await page.goto(`${server.baseUrl}/login`);
-      await page.getByLabel('Email').fill('phone@studio.example');
-      await page.getByLabel('Password').fill(NEW_USER_PASSWORD);
-      await page.getByRole('button', { name: 'Log in' }).click();
-      await untilAt(page, '/calendar');
-      for (const target of ['/calendar?view=month', '/compose', '/media', '/posts', '/settings/channels']) {
-        await page.goto(`${server.baseUrl}${target}`);
-        await scan(`${target} again`);
-      }
-    },
-    4 * TIMEOUTS.test,
-  );
+  it('walks the same way at a phone’s width (390 px), without scrolling sideways', async () => {
+    await walk(390, 'Phone');
+    await page.goto(`${server.baseUrl}/login`);
+    await page.getByLabel('Email').fill('phone@studio.example');
+    await page.getByLabel('Password').fill(NEW_USER_PASSWORD);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await untilAt(page, '/calendar');
+    for (const target of ['/calendar?view=month', '/compose', '/media', '/posts', '/settings/channels']) {
+      await page.goto(`${server.baseUrl}${target}`);
+      await scan(`${target} again`);
+    }
+  });
 
-  it(
-    'moves a post to another hour by dragging it in the week, keeping its minutes',
-    async () => {
-      const owner = await createOrganization(server.ctx.db, 'Week Studio');
-      const channel = await createChannel(server.ctx.db, owner.id, 'sandbox', 'Week sandbox');
-      const created = await createPosts(
-        server.ctx,
-        owner.id,
-        { type: 'schedule', date: '2030-06-12T07:45:00.000Z', channelIds: [channel.id], content: 'Mid-week' },
-        undefined,
-      );
-      const postId = created.body.data[0]!.id;
-      await page.context().clearCookies();
-      await page.setViewportSize({ width: 1280, height: 900 });
-      await page.goto(
-        `${server.baseUrl}/login?next=${encodeURIComponent('/calendar?date=2030-06-12&tz=Europe/Paris')}`,
-      );
-      await page.getByLabel('Email').fill(owner.email);
-      await page.getByLabel('Password').fill(owner.password);
-      await page.getByRole('button', { name: 'Log in' }).click();
-      // The week, loaded with its script, which moves what is dropped.
-      await untilAt(page, '/calendar');
-      const chip = page.locator(`a.chip-link[data-post-id="${postId}"]`);
-      // 07:45 UTC is 09:45 in Paris in June.
-      expect(await chip.getAttribute('data-time')).toBe('09:45');
-      expect(await chip.getAttribute('data-date')).toBe('2030-06-12');
-      await chip.dragTo(page.locator('td[data-date="2030-06-14"][data-hour="11"]'));
-      await expect.poll(status, PAGE_WAIT).toBe('The post is scheduled for Fri 14 Jun 2030, 11:45 (Europe/Paris).');
-      const moved = await server.ctx.db
-        .selectFrom('posts')
-        .select('scheduled_at')
-        .where('id', '=', postId)
-        .executeTakeFirstOrThrow();
-      expect(moved.scheduled_at?.toISOString()).toBe('2030-06-14T09:45:00.000Z');
-      await scan('calendar (week, with a post)');
-      await page.screenshot({ path: artifactPath('calendar-week.png') });
-    },
-    2 * TIMEOUTS.test,
-  );
+  it('moves a post to another hour by dragging it in the week, keeping its minutes', async () => {
+    const owner = await createOrganization(server.ctx.db, 'Week Studio');
+    const channel = await createChannel(server.ctx.db, owner.id, 'sandbox', 'Week sandbox');
+    const created = await createPosts(
+      server.ctx,
+      owner.id,
+      { type: 'schedule', date: '2030-06-12T07:45:00.000Z', channelIds: [channel.id], content: 'Mid-week' },
+      undefined,
+    );
+    const postId = created.body.data[0]!.id;
+    await page.context().clearCookies();
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${server.baseUrl}/login?next=${encodeURIComponent('/calendar?date=2030-06-12&tz=Europe/Paris')}`);
+    await page.getByLabel('Email').fill(owner.email);
+    await page.getByLabel('Password').fill(owner.password);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    // The week, loaded with its script, which moves what is dropped.
+    await untilAt(page, '/calendar');
+    const chip = page.locator(`a.chip-link[data-post-id="${postId}"]`);
+    // 07:45 UTC is 09:45 in Paris in June.
+    expect(await chip.getAttribute('data-time')).toBe('09:45');
+    expect(await chip.getAttribute('data-date')).toBe('2030-06-12');
+    await chip.dragTo(page.locator('td[data-date="2030-06-14"][data-hour="11"]'));
+    await expect.poll(status, PAGE_WAIT).toBe('The post is scheduled for Fri 14 Jun 2030, 11:45 (Europe/Paris).');
+    const moved = await server.ctx.db
+      .selectFrom('posts')
+      .select('scheduled_at')
+      .where('id', '=', postId)
+      .executeTakeFirstOrThrow();
+    expect(moved.scheduled_at?.toISOString()).toBe('2030-06-14T09:45:00.000Z');
+    await scan('calendar (week, with a post)');
+    await page.screenshot({ path: artifactPath('calendar-week.png') });
+  });
 
   it('serves a favicon', async () => {
     const icon = await page.request.get(`${server.baseUrl}/favicon.ico`);

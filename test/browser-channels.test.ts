@@ -1,13 +1,13 @@
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApiKey } from '../src/accounts/api-keys.js';
 import { dataOf, publicApi } from './support/api.js';
 import {
   artifactPath,
+  describeInChromium,
   openBrowser,
   PAGE_WAIT,
   signUp,
-  skipBrowserTests,
   untilAt,
   type BrowserWithPage,
 } from './support/chromium.js';
@@ -16,7 +16,7 @@ import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { TIMEOUTS } from './support/timeouts.js';
 
-describe.skipIf(skipBrowserTests)('Settings → Channels in a real browser (Chromium)', () => {
+describeInChromium('Settings → Channels in a real browser (Chromium)', () => {
   let network: FakeNetwork;
   let server: TestServer;
   let browser: BrowserWithPage;

@@ -1,13 +1,13 @@
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { PostStatus } from '../src/core/contract.js';
 import { dataOf, publicApi, type RequestBody } from './support/api.js';
 import {
   artifactPath,
+  describeInChromium,
   openBrowser,
   PAGE_WAIT,
   pathOf,
-  skipBrowserTests,
   untilAt,
   type BrowserWithPage,
 } from './support/chromium.js';
@@ -17,7 +17,7 @@ import { createChannel, createOrganization, type TestOrganization } from './supp
 import { startTestServer, type TestServer } from './support/server.js';
 import { TIMEOUTS } from './support/timeouts.js';
 
-describe.skipIf(skipBrowserTests)('the Posts pages in a real browser (Chromium)', () => {
+describeInChromium('the Posts pages in a real browser (Chromium)', () => {
   let network: FakeNetwork;
   let server: TestServer;
   let org: TestOrganization;

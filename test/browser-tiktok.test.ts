@@ -1,11 +1,11 @@
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   artifactPath,
+  describeInChromium,
   openBrowser,
   PAGE_WAIT,
   signUp,
-  skipBrowserTests,
   type BrowserWithPage,
 } from './support/chromium.js';
 import { startFakeTikTok, tiktokEnv, type FakeTikTok } from './support/fake-tiktok.js';
@@ -17,7 +17,7 @@ import { TIMEOUTS } from './support/timeouts.js';
  * consent page (the fake gives consent at once, or the user cancels), and back to the page with the
  * account's name, handle and avatar; cancelling says so and connects nothing.
  */
-describe.skipIf(skipBrowserTests)('TikTok in Settings → Channels, in Chromium', () => {
+describeInChromium('TikTok in Settings → Channels, in Chromium', () => {
   let tiktok: FakeTikTok;
   let server: TestServer;
   let browser: BrowserWithPage;

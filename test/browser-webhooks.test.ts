@@ -1,12 +1,12 @@
 import type { Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   artifactPath,
+  describeInChromium,
   openBrowser,
   PAGE_WAIT,
   signUp,
-  skipBrowserTests,
   type BrowserWithPage,
 } from './support/chromium.js';
 import { eventually } from './support/eventually.js';
@@ -19,7 +19,7 @@ import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-re
  * a test event delivered and verified with that secret, a failed delivery sent again with Retry, the
  * secret rotated, the endpoint deleted.
  */
-describe.skipIf(skipBrowserTests)('Settings → Webhooks, in Chromium', () => {
+describeInChromium('Settings → Webhooks, in Chromium', () => {
   let server: TestServer;
   let receiver: WebhookReceiver;
   let browser: BrowserWithPage;

@@ -1,15 +1,15 @@
 import type { Client } from 'openapi-fetch';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { paths } from '../generated/public-v1.js';
 import { createApiKey } from '../src/accounts/api-keys.js';
 import { dataOf, publicApi, type Schemas } from './support/api.js';
 import {
   artifactPath,
+  describeInChromium,
   openBrowser,
   PAGE_WAIT,
   signUp,
-  skipBrowserTests,
   type BrowserWithPage,
 } from './support/chromium.js';
 import { eventually } from './support/eventually.js';
@@ -26,7 +26,7 @@ const CHUNK = 256 * 1024;
  * published with its watch URL; then Google's grant revoked, the post failing with
  * channel_needs_reconnect and the channel marked, reconnected, scheduled again, published.
  */
-describe.skipIf(skipBrowserTests)('YouTube from sign-up to a published video, in Chromium', () => {
+describeInChromium('YouTube from sign-up to a published video, in Chromium', () => {
   let google: FakeGoogle;
   let server: TestServer;
   let browser: BrowserWithPage;

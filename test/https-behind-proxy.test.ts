@@ -247,7 +247,7 @@ describe.skipIf(skipNginxTests)('https behind a reverse proxy (nginx)', () => {
 
   it.skipIf(skipBrowserTests)(
     'lets a real browser log in and approve over https, with its policy enforced',
-    { timeout: 2 * TIMEOUTS.test },
+    { timeout: TIMEOUTS.browserTest },
     async () => {
       // Chromium finds the test host on loopback and trusts the test's certificate, and no other.
       const spki = createHash('sha256')

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { describe } from 'vitest';
 import { ROOT } from './processes.js';
 import { TIMEOUTS } from './timeouts.js';
 
@@ -20,6 +21,11 @@ if (skipBrowserTests) {
   console.warn(
     `\n  Browser tests SKIPPED: no Chromium at ${CHROMIUM_PATH}. Install it with \`apt-get install chromium\` to run them.\n`,
   );
+}
+
+/** A describe block of browser tests: skipped as `skipBrowserTests` says, each test given TIMEOUTS.browserTest. */
+export function describeInChromium(name: string, tests: () => void): void {
+  describe.skipIf(skipBrowserTests)(name, { timeout: TIMEOUTS.browserTest }, tests);
 }
 
 export interface ChromiumProfile {

@@ -22,6 +22,11 @@ export const TIMEOUTS = {
    * machine (a second copy of the suite running) took more than 15 s.
    */
   browser: scaled(30_000),
-  /** A child process starting, or stopping, with its database. */
-  process: scaled(30_000),
+  /** One browser test: a user's walk through several pages, each of which may take a browser's wait. */
+  browserTest: scaled(120_000),
+  /**
+   * A child process starting, or stopping, with its database. The built server's first start on an
+   * embedded database took more than 30 s with a second copy of the tests running.
+   */
+  process: scaled(90_000),
 } as const;
