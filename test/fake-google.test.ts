@@ -531,6 +531,29 @@ describe('videos.insert as a resumable upload', () => {
     expect(none.items).toEqual([]);
   });
 
+  it('names the upload in every answer of the upload server with X-GUploader-UploadID, refusals included', async () => {
+    const opened = await initiate();
+    const uri = opened.headers.get('location')!;
+    const uploadId = new URL(uri).searchParams.get('upload_id');
+    expect(opened.headers.get('x-guploader-uploadid')).toBe(uploadId);
+    expect((await put(uri, 0, CHUNK - 1)).headers.get('x-guploader-uploadid')).toBe(uploadId);
+    expect((await status(uri)).headers.get('x-guploader-uploadid')).toBe(uploadId);
+    google.failNextChunk(503);
+    const failed = await put(uri, CHUNK, 2 * CHUNK - 1);
+    expect(failed.status).toBe(503);
+    expect(failed.headers.get('x-guploader-uploadid')).toBe(uploadId);
+    google.expireUploadSessions();
+    const expired = await status(uri);
+    expect(expired.status).toBe(404);
+    expect(expired.headers.get('x-guploader-uploadid')).toBe(uploadId);
+
+    google.failNextUploads(1, 'quotaExceeded');
+    const refused = await initiate();
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('x-guploader-uploadid')).toMatch(/^\S{20,}$/);
+    expect(refused.headers.get('x-guploader-uploadid')).not.toBe(uploadId);
+  });
+
   it('takes the whole file in one PUT without Content-Range', async () => {
     const uri = await session();
     const answer = await fetch(uri, { method: 'PUT', headers: { 'Content-Type': 'video/mp4' }, body: video });

@@ -12,8 +12,8 @@ export abstract class DomainError extends Error {
   abstract readonly code: string;
   readonly details: ErrorDetail[] | undefined;
 
-  constructor(message: string, details?: ErrorDetail[]) {
-    super(message);
+  constructor(message: string, details?: ErrorDetail[], options?: ErrorOptions) {
+    super(message, options);
     this.name = new.target.name;
     this.details = details && details.length > 0 ? details : undefined;
   }

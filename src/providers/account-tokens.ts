@@ -100,7 +100,7 @@ export class AccountTokens {
     } catch (error) {
       this.metrics.tokenRefreshFailures.inc({ network: channel.provider });
       await sql`update channels set refreshing_until = null where id = ${channel.id}`.execute(this.db);
-      if (error instanceof ConnectionRefusedError) throw new ReconnectNeededError(error.message);
+      if (error instanceof ConnectionRefusedError) throw new ReconnectNeededError(error.message, error.logId);
       throw error;
     }
     const context = credentialsContext(channel.organization_id, channel.provider, seen.externalId);

@@ -18,7 +18,16 @@ export interface AccountIdentity {
 }
 
 /** The network refused a code or a refresh token: the user must connect the account again. */
-export class ConnectionRefusedError extends Error {}
+export class ConnectionRefusedError extends Error {
+  constructor(
+    message: string,
+    /** The network's own id of the refusing answer (TikTok's `log_id`), which its support asks for. */
+    readonly logId?: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
 
 /**
  * The account signed in and allowed access, but has no channel on the network to publish to (a

@@ -72,8 +72,8 @@ export type Lookup =
   | { status: 'pending'; checkAgainInSeconds: number }
   /** The network knows nothing of it: nothing was published, and the step may be run again. */
   | { status: 'absent' }
-  /** The network cannot tell. */
-  | { status: 'unknown'; message: string };
+  /** The network cannot tell; `logId` is its own id of the answer that said so. */
+  | { status: 'unknown'; message: string; logId?: string | undefined };
 
 /**
  * How one network publishes. The worker drives the steps, records each one's progress before going

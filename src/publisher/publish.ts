@@ -115,9 +115,12 @@ async function runSteps(
       found = await adapter.lookup(input, progress);
     } catch (error) {
       if (error instanceof TransientPublishError) return retryOf(error, true);
-      return outcomeUnknown(`asking the network about it failed: ${(error as Error).message}`);
+      return outcomeUnknown(
+        `asking the network about it failed: ${(error as Error).message}`,
+        error instanceof PublishError ? error.logId : undefined,
+      );
     }
-    if (found.status === 'unknown') return outcomeUnknown(found.message);
+    if (found.status === 'unknown') return outcomeUnknown(found.message, found.logId);
     // Nothing was published: the step may run again.
     if (found.status !== 'absent') return found;
   }

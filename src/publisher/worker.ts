@@ -272,8 +272,8 @@ export class Publisher {
 
   /**
    * Tells the operator of every publication that did not go through: which post, channel and network,
-   * the step it stood at, and the network's own id of the request (TikTok's `log_id`), which its
-   * support asks for. Never the post's content or a credential.
+   * the step it stood at, and the network's own id of the answer (TikTok's `log_id`, Google's
+   * `X-GUploader-UploadID`), which its support asks for. Never the post's content or a credential.
    */
   private report(post: ClaimedPost, step: NextStep, at: string | undefined): void {
     this.count(post, step);

@@ -62,6 +62,9 @@ export interface FakeGoogleRequest {
  * shapes: `{error, error_description}` from the token endpoint, `{error: {code, message, errors:
  * [{domain, reason, message}]}}` from YouTube.
  *
+ * Every answer of the upload server carries `X-GUploader-UploadID`, Google's id of the upload, which
+ * its support asks for: the session's id (the `upload_id` of its URI) once the session exists.
+ *
  * Like Google, it keeps what it received when the caller went away: a chunk cut short keeps the
  * bytes that arrived, and a video completed by a final chunk whose answer was lost exists; asking the
  * session (`Content-Range: bytes *\/TOTAL`) finds it.
@@ -753,7 +756,8 @@ export async function startFakeGoogle(
     };
   };
 
-  const startUpload = (req: IncomingMessage, res: ServerResponse, query: URLSearchParams, body: Buffer) => {
+  /** Opens an upload session named `id` (the X-GUploader-UploadID of this answer), or answers why not. */
+  const startUpload = (req: IncomingMessage, res: ServerResponse, query: URLSearchParams, body: Buffer, id: string) => {
     const auth = authorizeCall(req, UPLOAD_SCOPES);
     if ('error' in auth) return youtubeError(res, auth.error);
     if (unlinked) return youtubeError(res, signupRequired);
@@ -819,7 +823,6 @@ export async function startFakeGoogle(
     }
     const metadata = readMetadata(body, parts);
     if ('reason' in metadata) return youtubeError(res, metadata);
-    const id = token('ADPycd', 48);
     uploads.set(id, {
       id,
       total,
@@ -834,7 +837,7 @@ export async function startFakeGoogle(
       video: null,
     });
     const location = `${origin}/upload/youtube/v3/videos?uploadType=resumable&upload_id=${id}`;
-    res.writeHead(200, { Location: location, 'X-GUploader-UploadID': id, 'Content-Length': '0' });
+    res.writeHead(200, { Location: location, 'Content-Length': '0' });
     res.end();
   };
 
@@ -972,7 +975,11 @@ export async function startFakeGoogle(
     if (path === '/youtube/v3/videos' && method === 'GET') return listVideos(req, res, url.searchParams);
     if (path === '/upload/youtube/v3/videos') {
       const uploadId = url.searchParams.get('upload_id');
-      if (uploadId === null && method === 'POST') return startUpload(req, res, url.searchParams, body);
+      // Google's upload server names the upload in every answer, refusals included: the session's id
+      // on its URI, a new one for an initiation (the session's, once it is opened).
+      const answerId = uploadId ?? token('ADPycd', 48);
+      res.setHeader('X-GUploader-UploadID', answerId);
+      if (uploadId === null && method === 'POST') return startUpload(req, res, url.searchParams, body, answerId);
       if (uploadId !== null && method === 'PUT') {
         const session = uploads.get(uploadId);
         if (!session || session.expired)

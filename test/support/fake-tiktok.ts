@@ -132,6 +132,8 @@ export interface FakeTikTok {
   videoBytes(publishId: string): Buffer | undefined;
   /** Successful refreshes, and refused ones. */
   refreshes: { granted: number; refused: number };
+  /** Every `log_id` the fake answered, in order: what TikTok's support would be told. */
+  logIds: string[];
   /** Requests seen: method and path with the query. */
   requests: { method: string; path: string }[];
   close(): Promise<void>;
@@ -253,6 +255,7 @@ export async function startFakeTikTok(
   const forcedLimits: Record<FakeTikTokLimited, number> = { init: 0, creator_info: 0, status: 0, display: 0 };
   const requests: { method: string; path: string }[] = [];
   const refreshes = { granted: 0, refused: 0 };
+  const logIds: string[] = [];
   const verifiedUrlPrefixes: string[] = [];
   let clockOffsetMs = 0;
   let accessLifetimeSeconds = 86_400;
@@ -271,7 +274,9 @@ export async function startFakeTikTok(
   const logId = () => {
     const at = new Date(now());
     const stamp = at.toISOString().replace(/\D/g, '').slice(0, 14);
-    return `${stamp}${randomBytes(9).toString('hex').toUpperCase()}`;
+    const id = `${stamp}${randomBytes(9).toString('hex').toUpperCase()}`;
+    logIds.push(id);
+    return id;
   };
 
   const sendJson = (res: ServerResponse, status: number, body: unknown) => {
@@ -908,6 +913,7 @@ export async function startFakeTikTok(
       return upload ? Buffer.concat(upload.data) : undefined;
     },
     refreshes,
+    logIds,
     requests,
     close: async () => {
       for (const res of held) res.destroy();

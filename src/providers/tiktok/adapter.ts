@@ -370,7 +370,13 @@ export class TikTokAdapter implements PublishingAdapter {
     } catch (error) {
       const status = (error as { status?: number }).status;
       // The creator info source speaks in API errors: 422 is the account, 502 TikTok.
-      if (status === 422) throw new ReconnectNeededError((error as Error).message);
+      if (status === 422) {
+        const refusal = (error as Error).cause;
+        throw new ReconnectNeededError(
+          (error as Error).message,
+          refusal instanceof ReconnectNeededError ? refusal.logId : undefined,
+        );
+      }
       throw new TransientPublishError(`TikTok's creator info could not be read (${(error as Error).message})`, {
         answered: true,
       });

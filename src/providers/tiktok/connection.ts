@@ -140,7 +140,10 @@ export class TikTokConnection implements ConnectionAdapter {
     const answer = parse(response.body);
     if (response.status === 200 && answer.access_token) return answer;
     if (answer.error && REFUSALS.has(answer.error)) {
-      throw new ConnectionRefusedError(`TikTok refused the grant (${answer.error_description || answer.error})`);
+      throw new ConnectionRefusedError(
+        `TikTok refused the grant (${answer.error_description || answer.error})`,
+        answer.log_id || undefined,
+      );
     }
     throw new Error(
       `TikTok's token endpoint answered ${response.status}${answer.error ? ` ${answer.error}` : ''}` +

@@ -89,8 +89,11 @@ export class TikTokCreatorInfo implements CreatorInfoSource {
   private async failureOf(channel: Channel, error: unknown): Promise<unknown> {
     if (error instanceof ReconnectNeededError) {
       await markNeedsReconnect(this.db, channel.id, this.clock.now());
+      // The refusal stays the cause: the publisher logs TikTok's log_id from it.
       return new UnprocessableError(
         `Channel ${channel.id} needs to be connected again: TikTok refused its credentials (${error.message}).`,
+        undefined,
+        { cause: error },
       );
     }
     if (error instanceof TikTokError && error.code === 'rate_limit_exceeded') {

@@ -82,7 +82,7 @@ export class YouTubeAdapter implements PublishingAdapter {
     // The session holds less than everything: the last chunk never arrived, so no video exists.
     if (answer.status === 308) return { status: 'absent' };
     if (answer.status === 404 || answer.status === 410)
-      return { status: 'unknown', message: 'YouTube no longer knows the upload session' };
+      return { status: 'unknown', message: 'YouTube no longer knows the upload session', logId: requestIdOf(answer) };
     throw this.failure(answer);
   }
 
@@ -158,6 +158,7 @@ export class YouTubeAdapter implements PublishingAdapter {
       throw new TransientPublishError(`YouTube answered ${answer.status} to a chunk`, {
         answered: true,
         retryAfterSeconds: retryAfterSeconds(answer.headers['retry-after'], this.clock.now()),
+        logId: requestIdOf(answer),
       });
     }
     throw this.failure(answer);
@@ -211,7 +212,7 @@ export class YouTubeAdapter implements PublishingAdapter {
     const fresh = await this.tokens.afterRefusal(input.channel, token);
     const again = await call(fresh);
     if (again.status === 401 && !signupRequired(again.status, again.body))
-      throw new ReconnectNeededError('YouTube refused the channel’s access token');
+      throw new ReconnectNeededError('YouTube refused the channel’s access token', requestIdOf(again));
     return { answer: again, token: fresh };
   }
 
@@ -232,8 +233,9 @@ export class YouTubeAdapter implements PublishingAdapter {
     });
   }
 
-  /** YouTube's error, as something a user can act on. */
+  /** YouTube's error, as something a user can act on, with Google's id of the answer. */
   private failure(answer: Answer): Error {
+    const logId = requestIdOf(answer);
     let reason: string | undefined;
     let message = `YouTube answered ${answer.status}`;
     try {
@@ -251,27 +253,40 @@ export class YouTubeAdapter implements PublishingAdapter {
         `The Google account of this channel has no YouTube channel (${reason}). Create one with that account ` +
           `at ${CREATE_CHANNEL_URL}, or reconnect the channel with the Google account that owns it; then ` +
           'schedule the post again.',
+        logId,
       );
     }
-    if (answer.status === 401) return new ReconnectNeededError(message);
+    if (answer.status === 401) return new ReconnectNeededError(message, logId);
     if (reason === 'quotaExceeded' || reason === 'uploadLimitExceeded' || reason === 'dailyLimitExceeded') {
       return new PermanentPublishError(
         'quota_exceeded',
         `YouTube's quota for this channel is used up (${reason}); it resets at midnight Pacific Time. ` +
           `Schedule the post again after that. ${message}`,
+        logId,
       );
     }
     if (answer.status === 429 || answer.status >= 500) {
       return new TransientPublishError(message, {
         answered: true,
         retryAfterSeconds: retryAfterSeconds(answer.headers['retry-after'], this.clock.now()),
+        logId,
       });
     }
     return new PermanentPublishError(
       'rejected_by_network',
       `YouTube refused the video${reason ? ` (${reason})` : ''}: ${message}`,
+      logId,
     );
   }
+}
+
+/**
+ * Google's id of an answer of its upload server (`X-GUploader-UploadID`: on a resumable upload, the
+ * session's id), which Google's support asks for; none when the answer has no such header.
+ */
+function requestIdOf(answer: Answer): string | undefined {
+  const id = answer.headers['x-guploader-uploadid'];
+  return typeof id === 'string' && id !== '' ? id : undefined;
 }
 
 /** The headers of a status query on an upload session: an empty PUT with `Content-Range: bytes *\/TOTAL`. */
