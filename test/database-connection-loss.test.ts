@@ -95,6 +95,8 @@ onPostgres('losing every connection to PostgreSQL', () => {
   let org: TestOrganization;
   let channelId: string;
   let oauth: TestApp;
+  /** A post the sandbox network published: its page, and its publication key. */
+  const release = { id: 'rel_connection_loss_1', key: 'connection-loss:1' };
   let child: ChildProcess;
   let origin: string;
   let stdout = '';
@@ -107,6 +109,19 @@ onPostgres('losing every connection to PostgreSQL', () => {
     org = await createOrganization(database.db, 'Connection loss');
     channelId = (await createChannel(database.db, org.id, 'sandbox')).id;
     oauth = await createOAuthApp(database.db, org.id);
+    await database.db
+      .insertInto('sandbox_releases')
+      .values({
+        id: release.id,
+        publication_key: release.key,
+        organization_id: org.id,
+        channel_id: channelId,
+        content: 'Published before the outage',
+        media: '[]',
+        settings: null,
+        published_at: new Date(),
+      })
+      .execute();
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
     child = spawnBuilt('start', [], {
@@ -158,7 +173,8 @@ onPostgres('losing every connection to PostgreSQL', () => {
     return rows.length;
   }
 
-  // The requests of each surface: the Public API, the OAuth API and a page (the authorize page).
+  // The requests of each surface: the Public API, the OAuth API, a page (the authorize page), and the
+  // sandbox network's API and pages.
   const requests = {
     channels: () => send(`${origin}/public/v1/channels`, { headers: org.auth }),
     createPost: () =>
@@ -185,10 +201,20 @@ onPostgres('losing every connection to PostgreSQL', () => {
       send(
         `${origin}/oauth/authorize?${new URLSearchParams({ client_id: oauth.clientId, response_type: 'code' }).toString()}`,
       ),
+    releasePage: () => send(`${origin}/sandbox/releases/${release.id}`),
+    // Asked without the channel's credentials: the release is looked up, then not shown (404).
+    sandboxApi: () => send(`${origin}/sandbox/api/releases/by-key/${encodeURIComponent(release.key)}`),
   };
   type Surface = keyof typeof requests;
   /** What each request answers while the database is there. */
-  const NORMAL: Record<Surface, number> = { channels: 200, createPost: 201, token: 400, authorizePage: 302 };
+  const NORMAL: Record<Surface, number> = {
+    channels: 200,
+    createPost: 201,
+    token: 400,
+    authorizePage: 302,
+    releasePage: 200,
+    sandboxApi: 404,
+  };
 
   /** A 503 of the database's absence, in the form of the surface that answered it. */
   function expectUnavailable(surface: Surface, answer: Answer): void {
@@ -202,6 +228,12 @@ onPostgres('losing every connection to PostgreSQL', () => {
     } else if (surface === 'token') {
       expect(JSON.parse(answer.body)).toMatchObject({ error: 'temporarily_unavailable' });
       expect(answer.headers['cache-control']).toBe('no-store');
+    } else if (surface === 'sandboxApi') {
+      // The sandbox network's own shape, as a network's API answers.
+      expect(JSON.parse(answer.body)).toMatchObject({
+        error: 'service_unavailable',
+        message: expect.stringMatching(/database/) as unknown,
+      });
     } else {
       expect(answer.headers['content-type']).toMatch(/^text\/html/);
       expect(answer.body).toMatch(/database/i);
@@ -214,18 +246,15 @@ onPostgres('losing every connection to PostgreSQL', () => {
     const { rows } = await locker.query<{ pid: number }>('select pg_backend_pid() as pid');
     // Every request below waits for this lock, so each is in flight in the database when it is cut.
     await locker.query('begin');
-    await locker.query('lock table api_keys, oauth_apps in access exclusive mode');
-    const answers = Promise.all(
-      (['channels', 'createPost', 'token', 'authorizePage'] as const).map(
-        async (surface) => [surface, await requests[surface]()] as const,
-      ),
-    );
+    await locker.query('lock table api_keys, oauth_apps, sandbox_releases in access exclusive mode');
+    const surfaces = Object.keys(requests) as Surface[];
+    const answers = Promise.all(surfaces.map(async (surface) => [surface, await requests[surface]()] as const));
     await eventually(async () => {
       const waiting = await admin.query<{ count: string }>(
         `select count(*) from pg_stat_activity where datname = $1 and wait_event_type = 'Lock'`,
         [databaseName],
       );
-      expect(Number(waiting.rows[0]!.count)).toBe(4);
+      expect(Number(waiting.rows[0]!.count)).toBe(surfaces.length);
     });
     // The waiting ones first, and only then the one holding the lock, so none of them gets through.
     await terminateBackends(admin, rows[0]!.pid);
@@ -234,7 +263,7 @@ onPostgres('losing every connection to PostgreSQL', () => {
     // The operator sees what happened: the lost connections, and each request answered 503.
     await eventually(() => {
       expect(stdout).toMatch(/"msg":"lost a connection to the database"/);
-      expect(stdout.match(/"msg":"database out of reach"/g)?.length).toBeGreaterThanOrEqual(4);
+      expect(stdout.match(/"msg":"database out of reach"/g)?.length).toBeGreaterThanOrEqual(surfaces.length);
     });
     await admin.end().catch(() => {});
     await locker.end().catch(() => {});
