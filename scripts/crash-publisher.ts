@@ -10,16 +10,11 @@
  * It creates a scratch database next to the one named and drops it at the end. The server bundle
  * must be built (`npm run build`, which `npm install` runs).
  */
-const args = process.argv.slice(2);
-process.env.TEST_DATABASE_URL =
-  args.find((arg) => arg.startsWith('postgres')) ??
-  process.env.TEST_DATABASE_URL ??
-  'postgresql://postgres@127.0.0.1:5432/test';
-const option = (name: string, fallback: number) =>
-  Number(args.find((arg) => arg.startsWith(`${name}=`))?.split('=')[1] ?? fallback);
-const POSTS = option('posts', 1000);
-const KILLS = option('kills', 3);
-const SECONDS = option('seconds', 40);
+import { drillArguments } from './drill-arguments.js';
+
+// First: it sets TEST_DATABASE_URL, which the test support reads when imported below.
+const { numbers } = drillArguments({ numbers: { posts: 1000, kills: 3, seconds: 40 } });
+const { posts: POSTS, kills: KILLS, seconds: SECONDS } = numbers;
 
 const { startFakeNetwork } = await import('../test/support/fake-network.js');
 const { duplicatesAndMissing, publishedIds, startPublishingRig } = await import('../test/support/publishing-rig.js');

@@ -23,17 +23,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { drillArguments } from './drill-arguments.js';
 
-const args = process.argv.slice(2);
-process.env.TEST_DATABASE_URL =
-  args.find((arg) => arg.startsWith('postgres')) ??
-  process.env.TEST_DATABASE_URL ??
-  'postgresql://postgres@127.0.0.1:5432/test';
-const option = (name: string, fallback: number) =>
-  Number(args.find((arg) => arg.startsWith(`${name}=`))?.split('=')[1] ?? fallback);
-const POSTS = option('posts', 300);
-const TERMINATE = args.includes('terminate');
-const SECONDS = option('seconds', 20);
+// First: it sets TEST_DATABASE_URL, which the test support reads when imported below.
+const { numbers, words } = drillArguments({ numbers: { posts: 300, seconds: 20 }, words: ['terminate'] });
+const { posts: POSTS, seconds: SECONDS } = numbers;
+const TERMINATE = words.terminate;
 /** The API must answer normally again this soon after the database accepts connections. */
 const BACK_WITHIN_MS = 5_000;
 
