@@ -45,7 +45,10 @@ export interface Service extends AppContext {
   listen(port: number, host: string): Promise<Server>;
   /** Serves the metrics on METRICS_PORT if set: a worker-only process opens that port alone. */
   serveMetrics(host: string): Promise<void>;
-  /** Stops the worker (running publications get `graceMs` to finish) and the queue; the database stays open. */
+  /**
+   * Stops the worker (running publications get `graceMs` to finish) and the queue, and lets the
+   * outbound connections kept alive go; the database stays open.
+   */
   stop(graceMs: number): Promise<void>;
 }
 
@@ -90,7 +93,7 @@ export async function compose(options: ComposeOptions): Promise<Service> {
   await queue.start(QUEUES);
   base.metrics.watch({ queues: () => queue.load(), ...(database.pool ? { pool: database.pool } : {}) });
   const webhookCtx: WebhookContext = { ...base, queue };
-  const { deliverer, webhooks } = webhookParts(webhookCtx, options.resolve);
+  const { deliverer, webhooks, webhookOutbound } = webhookParts(webhookCtx, options.resolve);
   const ctx = { ...base, storage, providers, queue, webhooks };
   const app = createApp(ctx, { sandboxKey });
   const workers = runsWorker
@@ -118,6 +121,9 @@ export async function compose(options: ComposeOptions): Promise<Service> {
       await workers.publisher?.stop(graceMs);
       await workers.webhookWorker?.stop(graceMs);
       await queue.stop(graceMs);
+      // After the workers: their last calls finish on their connections, which then close.
+      outbound.close();
+      webhookOutbound.close();
     },
   };
 }
@@ -159,7 +165,7 @@ function webhookParts(ctx: WebhookContext, resolve: Resolver | undefined) {
     resolve,
   );
   const deliverer = new WebhookDeliverer(ctx, webhookOutbound);
-  return { deliverer, webhooks: new WebhookManagement(ctx, deliverer, webhookOutbound) };
+  return { deliverer, webhookOutbound, webhooks: new WebhookManagement(ctx, deliverer, webhookOutbound) };
 }
 
 /** The worker's parts (roles `worker` and `all`): the publisher, the webhooks' worker and housekeeping. */

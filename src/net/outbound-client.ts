@@ -1,6 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { AddressPolicy } from './address-policy.js';
 import {
+  ConnectionPool,
+  DEFAULT_POOL_LIMITS,
+  type ConnectionCounts,
+  type ConnectionPoolLimits,
+} from './connection-pool.js';
+import {
   destinationProblem,
   explainFetchFailure,
   openRemote,
@@ -27,9 +33,13 @@ export const MAX_REDIRECTS = 5;
  * picture): addresses are checked after resolution and on every redirect, the connection goes to the
  * checked address, and silence and the whole exchange are timed. A failure that is the remote side's
  * (refused address, unreachable, too slow, broken HTTP or TLS) becomes a 422 naming the URL.
+ *
+ * Connections are kept alive for the next request to the same origin at the same checked address
+ * (ConnectionPool); `close()` lets them go when the service stops.
  */
 export class OutboundClient {
   private readonly addresses: AddressPolicy;
+  private readonly connections: ConnectionPool;
 
   /**
    * One request to an API (a network's, a webhook receiver's): no redirect is followed, silence and
@@ -49,6 +59,7 @@ export class OutboundClient {
       anyStatus: true,
       ...(options.body !== undefined ? { body: options.body } : {}),
       ...(this.resolve ? { resolve: this.resolve } : {}),
+      connections: this.connections,
     });
     try {
       const chunks: Buffer[] = [];
@@ -61,6 +72,8 @@ export class OutboundClient {
       }
       return { status: remote.body.statusCode ?? 0, headers: remote.body.headers, body: Buffer.concat(chunks) };
     } finally {
+      // A body read to its end has already handed its connection back to the pool; one cut off at
+      // the cap (or by an error) still holds unread bytes, so its connection is closed, never reused.
       remote.body.destroy();
     }
   }
@@ -69,11 +82,26 @@ export class OutboundClient {
     private readonly limits: OutboundLimits,
     /** Host name to addresses; the system resolver by default (tests give their own). */
     private readonly resolve?: Resolver,
+    poolLimits: ConnectionPoolLimits = DEFAULT_POOL_LIMITS,
   ) {
     this.addresses = new AddressPolicy({
       allowPrivate: limits.allowPrivateAddresses,
       allowedRanges: limits.allowedRanges,
     });
+    this.connections = new ConnectionPool(poolLimits);
+  }
+
+  /**
+   * Stops keeping connections alive: idle ones are closed now, those in use when their exchange ends.
+   * Requests still in flight finish, and later ones get a connection of their own.
+   */
+  close(): void {
+    this.connections.close();
+  }
+
+  /** The connections kept alive now (destinations, busy, idle), for diagnostics and tests. */
+  connectionCounts(): ConnectionCounts {
+    return this.connections.counts();
   }
 
   /**
@@ -106,12 +134,14 @@ export class OutboundClient {
         signal: deadline.signal,
         headers: { 'User-Agent': 'post-scheduler-media-fetcher', Accept: options.accept ?? '*/*' },
         ...(this.resolve ? { resolve: this.resolve } : {}),
+        connections: this.connections,
       });
       return await use(remote);
     } catch (error) {
       throw explainFetchFailure(error, { timedOut: deadline.signal.aborted, idleTimeoutSeconds, maxDurationSeconds });
     } finally {
       clearTimeout(timer);
+      // Closes the connection too when `use` left bytes unread (see call()).
       remote?.body.destroy();
     }
   }

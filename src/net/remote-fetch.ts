@@ -1,9 +1,10 @@
 import dns from 'node:dns';
-import http, { type IncomingMessage } from 'node:http';
+import http, { type Agent, type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import net, { type LookupFunction } from 'node:net';
+import net from 'node:net';
 import { DomainError, UnprocessableError } from '../core/errors.js';
 import type { AddressPolicy } from './address-policy.js';
+import { pinnedLookup, type ConnectionPool } from './connection-pool.js';
 
 export type Resolver = (hostname: string) => Promise<string[]>;
 
@@ -23,6 +24,8 @@ export interface RemoteFetchOptions {
   body?: Buffer | string;
   /** Hand over every answer, not only 2xx (an API's errors are answers to read). */
   anyStatus?: boolean;
+  /** Kept-alive connections to reuse; without it each request has a connection of its own. */
+  connections?: ConnectionPool;
 }
 
 export interface RemoteResponse {
@@ -155,24 +158,59 @@ async function checkedAddress(url: URL, options: Pick<RemoteFetchOptions, 'polic
   return addresses[0] as string;
 }
 
-function send(url: URL, address: string, options: RemoteFetchOptions): Promise<IncomingMessage> {
-  const family = net.isIP(address);
-  // Hands the connection the address checked above instead of resolving the host name again.
-  const pinned = ((_hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    if (lookupOptions.all) callback(null, [{ address, family }]);
-    else callback(null, address, family);
-  }) as unknown as LookupFunction;
+// Methods a client may send again on its own when a connection fails before any answer (RFC 9110
+// §9.2.1 safe methods; RFC 9112 §9.3.1 forbids repeating others automatically). PUT and DELETE are
+// idempotent in HTTP's terms, but a network's last upload chunk is a publication's point of no
+// return: whether anything is sent again is the publisher's decision, never this client's.
+const REPEATABLE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+// A kept-alive connection the server closed while it waited in the pool (its close had not reached
+// us yet): the request fails before any answer. The server most likely never read it, but nothing
+// proves it, hence only the methods above are sent again.
+const STALE_CONNECTION_ERRORS = new Set(['ECONNRESET', 'EPIPE']);
+
+/** A request failed on a reused connection before any answer (see STALE_CONNECTION_ERRORS). */
+class StaleConnectionError extends Error {
+  override name = 'StaleConnectionError';
+
+  constructor(readonly failure: NodeJS.ErrnoException) {
+    super(failure.message);
+  }
+}
+
+async function send(url: URL, address: string, options: RemoteFetchOptions): Promise<IncomingMessage> {
+  const agent = options.connections?.agentFor(url, address);
+  try {
+    return await sendOnce(url, address, options, agent);
+  } catch (error) {
+    if (!(error instanceof StaleConnectionError)) throw error;
+    const method = (options.method ?? 'GET').toUpperCase();
+    if (!REPEATABLE_METHODS.has(method) || options.signal.aborted) throw error.failure;
+    // Once, on a new connection of its own: the pool's other idle connections may be as stale.
+    return sendOnce(url, address, options, undefined);
+  }
+}
+
+function sendOnce(
+  url: URL,
+  address: string,
+  options: RemoteFetchOptions,
+  agent: Agent | undefined,
+): Promise<IncomingMessage> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     let response: IncomingMessage | undefined;
     const request = client.request(url, {
       method: options.method ?? 'GET',
-      lookup: pinned,
+      // Hands the connection the address checked above instead of resolving the host name again (a
+      // pooled agent has the same lookup in its own options, and only that address's connections).
+      lookup: pinnedLookup(address),
       signal: options.signal,
+      // Node sets it on a reused connection too, in place of the pool's idle time.
       timeout: options.idleTimeoutMs,
       headers: { 'User-Agent': 'post-scheduler', ...options.headers },
-      // A fresh connection each time: a pooled one was connected to an address checked for another request.
-      agent: false,
+      // Without a pool, a connection of its own, closed after the exchange.
+      agent: agent ?? false,
     });
     request.on('timeout', () => {
       const error = new RemoteIdleError(`silent for ${options.idleTimeoutMs} ms`);
@@ -183,7 +221,10 @@ function send(url: URL, address: string, options: RemoteFetchOptions): Promise<I
       response = answer;
       resolve(answer);
     });
-    request.on('error', reject);
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      const stale = request.reusedSocket && !response && STALE_CONNECTION_ERRORS.has(error.code ?? '');
+      reject(stale ? new StaleConnectionError(error) : error);
+    });
     request.end(options.body);
   });
 }
