@@ -1,6 +1,17 @@
-import { defineConfig } from 'vitest/config';
+import fs from 'node:fs';
+import { configDefaults, defineConfig } from 'vitest/config';
 import { SERVER_NODE_OPTIONS } from './scripts/node-options.mjs';
 import { TIMEOUTS } from './test/support/timeouts.js';
+
+/** PostgreSQL for the second project; without it the suite runs on the embedded PGlite only. */
+const postgresUrl = process.env.TEST_DATABASE_URL || undefined;
+
+/** The files whose outcome cannot depend on the database the service runs on (the list says why). */
+const onEmbeddedOnly = fs
+  .readFileSync('test/one-database.txt', 'utf8')
+  .split('\n')
+  .map((line) => line.trim())
+  .filter((line) => line !== '' && !line.startsWith('#'));
 
 export default defineConfig({
   test: {
@@ -12,8 +23,27 @@ export default defineConfig({
     pool: 'forks',
     // The embedded databases of the tests run in the workers, with the server's node options.
     execArgv: [...SERVER_NODE_OPTIONS],
-    // Two cores on the CI machine: more workers only contend for them.
-    maxWorkers: 2,
+    // Two cores on the CI machine. The PostgreSQL files spend much of their time waiting (on the
+    // database, on child processes, on the job queue's clock), so a third worker fills that time with
+    // another file's work when both databases run together.
+    maxWorkers: postgresUrl ? 3 : 2,
     env: { NODE_ENV: 'test' },
+    // The same files on both databases, in one run (their files interleave), when TEST_DATABASE_URL
+    // is set: `--project pglite` or `--project postgres` runs one of them.
+    projects: [
+      { extends: true, test: { name: 'pglite', env: { TEST_DATABASE_URL: '' } } },
+      ...(postgresUrl
+        ? [
+            {
+              extends: true,
+              test: {
+                name: 'postgres',
+                env: { TEST_DATABASE_URL: postgresUrl },
+                exclude: [...configDefaults.exclude, ...onEmbeddedOnly],
+              },
+            },
+          ]
+        : []),
+    ],
   },
 });

@@ -3,7 +3,7 @@
 # unless CHANGELOG.md announces it, the generated types are fresh, the code type-checks and lints and
 # is formatted (ESLint, Prettier), its
 # imports follow the layers of docs/development.md (Architecture), the
-# suite passes on PGlite and, when TEST_DATABASE_URL is set, again on PostgreSQL, and the SDK's
+# suite passes on PGlite and, when TEST_DATABASE_URL is set, on PostgreSQL too, and the SDK's
 # tarball installs and type-checks in an empty project (SDK_PACK_CHECK=skip when the caller ran it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,12 +17,12 @@ echo "== lint (ESLint, type-checked rules) and format (Prettier), zero findings"
 echo "== imports run downhill, without cycles (.dependency-cruiser.mjs)"; npx depcruise src --config .dependency-cruiser.mjs --output-type err
 echo "== build the server bundles and the API reference (what changed since the last build)"
 node --input-type=module -e "(await import('./scripts/build-if-stale.mjs')).buildIfStale()"
-echo "== tests on PGlite"; TEST_DATABASE_URL= npx vitest run "$@"
 if [ -n "${TEST_DATABASE_URL:-}" ]; then
-  echo "== tests on PostgreSQL ($TEST_DATABASE_URL)"; npx vitest run "$@"
+  echo "== tests on PGlite and on PostgreSQL ($TEST_DATABASE_URL), one run (vitest.config.ts, test/one-database.txt)"
 else
-  echo "== tests on PostgreSQL skipped: set TEST_DATABASE_URL (e.g. postgresql://postgres@127.0.0.1:5432/test) to run them"
+  echo "== tests on PGlite; PostgreSQL skipped: set TEST_DATABASE_URL (e.g. postgresql://postgres@127.0.0.1:5432/test) to run them too"
 fi
+npx vitest run "$@"
 if [ "${SDK_PACK_CHECK:-run}" != skip ]; then
   echo "== the SDK tarball installs in an empty project and type-checks"; scripts/check-sdk-pack.sh
 fi

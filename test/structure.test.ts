@@ -97,15 +97,38 @@ describe('the import rules of src/ (.dependency-cruiser.mjs, run by npm test)', 
   );
 });
 
-describe('the Node 22 pass of CI (test/node-22-suite.txt)', () => {
-  it('names test files that exist, so that a renamed file cannot drop out of it unnoticed', () => {
-    const listed = fs
-      .readFileSync(path.join(ROOT, 'test', 'node-22-suite.txt'), 'utf8')
+describe('the lists of test files that run on fewer passes', () => {
+  const listed = (file: string) =>
+    fs
+      .readFileSync(path.join(ROOT, 'test', file), 'utf8')
       .split('\n')
       .map((line) => line.trim())
       .filter((line) => line !== '' && !line.startsWith('#'));
-    expect(listed.length).toBeGreaterThan(10);
-    const missing = listed.filter((file) => !fs.existsSync(path.join(ROOT, file)));
-    expect(missing).toEqual([]);
+
+  it.each(['node-22-suite.txt', 'one-database.txt'])(
+    'test/%s names test files that exist, so that a renamed file cannot drop out of it unnoticed',
+    (file) => {
+      const files = listed(file);
+      expect(files.length).toBeGreaterThan(10);
+      expect(files.filter((name) => !fs.existsSync(path.join(ROOT, name)))).toEqual([]);
+    },
+  );
+
+  it('keeps every file that opens a database of the service on PostgreSQL, unless the embedded one is its subject', () => {
+    const embeddedSubject = [
+      'test/embedded-database.test.ts',
+      'test/embedded-memory.test.ts',
+      'test/backup-restore.test.ts',
+    ];
+    const opensDatabase = listed('one-database.txt').filter(
+      (file) =>
+        !file.startsWith('test/browser-') &&
+        file !== 'test/code-samples.test.ts' &&
+        !embeddedSubject.includes(file) &&
+        /from '[./]+(support\/(server|database|publishing-rig)|src\/db\/[\w-]+)\.js'/.test(
+          fs.readFileSync(path.join(ROOT, file), 'utf8'),
+        ),
+    );
+    expect(opensDatabase).toEqual([]);
   });
 });
