@@ -24,6 +24,10 @@ await build({
     // Loaded only when used: S3 storage, the contract validators (on the first API request).
     '@aws-sdk/*',
     'express-openapi-validator',
+    // OpenTelemetry's SDK, loaded only with tracing on. Its API is in the bundle (pg-boss imports it too);
+    // the SDK's own copy meets it through the API's globals (src/core/tracing.ts).
+    '@opentelemetry/sdk-*',
+    '@opentelemetry/exporter-*',
     // An optional native driver that pg requires only when asked to.
     'pg-native',
   ],

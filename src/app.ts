@@ -8,6 +8,7 @@ import type { MediaContext } from './media/storage.js';
 import { DATABASE_RETRY_AFTER_SECONDS, publicApiErrors } from './http/error-envelope.js';
 import { metricsRoute, requestMetrics } from './http/metrics-routes.js';
 import { requestLog } from './http/request-log.js';
+import { requestSpans } from './http/request-spans.js';
 import { servedContract } from './http/served-contract.js';
 import { createOAuthApi, isOAuthApiPath, oauthErrors } from './oauth/api.js';
 import { CsrfTokens } from './pages/csrf.js';
@@ -60,6 +61,9 @@ export function createApp(
       res.status(503).json({ status: 'unavailable', reason: 'database not reachable' });
     }
   });
+
+  // Traced from here on: the probes above would begin a trace every few seconds.
+  if (ctx.config.tracing) app.use(requestSpans());
 
   app.use(servedContract(ctx.config.publicUrl));
 

@@ -50,6 +50,11 @@ export interface Service extends AppContext {
    * outbound connections kept alive go; the database stays open.
    */
   stop(graceMs: number): Promise<void>;
+  /**
+   * Sends the spans not sent yet and ends tracing (when it is on): the last step of a shutdown, once
+   * requests and workers have stopped, so that their last spans go too.
+   */
+  flushTraces(): Promise<void>;
 }
 
 export interface ComposeOptions {
@@ -76,6 +81,28 @@ const QUEUES = [...PUBLISHER_QUEUES, ...WEBHOOK_QUEUES, { name: 'housekeeping' a
  * build it here, so a test server is the real server.
  */
 export async function compose(options: ComposeOptions): Promise<Service> {
+  const tracing = await startTracing(options.config, options.logger);
+  try {
+    return await assemble(options, async () => {
+      await tracing?.shutdown();
+    });
+  } catch (error) {
+    await tracing?.shutdown();
+    throw error;
+  }
+}
+
+/**
+ * OpenTelemetry's SDK, loaded and started only when the configuration turns tracing on: without it the
+ * spans of src/core/tracing.ts are not made and nothing of the SDK is loaded.
+ */
+async function startTracing(config: Config, logger: Logger) {
+  if (!config.tracing) return undefined;
+  const sdk = await import('./core/tracing-sdk.js');
+  return sdk.startTracing(config.tracing, logger);
+}
+
+async function assemble(options: ComposeOptions, flushTraces: () => Promise<void>): Promise<Service> {
   const { config, database, logger } = options;
   const applied = await migrateToLatest(database.db);
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
@@ -125,6 +152,7 @@ export async function compose(options: ComposeOptions): Promise<Service> {
       outbound.close();
       webhookOutbound.close();
     },
+    flushTraces,
   };
 }
 

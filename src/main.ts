@@ -93,6 +93,7 @@ async function listenOrExit(service: Service, database: DatabaseHandle, config: 
         : `Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
     );
     await service.stop(0);
+    await service.flushTraces();
     await database.close();
     process.exit(69); // EX_UNAVAILABLE
   }
@@ -142,6 +143,7 @@ function stopOnSignals(
         })
       : Promise.resolve();
     await Promise.all([closing, service.stop(graceMs)]);
+    await service.flushTraces();
     await database.close();
     logger.info('stopped');
     process.exit(0);

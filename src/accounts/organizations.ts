@@ -4,6 +4,7 @@ import { newId } from '../core/ids.js';
 import type { Db } from '../db/database.js';
 import { hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from './passwords.js';
 import type { Organization, User } from './tables.js';
+import { transaction } from '../db/transaction.js';
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -40,7 +41,7 @@ export async function createOrganizationWithOwner(
   }
   const passwordHash = existing ? undefined : await hashPassword(account.password);
 
-  return db.transaction().execute(async (trx) => {
+  return transaction(db, async (trx) => {
     const user = existing ?? (await insertUser(trx, { email, name: userName, passwordHash: passwordHash! }));
     const organization = await trx
       .insertInto('organizations')

@@ -3,6 +3,7 @@ import { NotFoundError } from '../core/errors.js';
 import type { Db } from '../db/database.js';
 import { lockChannels } from './channels.js';
 import type { Channel } from './tables.js';
+import { transaction } from '../db/transaction.js';
 
 /**
  * A feature's part in removing a channel (its posts', its account's), run in the removal's transaction
@@ -22,7 +23,7 @@ export class ChannelRemoval {
   ) {}
 
   async remove(organizationId: string, channelId: string): Promise<void> {
-    await this.ctx.db.transaction().execute(async (trx) => {
+    await transaction(this.ctx.db, async (trx) => {
       const [channel] = await lockChannels(trx, organizationId, [channelId]);
       if (!channel || channel.status === 'removed')
         throw new NotFoundError(`There is no channel ${channelId} in this organization.`);

@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import { transaction } from '../db/transaction.js';
 
 /** How many return origins an organization may list. */
 export const MAX_RETURN_ORIGINS = 20;
@@ -54,7 +55,7 @@ export async function listReturnOrigins(db: Db, organizationId: string): Promise
  * changes nothing.
  */
 export async function addReturnOrigin(db: Db, organizationId: string, origin: string): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
+  return transaction(db, async (trx) => {
     // Serialises additions of one organization, so that two at once cannot pass the limit together.
     await trx.selectFrom('organizations').select('id').where('id', '=', organizationId).forUpdate().execute();
     const { count } = await trx

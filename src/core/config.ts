@@ -8,11 +8,13 @@ import { readRuntime, type RuntimeSettings } from './config/runtime.js';
 import { readSandbox, type SandboxConfig } from './config/sandbox.js';
 import { readServer, type ServerSettings } from './config/server.js';
 import { readTikTok, type TikTokConfig } from './config/tiktok.js';
+import { readTracing, type TracingConfig } from './config/tracing.js';
 import { readWebhooks, type WebhooksConfig } from './config/webhooks.js';
 import { readYouTube, type YouTubeConfig } from './config/youtube.js';
 
 export type { MediaConfig, S3StorageConfig } from './config/media.js';
 export type { TikTokConfig } from './config/tiktok.js';
+export type { TracingConfig } from './config/tracing.js';
 export type { YouTubeConfig } from './config/youtube.js';
 
 /**
@@ -29,6 +31,8 @@ export interface Config extends ServerSettings, DatabaseSettings, RuntimeSetting
   publisher: PublisherConfig;
   webhooks: WebhooksConfig;
   metrics: MetricsConfig;
+  /** Set when OpenTelemetry traces are to be sent (see TracingConfig); off by default. */
+  tracing: TracingConfig | undefined;
 }
 
 export class ConfigError extends Error {
@@ -52,6 +56,7 @@ export function loadConfig(env: Env = process.env): Config {
     publisher: readPublisher(read),
     webhooks: readWebhooks(read),
     metrics: readMetrics(read),
+    tracing: readTracing(read),
   };
   if (read.problems.length > 0) {
     throw new ConfigError(`Invalid configuration:\n  - ${read.problems.join('\n  - ')}`);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Keyring } from '../crypto/keyring.js';
 import type { Db } from './database.js';
+import { transaction } from './transaction.js';
 
 /**
  * Keys of this installation (for HMAC-signed URLs, CSRF tokens, cursors and the like), created on
@@ -55,7 +56,7 @@ export class InstanceSecrets {
  * values were written.
  */
 export async function reencryptInstanceSecrets(db: Db, keyring: Keyring): Promise<number> {
-  return db.transaction().execute(async (trx) => {
+  return transaction(db, async (trx) => {
     const rows = await trx.selectFrom('instance_secrets').select(['name', 'value']).forUpdate().execute();
     let changed = 0;
     for (const row of rows) {

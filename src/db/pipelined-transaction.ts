@@ -10,8 +10,10 @@ import {
   type Driver,
   type QueryResult,
 } from 'kysely';
+import { traced } from '../core/tracing.js';
 import type { Db } from './database.js';
 import type { Database } from './schema.js';
+import { TRANSACTION_SPAN } from './transaction.js';
 
 /**
  * The transaction's connection, counting the statements sent on it: a statement is on its way (in
@@ -93,12 +95,14 @@ export interface PipelinedTransaction {
  * order: on PostgreSQL, whose connections are pipelined (see `openDatabase`), BEGIN goes out with the
  * first statements and COMMIT with the last ones instead of costing a round trip each, and statements
  * that need no answer in between share one. On the embedded database they run one after another in the
- * same order. The work ends with `commit`; anything it throws rolls the transaction back.
+ * same order. The work ends with `commit`; anything it throws rolls the transaction back. Inside a trace
+ * it is a span, as `transaction` is.
  */
-export async function pipelinedTransaction<T>(
-  db: Db,
-  work: (transaction: PipelinedTransaction) => Promise<T>,
-): Promise<T> {
+export function pipelinedTransaction<T>(db: Db, work: (transaction: PipelinedTransaction) => Promise<T>): Promise<T> {
+  return traced('transaction', TRANSACTION_SPAN, () => pipelined(db, work));
+}
+
+async function pipelined<T>(db: Db, work: (transaction: PipelinedTransaction) => Promise<T>): Promise<T> {
   return db.getExecutor().provideConnection(async (pooled) => {
     const connection = new CountedConnection(pooled);
     const trx = new Kysely<Database>({

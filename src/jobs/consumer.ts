@@ -1,6 +1,7 @@
 import type { Job, PgBoss } from 'pg-boss';
 import type { Logger } from '../core/logger.js';
 import { MicroBatcher } from './batcher.js';
+import { processing } from './job-tracing.js';
 
 // Handled jobs are completed together: at most this many, at most this long after the first.
 const COMPLETE_BATCH = 100;
@@ -122,7 +123,7 @@ export class JobConsumer<Data> {
   }
 
   private run(job: Job<Data>): void {
-    const handled = this.handler(job).then(
+    const handled = processing(this.name, job, () => this.handler(job)).then(
       () => void this.completions.add(job.id),
       (error: unknown) => {
         this.logger.error({ err: error, queue: this.name, jobId: job.id }, 'a job failed; pg-boss retries it');

@@ -5,6 +5,7 @@ import type { Logger } from '../core/logger.js';
 import type { QueueLoad } from '../core/metrics.js';
 import type { DatabaseHandle, Db } from '../db/database.js';
 import { JobConsumer, type ConsumerOptions } from './consumer.js';
+import { processingBatch, sending } from './job-tracing.js';
 import { queueClockOf } from './queue-clock.js';
 
 /** The queues of this service, and what their jobs carry. */
@@ -94,6 +95,9 @@ export class JobQueue {
       monitorIntervalSeconds: 10,
       // One row per process in pg-boss's instance registry is of no use here.
       registerInstance: false,
+      // The spans of jobs are this queue's own (see `plan` and JobConsumer): pg-boss's would add one for
+      // every fetch, the empty ones included, and read a trace context column on each.
+      openTelemetry: { enabled: false },
     };
     this.boss =
       database.kind === 'pglite'
@@ -119,11 +123,13 @@ export class JobQueue {
 
   /** Plans a job in the caller's transaction: it exists if, and only if, the transaction commits. */
   async plan<Q extends QueueName>(trx: Db, name: Q, data: Jobs[Q], options: PlanOptions = {}): Promise<void> {
-    await this.boss.send(name, data, {
-      ...(options.startAfter ? { startAfter: options.startAfter } : {}),
-      ...(options.singletonKey ? { singletonKey: options.singletonKey } : {}),
-      ...(options.group ? { group: options.group } : {}),
-      db: fromKysely(trx),
+    await sending(name, 1, async (addTrace) => {
+      await this.boss.send(name, addTrace(data), {
+        ...(options.startAfter ? { startAfter: options.startAfter } : {}),
+        ...(options.singletonKey ? { singletonKey: options.singletonKey } : {}),
+        ...(options.group ? { group: options.group } : {}),
+        db: fromKysely(trx),
+      });
     });
   }
 
@@ -134,15 +140,17 @@ export class JobQueue {
     jobs: { data: Jobs[Q]; startAfter?: Date; group?: PlanOptions['group'] }[],
   ): Promise<void> {
     if (jobs.length === 0) return;
-    await this.boss.insert(
-      name,
-      jobs.map((job) => ({
-        data: job.data,
-        ...(job.startAfter ? { startAfter: job.startAfter } : {}),
-        ...(job.group ? { group: job.group } : {}),
-      })),
-      { db: fromKysely(trx) },
-    );
+    await sending(name, jobs.length, async (addTrace) => {
+      await this.boss.insert(
+        name,
+        jobs.map((job) => ({
+          data: addTrace(job.data),
+          ...(job.startAfter ? { startAfter: job.startAfter } : {}),
+          ...(job.group ? { group: job.group } : {}),
+        })),
+        { db: fromKysely(trx) },
+      );
+    });
   }
 
   /**
@@ -199,13 +207,13 @@ export class JobQueue {
     });
   }
 
-  /** Runs `handler` for the jobs of one queue. */
+  /** Runs `handler` for the jobs of one queue, each batch in a span of its own. */
   async work<Q extends QueueName>(
     name: Q,
     options: WorkOptions,
     handler: (jobs: Job<Jobs[Q]>[]) => Promise<void>,
   ): Promise<string> {
-    return this.boss.work<Jobs[Q]>(name, options, handler);
+    return this.boss.work<Jobs[Q]>(name, options, (jobs) => processingBatch(name, jobs.length, () => handler(jobs)));
   }
 
   /** Handles the jobs of one queue one by one as they fall due, up to `options.capacity` at once (see JobConsumer). */

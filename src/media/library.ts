@@ -6,6 +6,7 @@ import { toMediaBody, type MediaBody } from './media-body.js';
 import { deleteMediaRow, findMedia, listMediaPage, postsUsingMedia } from './queries.js';
 import type { MediaContext } from './storage.js';
 import type { Media } from './tables.js';
+import { transaction } from '../db/transaction.js';
 
 type MediaPage = components['schemas']['MediaPage'];
 
@@ -41,7 +42,7 @@ export async function mediaPage(
 export async function removeMedia(ctx: MediaContext, organizationId: string, mediaId: string): Promise<void> {
   const media = await findMedia(ctx.db, organizationId, mediaId);
   if (!media) throw new NotFoundError(`There is no media ${mediaId} in this organization.`);
-  await ctx.db.transaction().execute(async (trx) => {
+  await transaction(ctx.db, async (trx) => {
     // Locked, so that a post writer reading this media FOR SHARE waits for the delete and then sees
     // the media gone, instead of scheduling a post with it in between.
     await trx.selectFrom('media').select('id').where('id', '=', media.id).forUpdate().execute();

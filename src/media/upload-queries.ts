@@ -3,6 +3,7 @@ import type { Db } from '../db/database.js';
 import { kindOf } from './media-types.js';
 import { insertMedia } from './queries.js';
 import type { Media, NewUpload, Upload } from './tables.js';
+import { transaction } from '../db/transaction.js';
 
 export function insertUpload(db: Db, upload: NewUpload): Promise<unknown> {
   return db.insertInto('uploads').values(upload).execute();
@@ -56,7 +57,7 @@ export function recordUploadedMedia(
   },
 ): Promise<Media> {
   const { mediaId, key, mediaType, size, durationMs, now } = stored;
-  return db.transaction().execute(async (trx) => {
+  return transaction(db, async (trx) => {
     const media = await insertMedia(trx, {
       id: mediaId,
       organization_id: upload.organization_id,

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { markFailed, SpanKind, traced, type Span } from '../core/tracing.js';
 import { AddressPolicy } from './address-policy.js';
 import {
   ConnectionPool,
@@ -46,7 +47,15 @@ export class OutboundClient {
    * the whole exchange are timed, and the answer, whatever its status, is read up to a cap. Failures
    * to connect or to hear back are thrown as they are, for the caller to judge.
    */
-  async call(url: string, options: CallOptions): Promise<CallResponse> {
+  call(url: string, options: CallOptions): Promise<CallResponse> {
+    return traced(options.method, clientSpan(options.method, url), async (span) => {
+      const response = await this.exchange(url, options);
+      answered(span, response.status);
+      return response;
+    });
+  }
+
+  private async exchange(url: string, options: CallOptions): Promise<CallResponse> {
     const timeout = AbortSignal.timeout(options.timeoutSeconds * 1000);
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
     const remote = await openRemote(url, {
@@ -116,10 +125,27 @@ export class OutboundClient {
    * GETs `url` and hands the response to `use`, within the time limits (`maxDurationSeconds` may
    * shorten the configured one); the response is closed when `use` settles.
    */
-  async get<T>(
+  get<T>(
     url: string,
     use: (response: RemoteResponse) => Promise<T>,
     options: { maxDurationSeconds?: number; accept?: string } = {},
+  ): Promise<T> {
+    return traced('GET', clientSpan('GET', url), (span) =>
+      this.download(
+        url,
+        (response) => {
+          answered(span, response.body.statusCode ?? 0);
+          return use(response);
+        },
+        options,
+      ),
+    );
+  }
+
+  private async download<T>(
+    url: string,
+    use: (response: RemoteResponse) => Promise<T>,
+    options: { maxDurationSeconds?: number; accept?: string },
   ): Promise<T> {
     const { idleTimeoutSeconds } = this.limits;
     const maxDurationSeconds = Math.min(options.maxDurationSeconds ?? Infinity, this.limits.maxDurationSeconds);
@@ -145,6 +171,29 @@ export class OutboundClient {
       remote?.body.destroy();
     }
   }
+}
+
+/**
+ * The span of a request to another server (inside a trace only): its method, host and port, as
+ * OpenTelemetry's HTTP conventions name them. Never its path or query, which may carry a token (a
+ * receiver's secret path, a signed URL), nor its headers.
+ */
+function clientSpan(method: string, url: string) {
+  const attributes: Record<string, string | number> = { 'http.request.method': method };
+  try {
+    const { hostname, port, protocol } = new URL(url);
+    attributes['server.address'] = hostname;
+    attributes['server.port'] = port ? Number(port) : protocol === 'https:' ? 443 : 80;
+  } catch {
+    // Not a URL: the request fails, and its span says how.
+  }
+  return { kind: SpanKind.CLIENT, attributes };
+}
+
+/** The answer's status on the span; 4xx and 5xx mark it failed, as the conventions have it for clients. */
+function answered(span: Span, status: number): void {
+  span.setAttribute('http.response.status_code', status);
+  if (status >= 400) markFailed(span, String(status));
 }
 
 export interface CallOptions {

@@ -5,6 +5,7 @@ import type { Db } from '../db/database.js';
 import type { AppPicture, AppPictureDownloader } from './app-pictures.js';
 import type { OAuthApp } from './tables.js';
 import { checkPictureUrl, checkRedirectUri } from './urls.js';
+import { transaction } from '../db/transaction.js';
 
 export const CLIENT_ID_PREFIX = 'pca_';
 const CLIENT_ID_RANDOM_LENGTH = 24;
@@ -96,7 +97,7 @@ export async function registerApp(
 ): Promise<{ app: OAuthApp; secret: string }> {
   const { values, picture } = await checkDetails(details, pictures);
   const secret = generateCredential('pcs_');
-  const app = await db.transaction().execute(async (trx) => {
+  const app = await transaction(db, async (trx) => {
     const inserted = await trx
       .insertInto('oauth_apps')
       .values({
@@ -131,7 +132,7 @@ export async function updateApp(
   const stored = await findApp(db, organizationId, appId);
   if (!stored) throw new NotFoundError('No app with this id in the organization.');
   const { values, picture } = await checkDetails(details, pictures, stored);
-  const app = await db.transaction().execute(async (trx) => {
+  const app = await transaction(db, async (trx) => {
     const updated = await trx
       .updateTable('oauth_apps')
       .set({ ...values, updated_at: now })

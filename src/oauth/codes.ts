@@ -5,6 +5,7 @@ import { CODE_PREFIX } from './grants.js';
 import { verifierMatchesChallenge } from './pkce.js';
 import type { OAuthApp, OAuthCode } from './tables.js';
 import { issueAccessToken, revokeTokensOfCode } from './tokens.js';
+import { transaction } from '../db/transaction.js';
 
 export interface CodeRedemption {
   code: string;
@@ -76,7 +77,7 @@ function assertVerifierMatches(code: OAuthCode, redemption: CodeRedemption): voi
 
 /** Marks the code used and issues its token in one transaction; `undefined` when another redemption was first. */
 function claimAndIssue(db: Db, app: OAuthApp, code: OAuthCode, now: Date) {
-  return db.transaction().execute(async (trx) => {
+  return transaction(db, async (trx) => {
     // One atomic claim: of any number of concurrent redemptions exactly one sees the row unconsumed.
     const claimed = await trx
       .updateTable('oauth_codes')

@@ -3,6 +3,7 @@ import { newId } from '../core/ids.js';
 import { generateCredential, hashSecret } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
 import { appPicturePath } from './app-pictures.js';
+import { transaction } from '../db/transaction.js';
 
 export const CODE_PREFIX = 'pac_';
 /** The mission's limit: a code expires 10 minutes after it is issued. */
@@ -23,7 +24,7 @@ export interface Approval {
  */
 export async function approveApp(db: Db, approval: Approval, now: Date): Promise<string> {
   const code = generateCredential(CODE_PREFIX);
-  await db.transaction().execute(async (trx) => {
+  await transaction(db, async (trx) => {
     const grant = await trx
       .insertInto('oauth_grants')
       .values({
@@ -128,7 +129,7 @@ export async function listApprovedApps(db: Db, userId: string): Promise<Approved
  * app created for the organization. Other organizations that approved the same app are untouched.
  */
 export async function revokeGrant(db: Db, userId: string, grantId: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  await transaction(db, async (trx) => {
     const deleted = await trx
       .deleteFrom('oauth_grants')
       .where('id', '=', grantId)

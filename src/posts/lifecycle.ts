@@ -9,6 +9,7 @@ import type { PostRow, ProviderSettings } from './post-body.js';
 import { assertMediaStillPresent, deletePost, findPost, lockPost, updatePost } from './queries.js';
 import { assertNotInThePast, assertNotOnTheNetwork, isEditable, nextState, type StatusRequest } from './transitions.js';
 import { checkDrafts, type CheckedPost } from './validation.js';
+import { transaction } from '../db/transaction.js';
 
 type UpdatePostRequest = components['schemas']['UpdatePostRequest'];
 
@@ -55,7 +56,7 @@ export async function editPost(
   const post = await getPost(ctx.db, organizationId, postId);
   assertEditable(post);
   const result = await checkEdit(ctx, post, changes);
-  return ctx.db.transaction().execute(async (trx) => {
+  return transaction(ctx.db, async (trx) => {
     const now = ctx.clock.now();
     let current = await lockedPost(trx, organizationId, postId);
     assertEditable(current);
@@ -150,7 +151,7 @@ export async function movePost(
   postId: string,
   request: StatusRequest,
 ): Promise<PostRow> {
-  return ctx.db.transaction().execute(async (trx) => {
+  return transaction(ctx.db, async (trx) => {
     const post = await lockedPost(trx, organizationId, postId);
     return moveLockedPost(ctx, trx, post, request, ctx.clock.now());
   });
@@ -210,7 +211,7 @@ async function moveLockedPost(
 
 /** Deletes our record of the post. A published post stays on the network: only the record goes. */
 export async function removePost(ctx: PostsContext, organizationId: string, postId: string): Promise<void> {
-  await ctx.db.transaction().execute(async (trx) => {
+  await transaction(ctx.db, async (trx) => {
     const post = await lockedPost(trx, organizationId, postId);
     if (post.status === 'publishing') {
       throw new ConflictError('The post is publishing; wait until it is published or failed, then delete it.');

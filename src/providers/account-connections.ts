@@ -12,6 +12,7 @@ import type { Channel } from '../channels/tables.js';
 import { credentialsContext, verifierContext } from './account-credentials.js';
 import { cancelRevocations } from './account-revocations.js';
 import { plainText } from './network-text.js';
+import { transaction } from '../db/transaction.js';
 
 /** How long a user may stay at the network's consent page. */
 const CONNECTION_LIFETIME_MS = 15 * 60_000;
@@ -229,7 +230,7 @@ async function saveConnectedChannel(
     JSON.stringify(input.credentials),
     credentialsContext(organizationId, provider, identity.externalId),
   );
-  return db.transaction().execute(async (trx) => {
+  return transaction(db, async (trx) => {
     const { rows } = await sql<Channel & { inserted: boolean }>`
       insert into channels (
         id, organization_id, provider, name, username, picture, status, external_id, credentials, connected_at

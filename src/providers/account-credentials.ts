@@ -2,6 +2,7 @@ import type { Channel } from '../channels/tables.js';
 import type { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
 import type { AccountCredentials } from './connection-contract.js';
+import { transaction } from '../db/transaction.js';
 
 /** The tokens of a connected channel, decrypted for the adapter that uses them. */
 export function channelCredentials(keyring: Keyring, channel: Channel): AccountCredentials | undefined {
@@ -24,7 +25,7 @@ export function credentialsContext(organizationId: string, provider: string, ext
  * connection's verifier, with the keyring's current key; how many values were written.
  */
 export async function reencryptAccountSecrets(db: Db, keyring: Keyring): Promise<number> {
-  return db.transaction().execute(async (trx) => {
+  return transaction(db, async (trx) => {
     let written = 0;
     const channels = await trx
       .selectFrom('channels')

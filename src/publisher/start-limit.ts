@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { transaction } from '../db/transaction.js';
 
 /**
  * How long a start counts: the network's minute, and a margin for the time between taking the start
@@ -21,7 +22,7 @@ export async function takeStart(
   max: number,
   now: Date,
 ): Promise<{ allowed: true } | { allowed: false; retryAt: Date }> {
-  return db.transaction().execute(async (trx) => {
+  return transaction(db, async (trx) => {
     await sql`select id from channels where id = ${channelId} for update`.execute(trx);
     const since = new Date(now.getTime() - START_WINDOW_MS);
     await trx.deleteFrom('publication_starts').where('channel_id', '=', channelId).where('at', '<=', since).execute();

@@ -25,6 +25,7 @@ import {
 import { nextStep, type NextStep } from './next-step.js';
 import { precondition, publishableMedia, runAttempt, type RunResult } from './publish.js';
 import { takeStart } from './start-limit.js';
+import { transaction } from '../db/transaction.js';
 
 /** A post read for a job of a fetched batch: whether its channel may start it now, and the claim if it was taken. */
 interface Prepared {
@@ -254,7 +255,7 @@ export class Publisher {
     const step = nextStep(result, recorded, now, this.settings.retryBaseMs);
     this.report(post, step, recorded?.step);
     if (step.status === 'published' || step.status === 'failed') return this.finish(post, step, now);
-    await this.ctx.db.transaction().execute(async (trx) => {
+    await transaction(this.ctx.db, async (trx) => {
       const settled = await updateHeldPost(trx, post.id, this.id, { next_attempt_at: step.at }, now);
       if (!settled) return;
       if (step.status === 'retry') {
@@ -346,7 +347,7 @@ export class Publisher {
    * publication the network was still processing when the call was cut has landed by then.
    */
   private async letGo(postId: string): Promise<void> {
-    await this.ctx.db.transaction().execute(async (trx) => {
+    await transaction(this.ctx.db, async (trx) => {
       const post = await trx
         .selectFrom('posts')
         .select(['publish_attempt'])

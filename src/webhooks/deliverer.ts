@@ -4,6 +4,7 @@ import { DELIVER, type WebhookContext, type WebhookDelivery } from './deliveries
 import { DeliveryOutcomes, type Outcome } from './delivery-outcomes.js';
 import type { WebhookEndpoint } from './endpoints.js';
 import { sendSigned, TIMEOUT_SECONDS, type Attempt } from './signed-send.js';
+import { transaction } from '../db/transaction.js';
 
 /** How long a worker holds a delivery it sends: longer than an attempt can take. */
 const CLAIM_MS = (TIMEOUT_SECONDS + 5) * 1000;
@@ -156,7 +157,7 @@ export class WebhookDeliverer {
     const schedule = this.ctx.config.webhooks.retrySchedule;
     const failingSince = endpoint.failing_since ?? now;
     const disable = now.getTime() - failingSince.getTime() >= DISABLE_AFTER_MS;
-    await this.ctx.db.transaction().execute(async (trx) => {
+    await transaction(this.ctx.db, async (trx) => {
       await trx
         .updateTable('webhook_endpoints')
         .set(
@@ -214,7 +215,7 @@ export class WebhookDeliverer {
   /** Sends a settled delivery again, now, with the same id and payload. */
   async retry(delivery: WebhookDelivery): Promise<WebhookDelivery> {
     const now = this.ctx.clock.now();
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transaction(this.ctx.db, async (trx) => {
       const row = await trx
         .updateTable('webhook_deliveries')
         // Attempts keep counting: a delivery tried again by hand gets one more attempt.

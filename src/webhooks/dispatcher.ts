@@ -2,6 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { toChannelBody } from '../channels/channels.js';
 import type { Db } from '../db/database.js';
 import { createDeliveries, type WebhookContext } from './deliveries.js';
+import { transaction } from '../db/transaction.js';
 
 /** Post events that webhooks deliver, by the event type their endpoints subscribe to. */
 const POST_EVENTS: Record<string, string> = {
@@ -112,7 +113,7 @@ export class WebhookDispatcher {
    */
   private async dispatchBatch(source: EventSource): Promise<number> {
     const now = this.ctx.clock.now();
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transaction(this.ctx.db, async (trx) => {
       const { rows: events } = await sql<OutboxEvent>`
         select id, organization_id, type, at, ${source.columns} from ${sql.table(source.table)}
         where webhooks_dispatched_at is null order by id limit ${BATCH} for update skip locked`.execute(trx);

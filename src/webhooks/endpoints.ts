@@ -6,6 +6,7 @@ import { newId } from '../core/ids.js';
 import { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
 import type { WebhookEndpointTable } from './tables.js';
+import { transaction } from '../db/transaction.js';
 
 export type WebhookBody = components['schemas']['Webhook'];
 export type WebhookEndpoint = Selectable<WebhookEndpointTable>;
@@ -84,7 +85,7 @@ export async function createEndpoint(
   owner: WebhookOwner,
   input: { url: string; eventTypes: string[]; description: string | null },
 ): Promise<{ row: WebhookEndpoint; secret: string }> {
-  return db.transaction().execute(async (trx) => {
+  return transaction(db, async (trx) => {
     // Counted under the organization's row lock, so that concurrent creates cannot pass the limit together.
     await trx.selectFrom('organizations').select('id').where('id', '=', owner.organizationId).forUpdate().execute();
     const { count } = await trx
@@ -166,7 +167,7 @@ export async function rotateSecret(
 
 /** Encrypts every endpoint's secrets with the keyring's current key; how many values were written. */
 export async function reencryptWebhookSecrets(db: Db, keyring: Keyring): Promise<number> {
-  return db.transaction().execute(async (trx) => {
+  return transaction(db, async (trx) => {
     let written = 0;
     const rows = await trx
       .selectFrom('webhook_endpoints')

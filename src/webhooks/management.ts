@@ -12,6 +12,7 @@ import {
   type WebhookEndpoint,
   type WebhookOwner,
 } from './endpoints.js';
+import { transaction } from '../db/transaction.js';
 
 /**
  * What a user or an integrator does with webhook endpoints, for the Public API and the web app
@@ -59,7 +60,7 @@ export class WebhookManagement {
   async test(owner: WebhookOwner, id: string): Promise<WebhookDelivery> {
     const row = await findEndpoint(this.ctx.db, owner, id);
     const now = this.ctx.clock.now();
-    const [delivery] = await this.ctx.db.transaction().execute((trx) =>
+    const [delivery] = await transaction(this.ctx.db, (trx) =>
       createDeliveries(
         trx,
         this.ctx.queue,

@@ -94,6 +94,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await service.stop(0);
+      await service.flushTraces();
       if (!keepDatabase) await database.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
