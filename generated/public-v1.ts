@@ -264,6 +264,9 @@ export interface paths {
          *       creator's `privacyLevelOptions`; an interaction the creator turned off
          *       (`commentDisabled` etc.) left on; any TikTok item on a server where TikTok publishing is
          *       not configured;
+         *     - a `thread` on a network without replies (YouTube, TikTok), more parts than the network
+         *       takes, or a part breaking the network's rules for a post (each part needs content or
+         *       media; the network's character and media limits apply to every part);
          *     - a post that would take its channel past its daily quota on the UTC day of its
          *       `scheduledAt`, counting the other posts of the same request (drafts don't count);
          *     - an `Idempotency-Key` reused with a different body.
@@ -315,6 +318,10 @@ export interface paths {
          *     checked, the edit is refused with `409` and changes nothing: read the post again and retry. The result is checked like a
          *     create (`422` with `details`; `502` when TikTok creator info cannot be read). The status
          *     and date don't change: use `/schedule` or `/status` for that.
+         *
+         *     A thread whose first parts are published (a `failed` post with a `releaseId`) keeps them:
+         *     its `content`, `mediaIds` and published `thread` parts cannot change (`409`); the parts not
+         *     yet published can be changed, added or removed, and the settings can change.
          */
         patch: operations["updatePost"];
         trace?: never;
@@ -1287,6 +1294,14 @@ export interface components {
             /** @description The attached media, in order. */
             mediaIds: string[];
             /**
+             * @description The parts published after the post's own content as replies, in order (`[]` for a single
+             *     post). The post is `published` when every part is; `releaseId` and `releaseUrl` are the
+             *     first part's, set as soon as it is published. When a part fails, the post is `failed`
+             *     with the parts before it published (each with its `releaseId`): scheduling it again
+             *     goes on from the first part not published, never sending a published part again.
+             */
+            thread: components["schemas"]["ThreadPart"][];
+            /**
              * @description The provider settings as stored, every default filled in. `null` only on sandbox posts
              *     created by the single-content form before it stored the sandbox's defaults.
              */
@@ -1302,7 +1317,10 @@ export interface components {
              * @description When the network accepted the post; `null` until `published`.
              */
             publishedAt: string | null;
-            /** @description The network's id of the published item (a YouTube video id, a TikTok publish or video id). */
+            /**
+             * @description The network's id of the published item (a YouTube video id, a TikTok publish or video
+             *     id); for a thread, its first part's, set once that part is published.
+             */
             releaseId: string | null;
             /**
              * Format: uri
@@ -1346,8 +1364,9 @@ export interface components {
          * @description What happened to a post: `created`; `scheduled` (it became due at `scheduledAt`);
          *     `rescheduled` (a new time); `drafted` (taken off the schedule); `edited`; `publishing` (a
          *     worker started an attempt); `retrying` (the attempt met a passing failure, `reason`, and goes
-         *     on at `nextAttemptAt`); `published`; `failed` (`error`); `deleted`. More types may be added
-         *     within v1.
+         *     on at `nextAttemptAt`); `part_published` (one part of a thread, `part`, was published, with
+         *     its `releaseId` and `releaseUrl`; `published` follows the last part's); `published`; `failed`
+         *     (`error`); `deleted`. More types may be added within v1.
          * @example published
          */
         PostEventType: string;
@@ -1380,13 +1399,19 @@ export interface components {
              * @description When the attempt goes on (`retrying`).
              */
             nextAttemptAt?: string;
-            /** @description The network's id of the published item (`published`). */
+            /** @description The network's id of the published item (`published`), or of the part (`part_published`). */
             releaseId?: string;
             /**
              * Format: uri
-             * @description Where the published item can be seen (`published`).
+             * @description Where the published item (`published`) or part (`part_published`) can be seen.
              */
             releaseUrl?: string | null;
+            /**
+             * @description Which part of a thread was published (`part_published`): 1 is the post's own content, 2
+             *     its `thread[0]`, and so on. A thread's `retrying` and `failed` events name the part in
+             *     `reason` and `error.message`.
+             */
+            part?: number;
             /** @description What the network said besides (`published`), e.g. that the creator finishes the post in the app. */
             note?: string;
             error?: components["schemas"]["PostError"];
@@ -1479,6 +1504,35 @@ export interface components {
             /** @description Media to attach, in order (YouTube and TikTok take exactly one video). */
             mediaIds?: string[];
             settings?: components["schemas"]["ProviderSettings"];
+            /**
+             * @description The parts that follow the post's own `content` and `mediaIds` as a thread: each is
+             *     published, in order, as a reply to the part before it. Only on networks with replies
+             *     (the sandbox so far, up to 10 parts; YouTube and TikTok refuse a `thread` with `422`); each network's
+             *     limits apply to every part (parts, characters, media per part), and a problem names the
+             *     part, e.g. `posts[0].thread[1].content`. Omitted or empty: a single post.
+             */
+            thread?: components["schemas"]["ThreadPartInput"][];
+        };
+        /** @description One part of a thread after the first. */
+        ThreadPartInput: {
+            /** @description The part's text; empty when omitted. The part needs content or media. */
+            content?: string;
+            /** @description Media to attach to the part, in order. */
+            mediaIds?: string[];
+        };
+        /** @description One part of a thread after the first, and where it was published. */
+        ThreadPart: {
+            /** @description The part's text; may be empty. */
+            content: string;
+            /** @description The part's media, in order. */
+            mediaIds: string[];
+            /** @description The network's id of the published part; `null` until the part is published. */
+            releaseId: string | null;
+            /**
+             * Format: uri
+             * @description Where the published part can be seen, when the network tells.
+             */
+            releaseUrl: string | null;
         };
         CreatePostResponse: {
             /** @description The group id (`grp_…`) shared by the created posts; filter `GET /public/v1/posts?group=` with it. */
@@ -1493,6 +1547,12 @@ export interface components {
             /** @description The new media list, replacing the old one. */
             mediaIds?: string[];
             settings?: components["schemas"]["ProviderSettings"];
+            /**
+             * @description The new parts after the first, replacing the old ones as a whole (`[]` makes it a single
+             *     post). Parts already published cannot change (`409`): send them as they are, followed by
+             *     the parts to publish.
+             */
+            thread?: components["schemas"]["ThreadPartInput"][];
             /**
              * Format: date-time
              * @description A new time to publish at, at most 1 minute in the past: a `scheduled` post is
@@ -1567,7 +1627,7 @@ export interface components {
         });
         /**
          * Sandbox
-         * @description Sandbox settings as stored; `outcome` is always present.
+         * @description Sandbox settings as stored; `outcome` and `failingPart` are always present.
          */
         StoredSandboxSettings: {
             /** @constant */
@@ -1575,6 +1635,8 @@ export interface components {
         } & (components["schemas"]["SandboxSettings"] & {
             /** @enum {string} */
             outcome: "published" | "failed";
+            /** Format: int32 */
+            failingPart: number;
         } & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1682,6 +1744,14 @@ export interface components {
              * @enum {string}
              */
             outcome?: "published" | "failed";
+            /**
+             * Format: int32
+             * @description With `outcome` `failed`, the part of a thread the sandbox refuses (1, the default, is the
+             *     post itself); the parts before it are published. Lets you try a thread that fails
+             *     midway, and scheduling it again after changing this.
+             * @default 1
+             */
+            failingPart?: number;
         };
         /**
          * @description The type detected from the bytes, one of the file types accepted as media.

@@ -587,7 +587,7 @@ async function postFor(example: Json): Promise<string> {
   const settings = {
     youtube: { __type: 'youtube', title: 'Winter', privacyStatus: 'unlisted', madeForKids: false, tags: [] },
     tiktok: { __type: 'tiktok', postMode: 'direct', privacyLevel: 'SELF_ONLY' },
-    sandbox: { __type: 'sandbox', outcome: 'published' },
+    sandbox: { __type: 'sandbox', outcome: 'published', failingPart: 1 },
   }[provider];
   const id = await insertPost(db, {
     organizationId: acme.id,

@@ -257,7 +257,7 @@ describe('the create body, a union discriminated by type', () => {
   it('stores the same settings from the single-content and the per-channel form', async () => {
     const single = await createPost({ type: 'draft', content: 'x', channelIds: [channel] });
     const perChannel = await createPost({ type: 'draft', posts: [{ channelId: channel, content: 'x' }] });
-    expect(single.settings).toEqual({ __type: 'sandbox', outcome: 'published' });
+    expect(single.settings).toEqual({ __type: 'sandbox', outcome: 'published', failingPart: 1 });
     expect(perChannel.settings).toEqual(single.settings);
   });
 });
@@ -378,7 +378,7 @@ describe('answers declare the defaults they always carry', () => {
       type: 'draft',
       posts: [{ channelId: channel, content: 'x', settings: { __type: 'sandbox' } }],
     });
-    expect(created.settings).toEqual({ __type: 'sandbox', outcome: 'published' });
+    expect(created.settings).toEqual({ __type: 'sandbox', outcome: 'published', failingPart: 1 });
   });
 });
 

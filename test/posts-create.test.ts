@@ -123,8 +123,9 @@ describe('POST /public/v1/posts: the two forms', () => {
         provider: 'sandbox',
         content: 'Doors open at 9',
         mediaIds: [media.image],
+        thread: [],
         // The same defaults the per-channel form stores for a sandbox item without settings.
-        settings: { __type: 'sandbox', outcome: 'published' },
+        settings: { __type: 'sandbox', outcome: 'published', failingPart: 1 },
         status: 'scheduled',
         scheduledAt: NOW,
         publishedAt: null,
@@ -170,8 +171,8 @@ describe('POST /public/v1/posts: the two forms', () => {
       brandOrganicToggle: false,
       isAiGenerated: false,
     });
-    expect(data[2]!.settings).toEqual({ __type: 'sandbox', outcome: 'failed' });
-    expect(data[3]!.settings).toEqual({ __type: 'sandbox', outcome: 'published' });
+    expect(data[2]!.settings).toEqual({ __type: 'sandbox', outcome: 'failed', failingPart: 1 });
+    expect(data[3]!.settings).toEqual({ __type: 'sandbox', outcome: 'published', failingPart: 1 });
     expect(data[2]!.content).toBe('Trying the failure path');
     expect(data[2]!.mediaIds).toEqual([]);
   });

@@ -51,7 +51,10 @@ export function postsUsingMedia(
     .select(['id', 'status'])
     .where('organization_id', '=', organizationId)
     .where('status', 'in', MEDIA_IN_USE_STATUSES)
-    .where(sql<boolean>`media_ids @> ${JSON.stringify([mediaId])}::jsonb`)
+    .where(
+      sql<boolean>`(media_ids @> ${JSON.stringify([mediaId])}::jsonb
+        or thread @> ${JSON.stringify([{ mediaIds: [mediaId] }])}::jsonb)`,
+    )
     .orderBy('id')
     .execute();
 }

@@ -16,7 +16,7 @@ import {
 import { toPostBody, type PostRow } from './post-body.js';
 import { recordPostEvents } from './events.js';
 import type { PostsContext } from './context.js';
-import { assertMediaStillPresent } from './queries.js';
+import { assertMediaStillPresent, mediaOf, unpublishedPart } from './queries.js';
 import { lockChannelStates } from '../channels/channels.js';
 import { assertWithinDailyQuota, insertPostsWithinQuota } from '../channels/quota.js';
 import type { NewPost } from './tables.js';
@@ -39,12 +39,14 @@ function draftsOf(request: CreatePostRequest): PostDraft[] {
       channelId: item.channelId,
       content: item.content ?? '',
       mediaIds: item.mediaIds ?? [],
+      thread: (item.thread ?? []).map((part) => ({ content: part.content ?? '', mediaIds: part.mediaIds ?? [] })),
       settings: item.settings,
       paths: {
         channel: `posts[${i}].channelId`,
         content: `posts[${i}].content`,
         mediaIds: `posts[${i}].mediaIds`,
         settings: `posts[${i}].settings`,
+        thread: `posts[${i}].thread`,
       },
     }));
   }
@@ -52,8 +54,15 @@ function draftsOf(request: CreatePostRequest): PostDraft[] {
     channelId,
     content: request.content,
     mediaIds: request.mediaIds ?? [],
+    thread: [],
     settings: undefined,
-    paths: { channel: `channelIds[${i}]`, content: 'content', mediaIds: 'mediaIds', settings: undefined },
+    paths: {
+      channel: `channelIds[${i}]`,
+      content: 'content',
+      mediaIds: 'mediaIds',
+      settings: undefined,
+      thread: undefined,
+    },
   }));
 }
 
@@ -204,7 +213,7 @@ async function insertPosts(
     assertMediaStillPresent(
       trx,
       organizationId,
-      posts.map((post) => ({ mediaIds: post.mediaIds, path: post.paths.mediaIds })),
+      posts.flatMap((post) => mediaOf(post)),
     ),
     insertPostsWithinQuota(
       trx,
@@ -229,6 +238,7 @@ function newPostRow(post: CheckedPost, organizationId: string, group: string, ti
     channel_id: post.channel.id,
     content: post.content,
     media_ids: JSON.stringify(post.mediaIds),
+    thread: JSON.stringify(post.thread.map((part) => unpublishedPart(part))),
     settings: JSON.stringify(post.settings),
     status: timing.status,
     scheduled_at: timing.scheduledAt,

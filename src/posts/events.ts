@@ -14,6 +14,7 @@ export type PostEventType =
   | 'edited'
   | 'publishing'
   | 'retrying'
+  | 'part_published'
   | 'published'
   | 'failed'
   | 'deleted';
@@ -28,6 +29,8 @@ export interface PostEventDetails {
   note?: string;
   error?: PostError;
   logId?: string;
+  /** The part of a thread, from 1 (the post's own content). */
+  part?: number;
 }
 
 /**

@@ -6,7 +6,16 @@ import type { Db } from '../db/database.js';
 import { recordPostEvent } from './events.js';
 import type { PostsContext } from './context.js';
 import type { PostRow, ProviderSettings } from './post-body.js';
-import { assertMediaStillPresent, deletePost, findPost, lockPost, updatePost } from './queries.js';
+import {
+  assertMediaStillPresent,
+  deletePost,
+  findPost,
+  lockPost,
+  mediaOf,
+  unpublishedPart,
+  updatePost,
+} from './queries.js';
+import type { StoredThreadPart } from './tables.js';
 import { assertNotInThePast, assertNotOnTheNetwork, isEditable, nextState, type StatusRequest } from './transitions.js';
 import { checkDrafts, type CheckedPost } from './validation.js';
 import { transaction } from '../db/transaction.js';
@@ -33,7 +42,8 @@ function assertEditable(post: PostRow): void {
 }
 
 /** The parts of a post that the rules judge together (a YouTube description falls back to the content). */
-const checkedParts = (post: PostRow) => JSON.stringify([post.content, post.media_ids, post.settings ?? null]);
+const checkedParts = (post: PostRow) =>
+  JSON.stringify([post.content, post.media_ids, post.thread, post.settings ?? null]);
 
 /**
  * Changes content, media or settings, checked like a create. The checks read TikTok's creator info,
@@ -55,6 +65,7 @@ export async function editPost(
 ): Promise<PostRow> {
   const post = await getPost(ctx.db, organizationId, postId);
   assertEditable(post);
+  assertPublishedPartsKept(post, changes);
   const result = await checkEdit(ctx, post, changes);
   return transaction(ctx.db, async (trx) => {
     const now = ctx.clock.now();
@@ -66,8 +77,8 @@ export async function editPost(
         'The post was changed by another request while this edit was being checked; read it again and retry.',
       );
     }
-    if (changes.mediaIds !== undefined) {
-      await assertMediaStillPresent(trx, organizationId, [{ mediaIds: result.mediaIds, path: 'mediaIds' }]);
+    if (changes.mediaIds !== undefined || changes.thread !== undefined) {
+      await assertMediaStillPresent(trx, organizationId, mediaOf(result));
     }
     let edited = await writeEdit(trx, current, changes, result, now);
     if (changes.scheduledAt !== undefined) edited = await retime(ctx, trx, edited, new Date(changes.scheduledAt), now);
@@ -82,8 +93,12 @@ async function checkEdit(ctx: PostsContext, post: PostRow, changes: UpdatePostRe
       channelId: post.channel_id,
       content: changes.content ?? post.content,
       mediaIds: changes.mediaIds ?? post.media_ids,
+      thread: (changes.thread ?? post.thread).map((part) => ({
+        content: part.content ?? '',
+        mediaIds: part.mediaIds ?? [],
+      })),
       settings: changes.settings ?? ((post.settings ?? undefined) as ProviderSettings | undefined),
-      paths: { channel: 'channelId', content: 'content', mediaIds: 'mediaIds', settings: 'settings' },
+      paths: { channel: 'channelId', content: 'content', mediaIds: 'mediaIds', settings: 'settings', thread: 'thread' },
     },
   ]);
   const [result] = checked.posts;
@@ -97,6 +112,36 @@ async function checkEdit(ctx: PostsContext, post: PostRow, changes: UpdatePostRe
   return result;
 }
 
+/**
+ * A thread whose first parts are published keeps them as they went out: its own content and media,
+ * and the published parts of its thread (409 otherwise); the parts not published yet may change.
+ */
+function assertPublishedPartsKept(post: PostRow, changes: UpdatePostRequest): void {
+  if (post.release_id === null) return;
+  const same = (a: { content?: string; mediaIds?: string[] }, b: { content: string; mediaIds: string[] }) =>
+    (a.content ?? '') === b.content && JSON.stringify(a.mediaIds ?? []) === JSON.stringify(b.mediaIds);
+  const published = post.thread.filter((part) => part.releaseId !== null);
+  const changed =
+    (changes.content !== undefined && changes.content !== post.content) ||
+    (changes.mediaIds !== undefined && JSON.stringify(changes.mediaIds) !== JSON.stringify(post.media_ids)) ||
+    (changes.thread !== undefined &&
+      (changes.thread.length < published.length || published.some((part, i) => !same(changes.thread![i]!, part))));
+  if (changed) {
+    throw new ConflictError(
+      `The first ${published.length + 1} part${published.length === 0 ? ' is' : 's are'} of post ${post.id} ` +
+        'published and cannot change: send them as they are; the parts after them can change.',
+    );
+  }
+}
+
+/** The thread as an edit stores it: the published parts as they are, the others as sent. */
+function editedThread(post: PostRow, thread: { content: string; mediaIds: string[] }[]): StoredThreadPart[] {
+  return thread.map((part, i) => {
+    const stored = post.thread[i];
+    return stored?.releaseId ? stored : unpublishedPart(part);
+  });
+}
+
 /** Writes the fields the edit sent, and only those, so concurrent edits of different fields don't undo each other. */
 async function writeEdit(
   trx: Db,
@@ -105,10 +150,17 @@ async function writeEdit(
   result: CheckedPost,
   now: Date,
 ): Promise<PostRow> {
-  if (changes.content === undefined && changes.mediaIds === undefined && changes.settings === undefined) return post;
+  if (
+    changes.content === undefined &&
+    changes.mediaIds === undefined &&
+    changes.thread === undefined &&
+    changes.settings === undefined
+  )
+    return post;
   const edited = await updatePost(trx, post.organization_id, post.id, {
     ...(changes.content === undefined ? {} : { content: result.content }),
     ...(changes.mediaIds === undefined ? {} : { media_ids: JSON.stringify(result.mediaIds) }),
+    ...(changes.thread === undefined ? {} : { thread: JSON.stringify(editedThread(post, result.thread)) }),
     ...(changes.settings === undefined ? {} : { settings: JSON.stringify(result.settings) }),
     updated_at: now,
   });
@@ -172,7 +224,11 @@ async function moveLockedPost(
   if (!next) return post;
   if (next.status === 'scheduled' && next.scheduledAt) {
     // A draft's media may have been deleted meanwhile (only scheduled posts hold media back).
-    await assertMediaStillPresent(trx, post.organization_id, [{ mediaIds: post.media_ids, path: 'mediaIds' }]);
+    await assertMediaStillPresent(
+      trx,
+      post.organization_id,
+      mediaOf({ mediaIds: post.media_ids, thread: post.thread, paths: { mediaIds: 'mediaIds', thread: 'thread' } }),
+    );
     const [channel] = await lockChannels(trx, post.organization_id, [post.channel_id]);
     if (!channel || !acceptsPosts(channel)) {
       const [why, advice] =

@@ -18,6 +18,12 @@ export function toPostBody(post: PostRow): PostBody {
     provider: post.provider,
     content: post.content,
     mediaIds: post.media_ids,
+    thread: post.thread.map((part) => ({
+      content: part.content,
+      mediaIds: part.mediaIds,
+      releaseId: part.releaseId,
+      releaseUrl: part.releaseUrl,
+    })),
     settings: (post.settings ?? null) as StoredProviderSettings | null,
     status: post.status,
     scheduledAt: post.scheduled_at?.toISOString() ?? null,

@@ -4,7 +4,7 @@ import { UnprocessableError } from '../core/errors.js';
 import type { Db } from '../db/database.js';
 import type { PostCursor } from './cursor.js';
 import type { PostRow } from './post-body.js';
-import type { PostUpdate } from './tables.js';
+import type { PostUpdate, StoredThreadPart } from './tables.js';
 
 function selectPosts(db: Db, organizationId: string) {
   return db
@@ -23,6 +23,24 @@ export function findPost(db: Db, organizationId: string, postId: string): Promis
 /** Like `findPost`, and holds the post's row until the transaction ends, so its status cannot change meanwhile. */
 export function lockPost(trx: Db, organizationId: string, postId: string): Promise<PostRow | undefined> {
   return selectPosts(trx, organizationId).where('posts.id', '=', postId).forUpdate('posts').executeTakeFirst();
+}
+
+/** A thread part as stored before it is published. */
+export function unpublishedPart(part: { content: string; mediaIds: string[] }): StoredThreadPart {
+  return { content: part.content, mediaIds: part.mediaIds, releaseId: null, releaseUrl: null, reference: null };
+}
+
+/** The media of a post and of its thread's parts, each list with the path of its field. */
+export function mediaOf(post: {
+  mediaIds: string[];
+  thread: { mediaIds: string[] }[];
+  paths: { mediaIds: string; thread: string | undefined };
+}): { mediaIds: string[]; path: string }[] {
+  const { paths } = post;
+  return [
+    { mediaIds: post.mediaIds, path: paths.mediaIds },
+    ...post.thread.map((part, i) => ({ mediaIds: part.mediaIds, path: `${paths.thread ?? 'thread'}[${i}].mediaIds` })),
+  ];
 }
 
 /**

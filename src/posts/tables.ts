@@ -9,12 +9,16 @@ export interface PostTable {
   channel_id: string;
   content: string;
   media_ids: ColumnType<string[], string, string>;
+  /** The parts after the post's own content, published in order as replies; `[]` for a single post. */
+  thread: ColumnType<StoredThreadPart[], string | undefined, string>;
   settings: ColumnType<unknown, string | null, string | null>;
   status: PostStatus;
   scheduled_at: Timestamp | null;
   published_at: Timestamp | null;
   release_id: string | null;
   release_url: string | null;
+  /** What the network needs to know of the published first part to reply to it (a thread). */
+  release_reference: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
   /** Why publishing failed: a code of the contract's `PostError` and a message for people. */
   error_code: string | null;
   error_message: string | null;
@@ -27,6 +31,16 @@ export interface PostTable {
   next_attempt_at: Timestamp | null;
   created_at: CreatedAt;
   updated_at: Timestamp;
+}
+
+/** One part of a thread after the first, and where it was published once it is. */
+export interface StoredThreadPart {
+  content: string;
+  mediaIds: string[];
+  releaseId: string | null;
+  releaseUrl: string | null;
+  /** What the network needs to know of the published part to reply to it. */
+  reference: Record<string, unknown> | null;
 }
 
 /** One change of a post: its history, and the outbox the webhooks deliver from. */

@@ -13,11 +13,19 @@ import type {
 } from '../providers/provider-adapter.js';
 import type { ProviderSettings, StoredProviderSettings } from './post-body.js';
 
+/** A part of a thread after the first, as the request has it. */
+export interface ThreadPartDraft {
+  content: string;
+  mediaIds: string[];
+}
+
 /** One post as a request describes it, before any rule is checked. */
 export interface PostDraft {
   channelId: string;
   content: string;
   mediaIds: string[];
+  /** The parts after the first; `[]` for a single post. */
+  thread: ThreadPartDraft[];
   settings: ProviderSettings | undefined;
   paths: ItemPaths;
 }
@@ -28,6 +36,7 @@ export interface CheckedPost {
   paths: ItemPaths;
   content: string;
   mediaIds: string[];
+  thread: ThreadPartDraft[];
   /** With the defaults filled in, also when none were sent (allowed where the network needs none). */
   settings: StoredProviderSettings;
 }
@@ -77,7 +86,11 @@ export async function checkDrafts(
   const unique = (values: string[]) => [...new Set(values)];
   const [channels, media] = await Promise.all([
     loadChannels(deps.db, organizationId, unique(drafts.map((d) => d.channelId))),
-    loadMedia(deps.db, organizationId, unique(drafts.flatMap((d) => d.mediaIds))),
+    loadMedia(
+      deps.db,
+      organizationId,
+      unique(drafts.flatMap((d) => [...d.mediaIds, ...d.thread.flatMap((p) => p.mediaIds)])),
+    ),
   ]);
   const channelsById = new Map(channels.map((c) => [c.id, c]));
   const mediaById = new Map(media.map((m) => [m.id, m]));
@@ -110,6 +123,7 @@ export async function checkDrafts(
       const source = network.creatorInfo;
       itemProblems.push(
         ...(await settingsProblems(network, facts, channel, draft.settings, source && readCreatorInfo(source))),
+        ...threadProblems(network, draft, channel, mediaById),
       );
     }
     problems.push(...itemProblems);
@@ -153,12 +167,73 @@ function draftProblems(draft: PostDraft, channel: Channel | undefined, mediaById
   return problems;
 }
 
+/**
+ * A thread's problems: a network without replies takes none; one with them takes so many parts, each
+ * with content or media the organization has, within the network's rules for a post.
+ */
+function threadProblems(
+  network: ProviderAdapter,
+  draft: PostDraft,
+  channel: Channel,
+  mediaById: Map<string, Pick<Media, 'id' | 'kind' | 'duration_ms'>>,
+): ErrorDetail[] {
+  const { thread } = draft;
+  const path = draft.paths.thread;
+  if (thread.length === 0 || path === undefined) return [];
+  const rules = network.thread;
+  if (!rules) {
+    return [
+      {
+        path,
+        message:
+          `A ${network.name} post cannot have a thread: ` +
+          `${network.name} has no replies to a post (channel ${channel.id}).`,
+      },
+    ];
+  }
+  const problems: ErrorDetail[] = [];
+  if (thread.length + 1 > rules.maxParts) {
+    problems.push({
+      path,
+      message:
+        `A ${network.name} thread has at most ${rules.maxParts} parts, the post's own included; ` +
+        `this one has ${thread.length + 1} (channel ${channel.id}).`,
+    });
+  }
+  thread.forEach((part, index) => {
+    const paths = { content: `${path}[${index}].content`, mediaIds: `${path}[${index}].mediaIds` };
+    part.mediaIds.forEach((id, i) => {
+      if (!mediaById.has(id))
+        problems.push({ path: `${paths.mediaIds}[${i}]`, message: `There is no media ${id} in this organization.` });
+    });
+    if (part.content.trim() === '' && part.mediaIds.length === 0) {
+      problems.push({
+        path: paths.content,
+        message: `Part ${index + 2} of the thread needs content or media (channel ${channel.id}).`,
+      });
+    }
+    const media = part.mediaIds.every((id) => mediaById.has(id))
+      ? part.mediaIds.map((id) => mediaById.get(id)!)
+      : undefined;
+    problems.push(
+      ...rules.partProblems({
+        channelId: channel.id,
+        content: part.content,
+        media,
+        paths: { ...draft.paths, ...paths, thread: path },
+      }),
+    );
+  });
+  return problems;
+}
+
 function checkedPost(draft: PostDraft, channel: Channel, network: ProviderAdapter): CheckedPost {
   return {
     channel,
     paths: draft.paths,
     content: draft.content,
     mediaIds: draft.mediaIds,
+    thread: draft.thread,
     // A network that needs no settings gets its defaults either way, so both create forms store the same.
     settings: network.withDefaults(
       (draft.settings ?? { __type: channel.provider }) as SettingsOf<typeof channel.provider>,

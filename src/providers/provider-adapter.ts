@@ -58,6 +58,19 @@ export interface ItemPaths {
   mediaIds: string;
   /** `undefined` in the single-content form, which carries no settings. */
   settings: string | undefined;
+  /** `undefined` in the single-content form, which carries no thread. */
+  thread: string | undefined;
+}
+
+/** A network's rules for threads. Each part also follows the network's rules for a post's text and media. */
+export interface ThreadRules {
+  /** The most parts a thread may have, the post's own content included. */
+  maxParts: number;
+  /**
+   * The problems of one part after the first by the network's rules for a post's text and media
+   * (the post's own part is checked with its settings, by `settingsProblems`).
+   */
+  partProblems(part: ItemFacts): ErrorDetail[];
 }
 
 /**
@@ -110,6 +123,8 @@ export interface ProviderAdapter<P extends Provider = Provider> {
   readonly needsSettings: boolean;
   /** The network's own limit of a post's text, when it has one below the contract's. */
   readonly contentLimit?: ContentLimit;
+  /** How the network takes threads (parts published as replies); absent on a network without replies. */
+  readonly thread?: ThreadRules;
   /** The problems of one post's settings, every one of them, with the path of the field concerned. */
   settingsProblems(check: SettingsCheck<P>): Promise<ErrorDetail[]>;
   /** The settings as stored and answered: every optional choice with its documented default. */

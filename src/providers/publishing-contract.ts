@@ -14,19 +14,42 @@ export interface PublishableMedia {
   open(range?: { start: number; end: number }): Promise<NodeJS.ReadableStream>;
 }
 
-/** What a publication sends: one post to its channel. */
+/** What a publication sends: one post to its channel, or one part of a thread. */
 export interface PublicationInput {
   post: {
     id: string;
     /** The publishing attempt: each time the post is published anew, a new number. */
     attempt: number;
+    /** The text of the part published (the post's own, or a thread part's). */
     content: string;
     settings: unknown;
   };
   channel: Channel;
+  /** The media of the part published (the post's own, or a thread part's). */
   media: PublishableMedia[];
+  /** For a part of a thread after the first: which part, and the published parts it replies to. */
+  reply?: ThreadReply;
   /** Aborted when the worker stops: a step should end its exchange with the network. */
   signal: AbortSignal;
+}
+
+/** A published part of a thread, as a reply to it names it. */
+export interface PublishedPart {
+  releaseId: string;
+  releaseUrl: string | null;
+  /** What the network answered besides the id that a reply needs (e.g. a content hash); `{}` when nothing. */
+  reference: Record<string, unknown>;
+}
+
+/**
+ * Where a part of a thread goes: a reply to `parent`, the part just before it, in the thread that
+ * `root`, the post's own part, began. `part` counts from 1, the post's own content.
+ */
+export interface ThreadReply {
+  part: number;
+  parts: number;
+  root: PublishedPart;
+  parent: PublishedPart;
 }
 
 /**
@@ -48,6 +71,8 @@ export type Outcome =
       releaseUrl: string | null;
       /** What the network said besides, e.g. that the creator finishes the post in the app. */
       note?: string;
+      /** What a reply to it needs besides its id (a network with threads), see `PublishedPart`. */
+      reference?: Record<string, unknown>;
     }
   | { status: 'failed'; code: string; message: string; logId?: string };
 

@@ -11,6 +11,8 @@ export interface SandboxReleaseTable {
   content: string;
   media: ColumnType<{ id: string; fileName: string; contentType: string; kind: string }[], string, string>;
   settings: ColumnType<unknown, string | null, string | null>;
+  /** The sandbox post this one replies to (a thread's part after the first). */
+  reply_to: ColumnType<string | null, string | null | undefined, string | null>;
   published_at: Timestamp;
 }
 

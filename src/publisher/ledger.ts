@@ -1,9 +1,16 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Channel, ChannelState } from '../channels/tables.js';
 import type { Db } from '../db/database.js';
-import { postEventValues, type PostEventDetails, type PostEventType, type PostEventValues } from '../posts/events.js';
+import {
+  postEventValues,
+  recordPostEvent,
+  type PostEventDetails,
+  type PostEventType,
+  type PostEventValues,
+} from '../posts/events.js';
 import type { PostRow } from '../posts/post-body.js';
-import type { Progress } from '../providers/publishing-contract.js';
+import type { Progress, PublishedPart } from '../providers/publishing-contract.js';
+import { transaction } from '../db/transaction.js';
 
 /**
  * The publisher's reads and writes of the database: claiming a post under a lease, the recorded
@@ -279,6 +286,8 @@ export async function renewLease(db: Db, postId: string, worker: string, leaseMs
 }
 
 export interface RecordedProgress extends Progress {
+  /** The part of the post the step belongs to: 0, its own content; 1, its first thread part … */
+  part: number;
   retries: number;
   createdAt: Date;
 }
@@ -286,12 +295,13 @@ export interface RecordedProgress extends Progress {
 export async function loadProgress(db: Db, postId: string, attempt: number): Promise<RecordedProgress | undefined> {
   const row = await db
     .selectFrom('post_publications')
-    .select(['step', 'reference', 'irreversible_at', 'retries', 'created_at'])
+    .select(['part', 'step', 'reference', 'irreversible_at', 'retries', 'created_at'])
     .where('post_id', '=', postId)
     .where('attempt', '=', attempt)
     .executeTakeFirst();
   if (!row) return undefined;
   return {
+    part: row.part,
     step: row.step,
     reference: row.reference,
     irreversible: row.irreversible_at !== null,
@@ -309,6 +319,8 @@ export async function saveProgress(
   post: { id: string; publish_attempt: number; provider: string },
   progress: Progress,
   now: Date,
+  /** The part of the post the step belongs to (0, its own content). */
+  part = 0,
 ): Promise<void> {
   const reference = JSON.stringify(progress.reference);
   await db
@@ -317,6 +329,7 @@ export async function saveProgress(
       post_id: post.id,
       attempt: post.publish_attempt,
       provider: post.provider,
+      part,
       step: progress.step,
       reference,
       irreversible_at: progress.irreversible ? now : null,
@@ -324,6 +337,7 @@ export async function saveProgress(
     })
     .onConflict((oc) =>
       oc.columns(['post_id', 'attempt']).doUpdateSet({
+        part,
         step: progress.step,
         reference,
         irreversible_at: progress.irreversible ? sql<Date>`coalesce(post_publications.irreversible_at, ${now})` : null,
@@ -331,6 +345,56 @@ export async function saveProgress(
       }),
     )
     .execute();
+}
+
+/**
+ * Records a part of a thread as published, on a post this worker holds, in one transaction: where it
+ * went (the post's own release for part 0, the thread's part otherwise), its `part_published` event,
+ * and the first step of the next part when there is one, so that a crash at any moment neither sends
+ * a published part again nor skips one. The post as it is then, or undefined if the worker no longer
+ * holds it.
+ */
+export async function recordPartPublished(
+  db: Db,
+  held: PostRow,
+  worker: string,
+  part: number,
+  release: PublishedPart,
+  next: Progress | undefined,
+  now: Date,
+): Promise<PostRow | undefined> {
+  const post: PostRow =
+    part === 0
+      ? {
+          ...held,
+          release_id: release.releaseId,
+          release_url: release.releaseUrl,
+          release_reference: release.reference,
+          updated_at: now,
+        }
+      : {
+          ...held,
+          thread: held.thread.map((stored, i) => (i === part - 1 ? { ...stored, ...release } : stored)),
+          updated_at: now,
+        };
+  return transaction(db, async (trx) => {
+    const { rows } = await sql`
+      update posts set
+        release_id = ${post.release_id}, release_url = ${post.release_url},
+        release_reference = ${JSON.stringify(post.release_reference)}::jsonb,
+        thread = ${JSON.stringify(post.thread)}::jsonb, updated_at = ${now}
+      where id = ${held.id} and lease_owner = ${worker}
+      returning id`.execute(trx);
+    if (rows.length === 0) return undefined;
+    await recordPostEvent(trx, post, 'part_published', now, {
+      attempt: held.publish_attempt,
+      part: part + 1,
+      releaseId: release.releaseId,
+      releaseUrl: release.releaseUrl,
+    });
+    if (next) await saveProgress(trx, post, next, now, part + 1);
+    return post;
+  });
 }
 
 export async function countRetry(db: Db, postId: string, attempt: number, now: Date): Promise<void> {

@@ -13,12 +13,14 @@ import {
   type Progress,
   type PublicationInput,
   type PublishableMedia,
+  type PublishedPart,
   type PublishingAdapter,
   type StepResult,
+  type ThreadReply,
 } from '../providers/publishing-contract.js';
 import { plainText } from '../providers/network-text.js';
-import type { ClaimedPost, RecordedProgress } from './ledger.js';
-import { loadProgress, saveProgress } from './ledger.js';
+import type { ClaimedPost } from './ledger.js';
+import { loadProgress, recordPartPublished, saveProgress } from './ledger.js';
 
 /** How a run of an attempt ended: an outcome, or a reason to go on later. */
 export type RunResult =
@@ -38,23 +40,27 @@ const failure = (code: string, message: string, logId?: string): Outcome => ({
   ...(logId ? { logId } : {}),
 });
 
-/** The media of a post as an adapter reads them, with signed URLs valid for `urlSeconds`. */
+/**
+ * The media of a post or of one part of its thread as an adapter reads them, with signed URLs valid
+ * for `urlSeconds`; `undefined` when one of them is gone.
+ */
 export async function publishableMedia(
   ctx: MediaContext,
-  post: ClaimedPost,
+  organizationId: string,
+  mediaIds: string[],
   urlSeconds: number,
 ): Promise<PublishableMedia[] | undefined> {
-  if (post.media_ids.length === 0) return [];
+  if (mediaIds.length === 0) return [];
   const rows = await ctx.db
     .selectFrom('media')
     .selectAll()
-    .where('organization_id', '=', post.organization_id)
-    .where('id', 'in', post.media_ids)
+    .where('organization_id', '=', organizationId)
+    .where('id', 'in', mediaIds)
     .execute();
   const byId = new Map(rows.map((row) => [row.id, row]));
   const expiresAt = new Date(Math.floor(ctx.clock.now().getTime() / 1000) * 1000 + urlSeconds * 1000);
   const media: PublishableMedia[] = [];
-  for (const id of post.media_ids) {
+  for (const id of mediaIds) {
     const row = byId.get(id);
     if (!row) return undefined;
     const contentType = row.content_type as MediaContentType;
@@ -72,19 +78,130 @@ export async function publishableMedia(
 }
 
 /**
+ * What a part of the post sends: part 0 is the post's own content, part 1 its first thread part …,
+ * with the published parts it replies to. `undefined` when a media file of the part is gone.
+ */
+export type PartInput = (part: number, reply: ThreadReply | undefined) => Promise<PublicationInput | undefined>;
+
+/**
  * Runs an attempt from where it stands, step by step: each step's progress is recorded before the
  * next runs, a step marked irreversible before it runs. An attempt that may have crossed its
  * irreversible point (it was recorded there by an earlier run: the worker stopped or died, or the
  * call got no answer) is never simply run again: the network is asked first what became of it, and
  * only a network that knows nothing of it lets the step run again.
+ *
+ * A thread is published part after part, each a reply to the one before, with its own steps and
+ * irreversible point; a published part is recorded, with the first step of the next, before the
+ * next one runs (see `recordPartPublished`). An attempt begins at the first part not published yet,
+ * so a thread that failed midway and is scheduled again goes on where it stopped.
  */
 export async function runAttempt(
   ctx: { db: Db; clock: Clock },
   adapter: PublishingAdapter,
   post: ClaimedPost,
-  input: PublicationInput,
+  worker: string,
+  inputOf: PartInput,
 ): Promise<RunResult> {
-  return inWords(await runSteps(ctx, adapter, post, input));
+  const parts = post.thread.length + 1;
+  // A new attempt has recorded nothing yet; one taken over may have.
+  const recorded =
+    post.previous_status === 'scheduled' ? undefined : await loadProgress(ctx.db, post.id, post.publish_attempt);
+  // A recorded step of a part already published is behind (its next part had a media file gone).
+  const first = firstUnpublishedPart(post);
+  let part = recorded && recorded.part >= first ? recorded.part : first;
+  let resume: Progress | undefined = recorded?.part === part ? recorded : undefined;
+  for (;;) {
+    // Every part is published: a worker stopped after recording the last one.
+    if (part >= parts) return publishedPost(post);
+    const input = await inputOf(part, replyTo(post, part));
+    if (!input) return inThread(mediaMissing(), part, parts);
+    const result = inWords(await runSteps(ctx, adapter, post, input, part, resume));
+    if (result.status !== 'published' || parts === 1) return inThread(result, part, parts);
+    const release = { releaseId: result.releaseId, releaseUrl: result.releaseUrl, reference: result.reference ?? {} };
+    const next =
+      part + 1 < parts ? await inputOf(part + 1, replyTo(withPart(post, part, release), part + 1)) : undefined;
+    resume = next && adapter.start(next);
+    const saved = await recordPartPublished(ctx.db, post, worker, part, release, resume, ctx.clock.now());
+    if (!saved) return { status: 'retry', reason: 'the worker lost its hold on the post', maybeDelivered: false };
+    // The held post follows what was recorded: the next parts reply to it, and its outcome keeps it.
+    Object.assign(post, saved);
+    if (part + 1 < parts && !next) return inThread(mediaMissing(), part + 1, parts);
+    part += 1;
+  }
+}
+
+/** The first part of the post not published yet: 0 for a post none of which went out. */
+function firstUnpublishedPart(post: ClaimedPost): number {
+  if (post.release_id === null) return 0;
+  const index = post.thread.findIndex((part) => part.releaseId === null);
+  return index === -1 ? post.thread.length + 1 : index + 1;
+}
+
+/** A published part as a reply names it: the post's own (0) or a thread part's. */
+function publishedPart(post: ClaimedPost, part: number): PublishedPart {
+  if (part === 0) {
+    return { releaseId: post.release_id!, releaseUrl: post.release_url, reference: post.release_reference ?? {} };
+  }
+  const stored = post.thread[part - 1]!;
+  return { releaseId: stored.releaseId!, releaseUrl: stored.releaseUrl, reference: stored.reference ?? {} };
+}
+
+/** What part `part` replies to; nothing for the post's own part. */
+function replyTo(post: ClaimedPost, part: number): ThreadReply | undefined {
+  if (part === 0) return undefined;
+  return {
+    part: part + 1,
+    parts: post.thread.length + 1,
+    root: publishedPart(post, 0),
+    parent: publishedPart(post, part - 1),
+  };
+}
+
+/** The post with part `part` published at `release`, as `recordPartPublished` writes it. */
+function withPart(post: ClaimedPost, part: number, release: PublishedPart): ClaimedPost {
+  if (part === 0) {
+    return {
+      ...post,
+      release_id: release.releaseId,
+      release_url: release.releaseUrl,
+      release_reference: release.reference,
+    };
+  }
+  return { ...post, thread: post.thread.map((stored, i) => (i === part - 1 ? { ...stored, ...release } : stored)) };
+}
+
+/** A thread whose every part is published: the post is published where its first part is. */
+function publishedPost(post: ClaimedPost): Outcome {
+  return { status: 'published', releaseId: post.release_id!, releaseUrl: post.release_url };
+}
+
+function mediaMissing(): Outcome {
+  return failure('media_missing', 'A media file of the post is gone; edit the post and schedule it again.');
+}
+
+/**
+ * How a part's run ends for the post. A single post's as it is. A thread's last part published makes
+ * the post published where its first part is; a part that fails says which it was, and that the
+ * parts before it stay published.
+ */
+function inThread(result: RunResult, part: number, parts: number): RunResult {
+  if (parts === 1) return result;
+  const which = `part ${part + 1} of ${parts}`;
+  switch (result.status) {
+    case 'published':
+      return result;
+    case 'failed': {
+      const before =
+        part === 0
+          ? ''
+          : ` The parts before it are published; scheduling the post again goes on from part ${part + 1}.`;
+      return { ...result, message: `The thread's ${which} was not published: ${result.message}${before}` };
+    }
+    case 'retry':
+      return { ...result, reason: `${which}: ${result.reason}` };
+    case 'pending':
+      return result;
+  }
 }
 
 /**
@@ -97,17 +214,17 @@ function inWords(result: RunResult): RunResult {
   return result;
 }
 
+/** Runs the steps of one part, from `recorded` (the part's progress as recorded) or from its first step. */
 async function runSteps(
   { db, clock }: { db: Db; clock: Clock },
   adapter: PublishingAdapter,
   post: ClaimedPost,
   input: PublicationInput,
+  part: number,
+  recorded: Progress | undefined,
 ): Promise<RunResult> {
-  // A new attempt has recorded nothing yet; one taken over may have.
-  const recorded: RecordedProgress | undefined =
-    post.previous_status === 'scheduled' ? undefined : await loadProgress(db, post.id, post.publish_attempt);
   let progress: Progress = recorded ?? adapter.start(input);
-  if (!recorded) await saveProgress(db, post, progress, clock.now());
+  if (!recorded) await saveProgress(db, post, progress, clock.now(), part);
 
   if (recorded?.irreversible) {
     let found: Lookup;
@@ -147,11 +264,11 @@ async function runSteps(
     if ('restart' in result) {
       // Counted as a passing failure, so that starting over cannot go on for ever; the next run begins
       // at the first step, which a network limiting its starts counts as one (see the worker's mayStart).
-      await saveProgress(db, post, adapter.start(input), clock.now());
+      await saveProgress(db, post, adapter.start(input), clock.now(), part);
       return { status: 'retry', reason: result.restart.reason, maybeDelivered: false };
     }
     progress = result.next;
-    await saveProgress(db, post, progress, clock.now());
+    await saveProgress(db, post, progress, clock.now(), part);
   }
 }
 
@@ -188,7 +305,6 @@ function retryOf(error: unknown, maybeDelivered: boolean): RunResult {
 export function precondition(
   adapter: PublishingAdapter | undefined,
   channel: Channel | undefined,
-  media: PublishableMedia[] | undefined,
 ): Outcome | undefined {
   if (!channel) return failure('channel_disabled', 'The channel of the post no longer exists.');
   if (channel.status === 'needs_reconnect') {
@@ -211,6 +327,5 @@ export function precondition(
       `This server has no ${channel.provider} app configured, so it cannot publish to ${channel.provider}; ` +
         'ask its operator.',
     );
-  if (!media) return failure('media_missing', 'A media file of the post is gone; edit the post and schedule it again.');
   return undefined;
 }

@@ -6,6 +6,8 @@ export interface PostPublicationTable {
   post_id: string;
   attempt: number;
   provider: string;
+  /** The part of the post the step belongs to: 0, its own content; 1, its first thread part … */
+  part: Generated<number>;
   step: string;
   reference: ColumnType<Record<string, unknown>, string, string>;
   /** Set before the attempt's irreversible step runs: from then on it is asked about, never sent again. */

@@ -221,16 +221,21 @@ export class Publisher {
 
   private async attempt(post: ClaimedPost, channel: Channel, signal: AbortSignal): Promise<RunResult> {
     const adapter = this.ctx.providers[post.provider].publishing;
-    const media = await publishableMedia(this.ctx, post, MEDIA_URL_SECONDS);
-    const blocked = precondition(adapter, channel, media);
-    if (blocked || !adapter || !media) return blocked!;
-    const input = {
-      post: { id: post.id, attempt: post.publish_attempt, content: post.content, settings: post.settings },
-      channel,
-      media,
-      signal,
-    };
-    return runAttempt(this.ctx, adapter, post, input);
+    const blocked = precondition(adapter, channel);
+    if (blocked || !adapter) return blocked!;
+    return runAttempt(this.ctx, adapter, post, this.id, async (part, reply) => {
+      const { content, mediaIds } =
+        part === 0 ? { content: post.content, mediaIds: post.media_ids } : post.thread[part - 1]!;
+      const media = await publishableMedia(this.ctx, post.organization_id, mediaIds, MEDIA_URL_SECONDS);
+      if (!media) return undefined;
+      return {
+        post: { id: post.id, attempt: post.publish_attempt, content, settings: post.settings },
+        channel,
+        media,
+        ...(reply ? { reply } : {}),
+        signal,
+      };
+    });
   }
 
   /** The event of taking a post: a new attempt, or one taken over from a worker that stopped. */

@@ -82,7 +82,7 @@ export async function insertPost(
       channel_id: post.channelId,
       content: 'inserted by the test',
       media_ids: JSON.stringify(post.mediaIds ?? []),
-      settings: JSON.stringify({ __type: 'sandbox', outcome: 'published' }),
+      settings: JSON.stringify({ __type: 'sandbox', outcome: 'published', failingPart: 1 }),
       status: post.status,
       scheduled_at: post.scheduledAt,
       error_code: post.error?.code ?? null,

@@ -11,6 +11,7 @@ import * as apiConnections from './2026-11-24-01-api-connections.js';
 import * as tiktok from './2026-11-24-02-tiktok.js';
 import * as webhooks from './2026-11-24-03-webhooks.js';
 import * as unloggedRateLimits from './2026-11-25-01-unlogged-rate-limits.js';
+import * as threads from './2026-11-27-01-threads.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-24-02-tiktok': tiktok,
   '2026-11-24-03-webhooks': webhooks,
   '2026-11-25-01-unlogged-rate-limits': unloggedRateLimits,
+  '2026-11-27-01-threads': threads,
 };

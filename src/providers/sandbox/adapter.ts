@@ -34,8 +34,8 @@ interface Release {
  * The sandbox network: it publishes a post to a page of this server (`/sandbox/releases/{id}`), so
  * the whole flow can be tried without a social account. It speaks HTTP like the real networks, to
  * the base URL the operator configured (this server by default), through the same outbound client,
- * and its publication is a single irreversible step keyed by post and attempt, which it can be asked
- * about afterwards.
+ * and its publication is a single irreversible step keyed by post and attempt (and part, in a
+ * thread, whose later parts reply to the part before), which it can be asked about afterwards.
  */
 export class SandboxAdapter implements PublishingAdapter {
   constructor(
@@ -48,7 +48,13 @@ export class SandboxAdapter implements PublishingAdapter {
   ) {}
 
   start(input: PublicationInput): Progress {
-    return { step: 'publish', reference: { key: `${input.post.id}:${input.post.attempt}` }, irreversible: true };
+    // A thread's later parts are publications of their own, each with its key.
+    const part = input.reply ? `:${input.reply.part}` : '';
+    return {
+      step: 'publish',
+      reference: { key: `${input.post.id}:${input.post.attempt}${part}` },
+      irreversible: true,
+    };
   }
 
   async run(input: PublicationInput, progress: Progress): Promise<StepResult> {
@@ -58,6 +64,7 @@ export class SandboxAdapter implements PublishingAdapter {
       content: input.post.content,
       settings: input.post.settings,
       media: input.media.map((m) => ({ id: m.id, fileName: m.fileName, contentType: m.contentType, kind: m.kind })),
+      ...(input.reply ? { replyTo: input.reply.parent.releaseId, part: input.reply.part } : {}),
     });
     if (response.status === 200 || response.status === 201) {
       const release = JSON.parse(response.body) as Release;

@@ -11,7 +11,13 @@ export const sandboxNetwork: ProviderFactory<'sandbox'> = ({ config, outbound, s
   connectsAccounts: false,
   needsSettings: false,
   settingsProblems: () => Promise.resolve([]),
-  withDefaults: (settings) => ({ ...settings, outcome: settings.outcome ?? 'published' }),
+  withDefaults: (settings) => ({
+    ...settings,
+    outcome: settings.outcome ?? 'published',
+    failingPart: settings.failingPart ?? 1,
+  }),
+  // Replies to its own posts, like the text networks; its parts follow no rule besides the contract's.
+  thread: { maxParts: 10, partProblems: () => [] },
   // Read at each publication: a test server learns its own address only once it listens.
   publishing: new SandboxAdapter(outbound, () => config.sandbox.networkUrl, sandboxKey, config.sandbox.limits, clock),
 });

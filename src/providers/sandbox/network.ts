@@ -31,6 +31,9 @@ interface PublicationRequest {
   content?: unknown;
   settings?: unknown;
   media?: unknown;
+  /** The release this one replies to, and which part of its thread it is. */
+  replyTo?: unknown;
+  part?: unknown;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -142,6 +145,8 @@ type Publication = Pick<PublicationRequest, 'settings'> & {
   channelId: string;
   content: string;
   media: unknown[];
+  replyTo?: string;
+  part?: number;
 };
 
 function isPublication(body: PublicationRequest): body is Publication {
@@ -151,8 +156,16 @@ function isPublication(body: PublicationRequest): body is Publication {
     body.key.length <= MAX_KEY_LENGTH &&
     typeof body.channelId === 'string' &&
     typeof body.content === 'string' &&
-    Array.isArray(body.media)
+    Array.isArray(body.media) &&
+    (body.replyTo === undefined || (typeof body.replyTo === 'string' && body.replyTo.length <= MAX_KEY_LENGTH)) &&
+    (body.part === undefined || (Number.isSafeInteger(body.part) && (body.part as number) >= 1))
   );
+}
+
+/** Whether the settings ask the sandbox to refuse this part (`outcome: failed` at `failingPart`, 1 by default). */
+function refusedBySettings(settings: unknown, part: number): boolean {
+  const { outcome, failingPart } = (settings ?? {}) as { outcome?: unknown; failingPart?: unknown };
+  return outcome === 'failed' && (typeof failingPart === 'number' ? failingPart : 1) === part;
 }
 
 function releaseWithKey(db: Db, key: string) {
@@ -176,13 +189,24 @@ async function publish(ctx: MediaContext, options: SandboxNetworkOptions, req: R
     .executeTakeFirst();
   if (!channel || channel.provider !== 'sandbox')
     return refuse(res, 404, 'not_found', 'The sandbox network has no such channel.');
-  if ((body.settings as { outcome?: unknown } | null)?.outcome === 'failed') {
+  const part = body.part ?? 1;
+  if (refusedBySettings(body.settings, part)) {
+    const which = part === 1 ? 'the post' : `part ${part} of the thread`;
     return refuse(
       res,
       422,
       'rejected',
-      'The sandbox refused the post, as its settings ask (outcome: failed). Edit the settings and schedule it again.',
+      `The sandbox refused ${which}, as its settings ask (outcome: failed). Edit the settings and schedule it again.`,
     );
+  }
+  if (body.replyTo !== undefined) {
+    const parent = await ctx.db
+      .selectFrom('sandbox_releases')
+      .select('channel_id')
+      .where('id', '=', body.replyTo)
+      .executeTakeFirst();
+    if (parent?.channel_id !== channel.id)
+      return refuse(res, 422, 'rejected', 'The post replied to is not one of this channel on the sandbox network.');
   }
   const release = await ctx.db
     .insertInto('sandbox_releases')
@@ -194,6 +218,7 @@ async function publish(ctx: MediaContext, options: SandboxNetworkOptions, req: R
       content: body.content,
       media: JSON.stringify(body.media),
       settings: body.settings === undefined ? null : JSON.stringify(body.settings),
+      reply_to: body.replyTo ?? null,
       published_at: ctx.clock.now(),
     })
     // Two requests with one key at once: one release, and both answer it.
@@ -212,7 +237,15 @@ async function showRelease(ctx: MediaContext, req: Request, res: Response): Prom
     .where('id', '=', String(req.params.id))
     .executeTakeFirst();
   if (!release) return renderErrorPage(res, 404, 'Not found', 'The sandbox network published nothing at this address.');
-  const channel = await findChannel(ctx.db, release.organization_id, release.channel_id);
+  const [channel, replies] = await Promise.all([
+    findChannel(ctx.db, release.organization_id, release.channel_id),
+    ctx.db
+      .selectFrom('sandbox_releases')
+      .select('id')
+      .where('reply_to', '=', release.id)
+      .orderBy('published_at')
+      .execute(),
+  ]);
   const expiresAt = downloadUrlExpiry(ctx);
   const media = await Promise.all(
     release.media.map(async (item) => {
@@ -233,6 +266,8 @@ async function showRelease(ctx: MediaContext, req: Request, res: Response): Prom
       channelName: channel?.name ?? 'A removed sandbox channel',
       publishedText: `${release.published_at.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
       media,
+      replyToUrl: release.reply_to === null ? undefined : `${RELEASES_PATH}/${release.reply_to}`,
+      replyUrls: replies.map((reply) => `${RELEASES_PATH}/${reply.id}`),
       settings: release.settings === null ? '' : JSON.stringify(release.settings, null, 2),
     },
     { mediaOrigins: mediaOrigins(media.map((item) => item.url)) },

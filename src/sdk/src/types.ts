@@ -99,6 +99,12 @@ export type SchedulePostRequest = Schemas['SchedulePostRequest'];
 /** The filters and page of `Service.listPosts`. */
 export type PostFilters = NonNullable<operations['listPosts']['parameters']['query']>;
 
+/** A part of a thread after the first, as a post item or an edit sends it (`PostItem.thread`). */
+export type ThreadPartInput = Schemas['ThreadPartInput'];
+
+/** A part of a thread after the first, as a post answers it, with where it was published (`Post.thread`). */
+export type ThreadPart = Schemas['ThreadPart'];
+
 /** Provider settings of a post item, told apart by `__type`. */
 export type ProviderSettings = Schemas['ProviderSettings'];
 
@@ -113,7 +119,7 @@ export type SandboxSettings = Schemas['SandboxSettings'];
 
 /**
  * A post's settings as the server answers them (`Post.settings`): what was sent, with every optional
- * choice filled in with its default, so `tags`, the TikTok toggles and `outcome` are always present.
+ * choice filled in with its default, so `tags`, the TikTok toggles, `outcome` and `failingPart` are always present.
  */
 export type StoredProviderSettings = Schemas['StoredProviderSettings'];
 
