@@ -45,7 +45,7 @@ describe.skipIf(!runs || skipPrivatePostgresTests)('PostgreSQL restarted while p
   it(
     'no process exits, no 500, the API is back within 5 s of the database, and every post is published exactly once',
     { timeout: 2 * TIMEOUTS.process + scaled(60_000) },
-    async () => {
+    async ({ signal }) => {
       const report = await runOutageDrill({
         databaseUrl: cluster.url,
         posts: 150,
@@ -55,6 +55,8 @@ describe.skipIf(!runs || skipPrivatePostgresTests)('PostgreSQL restarted while p
         env: { PUBLISH_LEASE_SECONDS: '5', PUBLISH_RETRY_BASE_MS: '500' },
         outage: () => restartWatched(cluster.url, 'pg_ctl restart -m fast', () => cluster.restart()),
         settleMs: TIMEOUTS.process,
+        // A test that timed out leaves no process of the build running.
+        signal,
       });
       console.log(`database restart:\n  ${describeReport(report).join('\n  ')}`);
 

@@ -125,6 +125,11 @@ export interface OutageDrillOptions {
   env?: Record<string, string>;
   /** How long the posts may take to be settled after the window's end. */
   settleMs: number;
+  /**
+   * Aborted when the drill is abandoned (a test that timed out): its processes are killed at once
+   * rather than left running.
+   */
+  signal?: AbortSignal;
 }
 
 /** A request to the API during the drill and its answer: status 0 when there was none (refused, reset, timed out). */
@@ -259,8 +264,14 @@ export async function runOutageDrill(options: OutageDrillOptions): Promise<Outag
       if (!stopping) service.exited = { code, signal };
     });
     running.push(service);
+    if (options.signal?.aborted) child.kill('SIGKILL');
     return service;
   };
+  const abandon = () => {
+    for (const { child } of running) child.kill('SIGKILL');
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  options.signal?.addEventListener('abort', abandon);
 
   try {
     await migrateToLatest(database.db);
@@ -436,6 +447,7 @@ export async function runOutageDrill(options: OutageDrillOptions): Promise<Outag
       await Promise.all(load);
     }
   } finally {
+    options.signal?.removeEventListener('abort', abandon);
     stopping = true;
     stopCodes = await Promise.all(running.map(stopService));
     await network.close();
