@@ -14,9 +14,11 @@ import { TEST_PDS_DIR, testPdsStaleReason } from '../../scripts/test-pds.mjs';
  * AppView, so no feeds, profiles or link cards; what a test reads back is the repository's records and
  * blobs.
  *
- * A `.test` handle resolves at the PDS only (`com.atproto.identity.resolveHandle`, or its
- * `/.well-known/atproto-did` asked with the handle as Host), never through DNS or HTTPS at the handle's
- * domain; a DID resolves through `plcUrl` (`GET {plcUrl}/{did}`), not plc.directory.
+ * A `.test` handle resolves at the PDS only (`com.atproto.identity.resolveHandle`), never through DNS or
+ * HTTPS at the handle's domain; a DID resolves through `plcUrl` (`GET {plcUrl}/{did}`), not plc.directory.
+ * The PDS passes `app.bsky.*` reads on to an AppView it does not have (502 `UpstreamFailure`), and it
+ * keeps blobs up to 5 MB in records without the lexicon's limits (an image of 1.2 MB is accepted): the
+ * service's own checks are what a test of those limits sees.
  */
 export interface TestPds {
   /** The PDS, as its accounts' DID documents name it: `http://localhost:<port>`. */
