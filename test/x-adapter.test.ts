@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Channel } from '../src/channels/tables.js';
@@ -59,15 +60,23 @@ class MemoryTokens implements AccessTokens {
 /** Connects the fake's account as the callback does: consent, then the code traded for tokens. */
 async function connect(): Promise<AccountCredentials> {
   const url = new URL(connection.authorizeUrl({ state: 'st', redirectUri: REDIRECT_URI, codeChallenge: CHALLENGE }));
-  const consent = await fetch(url, { redirect: 'manual' });
-  const code = new URL(consent.headers.get('location')!).searchParams.get('code')!;
+  // A connection of its own: one kept alive from an earlier test may be closed by the fake meanwhile.
+  const location = await new Promise<string>((resolve, reject) => {
+    http
+      .get(url, { agent: false }, (response) => {
+        response.resume();
+        resolve(response.headers.location!);
+      })
+      .on('error', reject);
+  });
+  const code = new URL(location).searchParams.get('code')!;
   return connection.exchangeCode({ code, redirectUri: REDIRECT_URI, codeVerifier: VERIFIER });
 }
 const VERIFIER = randomBytes(32).toString('base64url');
 const CHALLENGE = createHash('sha256').update(VERIFIER).digest('base64url');
 
 function mediaOf(id: string, bytes: Buffer, contentType: PublishableMedia['contentType'], altText?: string) {
-  const media: PublishableMedia & { altText?: string } = {
+  const media: PublishableMedia = {
     id,
     fileName: `${id}.${contentType.split('/')[1]}`,
     contentType,
@@ -151,7 +160,7 @@ beforeAll(async () => {
   channel = {
     id: 'ch_x',
     organization_id: 'org_x',
-    provider: 'sandbox',
+    provider: 'x',
     name: 'Acme on X',
     username: 'acme',
     picture: null,
@@ -234,7 +243,7 @@ describe('connecting an account', () => {
 describe('posting', () => {
   it('posts a text, with the reply settings chosen, at X’s URL of the account', async () => {
     const run = await drive(inputOf('Hello from the scheduler', { replySettings: 'following' }));
-    expect(run.steps).toEqual(['post']);
+    expect(run.steps).toEqual(['ready', 'post']);
     const [tweet] = tweetsSent('Hello from the scheduler');
     expect(run.result).toEqual({
       outcome: { status: 'published', releaseId: tweet!.id, releaseUrl: `https://x.com/acme/status/${tweet!.id}` },

@@ -1,4 +1,5 @@
 import type { Clock } from '../../core/clock.js';
+import type { StoredSettingsOf } from '../provider-adapter.js';
 import {
   PermanentPublishError,
   type Lookup,
@@ -13,6 +14,8 @@ import { jsonOf, publishError, xMessage, type XApi } from './api.js';
 import { SEGMENT_BYTES, type Processing, type UploadedMedia, type XMedia } from './media.js';
 import type { SentPost, Window, XTimeline } from './timeline.js';
 import type { XTokens } from './tokens.js';
+
+type StoredXSettings = StoredSettingsOf<'x'>;
 
 /** Creating a post answers within this, or the call is given up (and X asked about it). */
 const POST_TIMEOUT_SECONDS = 30;
@@ -66,13 +69,23 @@ export class XAdapter implements PublishingAdapter {
     private readonly clock: Clock,
   ) {}
 
+  /**
+   * The media's first step, or, for a post without media, `ready`, which leads to the post step at
+   * once: the irreversible step is never a publication's first. The publisher records a thread part's
+   * first step with the part before it, and asks the network about a recorded irreversible step before
+   * it runs it; the post step, reached by a step, is recorded just before its call, when its search
+   * window begins.
+   */
   start(input: PublicationInput): Progress {
+    if (input.media.length === 0) return { step: 'ready', reference: { media: [] }, irreversible: false };
     return this.afterMedia(input, { media: [] });
   }
 
   async run(input: PublicationInput, progress: Progress): Promise<StepResult> {
     const reference = progress.reference as XReference;
     switch (progress.step) {
+      case 'ready':
+        return { next: this.afterMedia(input, reference) };
       case 'upload':
         return this.uploadImage(input, reference);
       case 'describe': {
@@ -242,14 +255,12 @@ function startedAt(reference: XReference): number {
   return Date.parse(reference.startedAt!);
 }
 
-/** The post's reply settings (`everyone` when it has none). */
-function replySettingsOf(settings: unknown): string {
-  const value = (settings as { replySettings?: unknown } | null | undefined)?.replySettings;
-  return typeof value === 'string' ? value : 'everyone';
+/** The post's reply settings: `everyone` for a post without settings (X takes none of its own). */
+function replySettingsOf(settings: unknown): StoredXSettings['replySettings'] {
+  return (settings as StoredXSettings | null)?.replySettings ?? 'everyone';
 }
 
 /** The image's alternative text, if it has one. */
 function altTextOf(media: PublishableMedia): string | undefined {
-  const text = (media as PublishableMedia & { altText?: string | null }).altText;
-  return text ? text : undefined;
+  return media.altText || undefined;
 }
