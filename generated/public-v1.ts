@@ -1184,7 +1184,7 @@ export interface components {
              * @description The network of the account to connect.
              * @enum {string}
              */
-            provider: "youtube" | "tiktok";
+            provider: "youtube" | "tiktok" | "x";
             /**
              * Format: uri
              * @description Where this server sends the user's browser when the connection is finished or failed,

@@ -10,11 +10,13 @@ import { readServer, type ServerSettings } from './config/server.js';
 import { readTikTok, type TikTokConfig } from './config/tiktok.js';
 import { readTracing, type TracingConfig } from './config/tracing.js';
 import { readWebhooks, type WebhooksConfig } from './config/webhooks.js';
+import { readX, type XConfig } from './config/x.js';
 import { readYouTube, type YouTubeConfig } from './config/youtube.js';
 
 export type { MediaConfig, S3StorageConfig } from './config/media.js';
 export type { TikTokConfig } from './config/tiktok.js';
 export type { TracingConfig } from './config/tracing.js';
+export type { XConfig } from './config/x.js';
 export type { YouTubeConfig } from './config/youtube.js';
 
 /**
@@ -27,6 +29,8 @@ export interface Config extends ServerSettings, DatabaseSettings, RuntimeSetting
   youtube: YouTubeConfig | undefined;
   /** Set when TIKTOK_CLIENT_KEY and TIKTOK_CLIENT_SECRET are; without it TikTok is not offered. */
   tiktok: TikTokConfig | undefined;
+  /** Set when X_CLIENT_ID and X_CLIENT_SECRET are; without it X is not offered. */
+  x: XConfig | undefined;
   sandbox: SandboxConfig;
   publisher: PublisherConfig;
   webhooks: WebhooksConfig;
@@ -52,6 +56,7 @@ export function loadConfig(env: Env = process.env): Config {
     media: readMedia(read),
     youtube: readYouTube(read),
     tiktok: readTikTok(read),
+    x: readX(read),
     sandbox: readSandbox(read, server.publicUrl),
     publisher: readPublisher(read),
     webhooks: readWebhooks(read),
