@@ -350,9 +350,11 @@ export async function saveProgress(
 /**
  * Records a part of a thread as published, on a post this worker holds, in one transaction: where it
  * went (the post's own release for part 0, the thread's part otherwise), its `part_published` event,
- * and the first step of the next part when there is one, so that a crash at any moment neither sends
- * a published part again nor skips one. The post as it is then, or undefined if the worker no longer
- * holds it.
+ * and the first step of the next part when there is one. What keeps a crash from sending a published
+ * part again or skipping one is that the part is recorded no later than the next part's first step
+ * (an attempt goes on from the first part not recorded, and asks the network about a recorded
+ * irreversible step); test/thread-crash.test.ts kills workers between parts. The post as it is then,
+ * or undefined if the worker no longer holds it.
  */
 export async function recordPartPublished(
   db: Db,
