@@ -1,6 +1,7 @@
 import { readDatabase, type DatabaseSettings } from './config/database.js';
 import { EnvReader, type Env } from './config/env-reader.js';
 import { readLimits, type LimitSettings } from './config/limits.js';
+import { readMastodon, type MastodonConfig } from './config/mastodon.js';
 import { readMedia, type MediaConfig } from './config/media.js';
 import { readMetrics, type MetricsConfig } from './config/metrics.js';
 import { readPublisher, type PublisherConfig } from './config/publisher.js';
@@ -12,6 +13,7 @@ import { readTracing, type TracingConfig } from './config/tracing.js';
 import { readWebhooks, type WebhooksConfig } from './config/webhooks.js';
 import { readYouTube, type YouTubeConfig } from './config/youtube.js';
 
+export type { MastodonConfig } from './config/mastodon.js';
 export type { MediaConfig, S3StorageConfig } from './config/media.js';
 export type { TikTokConfig } from './config/tiktok.js';
 export type { TracingConfig } from './config/tracing.js';
@@ -27,6 +29,8 @@ export interface Config extends ServerSettings, DatabaseSettings, RuntimeSetting
   youtube: YouTubeConfig | undefined;
   /** Set when TIKTOK_CLIENT_KEY and TIKTOK_CLIENT_SECRET are; without it TikTok is not offered. */
   tiktok: TikTokConfig | undefined;
+  /** Unless MASTODON_ENABLED is false: users connect accounts of any Mastodon instance. */
+  mastodon: MastodonConfig | undefined;
   sandbox: SandboxConfig;
   publisher: PublisherConfig;
   webhooks: WebhooksConfig;
@@ -52,6 +56,7 @@ export function loadConfig(env: Env = process.env): Config {
     media: readMedia(read),
     youtube: readYouTube(read),
     tiktok: readTikTok(read),
+    mastodon: readMastodon(read),
     sandbox: readSandbox(read, server.publicUrl),
     publisher: readPublisher(read),
     webhooks: readWebhooks(read),

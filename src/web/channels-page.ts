@@ -137,7 +137,7 @@ async function showChannels(
     // avatar URLs are signed and short-lived): only their origins are allowed as image sources.
     {
       formOrigins: connectable(ctx.providers).flatMap((network) =>
-        network.connection ? [network.connection.consentOrigin] : [],
+        network.connection?.consentOrigin ? [network.connection.consentOrigin] : [],
       ),
       mediaOrigins: [...new Set(channels.flatMap((channel) => pictureOrigin(channel.picture)))],
     },
