@@ -1128,7 +1128,7 @@ export interface components {
          * @description The providers of this version of the contract.
          * @enum {string}
          */
-        KnownProvider: "youtube" | "tiktok" | "sandbox";
+        KnownProvider: "youtube" | "tiktok" | "sandbox" | "bluesky" | "mastodon" | "x";
         ConnectionStatus: {
             /**
              * @description Always `true`; an invalid credential is answered `401`.
@@ -1293,6 +1293,10 @@ export interface components {
             content: string;
             /** @description The attached media, in order. */
             mediaIds: string[];
+            /** @description The alternative text of the post's images, by media id (`{}` when none). */
+            altTexts: {
+                [key: string]: string;
+            };
             /**
              * @description The parts published after the post's own content as replies, in order (`[]` for a single
              *     post). The post is `published` when every part is; `releaseId` and `releaseUrl` are the
@@ -1487,6 +1491,7 @@ export interface components {
             channelIds: string[];
             /** @description Media to attach to every post, in order. */
             mediaIds?: string[];
+            altTexts?: components["schemas"]["AltTexts"];
         };
         /**
          * Per channel
@@ -1503,6 +1508,7 @@ export interface components {
             content?: string;
             /** @description Media to attach, in order (YouTube and TikTok take exactly one video). */
             mediaIds?: string[];
+            altTexts?: components["schemas"]["AltTexts"];
             settings?: components["schemas"]["ProviderSettings"];
             /**
              * @description The parts that follow the post's own `content` and `mediaIds` as a thread: each is
@@ -1513,12 +1519,24 @@ export interface components {
              */
             thread?: components["schemas"]["ThreadPartInput"][];
         };
+        /**
+         * @description The alternative text of images, by media id (each one of the item's or part's `mediaIds`):
+         *     what the image shows, for people who cannot see it. The network's own limit applies
+         *     (Bluesky 2000, Mastodon the instance's, usually 1500, X 1000 characters).
+         * @example {
+         *       "med_3Qw7Er1Ty5Ui9Op2As6D": "A wool coat in dark green, on a hanger against a white wall"
+         *     }
+         */
+        AltTexts: {
+            [key: string]: string;
+        };
         /** @description One part of a thread after the first. */
         ThreadPartInput: {
             /** @description The part's text; empty when omitted. The part needs content or media. */
             content?: string;
             /** @description Media to attach to the part, in order. */
             mediaIds?: string[];
+            altTexts?: components["schemas"]["AltTexts"];
         };
         /** @description One part of a thread after the first, and where it was published. */
         ThreadPart: {
@@ -1526,6 +1544,10 @@ export interface components {
             content: string;
             /** @description The part's media, in order. */
             mediaIds: string[];
+            /** @description The alternative text of the part's images, by media id (`{}` when none). */
+            altTexts: {
+                [key: string]: string;
+            };
             /** @description The network's id of the published part; `null` until the part is published. */
             releaseId: string | null;
             /**
@@ -1546,6 +1568,8 @@ export interface components {
             content?: string;
             /** @description The new media list, replacing the old one. */
             mediaIds?: string[];
+            /** @description The new alternative texts, replacing the old ones as a whole. */
+            altTexts?: components["schemas"]["AltTexts"];
             settings?: components["schemas"]["ProviderSettings"];
             /**
              * @description The new parts after the first, replacing the old ones as a whole (`[]` makes it a single
@@ -1581,12 +1605,12 @@ export interface components {
          *     sandbox. The values are the user's choices: collect them in your UI. Optional choices left
          *     out are stored with their documented defaults.
          */
-        ProviderSettings: components["schemas"]["YouTubeSettings"] | components["schemas"]["TikTokSettings"] | components["schemas"]["SandboxSettings"];
+        ProviderSettings: components["schemas"]["YouTubeSettings"] | components["schemas"]["TikTokSettings"] | components["schemas"]["SandboxSettings"] | components["schemas"]["BlueskySettings"] | components["schemas"]["MastodonSettings"] | components["schemas"]["XSettings"];
         /**
          * @description A post's settings as the server answers them: those sent, with every optional choice the
          *     request left out filled in with its documented default, so each field below is present.
          */
-        StoredProviderSettings: components["schemas"]["StoredYouTubeSettings"] | components["schemas"]["StoredTikTokSettings"] | components["schemas"]["StoredSandboxSettings"];
+        StoredProviderSettings: components["schemas"]["StoredYouTubeSettings"] | components["schemas"]["StoredTikTokSettings"] | components["schemas"]["StoredSandboxSettings"] | components["schemas"]["StoredBlueskySettings"] | components["schemas"]["StoredMastodonSettings"] | components["schemas"]["StoredXSettings"];
         /**
          * YouTube
          * @description YouTube settings as stored; `tags` is always present.
@@ -1643,6 +1667,60 @@ export interface components {
              * @enum {string}
              */
             __type: "sandbox";
+        });
+        /**
+         * Bluesky
+         * @description Bluesky settings as stored; `languages` and `linkCard` are always present.
+         */
+        StoredBlueskySettings: {
+            /** @constant */
+            __type?: "bluesky";
+        } & (components["schemas"]["BlueskySettings"] & {
+            languages: string[];
+            linkCard: boolean;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "bluesky";
+        });
+        /**
+         * Mastodon
+         * @description Mastodon settings as stored; `visibility`, `spoilerText` and `sensitive` are always present,
+         *     `language` when one was sent (without it the instance guesses).
+         */
+        StoredMastodonSettings: {
+            /** @constant */
+            __type?: "mastodon";
+        } & (components["schemas"]["MastodonSettings"] & {
+            /** @enum {string} */
+            visibility: "public" | "unlisted" | "private" | "direct";
+            spoilerText: string;
+            sensitive: boolean;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "mastodon";
+        });
+        /**
+         * X
+         * @description X settings as stored; `replySettings` is always present.
+         */
+        StoredXSettings: {
+            /** @constant */
+            __type?: "x";
+        } & (components["schemas"]["XSettings"] & {
+            /** @enum {string} */
+            replySettings: "everyone" | "following" | "mentionedUsers" | "subscribers" | "verified";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "x";
         });
         /**
          * YouTube
@@ -1752,6 +1830,77 @@ export interface components {
              * @default 1
              */
             failingPart?: number;
+        };
+        /**
+         * Bluesky
+         * @description How the post is published on Bluesky: text of up to 300 graphemes (links, mentions and
+         *     hashtags become rich-text facets), up to 4 images each with its alt text (`altTexts`), and,
+         *     for a thread, up to 25 parts.
+         */
+        BlueskySettings: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "bluesky";
+            /** @description The post's languages as BCP 47 tags (e.g. `en`, `pt-BR`), at most 3; none when omitted. */
+            languages?: string[];
+            /**
+             * @description Whether a post without images shows a card (title, description) of the first link in its
+             *     text, read from that page when the post is published.
+             * @default true
+             */
+            linkCard?: boolean;
+        };
+        /**
+         * Mastodon
+         * @description How the status is published on Mastodon. The limits are the instance's own (characters,
+         *     media per status, their sizes), read from it; every URL counts as 23 characters.
+         */
+        MastodonSettings: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "mastodon";
+            /**
+             * @description Who sees it: `public` (everyone, in public timelines), `unlisted` (everyone, not in
+             *     public timelines), `private` (followers only), `direct` (the mentioned accounts only).
+             * @default public
+             * @enum {string}
+             */
+            visibility?: "public" | "unlisted" | "private" | "direct";
+            /**
+             * @description A content warning shown before the text; counts toward the instance's character limit.
+             * @default
+             */
+            spoilerText?: string;
+            /**
+             * @description Hides the media behind a warning.
+             * @default false
+             */
+            sensitive?: boolean;
+            /** @description The text's language as an ISO 639 code (e.g. `en`); the instance guesses when omitted. */
+            language?: string;
+        };
+        /**
+         * X
+         * @description How the post is published on X: text of up to 280 characters as X weighs them (most CJK
+         *     characters and emoji count twice, every URL 23), up to 4 images each with its alt text
+         *     (`altTexts`), and threads as replies.
+         */
+        XSettings: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "x";
+            /**
+             * @description Who may reply to the post (each part of a thread alike).
+             * @default everyone
+             * @enum {string}
+             */
+            replySettings?: "everyone" | "following" | "mentionedUsers" | "subscribers" | "verified";
         };
         /**
          * @description The type detected from the bytes, one of the file types accepted as media.

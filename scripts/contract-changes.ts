@@ -72,9 +72,11 @@ function methodsOf(document: unknown, path: string): string[] {
 export function announcedSubjects(changelog: string): Set<string> {
   const unreleased = /^## Unreleased[^\n]*\n([\s\S]*?)(?=^## |(?![\s\S]))/m.exec(changelog)?.[1] ?? '';
   const breaking = /^### Breaking changes[^\n]*\n([\s\S]*?)(?=^### |(?![\s\S]))/m.exec(unreleased)?.[1] ?? '';
+  // A bullet runs on over the indented lines after it.
+  const bullets = breaking.split(/\n(?=\s*[-*] )/).filter((bullet) => /^\s*[-*] /.test(bullet));
   const subjects = new Set<string>();
-  for (const line of breaking.split('\n').filter((l) => /^\s*[-*] /.test(l))) {
-    for (const [, code] of line.matchAll(/`([^`]+)`/g)) subjects.add(code!.trim());
+  for (const bullet of bullets) {
+    for (const [, code] of bullet.replace(/\n\s*/g, ' ').matchAll(/`([^`]+)`/g)) subjects.add(code!.trim());
   }
   return subjects;
 }

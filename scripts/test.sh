@@ -3,7 +3,8 @@
 # unless CHANGELOG.md announces it, the generated types are fresh, the code type-checks and lints and
 # is formatted (ESLint, Prettier), its
 # imports follow the layers of docs/development.md (Architecture), the
-# suite passes on PGlite and, when TEST_DATABASE_URL is set, on PostgreSQL too, and the SDK's
+# suite passes on PGlite and, when TEST_DATABASE_URL is set, on PostgreSQL too (with the reference Bluesky
+# PDS of test/pds, installed first when missing or stale), and the SDK's
 # tarball installs and type-checks in an empty project (SDK_PACK_CHECK=skip when the caller ran it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,8 @@ echo "== lint (ESLint, type-checked rules) and format (Prettier), zero findings"
 echo "== imports run downhill, without cycles (.dependency-cruiser.mjs)"; npx depcruise src --config .dependency-cruiser.mjs --output-type err
 echo "== build the server bundles and the API reference (what changed since the last build)"
 node --input-type=module -e "(await import('./scripts/build-if-stale.mjs')).buildIfStale()"
+echo "== the Bluesky tests' reference PDS (test/pds) is installed for this Node (scripts/test-pds.mjs)"
+node scripts/test-pds.mjs
 if [ -n "${TEST_DATABASE_URL:-}" ]; then
   echo "== tests on PGlite and on PostgreSQL ($TEST_DATABASE_URL), one run (vitest.config.ts, test/one-database.txt)"
 else

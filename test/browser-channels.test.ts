@@ -47,7 +47,7 @@ describeInChromium('Settings → Channels in a real browser (Chromium)', () => {
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent(), PAGE_WAIT).toBe('Channels');
     expect(await channelRow('Sandbox').locator('.status').textContent()).toBe('Active');
     // No operator app for the real networks in this test: said so, not offered.
-    expect(await page.getByText('Not configured by the operator of this server.').count()).toBe(2);
+    expect(await page.getByText('Not configured by the operator of this server.').count()).toBe(5);
 
     // The organization's first channel publishes a post at once.
     const organizationId = (

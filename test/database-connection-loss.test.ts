@@ -20,8 +20,8 @@ import { scaled, TIMEOUTS } from './support/timeouts.js';
 // pg_terminate_backend) must never end its process: a request in flight answers 503 with Retry-After,
 // /readyz answers 503 until the database is back, and everything goes on by itself. The process of the
 // build (api and worker in one, ROLE=all) is the subject: its exit code is what is watched. PostgreSQL
-// only: the embedded database has no connections to lose. The restart itself is the drill of
-// scripts/drill-database-restart.ts (it restarts the machine's PostgreSQL, which other test files use).
+// only: the embedded database has no connections to lose. test/database-restart.test.ts restarts a
+// PostgreSQL of its own while worker processes publish.
 const onPostgres = describe.skipIf(!TEST_DATABASE_URL);
 
 /** How soon the service must answer normally again once the database is back. */

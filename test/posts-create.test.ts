@@ -123,6 +123,7 @@ describe('POST /public/v1/posts: the two forms', () => {
         provider: 'sandbox',
         content: 'Doors open at 9',
         mediaIds: [media.image],
+        altTexts: {},
         thread: [],
         // The same defaults the per-channel form stores for a sandbox item without settings.
         settings: { __type: 'sandbox', outcome: 'published', failingPart: 1 },

@@ -131,4 +131,12 @@ describe('the lists of test files that run on fewer passes', () => {
     );
     expect(opensDatabase).toEqual([]);
   });
+
+  it('keeps the files that start the reference Bluesky PDS out of the Node 22 pass, which does not build it', () => {
+    // Its better-sqlite3 is built for the Node of `npm test`; .ci/run's pass on Node 22 skips its install.
+    const startsPds = listed('node-22-suite.txt').filter((file) =>
+      /from '[./]+support\/pds\.js'/.test(fs.readFileSync(path.join(ROOT, file), 'utf8')),
+    );
+    expect(startsPds).toEqual([]);
+  });
 });

@@ -76,8 +76,8 @@ describe('a thread as a request describes it', () => {
       201,
     ).data[0]!;
     expect(post.thread).toEqual([
-      { content: 'Two', mediaIds: [image], releaseId: null, releaseUrl: null },
-      { content: 'Three', mediaIds: [], releaseId: null, releaseUrl: null },
+      { content: 'Two', mediaIds: [image], altTexts: {}, releaseId: null, releaseUrl: null },
+      { content: 'Three', mediaIds: [], altTexts: {}, releaseId: null, releaseUrl: null },
     ]);
     expect((await get(post.id)).thread).toEqual(post.thread);
     // A post without a thread has an empty one.
@@ -255,5 +255,86 @@ describe('publishing a thread', () => {
       body: { thread: [{ content: 'B' }, { content: 'C, rewritten' }] },
     });
     expect(dataOf(kept).thread.map((part) => part.content)).toEqual(['B', 'C, rewritten']);
+  });
+});
+
+describe('alternative texts', () => {
+  it('are stored by media id for the post and each part, and shown on the network', async () => {
+    const [one, two] = [
+      await insertMedia(server.ctx.db, org.id, 'image'),
+      await insertMedia(server.ctx.db, org.id, 'image'),
+    ];
+    const created = dataOf(
+      await create('now', {
+        channelId: sandbox,
+        content: 'With a picture',
+        mediaIds: [one],
+        altTexts: { [one]: 'A green coat on a hanger' },
+        thread: [{ content: 'And another', mediaIds: [two], altTexts: { [two]: 'The same coat, worn' } }],
+      }),
+      201,
+    ).data[0]!;
+    expect(created.altTexts).toEqual({ [one]: 'A green coat on a hanger' });
+    expect(created.thread[0]!.altTexts).toEqual({ [two]: 'The same coat, worn' });
+    const post = await settled(created.id);
+    expect(post.status).toBe('published');
+    const [release] = await server.ctx.db
+      .selectFrom('sandbox_releases')
+      .select('media')
+      .where('id', '=', post.thread[0]!.releaseId!)
+      .execute();
+    expect(release!.media).toEqual([expect.objectContaining({ id: two, altText: 'The same coat, worn' })]);
+  });
+
+  it('name media of their own item, on a network that takes them, within its length', async () => {
+    const image = await insertMedia(server.ctx.db, org.id, 'image');
+    const other = await insertMedia(server.ctx.db, org.id, 'image');
+    const foreign = refusalOf(
+      await create('draft', { channelId: sandbox, mediaIds: [image], altTexts: { [other]: 'Not here' } }),
+      422,
+    );
+    expect(foreign.details).toEqual([
+      { path: `posts[0].altTexts.${other}`, message: `${other} is not among the media of posts[0].mediaIds.` },
+    ]);
+    const long = refusalOf(
+      await create('draft', {
+        channelId: sandbox,
+        content: 'One',
+        thread: [{ mediaIds: [image], altTexts: { [image]: 'x'.repeat(2001) } }],
+      }),
+      400,
+    );
+    expect(long.code).toBe('validation_failed');
+    const youtube = (await createChannel(server.ctx.db, org.id, 'youtube', 'Films 2')).id;
+    const video = await insertMedia(server.ctx.db, org.id, 'video', 10_000);
+    const refusal = refusalOf(
+      await create('draft', {
+        channelId: youtube,
+        mediaIds: [video],
+        altTexts: { [video]: 'A film' },
+        settings: { __type: 'youtube', title: 'A film', privacyStatus: 'public', madeForKids: false },
+      }),
+      422,
+    );
+    expect(refusal.details).toEqual([
+      { path: `posts[0].altTexts.${video}`, message: 'YouTube takes no alternative text for media.' },
+    ]);
+  });
+
+  it('of media taken out of a post by an edit go with them', async () => {
+    const [one, two] = [
+      await insertMedia(server.ctx.db, org.id, 'image'),
+      await insertMedia(server.ctx.db, org.id, 'image'),
+    ];
+    const draft = dataOf(
+      await create('draft', {
+        channelId: sandbox,
+        mediaIds: [one, two],
+        altTexts: { [one]: 'First', [two]: 'Second' },
+      }),
+      201,
+    ).data[0]!;
+    const edited = dataOf(await api().PATCH('/public/v1/posts/{id}', { ...byId(draft.id), body: { mediaIds: [two] } }));
+    expect(edited.altTexts).toEqual({ [two]: 'Second' });
   });
 });

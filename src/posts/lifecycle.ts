@@ -43,7 +43,7 @@ function assertEditable(post: PostRow): void {
 
 /** The parts of a post that the rules judge together (a YouTube description falls back to the content). */
 const checkedParts = (post: PostRow) =>
-  JSON.stringify([post.content, post.media_ids, post.thread, post.settings ?? null]);
+  JSON.stringify([post.content, post.media_ids, post.alt_texts, post.thread, post.settings ?? null]);
 
 /**
  * Changes content, media or settings, checked like a create. The checks read TikTok's creator info,
@@ -93,12 +93,26 @@ async function checkEdit(ctx: PostsContext, post: PostRow, changes: UpdatePostRe
       channelId: post.channel_id,
       content: changes.content ?? post.content,
       mediaIds: changes.mediaIds ?? post.media_ids,
+      // New media without new alternative texts keep those of the media that stay.
+      altTexts:
+        changes.altTexts ??
+        Object.fromEntries(
+          Object.entries(post.alt_texts).filter(([id]) => (changes.mediaIds ?? post.media_ids).includes(id)),
+        ),
       thread: (changes.thread ?? post.thread).map((part) => ({
         content: part.content ?? '',
         mediaIds: part.mediaIds ?? [],
+        altTexts: part.altTexts ?? {},
       })),
       settings: changes.settings ?? ((post.settings ?? undefined) as ProviderSettings | undefined),
-      paths: { channel: 'channelId', content: 'content', mediaIds: 'mediaIds', settings: 'settings', thread: 'thread' },
+      paths: {
+        channel: 'channelId',
+        content: 'content',
+        mediaIds: 'mediaIds',
+        altTexts: 'altTexts',
+        settings: 'settings',
+        thread: 'thread',
+      },
     },
   ]);
   const [result] = checked.posts;
@@ -118,12 +132,18 @@ async function checkEdit(ctx: PostsContext, post: PostRow, changes: UpdatePostRe
  */
 function assertPublishedPartsKept(post: PostRow, changes: UpdatePostRequest): void {
   if (post.release_id === null) return;
-  const same = (a: { content?: string; mediaIds?: string[] }, b: { content: string; mediaIds: string[] }) =>
-    (a.content ?? '') === b.content && JSON.stringify(a.mediaIds ?? []) === JSON.stringify(b.mediaIds);
+  const same = (
+    a: { content?: string; mediaIds?: string[]; altTexts?: Record<string, string> },
+    b: { content: string; mediaIds: string[]; altTexts?: Record<string, string> },
+  ) =>
+    (a.content ?? '') === b.content &&
+    JSON.stringify(a.mediaIds ?? []) === JSON.stringify(b.mediaIds) &&
+    JSON.stringify(a.altTexts ?? {}) === JSON.stringify(b.altTexts ?? {});
   const published = post.thread.filter((part) => part.releaseId !== null);
   const changed =
     (changes.content !== undefined && changes.content !== post.content) ||
     (changes.mediaIds !== undefined && JSON.stringify(changes.mediaIds) !== JSON.stringify(post.media_ids)) ||
+    (changes.altTexts !== undefined && JSON.stringify(changes.altTexts) !== JSON.stringify(post.alt_texts)) ||
     (changes.thread !== undefined &&
       (changes.thread.length < published.length || published.some((part, i) => !same(changes.thread![i]!, part))));
   if (changed) {
@@ -135,7 +155,10 @@ function assertPublishedPartsKept(post: PostRow, changes: UpdatePostRequest): vo
 }
 
 /** The thread as an edit stores it: the published parts as they are, the others as sent. */
-function editedThread(post: PostRow, thread: { content: string; mediaIds: string[] }[]): StoredThreadPart[] {
+function editedThread(
+  post: PostRow,
+  thread: { content: string; mediaIds: string[]; altTexts: Record<string, string> }[],
+): StoredThreadPart[] {
   return thread.map((part, i) => {
     const stored = post.thread[i];
     return stored?.releaseId ? stored : unpublishedPart(part);
@@ -153,6 +176,7 @@ async function writeEdit(
   if (
     changes.content === undefined &&
     changes.mediaIds === undefined &&
+    changes.altTexts === undefined &&
     changes.thread === undefined &&
     changes.settings === undefined
   )
@@ -160,6 +184,9 @@ async function writeEdit(
   const edited = await updatePost(trx, post.organization_id, post.id, {
     ...(changes.content === undefined ? {} : { content: result.content }),
     ...(changes.mediaIds === undefined ? {} : { media_ids: JSON.stringify(result.mediaIds) }),
+    ...(changes.altTexts === undefined && changes.mediaIds === undefined
+      ? {}
+      : { alt_texts: JSON.stringify(result.altTexts) }),
     ...(changes.thread === undefined ? {} : { thread: JSON.stringify(editedThread(post, result.thread)) }),
     ...(changes.settings === undefined ? {} : { settings: JSON.stringify(result.settings) }),
     updated_at: now,

@@ -18,9 +18,11 @@ export function toPostBody(post: PostRow): PostBody {
     provider: post.provider,
     content: post.content,
     mediaIds: post.media_ids,
+    altTexts: post.alt_texts,
     thread: post.thread.map((part) => ({
       content: part.content,
       mediaIds: part.mediaIds,
+      altTexts: part.altTexts ?? {},
       releaseId: part.releaseId,
       releaseUrl: part.releaseUrl,
     })),

@@ -26,8 +26,19 @@ export function lockPost(trx: Db, organizationId: string, postId: string): Promi
 }
 
 /** A thread part as stored before it is published. */
-export function unpublishedPart(part: { content: string; mediaIds: string[] }): StoredThreadPart {
-  return { content: part.content, mediaIds: part.mediaIds, releaseId: null, releaseUrl: null, reference: null };
+export function unpublishedPart(part: {
+  content: string;
+  mediaIds: string[];
+  altTexts: Record<string, string>;
+}): StoredThreadPart {
+  return {
+    content: part.content,
+    mediaIds: part.mediaIds,
+    altTexts: part.altTexts,
+    releaseId: null,
+    releaseUrl: null,
+    reference: null,
+  };
 }
 
 /** The media of a post and of its thread's parts, each list with the path of its field. */

@@ -9,6 +9,8 @@ export interface PostTable {
   channel_id: string;
   content: string;
   media_ids: ColumnType<string[], string, string>;
+  /** The alternative text of the post's images, by media id. */
+  alt_texts: ColumnType<Record<string, string>, string | undefined, string>;
   /** The parts after the post's own content, published in order as replies; `[]` for a single post. */
   thread: ColumnType<StoredThreadPart[], string | undefined, string>;
   settings: ColumnType<unknown, string | null, string | null>;
@@ -37,6 +39,8 @@ export interface PostTable {
 export interface StoredThreadPart {
   content: string;
   mediaIds: string[];
+  /** The alternative text of the part's images, by media id (absent on parts stored before it existed). */
+  altTexts?: Record<string, string>;
   releaseId: string | null;
   releaseUrl: string | null;
   /** What the network needs to know of the published part to reply to it. */

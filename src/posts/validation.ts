@@ -17,6 +17,7 @@ import type { ProviderSettings, StoredProviderSettings } from './post-body.js';
 export interface ThreadPartDraft {
   content: string;
   mediaIds: string[];
+  altTexts: Record<string, string>;
 }
 
 /** One post as a request describes it, before any rule is checked. */
@@ -24,6 +25,7 @@ export interface PostDraft {
   channelId: string;
   content: string;
   mediaIds: string[];
+  altTexts: Record<string, string>;
   /** The parts after the first; `[]` for a single post. */
   thread: ThreadPartDraft[];
   settings: ProviderSettings | undefined;
@@ -36,6 +38,7 @@ export interface CheckedPost {
   paths: ItemPaths;
   content: string;
   mediaIds: string[];
+  altTexts: Record<string, string>;
   thread: ThreadPartDraft[];
   /** With the defaults filled in, also when none were sent (allowed where the network needs none). */
   settings: StoredProviderSettings;
@@ -123,6 +126,7 @@ export async function checkDrafts(
       const source = network.creatorInfo;
       itemProblems.push(
         ...(await settingsProblems(network, facts, channel, draft.settings, source && readCreatorInfo(source))),
+        ...altTextProblems(network, draft, { mediaIds: draft.paths.mediaIds, altTexts: draft.paths.altTexts }),
         ...threadProblems(network, draft, channel, mediaById),
       );
     }
@@ -201,7 +205,12 @@ function threadProblems(
     });
   }
   thread.forEach((part, index) => {
-    const paths = { content: `${path}[${index}].content`, mediaIds: `${path}[${index}].mediaIds` };
+    const paths = {
+      content: `${path}[${index}].content`,
+      mediaIds: `${path}[${index}].mediaIds`,
+      altTexts: `${path}[${index}].altTexts`,
+    };
+    problems.push(...altTextProblems(network, part, paths));
     part.mediaIds.forEach((id, i) => {
       if (!mediaById.has(id))
         problems.push({ path: `${paths.mediaIds}[${i}]`, message: `There is no media ${id} in this organization.` });
@@ -227,12 +236,39 @@ function threadProblems(
   return problems;
 }
 
+/**
+ * Alternative texts name media of the post or part they are in, on a network that takes them, within
+ * its length.
+ */
+function altTextProblems(
+  network: ProviderAdapter,
+  item: { mediaIds: string[]; altTexts: Record<string, string> },
+  paths: { mediaIds: string; altTexts: string },
+): ErrorDetail[] {
+  const problems: ErrorDetail[] = [];
+  for (const [mediaId, text] of Object.entries(item.altTexts)) {
+    const path = `${paths.altTexts}.${mediaId}`;
+    if (network.altTextMax === undefined) {
+      problems.push({ path, message: `${network.name} takes no alternative text for media.` });
+    } else if (!item.mediaIds.includes(mediaId)) {
+      problems.push({ path, message: `${mediaId} is not among the media of ${paths.mediaIds}.` });
+    } else if (text.length > network.altTextMax) {
+      problems.push({
+        path,
+        message: `${network.name} takes ${network.altTextMax} characters of alternative text; this has ${text.length}.`,
+      });
+    }
+  }
+  return problems;
+}
+
 function checkedPost(draft: PostDraft, channel: Channel, network: ProviderAdapter): CheckedPost {
   return {
     channel,
     paths: draft.paths,
     content: draft.content,
     mediaIds: draft.mediaIds,
+    altTexts: draft.altTexts,
     thread: draft.thread,
     // A network that needs no settings gets its defaults either way, so both create forms store the same.
     settings: network.withDefaults(
@@ -250,8 +286,17 @@ async function settingsProblems(
   creatorInfo: ((channel: Channel) => Promise<CreatorInfo>) | undefined,
 ): Promise<ErrorDetail[]> {
   const settingsPath = item.paths.settings;
+  if (!settings && !network.needsSettings) {
+    // The network's rules for the post hold with its default settings too.
+    return network.settingsProblems({
+      item,
+      channel,
+      settings: { __type: channel.provider } as SettingsOf<typeof channel.provider>,
+      path: settingsPath ?? 'settings',
+      creatorInfo,
+    });
+  }
   if (!settings) {
-    if (!network.needsSettings) return [];
     return [
       settingsPath === undefined
         ? {

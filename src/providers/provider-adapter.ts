@@ -58,6 +58,7 @@ export interface ItemPaths {
   mediaIds: string;
   /** `undefined` in the single-content form, which carries no settings. */
   settings: string | undefined;
+  altTexts: string;
   /** `undefined` in the single-content form, which carries no thread. */
   thread: string | undefined;
 }
@@ -90,10 +91,15 @@ export interface ItemFacts {
  */
 export interface ContentLimit {
   max: number;
-  /** `characters` in UTF-16 code units (JavaScript's `length`), or `bytes` of UTF-8. */
-  unit: 'characters' | 'bytes';
+  /**
+   * `characters` in UTF-16 code units (JavaScript's `length`), `bytes` of UTF-8, `graphemes` (what a
+   * reader sees as one character), or `weighted` as X weighs them (see `count`).
+   */
+  unit: 'characters' | 'bytes' | 'graphemes' | 'weighted';
   /** What the text becomes there, e.g. "caption". */
   becomes: string;
+  /** How the network counts a text against `max`, where that is not simply by `unit`. */
+  count?: (text: string) => number;
 }
 
 /** One post's settings to check against its network's rules. */
@@ -125,6 +131,8 @@ export interface ProviderAdapter<P extends Provider = Provider> {
   readonly contentLimit?: ContentLimit;
   /** How the network takes threads (parts published as replies); absent on a network without replies. */
   readonly thread?: ThreadRules;
+  /** The longest alternative text of an image the network takes; absent on a network without any. */
+  readonly altTextMax?: number;
   /** The problems of one post's settings, every one of them, with the path of the field concerned. */
   settingsProblems(check: SettingsCheck<P>): Promise<ErrorDetail[]>;
   /** The settings as stored and answered: every optional choice with its documented default. */

@@ -8,6 +8,8 @@ export interface PublishableMedia {
   contentType: MediaContentType;
   kind: MediaKind;
   size: number;
+  /** What the image shows, for people who cannot see it; absent when the post gives none. */
+  altText?: string;
   /** A signed URL that serves the bytes for a while (a network can pull from it). */
   url: string;
   /** Opens the bytes, or a range of them, from storage. */

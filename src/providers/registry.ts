@@ -1,8 +1,11 @@
 import type { AppContext } from '../http/context.js';
 import type { Provider } from '../core/contract.js';
 import type { ProviderAdapter, ProviderDependencies, ProviderFactory, Providers } from './provider-adapter.js';
+import { blueskyNetwork } from './bluesky/index.js';
+import { mastodonNetwork } from './mastodon/index.js';
 import { sandboxNetwork } from './sandbox/index.js';
 import { tiktokNetwork } from './tiktok/index.js';
+import { xNetwork } from './x/index.js';
 import { youtubeNetwork } from './youtube/index.js';
 
 export type { Providers } from './provider-adapter.js';
@@ -15,6 +18,9 @@ const NETWORKS: { [P in Provider]: ProviderFactory<P> } = {
   sandbox: sandboxNetwork,
   youtube: youtubeNetwork,
   tiktok: tiktokNetwork,
+  bluesky: blueskyNetwork,
+  mastodon: mastodonNetwork,
+  x: xNetwork,
 };
 
 /** What features that talk to the networks are built from: the application's context and the adapters. */

@@ -9,7 +9,11 @@ export interface SandboxReleaseTable {
   organization_id: string;
   channel_id: string;
   content: string;
-  media: ColumnType<{ id: string; fileName: string; contentType: string; kind: string }[], string, string>;
+  media: ColumnType<
+    { id: string; fileName: string; contentType: string; kind: string; altText?: string }[],
+    string,
+    string
+  >;
   settings: ColumnType<unknown, string | null, string | null>;
   /** The sandbox post this one replies to (a thread's part after the first). */
   reply_to: ColumnType<string | null, string | null | undefined, string | null>;

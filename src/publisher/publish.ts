@@ -49,6 +49,7 @@ export async function publishableMedia(
   organizationId: string,
   mediaIds: string[],
   urlSeconds: number,
+  altTexts: Record<string, string> = {},
 ): Promise<PublishableMedia[] | undefined> {
   if (mediaIds.length === 0) return [];
   const rows = await ctx.db
@@ -70,6 +71,7 @@ export async function publishableMedia(
       contentType,
       kind: row.kind,
       size: Number(row.size),
+      ...(altTexts[id] === undefined ? {} : { altText: altTexts[id] }),
       url: await ctx.storage.signedGetUrl(row.storage_key, { contentType, expiresAt }),
       open: (range) => ctx.storage.get(row.storage_key, range),
     });

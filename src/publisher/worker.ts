@@ -224,9 +224,11 @@ export class Publisher {
     const blocked = precondition(adapter, channel);
     if (blocked || !adapter) return blocked!;
     return runAttempt(this.ctx, adapter, post, this.id, async (part, reply) => {
-      const { content, mediaIds } =
-        part === 0 ? { content: post.content, mediaIds: post.media_ids } : post.thread[part - 1]!;
-      const media = await publishableMedia(this.ctx, post.organization_id, mediaIds, MEDIA_URL_SECONDS);
+      const { content, mediaIds, altTexts } =
+        part === 0
+          ? { content: post.content, mediaIds: post.media_ids, altTexts: post.alt_texts }
+          : post.thread[part - 1]!;
+      const media = await publishableMedia(this.ctx, post.organization_id, mediaIds, MEDIA_URL_SECONDS, altTexts);
       if (!media) return undefined;
       return {
         post: { id: post.id, attempt: post.publish_attempt, content, settings: post.settings },

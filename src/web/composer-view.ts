@@ -96,7 +96,11 @@ export class ComposerView {
         provider,
         name: this.ctx.providers[provider].name,
         limit,
-        count: limit.unit === 'bytes' ? Buffer.byteLength(content, 'utf8') : content.length,
+        count: limit.count
+          ? limit.count(content)
+          : limit.unit === 'bytes'
+            ? Buffer.byteLength(content, 'utf8')
+            : content.length,
       };
     });
   }

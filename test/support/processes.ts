@@ -65,9 +65,45 @@ export async function untilReady(url: string, child: ChildProcess, timeoutMs = T
   if (outcome === 'exited') throw new Error(`the process exited with ${child.exitCode} before ${url} answered`);
 }
 
+/**
+ * Waits until a worker process of the build (`--role worker`) says it runs; throws if it exits first,
+ * or after `timeoutMs`, with what it printed on standard error (`stderr`).
+ */
+export function untilWorkerRunning(
+  child: ChildProcess,
+  stderr: () => string,
+  timeoutMs = TIMEOUTS.process,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let stdout = '';
+    const done = () => {
+      clearTimeout(timer);
+      child.stdout?.off('data', onData);
+      child.off('exit', onExit);
+    };
+    const onData = (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (stdout.includes('worker is running')) {
+        done();
+        resolve();
+      }
+    };
+    const onExit = (code: number | null) => {
+      done();
+      reject(new Error(`a worker exited with ${code} before it ran: ${stderr()}`));
+    };
+    const timer = setTimeout(() => {
+      done();
+      reject(new Error(`a worker did not run within ${timeoutMs} ms: ${stderr()}`));
+    }, timeoutMs);
+    child.stdout?.on('data', onData);
+    child.once('exit', onExit);
+  });
+}
+
 /** Sends SIGTERM and resolves with the exit code. */
 export function stop(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => {
     child.on('exit', (code) => resolve(code));
     child.kill('SIGTERM');

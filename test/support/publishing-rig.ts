@@ -3,11 +3,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
+import type { Db } from '../../src/db/database.js';
 import { createTestDatabase } from './database.js';
 import { eventually } from './eventually.js';
 import type { FakeNetwork } from './fake-network.js';
 import { createChannel, createOrganization, type TestOrganization } from './fixtures.js';
-import { spawnBuilt, untilExit } from './processes.js';
+import { spawnBuilt, untilExit, untilWorkerRunning } from './processes.js';
 import { startTestServer, TEST_ENCRYPTION_KEY, type TestServer } from './server.js';
 
 /**
@@ -89,18 +90,7 @@ export async function startPublishingRig(options: {
     let stderr = '';
     child.stderr?.on('data', (chunk) => (stderr += chunk));
     const exited = untilExit(child, 24 * 3_600_000);
-    await new Promise<void>((resolve, reject) => {
-      let stdout = '';
-      const onData = (chunk: Buffer) => {
-        stdout += chunk.toString();
-        if (stdout.includes('worker is running')) {
-          child.stdout?.off('data', onData);
-          resolve();
-        }
-      };
-      child.stdout?.on('data', onData);
-      child.once('exit', (code) => reject(new Error(`a worker exited with ${code} before it ran: ${stderr}`)));
-    });
+    await untilWorkerRunning(child, () => stderr);
     const worker: Worker = {
       process: child,
       output: () => stderr,
@@ -120,17 +110,7 @@ export async function startPublishingRig(options: {
     return worker;
   };
 
-  const outcomes = async () => {
-    const rows = await api.ctx.db
-      .selectFrom('posts')
-      .select(['status', 'error_code', (eb) => eb.fn.countAll<string>().as('count')])
-      .where('organization_id', '=', org.id)
-      .groupBy(['status', 'error_code'])
-      .execute();
-    return Object.fromEntries(
-      rows.map((row) => [row.error_code ? `${row.status}/${row.error_code}` : row.status, Number(row.count)]),
-    );
-  };
+  const outcomes = () => postOutcomes(api.ctx.db, org.id);
 
   return {
     api,
@@ -138,29 +118,8 @@ export async function startPublishingRig(options: {
     channelIds,
     workerEnv,
     startWorker,
-    createDuePosts: async (count, firstDueAt, dueOverMs, perRequest = 50) => {
-      const ids: string[] = [];
-      const batch = perRequest;
-      for (let start = 0; start < count; start += batch) {
-        const size = Math.min(batch, count - start);
-        const date = new Date(firstDueAt.getTime() + (count > 1 ? Math.round((dueOverMs * start) / (count - 1)) : 0));
-        const posts = Array.from({ length: size }, (_, i) => ({
-          channelId: channelIds[(start + i) % channelIds.length]!,
-          content: `Post ${start + i + 1}`,
-          settings: { __type: 'sandbox' },
-        }));
-        const response = await api.fetch('/public/v1/posts', {
-          method: 'POST',
-          headers: { ...org.auth, 'Content-Type': 'application/json' },
-          body: JSON.stringify({ type: 'schedule', date: date.toISOString(), posts }),
-        });
-        const answer = (await response.json()) as { data: { id: string }[] };
-        if (response.status !== 201)
-          throw new Error(`creating posts answered ${response.status}: ${JSON.stringify(answer)}`);
-        ids.push(...answer.data.map((post) => post.id));
-      }
-      return ids;
-    },
+    createDuePosts: (count, firstDueAt, dueOverMs, perRequest) =>
+      createDuePosts((p, init) => api.fetch(p, init), org, channelIds, { count, firstDueAt, dueOverMs, perRequest }),
     outcomes,
     untilSettled: (timeoutMs) =>
       eventually(
@@ -177,6 +136,53 @@ export async function startPublishingRig(options: {
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** How many posts of the organization are in each state: `published`, `failed/<code>`, `scheduled` … */
+export async function postOutcomes(db: Db, organizationId: string): Promise<Record<string, number>> {
+  const rows = await db
+    .selectFrom('posts')
+    .select(['status', 'error_code', (eb) => eb.fn.countAll<string>().as('count')])
+    .where('organization_id', '=', organizationId)
+    .groupBy(['status', 'error_code'])
+    .execute();
+  return Object.fromEntries(
+    rows.map((row) => [row.error_code ? `${row.status}/${row.error_code}` : row.status, Number(row.count)]),
+  );
+}
+
+/**
+ * Creates `count` sandbox posts over `channelIds` in turn, due evenly from `firstDueAt` over
+ * `dueOverMs` (one time for all when 0), through `POST /public/v1/posts` of the API `send` reaches, in
+ * requests of `perRequest` posts (50, the most a create takes), which share their time. The posts' ids.
+ */
+export async function createDuePosts(
+  send: (path: string, init: RequestInit) => Promise<Response>,
+  org: TestOrganization,
+  channelIds: string[],
+  options: { count: number; firstDueAt: Date; dueOverMs: number; perRequest?: number | undefined },
+): Promise<string[]> {
+  const { count, firstDueAt, dueOverMs, perRequest = 50 } = options;
+  const ids: string[] = [];
+  for (let start = 0; start < count; start += perRequest) {
+    const size = Math.min(perRequest, count - start);
+    const date = new Date(firstDueAt.getTime() + (count > 1 ? Math.round((dueOverMs * start) / (count - 1)) : 0));
+    const posts = Array.from({ length: size }, (_, i) => ({
+      channelId: channelIds[(start + i) % channelIds.length]!,
+      content: `Post ${start + i + 1}`,
+      settings: { __type: 'sandbox' },
+    }));
+    const response = await send('/public/v1/posts', {
+      method: 'POST',
+      headers: { ...org.auth, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ type: 'schedule', date: date.toISOString(), posts }),
+    });
+    const answer = (await response.json()) as { data: { id: string }[] };
+    if (response.status !== 201)
+      throw new Error(`creating posts answered ${response.status}: ${JSON.stringify(answer)}`);
+    ids.push(...answer.data.map((post) => post.id));
+  }
+  return ids;
 }
 
 /** Lateness of each published post (publishedAt − scheduledAt), in milliseconds, sorted. */

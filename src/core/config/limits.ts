@@ -44,6 +44,9 @@ export function readLimits(read: EnvReader): LimitSettings {
       youtube: read.integer('DAILY_POST_LIMIT_YOUTUBE', 6, 1, 10_000),
       tiktok: read.integer('DAILY_POST_LIMIT_TIKTOK', 15, 1, 10_000),
       sandbox: read.integer('DAILY_POST_LIMIT_SANDBOX', 100, 1, 10_000),
+      bluesky: read.integer('DAILY_POST_LIMIT_BLUESKY', 50, 1, 10_000),
+      mastodon: read.integer('DAILY_POST_LIMIT_MASTODON', 50, 1, 10_000),
+      x: read.integer('DAILY_POST_LIMIT_X', 50, 1, 10_000),
     },
     oauthClientAuthFailures: {
       perClientAddress: read.integer('OAUTH_AUTH_FAILURES_PER_CLIENT', 10, 1, 1_000_000),

@@ -12,6 +12,8 @@ import * as tiktok from './2026-11-24-02-tiktok.js';
 import * as webhooks from './2026-11-24-03-webhooks.js';
 import * as unloggedRateLimits from './2026-11-25-01-unlogged-rate-limits.js';
 import * as threads from './2026-11-27-01-threads.js';
+import * as altTexts from './2026-11-27-02-alt-texts.js';
+import * as textNetworks from './2026-11-27-03-text-networks.js';
 import * as mastodon from './2026-11-28-01-mastodon.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
@@ -29,5 +31,7 @@ export const migrations: Record<string, Migration> = {
   '2026-11-24-03-webhooks': webhooks,
   '2026-11-25-01-unlogged-rate-limits': unloggedRateLimits,
   '2026-11-27-01-threads': threads,
+  '2026-11-27-02-alt-texts': altTexts,
+  '2026-11-27-03-text-networks': textNetworks,
   '2026-11-28-01-mastodon': mastodon,
 };

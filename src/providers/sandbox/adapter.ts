@@ -63,7 +63,13 @@ export class SandboxAdapter implements PublishingAdapter {
       channelId: input.channel.id,
       content: input.post.content,
       settings: input.post.settings,
-      media: input.media.map((m) => ({ id: m.id, fileName: m.fileName, contentType: m.contentType, kind: m.kind })),
+      media: input.media.map((m) => ({
+        id: m.id,
+        fileName: m.fileName,
+        contentType: m.contentType,
+        kind: m.kind,
+        ...(m.altText === undefined ? {} : { altText: m.altText }),
+      })),
       ...(input.reply ? { replyTo: input.reply.parent.releaseId, part: input.reply.part } : {}),
     });
     if (response.status === 200 || response.status === 201) {

@@ -18,6 +18,8 @@ export const sandboxNetwork: ProviderFactory<'sandbox'> = ({ config, outbound, s
   }),
   // Replies to its own posts, like the text networks; its parts follow no rule besides the contract's.
   thread: { maxParts: 10, partProblems: () => [] },
+  // Shown as the images' alt on its pages.
+  altTextMax: 2000,
   // Read at each publication: a test server learns its own address only once it listens.
   publishing: new SandboxAdapter(outbound, () => config.sandbox.networkUrl, sandboxKey, config.sandbox.limits, clock),
 });
