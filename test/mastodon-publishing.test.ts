@@ -111,21 +111,21 @@ async function connectChannel(instance: FakeMastodon): Promise<Channel> {
     .values({
       id: newId('ch'),
       organization_id: organizationId,
-      provider: 'sandbox',
+      provider: 'mastodon',
       name: identity.name,
       username: identity.username,
       picture: identity.picture,
       external_id: identity.externalId,
       credentials: keyring.encrypt(
         JSON.stringify(credentials),
-        credentialsContext(organizationId, 'sandbox', identity.externalId),
+        credentialsContext(organizationId, 'mastodon', identity.externalId),
       ),
     })
     .returningAll()
     .executeTakeFirstOrThrow();
 }
 
-function image(name: string, altText?: string): PublishableMedia & { altText?: string } {
+function image(name: string, altText?: string): PublishableMedia {
   const bytes = png(4, 3);
   return {
     id: newId('med'),

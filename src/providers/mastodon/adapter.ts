@@ -3,6 +3,7 @@ import type { Clock } from '../../core/clock.js';
 import type { Keyring } from '../../crypto/keyring.js';
 import type { Db } from '../../db/database.js';
 import { channelCredentials } from '../account-credentials.js';
+import type { SettingsOf } from '../provider-adapter.js';
 import {
   PermanentPublishError,
   ReconnectNeededError,
@@ -16,17 +17,6 @@ import {
 } from '../publishing-contract.js';
 import { MastodonError, publishErrorOf, type MastodonApi } from './api.js';
 import { mastodonCredentials, type MastodonCredentials } from './connection.js';
-
-/** The choices of a post that shape its statuses (the contract's `MastodonSettings`). */
-interface StatusSettings {
-  visibility?: 'public' | 'unlisted' | 'private' | 'direct';
-  spoilerText?: string;
-  sensitive?: boolean;
-  language?: string;
-}
-
-/** A media of the post as the adapter sends it: with its alt text, the media's description there. */
-type DescribedMedia = PublishableMedia & { altText?: string | null };
 
 /** Where the media of a part stand: the instance's ids of those uploaded, in order, and of those it still processes. */
 interface MediaReference extends Record<string, unknown> {
@@ -145,7 +135,7 @@ export class MastodonAdapter implements PublishingAdapter {
     account: MastodonCredentials,
     reference: MediaReference,
   ): Promise<StepResult> {
-    const media: DescribedMedia | undefined = input.media[reference.uploaded.length];
+    const media: PublishableMedia | undefined = input.media[reference.uploaded.length];
     if (!media) return this.afterUploads(input, reference);
     const form = new FormData();
     const bytes = await readAll(await media.open());
@@ -219,7 +209,7 @@ export class MastodonAdapter implements PublishingAdapter {
     account: MastodonCredentials,
     reference: StatusReference,
   ): Promise<{ status: 'published'; releaseId: string; releaseUrl: string | null }> {
-    const settings = (input.post.settings ?? {}) as StatusSettings;
+    const settings = input.post.settings as SettingsOf<'mastodon'>;
     const body = {
       status: input.post.content,
       ...(reference.mediaIds.length > 0 ? { media_ids: reference.mediaIds } : {}),

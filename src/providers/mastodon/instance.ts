@@ -131,6 +131,11 @@ export class MastodonInstances {
     }
   }
 
+  /** Mastodon's own limits, for a channel whose instance is not known. */
+  defaults(): InstanceLimits {
+    return MASTODON_DEFAULT_LIMITS;
+  }
+
   /** Forgets what was read of the instance: the next question asks it again. */
   forgetInfo(instance: string): void {
     this.infos.delete(instance);
