@@ -1188,7 +1188,7 @@ export interface components {
              * @description The network of the account to connect.
              * @enum {string}
              */
-            provider: "youtube" | "tiktok" | "mastodon";
+            provider: "youtube" | "tiktok" | "mastodon" | "x";
             /**
              * @description Mastodon only: the instance the account lives on, as its domain (`mastodon.social`), a URL
              *     of it or a handle (`@alice@mastodon.social`). This server checks that it answers as a

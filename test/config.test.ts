@@ -37,4 +37,26 @@ describe('configuration', () => {
       /RESPONSE_VALIDATION must be strict when NODE_ENV=test/,
     );
   });
+
+  it('offers X with the operator’s app only, on X’s addresses unless told others', () => {
+    expect(loadConfig({}).x).toBeUndefined();
+    expect(loadConfig({ X_CLIENT_ID: 'app', X_CLIENT_SECRET: 'secret' }).x).toEqual({
+      clientId: 'app',
+      clientSecret: 'secret',
+      apiUrl: 'https://api.x.com',
+      authorizeUrl: 'https://x.com/i/oauth2/authorize',
+    });
+    expect(
+      loadConfig({
+        X_CLIENT_ID: 'app',
+        X_CLIENT_SECRET: 'secret',
+        X_API_URL: 'http://127.0.0.1:8080/',
+        X_AUTHORIZE_URL: 'http://127.0.0.1:8080/i/oauth2/authorize',
+      }).x,
+    ).toMatchObject({ apiUrl: 'http://127.0.0.1:8080', authorizeUrl: 'http://127.0.0.1:8080/i/oauth2/authorize' });
+    expect(() => loadConfig({ X_CLIENT_ID: 'app' })).toThrow(/X_CLIENT_ID and X_CLIENT_SECRET go together/);
+    expect(() =>
+      loadConfig({ X_CLIENT_ID: 'app', X_CLIENT_SECRET: 'secret', X_AUTHORIZE_URL: 'https://x.com/authorize?x=1' }),
+    ).toThrow(/X_AUTHORIZE_URL must be an http\(s\) URL without a query/);
+  });
 });

@@ -11,12 +11,14 @@ import { readServer, type ServerSettings } from './config/server.js';
 import { readTikTok, type TikTokConfig } from './config/tiktok.js';
 import { readTracing, type TracingConfig } from './config/tracing.js';
 import { readWebhooks, type WebhooksConfig } from './config/webhooks.js';
+import { readX, type XConfig } from './config/x.js';
 import { readYouTube, type YouTubeConfig } from './config/youtube.js';
 
 export type { MastodonConfig } from './config/mastodon.js';
 export type { MediaConfig, S3StorageConfig } from './config/media.js';
 export type { TikTokConfig } from './config/tiktok.js';
 export type { TracingConfig } from './config/tracing.js';
+export type { XConfig } from './config/x.js';
 export type { YouTubeConfig } from './config/youtube.js';
 
 /**
@@ -31,6 +33,8 @@ export interface Config extends ServerSettings, DatabaseSettings, RuntimeSetting
   tiktok: TikTokConfig | undefined;
   /** Unless MASTODON_ENABLED is false: users connect accounts of any Mastodon instance. */
   mastodon: MastodonConfig | undefined;
+  /** Set when X_CLIENT_ID and X_CLIENT_SECRET are; without it X is not offered. */
+  x: XConfig | undefined;
   sandbox: SandboxConfig;
   publisher: PublisherConfig;
   webhooks: WebhooksConfig;
@@ -57,6 +61,7 @@ export function loadConfig(env: Env = process.env): Config {
     youtube: readYouTube(read),
     tiktok: readTikTok(read),
     mastodon: readMastodon(read),
+    x: readX(read),
     sandbox: readSandbox(read, server.publicUrl),
     publisher: readPublisher(read),
     webhooks: readWebhooks(read),

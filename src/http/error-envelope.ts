@@ -70,6 +70,26 @@ export function databaseOutage(error: unknown): ServiceUnavailableError | undefi
   );
 }
 
+/**
+ * `databaseOutage` for an error handler: the outage is logged once for the operator (a warning, with
+ * the request), and the response gets its `Retry-After`; the handler answers in its own form.
+ */
+export function outageOfRequest(
+  error: unknown,
+  req: Request,
+  res: Response,
+  logger: Logger,
+): ServiceUnavailableError | undefined {
+  const outage = databaseOutage(error);
+  if (!outage) return undefined;
+  logger.warn(
+    { err: error, requestId: res.locals.requestId, method: req.method, path: req.path },
+    'database out of reach',
+  );
+  res.setHeader('Retry-After', String(outage.retryAfter));
+  return outage;
+}
+
 /** `/body/posts/1/settings/privacyLevel` → `posts[1].settings.privacyLevel`; `/query/limit` → `query.limit`. */
 export function detailPath(validatorPath: string): string {
   const parts = validatorPath
@@ -258,8 +278,7 @@ export function publicApiErrors(logger: Logger): ErrorRequestHandler {
   return (error, req, res, next) => {
     if (res.headersSent) return next(error);
     const requestId = String(res.locals.requestId ?? '');
-    const outage = databaseOutage(error);
-    if (outage) logger.warn({ err: error, requestId, method: req.method, path: req.path }, 'database out of reach');
+    const outage = outageOfRequest(error, req, res, logger);
     const failure = describe(outage ?? error, req);
     if (failure) {
       sendError(res, failure, requestId);

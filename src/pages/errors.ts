@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
 import { DomainError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import { databaseOutage } from '../http/error-envelope.js';
+import { outageOfRequest } from '../http/error-envelope.js';
 import { renderErrorPage } from './render.js';
 
 const TITLES: Record<number, string> = {
@@ -24,13 +24,7 @@ const TITLES: Record<number, string> = {
 export function pageErrors(logger: Logger): ErrorRequestHandler {
   return (error, req, res, next) => {
     if (res.headersSent) return next(error);
-    const outage = databaseOutage(error);
-    if (outage) {
-      logger.warn(
-        { err: error, requestId: res.locals.requestId, method: req.method, path: req.path },
-        'database out of reach',
-      );
-      res.setHeader('Retry-After', String(outage.retryAfter));
+    if (outageOfRequest(error, req, res, logger)) {
       return renderErrorPage(
         res,
         503,

@@ -111,7 +111,10 @@ export async function runAttempt(
   // A recorded step of a part already published is behind (its next part had a media file gone).
   const first = firstUnpublishedPart(post);
   let part = recorded && recorded.part >= first ? recorded.part : first;
-  let resume: Progress | undefined = recorded?.part === part ? recorded : undefined;
+  // The part's progress as an earlier run recorded it (asked about if irreversible), or as this run
+  // recorded it with the part before (its first step, not run yet).
+  let resume: { progress: Progress; byThisRun: boolean } | undefined =
+    recorded?.part === part ? { progress: recorded, byThisRun: false } : undefined;
   for (;;) {
     // Every part is published: a worker stopped after recording the last one.
     if (part >= parts) return publishedPost(post);
@@ -122,8 +125,9 @@ export async function runAttempt(
     const release = { releaseId: result.releaseId, releaseUrl: result.releaseUrl, reference: result.reference ?? {} };
     const next =
       part + 1 < parts ? await inputOf(part + 1, replyTo(withPart(post, part, release), part + 1)) : undefined;
-    resume = next && adapter.start(next);
-    const saved = await recordPartPublished(ctx.db, post, worker, part, release, resume, ctx.clock.now());
+    const start = next && adapter.start(next);
+    resume = start && { progress: start, byThisRun: true };
+    const saved = await recordPartPublished(ctx.db, post, worker, part, release, start, ctx.clock.now());
     if (!saved) return { status: 'retry', reason: 'the worker lost its hold on the post', maybeDelivered: false };
     // The held post follows what was recorded: the next parts reply to it, and its outcome keeps it.
     Object.assign(post, saved);
@@ -216,19 +220,23 @@ function inWords(result: RunResult): RunResult {
   return result;
 }
 
-/** Runs the steps of one part, from `recorded` (the part's progress as recorded) or from its first step. */
+/**
+ * Runs the steps of one part, from its recorded progress or from its first step. A step an earlier run
+ * recorded as irreversible may have got through: the network is asked first. One this run recorded
+ * (the next part's first step, with the part before) has not run yet.
+ */
 async function runSteps(
   { db, clock }: { db: Db; clock: Clock },
   adapter: PublishingAdapter,
   post: ClaimedPost,
   input: PublicationInput,
   part: number,
-  recorded: Progress | undefined,
+  resume: { progress: Progress; byThisRun: boolean } | undefined,
 ): Promise<RunResult> {
-  let progress: Progress = recorded ?? adapter.start(input);
-  if (!recorded) await saveProgress(db, post, progress, clock.now(), part);
+  let progress: Progress = resume?.progress ?? adapter.start(input);
+  if (!resume) await saveProgress(db, post, progress, clock.now(), part);
 
-  if (recorded?.irreversible) {
+  if (resume && !resume.byThisRun && progress.irreversible) {
     let found: Lookup;
     try {
       found = await adapter.lookup(input, progress);

@@ -8,7 +8,7 @@ import type { Db } from '../../db/database.js';
 import { downloadUrlExpiry } from '../../media/library.js';
 import { mediaKey } from '../../media/media-body.js';
 import type { MediaContext } from '../../media/storage.js';
-import { databaseOutage } from '../../http/error-envelope.js';
+import { outageOfRequest } from '../../http/error-envelope.js';
 import { refuseUnstorableRequestText } from '../../http/storable-text.js';
 import { pageErrors } from '../../pages/errors.js';
 import { pageHtml, renderErrorPage } from '../../pages/render.js';
@@ -115,15 +115,8 @@ const refuse = (res: Response, status: number, error: string, message: string) =
 export function sandboxApiErrors(logger: Logger): ErrorRequestHandler {
   return (error, req, res, next) => {
     if (res.headersSent) return next(error);
-    const outage = databaseOutage(error);
-    if (outage) {
-      logger.warn(
-        { err: error, requestId: res.locals.requestId, method: req.method, path: req.path },
-        'database out of reach',
-      );
-      res.setHeader('Retry-After', String(outage.retryAfter));
-      return refuse(res, 503, 'service_unavailable', outage.message);
-    }
+    const outage = outageOfRequest(error, req, res, logger);
+    if (outage) return refuse(res, 503, 'service_unavailable', outage.message);
     if (error instanceof DomainError && error.status < 500)
       return refuse(res, error.status, error.status === 400 ? 'invalid_request' : error.code, error.message);
     const { status, type } = error as { status?: unknown; type?: unknown };
