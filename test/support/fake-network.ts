@@ -12,8 +12,20 @@ import type { AddressInfo } from 'node:net';
  */
 export interface FakeNetwork {
   url: string;
-  /** Publications received and published, by key (post id and attempt), in order. */
-  published: { key: string; postId: string; channelId: string; at: number }[];
+  /**
+   * Publications received and published, by key (post id and attempt, and part in a thread), in order:
+   * the release id it answered, the thread's part it was (1, the post's own content) and the release
+   * it replies to (null for a first part).
+   */
+  published: {
+    key: string;
+    postId: string;
+    channelId: string;
+    releaseId: string;
+    part: number;
+    replyTo: string | null;
+    at: number;
+  }[];
   /** How many publications each post got: more than one is a duplicate on the network. */
   publicationsOf(postId: string): number;
   /** Publication requests for a key that was published already: a publication sent again. */
@@ -52,7 +64,7 @@ export async function startFakeNetwork(): Promise<FakeNetwork> {
   };
 
   const publish = async (req: IncomingMessage, res: ServerResponse, text: string) => {
-    const body = JSON.parse(text) as { key: string; channelId: string };
+    const body = JSON.parse(text) as { key: string; channelId: string; replyTo?: string | null; part?: number };
     const channel = body.channelId;
     inFlight.set(channel, (inFlight.get(channel) ?? 0) + 1);
     maxInFlight = Math.max(maxInFlight, inFlight.get(channel)!);
@@ -65,7 +77,15 @@ export async function startFakeNetwork(): Promise<FakeNetwork> {
       if (!id) {
         id = `rel_fake${published.length + 1}`;
         releases.set(body.key, id);
-        published.push({ key: body.key, postId: body.key.split(':')[0]!, channelId: channel, at: Date.now() });
+        published.push({
+          key: body.key,
+          postId: body.key.split(':')[0]!,
+          channelId: channel,
+          releaseId: id,
+          part: body.part ?? 1,
+          replyTo: body.replyTo ?? null,
+          at: Date.now(),
+        });
       }
       if (cuts > 0) {
         cuts -= 1;
