@@ -113,6 +113,10 @@ export interface paths {
          *     A network the operator of this server has not configured (no app of theirs at that
          *     network) is refused with `422`. (`sandbox` needs no authorization: a user adds it in the web
          *     app.)
+         *
+         *     A Mastodon account lives on an instance of the user's choice, named in `instance` (or, when
+         *     you leave it out, by the user on a page of this server before the instance's consent page);
+         *     nothing needs registering beforehand.
          */
         post: operations["connectChannel"];
         delete?: never;
@@ -1184,7 +1188,16 @@ export interface components {
              * @description The network of the account to connect.
              * @enum {string}
              */
-            provider: "youtube" | "tiktok" | "x";
+            provider: "youtube" | "tiktok" | "mastodon" | "x";
+            /**
+             * @description Mastodon only: the instance the account lives on, as its domain (`mastodon.social`), a URL
+             *     of it or a handle (`@alice@mastodon.social`). This server checks that it answers as a
+             *     Mastodon instance and registers its app there, so `authorizationUrl` is the instance's
+             *     consent page; one it cannot use is refused with `422` naming `instance`. Without it,
+             *     `authorizationUrl` is a page of this server that asks the user for their instance first.
+             * @example mastodon.social
+             */
+            instance?: string;
             /**
              * Format: uri
              * @description Where this server sends the user's browser when the connection is finished or failed,

@@ -163,6 +163,8 @@ beforeAll(async () => {
           if (typeof node !== 'string') return node;
           if (key === 'channelId') return rotate(channels);
           if (key === 'url' || key === 'returnUrl') return `${remote.origin}/${op.id}`;
+          // A Mastodon instance is asked at once: the local file server, which answers as none.
+          if (key === 'instance') return remote.origin;
           if (key === 'client_id') return app.clientId;
           if (key === 'client_secret') return app.secret;
           if (key === 'contentType' && op.id === 'createUpload')

@@ -9,6 +9,7 @@ import { DomainError, NotFoundError } from '../core/errors.js';
 import { DatabaseBusyError, DatabaseVersionError, openDatabase, type Db } from '../db/database.js';
 import { reencryptInstanceSecrets } from '../db/instance-secrets.js';
 import { reencryptAccountSecrets } from '../providers/account-credentials.js';
+import { reencryptMastodonApps } from '../providers/mastodon/instance.js';
 import { reencryptWebhookSecrets } from '../webhooks/endpoints.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { addKeyToFile, loadKeys } from '../crypto/key-source.js';
@@ -121,6 +122,7 @@ const COMMANDS: Record<string, (db: Db, options: Options, config: Config) => Pro
     const written =
       (await reencryptInstanceSecrets(db, keys.keyring)) +
       (await reencryptAccountSecrets(db, keys.keyring)) +
+      (await reencryptMastodonApps(db, keys.keyring)) +
       (await reencryptWebhookSecrets(db, keys.keyring));
     const key = keys.keyring.currentKeyId;
     return keys.from === 'env'

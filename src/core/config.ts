@@ -1,6 +1,7 @@
 import { readDatabase, type DatabaseSettings } from './config/database.js';
 import { EnvReader, type Env } from './config/env-reader.js';
 import { readLimits, type LimitSettings } from './config/limits.js';
+import { readMastodon, type MastodonConfig } from './config/mastodon.js';
 import { readMedia, type MediaConfig } from './config/media.js';
 import { readMetrics, type MetricsConfig } from './config/metrics.js';
 import { readPublisher, type PublisherConfig } from './config/publisher.js';
@@ -13,6 +14,7 @@ import { readWebhooks, type WebhooksConfig } from './config/webhooks.js';
 import { readX, type XConfig } from './config/x.js';
 import { readYouTube, type YouTubeConfig } from './config/youtube.js';
 
+export type { MastodonConfig } from './config/mastodon.js';
 export type { MediaConfig, S3StorageConfig } from './config/media.js';
 export type { TikTokConfig } from './config/tiktok.js';
 export type { TracingConfig } from './config/tracing.js';
@@ -29,6 +31,8 @@ export interface Config extends ServerSettings, DatabaseSettings, RuntimeSetting
   youtube: YouTubeConfig | undefined;
   /** Set when TIKTOK_CLIENT_KEY and TIKTOK_CLIENT_SECRET are; without it TikTok is not offered. */
   tiktok: TikTokConfig | undefined;
+  /** Unless MASTODON_ENABLED is false: users connect accounts of any Mastodon instance. */
+  mastodon: MastodonConfig | undefined;
   /** Set when X_CLIENT_ID and X_CLIENT_SECRET are; without it X is not offered. */
   x: XConfig | undefined;
   sandbox: SandboxConfig;
@@ -56,6 +60,7 @@ export function loadConfig(env: Env = process.env): Config {
     media: readMedia(read),
     youtube: readYouTube(read),
     tiktok: readTikTok(read),
+    mastodon: readMastodon(read),
     x: readX(read),
     sandbox: readSandbox(read, server.publicUrl),
     publisher: readPublisher(read),

@@ -45,7 +45,8 @@ export type IdPrefix =
   | 'conn'
   | 'rev'
   | 'whk'
-  | 'msg';
+  | 'msg'
+  | 'mapp';
 
 /** A record id: a type prefix and 20 random base62 characters (about 119 bits), e.g. `post_4Zc…`. */
 export function newId(prefix: IdPrefix): string {

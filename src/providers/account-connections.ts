@@ -6,7 +6,12 @@ import { newId } from '../core/ids.js';
 import { hashSecret } from '../crypto/issued-secrets.js';
 import type { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
-import { AccountWithoutChannelError, ConnectionRefusedError, type AccountCredentials } from './connection-contract.js';
+import {
+  AccountWithoutChannelError,
+  ConnectionRefusedError,
+  SiteRefusedError,
+  type AccountCredentials,
+} from './connection-contract.js';
 import type { ProvidersContext } from './registry.js';
 import type { Channel } from '../channels/tables.js';
 import { credentialsContext, verifierContext } from './account-credentials.js';
@@ -30,21 +35,35 @@ export interface ConnectionReturn {
   appId: string | null;
 }
 
+/** Where a network whose accounts live on servers of their own asks the user which one: a page of this server. */
+export function sitePageUrl(publicUrl: string, provider: Provider, state: string): string {
+  return `${publicUrl}/channels/site/${provider}?${new URLSearchParams({ state }).toString()}`;
+}
+
 /**
  * Starts connecting an account of `provider` to the organization: records the authorization in
- * progress (the hash of a fresh `state`, an encrypted PKCE verifier, and either the browser session
- * that may finish it or where to send the user back) and answers the network's consent page to send
- * the user to.
+ * progress (the hash of a fresh `state`, an encrypted PKCE verifier, the site the account lives on
+ * where the network has sites, and either the browser session that may finish it or where to send
+ * the user back) and answers the network's consent page to send the user to. On a network whose
+ * accounts live on servers of their own (Mastodon), a connection started without its `site` answers
+ * a page of this server that asks the user for it first (`chooseSite`); `SiteRefusedError` when the
+ * site given cannot be used.
  */
 export async function startConnection(
   ctx: ProvidersContext,
-  request: { organizationId: string; provider: Provider } & ({ sessionId: string } | { returnTo: ConnectionReturn }),
+  request: { organizationId: string; provider: Provider; site?: string } & (
+    { sessionId: string } | { returnTo: ConnectionReturn }
+  ),
 ): Promise<{ authorizationUrl: string; expiresAt: Date }> {
   const adapter = ctx.providers[request.provider].connection;
   if (!adapter)
     throw new UnprocessableError(
       `Connecting ${request.provider} accounts is not configured by the operator of this server.`,
     );
+  const redirectUri = callbackUrl(ctx.config.publicUrl, request.provider);
+  if (request.site !== undefined && !adapter.site)
+    throw new SiteRefusedError(`${ctx.providers[request.provider].name} accounts are not on sites of their own`);
+  const site = request.site === undefined ? undefined : await adapter.site!.prepare(request.site, redirectUri);
   const id = newId('conn');
   const state = randomBytes(32).toString('base64url');
   const verifier = randomBytes(32).toString('base64url');
@@ -62,18 +81,72 @@ export async function startConnection(
       return_url: returnTo?.url ?? null,
       client_state: returnTo?.state ?? null,
       app_id: returnTo?.appId ?? null,
+      site: site ?? null,
       expires_at: expiresAt,
     })
     .execute();
+  if (adapter.site && site === undefined)
+    return { authorizationUrl: sitePageUrl(ctx.config.publicUrl, request.provider, state), expiresAt };
   const codeChallenge = createHash('sha256').update(verifier).digest('base64url');
   return {
-    authorizationUrl: adapter.authorizeUrl({
+    authorizationUrl: await adapter.authorizeUrl({
       state,
-      redirectUri: callbackUrl(ctx.config.publicUrl, request.provider),
+      redirectUri,
       codeChallenge,
+      ...(site === undefined ? {} : { site }),
     }),
     expiresAt,
   };
+}
+
+/**
+ * A connection in progress whose user has yet to name the site their account lives on (started
+ * through the Public API without it): `undefined` when the state names none, or one that expired or
+ * has its site already.
+ */
+export async function connectionAwaitingSite(
+  ctx: ProvidersContext,
+  provider: Provider,
+  state: string,
+): Promise<{ expiresAt: Date } | undefined> {
+  const pending = await ctx.db
+    .selectFrom('channel_connections')
+    .select(['expires_at', 'site'])
+    .where('state_hash', '=', hashSecret(state))
+    .where('provider', '=', provider)
+    .executeTakeFirst();
+  if (!pending || pending.site !== null || pending.expires_at.getTime() < ctx.clock.now().getTime()) return undefined;
+  return { expiresAt: pending.expires_at };
+}
+
+/**
+ * Records the site the user named for a connection awaiting it, and answers the consent page on
+ * that site; `undefined` when the state names no connection awaiting a site. `SiteRefusedError` when
+ * the site cannot be used (the connection still awaits one).
+ */
+export async function chooseSite(
+  ctx: ProvidersContext,
+  provider: Provider,
+  state: string,
+  input: string,
+): Promise<string | undefined> {
+  const adapter = ctx.providers[provider].connection;
+  if (!adapter?.site || !(await connectionAwaitingSite(ctx, provider, state))) return undefined;
+  const redirectUri = callbackUrl(ctx.config.publicUrl, provider);
+  const site = await adapter.site.prepare(input, redirectUri);
+  // Named once: a second answer (another tab) finds the site set and changes nothing.
+  const chosen = await ctx.db
+    .updateTable('channel_connections')
+    .set({ site })
+    .where('state_hash', '=', hashSecret(state))
+    .where('provider', '=', provider)
+    .where('site', 'is', null)
+    .returning(['id', 'code_verifier'])
+    .executeTakeFirst();
+  if (!chosen) return undefined;
+  const verifier = ctx.keyring.decrypt(chosen.code_verifier, verifierContext(chosen.id));
+  const codeChallenge = createHash('sha256').update(verifier).digest('base64url');
+  return adapter.authorizeUrl({ state, redirectUri, codeChallenge, site });
 }
 
 export type ConnectionResult =
@@ -188,10 +261,14 @@ async function connectAccount(
   code: string,
 ): Promise<{ channel: Channel; reconnected: boolean }> {
   const codeVerifier = ctx.keyring.decrypt(pending.code_verifier, verifierContext(pending.id));
+  // On a network with sites, the consent page was on the one the user named: the code is traded there.
+  if (adapter.site && pending.site === null)
+    throw new ConnectionRefusedError('the site of the account was never named');
   const credentials = await adapter.exchangeCode({
     code,
     redirectUri: callbackUrl(ctx.config.publicUrl, pending.provider),
     codeVerifier,
+    ...(pending.site === null ? {} : { site: pending.site }),
   });
   const identity = await adapter.identity(credentials);
   return saveConnectedChannel(ctx.db, ctx.keyring, {

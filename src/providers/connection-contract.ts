@@ -6,6 +6,11 @@ export interface AccountCredentials {
   /** When the access token expires (ISO 8601), if the network said. */
   expiresAt: string | null;
   scopes: string[];
+  /**
+   * The server the account lives on, for a network whose accounts live on servers of their own (a
+   * Mastodon instance's origin, `https://mastodon.social`): every later call goes there.
+   */
+  site?: string;
 }
 
 /** Who the connected account is on its network. */
@@ -35,20 +40,58 @@ export class ConnectionRefusedError extends Error {
  */
 export class AccountWithoutChannelError extends ConnectionRefusedError {}
 
+/** The site a user named cannot be used (not a server of the network, unreachable, an address refused). */
+export class SiteRefusedError extends Error {
+  override name = 'SiteRefusedError';
+}
+
+/**
+ * A network whose accounts live on servers of their own (Mastodon's instances): the user names theirs
+ * before the consent page, which is on that server. The site goes with the connection to
+ * `authorizeUrl` and `exchangeCode`, and is kept in the account's credentials (`site`).
+ */
+export interface SiteChoice {
+  /** What the user names, as a form's label says it ("Your Mastodon instance"). */
+  readonly label: string;
+  /** An example of it, as the form's field shows it (`mastodon.social`). */
+  readonly example: string;
+  /**
+   * The site as the user wrote it, checked and written the one way the connection keeps it (an
+   * origin), with whatever the network needs there made ready (this installation's app registered).
+   * `SiteRefusedError`, in words for the user, when it cannot be used.
+   */
+  prepare(input: string, redirectUri: string): Promise<string>;
+}
+
 /**
  * How an account of one network is connected: the network's authorization-code flow for this
  * installation's app (PKCE where the network supports it), the code exchange, the refresh of an
  * access token, and the account's identity.
  */
 export interface ConnectionAdapter {
-  /** The origin of the network's consent page: the pages that send the user there allow it as a form target. */
-  readonly consentOrigin: string;
+  /**
+   * The origin of the network's consent page: the pages that send the user there allow it as a form
+   * target. Absent where the consent page is on the site the user names (`site`).
+   */
+  readonly consentOrigin?: string;
+  /** Present on a network whose accounts live on servers of their own: the user names theirs first. */
+  readonly site?: SiteChoice;
   /** Where a user creates a channel for an account that has none, on a network where an account may lack one. */
   readonly createChannelUrl?: string;
-  /** The network's consent page, to which the user's browser is sent. */
-  authorizeUrl(input: { state: string; redirectUri: string; codeChallenge: string }): string;
+  /** The network's consent page, to which the user's browser is sent (on `site`, the prepared site, if any). */
+  authorizeUrl(input: {
+    state: string;
+    redirectUri: string;
+    codeChallenge: string;
+    site?: string;
+  }): string | Promise<string>;
   /** Trades the code of the network's answer for tokens; `ConnectionRefusedError` when the network refuses it. */
-  exchangeCode(input: { code: string; redirectUri: string; codeVerifier: string }): Promise<AccountCredentials>;
+  exchangeCode(input: {
+    code: string;
+    redirectUri: string;
+    codeVerifier: string;
+    site?: string;
+  }): Promise<AccountCredentials>;
   /** A fresh access token; `ConnectionRefusedError` when the refresh token was revoked or expired. */
   refresh(credentials: AccountCredentials): Promise<AccountCredentials>;
   identity(credentials: AccountCredentials): Promise<AccountIdentity>;

@@ -4,6 +4,7 @@ import type { Db } from '../db/database.js';
 import type { Principal } from '../http/principal.js';
 import type { PublicHandlers } from '../http/typed-routes.js';
 import { startConnection } from './account-connections.js';
+import { SiteRefusedError } from './connection-contract.js';
 import type { ProvidersContext } from './registry.js';
 
 /**
@@ -48,7 +49,13 @@ export function channelConnectOperations(ctx: ProvidersContext): Pick<PublicHand
       const { authorizationUrl, expiresAt } = await startConnection(ctx, {
         organizationId: principal.organizationId,
         provider: body.provider,
+        ...(body.instance === undefined ? {} : { site: body.instance }),
         returnTo: { url: url.href, state: body.state ?? null, appId },
+      }).catch((error: unknown) => {
+        if (!(error instanceof SiteRefusedError)) throw error;
+        throw new UnprocessableError(`instance cannot be used: ${error.message}.`, [
+          { path: 'instance', message: error.message },
+        ]);
       });
       return { status: 200, body: { authorizationUrl, expiresAt: expiresAt.toISOString() } };
     },

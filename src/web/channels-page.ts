@@ -1,5 +1,5 @@
 import express, { type Request, type Response, type Router } from 'express';
-import { addChannel, listChannels, setChannelEnabled } from '../channels/channels.js';
+import { addChannel, findChannel, listChannels, setChannelEnabled } from '../channels/channels.js';
 import {
   addReturnOrigin,
   listReturnOrigins,
@@ -21,6 +21,10 @@ import {
 } from '../providers/account-connections.js';
 import type { PostsContext } from '../posts/context.js';
 import { allNetworks, type Providers } from '../providers/registry.js';
+import { channelCredentials } from '../providers/account-credentials.js';
+import { SiteRefusedError } from '../providers/connection-contract.js';
+import type { Provider } from '../core/contract.js';
+import { capitalized, renderContinue } from './channel-site-pages.js';
 import { signedIn } from './signed-in.js';
 
 const STATUS_WORDS = {
@@ -51,14 +55,25 @@ export function channelsPage(ctx: PostsContext, channelRemoval: ChannelRemoval):
     const { visitor, organization } = signedIn(res);
     const network = connectable(ctx.providers).find((n) => n.provider === req.params.provider);
     if (!network) return show(res, undefined, 'There is no such network.', 404);
+    // A network whose accounts live on servers of their own: the site typed in, or a channel's to reconnect.
+    const site = network.connection?.site
+      ? field(req, 'channel')
+        ? await siteOfChannel(ctx, organization.id, network.provider, field(req, 'channel'))
+        : field(req, 'site').trim()
+      : undefined;
+    if (site === '') return show(res, undefined, `${network.name}: ${network.connection!.site!.label} is needed.`, 400);
     try {
       const { authorizationUrl } = await startConnection(ctx, {
         organizationId: organization.id,
         provider: network.provider,
         sessionId: visitor.sessionId,
+        ...(site === undefined ? {} : { site }),
       });
+      if (site !== undefined) return renderContinue(res, network, authorizationUrl, '/settings/channels');
       res.redirect(303, authorizationUrl);
     } catch (error) {
+      if (error instanceof SiteRefusedError)
+        return show(res, undefined, `${network.name}: ${capitalized(error.message)}.`, 422);
       if (!(error instanceof DomainError) || error.status >= 500) throw error;
       return show(res, undefined, error.message, error.status);
     }
@@ -126,6 +141,10 @@ async function showChannels(
         provider: network.provider,
         name: network.name,
         configured: network.connection !== undefined,
+        site: network.connection?.site && {
+          label: network.connection.site.label,
+          example: network.connection.site.example,
+        },
       })),
       returnOrigins,
       notice,
@@ -137,7 +156,7 @@ async function showChannels(
     // avatar URLs are signed and short-lived): only their origins are allowed as image sources.
     {
       formOrigins: connectable(ctx.providers).flatMap((network) =>
-        network.connection ? [network.connection.consentOrigin] : [],
+        network.connection?.consentOrigin ? [network.connection.consentOrigin] : [],
       ),
       mediaOrigins: [...new Set(channels.flatMap((channel) => pictureOrigin(channel.picture)))],
     },
@@ -282,6 +301,17 @@ const NOTICES = {
   origin_added: 'The return origin is added.',
   origin_removed: 'The return origin is removed.',
 } as const;
+
+/** The site a channel's account lives on, from its stored credentials; '' when it has none. */
+async function siteOfChannel(
+  ctx: PostsContext,
+  organizationId: string,
+  provider: Provider,
+  id: string,
+): Promise<string> {
+  const channel = await findChannel(ctx.db, organizationId, id);
+  return (channel?.provider === provider && channelCredentials(ctx.keyring, channel)?.site) || '';
+}
 
 /** The origin of an account's picture, when it is an https URL a page may show. */
 function pictureOrigin(picture: string | null): string[] {

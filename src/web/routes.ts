@@ -16,6 +16,7 @@ import { composerPages } from './composer-page.js';
 import { mediaPages } from './media-pages.js';
 import type { MediaContext } from '../media/storage.js';
 import { RequestBodies } from '../http/request-bodies.js';
+import { channelSitePages } from './channel-site-pages.js';
 import { channelCallbackPage } from './channels-page.js';
 import { postsPages } from './posts-pages.js';
 import { settingsPages } from './settings-pages.js';
@@ -69,6 +70,7 @@ export function createWebApp(
   router.use(...pageInput(ctx, tools));
   router.use(accountPages(ctx, tools.cookies, tools.csrf));
   router.use(channelCallbackPage(ctx));
+  router.use(channelSitePages(ctx, tools));
   router.use('/posts', requireSignIn(tools.csrf));
   router.use('/calendar', requireSignIn(tools.csrf));
   router.use('/compose', requireSignIn(tools.csrf));

@@ -24,7 +24,10 @@ export type ChannelList = Schemas['ChannelList'];
 /** `active`, `needs_reconnect` or `disabled`, or a status added within v1 after this version. */
 export type ChannelStatus = Schemas['KnownChannelStatus'] | (string & {});
 
-/** What `Service.connectChannel` asks: the network, where the user comes back to, and your `state`. */
+/**
+ * What `Service.connectChannel` asks: the network (and a Mastodon account's `instance`), where the user
+ * comes back to, and your `state`.
+ */
 export type ConnectChannelRequest = Schemas['ConnectChannelRequest'];
 
 /** The answer of `Service.connectChannel`: the network's consent page to send the user to, and until when. */
