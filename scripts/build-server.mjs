@@ -31,6 +31,9 @@ await build({
     // An optional native driver that pg requires only when asked to.
     'pg-native',
   ],
+  // twitter-text requires `punycode`, which names Node's own module, deprecated (a warning at every
+  // start); its package, which it depends on, is bundled instead.
+  alias: { punycode: 'punycode/' },
   // The CommonJS dependencies inside the bundle require Node's own modules.
   banner: {
     js:

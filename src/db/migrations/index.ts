@@ -14,7 +14,7 @@ import * as unloggedRateLimits from './2026-11-25-01-unlogged-rate-limits.js';
 import * as threads from './2026-11-27-01-threads.js';
 import * as altTexts from './2026-11-27-02-alt-texts.js';
 import * as textNetworks from './2026-11-27-03-text-networks.js';
-import * as mastodon from './2026-11-28-01-mastodon.js';
+import * as mastodon from './2026-11-27-04-mastodon.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -33,5 +33,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-01-threads': threads,
   '2026-11-27-02-alt-texts': altTexts,
   '2026-11-27-03-text-networks': textNetworks,
-  '2026-11-28-01-mastodon': mastodon,
+  '2026-11-27-04-mastodon': mastodon,
 };
