@@ -1,4 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { TID } from '@atproto/common-web';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +15,7 @@ import { storedBlueskyCredentials } from '../src/providers/bluesky/credentials.j
 import {
   PermanentPublishError,
   ReconnectNeededError,
+  TransientPublishError,
   type Outcome,
   type Progress,
   type PublicationInput,
@@ -321,5 +324,148 @@ describe('publishing to Bluesky', () => {
     expect((await pds.listRecords(account.did, POST)).map((post) => post.value.text)).toEqual([
       'Before the revocation',
     ]);
+  });
+});
+
+interface Refusal {
+  status: number;
+  error: string;
+  headers?: Record<string, string>;
+}
+
+/**
+ * A loopback server in front of the PDS that passes every XRPC call on, but for the refusals a test asks
+ * for (`refuseNext`), and names itself as the accounts' PDS in the sessions it passes back, so that every
+ * call of a publication goes through it.
+ */
+async function startPdsProxy(target: string) {
+  const refusals = new Map<string, Refusal[]>();
+  const calls: string[] = [];
+  const server = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const method = new URL(request.url ?? '/', 'http://proxy').pathname.replace('/xrpc/', '');
+      calls.push(method);
+      const refusal = refusals.get(method)?.shift();
+      if (refusal) {
+        response.writeHead(refusal.status, { 'Content-Type': 'application/json', ...refusal.headers });
+        response.end(JSON.stringify({ error: refusal.error, message: `refused by the test (${refusal.error})` }));
+        return;
+      }
+      const headers: Record<string, string> = {};
+      for (const name of ['authorization', 'content-type'])
+        if (typeof request.headers[name] === 'string') headers[name] = request.headers[name];
+      void fetch(`${target}${request.url}`, {
+        method: request.method ?? 'GET',
+        headers,
+        ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}),
+      }).then(async (answer) => {
+        const body = (await answer.text()).replaceAll(target, url);
+        response.writeHead(answer.status, { 'Content-Type': answer.headers.get('content-type') ?? 'application/json' });
+        response.end(body);
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    calls,
+    refuseNext(method: string, refusal: Refusal) {
+      refusals.set(method, [...(refusals.get(method) ?? []), refusal]);
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('Bluesky’s refusals', () => {
+  let proxy: Awaited<ReturnType<typeof startPdsProxy>>;
+  beforeAll(async () => {
+    proxy = await startPdsProxy(pds.url);
+  });
+  afterAll(async () => {
+    await proxy?.close();
+  });
+
+  function proxiedChannel(account: PdsAccount): Channel {
+    const channel = channelOf(account);
+    const credentials = storedBlueskyCredentials({
+      identifier: account.handle,
+      appPassword: account.appPassword,
+      service: proxy.url,
+    });
+    const context = credentialsContext(ORGANIZATION, 'bluesky', account.did);
+    return { ...channel, credentials: keyring.encrypt(JSON.stringify(credentials), context) };
+  }
+
+  it('waits until the rate limit resets after a 429, and tries again after a 5xx', async () => {
+    const account = await pds.createAccount();
+    const input = publication(proxiedChannel(account), 'After a wait', { media: [image(png(2, 2), 'A square')] });
+    const signedIn = await adapter.run(input, adapter.start());
+    if (!('next' in signedIn)) throw new Error('not signed in');
+    expect(signedIn.next.reference.pds).toBe(proxy.url);
+
+    const reset = Math.floor(clock.now().getTime() / 1000) + 42;
+    proxy.refuseNext('com.atproto.repo.uploadBlob', {
+      status: 429,
+      error: 'RateLimitExceeded',
+      headers: { 'RateLimit-Limit': '5000', 'RateLimit-Remaining': '0', 'RateLimit-Reset': String(reset) },
+    });
+    const limited = await rejection(adapter.run(input, signedIn.next));
+    expect(limited).toBeInstanceOf(TransientPublishError);
+    expect(limited).toMatchObject({ answered: true, retryAfterSeconds: 42 });
+
+    const uploaded = await adapter.run(input, signedIn.next);
+    if (!('next' in uploaded)) throw new Error('not uploaded');
+    expect(uploaded.next.irreversible).toBe(true);
+    proxy.refuseNext('com.atproto.repo.putRecord', { status: 502, error: 'UpstreamFailure' });
+    const failed = await rejection(adapter.run(input, uploaded.next));
+    expect(failed).toBeInstanceOf(TransientPublishError);
+    expect(failed).toMatchObject({ answered: true, retryAfterSeconds: undefined });
+    proxy.refuseNext('com.atproto.repo.getRecord', { status: 503, error: 'NotReady' });
+    expect(await rejection(adapter.lookup(input, uploaded.next))).toBeInstanceOf(TransientPublishError);
+
+    const outcome = await adapter.run(input, uploaded.next);
+    expect('outcome' in outcome && outcome.outcome.status).toBe('published');
+    expect(await pds.listRecords(account.did, POST)).toHaveLength(1);
+  });
+
+  it('refreshes the session when the PDS says its access token expired', async () => {
+    const account = await pds.createAccount();
+    const input = publication(proxiedChannel(account), 'With a refreshed session');
+    const { progress } = await untilIrreversible(input);
+    proxy.calls.length = 0;
+    proxy.refuseNext('com.atproto.repo.putRecord', { status: 400, error: 'ExpiredToken' });
+
+    const outcome = await adapter.run(input, progress);
+
+    expect('outcome' in outcome && outcome.outcome.status).toBe('published');
+    expect(proxy.calls).toEqual([
+      'com.atproto.repo.putRecord',
+      'com.atproto.server.refreshSession',
+      'com.atproto.repo.putRecord',
+    ]);
+  });
+
+  it('publishes nowhere this server’s outbound policy refuses', async () => {
+    const account = await pds.createAccount();
+    proxy.calls.length = 0;
+    const strict = new OutboundClient({
+      allowPrivateAddresses: false,
+      allowedRanges: [],
+      idleTimeoutSeconds: 10,
+      maxDurationSeconds: 30,
+    });
+    try {
+      const guarded = new BlueskyAdapter(new BlueskyApi(strict), keyring, clock);
+      const input = publication(proxiedChannel(account), 'To a loopback PDS');
+      const error = await rejection(guarded.run(input, guarded.start()));
+      expect(error).toBeInstanceOf(PermanentPublishError);
+      expect((error as Error).message).toContain(`does not connect to the PDS at ${proxy.url}`);
+      expect(proxy.calls.filter((call) => call === 'com.atproto.server.createSession')).toHaveLength(0);
+    } finally {
+      strict.close();
+    }
   });
 });
