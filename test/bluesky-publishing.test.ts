@@ -46,7 +46,7 @@ beforeAll(async () => {
     idleTimeoutSeconds: 10,
     maxDurationSeconds: 30,
   });
-  adapter = new BlueskyAdapter(new BlueskyApi(outbound), keyring, clock);
+  adapter = new BlueskyAdapter(new BlueskyApi(outbound), outbound, keyring, clock);
 });
 afterAll(async () => {
   outbound?.close();
@@ -91,6 +91,7 @@ function publication(
   options: {
     media?: PublishableMedia[];
     languages?: string[];
+    linkCard?: boolean;
     postId?: string;
     reply?: PublicationInput['reply'];
   } = {},
@@ -100,7 +101,8 @@ function publication(
       id: options.postId ?? randomUUID(),
       attempt: 1,
       content,
-      settings: { __type: 'bluesky', languages: options.languages ?? [], linkCard: true },
+      // No card unless a test asks for one: the links of the other texts lead nowhere.
+      settings: { __type: 'bluesky', languages: options.languages ?? [], linkCard: options.linkCard ?? false },
     },
     channel,
     media: options.media ?? [],
@@ -191,6 +193,48 @@ describe('publishing to Bluesky', () => {
         features: [{ $type: 'app.bsky.richtext.facet#mention', did: friend.did }],
       },
     ]);
+  });
+
+  it('shows a card of the first link of a post without images: the page’s title, description and image', async () => {
+    const picture = png(6, 4, [10, 120, 200, 255]);
+    const site = await startSite({
+      '/article': {
+        type: 'text/html; charset=utf-8',
+        body:
+          '<!doctype html><html><head><title>Not this title</title>' +
+          '<meta property="og:title" content="Tom &amp; Jerry&#8217;s guide">' +
+          "<meta name='description' content='All about &lt;scheduling&gt;.'>" +
+          '<meta property="og:image" content="/pictures/card.png"></head><body>Hello</body></html>',
+      },
+      '/pictures/card.png': { type: 'image/png', body: picture },
+    });
+    try {
+      const account = await pds.createAccount();
+      const channel = channelOf(account);
+      const text = `Read ${site.url}/article, then ${site.url}/other`;
+      const input = publication(channel, text, { linkCard: true });
+      expect((await untilIrreversible(input)).steps).toEqual(['session', 'card']);
+      const carded = published(await publish(input));
+      const embed = (await pds.getRecord(carded.releaseId))?.value.embed as {
+        $type: string;
+        external: { uri: string; title: string; description: string; thumb: { ref: { toString(): string } } };
+      };
+      expect(embed).toMatchObject({
+        $type: 'app.bsky.embed.external',
+        external: { uri: `${site.url}/article`, title: 'Tom & Jerry’s guide', description: 'All about <scheduling>.' },
+      });
+      expect(await pds.getBlob(account.did, embed.external.thumb.ref.toString())).toEqual(picture);
+
+      // A post that asks for no card, and a link whose page cannot be read, go without one.
+      const uncarded = published(await publish(publication(channel, text, { linkCard: false })));
+      expect((await pds.getRecord(uncarded.releaseId))?.value.embed).toBeUndefined();
+      const missing = publication(channel, `Gone: ${site.url}/missing`, { linkCard: true });
+      expect((await untilIrreversible(missing)).steps).toEqual(['session', 'card']);
+      const unread = published(await publish(missing));
+      expect((await pds.getRecord(unread.releaseId))?.value.embed).toBeUndefined();
+    } finally {
+      await site.close();
+    }
   });
 
   it('publishes 4 images with their alt texts as blobs of the account', async () => {
@@ -290,7 +334,7 @@ describe('publishing to Bluesky', () => {
     const sent = await adapter.run(input, progress);
     // The answer was lost: the step runs again, from the same recorded progress, and in another process
     // (its own adapter, which holds no session).
-    const again = await new BlueskyAdapter(new BlueskyApi(outbound), keyring, clock).run(
+    const again = await new BlueskyAdapter(new BlueskyApi(outbound), outbound, keyring, clock).run(
       publication(channel, input.post.content, { postId, media: input.media }),
       progress,
     );
@@ -326,6 +370,25 @@ describe('publishing to Bluesky', () => {
     ]);
   });
 });
+
+/** A web site on loopback serving `pages` by path; any other path is 404. */
+async function startSite(pages: Record<string, { type: string; body: string | Buffer }>) {
+  const server = http.createServer((request, response) => {
+    const page = pages[new URL(request.url ?? '/', 'http://site').pathname];
+    if (!page) {
+      response.writeHead(404, { 'Content-Type': 'text/plain' });
+      response.end('not found');
+      return;
+    }
+    response.writeHead(200, { 'Content-Type': page.type });
+    response.end(page.body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
 
 interface Refusal {
   status: number;
@@ -458,7 +521,7 @@ describe('Bluesky’s refusals', () => {
       maxDurationSeconds: 30,
     });
     try {
-      const guarded = new BlueskyAdapter(new BlueskyApi(strict), keyring, clock);
+      const guarded = new BlueskyAdapter(new BlueskyApi(strict), strict, keyring, clock);
       const input = publication(proxiedChannel(account), 'To a loopback PDS');
       const error = await rejection(guarded.run(input, guarded.start()));
       expect(error).toBeInstanceOf(PermanentPublishError);

@@ -3,6 +3,7 @@ import { TID } from '@atproto/common-web';
 import type { components } from '../../../generated/public-v1.js';
 import type { Clock } from '../../core/clock.js';
 import type { Keyring } from '../../crypto/keyring.js';
+import type { OutboundClient } from '../../net/outbound-client.js';
 import { channelCredentials } from '../account-credentials.js';
 import {
   PermanentPublishError,
@@ -26,7 +27,8 @@ import {
   type BlueskySession,
 } from './api.js';
 import { blueskyCredentials } from './credentials.js';
-import { facetsOf } from './facets.js';
+import { facetsOf, firstLink } from './facets.js';
+import { linkPreview } from './link-card.js';
 
 type PostSettings = Partial<components['schemas']['StoredBlueskySettings']>;
 
@@ -55,6 +57,8 @@ interface PostReference extends Record<string, unknown> {
   did?: string;
   pds?: string;
   images?: BlobReference[];
+  /** The card of the text's first link (app.bsky.embed.external), as read when the post was sent. */
+  card?: { uri: string; title: string; description: string; thumb?: BlobReference };
 }
 
 interface HeldSession {
@@ -79,6 +83,8 @@ export class BlueskyAdapter implements PublishingAdapter {
 
   constructor(
     private readonly api: BlueskyApi,
+    /** For the pages of links a card shows (URLs users wrote: the address policy applies). */
+    private readonly outbound: OutboundClient,
     private readonly keyring: Keyring,
     private readonly clock: Clock,
   ) {}
@@ -99,6 +105,7 @@ export class BlueskyAdapter implements PublishingAdapter {
     const reference = progress.reference as PostReference;
     if (progress.step === 'session') return this.signIn(input, reference);
     if (progress.step === 'upload') return this.upload(input, reference);
+    if (progress.step === 'card') return this.card(input, reference);
     if (progress.step === 'post') return this.post(input, reference);
     throw new PermanentPublishError('rejected_by_network', `unknown step ${progress.step}`);
   }
@@ -126,7 +133,39 @@ export class BlueskyAdapter implements PublishingAdapter {
     const signedIn = { ...reference, did: session.did, pds: session.pds };
     if (input.media.length > 0)
       return { next: { step: 'upload', reference: { ...signedIn, images: [] }, irreversible: false } };
+    const settings = (input.post.settings ?? {}) as PostSettings;
+    if (settings.linkCard !== false && (await firstLink(input.post.content)))
+      return { next: { step: 'card', reference: signedIn, irreversible: false } };
     return { next: postStep(signedIn) };
+  }
+
+  /**
+   * The card of the text's first link, for a post without images: read from the page now and recorded,
+   * with its image uploaded as a blob, so the record put is the same on every try. A page that cannot be
+   * read leaves the post without a card, and an image Bluesky refuses leaves the card without one.
+   */
+  private async card(input: PublicationInput, reference: PostReference): Promise<StepResult> {
+    const uri = await firstLink(input.post.content);
+    const preview = uri ? await linkPreview(this.outbound, uri) : undefined;
+    if (!preview) return { next: postStep(reference) };
+    let thumb: BlobReference | undefined;
+    if (preview.image) {
+      const { bytes, contentType } = preview.image;
+      try {
+        thumb = await this.authorized(input, 'the image of the link’s card', (session) =>
+          this.api.uploadBlob(session, bytes, contentType, input.signal),
+        );
+      } catch (error) {
+        if (!(error instanceof PermanentPublishError)) throw error;
+      }
+    }
+    const card = {
+      uri: preview.uri,
+      title: preview.title,
+      description: preview.description,
+      ...(thumb ? { thumb } : {}),
+    };
+    return { next: postStep({ ...reference, card }) };
   }
 
   private async upload(input: PublicationInput, reference: PostReference): Promise<StepResult> {
@@ -195,7 +234,9 @@ export class BlueskyAdapter implements PublishingAdapter {
               images: images.map((image, i) => ({ image, alt: input.media[i]?.altText ?? '' })),
             },
           }
-        : {}),
+        : reference.card
+          ? { embed: { $type: 'app.bsky.embed.external', external: reference.card } }
+          : {}),
       ...(input.reply ? { reply: { root: strongRef(input.reply.root), parent: strongRef(input.reply.parent) } } : {}),
     };
   }

@@ -37,3 +37,13 @@ export async function facetsOf(
   }
   return facets;
 }
+
+/** The first link of a text, as Bluesky's library detects links (a card shows it). */
+export async function firstLink(text: string): Promise<string | undefined> {
+  const { AppBskyRichtextFacet, RichText } = await import('@atproto/api');
+  const rich = new RichText({ text });
+  rich.detectFacetsWithoutResolution();
+  for (const facet of rich.facets ?? [])
+    for (const feature of facet.features) if (AppBskyRichtextFacet.isLink(feature)) return feature.uri;
+  return undefined;
+}
