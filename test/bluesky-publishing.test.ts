@@ -257,14 +257,18 @@ describe('publishing to Bluesky', () => {
     const stored = await pds.getRecord(part.releaseId);
     const embed = stored?.value.embed as {
       $type: string;
-      images: { alt: string; image: { ref: { toString(): string }; mimeType: string; size: number } }[];
+      images: {
+        alt: string;
+        image: { ref: { toString(): string }; mimeType: string; size: number };
+        aspectRatio: { width: number; height: number };
+      }[];
     };
     expect(embed.$type).toBe('app.bsky.embed.images');
-    expect(embed.images.map(({ alt, image }) => [alt, image.mimeType, image.size])).toEqual([
-      ['A red rectangle', 'image/png', pictures[0]!.length],
-      ['A green rectangle', 'image/png', pictures[1]!.length],
-      ['A blue square', 'image/png', pictures[2]!.length],
-      ['', 'image/png', pictures[3]!.length],
+    expect(embed.images.map(({ alt, image, aspectRatio }) => [alt, image.mimeType, image.size, aspectRatio])).toEqual([
+      ['A red rectangle', 'image/png', pictures[0]!.length, { width: 4, height: 3 }],
+      ['A green rectangle', 'image/png', pictures[1]!.length, { width: 3, height: 4 }],
+      ['A blue square', 'image/png', pictures[2]!.length, { width: 5, height: 5 }],
+      ['', 'image/png', pictures[3]!.length, { width: 2, height: 2 }],
     ]);
     for (const [i, { image: blob }] of embed.images.entries())
       expect(await pds.getBlob(account.did, blob.ref.toString())).toEqual(pictures[i]);

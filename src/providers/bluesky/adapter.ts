@@ -3,6 +3,7 @@ import { TID } from '@atproto/common-web';
 import type { components } from '../../../generated/public-v1.js';
 import type { Clock } from '../../core/clock.js';
 import type { Keyring } from '../../crypto/keyring.js';
+import { imageDimensions, type ImageDimensions } from '../../media/image-dimensions.js';
 import type { OutboundClient } from '../../net/outbound-client.js';
 import { channelCredentials } from '../account-credentials.js';
 import {
@@ -56,7 +57,8 @@ interface PostReference extends Record<string, unknown> {
   createdAt: string;
   did?: string;
   pds?: string;
-  images?: BlobReference[];
+  /** Each image's blob, and its width and height (Bluesky's app lays images out by them before loading them). */
+  images?: { blob: BlobReference; aspectRatio?: ImageDimensions }[];
   /** The card of the text's first link (app.bsky.embed.external), as read when the post was sent. */
   card?: { uri: string; title: string; description: string; thumb?: BlobReference };
 }
@@ -176,7 +178,8 @@ export class BlueskyAdapter implements PublishingAdapter {
     const blob = await this.authorized(input, `the image ${image.fileName}`, (session) =>
       this.api.uploadBlob(session, bytes, image.contentType, input.signal),
     );
-    const uploaded = { ...reference, images: [...images, blob] };
+    const aspectRatio = imageDimensions(bytes);
+    const uploaded = { ...reference, images: [...images, { blob, ...(aspectRatio ? { aspectRatio } : {}) }] };
     if (uploaded.images.length < input.media.length)
       return { next: { step: 'upload', reference: uploaded, irreversible: false } };
     return { next: postStep(uploaded) };
@@ -231,7 +234,11 @@ export class BlueskyAdapter implements PublishingAdapter {
         ? {
             embed: {
               $type: 'app.bsky.embed.images',
-              images: images.map((image, i) => ({ image, alt: input.media[i]?.altText ?? '' })),
+              images: images.map(({ blob, aspectRatio }, i) => ({
+                image: blob,
+                alt: input.media[i]?.altText ?? '',
+                ...(aspectRatio ? { aspectRatio } : {}),
+              })),
             },
           }
         : reference.card
