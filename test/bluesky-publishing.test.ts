@@ -22,7 +22,7 @@ import {
   type PublishableMedia,
   type PublishedPart,
 } from '../src/providers/publishing-contract.js';
-import { png } from './support/media-samples.js';
+import { mp4, png } from './support/media-samples.js';
 import { startPds, type PdsAccount, type TestPds } from './support/pds.js';
 
 // The Bluesky adapter publishing to Bluesky's reference PDS (test/support/pds.ts), driven step by step as
@@ -272,6 +272,40 @@ describe('publishing to Bluesky', () => {
     ]);
     for (const [i, { image: blob }] of embed.images.entries())
       expect(await pds.getBlob(account.did, blob.ref.toString())).toEqual(pictures[i]);
+  });
+
+  it('publishes an MP4 video with its alt text as a blob of the account, and refuses a video it cannot take', async () => {
+    const account = await pds.createAccount();
+    const channel = channelOf(account);
+    const bytes = mp4(64 * 1024);
+    const clip = (contentType: 'video/mp4' | 'video/quicktime'): PublishableMedia => ({
+      ...image(bytes, 'A short clip'),
+      fileName: 'clip.mp4',
+      contentType,
+      kind: 'video',
+    });
+    const input = publication(channel, 'A clip', { media: [clip('video/mp4')] });
+    expect((await untilIrreversible(input)).steps).toEqual(['session', 'upload']);
+    const part = published(await publish(input));
+    const embed = (await pds.getRecord(part.releaseId))?.value.embed as {
+      $type: string;
+      alt: string;
+      video: { ref: { toString(): string }; mimeType: string; size: number };
+    };
+    expect([embed.$type, embed.alt, embed.video.mimeType, embed.video.size]).toEqual([
+      'app.bsky.embed.video',
+      'A short clip',
+      'video/mp4',
+      bytes.length,
+    ]);
+    expect(await pds.getBlob(account.did, embed.video.ref.toString())).toEqual(bytes);
+
+    for (const media of [[clip('video/quicktime')], [clip('video/mp4'), image(png(2, 2), 'A square')]]) {
+      const refused = publication(channel, 'Not this one', { media });
+      const error = await rejection(adapter.run(refused, adapter.start()));
+      expect(error).toBeInstanceOf(PermanentPublishError);
+    }
+    expect(await pds.listRecords(account.did, POST)).toHaveLength(1);
   });
 
   it('refuses an image larger than the lexicon allows before sending anything', async () => {

@@ -36,6 +36,8 @@ type PostSettings = Partial<components['schemas']['StoredBlueskySettings']>;
 const POST = 'app.bsky.feed.post';
 /** The app.bsky.embed.images lexicon: each image a blob of at most 1,000,000 bytes. */
 export const BLUESKY_IMAGE_MAX_BYTES = 1_000_000;
+/** The app.bsky.embed.video lexicon: one MP4 of at most 100,000,000 bytes. */
+export const BLUESKY_VIDEO_MAX_BYTES = 100_000_000;
 /**
  * How long a session made for a publication serves it (its parts, their images). Sessions are never
  * stored: an app password its owner revoked stops the next publication, while an access token issued
@@ -50,15 +52,18 @@ const ACCOUNT_REFUSALS = new Set(['AccountTakedown', 'AccountDeactivated']);
 /**
  * A post in the making: its record key and creation time, chosen when the publication starts and
  * recorded before anything is sent, so that the record put at the irreversible point is the same on
- * every try; then the account and its PDS, and the images uploaded so far.
+ * every try; then the account and its PDS, and the media uploaded so far.
  */
 interface PostReference extends Record<string, unknown> {
   rkey: string;
   createdAt: string;
   did?: string;
   pds?: string;
-  /** Each image's blob, and its width and height (Bluesky's app lays images out by them before loading them). */
-  images?: { blob: BlobReference; aspectRatio?: ImageDimensions }[];
+  /**
+   * The blob of each media file uploaded so far, in the post's order, and an image's width and height
+   * (Bluesky's app lays images out by them before loading them).
+   */
+  blobs?: { blob: BlobReference; aspectRatio?: ImageDimensions }[];
   /** The card of the text's first link (app.bsky.embed.external), as read when the post was sent. */
   card?: { uri: string; title: string; description: string; thumb?: BlobReference };
 }
@@ -71,7 +76,7 @@ interface HeldSession {
 /**
  * Publishing to Bluesky (the AT Protocol): `session` signs in with the channel's app password, `upload`
  * sends each image as a blob, and `post`, the irreversible point, writes the `app.bsky.feed.post` record
- * with its text, rich-text facets, languages, images with their alt texts and, for a thread's part, the
+ * with its text, rich-text facets, languages, images (or a video) with their alt texts and, for a thread's part, the
  * reply to its root and parent. The record's key (a TID from the service's clock) and `createdAt` are
  * chosen at the start and recorded before the record is sent, and the record is put only where none is
  * (`putRecord` with `swapRecord: null`): a try after a lost answer writes nothing new, and asking for the
@@ -134,7 +139,7 @@ export class BlueskyAdapter implements PublishingAdapter {
     const session = await this.session(input, { fresh: false });
     const signedIn = { ...reference, did: session.did, pds: session.pds };
     if (input.media.length > 0)
-      return { next: { step: 'upload', reference: { ...signedIn, images: [] }, irreversible: false } };
+      return { next: { step: 'upload', reference: { ...signedIn, blobs: [] }, irreversible: false } };
     const settings = (input.post.settings ?? {}) as PostSettings;
     if (settings.linkCard !== false && (await firstLink(input.post.content)))
       return { next: { step: 'card', reference: signedIn, irreversible: false } };
@@ -142,7 +147,7 @@ export class BlueskyAdapter implements PublishingAdapter {
   }
 
   /**
-   * The card of the text's first link, for a post without images: read from the page now and recorded,
+   * The card of the text's first link, for a post without media: read from the page now and recorded,
    * with its image uploaded as a blob, so the record put is the same on every try. A page that cannot be
    * read leaves the post without a card, and an image Bluesky refuses leaves the card without one.
    */
@@ -171,16 +176,16 @@ export class BlueskyAdapter implements PublishingAdapter {
   }
 
   private async upload(input: PublicationInput, reference: PostReference): Promise<StepResult> {
-    const images = reference.images ?? [];
-    const image = input.media[images.length];
-    if (!image) return { next: postStep(reference) };
-    const bytes = await readAll(await image.open());
-    const blob = await this.authorized(input, `the image ${image.fileName}`, (session) =>
-      this.api.uploadBlob(session, bytes, image.contentType, input.signal),
+    const blobs = reference.blobs ?? [];
+    const media = input.media[blobs.length];
+    if (!media) return { next: postStep(reference) };
+    const bytes = await readAll(await media.open());
+    const blob = await this.authorized(input, `the ${media.kind} ${media.fileName}`, (session) =>
+      this.api.uploadBlob(session, bytes, media.contentType, input.signal),
     );
-    const aspectRatio = imageDimensions(bytes);
-    const uploaded = { ...reference, images: [...images, { blob, ...(aspectRatio ? { aspectRatio } : {}) }] };
-    if (uploaded.images.length < input.media.length)
+    const aspectRatio = media.kind === 'image' ? imageDimensions(bytes) : undefined;
+    const uploaded = { ...reference, blobs: [...blobs, { blob, ...(aspectRatio ? { aspectRatio } : {}) }] };
+    if (uploaded.blobs.length < input.media.length)
       return { next: { step: 'upload', reference: uploaded, irreversible: false } };
     return { next: postStep(uploaded) };
   }
@@ -222,7 +227,7 @@ export class BlueskyAdapter implements PublishingAdapter {
         throw this.failure(error, 'the resolution of a mention');
       }
     });
-    const images = reference.images ?? [];
+    const blobs = reference.blobs ?? [];
     const languages = settings.languages ?? [];
     return {
       $type: POST,
@@ -230,20 +235,7 @@ export class BlueskyAdapter implements PublishingAdapter {
       createdAt: reference.createdAt,
       ...(facets.length > 0 ? { facets } : {}),
       ...(languages.length > 0 ? { langs: languages } : {}),
-      ...(images.length > 0
-        ? {
-            embed: {
-              $type: 'app.bsky.embed.images',
-              images: images.map(({ blob, aspectRatio }, i) => ({
-                image: blob,
-                alt: input.media[i]?.altText ?? '',
-                ...(aspectRatio ? { aspectRatio } : {}),
-              })),
-            },
-          }
-        : reference.card
-          ? { embed: { $type: 'app.bsky.embed.external', external: reference.card } }
-          : {}),
+      ...mediaEmbed(input, blobs, reference.card),
       ...(input.reply ? { reply: { root: strongRef(input.reply.root), parent: strongRef(input.reply.parent) } } : {}),
     };
   }
@@ -397,11 +389,54 @@ function strongRef(part: PublishedPart): { uri: string; cid: string } {
   return { uri: part.releaseId, cid };
 }
 
+/**
+ * The post's embed: its images with their alt texts, its video (the documented simple way: a blob of the
+ * account, which Bluesky's video service processes once the post is out), or the card of its first link.
+ */
+function mediaEmbed(
+  input: PublicationInput,
+  blobs: NonNullable<PostReference['blobs']>,
+  card: PostReference['card'],
+): { embed?: Record<string, unknown> } {
+  const [first] = input.media;
+  if (first?.kind === 'video' && blobs[0]) {
+    return {
+      embed: { $type: 'app.bsky.embed.video', video: blobs[0].blob, ...(first.altText ? { alt: first.altText } : {}) },
+    };
+  }
+  if (blobs.length > 0) {
+    return {
+      embed: {
+        $type: 'app.bsky.embed.images',
+        images: blobs.map(({ blob, aspectRatio }, i) => ({
+          image: blob,
+          alt: input.media[i]?.altText ?? '',
+          ...(aspectRatio ? { aspectRatio } : {}),
+        })),
+      },
+    };
+  }
+  return card ? { embed: { $type: 'app.bsky.embed.external', external: card } } : {};
+}
+
 /** What Bluesky cannot take, refused before anything is sent. */
 function checkMedia(input: PublicationInput): void {
   for (const media of input.media) {
-    if (media.kind !== 'image')
-      throw new PermanentPublishError('rejected_by_network', 'Posting a video to Bluesky is not supported yet.');
+    if (media.kind === 'video') {
+      if (input.media.length > 1)
+        throw new PermanentPublishError('rejected_by_network', 'A Bluesky post carries one video alone.');
+      if (media.contentType !== 'video/mp4')
+        throw new PermanentPublishError(
+          'rejected_by_network',
+          `Bluesky takes videos as MP4; ${media.fileName} is ${media.contentType}.`,
+        );
+      if (media.size > BLUESKY_VIDEO_MAX_BYTES)
+        throw new PermanentPublishError(
+          'rejected_by_network',
+          `Bluesky takes videos of up to ${BLUESKY_VIDEO_MAX_BYTES} bytes; ${media.fileName} has ${media.size}.`,
+        );
+      continue;
+    }
     if (media.size > BLUESKY_IMAGE_MAX_BYTES)
       throw new PermanentPublishError(
         'rejected_by_network',

@@ -3,8 +3,8 @@ import { UnprocessableError } from '../../core/errors.js';
 import type { OutboundClient } from '../../net/outbound-client.js';
 
 const TIMEOUT_SECONDS = 60;
-/** Images go up in one request: the lexicon's limit is 1,000,000 bytes, so a minute is plenty. */
-const UPLOAD_TIMEOUT_SECONDS = 120;
+/** A blob goes up in one request: an image of up to 1 MB, a video of up to 100 MB. */
+const UPLOAD_TIMEOUT_SECONDS = 300;
 const MAX_ANSWER_BYTES = 256 * 1024;
 
 /** A session at a PDS: the tokens of `com.atproto.server.createSession` and where the account's repository is. */
