@@ -300,10 +300,17 @@ describe('publishing to Bluesky', () => {
     ]);
     expect(await pds.getBlob(account.did, embed.video.ref.toString())).toEqual(bytes);
 
-    for (const media of [[clip('video/quicktime')], [clip('video/mp4'), image(png(2, 2), 'A square')]]) {
+    const described = { ...clip('video/mp4'), altText: '🎬'.repeat(1001) };
+    const refusals: [PublishableMedia[], string][] = [
+      [[clip('video/quicktime')], 'as MP4'],
+      [[clip('video/mp4'), image(png(2, 2), 'A square')], 'one video alone'],
+      [[described], 'alt text of up to 1000 characters'],
+    ];
+    for (const [media, why] of refusals) {
       const refused = publication(channel, 'Not this one', { media });
       const error = await rejection(adapter.run(refused, adapter.start()));
       expect(error).toBeInstanceOf(PermanentPublishError);
+      expect((error as Error).message).toContain(why);
     }
     expect(await pds.listRecords(account.did, POST)).toHaveLength(1);
   });

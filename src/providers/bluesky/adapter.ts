@@ -6,6 +6,7 @@ import type { Keyring } from '../../crypto/keyring.js';
 import { imageDimensions, type ImageDimensions } from '../../media/image-dimensions.js';
 import type { OutboundClient } from '../../net/outbound-client.js';
 import { channelCredentials } from '../account-credentials.js';
+import { graphemeCount } from '../text-rules.js';
 import {
   PermanentPublishError,
   ReconnectNeededError,
@@ -36,8 +37,9 @@ type PostSettings = Partial<components['schemas']['StoredBlueskySettings']>;
 const POST = 'app.bsky.feed.post';
 /** The app.bsky.embed.images lexicon: each image a blob of at most 1,000,000 bytes. */
 export const BLUESKY_IMAGE_MAX_BYTES = 1_000_000;
-/** The app.bsky.embed.video lexicon: one MP4 of at most 100,000,000 bytes. */
+/** The app.bsky.embed.video lexicon: one MP4 of at most 100,000,000 bytes, its alt text of at most 1000 graphemes. */
 export const BLUESKY_VIDEO_MAX_BYTES = 100_000_000;
+export const BLUESKY_VIDEO_ALT_MAX = 1000;
 /**
  * How long a session made for a publication serves it (its parts, their images). Sessions are never
  * stored: an app password its owner revoked stops the next publication, while an access token issued
@@ -434,6 +436,12 @@ function checkMedia(input: PublicationInput): void {
         throw new PermanentPublishError(
           'rejected_by_network',
           `Bluesky takes videos of up to ${BLUESKY_VIDEO_MAX_BYTES} bytes; ${media.fileName} has ${media.size}.`,
+        );
+      if (media.altText && graphemeCount(media.altText) > BLUESKY_VIDEO_ALT_MAX)
+        throw new PermanentPublishError(
+          'rejected_by_network',
+          `Bluesky takes a video's alt text of up to ${BLUESKY_VIDEO_ALT_MAX} characters; ` +
+            `that of ${media.fileName} has ${graphemeCount(media.altText)}.`,
         );
       continue;
     }
