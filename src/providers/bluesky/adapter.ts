@@ -37,11 +37,11 @@ type PostSettings = Partial<components['schemas']['StoredBlueskySettings']>;
 const POST = 'app.bsky.feed.post';
 /** The app.bsky.embed.images lexicon: each image a blob of at most 1,000,000 bytes. */
 export const BLUESKY_IMAGE_MAX_BYTES = 1_000_000;
-/** The app.bsky.embed.video lexicon: one MP4 of at most 100,000,000 bytes, its alt text of at most 1000 graphemes. */
+/** The app.bsky.embed.video lexicon: one MP4 of at most 100,000,000 bytes, its alt text up to 1000 graphemes. */
 export const BLUESKY_VIDEO_MAX_BYTES = 100_000_000;
 export const BLUESKY_VIDEO_ALT_MAX = 1000;
 /**
- * How long a session made for a publication serves it (its parts, their images). Sessions are never
+ * How long a session made for a publication serves it (its parts, their media). Sessions are never
  * stored: an app password its owner revoked stops the next publication, while an access token issued
  * before the revocation would go on working for up to two hours.
  */
@@ -77,12 +77,13 @@ interface HeldSession {
 
 /**
  * Publishing to Bluesky (the AT Protocol): `session` signs in with the channel's app password, `upload`
- * sends each image as a blob, and `post`, the irreversible point, writes the `app.bsky.feed.post` record
- * with its text, rich-text facets, languages, images (or a video) with their alt texts and, for a thread's part, the
- * reply to its root and parent. The record's key (a TID from the service's clock) and `createdAt` are
- * chosen at the start and recorded before the record is sent, and the record is put only where none is
- * (`putRecord` with `swapRecord: null`): a try after a lost answer writes nothing new, and asking for the
- * record at its key tells whether it was published.
+ * sends each image (or the video) as a blob, `card` reads the card of the first link of a post without
+ * media, and `post`, the irreversible point, writes the `app.bsky.feed.post` record with its text,
+ * rich-text facets, languages, embed and, for a thread's part, the reply to its root and parent. The
+ * record's key (a TID from the service's clock) and `createdAt` are chosen at the start and recorded
+ * before the record is sent, and the record is put only where none is (`putRecord` with
+ * `swapRecord: null`): a try after a lost answer writes nothing new, and asking for the record at its
+ * key tells whether it was published.
  */
 export class BlueskyAdapter implements PublishingAdapter {
   // bsky.social lets an account make 30 sessions in 5 minutes (and 300 a day); a publication makes one.
