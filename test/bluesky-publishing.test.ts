@@ -315,7 +315,7 @@ describe('publishing to Bluesky', () => {
     expect(await pds.listRecords(account.did, POST)).toHaveLength(1);
   });
 
-  it('refuses an image larger than the lexicon allows before sending anything', async () => {
+  it('refuses an image, or a text, larger than the lexicon allows before sending anything', async () => {
     const account = await pds.createAccount();
     const input = publication(channelOf(account), 'Too big', {
       media: [image(png(2, 2)), image(Buffer.alloc(1_000_001, 1), 'Noise')],
@@ -325,6 +325,12 @@ describe('publishing to Bluesky', () => {
     expect((error as PermanentPublishError).code).toBe('rejected_by_network');
     expect((error as PermanentPublishError).message).toContain('up to 1000000 bytes');
     expect(await pds.listRecords(account.did, POST)).toEqual([]);
+
+    // 300 graphemes, each a family of four: within the graphemes, over the lexicon's 3000 bytes.
+    const families = publication(channelOf(account), '👨‍👩‍👧‍👦'.repeat(300));
+    const long = await rejection(adapter.run(families, adapter.start()));
+    expect(long).toBeInstanceOf(PermanentPublishError);
+    expect((long as Error).message).toContain('up to 3000 bytes');
   });
 
   it('publishes a thread of 3 parts, each a reply to the one before in the thread of the first', async () => {

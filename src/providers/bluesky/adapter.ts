@@ -35,6 +35,8 @@ import { linkPreview } from './link-card.js';
 type PostSettings = Partial<components['schemas']['StoredBlueskySettings']>;
 
 const POST = 'app.bsky.feed.post';
+/** The app.bsky.feed.post lexicon bounds `text` by its UTF-8 bytes too (300 emoji sequences may pass them). */
+export const BLUESKY_TEXT_MAX_BYTES = 3000;
 /** The app.bsky.embed.images lexicon: each image a blob of at most 1,000,000 bytes. */
 export const BLUESKY_IMAGE_MAX_BYTES = 1_000_000;
 /** The app.bsky.embed.video lexicon: one MP4 of at most 100,000,000 bytes, its alt text up to 1000 graphemes. */
@@ -138,6 +140,12 @@ export class BlueskyAdapter implements PublishingAdapter {
   }
 
   private async signIn(input: PublicationInput, reference: PostReference): Promise<StepResult> {
+    const bytes = Buffer.byteLength(input.post.content);
+    if (bytes > BLUESKY_TEXT_MAX_BYTES)
+      throw new PermanentPublishError(
+        'rejected_by_network',
+        `Bluesky takes a text of up to ${BLUESKY_TEXT_MAX_BYTES} bytes of UTF-8; this one has ${bytes}.`,
+      );
     checkMedia(input);
     const session = await this.session(input, { fresh: false });
     const signedIn = { ...reference, did: session.did, pds: session.pds };
