@@ -9,7 +9,10 @@ import {
   blueskyProblems,
 } from './rules.js';
 
-/** Bluesky (the AT Protocol): its rules hold on every server. */
+/**
+ * Bluesky (the AT Protocol): its rules hold on every server. Its publishing (adapter.ts) takes part
+ * once its accounts can be connected (a handle and an app password), which no flow offers yet.
+ */
 export const blueskyNetwork: ProviderFactory<'bluesky'> = () => ({
   provider: 'bluesky',
   name: 'Bluesky',
