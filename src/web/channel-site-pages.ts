@@ -5,7 +5,7 @@ import { chooseSite, connectionAwaitingSite } from '../providers/account-connect
 import { SiteRefusedError } from '../providers/connection-contract.js';
 import type { ProviderAdapter } from '../providers/provider-adapter.js';
 import { allNetworks, type ProvidersContext } from '../providers/registry.js';
-import type { PageTools } from './routes.js';
+import type { PageTools } from './page-tools.js';
 
 /** The networks whose accounts live on servers of their own, which the user names before the consent page. */
 export function siteNetwork(ctx: ProvidersContext, provider: unknown): ProviderAdapter | undefined {

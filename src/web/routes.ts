@@ -6,10 +6,8 @@ import type { PostsContext } from '../posts/context.js';
 import { refuseUnstorableRequestText } from '../http/storable-text.js';
 import { appPictureRoute } from '../oauth/app-picture-route.js';
 import { consentRoutes } from '../oauth/authorize.js';
-import type { CsrfTokens } from '../pages/csrf.js';
 import { pageErrors } from '../pages/errors.js';
 import { ASSETS_DIR, renderErrorPage, securityHeaders } from '../pages/render.js';
-import type { BrowserCookies } from '../pages/visitor.js';
 import { accountPages } from './account-pages.js';
 import { calendarPages } from './calendar-page.js';
 import { composerPages } from './composer-page.js';
@@ -17,6 +15,7 @@ import { mediaPages } from './media-pages.js';
 import type { MediaContext } from '../media/storage.js';
 import { RequestBodies } from '../http/request-bodies.js';
 import { channelSitePages } from './channel-site-pages.js';
+import type { PageTools } from './page-tools.js';
 import { channelCallbackPage } from './channels-page.js';
 import { postsPages } from './posts-pages.js';
 import { settingsPages } from './settings-pages.js';
@@ -25,10 +24,6 @@ import { loadVisitor } from './visitor-loader.js';
 import type { WebhookManagement } from '../webhooks/management.js';
 
 /** What the browser pages share. */
-export interface PageTools {
-  cookies: BrowserCookies;
-  csrf: CsrfTokens;
-}
 
 /** What a page reads of its request: form bodies (text the database cannot store refused) and the signed-in visitor. */
 function pageInput(ctx: AppContext, { cookies, csrf }: PageTools): RequestHandler[] {
