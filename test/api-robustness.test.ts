@@ -13,6 +13,7 @@ import {
 import { jpeg } from './support/media-samples.js';
 import { FakeTikTok } from './support/posts.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
+import { startFakeMastodon, type FakeMastodon } from './support/fake-mastodon.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { scaled, TIMEOUTS } from './support/timeouts.js';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
@@ -308,6 +309,8 @@ interface Finding {
 
 let server: TestServer;
 let remote: RemoteServer;
+/** The Mastodon instance the examples name (`mastodon.social`): a fake on loopback. */
+let mastodon: FakeMastodon;
 let acme: TestOrganization;
 let globex: TestOrganization;
 const tiktok = new FakeTikTok();
@@ -348,6 +351,7 @@ beforeAll(async () => {
   remote = await startRemoteServer((_req, res) => {
     res.writeHead(200, { 'Content-Type': 'image/jpeg' }).end(jpeg());
   });
+  mastodon = await startFakeMastodon();
   server = await startTestServer({
     env: {
       RATE_LIMIT_MAX: '1000000',
@@ -439,6 +443,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
   await remote?.close();
+  await mastodon?.close();
 });
 
 const prefixOf = (param: SpecParameter) => /^[a-z]+_/.exec(String(param.example))?.[0] ?? '';
@@ -460,6 +465,7 @@ async function pathOf(op: Operation, given: Record<string, string> = {}): Promis
 function withRealIds(value: Json): Json {
   if (typeof value === 'string') {
     if (exampleIds.has(value)) return exampleIds.get(value)!;
+    if (value === 'mastodon.social') return mastodon.url;
     if (/^https?:\/\//.test(value)) return value.replace(/^https?:\/\/[^/]+/, remote.origin);
     return value;
   }
