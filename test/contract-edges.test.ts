@@ -343,7 +343,7 @@ describe('extensible enumerations', () => {
 
   it('stay closed where a client sends them: the server acts only on values it knows', async () => {
     const connect = await send(server, org.auth, 'POST', '/public/v1/channels/connect', {
-      provider: 'mastodon',
+      provider: 'pinterest',
       returnUrl: 'https://app.example.com/done',
     });
     expect(connect.status).toBe(400);
@@ -363,6 +363,9 @@ describe('answers declare the defaults they always carry', () => {
       ['YouTubeSettings', 'StoredYouTubeSettings'],
       ['TikTokSettings', 'StoredTikTokSettings'],
       ['SandboxSettings', 'StoredSandboxSettings'],
+      ['BlueskySettings', 'StoredBlueskySettings'],
+      ['MastodonSettings', 'StoredMastodonSettings'],
+      ['XSettings', 'StoredXSettings'],
     ] as const) {
       const defaulted = Object.entries(schemas[request]!.properties!)
         .filter(([, property]) => property.default !== undefined)

@@ -79,9 +79,10 @@ export function channelSitePages(ctx: ProvidersContext, tools: PageTools): Route
   });
 
   router.post('/channels/site/:provider', async (req, res) => {
+    // A form that is not this site's is refused before anything is looked up, as on every page.
+    if (!(await verifyAnonymousForm(req, tools.cookies, tools.csrf))) return formExpired(res);
     const network = siteNetwork(ctx, req.params.provider);
     if (!network) return renderErrorPage(res, 404, 'Not found', 'There is no page at this address.');
-    if (!(await verifyAnonymousForm(req, tools.cookies, tools.csrf))) return formExpired(res);
     const state = field(req, 'state');
     const site = field(req, 'site');
     try {
