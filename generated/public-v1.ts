@@ -72,7 +72,8 @@ export interface paths {
          *     `drafted` event in its history); its published posts and every post's history stay. Refused
          *     with `409` while one of its posts is `publishing`. Removing a channel deletes nothing on the
          *     network; this server stops using the account at once and asks the network to revoke its
-         *     access (within minutes; connecting the account again before then keeps it).
+         *     access (within minutes; connecting the account again before then keeps it). A Bluesky app
+         *     password is forgotten, not revoked: only its owner can revoke it, in Bluesky's settings.
          */
         delete: operations["deleteChannel"];
         options?: never;
@@ -117,6 +118,13 @@ export interface paths {
          *     A Mastodon account lives on an instance of the user's choice, named in `instance` (or, when
          *     you leave it out, by the user on a page of this server before the instance's consent page);
          *     nothing needs registering beforehand.
+         *
+         *     Bluesky has no consent page for a server like this one: `authorizationUrl` is a page of this
+         *     server where the user signs in with their handle and an app password they make for it in
+         *     Bluesky (and, for a self-hosted PDS, its address). Your code never sees the app password; the
+         *     return URL gets the same parameters as for the other networks. A wrong handle or password is
+         *     asked again on that page, up to five times, after which the connection is refused
+         *     (`error=refused`).
          */
         post: operations["connectChannel"];
         delete?: never;
@@ -1188,7 +1196,7 @@ export interface components {
              * @description The network of the account to connect.
              * @enum {string}
              */
-            provider: "youtube" | "tiktok" | "mastodon" | "x";
+            provider: "youtube" | "tiktok" | "bluesky" | "mastodon" | "x";
             /**
              * @description Mastodon only: the instance the account lives on, as its domain (`mastodon.social`), a URL
              *     of it or a handle (`@alice@mastodon.social`). This server checks that it answers as a

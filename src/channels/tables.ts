@@ -50,6 +50,8 @@ export interface ChannelConnectionTable {
    * Mastodon instance's origin); null until the user named it, and for the other networks.
    */
   site: Generated<string | null>;
+  /** On a network whose users sign in on a page of this server: the passwords tried so far. */
+  sign_in_attempts: Generated<number>;
   created_at: Generated<Date>;
   expires_at: Date;
 }

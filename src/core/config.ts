@@ -1,3 +1,4 @@
+import { readBluesky, type BlueskyConfig } from './config/bluesky.js';
 import { readDatabase, type DatabaseSettings } from './config/database.js';
 import { EnvReader, type Env } from './config/env-reader.js';
 import { readLimits, type LimitSettings } from './config/limits.js';
@@ -14,6 +15,7 @@ import { readWebhooks, type WebhooksConfig } from './config/webhooks.js';
 import { readX, type XConfig } from './config/x.js';
 import { readYouTube, type YouTubeConfig } from './config/youtube.js';
 
+export type { BlueskyConfig } from './config/bluesky.js';
 export type { MastodonConfig } from './config/mastodon.js';
 export type { MediaConfig, S3StorageConfig } from './config/media.js';
 export type { TikTokConfig } from './config/tiktok.js';
@@ -31,6 +33,8 @@ export interface Config extends ServerSettings, DatabaseSettings, RuntimeSetting
   youtube: YouTubeConfig | undefined;
   /** Set when TIKTOK_CLIENT_KEY and TIKTOK_CLIENT_SECRET are; without it TikTok is not offered. */
   tiktok: TikTokConfig | undefined;
+  /** Unless BLUESKY_ENABLED is false: users connect Bluesky accounts with app passwords. */
+  bluesky: BlueskyConfig | undefined;
   /** Unless MASTODON_ENABLED is false: users connect accounts of any Mastodon instance. */
   mastodon: MastodonConfig | undefined;
   /** Set when X_CLIENT_ID and X_CLIENT_SECRET are; without it X is not offered. */
@@ -60,6 +64,7 @@ export function loadConfig(env: Env = process.env): Config {
     media: readMedia(read),
     youtube: readYouTube(read),
     tiktok: readTikTok(read),
+    bluesky: readBluesky(read),
     mastodon: readMastodon(read),
     x: readX(read),
     sandbox: readSandbox(read, server.publicUrl),

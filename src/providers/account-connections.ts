@@ -9,8 +9,11 @@ import type { Db } from '../db/database.js';
 import {
   AccountWithoutChannelError,
   ConnectionRefusedError,
+  SignInRefusedError,
   SiteRefusedError,
   type AccountCredentials,
+  type ConsentConnection,
+  type SignInInput,
 } from './connection-contract.js';
 import type { ProvidersContext } from './registry.js';
 import type { Channel } from '../channels/tables.js';
@@ -40,6 +43,14 @@ export function sitePageUrl(publicUrl: string, provider: Provider, state: string
   return `${publicUrl}/channels/site/${provider}?${new URLSearchParams({ state }).toString()}`;
 }
 
+/** Where the user of a network without a consent page signs in (`SignInConnection`): a page of this server. */
+export function signInPageUrl(publicUrl: string, provider: Provider, state: string): string {
+  return `${publicUrl}/channels/sign-in/${provider}?${new URLSearchParams({ state }).toString()}`;
+}
+
+/** How many passwords a sign-in page takes for one connection before the connection is given up. */
+export const MAX_SIGN_IN_ATTEMPTS = 5;
+
 /**
  * Starts connecting an account of `provider` to the organization: records the authorization in
  * progress (the hash of a fresh `state`, an encrypted PKCE verifier, the site the account lives on
@@ -47,7 +58,8 @@ export function sitePageUrl(publicUrl: string, provider: Provider, state: string
  * the user back) and answers the network's consent page to send the user to. On a network whose
  * accounts live on servers of their own (Mastodon), a connection started without its `site` answers
  * a page of this server that asks the user for it first (`chooseSite`); `SiteRefusedError` when the
- * site given cannot be used.
+ * site given cannot be used. On a network without a consent page, the page to send the user to is this
+ * server's sign-in page (`finishSignIn`).
  */
 export async function startConnection(
   ctx: ProvidersContext,
@@ -61,9 +73,10 @@ export async function startConnection(
       `Connecting ${request.provider} accounts is not configured by the operator of this server.`,
     );
   const redirectUri = callbackUrl(ctx.config.publicUrl, request.provider);
-  if (request.site !== undefined && !adapter.site)
+  const siteChoice = adapter.kind === 'consent' ? adapter.site : undefined;
+  if (request.site !== undefined && !siteChoice)
     throw new SiteRefusedError(`${ctx.providers[request.provider].name} accounts are not on sites of their own`);
-  const site = request.site === undefined ? undefined : await adapter.site!.prepare(request.site, redirectUri);
+  const site = request.site === undefined ? undefined : await siteChoice!.prepare(request.site, redirectUri);
   const id = newId('conn');
   const state = randomBytes(32).toString('base64url');
   const verifier = randomBytes(32).toString('base64url');
@@ -85,6 +98,8 @@ export async function startConnection(
       expires_at: expiresAt,
     })
     .execute();
+  if (adapter.kind === 'sign-in')
+    return { authorizationUrl: signInPageUrl(ctx.config.publicUrl, request.provider, state), expiresAt };
   if (adapter.site && site === undefined)
     return { authorizationUrl: sitePageUrl(ctx.config.publicUrl, request.provider, state), expiresAt };
   const codeChallenge = createHash('sha256').update(verifier).digest('base64url');
@@ -131,7 +146,8 @@ export async function chooseSite(
   input: string,
 ): Promise<string | undefined> {
   const adapter = ctx.providers[provider].connection;
-  if (!adapter?.site || !(await connectionAwaitingSite(ctx, provider, state))) return undefined;
+  if (adapter?.kind !== 'consent' || !adapter.site || !(await connectionAwaitingSite(ctx, provider, state)))
+    return undefined;
   const redirectUri = callbackUrl(ctx.config.publicUrl, provider);
   const site = await adapter.site.prepare(input, redirectUri);
   // Named once: a second answer (another tab) finds the site set and changes nothing.
@@ -172,7 +188,7 @@ export async function finishConnection(
   sessionId: string | undefined,
 ): Promise<ConnectionResult> {
   const adapter = ctx.providers[provider].connection;
-  if (!adapter || !answer.state)
+  if (adapter?.kind !== 'consent' || !answer.state)
     return { ok: false, failure: 'unknown', reason: 'This is not an answer to a connection this server started.' };
   const pending = await takePendingConnection(ctx.db, provider, answer.state);
   if (!pending)
@@ -181,18 +197,8 @@ export async function finishConnection(
       failure: 'unknown',
       reason: 'This connection is unknown or was finished already; start it again.',
     };
-  const organizationId = pending.organization_id;
-  const returnTo = pending.return_url
-    ? { url: pending.return_url, state: pending.client_state, appId: pending.app_id }
-    : undefined;
-  const failed = (failure: ConnectionFailure, reason: string): ConnectionResult => ({
-    ok: false,
-    organizationId,
-    failure,
-    reason,
-    returnTo,
-  });
-  const refused = await refusalOf(ctx, pending, answer, sessionId, failed);
+  const { organizationId, returnTo, failed } = outcomesOf(pending);
+  const refused = (await refusalOf(ctx, pending, sessionId, failed)) ?? answerRefusal(answer, failed);
   if (refused) return refused;
   try {
     const { channel, reconnected } = await connectAccount(ctx, adapter, pending, answer.code!);
@@ -208,6 +214,93 @@ export async function finishConnection(
   }
 }
 
+/**
+ * A connection in progress whose user signs in on this server's page: `undefined` when the state
+ * names none of `provider`, or one that expired.
+ */
+export async function connectionAwaitingSignIn(
+  ctx: ProvidersContext,
+  provider: Provider,
+  state: string,
+): Promise<{ expiresAt: Date } | undefined> {
+  if (ctx.providers[provider].connection?.kind !== 'sign-in') return undefined;
+  const pending = await ctx.db
+    .selectFrom('channel_connections')
+    .select('expires_at')
+    .where('state_hash', '=', hashSecret(state))
+    .where('provider', '=', provider)
+    .executeTakeFirst();
+  if (!pending || pending.expires_at.getTime() < ctx.clock.now().getTime()) return undefined;
+  return { expiresAt: pending.expires_at };
+}
+
+/** What signing in on this server's page came to: the connection's result, or words for another try. */
+export type SignInResult = ConnectionResult | { ok: false; retry: string };
+
+/**
+ * Finishes a connection on a network without a consent page with what the user typed on this server's
+ * sign-in page: the same checks as an answer of a consent page (the `state` issued for this provider,
+ * unexpired, the browser session that started it, the app still approved), then the network is asked.
+ * A sign-in the user can mend (a mistyped handle or password, a server that cannot be used, the network
+ * out of reach) leaves the connection waiting for another try, up to `MAX_SIGN_IN_ATTEMPTS` passwords;
+ * the account signed in, the connection is used up and the channel saved, as after a consent page.
+ */
+export async function finishSignIn(
+  ctx: ProvidersContext,
+  provider: Provider,
+  state: string,
+  input: SignInInput,
+  sessionId: string | undefined,
+): Promise<SignInResult> {
+  const adapter = ctx.providers[provider].connection;
+  const unknown: ConnectionResult = {
+    ok: false,
+    failure: 'unknown',
+    reason: 'This connection is unknown or was finished already; start it again.',
+  };
+  if (adapter?.kind !== 'sign-in' || !state) return unknown;
+  // Counted before the network is asked: two tries at once both count.
+  const pending = await ctx.db
+    .updateTable('channel_connections')
+    .set((eb) => ({ sign_in_attempts: eb('sign_in_attempts', '+', 1) }))
+    .where('state_hash', '=', hashSecret(state))
+    .where('provider', '=', provider)
+    .returningAll()
+    .executeTakeFirst();
+  if (!pending) return unknown;
+  const { organizationId, returnTo, failed } = outcomesOf(pending);
+  const refused = await refusalOf(ctx, pending, sessionId, failed);
+  if (refused || pending.sign_in_attempts > MAX_SIGN_IN_ATTEMPTS) {
+    await takePendingConnection(ctx.db, provider, state);
+    return (
+      refused ??
+      failed(
+        'refused',
+        `After ${MAX_SIGN_IN_ATTEMPTS} tries that did not sign in, this connection was given up; start it again.`,
+      )
+    );
+  }
+  let signedIn;
+  try {
+    signedIn = await adapter.signIn(input);
+  } catch (error) {
+    if (error instanceof SignInRefusedError || error instanceof SiteRefusedError)
+      return { ok: false, retry: `${capitalized(error.message)}.` };
+    ctx.logger.warn({ err: error, provider }, 'signing in to a network failed');
+    return { ok: false, retry: 'The network could not be reached to sign in; try again in a moment.' };
+  }
+  // Another try that signed in at the same moment used the connection up: this one saves nothing.
+  if (!(await takePendingConnection(ctx.db, provider, state))) return unknown;
+  const { channel, reconnected } = await saveConnectedChannel(ctx.db, ctx.keyring, {
+    organizationId,
+    provider,
+    identity: signedIn.identity,
+    credentials: signedIn.credentials,
+    now: ctx.clock.now(),
+  });
+  return { ok: true, organizationId, channel, reconnected, returnTo };
+}
+
 /** The pending connection of a `state`, taken out before anything else happens: a state is used once. */
 function takePendingConnection(db: Db, provider: Provider, state: string) {
   return db
@@ -219,14 +312,31 @@ function takePendingConnection(db: Db, provider: Provider, state: string) {
 }
 
 type PendingConnection = NonNullable<Awaited<ReturnType<typeof takePendingConnection>>>;
+type Failed = (failure: ConnectionFailure, reason: string) => ConnectionResult;
 
-/** Why the network's answer does not finish the connection, if it does not: `undefined` when it does. */
+/** Where a pending connection's outcome goes, and its failures as results. */
+function outcomesOf(pending: PendingConnection): {
+  organizationId: string;
+  returnTo: ConnectionReturn | undefined;
+  failed: Failed;
+} {
+  const organizationId = pending.organization_id;
+  const returnTo = pending.return_url
+    ? { url: pending.return_url, state: pending.client_state, appId: pending.app_id }
+    : undefined;
+  const failed: Failed = (failure, reason) => ({ ok: false, organizationId, failure, reason, returnTo });
+  return { organizationId, returnTo, failed };
+}
+
+/**
+ * Why a pending connection cannot be finished, whatever the network answered: `undefined` when it can
+ * (unexpired, back in the browser session that started it, its app still approved).
+ */
 async function refusalOf(
   ctx: ProvidersContext,
   pending: PendingConnection,
-  answer: { code?: string; error?: string },
   sessionId: string | undefined,
-  failed: (failure: ConnectionFailure, reason: string) => ConnectionResult,
+  failed: Failed,
 ): Promise<ConnectionResult | undefined> {
   if (pending.expires_at.getTime() < ctx.clock.now().getTime())
     return failed('expired', 'This connection took too long; start it again.');
@@ -243,6 +353,11 @@ async function refusalOf(
       'The app that started this connection no longer has access to the organization; nothing was connected.',
     );
   }
+  return undefined;
+}
+
+/** Why the network's answer does not finish the connection, if it does not: `undefined` when it does. */
+function answerRefusal(answer: { code?: string; error?: string }, failed: Failed): ConnectionResult | undefined {
   if (answer.error || !answer.code) {
     const reason =
       answer.error === 'access_denied'
@@ -256,7 +371,7 @@ async function refusalOf(
 /** Trades the code for tokens, reads the account's identity and saves its channel. */
 async function connectAccount(
   ctx: ProvidersContext,
-  adapter: NonNullable<ProvidersContext['providers'][Provider]['connection']>,
+  adapter: ConsentConnection,
   pending: PendingConnection,
   code: string,
 ): Promise<{ channel: Channel; reconnected: boolean }> {

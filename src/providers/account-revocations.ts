@@ -70,7 +70,8 @@ export async function revokeRemovedAccounts(ctx: ProvidersContext): Promise<void
   for (const revocation of claimed) {
     const connection = ctx.providers[revocation.provider].connection;
     try {
-      if (connection) {
+      // A password the user made for this service (a sign-in network's) is revoked by its owner only.
+      if (connection?.kind === 'consent') {
         const context = credentialsContext(revocation.organization_id, revocation.provider, revocation.external_id);
         await connection.revoke(JSON.parse(ctx.keyring.decrypt(revocation.credentials, context)) as AccountCredentials);
       }

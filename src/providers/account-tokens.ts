@@ -6,7 +6,7 @@ import type { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
 import { channelCredentials, credentialsContext } from './account-credentials.js';
 import { ReconnectNeededError } from './publishing-contract.js';
-import { ConnectionRefusedError, type AccountCredentials, type ConnectionAdapter } from './connection-contract.js';
+import { ConnectionRefusedError, type AccountCredentials, type ConsentConnection } from './connection-contract.js';
 
 interface Stored {
   credentials: AccountCredentials;
@@ -34,7 +34,7 @@ export class AccountTokens {
   constructor(
     private readonly db: Db,
     private readonly keyring: Keyring,
-    private readonly connection: ConnectionAdapter,
+    private readonly connection: ConsentConnection,
     private readonly clock: Clock,
     private readonly metrics: Metrics,
   ) {}

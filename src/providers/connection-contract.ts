@@ -64,11 +64,19 @@ export interface SiteChoice {
 }
 
 /**
- * How an account of one network is connected: the network's authorization-code flow for this
- * installation's app (PKCE where the network supports it), the code exchange, the refresh of an
- * access token, and the account's identity.
+ * How an account of one network is connected: through the network's consent page (`ConsentConnection`),
+ * or by signing in on a page of this server with a password the account's owner made for it
+ * (`SignInConnection`).
  */
-export interface ConnectionAdapter {
+export type ConnectionAdapter = ConsentConnection | SignInConnection;
+
+/**
+ * A network whose accounts are connected through its consent page: the network's authorization-code
+ * flow for this installation's app (PKCE where the network supports it), the code exchange, the
+ * refresh of an access token, and the account's identity.
+ */
+export interface ConsentConnection {
+  readonly kind: 'consent';
   /**
    * The origin of the network's consent page: the pages that send the user there allow it as a form
    * target. Absent where the consent page is on the site the user names (`site`).
@@ -101,4 +109,52 @@ export interface ConnectionAdapter {
    * (revoked already, or expired): nothing is left to revoke.
    */
   revoke(credentials: AccountCredentials): Promise<void>;
+}
+
+/** How the user names the site of their account, on a network whose accounts live on servers of their own. */
+export function siteChoiceOf(connection: ConnectionAdapter | undefined): SiteChoice | undefined {
+  return connection?.kind === 'consent' ? connection.site : undefined;
+}
+
+/** What a sign-in page asks for, in the network's own words. */
+export interface SignInForm {
+  /** The account, as the user names it (`Handle`), and an example of it (`alice.bsky.social`). */
+  readonly account: { label: string; example: string };
+  /** The password made for this service (`App password`), and where its owner makes one. */
+  readonly password: { label: string; help: string };
+  /** The server the account lives on, for a user whose account is not where its name leads. */
+  readonly server: { label: string; help: string; example: string };
+}
+
+/** What a user typed on a network's sign-in page. */
+export interface SignInInput {
+  account: string;
+  password: string;
+  /** Empty when the user left it to the account's name to say. */
+  server: string;
+}
+
+/**
+ * The network refused the sign-in for a reason the user can mend on the same page (a mistyped name, a
+ * password that is not one made for this service): the message says what, in words for the user.
+ */
+export class SignInRefusedError extends Error {
+  override name = 'SignInRefusedError';
+}
+
+/**
+ * A network without an app registration for an installation like this one (Bluesky): its user signs
+ * in on a page of this server with a password they made for it at the network, which the service keeps
+ * (encrypted) as the account's credentials and can revoke no more than it can issue: its owner revokes
+ * it at the network.
+ */
+export interface SignInConnection {
+  readonly kind: 'sign-in';
+  readonly form: SignInForm;
+  /**
+   * Signs in as the user asked and reads who the account is. `SignInRefusedError` or `SiteRefusedError`
+   * (in words for the user) when it cannot be mended but by the user; any other error when the network
+   * could not be reached.
+   */
+  signIn(input: SignInInput): Promise<{ credentials: AccountCredentials; identity: AccountIdentity }>;
 }

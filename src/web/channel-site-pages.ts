@@ -2,14 +2,14 @@ import express, { type Response, type Router } from 'express';
 import { formExpired, renderErrorPage, renderPage } from '../pages/render.js';
 import { anonymousFormToken, field, verifyAnonymousForm } from '../pages/visitor.js';
 import { chooseSite, connectionAwaitingSite } from '../providers/account-connections.js';
-import { SiteRefusedError } from '../providers/connection-contract.js';
+import { siteChoiceOf, SiteRefusedError } from '../providers/connection-contract.js';
 import type { ProviderAdapter } from '../providers/provider-adapter.js';
 import { allNetworks, type ProvidersContext } from '../providers/registry.js';
 import type { PageTools } from './page-tools.js';
 
 /** The networks whose accounts live on servers of their own, which the user names before the consent page. */
 export function siteNetwork(ctx: ProvidersContext, provider: unknown): ProviderAdapter | undefined {
-  return allNetworks(ctx.providers).find((n) => n.provider === provider && n.connection?.site !== undefined);
+  return allNetworks(ctx.providers).find((n) => n.provider === provider && siteChoiceOf(n.connection) !== undefined);
 }
 
 /**
@@ -53,8 +53,8 @@ export function channelSitePages(ctx: ProvidersContext, tools: PageTools): Route
         title: `Connect ${network.name}`,
         network: network.name,
         provider: network.provider,
-        label: network.connection!.site!.label,
-        example: network.connection!.site!.example,
+        label: siteChoiceOf(network.connection)!.label,
+        example: siteChoiceOf(network.connection)!.example,
         state,
         site: problem?.site ?? '',
         problem: problem?.message,

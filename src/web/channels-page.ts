@@ -12,19 +12,14 @@ import { DomainError } from '../core/errors.js';
 import { field } from '../pages/visitor.js';
 import { renderErrorPage, renderPage } from '../pages/render.js';
 import { visitorOf } from '../pages/visitor.js';
-import {
-  finishConnection,
-  startConnection,
-  type ConnectionFailure,
-  type ConnectionResult,
-  type ConnectionReturn,
-} from '../providers/account-connections.js';
+import { finishConnection, startConnection, type ConnectionFailure } from '../providers/account-connections.js';
 import type { PostsContext } from '../posts/context.js';
 import { allNetworks, type Providers } from '../providers/registry.js';
 import { channelCredentials } from '../providers/account-credentials.js';
-import { SiteRefusedError } from '../providers/connection-contract.js';
+import { siteChoiceOf, SiteRefusedError } from '../providers/connection-contract.js';
 import type { Provider } from '../core/contract.js';
 import { capitalized, renderContinue } from './channel-site-pages.js';
+import { answerConnection } from './connection-outcome.js';
 import { signedIn } from './signed-in.js';
 
 const STATUS_WORDS = {
@@ -56,12 +51,13 @@ export function channelsPage(ctx: PostsContext, channelRemoval: ChannelRemoval):
     const network = connectable(ctx.providers).find((n) => n.provider === req.params.provider);
     if (!network) return show(res, undefined, 'There is no such network.', 404);
     // A network whose accounts live on servers of their own: the site typed in, or a channel's to reconnect.
-    const site = network.connection?.site
+    const siteChoice = siteChoiceOf(network.connection);
+    const site = siteChoice
       ? field(req, 'channel')
         ? await siteOfChannel(ctx, organization.id, network.provider, field(req, 'channel'))
         : field(req, 'site').trim()
       : undefined;
-    if (site === '') return show(res, undefined, `${network.name}: ${network.connection!.site!.label} is needed.`, 400);
+    if (site === '') return show(res, undefined, `${network.name}: ${siteChoice!.label} is needed.`, 400);
     try {
       const { authorizationUrl } = await startConnection(ctx, {
         organizationId: organization.id,
@@ -70,7 +66,13 @@ export function channelsPage(ctx: PostsContext, channelRemoval: ChannelRemoval):
         ...(site === undefined ? {} : { site }),
       });
       if (site !== undefined) return renderContinue(res, network, authorizationUrl, '/settings/channels');
-      res.redirect(303, authorizationUrl);
+      // Signing in again on this server's page: the account is named there already.
+      const again =
+        network.connection?.kind === 'sign-in' && (await accountOfChannel(ctx, organization.id, field(req, 'channel')));
+      res.redirect(
+        303,
+        again ? `${authorizationUrl}&${new URLSearchParams({ account: again }).toString()}` : authorizationUrl,
+      );
     } catch (error) {
       if (error instanceof SiteRefusedError)
         return show(res, undefined, `${network.name}: ${capitalized(error.message)}.`, 422);
@@ -141,9 +143,9 @@ async function showChannels(
         provider: network.provider,
         name: network.name,
         configured: network.connection !== undefined,
-        site: network.connection?.site && {
-          label: network.connection.site.label,
-          example: network.connection.site.example,
+        site: siteChoiceOf(network.connection) && {
+          label: siteChoiceOf(network.connection)!.label,
+          example: siteChoiceOf(network.connection)!.example,
         },
       })),
       returnOrigins,
@@ -156,7 +158,9 @@ async function showChannels(
     // avatar URLs are signed and short-lived): only their origins are allowed as image sources.
     {
       formOrigins: connectable(ctx.providers).flatMap((network) =>
-        network.connection?.consentOrigin ? [network.connection.consentOrigin] : [],
+        network.connection?.kind === 'consent' && network.connection.consentOrigin
+          ? [network.connection.consentOrigin]
+          : [],
       ),
       mediaOrigins: [...new Set(channels.flatMap((channel) => pictureOrigin(channel.picture)))],
     },
@@ -172,7 +176,10 @@ function failureOf(ctx: PostsContext, req: Request): string | undefined {
       : undefined;
   if (!failure || !network) return failure;
   // Where the network has a page for making a channel (YouTube's), the words say so.
-  const createAt = req.query.failed === 'no_channel' ? network.connection?.createChannelUrl : undefined;
+  const createAt =
+    req.query.failed === 'no_channel' && network.connection?.kind === 'consent'
+      ? network.connection.createChannelUrl
+      : undefined;
   return `${network.name}: ${createAt ? noChannel(createAt) : failure}`;
 }
 
@@ -231,41 +238,9 @@ export function channelCallbackPage(ctx: PostsContext): Router {
     const answer = { state: text('state'), code: text('code'), error: text('error') };
     const visitor = visitorOf(res);
     const result = await finishConnection(ctx, network.provider, answer, visitor?.sessionId);
-    if (result.returnTo) return res.redirect(303, returnLocation(result.returnTo, result));
-    if (result.ok)
-      return res.redirect(303, `/settings/channels?done=${result.reconnected ? 'reconnected' : 'connected'}`);
-    if (result.failure === 'refused')
-      ctx.logger.info({ provider: network.provider, reason: result.reason }, 'a network refused a connection');
-    if (!visitor?.organization) return renderErrorPage(res, 400, `${network.name} was not connected`, result.reason);
-    res.redirect(303, `/settings/channels?failed=${result.failure}&network=${network.provider}`);
+    answerConnection(ctx, res, network, result);
   });
   return router;
-}
-
-/** The `error` values a return URL receives (see `connectChannel` in the contract). */
-const RETURN_ERRORS: Record<ConnectionFailure, string> = {
-  unknown: 'refused',
-  expired: 'expired',
-  other_session: 'refused',
-  denied: 'access_denied',
-  refused: 'refused',
-  no_channel: 'refused',
-  unreachable: 'unavailable',
-};
-
-/** The integrator's return URL with the outcome and their `state` added to its query. */
-function returnLocation(returnTo: ConnectionReturn, result: ConnectionResult): string {
-  const url = new URL(returnTo.url);
-  for (const name of ['channelId', 'reconnected', 'error', 'errorDescription', 'state']) url.searchParams.delete(name);
-  if (result.ok) {
-    url.searchParams.set('channelId', result.channel.id);
-    url.searchParams.set('reconnected', String(result.reconnected));
-  } else {
-    url.searchParams.set('error', RETURN_ERRORS[result.failure]);
-    url.searchParams.set('errorDescription', result.reason);
-  }
-  if (returnTo.state !== null) url.searchParams.set('state', returnTo.state);
-  return url.href;
 }
 
 /** The words for an account without a channel, with where to make one when the network has such a page. */
@@ -311,6 +286,12 @@ async function siteOfChannel(
 ): Promise<string> {
   const channel = await findChannel(ctx.db, organizationId, id);
   return (channel?.provider === provider && channelCredentials(ctx.keyring, channel)?.site) || '';
+}
+
+/** The account name of one of the organization's channels, to sign it in again; `undefined` when there is none. */
+async function accountOfChannel(ctx: PostsContext, organizationId: string, id: string): Promise<string | undefined> {
+  if (!id) return undefined;
+  return (await findChannel(ctx.db, organizationId, id))?.username ?? undefined;
 }
 
 /** The origin of an account's picture, when it is an https URL a page may show. */

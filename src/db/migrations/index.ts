@@ -15,6 +15,7 @@ import * as threads from './2026-11-27-01-threads.js';
 import * as altTexts from './2026-11-27-02-alt-texts.js';
 import * as textNetworks from './2026-11-27-03-text-networks.js';
 import * as mastodon from './2026-11-27-04-mastodon.js';
+import * as signIn from './2026-11-27-05-sign-in.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-02-alt-texts': altTexts,
   '2026-11-27-03-text-networks': textNetworks,
   '2026-11-27-04-mastodon': mastodon,
+  '2026-11-27-05-sign-in': signIn,
 };

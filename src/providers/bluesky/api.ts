@@ -40,7 +40,7 @@ export class XrpcError extends Error {
   }
 }
 
-/** The PDS could not be reached (refused, reset, timed out, its name not resolved): nothing was answered. */
+/** The server could not be reached (refused, reset, timed out, its name not resolved): nothing was answered. */
 export class PdsUnreachableError extends Error {}
 
 /** The PDS's address is one this server's outbound policy refuses (loopback, private, metadata …). */
@@ -75,6 +75,47 @@ export class BlueskyApi {
     } catch (error) {
       if (error instanceof XrpcError && error.status === 400) return undefined;
       throw error;
+    }
+  }
+
+  /**
+   * The PDS a DID's document names: a `did:plc` document read at the PLC directory, a `did:web` one at
+   * `https://{host}/.well-known/did.json`; `undefined` when there is no such DID or it names no PDS.
+   */
+  async pdsOfDid(plcUrl: string, did: string, signal?: AbortSignal): Promise<string | undefined> {
+    const webHost = /^did:web:([^:]+)$/.exec(did)?.[1];
+    const url = did.startsWith('did:plc:')
+      ? `${plcUrl.replace(/\/+$/, '')}/${encodeURIComponent(did)}`
+      : webHost
+        ? `https://${decodeURIComponent(webHost)}/.well-known/did.json`
+        : undefined;
+    if (!url) return undefined;
+    let answer;
+    try {
+      answer = await this.outbound.call(url, {
+        method: 'GET',
+        headers: { Accept: 'application/did+ld+json, application/json' },
+        trusted: false,
+        ...(signal ? { signal } : {}),
+        timeoutSeconds: TIMEOUT_SECONDS,
+        maxResponseBytes: MAX_ANSWER_BYTES,
+      });
+    } catch (error) {
+      if (error instanceof Error && error.name === 'AbortError' && signal?.aborted) throw error;
+      throw unreachable(url, error);
+    }
+    if (answer.status === 404 || answer.status === 410) return undefined;
+    if (answer.status < 200 || answer.status >= 300)
+      throw new XrpcError(
+        answer.status,
+        `HTTP ${answer.status}`,
+        `the DID document of ${did} could not be read`,
+        answer.headers,
+      );
+    try {
+      return pdsOf(JSON.parse(answer.body.toString('utf8')));
+    } catch {
+      return undefined;
     }
   }
 

@@ -2,7 +2,7 @@ import {
   ConnectionRefusedError,
   type AccountCredentials,
   type AccountIdentity,
-  type ConnectionAdapter,
+  type ConsentConnection,
   type SiteChoice,
 } from '../connection-contract.js';
 import { MastodonError, MastodonUnreachableError, type MastodonApi } from './api.js';
@@ -39,7 +39,8 @@ interface Account {
  * the code is traded at its `/oauth/token`. Mastodon issues no refresh tokens and its access tokens
  * do not expire: a token the instance refuses was revoked, and the account must be connected again.
  */
-export class MastodonConnection implements ConnectionAdapter {
+export class MastodonConnection implements ConsentConnection {
+  readonly kind = 'consent';
   readonly site: SiteChoice;
 
   constructor(

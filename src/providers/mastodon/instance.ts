@@ -1,4 +1,3 @@
-import net from 'node:net';
 import type { Clock } from '../../core/clock.js';
 import type { Config } from '../../core/config.js';
 import { newId } from '../../core/ids.js';
@@ -6,6 +5,7 @@ import type { Keyring } from '../../crypto/keyring.js';
 import type { Db } from '../../db/database.js';
 import { transaction } from '../../db/transaction.js';
 import { SiteRefusedError } from '../connection-contract.js';
+import { siteOrigin } from '../site-origin.js';
 import { MastodonError, MastodonUnreachableError, type MastodonApi } from './api.js';
 
 /**
@@ -71,24 +71,10 @@ const FAILED_INFO_TTL_MS = 60_000;
 /**
  * The instance a user named, as the origin every call goes to: a domain (`mastodon.social`), a URL
  * of the instance (`https://mastodon.social/@alice` names it too) or a handle (`@alice@mastodon.social`).
- * HTTPS only, but for a loopback host (a test instance, as for return URLs); whether its address may
- * be reached at all is the outbound address policy's to say.
  */
 export function instanceOrigin(input: string): { origin: string } | { problem: string } {
-  let text = input.trim();
-  if (text === '') return { problem: 'name your instance, such as mastodon.social' };
-  const handle = /^@?[^@/\s]+@([^@/\s]+)$/.exec(text);
-  if (handle) text = handle[1]!;
-  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) text = `https://${text}`;
-  const url = URL.parse(text);
-  if (!url || !url.hostname || /\s/.test(text))
-    return { problem: `${input.trim()} is not an instance's domain, such as mastodon.social` };
-  if (url.username || url.password) return { problem: 'an instance is named without a user name or password' };
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-  const loopback = host === 'localhost' || (net.isIP(host) !== 0 && /^(127\.|::1$)/.test(host));
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
-    return { problem: 'an instance is reached over https' };
-  return { origin: url.origin };
+  const handle = /^@?[^@/\s]+@([^@/\s]+)$/.exec(input.trim());
+  return siteOrigin(handle ? handle[1]! : input, 'an instance', 'mastodon.social');
 }
 
 /**

@@ -4,7 +4,7 @@ import {
   ConnectionRefusedError,
   type AccountCredentials,
   type AccountIdentity,
-  type ConnectionAdapter,
+  type ConsentConnection,
 } from '../connection-contract.js';
 import { TikTokError, type TikTokApi } from './api.js';
 
@@ -36,7 +36,8 @@ const REFUSALS = new Set(['invalid_grant', 'access_denied', 'invalid_request', '
  * `/v2/user/info/`. Web apps use `state` (bound to the connection here); TikTok asks PKCE of
  * desktop and mobile apps only.
  */
-export class TikTokConnection implements ConnectionAdapter {
+export class TikTokConnection implements ConsentConnection {
+  readonly kind = 'consent';
   readonly consentOrigin: string;
 
   constructor(

@@ -4,7 +4,7 @@ import {
   ConnectionRefusedError,
   type AccountCredentials,
   type AccountIdentity,
-  type ConnectionAdapter,
+  type ConsentConnection,
 } from '../connection-contract.js';
 import { jsonOf, xMessage, type XApi } from './api.js';
 
@@ -41,7 +41,8 @@ const REFUSALS = new Set(['invalid_request', 'invalid_grant']);
  * is dead from then on, so the caller stores the new pair before anything else (AccountTokens, one
  * refresher per account).
  */
-export class XConnection implements ConnectionAdapter {
+export class XConnection implements ConsentConnection {
+  readonly kind = 'consent';
   readonly consentOrigin: string;
 
   constructor(

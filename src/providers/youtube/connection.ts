@@ -5,7 +5,7 @@ import {
   ConnectionRefusedError,
   type AccountCredentials,
   type AccountIdentity,
-  type ConnectionAdapter,
+  type ConsentConnection,
 } from '../connection-contract.js';
 
 /** Google's endpoints and this installation's Google app; the base URLs are overridable for tests. */
@@ -44,7 +44,8 @@ interface TokenAnswer {
  * refresh token) asked with `prompt=consent` so that connecting again always yields one, PKCE with
  * S256, and the channel's identity from `channels.list?mine=true`.
  */
-export class YouTubeConnection implements ConnectionAdapter {
+export class YouTubeConnection implements ConsentConnection {
+  readonly kind = 'consent';
   readonly consentOrigin: string;
   readonly createChannelUrl = CREATE_CHANNEL_URL;
 
