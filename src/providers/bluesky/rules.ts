@@ -1,6 +1,6 @@
-import { BLUESKY_IMAGE_MAX_BYTES, BLUESKY_VIDEO_MAX_BYTES } from './adapter.js';
 import type { ContentLimit, SettingsCheck, StoredSettingsOf, SettingsOf } from '../provider-adapter.js';
 import { graphemeCount, textPostProblems, type TextNetworkLimits } from '../text-rules.js';
+import { BLUESKY_IMAGE_MAX_BYTES, BLUESKY_VIDEO_MAX_BYTES } from './adapter.js';
 
 // The app.bsky.feed.post lexicon: `text` of at most 300 graphemes, up to 4 images in an
 // app.bsky.embed.images embed, each with an `alt` text; a reply names its thread's root and parent.

@@ -1,6 +1,6 @@
-import { MASTODON_DEFAULT_LIMITS, type InstanceLimits } from './instance.js';
 import type { ContentLimit, SettingsCheck, StoredSettingsOf, SettingsOf } from '../provider-adapter.js';
 import { graphemeCount, textPostProblems, type TextNetworkLimits } from '../text-rules.js';
+import { MASTODON_DEFAULT_LIMITS, type InstanceLimits } from './instance.js';
 
 // Mastodon's StatusLengthValidator: the content warning and the text together, in grapheme
 // clusters, every URL as the instance's characters_reserved_per_url (23 by default) and a mention

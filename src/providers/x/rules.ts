@@ -17,7 +17,7 @@ const MB = 1024 * 1024;
 // JPEG, PNG, GIF or WebP of up to 5 MB, a GIF up to 15 MB, a video as MP4 or MOV (not WebM) of up
 // to 512 MB lasting 0.5 to 140 seconds. Where those pages disagree (a later "Best practices" names
 // 8 GB and 20 minutes for a video on a post, the introduction still 512 MB), the lower limit holds:
-// what passes here is then taken by X whichever page is right, and never refused at publish time.
+// what passes here is taken by X whichever page is right.
 export const X_LIMITS: TextNetworkLimits = {
   network: 'X',
   content: { max: 280, unit: 'weighted', becomes: 'post', count: xWeightedLength },
