@@ -276,6 +276,20 @@ export interface paths {
          *       creator's `privacyLevelOptions`; an interaction the creator turned off
          *       (`commentDisabled` etc.) left on; any TikTok item on a server where TikTok publishing is
          *       not configured;
+         *     - Bluesky, Mastodon, X: a text beyond the network's length as it counts it; more media in
+         *       a post or part than the network takes, or a video (X: also a GIF) with other media; a
+         *       media of a type, size or length the network does not take, named by its place, e.g.
+         *       `posts[0].mediaIds[2]` or `posts[0].thread[1].mediaIds[0]`. Media are refused, never
+         *       converted: make the file smaller or shorter and upload it again.
+         *       - Bluesky: up to 4 images (any image type) of at most 1,000,000 bytes each, or one MP4
+         *         video of at most 100,000,000 bytes and 3 minutes;
+         *       - X: up to 4 JPEG, PNG or WebP images of at most 5 MB (5,242,880 bytes) each, or one GIF
+         *         of at most 15 MB, or one MP4 or QuickTime video of at most 512 MB lasting 0.5 to 140
+         *         seconds (WebM is refused);
+         *       - Mastodon: the limits of the channel's instance, read from its `/api/v2/instance`:
+         *         `max_media_attachments` images or one video, of its `supported_mime_types`, within its
+         *         `image_size_limit` and `video_size_limit` (when the instance cannot be asked, Mastodon's
+         *         own: 4, JPEG, PNG, GIF, WebP, MP4, QuickTime, WebM, 16 MB and 99 MB);
          *     - a `thread` on a network without replies (YouTube, TikTok), more parts than the network
          *       takes, or a part breaking the network's rules for a post (each part needs content or
          *       media; the network's character and media limits apply to every part);
@@ -1527,7 +1541,11 @@ export interface components {
             channelId: string;
             /** @description The text of the post; empty when omitted. Provider limits apply (TikTok 2200 characters). */
             content?: string;
-            /** @description Media to attach, in order (YouTube and TikTok take exactly one video). */
+            /**
+             * @description Media to attach, in order (YouTube and TikTok take exactly one video; Bluesky, Mastodon
+             *     and X up to 4 images or one video, of the types and sizes they take).
+             *     A problem with one media names it: `posts[0].mediaIds[2]`.
+             */
             mediaIds?: string[];
             altTexts?: components["schemas"]["AltTexts"];
             settings?: components["schemas"]["ProviderSettings"];
@@ -1855,8 +1873,9 @@ export interface components {
         /**
          * Bluesky
          * @description How the post is published on Bluesky: text of up to 300 graphemes (links, mentions and
-         *     hashtags become rich-text facets), up to 4 images each with its alt text (`altTexts`), and,
-         *     for a thread, up to 25 parts.
+         *     hashtags become rich-text facets), up to 4 images of at most 1,000,000 bytes each with its
+         *     alt text (`altTexts`) or one MP4 video of at most 100,000,000 bytes and 3 minutes, and, for
+         *     a thread, up to 25 parts.
          */
         BlueskySettings: {
             /**
@@ -1876,7 +1895,8 @@ export interface components {
         /**
          * Mastodon
          * @description How the status is published on Mastodon. The limits are the instance's own (characters,
-         *     media per status, their sizes), read from it; every URL counts as 23 characters.
+         *     media per status, their types and sizes), read from it; every URL counts as the instance
+         *     says (23 characters by default).
          */
         MastodonSettings: {
             /**
@@ -1907,8 +1927,9 @@ export interface components {
         /**
          * X
          * @description How the post is published on X: text of up to 280 characters as X weighs them (most CJK
-         *     characters and emoji count twice, every URL 23), up to 4 images each with its alt text
-         *     (`altTexts`), and threads as replies.
+         *     characters and emoji count twice, every URL 23), up to 4 JPEG, PNG or WebP images of at
+         *     most 5 MB each with its alt text (`altTexts`), or one GIF of at most 15 MB, or one MP4 or
+         *     QuickTime video of at most 512 MB lasting 0.5 to 140 seconds, and threads as replies.
          */
         XSettings: {
             /**

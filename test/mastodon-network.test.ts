@@ -5,7 +5,7 @@ import { publicApi, type Schemas } from './support/api.js';
 import { BrowserSession, decodeEntities } from './support/browser-session.js';
 import { eventually } from './support/eventually.js';
 import { startFakeMastodon, type FakeMastodon } from './support/fake-mastodon.js';
-import { createOrganization, type TestOrganization } from './support/fixtures.js';
+import { createOrganization, insertMedia, type TestOrganization } from './support/fixtures.js';
 import { mp4, png } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { scaled, TIMEOUTS } from './support/timeouts.js';
@@ -37,7 +37,14 @@ beforeAll(async () => {
   older = await startFakeMastodon({
     supportsPkce: false,
     account: { username: 'elder', displayName: 'Elder' },
-    limits: { maxCharacters: 1000, maxMediaAttachments: 2, charactersReservedPerUrl: 30 },
+    limits: {
+      maxCharacters: 1000,
+      maxMediaAttachments: 2,
+      charactersReservedPerUrl: 30,
+      supportedMimeTypes: ['image/jpeg', 'image/png', 'video/mp4'],
+      imageSizeLimit: 64 * 1024,
+      videoSizeLimit: 2 * 1024 * 1024,
+    },
   });
   server = await startTestServer({
     worker: true,
@@ -282,6 +289,53 @@ describe('the rules of a post', () => {
     ]);
     // The channel on an instance of Mastodon's own limits.
     refusalOf(await draft({ channelId, content: 'a'.repeat(501) }), 422);
+  });
+
+  it('take the media types and sizes of the channel’s own instance, on every part', async () => {
+    const [webp, large, video] = await Promise.all([
+      insertMedia(server.ctx.db, org.id, 'image', null, { contentType: 'image/webp' }),
+      insertMedia(server.ctx.db, org.id, 'image', null, { contentType: 'image/png', size: 64 * 1024 + 1 }),
+      insertMedia(server.ctx.db, org.id, 'video', 5_000, { size: 2 * 1024 * 1024 + 1 }),
+    ]);
+    const fits = await insertMedia(server.ctx.db, org.id, 'image', null, { contentType: 'image/png', size: 64 * 1024 });
+    dataOf(await draft({ channelId: olderChannelId, mediaIds: [fits] }), 201);
+    const refused = refusalOf(
+      await draft({
+        channelId: olderChannelId,
+        mediaIds: [fits, webp],
+        thread: [
+          { content: 'Large', mediaIds: [large] },
+          { content: 'Clip', mediaIds: [video] },
+        ],
+      }),
+      422,
+    );
+    expect(refused.details).toEqual([
+      {
+        path: 'posts[0].mediaIds[1]',
+        message: stringMatching(/^Mastodon takes images of type image\/jpeg or image\/png; this one is image\/webp/),
+      },
+      {
+        path: 'posts[0].thread[0].mediaIds[0]',
+        message: stringMatching(/^Mastodon takes images of up to 65,536 bytes; this one has 65,537 bytes/),
+      },
+      {
+        path: 'posts[0].thread[1].mediaIds[0]',
+        message: stringMatching(/^Mastodon takes videos of up to 2 MB \(2,097,152 bytes\); this one has 2,097,153/),
+      },
+    ]);
+    // An instance of Mastodon's own limits takes all three.
+    dataOf(
+      await draft({
+        channelId,
+        mediaIds: [webp],
+        thread: [
+          { content: 'Two', mediaIds: [large] },
+          { content: 'Three', mediaIds: [video] },
+        ],
+      }),
+      201,
+    );
   });
 });
 

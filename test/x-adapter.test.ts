@@ -21,7 +21,7 @@ import { XMedia } from '../src/providers/x/media.js';
 import { XTimeline } from '../src/providers/x/timeline.js';
 import { XTokens, type AccessTokens } from '../src/providers/x/tokens.js';
 import { startFakeX, type FakeX } from './support/fake-x.js';
-import { jpeg, mp4, png, webp } from './support/media-samples.js';
+import { gif, jpeg, mp4, png, webp } from './support/media-samples.js';
 import { TestClock } from './support/test-clock.js';
 
 // The X adapter's parts on their own, against the fake X: the connection (OAuth 2.0 with PKCE, rotating
@@ -287,6 +287,20 @@ describe('posting', () => {
     expect(video).toMatchObject({ type: 'video', appended: [0, 1], state: 'succeeded', upload: 'chunked' });
     expect(x.mediaBytes(video.id)).toEqual(bytes);
     x.processingChecks(1);
+  });
+
+  it('uploads a GIF as X’s animated GIF, in segments and processed, then its alt text', async () => {
+    const input = inputOf('A GIF', { media: [mediaOf('med_g', gif(), 'image/gif', 'A dancing pixel')] });
+    const first = await drive(input);
+    expect(first.steps).toEqual(['initialize', 'append', 'finalize', 'processing']);
+    expect((await drive(input, first.progress)).steps).toEqual(['processing', 'describe', 'post']);
+    const uploaded = x.media.find((m) => m.id === tweetsSent('A GIF')[0]!.mediaIds[0])!;
+    expect(uploaded).toMatchObject({
+      type: 'animated_gif',
+      category: 'tweet_gif',
+      state: 'succeeded',
+      altText: 'A dancing pixel',
+    });
   });
 
   it('posts a reply to the part before it, and a failed processing refuses the post', async () => {

@@ -7,6 +7,7 @@ import type {
   CreatorInfo,
   ItemFacts,
   ItemPaths,
+  MediaFacts,
   ProviderAdapter,
   Providers,
   SettingsOf,
@@ -60,15 +61,13 @@ function loadChannels(db: Db, organizationId: string, ids: string[]): Promise<Ch
     .execute();
 }
 
-function loadMedia(
-  db: Db,
-  organizationId: string,
-  ids: string[],
-): Promise<Pick<Media, 'id' | 'kind' | 'duration_ms'>[]> {
+type MediaOfPost = Pick<Media, 'id'> & MediaFacts;
+
+function loadMedia(db: Db, organizationId: string, ids: string[]): Promise<MediaOfPost[]> {
   if (ids.length === 0) return Promise.resolve([]);
   return db
     .selectFrom('media')
-    .select(['id', 'kind', 'duration_ms'])
+    .select(['id', 'kind', 'content_type', 'size', 'duration_ms'])
     .where('organization_id', '=', organizationId)
     .where('id', 'in', ids)
     .execute();
@@ -179,7 +178,7 @@ function threadProblems(
   network: ProviderAdapter,
   draft: PostDraft,
   channel: Channel,
-  mediaById: Map<string, Pick<Media, 'id' | 'kind' | 'duration_ms'>>,
+  mediaById: Map<string, MediaOfPost>,
 ): ErrorDetail[] {
   const { thread } = draft;
   const path = draft.paths.thread;

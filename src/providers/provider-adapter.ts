@@ -75,13 +75,24 @@ export interface ThreadRules {
 }
 
 /**
+ * What the rules know of one media: its kind, its type as sniffed from its bytes, its size in bytes
+ * (the stored column's text, see `mediaBytes`) and a video's length when its container states it.
+ * Pixel sizes are not among them: they would mean reading every image from storage for each check,
+ * and none of the networks refuses an image for them (they scale it).
+ */
+export type MediaFacts = Pick<Media, 'kind' | 'content_type' | 'size' | 'duration_ms'>;
+
+/** A media's size in bytes. */
+export const mediaBytes = (media: Pick<MediaFacts, 'size'>): number => Number(media.size);
+
+/**
  * What the rules need to know about one post. `media` is `undefined` when some media id is unknown
- * (reported already).
+ * (reported already); otherwise in the order of `mediaIds`, so `paths.mediaIds[i]` names `media[i]`.
  */
 export interface ItemFacts {
   channelId: string;
   content: string;
-  media: Pick<Media, 'kind' | 'duration_ms'>[] | undefined;
+  media: MediaFacts[] | undefined;
   paths: ItemPaths;
 }
 

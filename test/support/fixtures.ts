@@ -36,23 +36,28 @@ export function createChannel(db: Db, organizationId: string, provider: Provider
   return addChannel(db, { organization_id: organizationId, provider, name, username: null, picture: null });
 }
 
-/** A media row of the organization, as the media endpoints would leave it. */
+/**
+ * A media row of the organization, as the media endpoints would leave it: a JPEG or an MP4 of 1 KiB
+ * unless `file` says another type or size (the rules of posts read these, never the bytes).
+ */
 export async function insertMedia(
   db: Db,
   organizationId: string,
   kind: 'image' | 'video',
   durationMs: number | null = null,
+  file: { contentType?: string; size?: number } = {},
 ): Promise<string> {
   const id = newId('med');
+  const contentType = file.contentType ?? (kind === 'video' ? 'video/mp4' : 'image/jpeg');
   await db
     .insertInto('media')
     .values({
       id,
       organization_id: organizationId,
       file_name: kind === 'video' ? 'clip.mp4' : 'photo.jpg',
-      content_type: kind === 'video' ? 'video/mp4' : 'image/jpeg',
+      content_type: contentType,
       kind,
-      size: 1024,
+      size: file.size ?? 1024,
       storage_key: `test/${id}`,
       duration_ms: durationMs,
     })

@@ -6,16 +6,16 @@ import type { ItemFacts, SettingsCheck } from '../provider-adapter.js';
 import { graphemeCount, textPostProblems, type TextNetworkLimits } from '../text-rules.js';
 import { mastodonCredentials } from './connection.js';
 import type { InstanceLimits, MastodonInstances } from './instance.js';
-import { MASTODON_LIMITS, mastodonLength } from './rules.js';
+import { MASTODON_LIMITS, mastodonRules } from './rules.js';
 
 /** Channels whose instance's rules are kept for their thread's parts; beyond it the oldest are dropped. */
 const REMEMBERED_CHANNELS = 10_000;
 
 /**
  * Mastodon's rules with the limits of the channel's own instance (`/api/v2/instance`): its character
- * limit, the content warning counted with the text, every URL as the instance counts it, and its
- * number of media. A channel whose instance cannot be asked (or that holds no account) gets Mastodon's
- * defaults.
+ * limit, the content warning counted with the text, every URL as the instance counts it, its number
+ * of media, their types and sizes (see `mastodonRules`). A channel whose instance cannot be asked (or
+ * that holds no account) gets Mastodon's defaults.
  */
 export class MastodonInstanceRules {
   /** The rules last read for each channel, for the parts of its thread (see `partProblems`). */
@@ -27,18 +27,8 @@ export class MastodonInstanceRules {
   ) {}
 
   async settingsProblems({ item, channel, settings }: SettingsCheck<'mastodon'>): Promise<ErrorDetail[]> {
-    const limits = await this.limitsOf(channel);
     // Every status of the post carries the content warning: it counts toward each part's limit.
-    const spoiler = graphemeCount(settings.spoilerText ?? '');
-    const rules: TextNetworkLimits = {
-      ...MASTODON_LIMITS,
-      content: {
-        ...MASTODON_LIMITS.content,
-        max: limits.maxCharacters - spoiler,
-        count: (text) => mastodonLength(text, limits.charactersReservedPerUrl),
-      },
-      maxImages: limits.maxMediaAttachments,
-    };
+    const rules = mastodonRules(await this.limitsOf(channel), graphemeCount(settings.spoilerText ?? ''));
     this.byChannel.delete(channel.id);
     if (this.byChannel.size >= REMEMBERED_CHANNELS) this.byChannel.delete(this.byChannel.keys().next().value!);
     this.byChannel.set(channel.id, rules);

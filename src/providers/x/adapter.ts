@@ -32,7 +32,7 @@ const EXPIRY_MARGIN_MS = 5 * 60_000;
 /** What a publication has done so far: the media X holds for it, and the video being uploaded. */
 interface XReference extends Record<string, unknown> {
   media: UploadedMedia[];
-  /** The video being uploaded in segments, and the segment the step sends. */
+  /** The video or GIF being uploaded in segments, and the segment the step sends. */
   upload?: UploadedMedia & { segment: number };
   /** When the post step was first recorded: a post whose answer was lost is looked for from then on. */
   startedAt?: string;
@@ -40,10 +40,10 @@ interface XReference extends Record<string, unknown> {
 
 /**
  * Publishing a post, or a part of a thread, to X (API v2). The media go up first, each call a step
- * of its own (see XMedia): an image at once, then its alt text; a video in segments, then X's
- * processing, asked about as a queued job. Then `POST /2/tweets` with the text, the media's ids, the
- * post it replies to (a thread's later part: the part before it) and the reply settings: the
- * irreversible point.
+ * of its own (see XMedia): an image at once, then its alt text; a video or GIF in segments, then X's
+ * processing, asked about as a queued job, then a GIF's alt text. Then `POST /2/tweets` with the
+ * text, the media's ids, the post it replies to (a thread's later part: the part before it) and the
+ * reply settings: the irreversible point.
  *
  * X has no idempotency key, so a post step that may have reached X (its answer lost, a 5xx, which X
  * may answer after creating the post, or a worker that stopped) is never simply sent again: the
@@ -133,7 +133,7 @@ export class XAdapter implements PublishingAdapter {
     const next = input.media[reference.media.length];
     if (next)
       return {
-        step: next.kind === 'video' ? 'initialize' : 'upload',
+        step: inSegments(next) ? 'initialize' : 'upload',
         reference: { media: reference.media },
         irreversible: false,
       };
@@ -185,7 +185,12 @@ export class XAdapter implements PublishingAdapter {
       return { pending: { checkAgainInSeconds: processing.checkAfterSeconds } };
     }
     const { id, expiresAt } = reference.upload!;
-    return { next: this.afterMedia(input, { media: [...reference.media, { id, expiresAt }] }) };
+    const withIt: XReference = { media: [...reference.media, { id, expiresAt }] };
+    // X takes alt text on images and GIFs, not on videos.
+    const media = this.current(input, reference);
+    if (media.kind === 'image' && altTextOf(media))
+      return { next: { step: 'describe', reference: withIt, irreversible: false } };
+    return { next: this.afterMedia(input, withIt) };
   }
 
   private async post(input: PublicationInput, reference: XReference): Promise<StepResult> {
@@ -258,6 +263,14 @@ function startedAt(reference: XReference): number {
 /** The post's reply settings: `everyone` for a post without settings (X takes none of its own). */
 function replySettingsOf(settings: unknown): StoredXSettings['replySettings'] {
   return (settings as StoredXSettings | null)?.replySettings ?? 'everyone';
+}
+
+/**
+ * Whether the media goes up in segments: a video, and a GIF, which X takes as an animated GIF
+ * (`tweet_gif`, up to 15 MB, processed like a video) rather than as an image of up to 5 MB.
+ */
+function inSegments(media: PublishableMedia): boolean {
+  return media.kind === 'video' || media.contentType === 'image/gif';
 }
 
 /** The image's alternative text, if it has one. */

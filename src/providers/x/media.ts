@@ -33,8 +33,8 @@ interface MediaData {
 
 /**
  * X's media upload (API v2, docs.x.com): an image in one request (`POST /2/media/upload`, category
- * `tweet_image`, GIFs included, as this server's rules count them), a video in segments
- * (`initialize`, `append` each, `finalize`, then `STATUS` while X processes it), and alt text
+ * `tweet_image`), a video or an animated GIF in segments (`initialize` with category `tweet_video`
+ * or `tweet_gif`, `append` each, `finalize`, then `STATUS` while X processes it), and alt text
  * (`POST /2/media/metadata`). Each call is a step of its own: none of them publishes anything, and
  * one whose answer was lost is simply made again (a segment sent again replaces itself; an upload made
  * again leaves the first one to expire unused).
@@ -59,7 +59,11 @@ export class XMedia {
 
   async initialize(input: PublicationInput, video: PublishableMedia): Promise<UploadedMedia> {
     const answer = await this.call(input, 'POST', '/2/media/upload/initialize', 'video', {
-      json: { media_type: video.contentType, total_bytes: video.size, media_category: 'tweet_video' },
+      json: {
+        media_type: video.contentType,
+        total_bytes: video.size,
+        media_category: video.contentType === 'image/gif' ? 'tweet_gif' : 'tweet_video',
+      },
     });
     return this.uploaded(jsonOf<{ data?: MediaData }>(answer)?.data, 'video');
   }
