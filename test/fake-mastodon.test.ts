@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bodyOf } from './support/api.js';
+import { eventually } from './support/eventually.js';
 import { startFakeMastodon, type FakeMastodon } from './support/fake-mastodon.js';
 import { mastodonLength } from './support/mastodon-text.js';
 import { mp4, pdf, png } from './support/media-samples.js';
@@ -781,6 +782,28 @@ describe('failures', () => {
     expect(retried.status).toBe(200);
     expect(retried.body.id).toBe(created[0]!.id);
     expect(mastodon.statuses.filter((s) => s.idempotencyKey === 'lost-1')).toHaveLength(1);
+  });
+
+  it('creates a slow status though its caller went away while it waited, and answers it to the same key', async () => {
+    mastodon.slowStatuses(1000);
+    try {
+      const gone = new AbortController();
+      const sent = fetch(`${mastodon.url}/api/v1/statuses`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Idempotency-Key': 'slow-1' },
+        body: new URLSearchParams({ status: 'Slow and steady' }),
+        signal: gone.signal,
+      });
+      await eventually(() => expect(mastodon.statusesInFlight()).toBe(1));
+      gone.abort();
+      await expect(sent).rejects.toThrow();
+      await eventually(() => expect(mastodon.statusesInFlight()).toBe(0));
+      const created = mastodon.statuses.filter((s) => s.idempotencyKey === 'slow-1');
+      expect(created).toMatchObject([{ text: 'Slow and steady' }]);
+      expect((await post(token, { status: 'Slow and steady' }, 'slow-1')).body.id).toBe(created[0]!.id);
+    } finally {
+      mastodon.slowStatuses(0);
+    }
   });
 
   it('refuses the next status with 422 when told, creating nothing', async () => {

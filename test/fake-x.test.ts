@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bodyOf } from './support/api.js';
+import { eventually } from './support/eventually.js';
 import { startFakeX, type FakeX } from './support/fake-x.js';
 import { gif, mp4, png } from './support/media-samples.js';
 import { anyNumber, anyString } from './support/typed-matchers.js';
@@ -668,6 +669,29 @@ describe('posts', () => {
     x.refuseNextAsDuplicate();
     expect((await post(token, { text: 'Never said before' })).status).toBe(403);
     expect((await post(token, { text: 'Never said before' })).status).toBe(201);
+  });
+
+  it('creates a slow post though its caller went away while it waited; the timeline shows it', async () => {
+    const { access_token: token } = await connected();
+    x.slowPosts(1000);
+    try {
+      const gone = new AbortController();
+      const sent = fetch(`${x.url}/2/tweets`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ text: 'Slow and steady' }),
+        signal: gone.signal,
+      });
+      await eventually(() => expect(x.postsInFlight()).toBe(1));
+      gone.abort();
+      await expect(sent).rejects.toThrow();
+      await eventually(() => expect(x.postsInFlight()).toBe(0));
+      const [created] = x.tweets.filter((t) => t.sentText === 'Slow and steady');
+      const recent = await api<Tweet[]>(token, 'GET', `/2/users/${x.account.id}/tweets?max_results=5`);
+      expect(recent.body.data[0]!.id).toBe(created!.id);
+    } finally {
+      x.slowPosts(0);
+    }
   });
 
   it('counts a text by its weighted length: 280 passes, more is refused; a URL counts 23, emoji and CJK 2', async () => {

@@ -12,16 +12,19 @@ import { scaled, TIMEOUTS } from './support/timeouts.js';
 import { dataOf, refusalOf } from './support/typed-answers.js';
 import { stringMatching } from './support/typed-matchers.js';
 import { startUpload } from './support/uploads.js';
+import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
 
 // Mastodon end to end against the fake Mastodon, through the server under test and its worker: an
 // account connected in Settings → Channels and through the Public API on the instance the user names
 // (the app registered once per instance, PKCE where the instance has it), statuses with media and
-// alt text, threads, a lost answer, media the instance still processes, a revoked token, a rate
+// alt text, threads, a lost answer, media the instance still processes, a revoked token (the channel
+// connected again in Settings → Channels and through the Public API, and reported by webhook), a rate
 // limit, and an instance at an address the outbound policy refuses.
 const RETURN_URL = 'https://app.example.org/integrations/mastodon/done';
 let mastodon: FakeMastodon;
 let older: FakeMastodon;
 let server: TestServer;
+let receiver: WebhookReceiver;
 let org: TestOrganization;
 let session: BrowserSession;
 let channelId: string;
@@ -46,11 +49,13 @@ beforeAll(async () => {
       videoSizeLimit: 2 * 1024 * 1024,
     },
   });
+  receiver = await startWebhookReceiver();
   server = await startTestServer({
     worker: true,
     env: {
-      // The fakes are on loopback: allowed as an operator allows a range of their network.
+      // The fakes and the webhook receiver are on loopback: allowed as an operator allows a range of their network.
       MEDIA_FETCH_ALLOW_RANGES: '127.0.0.1/32',
+      WEBHOOK_ALLOW_RANGES: '127.0.0.1/32',
       MASTODON_APP_NAME: 'Acme Scheduler',
       PUBLISH_RETRY_BASE_MS: '200',
       RATE_LIMIT_MAX: '100000',
@@ -77,6 +82,7 @@ afterAll(async () => {
   await server?.close();
   await mastodon?.close();
   await older?.close();
+  await receiver?.close();
 });
 
 /** The link of the page that sends the user on to the instance's consent page. */
@@ -120,6 +126,16 @@ async function uploadFile(name: string, contentType: string, bytes: Buffer): Pro
 async function publishNow(item: Omit<Schemas['PostItem'], 'channelId'>): Promise<string> {
   const created = await api().POST('/public/v1/posts', { body: { type: 'now', posts: [{ channelId, ...item }] } });
   return dataOf(created, 201).data[0]!.id;
+}
+
+/** The channel's last event of this type the webhook receiver got, once it got one. */
+function channelEvent(type: Schemas['ChannelWebhookEvent']['type']): Promise<Schemas['ChannelWebhookEvent']> {
+  return eventually(() => {
+    const events = receiver.received.map((message) => JSON.parse(message.body) as Schemas['ChannelWebhookEvent']);
+    const event = events.findLast((e) => e.type === type && e.data.id === channelId);
+    expect(event, `a ${type} event of ${channelId}`).toBeDefined();
+    return event!;
+  });
 }
 
 function settled(id: string): Promise<Schemas['Post']> {
@@ -453,5 +469,53 @@ describe('publishing to Mastodon', () => {
     expect(again.data.find((c) => c.id === channelId)?.status).toBe('active');
     const post = await settled(await publishNow({ content: 'Connected again' }));
     expect(post.status).toBe('published');
+  });
+
+  it('through the Public API: the revoked channel reported by webhook, connected again, and the failed post published', async () => {
+    const created = await api().POST('/public/v1/webhooks', {
+      body: { url: receiver.url, eventTypes: ['channel.needs_reconnect', 'channel.connected'] },
+    });
+    const endpoint = dataOf(created, 201);
+    try {
+      mastodon.revokeAll();
+      const id = await publishNow({ content: 'Revoked, then connected again' });
+      const failed = await settled(id);
+      expect(failed).toMatchObject({ status: 'failed', error: { code: 'channel_needs_reconnect' } });
+      const channel = async () => dataOf(await api().GET('/public/v1/channels')).data.find((c) => c.id === channelId);
+      expect((await channel())?.status).toBe('needs_reconnect');
+      expect(await channelEvent('channel.needs_reconnect')).toMatchObject({
+        data: { id: channelId, provider: 'mastodon', status: 'needs_reconnect' },
+      });
+
+      const answer = await api().POST('/public/v1/channels/connect', {
+        body: { provider: 'mastodon', instance: mastodon.url, returnUrl: RETURN_URL, state: 'again' },
+      });
+      const landed = new URL(await throughInstance(dataOf(answer).authorizationUrl));
+      expect(landed.origin + landed.pathname).toBe(RETURN_URL);
+      expect(Object.fromEntries(landed.searchParams)).toMatchObject({
+        channelId,
+        reconnected: 'true',
+        state: 'again',
+      });
+      expect((await channel())?.status).toBe('active');
+      expect(await channelEvent('channel.connected')).toMatchObject({ data: { id: channelId, status: 'active' } });
+
+      // Scheduled again, as the API retries a failed post: published under the new token, once.
+      const scheduled = await api().POST('/public/v1/posts/{id}/schedule', {
+        ...byId(id),
+        body: { scheduledAt: new Date(server.clock.now().getTime() + 1000).toISOString() },
+      });
+      expect(dataOf(scheduled).status).toBe('scheduled');
+      const published = await settled(id);
+      const sent = mastodon.statuses.filter((s) => s.text === 'Revoked, then connected again');
+      expect(sent).toHaveLength(1);
+      expect(published).toMatchObject({
+        status: 'published',
+        releaseId: sent[0]!.id,
+        releaseUrl: `${mastodon.url}/@acme/${sent[0]!.id}`,
+      });
+    } finally {
+      await api().DELETE('/public/v1/webhooks/{id}', byId(endpoint.id));
+    }
   });
 });

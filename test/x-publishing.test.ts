@@ -12,14 +12,17 @@ import { scaled, TIMEOUTS } from './support/timeouts.js';
 import { dataOf } from './support/typed-answers.js';
 import { anyString } from './support/typed-matchers.js';
 import { startUpload } from './support/uploads.js';
+import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
 
 // X end to end against the fake X: an account connected through POST /public/v1/channels/connect and in
 // Settings → Channels, then, through the Public API, a text post, four images with their alt text, a thread
 // of three parts, a post whose answer X lost, a limit X says is used up, and an account whose user removed
-// the app, connected again. The adapter's parts on their own are test/x-adapter.test.ts.
+// the app (reported by webhook), connected again through the Public API and its failed post published.
+// The adapter's parts on their own are test/x-adapter.test.ts.
 const RETURN_URL = 'https://app.example.org/x/done';
 let x: FakeX;
 let server: TestServer;
+let receiver: WebhookReceiver;
 let org: TestOrganization;
 let channelId: string;
 
@@ -84,6 +87,16 @@ function settled(id: string): Promise<Post> {
   );
 }
 
+/** The channel's last event of this type the webhook receiver got, once it got one. */
+function channelEvent(type: Schemas['ChannelWebhookEvent']['type']): Promise<Schemas['ChannelWebhookEvent']> {
+  return eventually(() => {
+    const events = receiver.received.map((message) => JSON.parse(message.body) as Schemas['ChannelWebhookEvent']);
+    const event = events.findLast((e) => e.type === type && e.data.id === channelId);
+    expect(event, `a ${type} event of ${channelId}`).toBeDefined();
+    return event!;
+  });
+}
+
 async function history(id: string): Promise<Schemas['PostEvent'][]> {
   return dataOf(await api().GET('/public/v1/posts/{id}/history', byId(id))).data;
 }
@@ -98,9 +111,12 @@ async function pass(seconds: number) {
 
 beforeAll(async () => {
   x = await startFakeX({ account: { username: 'acme', name: 'Acme on X' } });
+  receiver = await startWebhookReceiver();
   server = await startTestServer({
     worker: true,
     env: {
+      // The webhook receiver is on loopback: allowed as an operator allows a range of their network.
+      WEBHOOK_ALLOW_RANGES: '127.0.0.1/32',
       X_CLIENT_ID: x.clientId,
       X_CLIENT_SECRET: x.clientSecret,
       X_API_URL: x.url,
@@ -118,6 +134,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
   await x?.close();
+  await receiver?.close();
 });
 
 describe('an X account connected through the API', () => {
@@ -265,6 +282,12 @@ describe('when X does not answer as hoped', () => {
   });
 
   it('marks the channel needs_reconnect when the user removed the app at X; connected again, the post goes out', async () => {
+    const endpoint = dataOf(
+      await api().POST('/public/v1/webhooks', {
+        body: { url: receiver.url, eventTypes: ['channel.needs_reconnect', 'channel.connected'] },
+      }),
+      201,
+    );
     x.revokeAll();
     const id = await publishNow({ content: 'After the app was removed' });
     const failed = await settled(id);
@@ -274,11 +297,16 @@ describe('when X does not answer as hoped', () => {
     });
     const channel = async () => dataOf(await api().GET('/public/v1/channels')).data.find((c) => c.id === channelId);
     expect((await channel())!.status).toBe('needs_reconnect');
+    expect(await channelEvent('channel.needs_reconnect')).toMatchObject({
+      data: { id: channelId, provider: 'x', status: 'needs_reconnect' },
+    });
 
     const landed = await connectAccount();
     expect(landed.searchParams.get('channelId')).toBe(channelId);
     expect(landed.searchParams.get('reconnected')).toBe('true');
     expect((await channel())!.status).toBe('active');
+    expect(await channelEvent('channel.connected')).toMatchObject({ data: { id: channelId, status: 'active' } });
+    await api().DELETE('/public/v1/webhooks/{id}', byId(endpoint.id));
     dataOf(
       await api().POST('/public/v1/posts/{id}/schedule', {
         ...byId(id),
@@ -286,7 +314,12 @@ describe('when X does not answer as hoped', () => {
       }),
     );
     const published = await settled(id);
-    expect(published.status).toBe('published');
-    expect(tweetsSent('After the app was removed')).toHaveLength(1);
+    const sent = tweetsSent('After the app was removed');
+    expect(sent).toHaveLength(1);
+    expect(published).toMatchObject({
+      status: 'published',
+      releaseId: sent[0]!.id,
+      releaseUrl: `https://x.com/acme/status/${sent[0]!.id}`,
+    });
   });
 });

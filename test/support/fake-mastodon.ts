@@ -244,6 +244,13 @@ export interface FakeMastodon {
   failNext(status: 500 | 502 | 503 | 504, route?: string): void;
   /** The next status is created, but the connection is destroyed before the answer. */
   loseNextStatusAnswer(): void;
+  /**
+   * From now on a status is created `ms` after its request arrived (0: at once), the request open
+   * meanwhile: a caller that goes away while it waits leaves the status created all the same.
+   */
+  slowStatuses(ms: number): void;
+  /** Status creations that arrived and are not answered yet. */
+  statusesInFlight(): number;
   /** Moves the fake's clock: codes, idempotency keys and rate-limit windows, without waiting. */
   advanceClock(seconds: number): void;
   /** The bytes of an uploaded media, to check that what arrived is the file that was sent. */
@@ -505,6 +512,8 @@ export async function startFakeMastodon(options: FakeMastodonOptions = {}): Prom
   let forcedResetIn: number | undefined;
   let nextMediaPolls: number | undefined;
   let loseStatusAnswer = false;
+  let statusDelayMs = 0;
+  let statusesInFlight = 0;
   let origin = '';
   let domain = '';
 
@@ -1475,7 +1484,16 @@ export async function startFakeMastodon(options: FakeMastodonOptions = {}): Prom
     if (call === 'GET /api/v1/accounts/verify_credentials') return credentials(req, res);
     if (call === 'GET /api/v2/instance') return instance(res);
     if (call === 'POST /api/v2/media') return upload(req, res, await params());
-    if (call === 'POST /api/v1/statuses') return createStatus(req, res, await params());
+    if (call === 'POST /api/v1/statuses') {
+      const read = await params();
+      statusesInFlight += 1;
+      try {
+        if (statusDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, statusDelayMs));
+        return createStatus(req, res, read);
+      } finally {
+        statusesInFlight -= 1;
+      }
+    }
     const mediaId = /^\/api\/v1\/media\/(\d+)$/.exec(path)?.[1];
     if (mediaId && method === 'GET') return showMedia(req, res, mediaId);
     if (mediaId && method === 'PUT') return updateMedia(req, res, mediaId, await params());
@@ -1569,6 +1587,10 @@ export async function startFakeMastodon(options: FakeMastodonOptions = {}): Prom
     loseNextStatusAnswer: () => {
       loseStatusAnswer = true;
     },
+    slowStatuses: (ms) => {
+      statusDelayMs = ms;
+    },
+    statusesInFlight: () => statusesInFlight,
     advanceClock: (seconds) => {
       clockOffsetMs += seconds * 1000;
     },

@@ -151,6 +151,13 @@ export interface FakeX {
   failNextProcessing(): void;
   /** A post shows in the account's timeline `seconds` after its creation (default 0), as X's may lag. */
   timelineDelay(seconds: number): void;
+  /**
+   * From now on a post is created `ms` after its request arrived (0: at once), the request open meanwhile:
+   * a caller that goes away while it waits leaves the post created all the same.
+   */
+  slowPosts(ms: number): void;
+  /** Post creations that arrived and are not answered yet. */
+  postsInFlight(): number;
   close(): Promise<void>;
 }
 
@@ -278,6 +285,8 @@ export async function startFakeX(
   let clockOffsetMs = 0;
   let accessLifetimeSeconds = ACCESS_LIFETIME_SECONDS;
   let denyNext = false;
+  let postDelayMs = 0;
+  let postsInFlight = 0;
   let origin = '';
 
   const now = () => Date.now() + clockOffsetMs;
@@ -618,7 +627,15 @@ export async function startFakeX(
         });
       const id = decodeURIComponent(route.path.exec(url.pathname)?.[1] ?? '');
       const request: XRequest = { method, url, headers: req.headers, body: Buffer.concat(chunks) };
-      answer(route.operation, request, id)
+      const creating = route.operation === 'createPosts';
+      if (creating) postsInFlight += 1;
+      const slow =
+        creating && postDelayMs > 0 ? new Promise((resolve) => setTimeout(resolve, postDelayMs)) : Promise.resolve();
+      slow
+        .then(() => answer(route.operation, request, id))
+        .finally(() => {
+          if (creating) postsInFlight -= 1;
+        })
         .then(({ answer: reply, lose }) => (lose ? req.socket.destroy() : send(res, reply)))
         .catch((error: unknown) =>
           send(res, {
@@ -674,6 +691,10 @@ export async function startFakeX(
     processingChecks: (count) => media.processingChecks(count),
     failNextProcessing: () => media.failNextProcessing(),
     timelineDelay: (seconds) => posts.timelineDelay(seconds),
+    slowPosts: (ms) => {
+      postDelayMs = ms;
+    },
+    postsInFlight: () => postsInFlight,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
