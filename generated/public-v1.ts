@@ -1923,6 +1923,28 @@ export interface components {
             sensitive?: boolean;
             /** @description The text's language as an ISO 639 code (e.g. `en`); the instance guesses when omitted. */
             language?: string;
+            /**
+             * @description The focal point of images, by media id (each one of the post's or its thread's parts'
+             *     `mediaIds`): the instance crops its previews around it. Leave an image out to crop around
+             *     its centre.
+             * @example {
+             *       "med_3Qw7Er1Ty5Ui9Op2As6D": {
+             *         "x": -0.5,
+             *         "y": 0.25
+             *       }
+             *     }
+             */
+            focus?: {
+                [key: string]: components["schemas"]["FocalPoint"];
+            };
+        };
+        /**
+         * @description A point of an image, from its centre: `x` from -1 (left edge) to 1 (right edge), `y` from
+         *     -1 (bottom edge) to 1 (top edge).
+         */
+        FocalPoint: {
+            x: number;
+            y: number;
         };
         /**
          * X

@@ -331,7 +331,13 @@ describe('publishing', () => {
 
   it('uploads four images with their alt text, then posts them in order', async () => {
     const media = [image('a.png', 'A red door'), image('b.png', 'A blue sky'), image('c.png'), image('d.png', 'Steps')];
-    const { outcome, steps } = await publish(publication('Four pictures', { media }));
+    const settings = {
+      __type: 'mastodon',
+      visibility: 'public',
+      sensitive: false,
+      focus: { [media[1]!.id]: { x: -0.5, y: 0.25 } },
+    };
+    const { outcome, steps } = await publish(publication('Four pictures', { media, settings }));
     expect(steps).toEqual(['media', 'media', 'media', 'media', 'status']);
     const status = statusOf(released(outcome).releaseId);
     expect(status.mediaIds).toHaveLength(4);
@@ -342,6 +348,8 @@ describe('publishing', () => {
       ['c.png', null],
       ['d.png', 'Steps'],
     ]);
+    // The focal point set for the second image, and none for the others (the instance crops around the centre).
+    expect(attached.map((m) => m.focus)).toEqual([null, { x: -0.5, y: 0.25 }, null, null]);
   });
 
   it('posts a thread as a chain of replies', async () => {

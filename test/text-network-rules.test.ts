@@ -98,6 +98,35 @@ describe('media, alternative texts and threads', () => {
     ]);
   });
 
+  it('take Mastodon focal points of the media of the post and its parts, and no other', async () => {
+    const [own, inPart, elsewhere] = await Promise.all([
+      insertMedia(server.ctx.db, org.id, 'image'),
+      insertMedia(server.ctx.db, org.id, 'image'),
+      insertMedia(server.ctx.db, org.id, 'image'),
+    ]);
+    const item = (focus: Record<string, { x: number; y: number }>) => ({
+      channelId: channels.mastodon,
+      mediaIds: [own],
+      thread: [{ content: 'Two', mediaIds: [inPart] }],
+      settings: { __type: 'mastodon' as const, focus },
+    });
+    const focus = { [own]: { x: 0.5, y: -1 }, [inPart]: { x: 0, y: 0.75 } };
+    const stored = dataOf(await draft(item(focus)), 201).data[0]!.settings;
+    expect(stored).toMatchObject({ __type: 'mastodon', focus });
+    const refusal = refusalOf(await draft(item({ [elsewhere]: { x: 0, y: 0 } })), 422);
+    expect(refusal.details).toEqual([
+      {
+        path: `posts[0].settings.focus.${elsewhere}`,
+        message: `${elsewhere} is not among the media of the post or of its thread's parts.`,
+      },
+    ]);
+    // Beyond the image's edges: the contract refuses it.
+    const outside = refusalOf(await draft(item({ [own]: { x: 1.5, y: 0 } })), 400);
+    expect(outside.details).toEqual([
+      { path: `posts[0].settings.focus.${own}.x`, message: stringContaining('must be <= 1') },
+    ]);
+  });
+
   it('thread up to 25 parts, each part counted like a post', async () => {
     const parts = (n: number, content = 'More') => Array.from({ length: n }, () => ({ content }));
     dataOf(await draft({ channelId: channels.mastodon, content: 'One', thread: parts(24) }), 201);

@@ -124,7 +124,7 @@ export async function checkDrafts(
       };
       const source = network.creatorInfo;
       itemProblems.push(
-        ...(await settingsProblems(network, facts, channel, draft.settings, source && readCreatorInfo(source))),
+        ...(await settingsProblems(network, facts, channel, draft, source && readCreatorInfo(source))),
         ...altTextProblems(network, draft, { mediaIds: draft.paths.mediaIds, altTexts: draft.paths.altTexts }),
         ...threadProblems(network, draft, channel, mediaById),
       );
@@ -281,10 +281,12 @@ async function settingsProblems(
   network: ProviderAdapter,
   item: ItemFacts,
   channel: Channel,
-  settings: ProviderSettings | undefined,
+  draft: Pick<PostDraft, 'settings' | 'mediaIds' | 'thread'>,
   creatorInfo: ((channel: Channel) => Promise<CreatorInfo>) | undefined,
 ): Promise<ErrorDetail[]> {
+  const { settings } = draft;
   const settingsPath = item.paths.settings;
+  const mediaIds = [...draft.mediaIds, ...draft.thread.flatMap((part) => part.mediaIds)];
   if (!settings && !network.needsSettings) {
     // The network's rules for the post hold with its default settings too.
     return network.settingsProblems({
@@ -292,6 +294,7 @@ async function settingsProblems(
       channel,
       settings: { __type: channel.provider } as SettingsOf<typeof channel.provider>,
       path: settingsPath ?? 'settings',
+      mediaIds,
       creatorInfo,
     });
   }
@@ -327,6 +330,7 @@ async function settingsProblems(
     channel,
     settings,
     path,
+    mediaIds,
     creatorInfo,
   });
 }

@@ -120,6 +120,8 @@ export interface SettingsCheck<P extends Provider> {
   settings: SettingsOf<P>;
   /** Where the settings are in the request (`posts[0].settings`). */
   path: string;
+  /** Every media id of the post, its thread's parts' included: what settings by media may name. */
+  mediaIds: string[];
   /** The account's creator info, read at most once per channel and request; absent when the network has none. */
   creatorInfo: ((channel: Channel) => Promise<CreatorInfo>) | undefined;
 }

@@ -141,6 +141,8 @@ export class MastodonAdapter implements PublishingAdapter {
     const bytes = await readAll(await media.open());
     form.append('file', new Blob([new Uint8Array(bytes)], { type: media.contentType }), media.fileName);
     if (media.altText) form.append('description', media.altText);
+    const focus = (input.post.settings as SettingsOf<'mastodon'> | null)?.focus?.[media.id];
+    if (focus) form.append('focus', `${focus.x},${focus.y}`);
     let answer;
     try {
       answer = await this.api.call<{ id?: string }>(account.site, '/api/v2/media', {

@@ -6,7 +6,7 @@ import type { ItemFacts, SettingsCheck } from '../provider-adapter.js';
 import { graphemeCount, textPostProblems, type TextNetworkLimits } from '../text-rules.js';
 import { mastodonCredentials } from './connection.js';
 import type { InstanceLimits, MastodonInstances } from './instance.js';
-import { MASTODON_LIMITS, mastodonRules } from './rules.js';
+import { focusProblems, MASTODON_LIMITS, mastodonRules } from './rules.js';
 
 /** Channels whose instance's rules are kept for their thread's parts; beyond it the oldest are dropped. */
 const REMEMBERED_CHANNELS = 10_000;
@@ -26,13 +26,14 @@ export class MastodonInstanceRules {
     private readonly keyring: Keyring,
   ) {}
 
-  async settingsProblems({ item, channel, settings }: SettingsCheck<'mastodon'>): Promise<ErrorDetail[]> {
+  async settingsProblems(check: SettingsCheck<'mastodon'>): Promise<ErrorDetail[]> {
+    const { item, channel, settings } = check;
     // Every status of the post carries the content warning: it counts toward each part's limit.
     const rules = mastodonRules(await this.limitsOf(channel), graphemeCount(settings.spoilerText ?? ''));
     this.byChannel.delete(channel.id);
     if (this.byChannel.size >= REMEMBERED_CHANNELS) this.byChannel.delete(this.byChannel.keys().next().value!);
     this.byChannel.set(channel.id, rules);
-    return textPostProblems(item, rules);
+    return [...textPostProblems(item, rules), ...focusProblems(check)];
   }
 
   /**

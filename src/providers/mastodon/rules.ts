@@ -1,3 +1,4 @@
+import type { ErrorDetail } from '../../core/errors.js';
 import type { ContentLimit, SettingsCheck, StoredSettingsOf, SettingsOf } from '../provider-adapter.js';
 import { graphemeCount, textPostProblems, type TextNetworkLimits } from '../text-rules.js';
 import { MASTODON_DEFAULT_LIMITS, type InstanceLimits } from './instance.js';
@@ -46,10 +47,24 @@ export const MASTODON_ALT_TEXT_MAX = 1500;
 export const MASTODON_MAX_PARTS = 25;
 
 /** A status: the content warning counts toward the instance's limit with the text. */
-export const mastodonProblems = ({ item, settings }: SettingsCheck<'mastodon'>) =>
-  Promise.resolve(
-    textPostProblems(item, mastodonRules(MASTODON_DEFAULT_LIMITS, graphemeCount(settings.spoilerText ?? ''))),
-  );
+export const mastodonProblems = (check: SettingsCheck<'mastodon'>) =>
+  Promise.resolve([
+    ...textPostProblems(
+      check.item,
+      mastodonRules(MASTODON_DEFAULT_LIMITS, graphemeCount(check.settings.spoilerText ?? '')),
+    ),
+    ...focusProblems(check),
+  ]);
+
+/** The focal points name media of the post, its own or its thread's parts'. */
+export function focusProblems({ settings, mediaIds, path }: SettingsCheck<'mastodon'>): ErrorDetail[] {
+  return Object.keys(settings.focus ?? {})
+    .filter((id) => !mediaIds.includes(id))
+    .map((id) => ({
+      path: `${path}.focus.${id}`,
+      message: `${id} is not among the media of the post or of its thread's parts.`,
+    }));
+}
 
 export const mastodonDefaults = (settings: SettingsOf<'mastodon'>): StoredSettingsOf<'mastodon'> => ({
   ...settings,
