@@ -26,17 +26,24 @@ export class MastodonInstanceRules {
     private readonly keyring: Keyring,
   ) {}
 
+  /** The channel's instance's limit of a status, as that instance counts it (a page counts along by it). */
+  async contentLimit(channel: Channel): Promise<TextNetworkLimits['content']> {
+    const limits = await this.limitsOf(channel);
+    return {
+      ...MASTODON_LIMITS.content,
+      max: limits.maxCharacters,
+      count: (text) => mastodonLength(text, limits.charactersReservedPerUrl),
+    };
+  }
+
   async settingsProblems({ item, channel, settings }: SettingsCheck<'mastodon'>): Promise<ErrorDetail[]> {
     const limits = await this.limitsOf(channel);
+    const content = await this.contentLimit(channel);
     // Every status of the post carries the content warning: it counts toward each part's limit.
     const spoiler = graphemeCount(settings.spoilerText ?? '');
     const rules: TextNetworkLimits = {
       ...MASTODON_LIMITS,
-      content: {
-        ...MASTODON_LIMITS.content,
-        max: limits.maxCharacters - spoiler,
-        count: (text) => mastodonLength(text, limits.charactersReservedPerUrl),
-      },
+      content: { ...content, max: content.max - spoiler },
       maxImages: limits.maxMediaAttachments,
     };
     this.byChannel.delete(channel.id);
