@@ -31,7 +31,7 @@ describeInChromium('a thread written in the composer, in Chromium', () => {
   let org: TestOrganization;
   let browser: BrowserWithPage;
   let page: Page;
-  const channels = { sandbox: '', x: '' };
+  const channels = { sandbox: '', x: '', youtube: '' };
 
   beforeAll(async () => {
     fs.writeFileSync(PICTURE, png(120, 80, [200, 40, 40, 255]));
@@ -41,6 +41,7 @@ describeInChromium('a thread written in the composer, in Chromium', () => {
     org = await createOrganization(server.ctx.db, 'Thread Studio');
     channels.sandbox = (await createChannel(server.ctx.db, org.id, 'sandbox', 'Thread sandbox')).id;
     channels.x = (await createChannel(server.ctx.db, org.id, 'x', 'Thread X')).id;
+    channels.youtube = (await createChannel(server.ctx.db, org.id, 'youtube', 'Thread YouTube')).id;
     browser = await openBrowser();
     page = browser.page;
   }, 2 * TIMEOUTS.hook);
@@ -85,7 +86,15 @@ describeInChromium('a thread written in the composer, in Chromium', () => {
     const media = page.locator('input[name="media"]').first();
     expect(await media.isChecked()).toBe(true);
     const mediaId = await media.inputValue();
-    await page.getByLabel('Alternative text of thread-picture.png', { exact: true }).fill('A red rectangle');
+    const altText = page.getByLabel('Alternative text of thread-picture.png', { exact: true });
+    await altText.fill('A red rectangle');
+    // YouTube takes no alternative text: with it alone chosen, the field is not offered.
+    await page.getByRole('checkbox', { name: 'Thread sandbox' }).uncheck();
+    await page.getByRole('checkbox', { name: 'Thread YouTube' }).check();
+    expect(await altText.isVisible()).toBe(false);
+    await page.getByRole('checkbox', { name: 'Thread YouTube' }).uncheck();
+    await page.getByRole('checkbox', { name: 'Thread sandbox' }).check();
+    expect(await altText.isVisible()).toBe(true);
     // The image is offered in the other parts too, without its field until it is chosen there.
 
     // The second and third parts, each its own text, counted on its own.
@@ -146,5 +155,26 @@ describeInChromium('a thread written in the composer, in Chromium', () => {
     }
     expect(await page.getByRole('link', { name: 'the next post of the thread' }).count()).toBe(0);
     expect(new URL(page.url()).href).toBe(post.thread[1]!.releaseUrl);
+  });
+
+  it('schedules when Enter is pressed in a field, though the parts’ buttons come before Schedule', async () => {
+    await page.goto(`${server.baseUrl}/compose`);
+    await page.getByRole('checkbox', { name: 'Thread sandbox' }).check();
+    await page.getByLabel('Text', { exact: true }).fill('Entered');
+    await page.getByRole('button', { name: 'Add to thread' }).click();
+    await page.getByLabel('Text of part 2', { exact: true }).fill('And its reply');
+    await page.getByLabel('Time', { exact: true }).fill('23:30');
+    await page.getByLabel('Time', { exact: true }).press('Enter');
+    await expect.poll(() => page.getByRole('status').first().textContent(), PAGE_WAIT).toBe('The post is created.');
+    const post = await server.ctx.db
+      .selectFrom('posts')
+      .selectAll()
+      .where('id', '=', pathOf(page).split('/')[2]!)
+      .executeTakeFirstOrThrow();
+    expect([post.status, post.content, post.thread.map((part) => part.content)]).toEqual([
+      'scheduled',
+      'Entered',
+      ['And its reply'],
+    ]);
   });
 });
