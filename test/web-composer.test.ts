@@ -613,6 +613,56 @@ describe('threads, media per part and alternative texts for the text networks', 
     );
   });
 
+  it('sends each text network’s settings as chosen, shows them again to edit, and refuses with the contract’s words', async () => {
+    const html = await (await browser.get('/compose')).text();
+    // Every choice starts at the network's default.
+    expect(html).toContain('<option value="public" selected>Everyone, in public timelines</option>');
+    expect(html).toContain('<option value="everyone" selected>Everyone</option>');
+    expect(html).toMatch(new RegExp(`name="settings\\.${text.bluesky}\\.linkCard" value="yes" checked>`));
+    const fields = {
+      channel: [text.mastodon, text.x, text.bluesky],
+      content: 'Settings for every network',
+      [`settings.${text.mastodon}.visibility`]: 'unlisted',
+      [`settings.${text.mastodon}.spoilerText`]: 'Spoilers',
+      [`settings.${text.mastodon}.sensitive`]: 'on',
+      [`settings.${text.mastodon}.language`]: 'en',
+      [`settings.${text.x}.replySettings`]: 'following',
+      [`settings.${text.bluesky}.languages`]: 'en, pt-BR',
+      [`settings.${text.bluesky}.linkCard`]: 'no',
+      date: '2030-03-27',
+      time: '12:00',
+      action: 'schedule',
+    };
+    const created = await compose(fields);
+    expect(created.status).toBe(303);
+    const posts = await postsAt('2030-03-27T11:00:00.000Z');
+    const settingsOf = (channelId: string) => posts.find((post) => post.channelId === channelId)!.settings;
+    expect(settingsOf(text.mastodon)).toEqual({
+      __type: 'mastodon',
+      visibility: 'unlisted',
+      spoilerText: 'Spoilers',
+      sensitive: true,
+      language: 'en',
+    });
+    expect(settingsOf(text.x)).toEqual({ __type: 'x', replySettings: 'following' });
+    expect(settingsOf(text.bluesky)).toEqual({ __type: 'bluesky', languages: ['en', 'pt-BR'], linkCard: false });
+
+    const bluesky = posts.find((post) => post.channelId === text.bluesky)!;
+    const edit = await (await browser.get(`/posts/${bluesky.id}/edit`)).text();
+    expect(inputValue(edit, `settings.${text.bluesky}.languages`)).toBe('en, pt-BR');
+    expect(edit).toMatch(new RegExp(`name="settings\\.${text.bluesky}\\.linkCard" value="no" checked>`));
+    const mastodonEdit = await (
+      await browser.get(`/posts/${posts.find((post) => post.channelId === text.mastodon)!.id}/edit`)
+    ).text();
+    expect(mastodonEdit).toContain('<option value="unlisted" selected>');
+    expect(inputValue(mastodonEdit, `settings.${text.mastodon}.spoilerText`)).toBe('Spoilers');
+    expect(mastodonEdit).toMatch(new RegExp(`id="settings-${text.mastodon}-sensitive" [^>]*checked>`));
+
+    const refused = await compose({ ...fields, [`settings.${text.bluesky}.languages`]: 'English' });
+    expect(refused.status).toBe(400);
+    expect(fieldError(await refused.text(), `settings-${text.bluesky}-languages`)).toMatch(/^must match pattern/);
+  });
+
   it('edits a thread: its parts are shown, and the parts already published are kept as they went out', async () => {
     const image = await insertMedia(server.ctx.db, org.id, 'image');
     const created = await publicApi(server, org.auth).POST('/public/v1/posts', {

@@ -97,10 +97,7 @@ export function settingsFrom(
   const chosen = <T extends string>(name: string) => (fields[name] ? { [name]: fields[name] as T } : {});
   switch (channel.provider) {
     case 'youtube': {
-      const tags = (fields.tags ?? '')
-        .split(',')
-        .map((tag) => tag.trim())
-        .filter(Boolean);
+      const tags = listed(fields.tags);
       return {
         __type: 'youtube',
         title: fields.title ?? '',
@@ -126,10 +123,35 @@ export function settingsFrom(
         brandOrganicToggle: ticked('brandOrganicToggle'),
         isAiGenerated: ticked('isAiGenerated'),
       } as ProviderSettings;
+    case 'mastodon':
+      return {
+        __type: 'mastodon',
+        ...chosen('visibility'),
+        ...(fields.spoilerText ? { spoilerText: fields.spoilerText } : {}),
+        sensitive: ticked('sensitive'),
+        ...chosen('language'),
+      };
+    case 'x':
+      return { __type: 'x', ...chosen('replySettings') };
+    case 'bluesky': {
+      const languages = listed(fields.languages);
+      return {
+        __type: 'bluesky',
+        ...(languages.length > 0 ? { languages } : {}),
+        ...(fields.linkCard === 'yes' ? { linkCard: true } : fields.linkCard === 'no' ? { linkCard: false } : {}),
+      };
+    }
     default:
       return undefined;
   }
 }
+
+/** The items of a field that lists them separated by commas (tags, languages). */
+const listed = (field: string | undefined): string[] =>
+  (field ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
 
 /**
  * The parts of a post already on the network, in order: its own once published, then its thread's
@@ -176,11 +198,25 @@ export function partInput(part: PartValues, takesAltText: boolean): PartInput {
 export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, string> {
   const settings = (post.settings ?? {}) as Record<string, unknown>;
   const fields: Record<string, string> = {};
-  for (const name of ['title', 'description', 'privacyStatus', 'postMode', 'privacyLevel']) {
+  for (const name of [
+    'title',
+    'description',
+    'privacyStatus',
+    'postMode',
+    'privacyLevel',
+    'visibility',
+    'spoilerText',
+    'language',
+    'replySettings',
+  ]) {
     if (typeof settings[name] === 'string') fields[name] = settings[name];
   }
-  if (typeof settings.madeForKids === 'boolean') fields.madeForKids = settings.madeForKids ? 'yes' : 'no';
-  if (Array.isArray(settings.tags)) fields.tags = settings.tags.join(', ');
+  for (const name of ['madeForKids', 'linkCard'])
+    if (typeof settings[name] === 'boolean') fields[name] = settings[name] ? 'yes' : 'no';
+  for (const name of ['tags', 'languages']) {
+    const list = settings[name];
+    if (Array.isArray(list)) fields[name] = list.join(', ');
+  }
   for (const [field, setting] of [
     ['allowComment', 'disableComment'],
     ['allowDuet', 'disableDuet'],
@@ -188,7 +224,7 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
   ] as const) {
     if (settings[setting] === false) fields[field] = 'on';
   }
-  for (const name of ['brandContentToggle', 'brandOrganicToggle', 'isAiGenerated'])
+  for (const name of ['brandContentToggle', 'brandOrganicToggle', 'isAiGenerated', 'sensitive'])
     if (settings[name] === true) fields[name] = 'on';
   return fields;
 }
@@ -213,6 +249,13 @@ const FIELD_LABELS: Record<string, string> = {
   disableStitch: 'TikTok stitches',
   brandContentToggle: 'Paid partnership',
   brandOrganicToggle: 'Own business',
+  visibility: 'Mastodon visibility',
+  spoilerText: 'Content warning',
+  sensitive: 'Sensitive media',
+  language: 'Mastodon language',
+  replySettings: 'Who can reply on X',
+  languages: 'Bluesky languages',
+  linkCard: 'Link card',
 };
 
 /** The id of a part's field on the page: `content`, `media`, `alt-<media id>` for the post's own part. */
