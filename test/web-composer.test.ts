@@ -663,6 +663,28 @@ describe('threads, media per part and alternative texts for the text networks', 
     expect(fieldError(await refused.text(), `settings-${text.bluesky}-languages`)).toMatch(/^must match pattern/);
   });
 
+  it('keeps the alternative text of an image older than the media the composer lists', async () => {
+    const old = await insertMedia(server.ctx.db, org.id, 'image');
+    const created = await publicApi(server, org.auth).POST('/public/v1/posts', {
+      body: {
+        type: 'draft',
+        posts: [{ channelId: channels.sandbox, content: 'Old picture', mediaIds: [old], altTexts: { [old]: 'Old' } }],
+      },
+    });
+    const post = created.data!.data[0]!;
+    // The composer lists the newest 60 media: these push the post's image out of the list.
+    for (let i = 0; i < 60; i++) await insertMedia(server.ctx.db, org.id, 'image');
+    const form = await (await browser.get(`/posts/${post.id}/edit`)).text();
+    expect(form).toContain(`<code>${old}</code>`);
+    expect(form).toContain(`<textarea id="alt-${old}" name="alt.${old}" rows="2">Old</textarea>`);
+    const saved = await compose(
+      { content: 'Old picture, new words', media: old, [`alt.${old}`]: 'Old', action: 'draft' },
+      `/posts/${post.id}/edit`,
+    );
+    expect(saved.status).toBe(303);
+    expect(await readPost(post.id)).toMatchObject({ content: 'Old picture, new words', altTexts: { [old]: 'Old' } });
+  });
+
   it('edits a thread: its parts are shown, and the parts already published are kept as they went out', async () => {
     const image = await insertMedia(server.ctx.db, org.id, 'image');
     const created = await publicApi(server, org.auth).POST('/public/v1/posts', {
