@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bodyOf, errorOf, publicApi, type Schemas } from './support/api.js';
 import { BrowserSession, decodeEntities, inputValue } from './support/browser-session.js';
-import { createChannel, createOrganization, insertMedia, type TestOrganization } from './support/fixtures.js';
+import { startFakeMastodon, type FakeMastodon } from './support/fake-mastodon.js';
+import {
+  createChannel,
+  createMastodonChannel,
+  createOrganization,
+  insertMedia,
+  type TestOrganization,
+} from './support/fixtures.js';
 import { png } from './support/media-samples.js';
 import { FakeTikTok, POSTS_TEST_ENV, send } from './support/posts.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -9,6 +16,7 @@ import { startTestServer, type TestServer } from './support/server.js';
 let server: TestServer;
 let org: TestOrganization;
 let browser: BrowserSession;
+let mastodon: FakeMastodon;
 const tiktok = new FakeTikTok();
 const channels = { sandbox: '', youtube: '', tiktok: '', closed: '' };
 
@@ -16,7 +24,13 @@ const channels = { sandbox: '', youtube: '', tiktok: '', closed: '' };
 const NOW = '2030-03-13T12:00:00.000Z';
 
 beforeAll(async () => {
-  server = await startTestServer({ env: POSTS_TEST_ENV, providers: { tiktok: { creatorInfo: tiktok } } });
+  // An instance whose admin changed Mastodon's limits: its channels are counted by its own.
+  mastodon = await startFakeMastodon({ limits: { maxCharacters: 1000, charactersReservedPerUrl: 30 } });
+  server = await startTestServer({
+    // The fake Mastodon is on loopback: allowed as an operator allows a range of their network.
+    env: { ...POSTS_TEST_ENV, MEDIA_FETCH_ALLOW_RANGES: '127.0.0.1/32' },
+    providers: { tiktok: { creatorInfo: tiktok } },
+  });
   server.setNow(NOW);
   org = await createOrganization(server.ctx.db, 'Composer Studio');
   channels.sandbox = (await createChannel(server.ctx.db, org.id, 'sandbox', 'Studio sandbox')).id;
@@ -33,7 +47,10 @@ beforeAll(async () => {
   await browser.logIn(org.email, org.password);
   await browser.get('/calendar?tz=Europe/Paris');
 });
-afterAll(() => server?.close());
+afterAll(async () => {
+  await server?.close();
+  await mastodon?.close();
+});
 
 /** Loads the composer (or an edit form) and sends it with its own token and key, and the given fields. */
 async function compose(fields: Record<string, string | string[]>, path = '/compose', action = path): Promise<Response> {
@@ -381,6 +398,376 @@ describe('the composer', () => {
     });
     const theirs = created.data!.data[0]!;
     expect((await browser.get(`/posts/${theirs.id}/edit`)).status).toBe(404);
+  });
+});
+
+describe('threads, media per part and alternative texts for the text networks', () => {
+  const text = { x: '', bluesky: '', mastodon: '' };
+
+  beforeAll(async () => {
+    text.x = (await createChannel(server.ctx.db, org.id, 'x', 'Studio X')).id;
+    text.bluesky = (await createChannel(server.ctx.db, org.id, 'bluesky', 'Studio Bluesky')).id;
+    text.mastodon = (
+      await createMastodonChannel(server.ctx.db, server.ctx.keyring, org.id, mastodon.url, 'Studio Mastodon')
+    ).id;
+  });
+
+  /** The token of a composer page, for its script's requests. */
+  async function pageToken(): Promise<string> {
+    return inputValue(await (await browser.get('/compose')).text(), 'csrf_token')!;
+  }
+
+  it('counts every part as its network counts it: Bluesky’s graphemes, X’s weighted length, the Mastodon instance’s own limit', async () => {
+    const html = await (await browser.get('/compose')).text();
+    expect(html).toContain(`data-count-for="x" data-max="280" data-unit="weighted" data-channels="${text.x}"`);
+    expect(html).toContain(
+      `data-count-for="bluesky" data-max="300" data-unit="graphemes" data-channels="${text.bluesky}"`,
+    );
+    // The instance's /api/v2/instance says 1000, not Mastodon's 500.
+    expect(html).toContain(
+      `data-count-for="mastodon-${text.mastodon}" data-max="1000" data-unit="graphemes" data-channels="${text.mastodon}"`,
+    );
+    expect(decodeEntities(html)).toContain('Mastodon status on Studio Mastodon: <span class="count">0</span> of 1000');
+
+    // The page's script asks the server, which counts by the same rules as the API's checks.
+    const url = 'https://example.com/a/very/long/path/indeed';
+    const answer = await browser.request('/compose/counts', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': await pageToken() },
+      body: JSON.stringify({ texts: [`Look ${url} 👍🏽`, '日本語'] }),
+    });
+    expect(answer.status).toBe(200);
+    const { counts } = await bodyOf<{ counts: Record<string, number[]> }>(answer);
+    // X: a URL weighs 23 whatever its length, an emoji and a CJK character 2.
+    expect(counts.x).toEqual([5 + 23 + 1 + 2, 6]);
+    // Bluesky: what a reader sees as characters; the thumb with its skin tone is one.
+    expect(counts.bluesky).toEqual([5 + url.length + 1 + 1, 3]);
+    // This instance counts a URL as 30 characters.
+    expect(counts[`mastodon-${text.mastodon}`]).toEqual([5 + 30 + 1 + 1, 3]);
+    expect(counts.youtube).toEqual([Buffer.byteLength(`Look ${url} 👍🏽`), 9]);
+
+    const refused = await browser.request('/compose/counts', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': await pageToken() },
+      body: JSON.stringify({ texts: 'not a list' }),
+    });
+    expect(refused.status).toBe(400);
+    const forged = await browser.request('/compose/counts', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ texts: [] }),
+    });
+    expect(forged.status).toBe(403);
+  });
+
+  it('adds parts to the thread and removes them without a script, keeping what was typed', async () => {
+    const added = await compose({ channel: text.x, content: 'First', action: 'add-part' });
+    expect(added.status).toBe(200);
+    let html = await added.text();
+    expect(html).toMatch(/<textarea id="content"[^>]*>First<\/textarea>/);
+    // The new part's text, where the page starts, with its own counts.
+    expect(html).toMatch(/<textarea id="thread-0-content" name="thread\.0\.content"[^>]* autofocus[^>]*><\/textarea>/);
+    expect(html).toContain('id="thread-0-content-counts"');
+    expect(html).toContain(
+      '<button type="submit" name="action" value="remove-part-1" class="secondary">Remove part 2</button>',
+    );
+
+    const three = await compose({
+      channel: text.x,
+      content: 'First',
+      'thread.0.content': 'Second',
+      'thread.1.content': `Third ${'x'.repeat(300)}`,
+      action: 'remove-part-1',
+    });
+    html = await three.text();
+    expect(html).toMatch(/<textarea id="thread-0-content"[^>]*>Third x+<\/textarea>/);
+    expect(html).not.toContain('id="thread-1-content"');
+    // Counted on the server too: the third part, now the second, is over X's 280.
+    expect(html).toMatch(
+      /id="thread-0-content-counts">\s*<li data-count-for="sandbox"[^>]*>[^<]*<span class="count">306<\/span>/,
+    );
+    expect(html).toMatch(/<li data-count-for="x" [^>]* class="over">X post: <span class="count">306<\/span>/);
+  });
+
+  it('sends the parts as the post’s thread, each with its media and their alternative texts', async () => {
+    const [first, second, unchosen] = [
+      await insertMedia(server.ctx.db, org.id, 'image'),
+      await insertMedia(server.ctx.db, org.id, 'image'),
+      await insertMedia(server.ctx.db, org.id, 'image'),
+    ];
+    const form = await (await browser.get('/compose')).text();
+    // Every image of the library can be given an alternative text, in every part.
+    expect(form).toContain(`<textarea id="alt-${first}" name="alt.${first}" rows="2"></textarea>`);
+    const created = await compose({
+      channel: [channels.sandbox, text.mastodon],
+      content: 'A thread, part one',
+      media: first,
+      [`alt.${first}`]: 'A red square on white',
+      // Typed for an image that is not chosen: not sent.
+      [`alt.${unchosen}`]: 'Never chosen',
+      'thread.0.content': 'Part two',
+      'thread.0.media': second,
+      [`thread.0.alt.${second}`]: 'A blue circle',
+      'thread.1.content': 'Part three',
+      date: '2030-03-27',
+      time: '09:00',
+      action: 'schedule',
+    });
+    expect(created.status).toBe(303);
+    const posts = await postsAt('2030-03-27T08:00:00.000Z');
+    expect(posts.map((post) => post.channelId).sort()).toEqual([channels.sandbox, text.mastodon].sort());
+    for (const post of posts) {
+      expect(post).toMatchObject({
+        content: 'A thread, part one',
+        mediaIds: [first],
+        altTexts: { [first]: 'A red square on white' },
+        thread: [
+          { content: 'Part two', mediaIds: [second], altTexts: { [second]: 'A blue circle' }, releaseId: null },
+          { content: 'Part three', mediaIds: [], altTexts: {}, releaseId: null },
+        ],
+      });
+    }
+  });
+
+  it('sends no alternative text to a network that takes none (the API would refuse it)', async () => {
+    const video = await insertMedia(server.ctx.db, org.id, 'video', 30_000);
+    const post = await postOf(
+      await compose({
+        channel: channels.youtube,
+        content: 'A video',
+        media: video,
+        [`alt.${video}`]: 'What the video shows',
+        [`settings.${channels.youtube}.title`]: 'A video',
+        [`settings.${channels.youtube}.privacyStatus`]: 'public',
+        [`settings.${channels.youtube}.madeForKids`]: 'no',
+        date: '2030-03-27',
+        time: '10:00',
+        action: 'schedule',
+      }),
+    );
+    expect([post.mediaIds, post.altTexts]).toEqual([[video], {}]);
+    // Its edit form offers no such field.
+    const edit = await (await browser.get(`/posts/${post.id}/edit`)).text();
+    expect(edit).not.toContain('name="alt.');
+  });
+
+  it('shows the API’s complaints next to the part and the field they name', async () => {
+    const image = await insertMedia(server.ctx.db, org.id, 'image');
+    const fields = {
+      channel: [text.x, channels.youtube],
+      content: 'Fine',
+      media: image,
+      [`alt.${image}`]: 'a'.repeat(1001),
+      'thread.0.content': `Far too long ${'y'.repeat(280)}`,
+      'thread.1.content': '',
+      [`settings.${channels.youtube}.title`]: 'Title',
+      [`settings.${channels.youtube}.privacyStatus`]: 'public',
+      [`settings.${channels.youtube}.madeForKids`]: 'no',
+      date: '2030-03-27',
+      time: '11:00',
+      action: 'schedule',
+    };
+    const refused = await compose(fields);
+    expect(refused.status).toBe(422);
+    const html = await refused.text();
+    const thread = [
+      { content: `Far too long ${'y'.repeat(280)}`, mediaIds: [] },
+      { content: '', mediaIds: [] },
+    ];
+    const api = await errorOf(
+      await send(server, org.auth, 'POST', '/public/v1/posts', {
+        type: 'schedule',
+        date: '2030-03-27T10:00:00.000Z',
+        posts: [
+          { channelId: text.x, content: 'Fine', mediaIds: [image], altTexts: { [image]: 'a'.repeat(1001) }, thread },
+          {
+            channelId: channels.youtube,
+            content: 'Fine',
+            mediaIds: [image],
+            settings: { __type: 'youtube', title: 'Title', privacyStatus: 'public', madeForKids: false },
+            thread,
+          },
+        ],
+      }),
+    );
+    const byPath = Object.fromEntries((api.details ?? []).map((d) => [d.path, d.message]));
+    expect(Object.keys(byPath)).toEqual(
+      expect.arrayContaining([
+        'posts[0].thread[0].content',
+        'posts[0].thread[1].content',
+        `posts[0].altTexts.${image}`,
+        'posts[1].thread',
+      ]),
+    );
+    expect(fieldError(html, 'thread-0-content')).toBe(`Studio X: ${byPath['posts[0].thread[0].content']}`);
+    expect(fieldError(html, 'thread-1-content')).toBe(`Studio X: ${byPath['posts[0].thread[1].content']}`);
+    expect(fieldError(html, `alt-${image}`)).toBe(`Studio X: ${byPath[`posts[0].altTexts.${image}`]}`);
+    expect(fieldError(html, 'thread')).toBe(`Studio YouTube: ${byPath['posts[1].thread']}`);
+    expect(decodeEntities(html)).toContain(
+      `<a href="#thread-0-content">Part 2: Text: Studio X: ${byPath['posts[0].thread[0].content']}`,
+    );
+    // What was typed is kept, each part in its place.
+    expect(html).toMatch(/<textarea id="thread-0-content"[^>]*>Far too long y+<\/textarea>/);
+    expect(html).toContain(
+      `name="alt.${image}" rows="2" aria-invalid="true" aria-describedby="alt-${image}-error">aaaa`,
+    );
+  });
+
+  it('sends each text network’s settings as chosen, shows them again to edit, and refuses with the contract’s words', async () => {
+    const html = await (await browser.get('/compose')).text();
+    // Every choice starts at the network's default.
+    expect(html).toContain('<option value="public" selected>Everyone, in public timelines</option>');
+    expect(html).toContain('<option value="everyone" selected>Everyone</option>');
+    expect(html).toMatch(new RegExp(`name="settings\\.${text.bluesky}\\.linkCard" value="yes" checked>`));
+    const fields = {
+      channel: [text.mastodon, text.x, text.bluesky],
+      content: 'Settings for every network',
+      [`settings.${text.mastodon}.visibility`]: 'unlisted',
+      [`settings.${text.mastodon}.spoilerText`]: 'Spoilers',
+      [`settings.${text.mastodon}.sensitive`]: 'on',
+      [`settings.${text.mastodon}.language`]: 'en',
+      [`settings.${text.x}.replySettings`]: 'following',
+      [`settings.${text.bluesky}.languages`]: 'en, pt-BR',
+      [`settings.${text.bluesky}.linkCard`]: 'no',
+      date: '2030-03-27',
+      time: '12:00',
+      action: 'schedule',
+    };
+    const created = await compose(fields);
+    expect(created.status).toBe(303);
+    const posts = await postsAt('2030-03-27T11:00:00.000Z');
+    const settingsOf = (channelId: string) => posts.find((post) => post.channelId === channelId)!.settings;
+    expect(settingsOf(text.mastodon)).toEqual({
+      __type: 'mastodon',
+      visibility: 'unlisted',
+      spoilerText: 'Spoilers',
+      sensitive: true,
+      language: 'en',
+    });
+    expect(settingsOf(text.x)).toEqual({ __type: 'x', replySettings: 'following' });
+    expect(settingsOf(text.bluesky)).toEqual({ __type: 'bluesky', languages: ['en', 'pt-BR'], linkCard: false });
+
+    const bluesky = posts.find((post) => post.channelId === text.bluesky)!;
+    const edit = await (await browser.get(`/posts/${bluesky.id}/edit`)).text();
+    expect(inputValue(edit, `settings.${text.bluesky}.languages`)).toBe('en, pt-BR');
+    expect(edit).toMatch(new RegExp(`name="settings\\.${text.bluesky}\\.linkCard" value="no" checked>`));
+    const mastodonEdit = await (
+      await browser.get(`/posts/${posts.find((post) => post.channelId === text.mastodon)!.id}/edit`)
+    ).text();
+    expect(mastodonEdit).toContain('<option value="unlisted" selected>');
+    expect(inputValue(mastodonEdit, `settings.${text.mastodon}.spoilerText`)).toBe('Spoilers');
+    expect(mastodonEdit).toMatch(new RegExp(`id="settings-${text.mastodon}-sensitive" [^>]*checked>`));
+
+    const refused = await compose({ ...fields, [`settings.${text.bluesky}.languages`]: 'English' });
+    expect(refused.status).toBe(400);
+    expect(fieldError(await refused.text(), `settings-${text.bluesky}-languages`)).toMatch(/^must match pattern/);
+  });
+
+  it('keeps the alternative text of an image older than the media the composer lists', async () => {
+    const old = await insertMedia(server.ctx.db, org.id, 'image');
+    const created = await publicApi(server, org.auth).POST('/public/v1/posts', {
+      body: {
+        type: 'draft',
+        posts: [{ channelId: channels.sandbox, content: 'Old picture', mediaIds: [old], altTexts: { [old]: 'Old' } }],
+      },
+    });
+    const post = created.data!.data[0]!;
+    // The composer lists the newest 60 media: these push the post's image out of the list.
+    for (let i = 0; i < 60; i++) await insertMedia(server.ctx.db, org.id, 'image');
+    const form = await (await browser.get(`/posts/${post.id}/edit`)).text();
+    expect(form).toContain(`<code>${old}</code>`);
+    expect(form).toContain(`<textarea id="alt-${old}" name="alt.${old}" rows="2">Old</textarea>`);
+    const saved = await compose(
+      { content: 'Old picture, new words', media: old, [`alt.${old}`]: 'Old', action: 'draft' },
+      `/posts/${post.id}/edit`,
+    );
+    expect(saved.status).toBe(303);
+    expect(await readPost(post.id)).toMatchObject({ content: 'Old picture, new words', altTexts: { [old]: 'Old' } });
+  });
+
+  it('edits a thread: its parts are shown, and the parts already published are kept as they went out', async () => {
+    const image = await insertMedia(server.ctx.db, org.id, 'image');
+    const created = await publicApi(server, org.auth).POST('/public/v1/posts', {
+      body: {
+        type: 'schedule',
+        date: '2030-03-28T09:00:00.000Z',
+        posts: [
+          {
+            channelId: channels.sandbox,
+            content: 'One',
+            thread: [
+              { content: 'Two', mediaIds: [image], altTexts: { [image]: 'A green square' } },
+              { content: 'Three' },
+            ],
+          },
+        ],
+      },
+    });
+    const post = created.data!.data[0]!;
+    const form = await (await browser.get(`/posts/${post.id}/edit`)).text();
+    expect(form).toMatch(/<textarea id="content"[^>]*>One<\/textarea>/);
+    expect(form).toMatch(/<textarea id="thread-0-content" name="thread\.0\.content"[^>]*>Two<\/textarea>/);
+    expect(form).toMatch(/<textarea id="thread-1-content" name="thread\.1\.content"[^>]*>Three<\/textarea>/);
+    expect(form).toMatch(new RegExp(`name="thread\\.0\\.media" value="${image}" checked>`));
+    expect(form).toContain(`name="thread.0.alt.${image}" rows="2">A green square</textarea>`);
+
+    // The first two parts went out, then the third failed.
+    const stored = await server.ctx.db
+      .selectFrom('posts')
+      .select('thread')
+      .where('id', '=', post.id)
+      .executeTakeFirstOrThrow();
+    await server.ctx.db
+      .updateTable('posts')
+      .set({
+        status: 'failed',
+        release_id: 'one',
+        release_url: 'https://sandbox.example/one',
+        error_code: 'rejected_by_network',
+        error_message: 'Part 3 was refused.',
+        thread: JSON.stringify([
+          { ...stored.thread[0]!, releaseId: 'two', releaseUrl: 'https://sandbox.example/two' },
+          stored.thread[1]!,
+        ]),
+      })
+      .where('id', '=', post.id)
+      .execute();
+    const failed = await (await browser.get(`/posts/${post.id}/edit`)).text();
+    // Published: shown, with no field to change them, and not removable.
+    expect(failed).not.toContain('id="content"');
+    expect(failed).not.toContain('id="thread-0-content"');
+    expect(failed).not.toContain('value="remove-part-1"');
+    expect(failed).toContain('<a href="https://sandbox.example/two">see it</a>');
+    expect(failed).toMatch(/<textarea id="thread-1-content" name="thread\.1\.content"[^>]*>Three<\/textarea>/);
+
+    // Fields for the published parts, sent anyway, change nothing; the part after them changes.
+    const saved = await compose(
+      {
+        content: 'Changed after the fact',
+        'thread.0.content': 'Changed too',
+        'thread.1.content': 'Three, better',
+        date: '2030-03-29',
+        time: '10:00',
+        action: 'draft',
+      },
+      `/posts/${post.id}/edit`,
+    );
+    expect(saved.status, await saved.clone().text()).toBe(303);
+    const edited = await readPost(post.id);
+    expect(edited).toMatchObject({
+      content: 'One',
+      status: 'draft',
+      thread: [
+        { content: 'Two', mediaIds: [image], altTexts: { [image]: 'A green square' }, releaseId: 'two' },
+        { content: 'Three, better', releaseId: null },
+      ],
+    });
+    // Removing a published part is not the form's to do: the thread stays whole.
+    const removed = await compose(
+      { 'thread.1.content': 'Three, better', action: 'remove-part-1' },
+      `/posts/${post.id}/edit`,
+    );
+    expect(await removed.text()).toMatch(/<textarea id="thread-1-content"[^>]*>Three, better<\/textarea>/);
   });
 });
 

@@ -142,6 +142,11 @@ export interface ProviderAdapter<P extends Provider = Provider> {
   readonly needsSettings: boolean;
   /** The network's own limit of a post's text, when it has one below the contract's. */
   readonly contentLimit?: ContentLimit;
+  /**
+   * The limit of a post's text on one channel, where the account's own server sets it (a Mastodon
+   * instance's): what the rules check that channel's posts by. Absent: `contentLimit` for every channel.
+   */
+  channelContentLimit?(channel: Channel): Promise<ContentLimit>;
   /** How the network takes threads (parts published as replies); absent on a network without replies. */
   readonly thread?: ThreadRules;
   /** The longest alternative text of an image the network takes; absent on a network without any. */

@@ -6,16 +6,26 @@ import type { PostRow } from '../posts/post-body.js';
 
 type ProviderSettings = components['schemas']['ProviderSettings'];
 
+/** One part of a post as the form holds it: the post's own, or one of its thread's. */
+export interface PartValues {
+  content: string;
+  media: string[];
+  /** The alternative text typed for each image, by media id; images left without one are absent. */
+  altTexts: Record<string, string>;
+}
+
 /** What the composer's form holds, as typed: the page shows it back as it was when something is refused. */
 export interface ComposerValues {
   channels: string[];
-  content: string;
-  media: string[];
+  /** The post's own part first, then the parts of its thread, in order. */
+  parts: PartValues[];
   date: string;
   time: string;
   /** Each channel's settings fields by name (`title`, `privacyLevel`, `allowComment`…), as the form sent them. */
   settings: Record<string, Record<string, string>>;
 }
+
+export const emptyPart = (): PartValues => ({ content: '', media: [], altTexts: {} });
 
 /** Every value of a repeatable form field (checkboxes). */
 function fieldValues(req: Request, name: string): string[] {
@@ -27,18 +37,48 @@ function fieldValues(req: Request, name: string): string[] {
 const text = (req: Request, name: string): string => fieldValues(req, name)[0] ?? '';
 
 const SETTINGS_FIELD = /^settings\.([A-Za-z0-9_-]{1,100})\.([A-Za-z]{1,40})$/;
+// A part of the thread has its fields under `thread.<index>.`; more than the contract's 24 parts would be
+// refused anyway, so a larger index is not one of the form's.
+const THREAD_FIELD = /^thread\.(\d{1,2})\./;
+const ALT_TEXT_FIELD = /^alt\.([A-Za-z0-9_-]{1,100})$/;
 
-export function readComposerForm(req: Request): ComposerValues {
-  const settings: Record<string, Record<string, string>> = {};
+/** The prefix of a part's field names: none for the post's own part, `thread.<i>.` for the thread's. */
+export const partPrefix = (part: number): string => (part === 0 ? '' : `thread.${part - 1}.`);
+
+function readPart(req: Request, part: number): PartValues {
+  const prefix = partPrefix(part);
+  const media = [...new Set(fieldValues(req, `${prefix}media`))];
+  const altTexts: Record<string, string> = {};
   for (const name of Object.keys((req.body as Record<string, unknown> | undefined) ?? {})) {
+    if (!name.startsWith(prefix)) continue;
+    const alt = ALT_TEXT_FIELD.exec(name.slice(prefix.length));
+    const typed = alt ? text(req, name).replace(/\r\n/g, '\n') : '';
+    // An alternative text counts for an image chosen in that part only, as the page shows it.
+    if (alt && typed !== '' && media.includes(alt[1]!)) altTexts[alt[1]!] = typed;
+  }
+  return { content: text(req, `${prefix}content`).replace(/\r\n/g, '\n'), media, altTexts };
+}
+
+/**
+ * The form's fields as typed. `fixed` are the parts that are no longer the form's to change (the
+ * published parts of a thread being edited): they stand first, as they are, and the form has no fields
+ * for them.
+ */
+export function readComposerForm(req: Request, fixed: PartValues[] = []): ComposerValues {
+  const settings: Record<string, Record<string, string>> = {};
+  let threadParts = 0;
+  for (const name of Object.keys((req.body as Record<string, unknown> | undefined) ?? {})) {
+    const thread = THREAD_FIELD.exec(name);
+    if (thread) threadParts = Math.max(threadParts, Number(thread[1]) + 1);
     const match = SETTINGS_FIELD.exec(name);
     if (!match) continue;
     (settings[match[1]!] ??= {})[match[2]!] = text(req, name);
   }
+  const parts = [...fixed];
+  for (let part = fixed.length; part < threadParts + 1; part++) parts.push(readPart(req, part));
   return {
     channels: [...new Set(fieldValues(req, 'channel'))],
-    content: text(req, 'content').replace(/\r\n/g, '\n'),
-    media: [...new Set(fieldValues(req, 'media'))],
+    parts,
     date: text(req, 'date'),
     time: text(req, 'time'),
     settings,
@@ -57,10 +97,7 @@ export function settingsFrom(
   const chosen = <T extends string>(name: string) => (fields[name] ? { [name]: fields[name] as T } : {});
   switch (channel.provider) {
     case 'youtube': {
-      const tags = (fields.tags ?? '')
-        .split(',')
-        .map((tag) => tag.trim())
-        .filter(Boolean);
+      const tags = listed(fields.tags);
       return {
         __type: 'youtube',
         title: fields.title ?? '',
@@ -86,20 +123,100 @@ export function settingsFrom(
         brandOrganicToggle: ticked('brandOrganicToggle'),
         isAiGenerated: ticked('isAiGenerated'),
       } as ProviderSettings;
+    case 'mastodon':
+      return {
+        __type: 'mastodon',
+        ...chosen('visibility'),
+        ...(fields.spoilerText ? { spoilerText: fields.spoilerText } : {}),
+        sensitive: ticked('sensitive'),
+        ...chosen('language'),
+      };
+    case 'x':
+      return { __type: 'x', ...chosen('replySettings') };
+    case 'bluesky': {
+      const languages = listed(fields.languages);
+      return {
+        __type: 'bluesky',
+        ...(languages.length > 0 ? { languages } : {}),
+        ...(fields.linkCard === 'yes' ? { linkCard: true } : fields.linkCard === 'no' ? { linkCard: false } : {}),
+      };
+    }
     default:
       return undefined;
   }
+}
+
+/** The items of a field that lists them separated by commas (tags, languages). */
+const listed = (field: string | undefined): string[] =>
+  (field ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+
+/**
+ * The parts of a post already on the network, in order: its own once published, then its thread's
+ * published parts. An edit sends them as they are (the API refuses to change them, 409).
+ */
+export function publishedParts(
+  post: Pick<PostRow, 'content' | 'media_ids' | 'alt_texts' | 'thread' | 'release_id' | 'release_url'>,
+): (PartValues & { releaseUrl: string | null })[] {
+  if (post.release_id === null) return [];
+  const own = { content: post.content, media: post.media_ids, altTexts: post.alt_texts, releaseUrl: post.release_url };
+  const thread = [];
+  for (const part of post.thread) {
+    if (part.releaseId === null) break;
+    thread.push({
+      content: part.content,
+      media: part.mediaIds,
+      altTexts: part.altTexts ?? {},
+      releaseUrl: part.releaseUrl,
+    });
+  }
+  return [own, ...thread];
+}
+
+/** A stored post's parts as the form's. */
+export function storedParts(post: Pick<PostRow, 'content' | 'media_ids' | 'alt_texts' | 'thread'>): PartValues[] {
+  return [
+    { content: post.content, media: post.media_ids, altTexts: post.alt_texts },
+    ...post.thread.map((part) => ({ content: part.content, media: part.mediaIds, altTexts: part.altTexts ?? {} })),
+  ];
+}
+
+type PartInput = { content: string; mediaIds: string[]; altTexts?: Record<string, string> };
+
+/**
+ * A part as the contract has it. Its alternative texts go only to a network that takes them (the API
+ * refuses them elsewhere), and only when there are some.
+ */
+export function partInput(part: PartValues, takesAltText: boolean): PartInput {
+  const altTexts = takesAltText && Object.keys(part.altTexts).length > 0 ? { altTexts: part.altTexts } : {};
+  return { content: part.content, mediaIds: part.media, ...altTexts };
 }
 
 /** A stored post's settings as the form's fields, for editing it. */
 export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, string> {
   const settings = (post.settings ?? {}) as Record<string, unknown>;
   const fields: Record<string, string> = {};
-  for (const name of ['title', 'description', 'privacyStatus', 'postMode', 'privacyLevel']) {
+  for (const name of [
+    'title',
+    'description',
+    'privacyStatus',
+    'postMode',
+    'privacyLevel',
+    'visibility',
+    'spoilerText',
+    'language',
+    'replySettings',
+  ]) {
     if (typeof settings[name] === 'string') fields[name] = settings[name];
   }
-  if (typeof settings.madeForKids === 'boolean') fields.madeForKids = settings.madeForKids ? 'yes' : 'no';
-  if (Array.isArray(settings.tags)) fields.tags = settings.tags.join(', ');
+  for (const name of ['madeForKids', 'linkCard'])
+    if (typeof settings[name] === 'boolean') fields[name] = settings[name] ? 'yes' : 'no';
+  for (const name of ['tags', 'languages']) {
+    const list = settings[name];
+    if (Array.isArray(list)) fields[name] = list.join(', ');
+  }
   for (const [field, setting] of [
     ['allowComment', 'disableComment'],
     ['allowDuet', 'disableDuet'],
@@ -107,7 +224,7 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
   ] as const) {
     if (settings[setting] === false) fields[field] = 'on';
   }
-  for (const name of ['brandContentToggle', 'brandOrganicToggle', 'isAiGenerated'])
+  for (const name of ['brandContentToggle', 'brandOrganicToggle', 'isAiGenerated', 'sensitive'])
     if (settings[name] === true) fields[name] = 'on';
   return fields;
 }
@@ -116,6 +233,8 @@ const FIELD_LABELS: Record<string, string> = {
   channels: 'Channels',
   content: 'Text',
   media: 'Media',
+  alt: 'Alternative text',
+  thread: 'Thread',
   date: 'Time',
   form: 'The post',
   title: 'YouTube title',
@@ -130,7 +249,17 @@ const FIELD_LABELS: Record<string, string> = {
   disableStitch: 'TikTok stitches',
   brandContentToggle: 'Paid partnership',
   brandOrganicToggle: 'Own business',
+  visibility: 'Mastodon visibility',
+  spoilerText: 'Content warning',
+  sensitive: 'Sensitive media',
+  language: 'Mastodon language',
+  replySettings: 'Who can reply on X',
+  languages: 'Bluesky languages',
+  linkCard: 'Link card',
 };
+
+/** The id of a part's field on the page: `content`, `media`, `alt-<media id>` for the post's own part. */
+export const partFieldId = (part: number, name: string): string => (part === 0 ? name : `thread-${part - 1}-${name}`);
 
 export interface FieldErrors {
   /** By the id of the field, the messages to show next to it. */
@@ -140,9 +269,34 @@ export interface FieldErrors {
 }
 
 /**
+ * Where a path within one post goes on the form, for the fields of a part (its text, its media, the
+ * alternative text of one image) and the thread as a whole: the field's id and its name in the summary.
+ */
+function partField(rest: string): { id: string; label: string } | undefined {
+  const thread = /^thread\[(\d+)\]\.?(.*)$/.exec(rest);
+  const part = thread ? Number(thread[1]) + 1 : 0;
+  const within = thread ? thread[2]! : rest;
+  const named = (id: string, label: string) => ({
+    id: partFieldId(part, id),
+    label: part === 0 ? label : `Part ${part + 1}: ${label}`,
+  });
+  if (thread && within === '') return { id: `thread-${part - 1}`, label: `Part ${part + 1}` };
+  if (!thread && (rest === 'thread' || rest.startsWith('thread.')))
+    return { id: 'thread', label: FIELD_LABELS.thread! };
+  if (within.startsWith('content')) return named('content', FIELD_LABELS.content!);
+  if (within.startsWith('mediaIds')) return named('media', FIELD_LABELS.media!);
+  const alt = /^altTexts\.(.+)$/.exec(within);
+  if (alt) return named(`alt-${alt[1]}`, FIELD_LABELS.alt!);
+  if (within.startsWith('altTexts')) return named('media', FIELD_LABELS.alt!);
+  return undefined;
+}
+
+/**
  * Puts each of the API's `details` next to the field it concerns: `posts[1].settings.title` is the
- * title field of the second channel's settings, `date` the time, `posts[0].mediaIds[2]` the media.
- * In the edit form the paths have no `posts[i]`: they concern the one channel edited.
+ * title field of the second channel's settings, `date` the time, `posts[0].mediaIds[2]` the media,
+ * `posts[0].thread[1].content` the text of the thread's third part, `posts[0].altTexts.med_…` the
+ * alternative text of that image. In the edit form the paths have no `posts[i]`: they concern the
+ * one channel edited.
  */
 export function placeErrors(
   details: ErrorDetail[],
@@ -161,10 +315,10 @@ export function placeErrors(
     const rest = item ? item[2]! : detail.path;
     const name = channelId ? (channelNames.get(channelId) ?? channelId) : undefined;
     const forChannel = (text: string) => (name && postChannels.length > 1 ? `${name}: ${text}` : text);
+    const part = partField(rest);
     if (rest === '' || rest === 'channelId' || rest === 'posts' || rest === 'channelIds')
       add('channels', FIELD_LABELS.channels!, name ? `${name}: ${detail.message}` : detail.message);
-    else if (rest.startsWith('content')) add('content', FIELD_LABELS.content!, forChannel(detail.message));
-    else if (rest.startsWith('mediaIds')) add('media', FIELD_LABELS.media!, forChannel(detail.message));
+    else if (part) add(part.id, part.label, forChannel(detail.message));
     else if (rest.startsWith('settings') && channelId) {
       const setting = rest.slice('settings'.length).replace(/^\./, '').split(/[.[]/)[0] ?? '';
       const field =

@@ -13,7 +13,19 @@ import { editPost, getPost } from '../posts/lifecycle.js';
 import type { PostsContext } from '../posts/context.js';
 import { isEditable } from '../posts/transitions.js';
 import { wallClockInstant } from './calendar-view.js';
-import { placeErrors, readComposerForm, settingsFields, settingsFrom, type ComposerValues } from './composer-form.js';
+import {
+  emptyPart,
+  partFieldId,
+  partInput,
+  placeErrors,
+  publishedParts,
+  readComposerForm,
+  settingsFields,
+  settingsFrom,
+  storedParts,
+  type ComposerValues,
+} from './composer-form.js';
+import { countText, textCounters } from './composer-counts.js';
 import { ComposerView, type ComposerMode } from './composer-view.js';
 import { signedIn } from './signed-in.js';
 import { readTimeZone } from './time-zone.js';
@@ -21,6 +33,11 @@ import { readTimeZone } from './time-zone.js';
 type CreatePostRequest = components['schemas']['CreatePostRequest'];
 type UpdatePostRequest = components['schemas']['UpdatePostRequest'];
 type Action = 'schedule' | 'now' | 'draft';
+/** What a button asks of the form besides sending it: one part more, or one part fewer. */
+type PartChange = { add: true } | { remove: number };
+
+// A post and its thread: the contract's 24 parts after the first, and the first.
+const MAX_COUNTED_TEXTS = 25;
 
 // What the page generates per load; anything else in the field is not one of ours and is not used.
 const IDEMPOTENCY_KEY = /^[A-Za-z0-9]{24}$/;
@@ -41,6 +58,7 @@ export function composerPages(
   const router = express.Router();
   router.get('/compose', (req, res) => showNewPost(composer, req, res));
   router.post('/compose', (req, res) => createFromForm(composer, req, res));
+  router.post('/compose/counts', express.json({ limit: '1mb' }), (req, res) => countTexts(composer, req, res));
   router.get('/posts/:id/edit', (req, res) => showEdit(composer, req, res));
   router.post('/posts/:id/edit', (req, res) => saveEdit(composer, req, res));
   return router;
@@ -59,8 +77,7 @@ async function showNewPost({ ctx, cookies, view }: Composer, req: Request, res: 
   const start = DateTime.fromJSDate(ctx.clock.now(), { zone }).plus({ hours: 1 }).startOf('hour');
   const values: ComposerValues = {
     channels: [],
-    content: '',
-    media: [],
+    parts: [emptyPart()],
     date: start.toISODate()!,
     time: start.toFormat('HH:mm'),
     settings: {},
@@ -72,11 +89,12 @@ async function createFromForm({ ctx, cookies, bodies, view }: Composer, req: Req
   const { organization } = signedIn(res);
   const values = readComposerForm(req);
   const action = readAction(req);
-  const { zone } = readTimeZone(req, res, cookies);
-  const channels = await listChannels(ctx.db, organization.id);
-  const body = createRequest(values, action, channels, wallClockInstant(values.date, values.time, zone));
   const key = field(req, 'idempotency_key');
   const mode: ComposerMode = { kind: 'create', idempotencyKey: IDEMPOTENCY_KEY.test(key) ? key : randomBase62(24) };
+  if (typeof action === 'object') return changeParts(view, req, res, mode, values, action, 0);
+  const { zone } = readTimeZone(req, res, cookies);
+  const channels = await listChannels(ctx.db, organization.id);
+  const body = createRequest(ctx, values, action, channels, wallClockInstant(values.date, values.time, zone));
   const names = new Map(channels.map((channel) => [channel.id, channel.name]));
   const refused = (details: ErrorDetail[], message?: string) => placeErrors(details, values.channels, names, message);
 
@@ -98,22 +116,76 @@ async function createFromForm({ ctx, cookies, bodies, view }: Composer, req: Req
   );
 }
 
-/** The create the form asks for, as `POST /public/v1/posts` takes it: one post per chosen channel. */
+/**
+ * The create the form asks for, as `POST /public/v1/posts` takes it: one post per chosen channel, its
+ * thread the parts after the first.
+ */
 function createRequest(
+  ctx: PostsContext,
   values: ComposerValues,
   action: Action,
   channels: Channel[],
   at: Date | undefined,
 ): CreatePostRequest {
+  const [own = emptyPart(), ...thread] = values.parts;
   return {
     type: action,
     ...(at && action !== 'now' ? { date: at.toISOString() } : {}),
     posts: values.channels.map((channelId) => {
       const channel = channels.find((candidate) => candidate.id === channelId);
       const settings = channel ? settingsFrom(channel, values.settings[channelId]) : undefined;
-      return { channelId, content: values.content, mediaIds: values.media, ...(settings ? { settings } : {}) };
+      const takesAltText = channel !== undefined && ctx.providers[channel.provider].altTextMax !== undefined;
+      return {
+        channelId,
+        ...partInput(own, takesAltText),
+        ...(settings ? { settings } : {}),
+        ...(thread.length > 0 ? { thread: thread.map((part) => partInput(part, takesAltText)) } : {}),
+      };
     }),
   } as CreatePostRequest;
+}
+
+/**
+ * The form again with a part added at its end (the page starts at its text), or one removed (the page
+ * starts at Add to thread); nothing is saved. The parts already published stay.
+ */
+function changeParts(
+  view: ComposerView,
+  req: Request,
+  res: Response,
+  mode: ComposerMode,
+  values: ComposerValues,
+  change: PartChange,
+  fixed: number,
+): Promise<void> {
+  if ('add' in change) {
+    const parts = [...values.parts, emptyPart()];
+    return view.show(req, res, mode, { ...values, parts }, undefined, 200, partFieldId(parts.length - 1, 'content'));
+  }
+  const removable = change.remove >= Math.max(fixed, 1) && change.remove < values.parts.length;
+  const parts = removable ? values.parts.filter((_, i) => i !== change.remove) : values.parts;
+  return view.show(req, res, mode, { ...values, parts }, undefined, 200, 'add-part');
+}
+
+/**
+ * The page's live counts: each text (the parts, in order) as every counter of the organization's
+ * channels counts it, by the counter's key, from the same rules as the counts the page is rendered with.
+ */
+async function countTexts({ ctx }: Composer, req: Request, res: Response): Promise<void> {
+  const { organization } = signedIn(res);
+  const texts: unknown = (req.body as { texts?: unknown } | undefined)?.texts;
+  if (!Array.isArray(texts) || texts.length > MAX_COUNTED_TEXTS || !texts.every((t) => typeof t === 'string')) {
+    throw new ValidationError(`The counts are asked for a list of at most ${MAX_COUNTED_TEXTS} texts.`);
+  }
+  const counters = await textCounters(ctx.providers, await listChannels(ctx.db, organization.id));
+  res.json({
+    counts: Object.fromEntries(
+      counters.map((counter) => [
+        counter.key,
+        texts.map((text) => countText(counter.limit, text.replace(/\r\n/g, '\n'))),
+      ]),
+    ),
+  });
 }
 
 /** The composer holding a post as it is, its time in the reader's time zone. */
@@ -125,8 +197,7 @@ async function showEdit({ ctx, cookies, view }: Composer, req: Request, res: Res
   const local = post.scheduled_at ? DateTime.fromJSDate(post.scheduled_at, { zone }) : undefined;
   const values: ComposerValues = {
     channels: [post.channel_id],
-    content: post.content,
-    media: post.media_ids,
+    parts: storedParts(post),
     date: local?.toISODate() ?? '',
     time: local?.toFormat('HH:mm') ?? '',
     settings: { [post.channel_id]: settingsFields(post) },
@@ -137,15 +208,24 @@ async function showEdit({ ctx, cookies, view }: Composer, req: Request, res: Res
 async function saveEdit({ ctx, cookies, bodies, view }: Composer, req: Request, res: Response): Promise<void> {
   const { organization } = signedIn(res);
   const post = await getPost(ctx.db, organization.id, String(req.params.id));
-  const values = { ...readComposerForm(req), channels: [post.channel_id] };
+  // The parts already published are sent as they are: the form shows them without fields.
+  const published = publishedParts(post);
+  const values = { ...readComposerForm(req, published), channels: [post.channel_id] };
   const action = readAction(req);
+  if (typeof action === 'object')
+    return changeParts(view, req, res, { kind: 'edit', post }, values, action, published.length);
   const { zone } = readTimeZone(req, res, cookies);
   const channels = await listChannels(ctx.db, organization.id);
   const channel = channels.find((candidate) => candidate.id === post.channel_id);
   const settings = channel ? settingsFrom(channel, values.settings[post.channel_id]) : undefined;
+  const takesAltText = ctx.providers[post.provider].altTextMax !== undefined;
+  const [own = emptyPart(), ...thread] = values.parts;
+  const ownPart = partInput(own, takesAltText);
   const changes = {
-    content: values.content,
-    mediaIds: values.media,
+    ...ownPart,
+    // The alternative texts replace the old ones as a whole: none left is none.
+    ...(takesAltText ? { altTexts: ownPart.altTexts ?? {} } : {}),
+    thread: thread.map((part) => partInput(part, takesAltText)),
     ...(settings ? { settings } : {}),
   } as UpdatePostRequest;
   const at = wallClockInstant(values.date, values.time, zone);
@@ -189,11 +269,15 @@ async function applyEdit(
   }
 }
 
-function readAction(req: Request): Action {
+function readAction(req: Request): Action | PartChange {
   const action = field(req, 'action') || 'schedule';
   if (action === 'schedule' || action === 'now' || action === 'draft') return action;
+  if (action === 'add-part') return { add: true };
+  const remove = /^remove-part-(\d{1,2})$/.exec(action);
+  if (remove) return { remove: Number(remove[1]) };
   throw new ValidationError(
-    'The form asks for something the composer does not do: schedule, publish now or save a draft.',
+    'The form asks for something the composer does not do: schedule, publish now, save a draft, ' +
+      'or add or remove a part of the thread.',
   );
 }
 

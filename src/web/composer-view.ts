@@ -1,7 +1,6 @@
 import type { Request, Response } from 'express';
 import { listChannels } from '../channels/channels.js';
 import type { Channel } from '../channels/tables.js';
-import { POST_CONTENT_MAX_LENGTH } from '../core/contract.js';
 import { DomainError } from '../core/errors.js';
 import { mediaPage } from '../media/library.js';
 import type { MediaContext } from '../media/storage.js';
@@ -10,7 +9,8 @@ import type { BrowserCookies } from '../pages/visitor.js';
 import type { PostRow } from '../posts/post-body.js';
 import type { PostsContext } from '../posts/context.js';
 import type { CreatorInfo } from '../providers/provider-adapter.js';
-import type { ComposerValues, FieldErrors } from './composer-form.js';
+import { partFieldId, partPrefix, publishedParts, type ComposerValues, type FieldErrors } from './composer-form.js';
+import { countText, textCounters, UNIT_WORDS } from './composer-counts.js';
 import { describeMedia, mediaOrigins } from './media-pages.js';
 import { signedIn } from './signed-in.js';
 import { readTimeZone } from './time-zone.js';
@@ -44,19 +44,23 @@ export class ComposerView {
     values: ComposerValues,
     errors?: FieldErrors,
     status = 200,
+    /** The id of the field the page starts at (`autofocus`): a part just added, or where one was removed. */
+    focus?: string,
   ): Promise<void> {
     const { ctx } = this;
     const { organization } = signedIn(res);
     const timeZone = readTimeZone(req, res, this.cookies);
     const all = await listChannels(ctx.db, organization.id);
     const channels = mode.kind === 'edit' ? all.filter((channel) => channel.id === mode.post.channel_id) : all;
-    const [library, tiktok] = await Promise.all([
+    const [library, tiktok, counters] = await Promise.all([
       mediaPage(ctx, organization.id, { limit: LIBRARY_SIZE, cursor: undefined }),
       Promise.all(channels.map((channel) => this.tiktokCreator(channel))),
+      textCounters(ctx.providers, channels),
     ]);
     // Media chosen on the page stays offered even when it is older than the newest ones listed.
     const listed = new Set(library.data.map((media) => media.id));
     const origins = await mediaOrigins(ctx, library.data);
+    const published = mode.kind === 'edit' ? publishedParts(mode.post) : [];
     renderPage(
       res,
       '/web/templates/composer',
@@ -70,39 +74,44 @@ export class ComposerView {
         post: mode.kind === 'edit' ? { id: mode.post.id, status: mode.post.status } : undefined,
         idempotencyKey: mode.kind === 'create' ? mode.idempotencyKey : undefined,
         channels: channels.map((channel, i) => this.describeChannel(channel, values, tiktok[i])),
-        networks: this.describeNetworks(channels, values.content),
+        parts: values.parts.map((part, index) => ({
+          ...part,
+          index,
+          prefix: partPrefix(index),
+          id: (name: string) => partFieldId(index, name),
+          published: index < published.length,
+          releaseUrl: published[index]?.releaseUrl ?? null,
+          counts: counters.map((counter) => ({
+            key: counter.key,
+            label: counter.label,
+            channels: counter.channels.join(' '),
+            max: counter.limit.max,
+            unit: counter.limit.unit,
+            unitWords: UNIT_WORDS[counter.limit.unit],
+            count: countText(counter.limit, part.content),
+          })),
+          missingMedia: part.media.filter((id) => !listed.has(id)),
+        })),
+        // The networks of the channels offered that take an image's alternative text: the page offers
+        // the field while one of them is chosen.
+        altTextNetworks: [
+          ...new Set(
+            channels
+              .filter((channel) => ctx.providers[channel.provider].altTextMax !== undefined)
+              .map((channel) => channel.provider),
+          ),
+        ],
         media: library.data.map(describeMedia),
-        missingMedia: values.media.filter((id) => !listed.has(id)),
         accept: ctx.config.media.allowedTypes.join(','),
         privacyWords: PRIVACY_WORDS,
         values,
+        focus,
         fieldErrors: errors?.fields ?? {},
         errors: errors?.summary ?? {},
       },
       status,
       { mediaOrigins: origins, connectOrigins: origins },
     );
-  }
-
-  /** The networks of the channels shown, each with its content limit and the content's count against it. */
-  private describeNetworks(channels: Channel[], content: string) {
-    return [...new Set(channels.map((channel) => channel.provider))].map((provider) => {
-      const limit = this.ctx.providers[provider].contentLimit ?? {
-        max: POST_CONTENT_MAX_LENGTH,
-        unit: 'characters',
-        becomes: 'text',
-      };
-      return {
-        provider,
-        name: this.ctx.providers[provider].name,
-        limit,
-        count: limit.count
-          ? limit.count(content)
-          : limit.unit === 'bytes'
-            ? Buffer.byteLength(content, 'utf8')
-            : content.length,
-      };
-    });
   }
 
   /** A TikTok channel's creator info, read when the composer is shown (TikTok asks for it before every post). */

@@ -3,7 +3,9 @@ import { createOrganizationWithOwner } from '../../src/accounts/organizations.js
 import { addChannel } from '../../src/channels/channels.js';
 import type { PostStatus, Provider } from '../../src/core/contract.js';
 import { newId, randomBase62 } from '../../src/core/ids.js';
+import type { Keyring } from '../../src/crypto/keyring.js';
 import type { Db } from '../../src/db/database.js';
+import { credentialsContext } from '../../src/providers/account-credentials.js';
 
 export interface TestOrganization {
   id: string;
@@ -34,6 +36,40 @@ export async function createOrganization(db: Db, name = 'Acme Studio'): Promise<
 
 export function createChannel(db: Db, organizationId: string, provider: Provider, name = `${provider} channel`) {
   return addChannel(db, { organization_id: organizationId, provider, name, username: null, picture: null });
+}
+
+/**
+ * A Mastodon channel connected to the instance at `site` (its origin), holding credentials as connecting
+ * stores them, so that the instance's own limits apply to its posts; its tokens are the test's own.
+ */
+export async function createMastodonChannel(
+  db: Db,
+  keyring: Keyring,
+  organizationId: string,
+  site: string,
+  name = 'Mastodon channel',
+) {
+  const externalId = `${randomBase62(8)}@${new URL(site).host}`;
+  const credentials = {
+    accessToken: randomBase62(24),
+    refreshToken: null,
+    expiresAt: null,
+    scopes: ['read:accounts', 'write:statuses', 'write:media'],
+    site,
+    clientId: randomBase62(16),
+  };
+  return addChannel(db, {
+    organization_id: organizationId,
+    provider: 'mastodon',
+    name,
+    username: name,
+    picture: null,
+    external_id: externalId,
+    credentials: keyring.encrypt(
+      JSON.stringify(credentials),
+      credentialsContext(organizationId, 'mastodon', externalId),
+    ),
+  });
 }
 
 /**

@@ -1,47 +1,79 @@
-// The composer: settings and counts follow the channels ticked, the text is counted as each network
-// counts it, uploaded media is added to the choices (ticked), and the form is sent once.
+// The composer: settings, counts and alternative texts follow the channels ticked, every part's text is
+// counted as each network counts it (by the server, which knows the networks' rules), uploaded media is
+// added to every part's choices (ticked in the part it was uploaded for), and the form is sent once.
 (() => {
   const form = document.querySelector('form[data-composer]');
   if (!form) return;
-  const content = form.querySelector('#content');
+  const csrfToken = form.querySelector('input[name="csrf_token"]')?.value ?? '';
   const channels = [...form.querySelectorAll('[data-channel]')];
   const chosen = () => channels.filter((input) => input.type === 'hidden' || input.checked);
+  const altTextNetworks = new Set((form.dataset.altTextNetworks ?? '').split(' ').filter(Boolean));
 
   const follow = () => {
     const ids = new Set(chosen().map((input) => input.value));
     const networks = new Set(chosen().map((input) => input.dataset.provider));
     for (const section of form.querySelectorAll('[data-settings-for]'))
       section.hidden = !ids.has(section.dataset.settingsFor);
-    for (const count of form.querySelectorAll('[data-count-for]')) count.hidden = !networks.has(count.dataset.countFor);
+    for (const count of form.querySelectorAll('[data-count-for]'))
+      count.hidden = !count.dataset.channels.split(' ').some((id) => ids.has(id));
+    // Until a channel is chosen, the field stays for whoever wants to write it first.
+    const takesAltText = networks.size === 0 || [...networks].some((network) => altTextNetworks.has(network));
+    form.classList.toggle('no-alt-text', !takesAltText);
   };
 
-  const encoder = new TextEncoder();
-  const count = () => {
-    const text = content.value.replace(/\r\n/g, '\n');
-    for (const item of form.querySelectorAll('[data-count-for]')) {
-      const used = item.dataset.unit === 'bytes' ? encoder.encode(text).length : text.length;
-      item.querySelector('.count').textContent = String(used);
-      item.classList.toggle('over', used > Number(item.dataset.max));
+  // The latest question wins: an answer to an older one (typing goes on meanwhile) is not shown.
+  let asked = 0;
+  let timer;
+  const count = async () => {
+    const question = ++asked;
+    const texts = [...form.querySelectorAll('[data-part-text]')];
+    try {
+      const response = await fetch('/compose/counts', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrfToken },
+        body: JSON.stringify({ texts: texts.map((text) => text.value) }),
+      });
+      if (!response.ok || question !== asked) return;
+      const { counts } = await response.json();
+      texts.forEach((text, i) => {
+        const list = document.getElementById(text.getAttribute('aria-describedby').split(' ')[0]);
+        for (const item of list?.querySelectorAll('[data-count-for]') ?? []) {
+          const used = counts[item.dataset.countFor]?.[i];
+          if (used === undefined) continue;
+          item.querySelector('.count').textContent = String(used);
+          item.classList.toggle('over', used > Number(item.dataset.max));
+        }
+      });
+    } catch {
+      // The counts stay as they were; the server checks the text when the form is sent.
     }
   };
 
   for (const input of channels) input.addEventListener('change', follow);
-  content.addEventListener('input', count);
+  form.addEventListener('input', (event) => {
+    if (!event.target.matches('[data-part-text]')) return;
+    clearTimeout(timer);
+    timer = setTimeout(count, 150);
+  });
   follow();
-  count();
 
-  form.addEventListener('media-uploaded', (event) => {
-    const media = event.detail;
-    const list = form.querySelector('[data-media-list]');
-    form.querySelector('[data-media-empty]')?.remove();
+  /** A part's field names and ids start with these: none for the post's own part. */
+  const prefixes = (part) => {
+    const index = Number(part.dataset.part);
+    return index === 0 ? { name: '', id: '' } : { name: `thread.${index - 1}.`, id: `thread-${index - 1}-` };
+  };
+
+  const mediaItem = (media, part, checked) => {
+    const { name, id } = prefixes(part);
     const item = document.createElement('li');
+    item.className = 'media-item';
     const label = document.createElement('label');
     label.className = 'media-choice';
     const box = document.createElement('input');
     box.type = 'checkbox';
-    box.name = 'media';
+    box.name = `${name}media`;
     box.value = media.id;
-    box.checked = true;
+    box.checked = checked;
     label.append(box);
     if (media.kind === 'image') {
       const img = document.createElement('img');
@@ -57,13 +89,49 @@
       tile.textContent = '▶';
       label.append(tile);
     }
-    const name = document.createElement('span');
-    name.className = 'media-name';
-    name.textContent = media.fileName;
-    label.append(name);
+    const fileName = document.createElement('span');
+    fileName.className = 'media-name';
+    fileName.textContent = media.fileName;
+    label.append(fileName);
     item.append(label);
-    list.prepend(item);
+    if (media.kind === 'image' && altTextNetworks.size > 0) {
+      const alt = document.createElement('div');
+      alt.className = 'alt-text';
+      alt.dataset.altText = '';
+      const altLabel = document.createElement('label');
+      altLabel.htmlFor = `${id}alt-${media.id}`;
+      altLabel.textContent = 'Alternative text';
+      const hint = document.createElement('span');
+      hint.className = 'visually-hidden';
+      const where = part.dataset.part === '0' ? '' : ` in part ${Number(part.dataset.part) + 1}`;
+      hint.textContent = ` of ${media.fileName}${where}`;
+      altLabel.append(hint);
+      const text = document.createElement('textarea');
+      text.id = `${id}alt-${media.id}`;
+      text.name = `${name}alt.${media.id}`;
+      text.rows = 2;
+      alt.append(altLabel, text);
+      item.append(alt);
+    }
+    return item;
+  };
+
+  form.addEventListener('media-uploaded', (event) => {
+    const media = event.detail;
+    const uploadedFor = event.target.closest('[data-part]');
+    for (const part of form.querySelectorAll('[data-part]')) {
+      const list = part.querySelector('[data-media-list]');
+      if (!list) continue;
+      part.querySelector('[data-media-empty]')?.remove();
+      list.prepend(mediaItem(media, part, part === uploadedFor));
+    }
   });
+
+  // An image not chosen sends no alternative text: its field is left out of what the form sends.
+  const altOfUnchosen = () =>
+    [...form.querySelectorAll('.media-item')]
+      .filter((item) => !item.querySelector('input[type="checkbox"]')?.checked)
+      .flatMap((item) => [...item.querySelectorAll('[data-alt-text] textarea')]);
 
   // One submission per page: a second click while the first is on its way does nothing here, and the
   // server's idempotency key makes a second request that got through create nothing more.
@@ -72,6 +140,7 @@
       event.preventDefault();
       return;
     }
+    for (const text of altOfUnchosen()) text.disabled = true;
     form.dataset.sending = 'true';
     form.setAttribute('aria-busy', 'true');
   });
@@ -79,5 +148,6 @@
   window.addEventListener('pageshow', () => {
     delete form.dataset.sending;
     form.removeAttribute('aria-busy');
+    for (const text of form.querySelectorAll('[data-alt-text] textarea')) text.disabled = false;
   });
 })();

@@ -39,6 +39,7 @@ export const mastodonNetwork: ProviderFactory<'mastodon'> = ({ config, outbound,
     ...rules,
     thread: { maxParts: MASTODON_MAX_PARTS, partProblems: (part) => instanceRules.partProblems(part) },
     settingsProblems: (check) => instanceRules.settingsProblems(check),
+    channelContentLimit: (channel) => instanceRules.contentLimit(channel),
     connection: new MastodonConnection(api, instances),
     publishing: new MastodonAdapter(api, db, keyring, clock),
   };

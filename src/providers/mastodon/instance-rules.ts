@@ -26,6 +26,11 @@ export class MastodonInstanceRules {
     private readonly keyring: Keyring,
   ) {}
 
+  /** The channel's instance's limit of a status, as that instance counts it (a page counts along by it). */
+  async contentLimit(channel: Channel): Promise<TextNetworkLimits['content']> {
+    return mastodonRules(await this.limitsOf(channel)).content;
+  }
+
   async settingsProblems(check: SettingsCheck<'mastodon'>): Promise<ErrorDetail[]> {
     const { item, channel, settings } = check;
     // Every status of the post carries the content warning: it counts toward each part's limit.
