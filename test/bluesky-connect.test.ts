@@ -215,13 +215,15 @@ describe('publishing to a connected Bluesky account', () => {
     expect(record?.value).toMatchObject({ $type: POST, text: 'Hello from the scheduler #launch https://example.com' });
   });
 
-  it('publishes a thread of three parts, the first with two images and their alt texts', async () => {
+  it('publishes a thread of three parts, the first with four images and their alt texts', async () => {
     const first = await uploadImage('one.png', png(4, 3, [255, 0, 0, 255]));
     const second = await uploadImage('two.png', png(2, 2, [0, 0, 255, 255]));
+    const third = await uploadImage('three.png', png(3, 5, [0, 255, 0, 255]));
+    const fourth = await uploadImage('four.png', png(1, 1, [9, 9, 9, 255]));
     const id = await publishNow({
       content: 'Part one',
-      mediaIds: [first, second],
-      altTexts: { [first]: 'A red field', [second]: 'A blue square' },
+      mediaIds: [first, second, third, fourth],
+      altTexts: { [first]: 'A red field', [second]: 'A blue square', [fourth]: 'A dark dot' },
       thread: [{ content: 'Part two' }, { content: 'Part three' }],
     });
     const post = await settled(id);
@@ -232,6 +234,8 @@ describe('publishing to a connected Bluesky account', () => {
       images: [
         { alt: 'A red field', aspectRatio: { width: 4, height: 3 } },
         { alt: 'A blue square', aspectRatio: { width: 2, height: 2 } },
+        { alt: '', aspectRatio: { width: 3, height: 5 } },
+        { alt: 'A dark dot', aspectRatio: { width: 1, height: 1 } },
       ],
     });
     const [two, three] = await Promise.all(post.thread.map((part) => pds.getRecord(part.releaseId!)));

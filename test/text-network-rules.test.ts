@@ -96,6 +96,22 @@ describe('media, alternative texts and threads', () => {
     expect(refusal.details).toEqual([
       { path: `posts[0].altTexts.${image}`, message: 'X takes 1000 characters of alternative text; this has 1001.' },
     ]);
+    // Bluesky's video embed takes up to 1000 graphemes, an image's 2000 characters.
+    const video = await insertMedia(server.ctx.db, org.id, 'video', 10_000);
+    const long = refusalOf(
+      await draft({ channelId: channels.bluesky, mediaIds: [video], altTexts: { [video]: 'a'.repeat(1001) } }),
+      422,
+    );
+    expect(long.details).toEqual([
+      {
+        path: `posts[0].altTexts.${video}`,
+        message: "Bluesky takes 1000 characters of a video's alternative text; this has 1001.",
+      },
+    ]);
+    dataOf(
+      await draft({ channelId: channels.bluesky, mediaIds: [video], altTexts: { [video]: 'a'.repeat(1000) } }),
+      201,
+    );
   });
 
   it('take Mastodon focal points of the media of the post and its parts, and no other', async () => {

@@ -3,6 +3,7 @@ import type { Channel } from '../channels/tables.js';
 import type { ErrorDetail } from '../core/errors.js';
 import type { Db } from '../db/database.js';
 import type { Media } from '../media/tables.js';
+import { graphemeCount } from '../providers/text-rules.js';
 import type {
   CreatorInfo,
   ItemFacts,
@@ -125,7 +126,12 @@ export async function checkDrafts(
       const source = network.creatorInfo;
       itemProblems.push(
         ...(await settingsProblems(network, facts, channel, draft, source && readCreatorInfo(source))),
-        ...altTextProblems(network, draft, { mediaIds: draft.paths.mediaIds, altTexts: draft.paths.altTexts }),
+        ...altTextProblems(
+          network,
+          draft,
+          { mediaIds: draft.paths.mediaIds, altTexts: draft.paths.altTexts },
+          mediaById,
+        ),
         ...threadProblems(network, draft, channel, mediaById),
       );
     }
@@ -209,7 +215,7 @@ function threadProblems(
       mediaIds: `${path}[${index}].mediaIds`,
       altTexts: `${path}[${index}].altTexts`,
     };
-    problems.push(...altTextProblems(network, part, paths));
+    problems.push(...altTextProblems(network, part, paths, mediaById));
     part.mediaIds.forEach((id, i) => {
       if (!mediaById.has(id))
         problems.push({ path: `${paths.mediaIds}[${i}]`, message: `There is no media ${id} in this organization.` });
@@ -243,9 +249,11 @@ function altTextProblems(
   network: ProviderAdapter,
   item: { mediaIds: string[]; altTexts: Record<string, string> },
   paths: { mediaIds: string; altTexts: string },
+  mediaById: Map<string, Pick<Media, 'kind'>>,
 ): ErrorDetail[] {
   const problems: ErrorDetail[] = [];
   for (const [mediaId, text] of Object.entries(item.altTexts)) {
+    const videoMax = mediaById.get(mediaId)?.kind === 'video' ? network.videoAltTextMax : undefined;
     const path = `${paths.altTexts}.${mediaId}`;
     if (network.altTextMax === undefined) {
       problems.push({ path, message: `${network.name} takes no alternative text for media.` });
@@ -255,6 +263,12 @@ function altTextProblems(
       problems.push({
         path,
         message: `${network.name} takes ${network.altTextMax} characters of alternative text; this has ${text.length}.`,
+      });
+    } else if (videoMax !== undefined && graphemeCount(text) > videoMax) {
+      const length = graphemeCount(text);
+      problems.push({
+        path,
+        message: `${network.name} takes ${videoMax} characters of a video's alternative text; this has ${length}.`,
       });
     }
   }

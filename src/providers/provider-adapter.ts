@@ -151,6 +151,8 @@ export interface ProviderAdapter<P extends Provider = Provider> {
   readonly thread?: ThreadRules;
   /** The longest alternative text of an image the network takes; absent on a network without any. */
   readonly altTextMax?: number;
+  /** The longest alternative text of a video in graphemes, where the network takes less than `altTextMax` for one. */
+  readonly videoAltTextMax?: number;
   /** The problems of one post's settings, every one of them, with the path of the field concerned. */
   settingsProblems(check: SettingsCheck<P>): Promise<ErrorDetail[]>;
   /** The settings as stored and answered: every optional choice with its documented default. */

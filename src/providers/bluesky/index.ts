@@ -1,6 +1,6 @@
 import type { ProviderFactory } from '../provider-adapter.js';
 import { textPostProblems } from '../text-rules.js';
-import { BlueskyAdapter } from './adapter.js';
+import { BLUESKY_VIDEO_ALT_MAX, BlueskyAdapter } from './adapter.js';
 import { BlueskyApi } from './api.js';
 import { BlueskyConnection } from './connection.js';
 import {
@@ -25,6 +25,7 @@ export const blueskyNetwork: ProviderFactory<'bluesky'> = ({ config, outbound, k
     needsSettings: false,
     contentLimit: BLUESKY_CONTENT_LIMIT,
     altTextMax: BLUESKY_ALT_TEXT_MAX,
+    videoAltTextMax: BLUESKY_VIDEO_ALT_MAX,
     thread: { maxParts: BLUESKY_MAX_PARTS, partProblems: (part) => textPostProblems(part, BLUESKY_LIMITS) },
     settingsProblems: blueskyProblems,
     withDefaults: blueskyDefaults,
