@@ -16,6 +16,7 @@ import { createChannel, createOrganization, type TestOrganization } from './supp
 import { png } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { TIMEOUTS } from './support/timeouts.js';
+import { stringMatching } from './support/typed-matchers.js';
 
 const PICTURE = artifactPath('thread-picture.png');
 
@@ -139,8 +140,26 @@ describeInChromium('a thread written in the composer, in Chromium', () => {
     expect(post).toMatchObject({ content: first, media_ids: [mediaId], alt_texts: { [mediaId]: 'A red rectangle' } });
     expect(post.thread.map((part) => part.content)).toEqual(['The second', 'The third and last']);
 
-    // On the network, in order: each part a reply to the one before.
+    // The post's page lists the thread's parts, each with its link on the network, and their history.
     await page.reload();
+    await expect
+      .poll(() => page.locator('[data-thread-part]').allTextContents(), PAGE_WAIT)
+      .toEqual([
+        stringMatching(/^The second\s+no media ·\s+on the network\s*$/),
+        stringMatching(/^The third and last/),
+      ]);
+    const links = page.locator('[data-thread-part] a');
+    expect([await links.nth(0).getAttribute('href'), await links.nth(1).getAttribute('href')]).toEqual(
+      post.thread.map((part) => part.releaseUrl),
+    );
+    expect(await page.locator('[data-event-type="part_published"]').allTextContents()).toEqual([
+      stringMatching(/Thread part published.*part 1$/s),
+      stringMatching(/Thread part published.*part 2$/s),
+      stringMatching(/Thread part published.*part 3$/s),
+    ]);
+    await scan('the post’s page with its thread');
+
+    // On the network, in order: each part a reply to the one before.
     await page.locator('.details a[href*="/sandbox/"]').click();
     await page.waitForLoadState();
     expect(await page.locator('.release-content').textContent()).toBe(first);

@@ -28,6 +28,7 @@ const EVENT_WORDS: Record<string, string> = {
   drafted: 'Moved to drafts',
   publishing: 'Publishing started',
   retrying: 'Will try again',
+  part_published: 'Thread part published',
   published: 'Published',
   failed: 'Failed',
   deleted: 'Deleted',
@@ -220,14 +221,27 @@ function describe(post: PostBody) {
       : post.scheduledAt
         ? `${post.status === 'draft' ? 'was due' : 'due'} ${formatTime(new Date(post.scheduledAt))}`
         : 'no time set';
-  // Only a web address is a link: the network's answer is not trusted to be one.
-  const releaseLink = post.releaseUrl && /^https?:\/\//i.test(post.releaseUrl) ? post.releaseUrl : undefined;
-  return { ...post, time, releaseLink, canScheduleAgain: post.status === 'failed' };
+  const releaseLink = webAddress(post.releaseUrl);
+  // A thread's parts after the first, each with where it was published once it is.
+  const parts = post.thread.map((part, index) => ({
+    number: index + 2,
+    content: part.content,
+    media: part.mediaIds.length,
+    releaseLink: webAddress(part.releaseUrl),
+    published: part.releaseId !== null,
+  }));
+  return { ...post, time, releaseLink, parts, canScheduleAgain: post.status === 'failed' };
+}
+
+/** Only a web address is a link: the network's answer is not trusted to be one. */
+function webAddress(url: string | null | undefined): string | undefined {
+  return url && /^https?:\/\//i.test(url) ? url : undefined;
 }
 
 function describeEvent(event: PostEventBody) {
   const parts: string[] = [];
   if (event.attempt !== undefined) parts.push(`attempt ${event.attempt}`);
+  if (event.part !== undefined) parts.push(`part ${event.part}`);
   if (event.reason) parts.push(event.reason);
   if (event.nextAttemptAt) parts.push(`next try ${formatTime(new Date(event.nextAttemptAt))}`);
   if (event.error) parts.push(`${event.error.code}: ${event.error.message}`);
