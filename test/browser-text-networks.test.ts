@@ -159,7 +159,11 @@ describeInChromium('Bluesky, Mastodon and X from Settings → Channels to publis
       await expect
         .poll(() => page.getByRole('alert').textContent(), PAGE_WAIT)
         .toContain(`Bluesky did not sign in ${bluesky.handle} with this app password`);
+      // The password field is marked, and described by the refusal; the handle is not to mend.
       expect(await page.getByLabel('App password').getAttribute('aria-invalid')).toBe('true');
+      const describedBy = await page.getByLabel('App password').getAttribute('aria-describedby');
+      expect(await page.locator(`#${describedBy}`).textContent()).toContain('with this app password');
+      expect(await page.getByLabel('Handle').getAttribute('aria-invalid')).toBeNull();
       // The handle stays; the password is typed again.
       expect(await page.getByLabel('Handle').inputValue()).toBe(bluesky.handle);
       expect(await page.getByLabel('App password').inputValue()).toBe('');
