@@ -249,6 +249,15 @@ describeInChromium('Bluesky, Mastodon and X from Settings → Channels to publis
       await page.goto(`${server.baseUrl}/settings/channels`);
       await page.getByRole('button', { name: 'Connect X' }).click();
       await connected('Nora on X', CONNECTED);
+      // Each network's way to connect stands apart from the next: no button on the next one's field.
+      const forms = await Promise.all(
+        ['Connect Bluesky', 'Connect Mastodon', 'Connect X', 'Add sandbox channel'].map((name) =>
+          page.getByRole('button', { name, exact: true }).locator('xpath=ancestor::form[1]').boundingBox(),
+        ),
+      );
+      for (const [above, below] of forms.slice(0, -1).map((form, i) => [form!, forms[i + 1]!] as const))
+        expect(below.y - (above.y + above.height)).toBeGreaterThanOrEqual(8);
+      await page.screenshot({ path: artifactPath('channels-text-networks.png'), fullPage: true });
     });
 
     it('publishes a text post written in the composer, linked to its post on X', async () => {
