@@ -81,12 +81,12 @@ describeInChromium('Bluesky, Mastodon and X from Settings → Channels to publis
   const channelRow = (name: string) => page.locator('li.channel', { hasText: name });
   /** The post's status on its page; the page shows itself again when it changes (post.js). */
   const postStatus = () => page.locator('dd .status').textContent();
+  const CONNECTED = 'The account is connected.';
+  const RECONNECTED = 'The account is connected again; its channel is active.';
   /**
    * A post's way to the network: the worker's turn, then the network's calls (a session at the PDS
    * first for Bluesky), then the page's next look at the status, two seconds apart.
    */
-  const CONNECTED = 'The account is connected.';
-  const RECONNECTED = 'The account is connected again; its channel is active.';
   const UNTIL_SETTLED = { timeout: 2 * TIMEOUTS.browser, interval: 200 } as const;
 
   /**
@@ -130,15 +130,15 @@ describeInChromium('Bluesky, Mastodon and X from Settings → Channels to publis
     await page.getByRole('button', { name: `Reconnect ${name}` }).click();
   }
 
-  /** Schedule again on the posts page's row of the failed post, and the post's page once it is published. */
-  async function scheduleAgain(postId: string): Promise<string> {
+  /** Schedule again on the posts page's row of the failed post; answers once the post's page shows it published. */
+  async function scheduleAgain(postId: string): Promise<void> {
     await page.goto(`${server.baseUrl}/posts`);
     const row = page.locator(`tr[data-post-id="${postId}"]`);
     expect(await row.locator('.status').textContent()).toBe('failed');
     await row.getByRole('button', { name: 'Schedule again' }).click();
     await expect.poll(status, PAGE_WAIT).toBe('The post is scheduled again.');
     await untilAt(page, `/posts/${postId}`);
-    return published();
+    await published();
   }
 
   it('signs the user up', async () => {
