@@ -79,6 +79,11 @@ async function signIn(
   });
 }
 
+/** The sign-in page's input `id`, as the page has it: which field a refusal marks, and what describes it. */
+function fieldOf(html: string, id: 'account' | 'password' | 'server'): string {
+  return new RegExp(`<input id="${id}"[^>]*>`).exec(html)![0];
+}
+
 async function uploadImage(name: string, bytes: Buffer): Promise<string> {
   const upload = await startUpload(server, org, name, 'image/png', bytes.length);
   expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
@@ -120,6 +125,10 @@ describe('a Bluesky account connected through the API', () => {
     // The handle stays in the form; no password is ever written back into a page.
     expect(inputValue(wrongPage, 'account')).toBe(account.handle);
     expect(wrongPage).not.toContain('abcd-efgh-ijkl-mnop');
+    // The password is what to mend: its field is marked and described by the refusal, the handle's is not.
+    expect(fieldOf(wrongPage, 'password')).toContain('aria-invalid="true" aria-describedby="sign-in-problem"');
+    expect(wrongPage).toContain('role="alert" id="sign-in-problem"');
+    expect(fieldOf(wrongPage, 'account')).not.toContain('aria-invalid');
 
     const own = await signIn(browser, page, { account: account.handle, password: account.password });
     expect(own.status).toBe(422);
@@ -155,14 +164,24 @@ describe('a Bluesky account connected through the API', () => {
     const browser = new BrowserSession(server);
     const unknown = await signIn(browser, page, { account: 'nobody-here.test', password: account.appPassword });
     expect(unknown.status).toBe(422);
-    expect(await unknown.text()).toContain('No Bluesky account has the handle nobody-here.test');
+    const unknownPage = await unknown.text();
+    expect(unknownPage).toContain('No Bluesky account has the handle nobody-here.test');
+    expect(fieldOf(unknownPage, 'account')).toContain('aria-invalid="true"');
+    expect(fieldOf(unknownPage, 'password')).not.toContain('aria-invalid');
     const plain = await signIn(browser, page, {
       account: account.handle,
       password: account.appPassword,
       server: 'http://pds.example.com',
     });
     expect(plain.status).toBe(422);
-    expect(await plain.text()).toContain('A hosting provider is reached over https');
+    const plainPage = await plain.text();
+    expect(plainPage).toContain('A hosting provider is reached over https');
+    // The server named is what to mend, not the handle or the password.
+    expect(fieldOf(plainPage, 'server')).toContain(
+      'aria-describedby="server-help sign-in-problem" aria-invalid="true"',
+    );
+    expect(fieldOf(plainPage, 'account')).not.toContain('aria-invalid');
+    expect(fieldOf(plainPage, 'password')).not.toContain('aria-invalid');
     const notAHandle = await signIn(browser, page, { account: 'not a handle', password: account.appPassword });
     expect(await notAHandle.text()).toContain('Not a handle is not a Bluesky handle');
   });

@@ -10,6 +10,7 @@ import {
   AccountWithoutChannelError,
   ConnectionRefusedError,
   SignInRefusedError,
+  type SignInField,
   SiteRefusedError,
   type AccountCredentials,
   type ConsentConnection,
@@ -234,8 +235,11 @@ export async function connectionAwaitingSignIn(
   return { expiresAt: pending.expires_at };
 }
 
-/** What signing in on this server's page came to: the connection's result, or words for another try. */
-export type SignInResult = ConnectionResult | { ok: false; retry: string };
+/**
+ * What signing in on this server's page came to: the connection's result, or words for another try with
+ * the field they concern (none when no field is to blame, as when the network could not be reached).
+ */
+export type SignInResult = ConnectionResult | { ok: false; retry: string; field?: SignInField };
 
 /**
  * Finishes a connection on a network without a consent page with what the user typed on this server's
@@ -284,8 +288,11 @@ export async function finishSignIn(
   try {
     signedIn = await adapter.signIn(input);
   } catch (error) {
-    if (error instanceof SignInRefusedError || error instanceof SiteRefusedError)
-      return { ok: false, retry: `${capitalized(error.message)}.` };
+    if (error instanceof SignInRefusedError)
+      return { ok: false, retry: `${capitalized(error.message)}.`, field: error.field };
+    // The server named, or the one the account's name leads to when none was.
+    if (error instanceof SiteRefusedError)
+      return { ok: false, retry: `${capitalized(error.message)}.`, field: input.server.trim() ? 'server' : 'account' };
     ctx.logger.warn({ err: error, provider }, 'signing in to a network failed');
     return { ok: false, retry: 'The network could not be reached to sign in; try again in a moment.' };
   }

@@ -134,12 +134,23 @@ export interface SignInInput {
   server: string;
 }
 
+/** A field of a network's sign-in page. */
+export type SignInField = keyof SignInInput;
+
 /**
  * The network refused the sign-in for a reason the user can mend on the same page (a mistyped name, a
- * password that is not one made for this service): the message says what, in words for the user.
+ * password that is not one made for this service): the message says what, in words for the user, and
+ * `field` which field to mend (none when it is no field's, as a limit of sign-ins).
  */
 export class SignInRefusedError extends Error {
   override name = 'SignInRefusedError';
+
+  constructor(
+    message: string,
+    readonly field?: SignInField,
+  ) {
+    super(message);
+  }
 }
 
 /**

@@ -2,7 +2,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { formExpired, renderErrorPage, renderPage } from '../pages/render.js';
 import { anonymousFormToken, field, verifyAnonymousForm, visitorOf } from '../pages/visitor.js';
 import { connectionAwaitingSignIn, finishSignIn } from '../providers/account-connections.js';
-import type { SignInConnection } from '../providers/connection-contract.js';
+import type { SignInConnection, SignInField } from '../providers/connection-contract.js';
 import type { ProviderAdapter } from '../providers/provider-adapter.js';
 import { allNetworks, type ProvidersContext } from '../providers/registry.js';
 import { answerConnection } from './connection-outcome.js';
@@ -33,7 +33,7 @@ export function channelSignInPages(ctx: ProvidersContext, tools: PageTools): Rou
     res: Response,
     network: ProviderAdapter & { connection: SignInConnection },
     fields: { state: string; account: string; server: string },
-    problem?: string,
+    problem?: { message: string; field?: SignInField },
   ) =>
     renderPage(
       res,
@@ -78,7 +78,7 @@ export function channelSignInPages(ctx: ProvidersContext, tools: PageTools): Rou
       { account: fields.account, password: field(req, 'password'), server: fields.server },
       visitorOf(res)?.sessionId,
     );
-    if ('retry' in result) return showForm(req, res, network, fields, result.retry);
+    if ('retry' in result) return showForm(req, res, network, fields, { message: result.retry, field: result.field });
     if (!result.ok && result.failure === 'unknown') return unknown(res);
     answerConnection(ctx, res, network, result);
   });

@@ -52,13 +52,15 @@ export class BlueskyConnection implements SignInConnection {
   async signIn(input: SignInInput): Promise<{ credentials: AccountCredentials; identity: AccountIdentity }> {
     const account = accountOf(input.account);
     const password = input.password.trim();
-    if (password === '') throw new SignInRefusedError('enter the app password you made for this service');
+    if (password === '') throw new SignInRefusedError('enter the app password you made for this service', 'password');
     const server = input.server.trim() === '' ? await this.serverOf(account) : namedServer(input.server);
     const session = await this.session(server, account, password);
-    if (session.status) throw new SignInRefusedError(`the Bluesky account is ${session.status} and cannot post`);
+    if (session.status)
+      throw new SignInRefusedError(`the Bluesky account is ${session.status} and cannot post`, 'account');
     if (!APP_PASSWORD_SCOPES.has(scopeOf(session.accessJwt) ?? ''))
       throw new SignInRefusedError(
         'this is the account’s own password; make an app password for this service in Bluesky’s settings and use that',
+        'password',
       );
     return {
       credentials: storedBlueskyCredentials({ identifier: session.did, appPassword: password, service: session.pds }),
@@ -72,9 +74,9 @@ export class BlueskyConnection implements SignInConnection {
     const did = account.startsWith('did:')
       ? account
       : await this.asked(() => this.api.resolveHandle(this.config.entrywayUrl, account));
-    if (!did) throw new SignInRefusedError(`no Bluesky account has the handle ${account}`);
+    if (!did) throw new SignInRefusedError(`no Bluesky account has the handle ${account}`, 'account');
     const pds = await this.asked(() => this.api.pdsOfDid(this.config.plcUrl, did));
-    if (!pds) throw new SignInRefusedError(`${account} names no Bluesky account with a PDS`);
+    if (!pds) throw new SignInRefusedError(`${account} names no Bluesky account with a PDS`, 'account');
     return pds;
   }
 
@@ -83,9 +85,12 @@ export class BlueskyConnection implements SignInConnection {
       return await this.api.createSession(server, account, password);
     } catch (error) {
       if (error instanceof XrpcError && (error.status === 401 || error.error === 'AuthenticationRequired'))
-        throw new SignInRefusedError(`Bluesky did not sign in ${account} with this app password: ${error.message}`);
+        throw new SignInRefusedError(
+          `Bluesky did not sign in ${account} with this app password: ${error.message}`,
+          'password',
+        );
       if (error instanceof XrpcError && (error.error === 'AccountTakedown' || error.error === 'AccountDeactivated'))
-        throw new SignInRefusedError(`Bluesky refused the account: ${error.message}`);
+        throw new SignInRefusedError(`Bluesky refused the account: ${error.message}`, 'account');
       if (error instanceof XrpcError && error.status === 429)
         throw new SignInRefusedError('Bluesky allows no more sign-ins of this account for now; try again later');
       if (error instanceof PdsAddressRefusedError) throw new SiteRefusedError(error.message);
@@ -121,11 +126,11 @@ export class BlueskyConnection implements SignInConnection {
 /** The account as the user typed it: a handle (without its `@`), a DID, or an e-mail address. */
 function accountOf(input: string): string {
   const text = input.trim().replace(/^@/, '');
-  if (text === '') throw new SignInRefusedError('enter your handle, such as alice.bsky.social');
+  if (text === '') throw new SignInRefusedError('enter your handle, such as alice.bsky.social', 'account');
   if (text.startsWith('did:') || text.includes('@')) return text;
   const handle = text.toLowerCase();
   if (!isValidHandle(handle))
-    throw new SignInRefusedError(`${text} is not a Bluesky handle, such as alice.bsky.social`);
+    throw new SignInRefusedError(`${text} is not a Bluesky handle, such as alice.bsky.social`, 'account');
   return handle;
 }
 
