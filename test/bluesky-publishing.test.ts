@@ -23,6 +23,7 @@ import {
   type PublishedPart,
 } from '../src/providers/publishing-contract.js';
 import { mp4, png } from './support/media-samples.js';
+import { startPdsProxy, type PdsProxy } from './support/pds-proxy.js';
 import { startPds, type PdsAccount, type TestPds } from './support/pds.js';
 
 // The Bluesky adapter publishing to Bluesky's reference PDS (test/support/pds.ts), driven step by step as
@@ -441,62 +442,10 @@ async function startSite(pages: Record<string, { type: string; body: string | Bu
   };
 }
 
-interface Refusal {
-  status: number;
-  error: string;
-  headers?: Record<string, string>;
-}
-
-/**
- * A loopback server in front of the PDS that passes every XRPC call on, but for the refusals a test asks
- * for (`refuseNext`), and names itself as the accounts' PDS in the sessions it passes back, so that every
- * call of a publication goes through it.
- */
-async function startPdsProxy(target: string) {
-  const refusals = new Map<string, Refusal[]>();
-  const calls: string[] = [];
-  const server = http.createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const method = new URL(request.url ?? '/', 'http://proxy').pathname.replace('/xrpc/', '');
-      calls.push(method);
-      const refusal = refusals.get(method)?.shift();
-      if (refusal) {
-        response.writeHead(refusal.status, { 'Content-Type': 'application/json', ...refusal.headers });
-        response.end(JSON.stringify({ error: refusal.error, message: `refused by the test (${refusal.error})` }));
-        return;
-      }
-      const headers: Record<string, string> = {};
-      for (const name of ['authorization', 'content-type'])
-        if (typeof request.headers[name] === 'string') headers[name] = request.headers[name];
-      void fetch(`${target}${request.url}`, {
-        method: request.method ?? 'GET',
-        headers,
-        ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}),
-      }).then(async (answer) => {
-        const body = (await answer.text()).replaceAll(target, url);
-        response.writeHead(answer.status, { 'Content-Type': answer.headers.get('content-type') ?? 'application/json' });
-        response.end(body);
-      });
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    url,
-    calls,
-    refuseNext(method: string, refusal: Refusal) {
-      refusals.set(method, [...(refusals.get(method) ?? []), refusal]);
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
 describe('Bluesky’s refusals', () => {
-  let proxy: Awaited<ReturnType<typeof startPdsProxy>>;
+  let proxy: PdsProxy;
   beforeAll(async () => {
-    proxy = await startPdsProxy(pds.url);
+    proxy = await startPdsProxy(pds);
   });
   afterAll(async () => {
     await proxy?.close();

@@ -2,24 +2,29 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
 import { publicApi } from './support/api.js';
+import { BrowserSession, inputValue } from './support/browser-session.js';
 import { TEST_DATABASE_URL } from './support/database.js';
 import { eventually } from './support/eventually.js';
 import { startFakeMastodon, type FakeMastodon, type FakeMastodonAccount } from './support/fake-mastodon.js';
 import { startFakeX, type FakeX } from './support/fake-x.js';
+import { startPdsProxy, type PdsProxy } from './support/pds-proxy.js';
+import { startPds, type PdsAccount, type PdsRecord, type TestPds } from './support/pds.js';
 import { startPublishingRig, type PublishingRig } from './support/publishing-rig.js';
-import { scaled } from './support/timeouts.js';
+import { scaled, TIMEOUTS } from './support/timeouts.js';
 import { dataOf } from './support/typed-answers.js';
 
-// Threads to Mastodon and X published by worker processes of the build that are killed with SIGKILL
-// between parts, while the network is creating a part (the worker dies without its answer), on
-// PostgreSQL (the embedded database belongs to one process), against the fake Mastodon and the fake X
-// made slow per status and post. What thread-crash.test.ts proves with the sandbox network, here with
-// the ways each network has to find a part whose answer was lost: Mastodon's Idempotency-Key, sent
-// again; X's timeline of the account, searched before anything is sent again.
+// Threads to Mastodon, X and Bluesky published by worker processes of the build that are killed with
+// SIGKILL between parts, while the network is creating a part (the worker dies without its answer), on
+// PostgreSQL (the embedded database belongs to one process), against the fake Mastodon, the fake X and
+// Bluesky's reference PDS, each made slow per status, post or record. What thread-crash.test.ts proves
+// with the sandbox network, here with the ways each network has to find a part whose answer was lost:
+// Mastodon's Idempotency-Key, sent again; X's timeline of the account, searched before anything is sent
+// again; Bluesky's record key, chosen before the record is sent, where the record is asked for and put
+// only where none is.
 const onPostgres = describe.skipIf(!TEST_DATABASE_URL);
 
 const PARTS = 4;
-// Each status or post takes this long at the network, so that a thread is under way for a few seconds.
+// Each status, post or record takes this long at the network, so that a thread is under way for a few seconds.
 const NETWORK_DELAY_MS = 500;
 const WORKER_ENV = { PUBLISH_LEASE_SECONDS: '5', PUBLISH_RETRY_BASE_MS: '500' };
 const RETURN_URL = 'https://app.example.org/connected';
@@ -37,10 +42,10 @@ interface Network {
   rig: PublishingRig;
   channelIds: string[];
   threads: number;
-  /** Status or post creations the network is working on now. */
+  /** Status, post or record creations the network is working on now. */
   inFlight(): number;
   /** Everything the network created with this text, in order of creation. */
-  created(text: string, channelIndex: number): Created[];
+  created(text: string, channelIndex: number): Created[] | Promise<Created[]>;
 }
 
 /** The text of a part: every part of every thread differs, as X refuses the same text twice. */
@@ -122,7 +127,8 @@ async function drill(network: Network): Promise<{ atFirstKill: number; atSecondK
 
   for (const [t, id] of ids.entries()) {
     // On the network: each part once, each a reply to the part before.
-    const parts = Array.from({ length: PARTS }, (_, p) => network.created(partText(t, p), t % channelIds.length));
+    const parts: Created[][] = [];
+    for (let p = 0; p < PARTS; p++) parts.push(await network.created(partText(t, p), t % channelIds.length));
     expect(
       parts.map((sent) => sent.length),
       `how many times ${network.name} created each part of ${id}`,
@@ -168,6 +174,33 @@ async function connectThroughApi(
   const back = await rig.api.fetch(callback.pathname + callback.search, { redirect: 'manual' });
   expect(back.status).toBe(303);
   const landed = new URL(back.headers.get('location')!);
+  expect(landed.searchParams.get('reconnected')).toBe('false');
+  return landed.searchParams.get('channelId')!;
+}
+
+/**
+ * The Public API's connect of a Bluesky account, signed in on this server's page with its handle and
+ * app password as its owner would: the channel's id.
+ */
+async function connectBlueskyThroughApi(rig: PublishingRig, account: PdsAccount): Promise<string> {
+  const api = publicApi(rig.api, rig.org.auth);
+  const page = new URL(
+    dataOf(await api.POST('/public/v1/channels/connect', { body: { provider: 'bluesky', returnUrl: RETURN_URL } }))
+      .authorizationUrl,
+  );
+  const browser = new BrowserSession(rig.api);
+  const form = await browser.get(page.pathname + page.search);
+  expect(form.status).toBe(200);
+  const html = (await form.text()).split('action="/channels/sign-in/')[1]!;
+  const done = await browser.postForm(page.pathname, {
+    csrf_token: inputValue(html, 'csrf_token')!,
+    state: inputValue(html, 'state')!,
+    account: account.handle,
+    password: account.appPassword,
+    server: '',
+  });
+  expect(done.status).toBe(303);
+  const landed = new URL(done.headers.get('location')!);
   expect(landed.searchParams.get('reconnected')).toBe('false');
   return landed.searchParams.get('channelId')!;
 }
@@ -289,6 +322,110 @@ onPostgres('threads to X published by worker processes killed between parts', ()
         console.log(
           `X thread crash drill: ${numbers.atFirstKill} and ${numbers.atSecondKill} of ${THREADS} threads under way ` +
             `at the kills, ${x.tweets.length} posts, ${searches} searches of the timeline`,
+        );
+      } finally {
+        await rig.close();
+      }
+    },
+  );
+});
+
+onPostgres('threads to Bluesky published by worker processes killed between parts', () => {
+  // Four accounts of the PDS, a thread to each (Bluesky's adapter publishes to an account one post at a
+  // time): a few records being written at once.
+  const THREADS = 4;
+  const POST = 'app.bsky.feed.post';
+  const PUT_RECORD = 'com.atproto.repo.putRecord';
+  let pds: TestPds;
+  let proxy: PdsProxy;
+  beforeAll(async () => {
+    pds = await startPds();
+    // The accounts' PDS as the service reaches it (their DID documents name the proxy), slow to answer
+    // a record it wrote.
+    proxy = await startPdsProxy(pds);
+    proxy.slow(PUT_RECORD, NETWORK_DELAY_MS);
+  }, TIMEOUTS.hook);
+  afterAll(async () => {
+    await proxy?.close();
+    await pds?.close();
+  });
+
+  it(
+    'a kill -9 between parts: every thread finishes once, in order, each record replying to the one before',
+    { timeout: scaled(240_000) },
+    async () => {
+      const env = {
+        BLUESKY_ENTRYWAY_URL: proxy.url,
+        BLUESKY_PLC_URL: proxy.url,
+        // The PDS is on loopback: allowed as an operator allows a range of their network.
+        MEDIA_FETCH_ALLOW_RANGES: '127.0.0.1/32',
+        DAILY_POST_LIMIT_BLUESKY: '1000',
+      };
+      const rig = await startPublishingRig({ channels: 0, apiEnv: env, workerEnv: { ...WORKER_ENV, ...env } });
+      try {
+        await addReturnOrigin(rig.api.ctx.db, rig.org.id, new URL(RETURN_URL).origin);
+        const accounts: PdsAccount[] = [];
+        for (let i = 0; i < THREADS; i++) accounts.push(await pds.createAccount());
+        const channelIds: string[] = [];
+        for (const account of accounts) channelIds.push(await connectBlueskyThroughApi(rig, account));
+        // Signed in at the PDS the accounts' DID documents name: the proxy.
+        expect(proxy.calls.filter((call) => call === 'com.atproto.server.createSession')).toHaveLength(THREADS);
+        const before = proxy.calls.length;
+
+        /** The account's records with this text, oldest first. */
+        const recordsOf = async (text: string, channel: number): Promise<PdsRecord[]> =>
+          (await pds.listRecords(accounts[channel]!.did, POST))
+            .filter((record) => record.value.text === text)
+            .reverse();
+        const numbers = await drill({
+          name: 'Bluesky',
+          rig,
+          channelIds,
+          threads: THREADS,
+          inFlight: () => proxy.inFlight(PUT_RECORD),
+          created: async (text, channel) =>
+            (await recordsOf(text, channel)).map((record) => ({
+              id: record.uri,
+              url: `https://bsky.app/profile/${accounts[channel]!.did}/post/${record.uri.split('/').at(-1)!}`,
+              replyTo: (record.value.reply as { parent: { uri: string } } | undefined)?.parent.uri ?? null,
+            })),
+        });
+
+        // Each part after the first names the thread's first part as its root and the part before as its
+        // parent, each by the cid the PDS holds.
+        const ref = (record: PdsRecord) => ({ uri: record.uri, cid: record.cid });
+        const records: PdsRecord[] = [];
+        for (let t = 0; t < THREADS; t++) {
+          const parts = await Promise.all(
+            Array.from({ length: PARTS }, async (_, p) => (await recordsOf(partText(t, p), t))[0]!),
+          );
+          expect(
+            parts.map((part) => part.value.reply),
+            `the replies of thread ${t + 1}`,
+          ).toEqual([
+            undefined,
+            ...parts.slice(0, -1).map((parent) => ({ root: ref(parts[0]!), parent: ref(parent) })),
+          ]);
+          records.push(...parts);
+        }
+        // Every write of a part was at the key its record has, chosen before it was sent, and only where
+        // no record was (swapRecord: null): a write sent again after a lost answer could add nothing.
+        const keys = new Set(records.map((record) => record.uri));
+        const writes = proxy.inputs(PUT_RECORD);
+        expect(
+          writes.filter(
+            (write) =>
+              write.swapRecord !== null ||
+              !keys.has(`at://${String(write.repo)}/${String(write.collection)}/${String(write.rkey)}`),
+          ),
+          'writes of a record elsewhere, or over one',
+        ).toEqual([]);
+        // Each kill left a record whose answer never came: the worker that took over asked for it first.
+        const asked = proxy.calls.slice(before).filter((call) => call === 'com.atproto.repo.getRecord').length;
+        expect(asked, 'records asked for at their key').toBeGreaterThanOrEqual(2);
+        console.log(
+          `Bluesky thread crash drill: ${numbers.atFirstKill} and ${numbers.atSecondKill} of ${THREADS} threads ` +
+            `under way at the kills, ${records.length} records, ${writes.length} writes, ${asked} asked for at their key`,
         );
       } finally {
         await rig.close();
