@@ -1154,7 +1154,7 @@ export interface components {
          * @description The providers of this version of the contract.
          * @enum {string}
          */
-        KnownProvider: "youtube" | "tiktok" | "sandbox" | "bluesky" | "mastodon" | "x";
+        KnownProvider: "youtube" | "tiktok" | "sandbox" | "bluesky" | "mastodon" | "x" | "facebook" | "instagram" | "threads";
         ConnectionStatus: {
             /**
              * @description Always `true`; an invalid credential is answered `401`.
@@ -1210,7 +1210,7 @@ export interface components {
              * @description The network of the account to connect.
              * @enum {string}
              */
-            provider: "youtube" | "tiktok" | "bluesky" | "mastodon" | "x";
+            provider: "youtube" | "tiktok" | "bluesky" | "mastodon" | "x" | "facebook" | "instagram" | "threads";
             /**
              * @description Mastodon only: the instance the account lives on, as its domain (`mastodon.social`), a URL
              *     of it or a handle (`@alice@mastodon.social`). This server checks that it answers as a
@@ -1341,6 +1341,12 @@ export interface components {
              */
             thread: components["schemas"]["ThreadPart"][];
             /**
+             * @description The comment published on the post right after it (`null` when it has none). Like a
+             *     thread's part: when it fails, the post is `failed` with its content published, and
+             *     scheduling it again publishes the comment only.
+             */
+            firstComment: components["schemas"]["FirstComment"] | null;
+            /**
              * @description The provider settings as stored, every default filled in. `null` only on sandbox posts
              *     created by the single-content form before it stored the sandbox's defaults.
              */
@@ -1404,8 +1410,9 @@ export interface components {
          *     `rescheduled` (a new time); `drafted` (taken off the schedule); `edited`; `publishing` (a
          *     worker started an attempt); `retrying` (the attempt met a passing failure, `reason`, and goes
          *     on at `nextAttemptAt`); `part_published` (one part of a thread, `part`, was published, with
-         *     its `releaseId` and `releaseUrl`; `published` follows the last part's); `published`; `failed`
-         *     (`error`); `deleted`. More types may be added within v1.
+         *     its `releaseId` and `releaseUrl`; `published` follows the last part's); `comment_published`
+         *     (the first comment was published, with its `releaseId` and `releaseUrl`); `published`;
+         *     `failed` (`error`); `deleted`. More types may be added within v1.
          * @example published
          */
         PostEventType: string;
@@ -1438,11 +1445,11 @@ export interface components {
              * @description When the attempt goes on (`retrying`).
              */
             nextAttemptAt?: string;
-            /** @description The network's id of the published item (`published`), or of the part (`part_published`). */
+            /** @description The network's id of the published item (`published`), of the part (`part_published`) or of the comment (`comment_published`). */
             releaseId?: string;
             /**
              * Format: uri
-             * @description Where the published item (`published`) or part (`part_published`) can be seen.
+             * @description Where the published item (`published`), part (`part_published`) or comment (`comment_published`) can be seen.
              */
             releaseUrl?: string | null;
             /**
@@ -1557,6 +1564,30 @@ export interface components {
              *     part, e.g. `posts[0].thread[1].content`. Omitted or empty: a single post.
              */
             thread?: components["schemas"]["ThreadPartInput"][];
+            firstComment?: components["schemas"]["FirstCommentInput"];
+        };
+        /**
+         * @description A comment of the account's own, published on the post right after it (a link, hashtags, a
+         *     call to action kept out of the caption). Only on networks with comments (Facebook,
+         *     Instagram and the sandbox); the others refuse it with `422` naming `firstComment` (a
+         *     network with replies takes a `thread` instead). The network's own limit of a comment's
+         *     length applies.
+         */
+        FirstCommentInput: {
+            /** @description The comment's text. */
+            content: string;
+        };
+        /** @description A post's first comment, and where it was published. */
+        FirstComment: {
+            /** @description The comment's text. */
+            content: string;
+            /** @description The network's id of the published comment; `null` until it is published. */
+            releaseId: string | null;
+            /**
+             * Format: uri
+             * @description Where the published comment can be seen, when the network tells.
+             */
+            releaseUrl: string | null;
         };
         /**
          * @description The alternative text of images, by media id (each one of the item's or part's `mediaIds`):
@@ -1617,6 +1648,11 @@ export interface components {
              */
             thread?: components["schemas"]["ThreadPartInput"][];
             /**
+             * @description The new first comment, or `null` to have none. A comment already published cannot
+             *     change (`409`).
+             */
+            firstComment?: components["schemas"]["FirstCommentInput"] | null;
+            /**
              * Format: date-time
              * @description A new time to publish at, at most 1 minute in the past: a `scheduled` post is
              *     rescheduled (as with `POST /public/v1/posts/{id}/schedule`), a `draft` or `failed` post
@@ -1644,12 +1680,12 @@ export interface components {
          *     sandbox. The values are the user's choices: collect them in your UI. Optional choices left
          *     out are stored with their documented defaults.
          */
-        ProviderSettings: components["schemas"]["YouTubeSettings"] | components["schemas"]["TikTokSettings"] | components["schemas"]["SandboxSettings"] | components["schemas"]["BlueskySettings"] | components["schemas"]["MastodonSettings"] | components["schemas"]["XSettings"];
+        ProviderSettings: components["schemas"]["YouTubeSettings"] | components["schemas"]["TikTokSettings"] | components["schemas"]["SandboxSettings"] | components["schemas"]["BlueskySettings"] | components["schemas"]["MastodonSettings"] | components["schemas"]["XSettings"] | components["schemas"]["FacebookSettings"] | components["schemas"]["InstagramSettings"] | components["schemas"]["ThreadsSettings"];
         /**
          * @description A post's settings as the server answers them: those sent, with every optional choice the
          *     request left out filled in with its documented default, so each field below is present.
          */
-        StoredProviderSettings: components["schemas"]["StoredYouTubeSettings"] | components["schemas"]["StoredTikTokSettings"] | components["schemas"]["StoredSandboxSettings"] | components["schemas"]["StoredBlueskySettings"] | components["schemas"]["StoredMastodonSettings"] | components["schemas"]["StoredXSettings"];
+        StoredProviderSettings: components["schemas"]["StoredYouTubeSettings"] | components["schemas"]["StoredTikTokSettings"] | components["schemas"]["StoredSandboxSettings"] | components["schemas"]["StoredBlueskySettings"] | components["schemas"]["StoredMastodonSettings"] | components["schemas"]["StoredXSettings"] | components["schemas"]["StoredFacebookSettings"] | components["schemas"]["StoredInstagramSettings"] | components["schemas"]["StoredThreadsSettings"];
         /**
          * YouTube
          * @description YouTube settings as stored; `tags` is always present.
@@ -1743,6 +1779,57 @@ export interface components {
              * @enum {string}
              */
             __type: "mastodon";
+        });
+        /**
+         * Facebook
+         * @description Facebook settings as stored; `link` when one was sent.
+         */
+        StoredFacebookSettings: {
+            /** @constant */
+            __type?: "facebook";
+        } & (components["schemas"]["FacebookSettings"] & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "facebook";
+        });
+        /**
+         * Instagram
+         * @description Instagram settings as stored; `postType`, `shareToFeed`, `collaborators` and `userTags` are always present.
+         */
+        StoredInstagramSettings: {
+            /** @constant */
+            __type?: "instagram";
+        } & (components["schemas"]["InstagramSettings"] & {
+            /** @enum {string} */
+            postType: "feed" | "reel" | "story";
+            shareToFeed: boolean;
+            collaborators: string[];
+            userTags: components["schemas"]["InstagramUserTag"][];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "instagram";
+        });
+        /**
+         * Threads
+         * @description Threads settings as stored; `replyControl` is always present.
+         */
+        StoredThreadsSettings: {
+            /** @constant */
+            __type?: "threads";
+        } & (components["schemas"]["ThreadsSettings"] & {
+            /** @enum {string} */
+            replyControl: "everyone" | "accounts_you_follow" | "mentioned_only";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "threads";
         });
         /**
          * X
@@ -1864,8 +1951,9 @@ export interface components {
             /**
              * Format: int32
              * @description With `outcome` `failed`, the part of a thread the sandbox refuses (1, the default, is the
-             *     post itself); the parts before it are published. Lets you try a thread that fails
-             *     midway, and scheduling it again after changing this.
+             *     post itself; a first comment is the part after the thread's last); the parts before it
+             *     are published. Lets you try a thread or a first comment that fails midway, and
+             *     scheduling it again after changing this.
              * @default 1
              */
             failingPart?: number;
@@ -1965,6 +2053,83 @@ export interface components {
              * @enum {string}
              */
             replySettings?: "everyone" | "following" | "mentionedUsers" | "subscribers" | "verified";
+        };
+        /**
+         * Facebook
+         * @description How the post is published on a Facebook Page: its text (up to 63,206 characters) with, at
+         *     most, one of a link, up to 10 photos, or one video; a first comment (`firstComment`) is
+         *     published as the Page's comment on it.
+         */
+        FacebookSettings: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "facebook";
+            /**
+             * Format: uri
+             * @description A web page shared with the post, shown as a card. Only on a post without media; without
+             *     it, Facebook shows a card of the first link of the text.
+             */
+            link?: string;
+        };
+        /**
+         * Instagram
+         * @description How the post is published on an Instagram professional account: its caption (up to 2,200
+         *     characters and 30 hashtags), the kind of post, and who it is made with. A first comment
+         *     (`firstComment`) is published as the account's comment on it (not on a story).
+         */
+        InstagramSettings: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "instagram";
+            /**
+             * @description `feed`: one image, or a carousel of 2 to 10 images and videos in the order of
+             *     `mediaIds` (a single video is published as a reel, as Instagram does); `reel`: one
+             *     video; `story`: one image or video, shown for 24 hours, without its caption.
+             * @default feed
+             * @enum {string}
+             */
+            postType?: "feed" | "reel" | "story";
+            /**
+             * @description Whether a reel is shown in the account's feed too, not only among its reels.
+             * @default true
+             */
+            shareToFeed?: boolean;
+            /** @description Instagram usernames invited as collaborators (a feed post or reel), at most 3. */
+            collaborators?: string[];
+            /**
+             * @description Accounts tagged on the post's images: each names an image of `mediaIds` and where on it
+             *     the tag is, from its top left corner (`x`, `y` from 0 to 1). At most 20.
+             */
+            userTags?: components["schemas"]["InstagramUserTag"][];
+        };
+        InstagramUserTag: {
+            /** @description The image tagged (one of the post's `mediaIds`). */
+            mediaId: string;
+            username: string;
+            x: number;
+            y: number;
+        };
+        /**
+         * Threads
+         * @description How the post is published on Threads: text of up to 500 characters, up to 10 images and
+         *     videos (a carousel from 2), and a `thread` of replies.
+         */
+        ThreadsSettings: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "threads";
+            /**
+             * @description Who may reply to the post (each part of a thread alike).
+             * @default everyone
+             * @enum {string}
+             */
+            replyControl?: "everyone" | "accounts_you_follow" | "mentioned_only";
         };
         /**
          * @description The type detected from the bytes, one of the file types accepted as media.

@@ -125,6 +125,7 @@ describe('POST /public/v1/posts: the two forms', () => {
         mediaIds: [media.image],
         altTexts: {},
         thread: [],
+        firstComment: null,
         // The same defaults the per-channel form stores for a sandbox item without settings.
         settings: { __type: 'sandbox', outcome: 'published', failingPart: 1 },
         status: 'scheduled',

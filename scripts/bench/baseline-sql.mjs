@@ -38,10 +38,10 @@ export const BASELINE_SQL = {
     `select "id", "status" from "channels" where "organization_id" = $1 and "id" in (${list(channels, 2)}) ` +
     'order by "id" for no key update',
   insertPosts:
-    'insert into posts (id, organization_id, group_id, channel_id, content, media_ids, alt_texts, thread, settings, ' +
-    'status, scheduled_at, created_at, updated_at) ' +
-    'select id, organization_id, group_id, channel_id, content, media_ids, alt_texts, thread, settings, status, ' +
-    'scheduled_at, created_at, updated_at ' +
+    'insert into posts (id, organization_id, group_id, channel_id, content, media_ids, alt_texts, thread, ' +
+    'first_comment, settings, status, scheduled_at, created_at, updated_at) ' +
+    'select id, organization_id, group_id, channel_id, content, media_ids, alt_texts, thread, first_comment, ' +
+    'settings, status, scheduled_at, created_at, updated_at ' +
     'from jsonb_populate_recordset(null::posts, $1::jsonb) ' +
     'where not exists (select from jsonb_to_recordset($2::jsonb) ' +
     'as claim(channel_id text, adding int, daily_limit int) ' +

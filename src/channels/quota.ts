@@ -115,16 +115,17 @@ export async function insertPostsWithinQuota(
     media_ids: JSON.parse(post.media_ids) as unknown,
     thread: JSON.parse(post.thread ?? '[]') as unknown,
     alt_texts: JSON.parse(post.alt_texts ?? '{}') as unknown,
+    first_comment: post.first_comment ? (JSON.parse(post.first_comment) as unknown) : null,
     settings: post.settings === null || post.settings === undefined ? null : (JSON.parse(post.settings) as unknown),
   }));
   const { rows: inserted } = await sql<Post>`
     insert into posts (
-      id, organization_id, group_id, channel_id, content, media_ids, alt_texts, thread, settings, status,
-      scheduled_at, created_at, updated_at
+      id, organization_id, group_id, channel_id, content, media_ids, alt_texts, thread, first_comment, settings,
+      status, scheduled_at, created_at, updated_at
     )
     select
-      id, organization_id, group_id, channel_id, content, media_ids, alt_texts, thread, settings, status,
-      scheduled_at, created_at, updated_at
+      id, organization_id, group_id, channel_id, content, media_ids, alt_texts, thread, first_comment, settings,
+      status, scheduled_at, created_at, updated_at
     from jsonb_populate_recordset(null::posts, ${JSON.stringify(rows)}::jsonb)
     where not exists (
       select from jsonb_to_recordset(${JSON.stringify([...adding.values()])}::jsonb)

@@ -16,7 +16,7 @@ import {
 import { toPostBody, type PostRow } from './post-body.js';
 import { recordPostEvents } from './events.js';
 import type { PostsContext } from './context.js';
-import { assertMediaStillPresent, mediaOf, unpublishedPart } from './queries.js';
+import { assertMediaStillPresent, mediaOf, unpublishedComment, unpublishedPart } from './queries.js';
 import { lockChannelStates } from '../channels/channels.js';
 import { assertWithinDailyQuota, insertPostsWithinQuota } from '../channels/quota.js';
 import type { NewPost } from './tables.js';
@@ -45,6 +45,7 @@ function draftsOf(request: CreatePostRequest): PostDraft[] {
         mediaIds: part.mediaIds ?? [],
         altTexts: part.altTexts ?? {},
       })),
+      firstComment: item.firstComment ?? null,
       settings: item.settings,
       paths: {
         channel: `posts[${i}].channelId`,
@@ -53,6 +54,7 @@ function draftsOf(request: CreatePostRequest): PostDraft[] {
         altTexts: `posts[${i}].altTexts`,
         settings: `posts[${i}].settings`,
         thread: `posts[${i}].thread`,
+        firstComment: `posts[${i}].firstComment`,
       },
     }));
   }
@@ -62,6 +64,7 @@ function draftsOf(request: CreatePostRequest): PostDraft[] {
     mediaIds: request.mediaIds ?? [],
     altTexts: request.altTexts ?? {},
     thread: [],
+    firstComment: null,
     settings: undefined,
     paths: {
       channel: `channelIds[${i}]`,
@@ -70,6 +73,7 @@ function draftsOf(request: CreatePostRequest): PostDraft[] {
       altTexts: 'altTexts',
       settings: undefined,
       thread: undefined,
+      firstComment: undefined,
     },
   }));
 }
@@ -248,6 +252,7 @@ function newPostRow(post: CheckedPost, organizationId: string, group: string, ti
     media_ids: JSON.stringify(post.mediaIds),
     alt_texts: JSON.stringify(post.altTexts),
     thread: JSON.stringify(post.thread.map((part) => unpublishedPart(part))),
+    first_comment: post.firstComment && JSON.stringify(unpublishedComment(post.firstComment)),
     settings: JSON.stringify(post.settings),
     status: timing.status,
     scheduled_at: timing.scheduledAt,

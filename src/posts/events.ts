@@ -15,6 +15,7 @@ export type PostEventType =
   | 'publishing'
   | 'retrying'
   | 'part_published'
+  | 'comment_published'
   | 'published'
   | 'failed'
   | 'deleted';

@@ -12,6 +12,7 @@ import {
   findPost,
   lockPost,
   mediaOf,
+  unpublishedComment,
   unpublishedPart,
   updatePost,
 } from './queries.js';
@@ -43,7 +44,14 @@ function assertEditable(post: PostRow): void {
 
 /** The parts of a post that the rules judge together (a YouTube description falls back to the content). */
 const checkedParts = (post: PostRow) =>
-  JSON.stringify([post.content, post.media_ids, post.alt_texts, post.thread, post.settings ?? null]);
+  JSON.stringify([
+    post.content,
+    post.media_ids,
+    post.alt_texts,
+    post.thread,
+    post.first_comment,
+    post.settings ?? null,
+  ]);
 
 /**
  * Changes content, media or settings, checked like a create. The checks read TikTok's creator info,
@@ -104,6 +112,7 @@ async function checkEdit(ctx: PostsContext, post: PostRow, changes: UpdatePostRe
         mediaIds: part.mediaIds ?? [],
         altTexts: part.altTexts ?? {},
       })),
+      firstComment: changes.firstComment === undefined ? post.first_comment : changes.firstComment,
       settings: changes.settings ?? ((post.settings ?? undefined) as ProviderSettings | undefined),
       paths: {
         channel: 'channelId',
@@ -112,6 +121,7 @@ async function checkEdit(ctx: PostsContext, post: PostRow, changes: UpdatePostRe
         altTexts: 'altTexts',
         settings: 'settings',
         thread: 'thread',
+        firstComment: 'firstComment',
       },
     },
   ]);
@@ -152,6 +162,12 @@ function assertPublishedPartsKept(post: PostRow, changes: UpdatePostRequest): vo
         'published and cannot change: send them as they are; the parts after them can change.',
     );
   }
+  if (
+    post.first_comment?.releaseId &&
+    changes.firstComment !== undefined &&
+    changes.firstComment?.content !== post.first_comment.content
+  )
+    throw new ConflictError(`The first comment of post ${post.id} is published and cannot change.`);
 }
 
 /** The thread as an edit stores it: the published parts as they are, the others as sent. */
@@ -178,6 +194,7 @@ async function writeEdit(
     changes.mediaIds === undefined &&
     changes.altTexts === undefined &&
     changes.thread === undefined &&
+    changes.firstComment === undefined &&
     changes.settings === undefined
   )
     return post;
@@ -188,6 +205,9 @@ async function writeEdit(
       ? {}
       : { alt_texts: JSON.stringify(result.altTexts) }),
     ...(changes.thread === undefined ? {} : { thread: JSON.stringify(editedThread(post, result.thread)) }),
+    ...(changes.firstComment === undefined || post.first_comment?.releaseId
+      ? {}
+      : { first_comment: result.firstComment && JSON.stringify(unpublishedComment(result.firstComment)) }),
     ...(changes.settings === undefined ? {} : { settings: JSON.stringify(result.settings) }),
     updated_at: now,
   });

@@ -26,6 +26,11 @@ export function toPostBody(post: PostRow): PostBody {
       releaseId: part.releaseId,
       releaseUrl: part.releaseUrl,
     })),
+    firstComment: post.first_comment && {
+      content: post.first_comment.content,
+      releaseId: post.first_comment.releaseId,
+      releaseUrl: post.first_comment.releaseUrl,
+    },
     settings: (post.settings ?? null) as StoredProviderSettings | null,
     status: post.status,
     scheduledAt: post.scheduled_at?.toISOString() ?? null,

@@ -4,7 +4,7 @@ import { UnprocessableError } from '../core/errors.js';
 import type { Db } from '../db/database.js';
 import type { PostCursor } from './cursor.js';
 import type { PostRow } from './post-body.js';
-import type { PostUpdate, StoredThreadPart } from './tables.js';
+import type { PostUpdate, StoredFirstComment, StoredThreadPart } from './tables.js';
 
 function selectPosts(db: Db, organizationId: string) {
   return db
@@ -39,6 +39,11 @@ export function unpublishedPart(part: {
     releaseUrl: null,
     reference: null,
   };
+}
+
+/** A first comment as stored before it is published. */
+export function unpublishedComment(comment: { content: string }): StoredFirstComment {
+  return { content: comment.content, releaseId: null, releaseUrl: null, reference: null };
 }
 
 /** The media of a post and of its thread's parts, each list with the path of its field. */

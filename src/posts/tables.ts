@@ -13,6 +13,8 @@ export interface PostTable {
   alt_texts: ColumnType<Record<string, string>, string | undefined, string>;
   /** The parts after the post's own content, published in order as replies; `[]` for a single post. */
   thread: ColumnType<StoredThreadPart[], string | undefined, string>;
+  /** The comment published on the post right after it; `null` when it has none. */
+  first_comment: ColumnType<StoredFirstComment | null, string | null | undefined, string | null>;
   settings: ColumnType<unknown, string | null, string | null>;
   status: PostStatus;
   scheduled_at: Timestamp | null;
@@ -44,6 +46,14 @@ export interface StoredThreadPart {
   releaseId: string | null;
   releaseUrl: string | null;
   /** What the network needs to know of the published part to reply to it. */
+  reference: Record<string, unknown> | null;
+}
+
+/** A post's first comment, and where it was published once it is. */
+export interface StoredFirstComment {
+  content: string;
+  releaseId: string | null;
+  releaseUrl: string | null;
   reference: Record<string, unknown> | null;
 }
 

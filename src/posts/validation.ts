@@ -30,6 +30,8 @@ export interface PostDraft {
   altTexts: Record<string, string>;
   /** The parts after the first; `[]` for a single post. */
   thread: ThreadPartDraft[];
+  /** The comment to publish on the post right after it; `null` for none. */
+  firstComment: { content: string } | null;
   settings: ProviderSettings | undefined;
   paths: ItemPaths;
 }
@@ -42,6 +44,7 @@ export interface CheckedPost {
   mediaIds: string[];
   altTexts: Record<string, string>;
   thread: ThreadPartDraft[];
+  firstComment: { content: string } | null;
   /** With the defaults filled in, also when none were sent (allowed where the network needs none). */
   settings: StoredProviderSettings;
 }
@@ -133,6 +136,7 @@ export async function checkDrafts(
           mediaById,
         ),
         ...threadProblems(network, draft, channel, mediaById),
+        ...firstCommentProblems(network, draft, channel),
       );
     }
     problems.push(...itemProblems);
@@ -241,6 +245,30 @@ function threadProblems(
   return problems;
 }
 
+/** A first comment, on a network with comments, within its length. */
+function firstCommentProblems(network: ProviderAdapter, draft: PostDraft, channel: Channel): ErrorDetail[] {
+  const path = draft.paths.firstComment;
+  if (!draft.firstComment || path === undefined) return [];
+  if (!network.firstComment)
+    return [
+      {
+        path,
+        message:
+          `${network.name} posts cannot have a first comment (channel ${channel.id})` +
+          (network.thread ? ': send a thread, whose parts are published as replies.' : '.'),
+      },
+    ];
+  const { maxLength } = network.firstComment;
+  const length = draft.firstComment.content.length;
+  if (length <= maxLength) return [];
+  return [
+    {
+      path: `${path}.content`,
+      message: `${network.name} takes a comment of ${maxLength} characters (channel ${channel.id}); it has ${length}.`,
+    },
+  ];
+}
+
 /**
  * Alternative texts name media of the post or part they are in, on a network that takes them, within
  * its length.
@@ -283,6 +311,7 @@ function checkedPost(draft: PostDraft, channel: Channel, network: ProviderAdapte
     mediaIds: draft.mediaIds,
     altTexts: draft.altTexts,
     thread: draft.thread,
+    firstComment: draft.firstComment,
     // A network that needs no settings gets its defaults either way, so both create forms store the same.
     settings: network.withDefaults(
       (draft.settings ?? { __type: channel.provider }) as SettingsOf<typeof channel.provider>,

@@ -61,6 +61,8 @@ export interface ItemPaths {
   altTexts: string;
   /** `undefined` in the single-content form, which carries no thread. */
   thread: string | undefined;
+  /** `undefined` in the single-content form, which carries no first comment. */
+  firstComment: string | undefined;
 }
 
 /** A network's rules for threads. Each part also follows the network's rules for a post's text and media. */
@@ -80,7 +82,7 @@ export interface ThreadRules {
  * Pixel sizes are not among them: they would mean reading every image from storage for each check,
  * and none of the networks refuses an image for them (they scale it).
  */
-export type MediaFacts = Pick<Media, 'kind' | 'content_type' | 'size' | 'duration_ms'>;
+export type MediaFacts = Pick<Media, 'id' | 'kind' | 'content_type' | 'size' | 'duration_ms'>;
 
 /** A media's size in bytes. */
 export const mediaBytes = (media: Pick<MediaFacts, 'size'>): number => Number(media.size);
@@ -147,6 +149,8 @@ export interface ProviderAdapter<P extends Provider = Provider> {
    * instance's): what the rules check that channel's posts by. Absent: `contentLimit` for every channel.
    */
   channelContentLimit?(channel: Channel): Promise<ContentLimit>;
+  /** How the network takes a first comment (the account's own, on the post); absent on a network without comments. */
+  readonly firstComment?: { maxLength: number };
   /** How the network takes threads (parts published as replies); absent on a network without replies. */
   readonly thread?: ThreadRules;
   /** The longest alternative text of an image the network takes; absent on a network without any. */

@@ -31,6 +31,12 @@ export interface PublicationInput {
   media: PublishableMedia[];
   /** For a part of a thread after the first: which part, and the published parts it replies to. */
   reply?: ThreadReply;
+  /**
+   * For a post's first comment (on a network with comments): the published post it comments on, and
+   * which part of the post's publication it is, from 1 (the post's own content). The input's content
+   * is the comment's; it has no media.
+   */
+  comment?: { on: PublishedPart; part: number };
   /** Aborted when the worker stops: a step should end its exchange with the network. */
   signal: AbortSignal;
 }

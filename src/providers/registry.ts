@@ -2,8 +2,11 @@ import type { AppContext } from '../http/context.js';
 import type { Provider } from '../core/contract.js';
 import type { ProviderAdapter, ProviderDependencies, ProviderFactory, Providers } from './provider-adapter.js';
 import { blueskyNetwork } from './bluesky/index.js';
+import { facebookNetwork } from './facebook/index.js';
+import { instagramNetwork } from './instagram/index.js';
 import { mastodonNetwork } from './mastodon/index.js';
 import { sandboxNetwork } from './sandbox/index.js';
+import { threadsNetwork } from './threads/index.js';
 import { tiktokNetwork } from './tiktok/index.js';
 import { xNetwork } from './x/index.js';
 import { youtubeNetwork } from './youtube/index.js';
@@ -21,6 +24,9 @@ const NETWORKS: { [P in Provider]: ProviderFactory<P> } = {
   bluesky: blueskyNetwork,
   mastodon: mastodonNetwork,
   x: xNetwork,
+  facebook: facebookNetwork,
+  instagram: instagramNetwork,
+  threads: threadsNetwork,
 };
 
 /** What features that talk to the networks are built from: the application's context and the adapters. */

@@ -17,6 +17,8 @@ export interface SandboxReleaseTable {
   settings: ColumnType<unknown, string | null, string | null>;
   /** The sandbox post this one replies to (a thread's part after the first). */
   reply_to: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The post of the channel this one is a comment on (a first comment). */
+  comment_on: ColumnType<string | null, string | null | undefined, string | null>;
   published_at: Timestamp;
 }
 

@@ -1,3 +1,4 @@
+import { isComment } from './parts.js';
 import { sql, type RawBuilder } from 'kysely';
 import type { Channel, ChannelState } from '../channels/tables.js';
 import type { Db } from '../db/database.js';
@@ -365,6 +366,7 @@ export async function recordPartPublished(
   next: Progress | undefined,
   now: Date,
 ): Promise<PostRow | undefined> {
+  const comment = isComment(held, part);
   const post: PostRow =
     part === 0
       ? {
@@ -374,23 +376,26 @@ export async function recordPartPublished(
           release_reference: release.reference,
           updated_at: now,
         }
-      : {
-          ...held,
-          thread: held.thread.map((stored, i) => (i === part - 1 ? { ...stored, ...release } : stored)),
-          updated_at: now,
-        };
+      : comment
+        ? { ...held, first_comment: { ...held.first_comment!, ...release }, updated_at: now }
+        : {
+            ...held,
+            thread: held.thread.map((stored, i) => (i === part - 1 ? { ...stored, ...release } : stored)),
+            updated_at: now,
+          };
   return transaction(db, async (trx) => {
     const { rows } = await sql`
       update posts set
         release_id = ${post.release_id}, release_url = ${post.release_url},
         release_reference = ${JSON.stringify(post.release_reference)}::jsonb,
-        thread = ${JSON.stringify(post.thread)}::jsonb, updated_at = ${now}
+        thread = ${JSON.stringify(post.thread)}::jsonb,
+        first_comment = ${post.first_comment && JSON.stringify(post.first_comment)}::jsonb, updated_at = ${now}
       where id = ${held.id} and lease_owner = ${worker}
       returning id`.execute(trx);
     if (rows.length === 0) return undefined;
-    await recordPostEvent(trx, post, 'part_published', now, {
+    await recordPostEvent(trx, post, comment ? 'comment_published' : 'part_published', now, {
       attempt: held.publish_attempt,
-      part: part + 1,
+      ...(comment ? {} : { part: part + 1 }),
       releaseId: release.releaseId,
       releaseUrl: release.releaseUrl,
     });

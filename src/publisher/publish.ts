@@ -16,10 +16,10 @@ import {
   type PublishedPart,
   type PublishingAdapter,
   type StepResult,
-  type ThreadReply,
 } from '../providers/publishing-contract.js';
 import { plainText } from '../providers/network-text.js';
 import type { ClaimedPost } from './ledger.js';
+import { isComment, partsOf } from './parts.js';
 import { loadProgress, recordPartPublished, saveProgress } from './ledger.js';
 
 /** How a run of an attempt ended: an outcome, or a reason to go on later. */
@@ -80,10 +80,16 @@ export async function publishableMedia(
 }
 
 /**
- * What a part of the post sends: part 0 is the post's own content, part 1 its first thread part …,
- * with the published parts it replies to. `undefined` when a media file of the part is gone.
+ * Where a part goes besides the post's own: a reply in its thread, or the first comment on it.
  */
-export type PartInput = (part: number, reply: ThreadReply | undefined) => Promise<PublicationInput | undefined>;
+export type Placement = Pick<PublicationInput, 'reply' | 'comment'>;
+
+/**
+ * What a part of the post sends: part 0 is the post's own content, part 1 its first thread part …,
+ * and after the thread its first comment, if it has one; with the published parts it replies to or
+ * comments on. `undefined` when a media file of the part is gone.
+ */
+export type PartInput = (part: number, placement: Placement | undefined) => Promise<PublicationInput | undefined>;
 
 /**
  * Runs an attempt from where it stands, step by step: each step's progress is recorded before the
@@ -104,7 +110,7 @@ export async function runAttempt(
   worker: string,
   inputOf: PartInput,
 ): Promise<RunResult> {
-  const parts = post.thread.length + 1;
+  const parts = partsOf(post);
   // A new attempt has recorded nothing yet; one taken over may have.
   const recorded =
     post.previous_status === 'scheduled' ? undefined : await loadProgress(ctx.db, post.id, post.publish_attempt);
@@ -118,20 +124,20 @@ export async function runAttempt(
   for (;;) {
     // Every part is published: a worker stopped after recording the last one.
     if (part >= parts) return publishedPost(post);
-    const input = await inputOf(part, replyTo(post, part));
-    if (!input) return inThread(mediaMissing(), part, parts);
+    const input = await inputOf(part, placementOf(post, part));
+    if (!input) return inThread(mediaMissing(), post, part);
     const result = inWords(await runSteps(ctx, adapter, post, input, part, resume));
-    if (result.status !== 'published' || parts === 1) return inThread(result, part, parts);
+    if (result.status !== 'published' || parts === 1) return inThread(result, post, part);
     const release = { releaseId: result.releaseId, releaseUrl: result.releaseUrl, reference: result.reference ?? {} };
     const next =
-      part + 1 < parts ? await inputOf(part + 1, replyTo(withPart(post, part, release), part + 1)) : undefined;
+      part + 1 < parts ? await inputOf(part + 1, placementOf(withPart(post, part, release), part + 1)) : undefined;
     const start = next && adapter.start(next);
     resume = start && { progress: start, byThisRun: true };
     const saved = await recordPartPublished(ctx.db, post, worker, part, release, start, ctx.clock.now());
     if (!saved) return { status: 'retry', reason: 'the worker lost its hold on the post', maybeDelivered: false };
     // The held post follows what was recorded: the next parts reply to it, and its outcome keeps it.
     Object.assign(post, saved);
-    if (part + 1 < parts && !next) return inThread(mediaMissing(), part + 1, parts);
+    if (part + 1 < parts && !next) return inThread(mediaMissing(), post, part + 1);
     part += 1;
   }
 }
@@ -140,7 +146,8 @@ export async function runAttempt(
 function firstUnpublishedPart(post: ClaimedPost): number {
   if (post.release_id === null) return 0;
   const index = post.thread.findIndex((part) => part.releaseId === null);
-  return index === -1 ? post.thread.length + 1 : index + 1;
+  if (index !== -1) return index + 1;
+  return post.first_comment && post.first_comment.releaseId === null ? post.thread.length + 1 : partsOf(post);
 }
 
 /** A published part as a reply names it: the post's own (0) or a thread part's. */
@@ -152,14 +159,17 @@ function publishedPart(post: ClaimedPost, part: number): PublishedPart {
   return { releaseId: stored.releaseId!, releaseUrl: stored.releaseUrl, reference: stored.reference ?? {} };
 }
 
-/** What part `part` replies to; nothing for the post's own part. */
-function replyTo(post: ClaimedPost, part: number): ThreadReply | undefined {
+/** Where part `part` goes: a reply to the part before, or the first comment on the post; nothing for the post's own. */
+function placementOf(post: ClaimedPost, part: number): Placement | undefined {
   if (part === 0) return undefined;
+  if (isComment(post, part)) return { comment: { on: publishedPart(post, 0), part: part + 1 } };
   return {
-    part: part + 1,
-    parts: post.thread.length + 1,
-    root: publishedPart(post, 0),
-    parent: publishedPart(post, part - 1),
+    reply: {
+      part: part + 1,
+      parts: post.thread.length + 1,
+      root: publishedPart(post, 0),
+      parent: publishedPart(post, part - 1),
+    },
   };
 }
 
@@ -173,6 +183,7 @@ function withPart(post: ClaimedPost, part: number, release: PublishedPart): Clai
       release_reference: release.reference,
     };
   }
+  if (isComment(post, part)) return { ...post, first_comment: { ...post.first_comment!, ...release } };
   return { ...post, thread: post.thread.map((stored, i) => (i === part - 1 ? { ...stored, ...release } : stored)) };
 }
 
@@ -188,11 +199,23 @@ function mediaMissing(): Outcome {
 /**
  * How a part's run ends for the post. A single post's as it is. A thread's last part published makes
  * the post published where its first part is; a part that fails says which it was, and that the
- * parts before it stay published.
+ * parts before it stay published. A first comment that fails leaves the post on the network.
  */
-function inThread(result: RunResult, part: number, parts: number): RunResult {
+function inThread(result: RunResult, post: ClaimedPost, part: number): RunResult {
+  const parts = partsOf(post);
   if (parts === 1) return result;
-  const which = `part ${part + 1} of ${parts}`;
+  if (isComment(post, part)) {
+    if (result.status === 'failed')
+      return {
+        ...result,
+        message:
+          `The first comment was not published: ${result.message} The post is published; ` +
+          'scheduling it again publishes the comment only.',
+      };
+    return result.status === 'retry' ? { ...result, reason: `the first comment: ${result.reason}` } : result;
+  }
+  const threadParts = post.thread.length + 1;
+  const which = `part ${part + 1} of ${threadParts}`;
   switch (result.status) {
     case 'published':
       return result;

@@ -23,6 +23,7 @@ import {
   type LoadedPost,
 } from './ledger.js';
 import { nextStep, type NextStep } from './next-step.js';
+import { isComment } from './parts.js';
 import { precondition, publishableMedia, runAttempt, type RunResult } from './publish.js';
 import { takeStart } from './start-limit.js';
 import { transaction } from '../db/transaction.js';
@@ -223,18 +224,20 @@ export class Publisher {
     const adapter = this.ctx.providers[post.provider].publishing;
     const blocked = precondition(adapter, channel);
     if (blocked || !adapter) return blocked!;
-    return runAttempt(this.ctx, adapter, post, this.id, async (part, reply) => {
+    return runAttempt(this.ctx, adapter, post, this.id, async (part, placement) => {
       const { content, mediaIds, altTexts } =
         part === 0
           ? { content: post.content, mediaIds: post.media_ids, altTexts: post.alt_texts }
-          : post.thread[part - 1]!;
+          : isComment(post, part)
+            ? { content: post.first_comment!.content, mediaIds: [], altTexts: {} }
+            : post.thread[part - 1]!;
       const media = await publishableMedia(this.ctx, post.organization_id, mediaIds, MEDIA_URL_SECONDS, altTexts);
       if (!media) return undefined;
       return {
         post: { id: post.id, attempt: post.publish_attempt, content, settings: post.settings },
         channel,
         media,
-        ...(reply ? { reply } : {}),
+        ...placement,
         signal,
       };
     });

@@ -47,6 +47,11 @@ export function readLimits(read: EnvReader): LimitSettings {
       bluesky: read.integer('DAILY_POST_LIMIT_BLUESKY', 50, 1, 10_000),
       mastodon: read.integer('DAILY_POST_LIMIT_MASTODON', 50, 1, 10_000),
       x: read.integer('DAILY_POST_LIMIT_X', 50, 1, 10_000),
+      facebook: read.integer('DAILY_POST_LIMIT_FACEBOOK', 50, 1, 10_000),
+      // Instagram's own cap: 50 published posts per account in 24 hours.
+      instagram: read.integer('DAILY_POST_LIMIT_INSTAGRAM', 50, 1, 10_000),
+      // Threads's own cap: 250 posts per account in 24 hours.
+      threads: read.integer('DAILY_POST_LIMIT_THREADS', 250, 1, 10_000),
     },
     oauthClientAuthFailures: {
       perClientAddress: read.integer('OAUTH_AUTH_FAILURES_PER_CLIENT', 10, 1, 1_000_000),

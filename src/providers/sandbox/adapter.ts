@@ -48,8 +48,8 @@ export class SandboxAdapter implements PublishingAdapter {
   ) {}
 
   start(input: PublicationInput): Progress {
-    // A thread's later parts are publications of their own, each with its key.
-    const part = input.reply ? `:${input.reply.part}` : '';
+    // A thread's later parts and a first comment are publications of their own, each with its key.
+    const part = input.reply ? `:${input.reply.part}` : input.comment ? `:comment` : '';
     return {
       step: 'publish',
       reference: { key: `${input.post.id}:${input.post.attempt}${part}` },
@@ -71,6 +71,7 @@ export class SandboxAdapter implements PublishingAdapter {
         ...(m.altText === undefined ? {} : { altText: m.altText }),
       })),
       ...(input.reply ? { replyTo: input.reply.parent.releaseId, part: input.reply.part } : {}),
+      ...(input.comment ? { commentOn: input.comment.on.releaseId, part: input.comment.part } : {}),
     });
     if (response.status === 200 || response.status === 201) {
       const release = JSON.parse(response.body) as Release;

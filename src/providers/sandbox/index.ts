@@ -20,6 +20,8 @@ export const sandboxNetwork: ProviderFactory<'sandbox'> = ({ config, outbound, s
   thread: { maxParts: 10, partProblems: () => [] },
   // Shown as the images' alt on its pages.
   altTextMax: 2000,
+  // Its pages show a post's comments, a first comment among them.
+  firstComment: { maxLength: 8000 },
   // Read at each publication: a test server learns its own address only once it listens.
   publishing: new SandboxAdapter(outbound, () => config.sandbox.networkUrl, sandboxKey, config.sandbox.limits, clock),
 });

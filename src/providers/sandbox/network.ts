@@ -33,6 +33,7 @@ interface PublicationRequest {
   media?: unknown;
   /** The release this one replies to, and which part of its thread it is. */
   replyTo?: unknown;
+  commentOn?: unknown;
   part?: unknown;
 }
 
@@ -139,6 +140,7 @@ type Publication = Pick<PublicationRequest, 'settings'> & {
   content: string;
   media: unknown[];
   replyTo?: string;
+  commentOn?: string;
   part?: number;
 };
 
@@ -151,6 +153,8 @@ function isPublication(body: PublicationRequest): body is Publication {
     typeof body.content === 'string' &&
     Array.isArray(body.media) &&
     (body.replyTo === undefined || (typeof body.replyTo === 'string' && body.replyTo.length <= MAX_KEY_LENGTH)) &&
+    (body.commentOn === undefined || (typeof body.commentOn === 'string' && body.commentOn.length <= MAX_KEY_LENGTH)) &&
+    (body.replyTo === undefined || body.commentOn === undefined) &&
     (body.part === undefined || (Number.isSafeInteger(body.part) && (body.part as number) >= 1))
   );
 }
@@ -184,7 +188,7 @@ async function publish(ctx: MediaContext, options: SandboxNetworkOptions, req: R
     return refuse(res, 404, 'not_found', 'The sandbox network has no such channel.');
   const part = body.part ?? 1;
   if (refusedBySettings(body.settings, part)) {
-    const which = part === 1 ? 'the post' : `part ${part} of the thread`;
+    const which = part === 1 ? 'the post' : body.commentOn ? 'the first comment' : `part ${part} of the thread`;
     return refuse(
       res,
       422,
@@ -192,14 +196,20 @@ async function publish(ctx: MediaContext, options: SandboxNetworkOptions, req: R
       `The sandbox refused ${which}, as its settings ask (outcome: failed). Edit the settings and schedule it again.`,
     );
   }
-  if (body.replyTo !== undefined) {
+  const above = body.replyTo ?? body.commentOn;
+  if (above !== undefined) {
     const parent = await ctx.db
       .selectFrom('sandbox_releases')
       .select('channel_id')
-      .where('id', '=', body.replyTo)
+      .where('id', '=', above)
       .executeTakeFirst();
     if (parent?.channel_id !== channel.id)
-      return refuse(res, 422, 'rejected', 'The post replied to is not one of this channel on the sandbox network.');
+      return refuse(
+        res,
+        422,
+        'rejected',
+        `The post ${body.commentOn ? 'commented on' : 'replied to'} is not one of this channel on the sandbox network.`,
+      );
   }
   const release = await ctx.db
     .insertInto('sandbox_releases')
@@ -212,6 +222,7 @@ async function publish(ctx: MediaContext, options: SandboxNetworkOptions, req: R
       media: JSON.stringify(body.media),
       settings: body.settings === undefined ? null : JSON.stringify(body.settings),
       reply_to: body.replyTo ?? null,
+      comment_on: body.commentOn ?? null,
       published_at: ctx.clock.now(),
     })
     // Two requests with one key at once: one release, and both answer it.
@@ -230,12 +241,18 @@ async function showRelease(ctx: MediaContext, req: Request, res: Response): Prom
     .where('id', '=', String(req.params.id))
     .executeTakeFirst();
   if (!release) return renderErrorPage(res, 404, 'Not found', 'The sandbox network published nothing at this address.');
-  const [channel, replies] = await Promise.all([
+  const [channel, replies, comments] = await Promise.all([
     findChannel(ctx.db, release.organization_id, release.channel_id),
     ctx.db
       .selectFrom('sandbox_releases')
       .select('id')
       .where('reply_to', '=', release.id)
+      .orderBy('published_at')
+      .execute(),
+    ctx.db
+      .selectFrom('sandbox_releases')
+      .select(['id', 'content'])
+      .where('comment_on', '=', release.id)
       .orderBy('published_at')
       .execute(),
   ]);
@@ -261,6 +278,8 @@ async function showRelease(ctx: MediaContext, req: Request, res: Response): Prom
       media,
       replyToUrl: release.reply_to === null ? undefined : `${RELEASES_PATH}/${release.reply_to}`,
       replyUrls: replies.map((reply) => `${RELEASES_PATH}/${reply.id}`),
+      commentOnUrl: release.comment_on === null ? undefined : `${RELEASES_PATH}/${release.comment_on}`,
+      comments: comments.map((comment) => ({ url: `${RELEASES_PATH}/${comment.id}`, content: comment.content })),
       settings: release.settings === null ? '' : JSON.stringify(release.settings, null, 2),
     },
     { mediaOrigins: mediaOrigins(media.map((item) => item.url)) },

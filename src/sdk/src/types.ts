@@ -120,6 +120,30 @@ export type TikTokSettings = Schemas['TikTokSettings'];
 /** Settings of the built-in sandbox provider (`__type: 'sandbox'`), which publishes to a page of the server. */
 export type SandboxSettings = Schemas['SandboxSettings'];
 
+/** How a post is published on Bluesky (`__type: 'bluesky'`): its languages and link card. */
+export type BlueskySettings = Schemas['BlueskySettings'];
+
+/** How a status is published on Mastodon (`__type: 'mastodon'`): visibility, content warning, language, focal points. */
+export type MastodonSettings = Schemas['MastodonSettings'];
+
+/** How a post is published on X (`__type: 'x'`): who may reply. */
+export type XSettings = Schemas['XSettings'];
+
+/** How a post is published on a Facebook Page (`__type: 'facebook'`): a link shared with it. */
+export type FacebookSettings = Schemas['FacebookSettings'];
+
+/** How a post is published on Instagram (`__type: 'instagram'`): feed, reel or story, collaborators, tags. */
+export type InstagramSettings = Schemas['InstagramSettings'];
+
+/** How a post is published on Threads (`__type: 'threads'`): who may reply. */
+export type ThreadsSettings = Schemas['ThreadsSettings'];
+
+/** A post's first comment, as a post item or an edit sends it (`PostItem.firstComment`). */
+export type FirstCommentInput = Schemas['FirstCommentInput'];
+
+/** A post's first comment, as a post answers it, with where it was published (`Post.firstComment`). */
+export type FirstComment = Schemas['FirstComment'];
+
 /**
  * A post's settings as the server answers them (`Post.settings`): what was sent, with every optional
  * choice filled in with its default, so `tags`, the TikTok toggles, `outcome` and `failingPart` are always present.
