@@ -123,7 +123,7 @@ export type SandboxSettings = Schemas['SandboxSettings'];
 /** How a post is published on Bluesky (`__type: 'bluesky'`): its languages and link card. */
 export type BlueskySettings = Schemas['BlueskySettings'];
 
-/** How a status is published on Mastodon (`__type: 'mastodon'`): visibility, content warning, language, focal points. */
+/** How a status is published on Mastodon (`__type: 'mastodon'`): visibility, content warning, focal points. */
 export type MastodonSettings = Schemas['MastodonSettings'];
 
 /** How a post is published on X (`__type: 'x'`): who may reply. */
