@@ -240,6 +240,10 @@ describe('Facebook Login for Business', () => {
     const debug = await graph('GET', '/debug_token', { input_token: pageToken, access_token: userToken });
     expect(debug.body.data).toMatchObject({ type: 'PAGE', profile_id: PAGE, expires_at: 0, is_valid: true });
 
+    // The other way to a Page token: the same one.
+    expect(
+      (await graph('GET', `/${PAGE}`, { access_token: userToken, fields: 'access_token' })).body.access_token,
+    ).toBe(pageToken);
     const linked = await graph('GET', `/${PAGE}`, { access_token: userToken, fields: 'instagram_business_account' });
     expect(linked.body).toEqual({ id: PAGE, instagram_business_account: { id: IG } });
     const notLinked = await graph('GET', `/${OTHER_PAGE}`, {
@@ -448,6 +452,11 @@ describe('Publishing to a Page', () => {
     expect(post).toMatchObject({ message: 'Lost', answerLost: true });
     const listed = (await graph('GET', `/${PAGE}/feed`, { access_token: pageToken })).body as unknown as List;
     expect(listed.data[0]!.id).toBe(post.id);
+    meta.loseNextAnswer('pagePhotos');
+    await expect(
+      graph('POST', `/${PAGE}/photos`, { access_token: pageToken, url: `${media.origin}/photo.jpg` }),
+    ).rejects.toThrow();
+    expect(meta.posts.at(-1)).toMatchObject({ kind: 'photo', answerLost: true });
     const comment = await graph('POST', `/${post.id}/comments`, { access_token: pageToken, message: 'First!' });
     expect(comment.body).toEqual({ id: stringMatching(/^\d+_\d+$/) });
     expect(meta.comments).toEqual([expect.objectContaining({ objectId: post.id, message: 'First!' })]);
@@ -592,9 +601,22 @@ describe('Publishing to Instagram', () => {
       collaborators: JSON.stringify(['friend.bakery']),
     });
     expect(onItem.body.error).toMatchObject({ code: 100 });
+    // VIDEO is for a carousel's video item; a video of its own is a reel.
+    const alone = await graph('POST', `/${IG}/media`, {
+      access_token: userToken,
+      media_type: 'VIDEO',
+      video_url: `${media.origin}/reel.mp4`,
+    });
+    expect(alone.body.error).toMatchObject({ code: 100 });
     const items = [];
-    for (let i = 0; i < 3; i++)
+    for (let i = 0; i < 2; i++)
       items.push((await container(userToken, { image_url: `${media.origin}/photo.jpg`, is_carousel_item: 'true' })).id);
+    const videoItem = await container(userToken, {
+      media_type: 'VIDEO',
+      video_url: `${media.origin}/reel.mp4`,
+      is_carousel_item: 'true',
+    });
+    items.push(videoItem.id);
     const tooFew = await graph('POST', `/${IG}/media`, {
       access_token: userToken,
       media_type: 'CAROUSEL',
@@ -616,7 +638,11 @@ describe('Publishing to Instagram', () => {
       collaborators: ['friend.bakery'],
       userTags: [{ username: 'ada', x: 0.5, y: 0.5 }],
     });
-    expect(album.children).toHaveLength(3);
+    expect(album.children.map((id) => meta.instagramMedia.find((m) => m.id === id)!.mediaType)).toEqual([
+      'IMAGE',
+      'IMAGE',
+      'VIDEO',
+    ]);
     const listed = (await graph('GET', `/${IG}/media`, { access_token: userToken, fields: 'id,media_type,children' }))
       .body as unknown as List;
     expect(listed.data).toEqual([

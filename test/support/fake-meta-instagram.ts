@@ -36,7 +36,8 @@ import {
 //   on the published object (an image, a reel, the carousel), never on a carousel's items.
 
 export type FakeMetaContainerStatus = 'IN_PROGRESS' | 'FINISHED' | 'ERROR' | 'EXPIRED' | 'PUBLISHED';
-export type FakeMetaContainerType = 'IMAGE' | 'REELS' | 'STORIES' | 'CAROUSEL';
+/** `VIDEO` only for a carousel's video item: for a video of its own, Meta takes `REELS`. */
+export type FakeMetaContainerType = 'IMAGE' | 'VIDEO' | 'REELS' | 'STORIES' | 'CAROUSEL';
 
 /** A media container of an Instagram account. */
 export interface FakeMetaContainer {
@@ -205,12 +206,12 @@ export class InstagramStore {
     const { params } = request;
     const isCarouselItem = params.is_carousel_item === 'true';
     const declared = params.media_type;
-    if (declared === 'VIDEO')
+    if (declared === 'VIDEO' && !isCarouselItem)
       throw invalidParameter(
         'The VIDEO media type is no longer supported for feed videos. Use REELS.',
         'Post videos as reels: media_type=REELS.',
       );
-    if (declared !== undefined && !['IMAGE', 'REELS', 'STORIES', 'CAROUSEL'].includes(declared))
+    if (declared !== undefined && !['IMAGE', 'VIDEO', 'REELS', 'STORIES', 'CAROUSEL'].includes(declared))
       throw invalidParameter('Param media_type must be one of {CAROUSEL, REELS, STORIES, IMAGE, VIDEO}');
     const mediaType = (declared ?? 'IMAGE') as FakeMetaContainerType;
     const imageUrl = params.image_url ?? null;
@@ -267,7 +268,7 @@ export class InstagramStore {
       return this.add({ ...base, children });
     }
 
-    if (mediaType === 'REELS' || (mediaType === 'STORIES' && videoUrl !== null) || (isCarouselItem && videoUrl)) {
+    if (mediaType === 'REELS' || mediaType === 'VIDEO' || (mediaType === 'STORIES' && videoUrl !== null)) {
       if (videoUrl === null) throw invalidParameter('The parameter video_url is required');
       // A video is downloaded while the container is processed: a failure shows in its status, not here.
       const fetched = await this.context.fetchMedia(videoUrl);
@@ -289,7 +290,8 @@ export class InstagramStore {
     }
 
     if (imageUrl === null) throw invalidParameter('The parameter image_url is required');
-    if (videoUrl !== null) throw invalidParameter('Param video_url needs media_type REELS or STORIES');
+    if (videoUrl !== null)
+      throw invalidParameter('Param video_url needs media_type REELS, STORIES, or VIDEO for a carousel item');
     const fetched = await this.context.fetchMedia(imageUrl);
     // "JPEG is the only image format supported."
     if (!fetched || fetched.type !== 'image/jpeg') throw mediaNotFetched(imageUrl);

@@ -483,16 +483,21 @@ export class LoginStore {
     const fields = fieldsOf(request.params, ['access_token', 'category', 'category_list', 'name', 'id', 'tasks']);
     // Without pages_show_list the list is empty, not an error.
     const pages = this.scopesOf(token).includes('pages_show_list') ? this.pagesOf(token) : [];
-    const data = pages.map((page) => {
-      let pageToken = this.tokens.find((t) => t.derivedFrom === token.value && t.pageId === page.id);
-      pageToken ??= this.issue('page', token.longLived, token.grant, page.id, token);
-      return pick(this.pageObject(page, pageToken.value), fields);
-    });
+    const data = pages.map((page) => pick(this.pageObject(page, this.pageToken(token, page).value), fields));
     const cursor = (i: number) => Buffer.from(String(i)).toString('base64url');
     return {
       status: 200,
       body: { data, paging: { cursors: { before: cursor(0), after: cursor(Math.max(0, data.length - 1)) } } },
     };
+  }
+
+  /**
+   * The Page token derived from a user token, the same on every ask: it lives as long as the user token lets it
+   * (no expiry from a long-lived one, an hour from a short-lived one).
+   */
+  pageToken(userToken: FakeMetaToken, page: FakeMetaPage): FakeMetaToken {
+    const derived = this.tokens.find((t) => t.derivedFrom === userToken.value && t.pageId === page.id);
+    return derived ?? this.issue('page', userToken.longLived, userToken.grant, page.id, userToken);
   }
 
   permissions(token: FakeMetaToken): Answer {

@@ -379,9 +379,14 @@ export async function startFakeMeta(
       case 'pagePosts':
         return pageStore.list(request, id, graphOrigin);
       case 'pagePhotos':
-        return pageStore.photo(request, t, id);
-      case 'pageVideos':
-        return pageStore.video(request, t, id);
+      case 'pageVideos': {
+        const before = pageStore.posts.length;
+        const answer = await (operation === 'pagePhotos'
+          ? pageStore.photo(request, t, id)
+          : pageStore.video(request, t, id));
+        if (lost.has(operation) && pageStore.posts.length > before) pageStore.posts.at(-1)!.answerLost = true;
+        return answer;
+      }
       case 'comments': {
         let made;
         if (pageStore.ownerOf(id)) made = pageStore.comment(request, t, id);
@@ -415,7 +420,13 @@ export async function startFakeMeta(
     if (page) {
       if (!login.pagesOf(token).some((p) => p.id === id)) throw unsupported('get', id);
       const fields = fieldsOf(request.params, ['name', 'id']);
-      const pageToken = token.kind === 'page' ? token.value : undefined;
+      // `GET /{page-id}?fields=access_token` with a user token is the other way to a Page token.
+      const pageToken =
+        token.kind === 'page'
+          ? token.value
+          : fields.includes('access_token') && login.scopesOf(token).includes('pages_show_list')
+            ? login.pageToken(token, page).value
+            : undefined;
       return { status: 200, body: pick(login.pageObject(page, pageToken), fields) };
     }
     const owner = pageStore.ownerOf(id);
