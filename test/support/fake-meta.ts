@@ -503,28 +503,6 @@ export async function startFakeMeta(
     return login.tokens.find((t) => t.value === value)?.kind ?? 'unknown';
   };
 
-  /** An upload transfer is read as it arrives, so that `cutUploadAfter` can keep part of it and cut. */
-  const transferWithCut = (req: IncomingMessage, res: ServerResponse, path: string, sessionId: string) => {
-    const keep = uploadCut!;
-    uploadCut = null;
-    const chunks: Buffer[] = [];
-    let received = 0;
-    req.on('data', (chunk: Buffer) => {
-      if (received >= keep) return;
-      chunks.push(chunk.subarray(0, keep - received));
-      received += chunk.length;
-      if (received >= keep) {
-        try {
-          pageStore.receive(sessionId, Number(req.headers.file_offset), Buffer.concat(chunks));
-        } catch {
-          // An unknown session: nothing to keep.
-        }
-        res.destroy();
-      }
-    });
-    requests.push({ method: 'POST', path, version: null, operation: 'uploadTransfer', token: 'user' });
-  };
-
   const serve = (www: boolean) => (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://fake-meta.invalid');
     const versioned = /^\/(v\d+\.\d+)(\/.*)$/.exec(url.pathname);
@@ -537,13 +515,27 @@ export async function startFakeMeta(
         : undefined
       : ROUTES.find((r) => r.method === method && r.path.test(path));
     const id = route ? decodeURIComponent(route.path.exec(path)?.[1] ?? '') : '';
-    if (route?.operation === 'uploadTransfer' && uploadCut !== null) {
-      transferWithCut(req, res, url.pathname + url.search, id);
-      return;
-    }
+    // A transfer to cut keeps the bytes that arrived up to the cut, as Meta keeps what reached it.
+    const cutAt = route?.operation === 'uploadTransfer' ? uploadCut : null;
+    if (cutAt !== null) uploadCut = null;
+    let cut = false;
     const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('data', (chunk: Buffer) => {
+      if (cut) return;
+      chunks.push(chunk);
+      const arrived = Buffer.concat(chunks);
+      if (cutAt === null || arrived.length < cutAt) return;
+      cut = true;
+      requests.push({ method, path: url.pathname + url.search, version, operation: 'uploadTransfer', token: 'user' });
+      try {
+        pageStore.receive(id, Number(req.headers.file_offset), arrived.subarray(0, cutAt));
+      } catch {
+        // An upload session Meta does not know: nothing to keep.
+      }
+      req.socket.destroy();
+    });
     req.on('end', () => {
+      if (cut) return;
       const body = Buffer.concat(chunks);
       const raw = route?.operation === 'uploadTransfer';
       readParameters(url, raw ? {} : req.headers, raw ? Buffer.alloc(0) : body)
