@@ -36,6 +36,8 @@ beforeAll(async () => {
   media = await startRemoteServer((req, res) => {
     if (req.url === '/photo.jpg') res.writeHead(200, { 'Content-Type': 'image/jpeg' }).end(jpeg());
     else if (req.url === '/photo.png') res.writeHead(200, { 'Content-Type': 'image/png' }).end(png());
+    else if (req.url === '/large.jpg')
+      res.writeHead(200, { 'Content-Type': 'image/jpeg' }).end(jpeg(8 * 1024 * 1024 + 1));
     else if (req.url === '/reel.mp4') res.writeHead(200, { 'Content-Type': 'video/mp4' }).end(mp4());
     else res.writeHead(403, { 'Content-Type': 'text/plain' }).end('signature expired');
   });
@@ -207,6 +209,8 @@ describe('content publishing', () => {
       expect(refused.body.error?.error_user_msg).toContain(`${media.origin}${path}`);
     }
     expect(instagram.downloads.slice(-2).map((d) => d.status)).toEqual([200, 403]);
+    const large = await graph('POST', `${account()}/media`, token, { image_url: `${media.origin}/large.jpg` });
+    expect(large.body.error).toMatchObject({ code: 36000, error_subcode: 2207004 });
     const published = await publish(token, id);
     const photo = await graph('GET', `/v23.0/${published.body.id}`, token, { fields: 'permalink,media_type,caption' });
     expect(photo.body).toEqual({
@@ -218,6 +222,21 @@ describe('content publishing', () => {
     const twice = await publish(token, id);
     expect(twice.status).toBe(400);
     expect(instagram.media.filter((m) => m.containerId === id)).toHaveLength(1);
+  });
+
+  it('holds a caption to 2,200 characters, 30 hashtags and 20 @ tags', async () => {
+    const image = `${media.origin}/photo.jpg`;
+    await container(token, { image_url: image, caption: 'a'.repeat(2200) });
+    await container(token, { image_url: image, caption: Array.from({ length: 30 }, (_, i) => `#tag${i}`).join(' ') });
+    for (const caption of [
+      'a'.repeat(2201),
+      Array.from({ length: 31 }, (_, i) => `#tag${i}`).join(' '),
+      Array.from({ length: 21 }, (_, i) => `@friend${i}`).join(' '),
+    ]) {
+      const refused = await graph('POST', `${account()}/media`, token, { image_url: image, caption });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error?.code).toBe(100);
+    }
   });
 
   it('processes a reel for the polls it is told; media_publish before answers 9007/2207027', async () => {

@@ -27,6 +27,8 @@ beforeAll(async () => {
   threads = await startFakeThreads({ redirectUris: [REDIRECT_URI] });
   media = await startRemoteServer((req, res) => {
     if (req.url === '/photo.jpg') res.writeHead(200, { 'Content-Type': 'image/jpeg' }).end(jpeg());
+    else if (req.url === '/large.jpg')
+      res.writeHead(200, { 'Content-Type': 'image/jpeg' }).end(jpeg(8 * 1024 * 1024 + 1));
     else if (req.url === '/clip.mp4') res.writeHead(200, { 'Content-Type': 'video/mp4' }).end(mp4());
     else res.writeHead(403, { 'Content-Type': 'text/plain' }).end('signature expired');
   });
@@ -82,7 +84,11 @@ async function graph<T>(method: 'GET' | 'POST', path: string, token: string, par
           headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
           body: query,
         });
-  return { status: response.status, body: await bodyOf<T & Partial<GraphFailure>>(response) };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: await bodyOf<T & Partial<GraphFailure>>(response),
+  };
 }
 
 const me = () => `/v1.0/${threads.account.id}`;
@@ -241,6 +247,11 @@ describe('containers and publishing', () => {
     expect(hidden.status).toBe(400);
     expect(hidden.body.error).toMatchObject({ code: 9004, error_subcode: 2207052 });
     expect(threads.downloads.at(-1)).toMatchObject({ status: 403, sniffed: null });
+    const large = await graph('POST', `${me()}/threads`, token, {
+      media_type: 'IMAGE',
+      image_url: `${media.origin}/large.jpg`,
+    });
+    expect(large.body.error).toMatchObject({ code: 36000, error_subcode: 2207004 });
   });
 
   it('processes a video for the polls it is told, and will not publish it before', async () => {
@@ -320,13 +331,11 @@ describe('containers and publishing', () => {
 
     const gone = await graph('POST', `${me()}/threads`, token, { media_type: 'TEXT', text: 'x', reply_to_id: '123' });
     expect(gone.body.error).toMatchObject({ code: 100, error_subcode: 33 });
-    const withoutReplies = await shortLived('threads_basic,threads_content_publish');
-    const refused = await graph('POST', `${me()}/threads`, withoutReplies, {
-      media_type: 'TEXT',
-      text: 'Part 2',
-      reply_to_id: first,
-    });
-    expect(refused.body.error?.code).toBe(10);
+    // Replying under the account's own post needs no permission more; reading the replies' quota does.
+    const publishing = await shortLived('threads_basic,threads_content_publish');
+    expect((await container(publishing, { media_type: 'TEXT', text: 'Part 4', reply_to_id: third })).length).toBe(17);
+    const quota = await graph('GET', `${me()}/threads_publishing_limit`, publishing, { fields: 'reply_quota_usage' });
+    expect(quota.body.error?.code).toBe(10);
   });
 
   it('allows 250 posts and 1,000 replies a rolling day, and says so at threads_publishing_limit', async () => {
@@ -369,6 +378,7 @@ describe('failure switches', () => {
       const refused = await graph('POST', `${me()}/threads`, token, { media_type: 'TEXT', text: `limited ${code}` });
       expect(refused.status).toBe(400);
       expect(refused.body.error).toMatchObject({ code, type: 'OAuthException' });
+      expect(refused.headers.get('x-app-usage') !== null).toBe(code === 4);
       expect(refused.body.error?.fbtrace_id).toMatch(/^\S{6,}$/);
       expect(threads.errors.at(-1)?.fbtrace_id).toBe(refused.body.error?.fbtrace_id);
     }

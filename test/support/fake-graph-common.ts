@@ -33,6 +33,7 @@ export class GraphError extends Error {
   constructor(
     readonly status: number,
     readonly fields: GraphErrorFields,
+    readonly headers: Record<string, string> = {},
   ) {
     super(fields.message);
   }
@@ -103,8 +104,28 @@ const RATE_LIMITS: Record<GraphRateLimitCode, string> = {
   613: '(#613) Calls to this api have exceeded the rate limit.',
 };
 
+/** The app's limit also shows in `X-App-Usage`: percentages of the hour's allowance, 100 when it is used up. */
 export function rateLimited(code: GraphRateLimitCode): GraphError {
-  return new GraphError(400, { message: RATE_LIMITS[code], type: 'OAuthException', code, is_transient: true });
+  return new GraphError(
+    400,
+    { message: RATE_LIMITS[code], type: 'OAuthException', code, is_transient: true },
+    code === 4 ? { 'X-App-Usage': JSON.stringify({ call_count: 100, total_cputime: 12, total_time: 15 }) } : {},
+  );
+}
+
+/** Images are at most 8 MiB on both hosts (Instagram's error reference, code 36000, subcode 2207004). */
+export const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
+
+export function imageTooLarge(type: string): GraphError {
+  return new GraphError(400, {
+    message: 'The image size is too large.',
+    type,
+    code: 36000,
+    error_subcode: 2207004,
+    is_transient: false,
+    error_user_title: 'Image size too large',
+    error_user_msg: 'The image is too large to download. It should be less than 8 MiB.',
+  });
 }
 
 /** The Graph API's passing failure (code 2): retry later. */
@@ -724,7 +745,7 @@ export async function serveGraph(
         return {
           status: error.status,
           body: { error: { ...error.fields, fbtrace_id: fbtraceId } },
-          headers: { 'WWW-Authenticate': `OAuth "Facebook Platform" "${error.fields.type}" "${error.fields.message}"` },
+          headers: error.headers,
         };
       }
     });

@@ -14,6 +14,8 @@ import {
   GraphError,
   graphIds,
   graphTime,
+  imageTooLarge,
+  MAX_IMAGE_BYTES,
   type GraphRateLimitCode,
   type GraphRequest,
   invalidParameter,
@@ -99,9 +101,10 @@ export type FakeInstagramOperation =
  * comments (`POST /<MEDIA_ID>/comments`).
  *
  * As Instagram does: it fetches `image_url` and `video_url` itself (an image that cannot be fetched, or is not a
- * JPEG, fails the container's creation with 9004/2207052; a video its processing); publishing a container not
- * finished answers 9007/2207027, an expired one 2207020; a container is published once and lives a day; the
- * rolling day's publishing quota is enforced at `media_publish` (9/2207042). The token endpoint answers the
+ * JPEG, fails the container's creation with 9004/2207052; a video its processing); images are at most 8 MiB,
+ * captions 2,200 characters, 30 hashtags and 20 @ tags; publishing a container not finished answers
+ * 9007/2207027, an expired one 2207020; a container is published once and lives a day; the rolling day's
+ * publishing quota is enforced at `media_publish` (9/2207042). The token endpoint answers the
  * reference's flat `{access_token, user_id, permissions}`, `user_id` a JSON number too large for a double;
  * `tokenAnswerInData()` gives the Business Login guide's `{"data": [{…}]}` instead: an adapter reads both.
  */
@@ -167,6 +170,7 @@ export const INSTAGRAM_LOGIN_SCOPES = [
 ];
 const CAROUSEL_ITEMS = { min: 2, max: 10 };
 const COLLABORATORS_MAX = 3;
+const CAPTION = { characters: 2200, hashtags: 30, mentions: 20 };
 const MEDIA_TYPES = ['IMAGE', 'VIDEO', 'REELS', 'STORIES', 'CAROUSEL'];
 const VIDEO_TYPES = ['video/mp4', 'video/quicktime'];
 const OAUTH = 'OAuthException';
@@ -261,6 +265,17 @@ export async function startFakeInstagramLogin(
       );
     if (isCarouselItem && mediaType !== 'IMAGE' && mediaType !== 'VIDEO')
       throw invalidParameter(OAUTH, 'A carousel item must be an image or a VIDEO.', 2207023);
+    const caption = p.get('caption');
+    if (caption !== null) {
+      // The content publishing guide's limits; Meta does not document the refusal's wording.
+      const hashtags = caption.match(/(?:^|[^\p{L}\p{N}_&])#[\p{L}\p{N}_]+/gu)?.length ?? 0;
+      const mentions = caption.match(/(?:^|[^\p{L}\p{N}_.])@[\p{L}\p{N}_.]+/gu)?.length ?? 0;
+      if ([...caption].length > CAPTION.characters || hashtags > CAPTION.hashtags || mentions > CAPTION.mentions)
+        throw invalidParameter(
+          OAUTH,
+          `A caption is limited to ${CAPTION.characters} characters, ${CAPTION.hashtags} hashtags and ${CAPTION.mentions} @ tags.`,
+        );
+    }
     const collaborators = p.get('collaborators');
     if (collaborators !== null) {
       let list: unknown;
@@ -302,6 +317,7 @@ export async function startFakeInstagramLogin(
     if (image) {
       // An image is fetched while the container is made; Instagram publishes JPEG images only.
       if (download.sniffed !== 'image/jpeg') throw mediaDownloadFailed(url);
+      if (download.bytes > MAX_IMAGE_BYTES) throw imageTooLarge(OAUTH);
       return created(containers.create({ mediaType, params, isCarouselItem, children: [], defaultPolls: 0, download }));
     }
     // A video is fetched while it is processed: one Instagram cannot fetch ends the container in ERROR.

@@ -14,6 +14,8 @@ import {
   GraphError,
   graphIds,
   graphTime,
+  imageTooLarge,
+  MAX_IMAGE_BYTES,
   type GraphRateLimitCode,
   type GraphRequest,
   invalidParameter,
@@ -90,9 +92,10 @@ export type FakeThreadsOperation =
  *
  * As Threads does: it fetches `image_url` and `video_url` itself (an image that cannot be fetched fails the
  * container's creation, a video its processing with `FAILED_DOWNLOADING_VIDEO`); text is at most 500 characters,
- * emojis counted as their UTF-8 bytes; a container is published once and lives a day; 250 posts and 1,000
- * replies a rolling day; replies need `threads_manage_replies`. The token endpoint answers `user_id` as a JSON
- * number too large for a double, as Threads does: read the id from `/me`.
+ * emojis counted as their UTF-8 bytes; images at most 8 MiB; a container is published once and lives a day;
+ * 250 posts and 1,000 replies a rolling day (reading the replies' quota needs `threads_manage_replies`). The
+ * token endpoint answers `user_id` as a JSON number too large for a double, as Threads does: read the id from
+ * `/me`.
  */
 export interface FakeThreads {
   /** Everything's origin (threads.net's window, graph.threads.net's API). */
@@ -241,7 +244,8 @@ export async function startFakeThreads(
       throw invalidParameter(TH, `(#100) Param reply_control must be one of {${REPLY_CONTROLS.join(', ')}}`);
     const replyTo = p.get('reply_to_id');
     if (replyTo !== null) {
-      needs(token, 'threads_manage_replies');
+      // Replying needs no permission more when the thread's first post is the account's own (Threads, create
+      // replies), as every post of the fake is.
       const parent = post(replyTo);
       if (!parent || parent.carouselItem) throw unsupportedRequest('post', replyTo);
     }
@@ -278,6 +282,7 @@ export async function startFakeThreads(
       download.sniffed !== null && (mediaType === 'IMAGE' ? IMAGE_TYPES : VIDEO_TYPES).includes(download.sniffed);
     if (mediaType === 'IMAGE') {
       // An image is fetched while the container is made: one Threads cannot fetch is refused then.
+      if (fetched && download.bytes > MAX_IMAGE_BYTES) throw imageTooLarge(TH);
       if (!fetched)
         throw new GraphError(400, {
           message: 'Only photo or video can be accepted as media type.',
