@@ -1,45 +1,45 @@
 import {
-  type Answer,
   Authorization,
-  ContainerStore,
-  downloadMedia,
   type FakeGraphConsent,
-  type FakeGraphContainer,
-  type FakeGraphDownload,
+  type FakeGraphToken,
+  type GraphApp,
+  longLivedTokens,
+  SHORT_LIVED_SECONDS,
+  TokenStore,
+} from './fake-graph-login.js';
+import {
+  type Answer,
   type FakeGraphErrorRecord,
   type FakeGraphRequestRecord,
-  type FakeGraphToken,
   fieldsOf,
-  type GraphApp,
   GraphError,
   graphIds,
   graphTime,
-  imageTooLarge,
-  MAX_IMAGE_BYTES,
   type GraphRateLimitCode,
   type GraphRequest,
   invalidParameter,
-  longLivedTokens,
   permissionMissing,
   pick,
-  PublishingQuota,
-  QUOTA_DURATION_SECONDS,
   serveGraph,
   shortcode,
-  SHORT_LIVED_SECONDS,
   Switches,
-  TokenStore,
   unsupportedRequest,
-} from './fake-graph-common.js';
+} from './fake-graph-protocol.js';
+import {
+  ContainerStore,
+  downloadMedia,
+  type FakeGraphContainer,
+  type FakeGraphDownload,
+  imageTooLarge,
+  MAX_IMAGE_BYTES,
+  PublishingQuota,
+  QUOTA_DURATION_SECONDS,
+} from './fake-graph-publishing.js';
 import { threadsTextLength } from './threads-text.js';
 
-export type {
-  FakeGraphConsent,
-  FakeGraphContainer,
-  FakeGraphDownload,
-  FakeGraphErrorRecord,
-  FakeGraphToken,
-} from './fake-graph-common.js';
+export type { FakeGraphConsent, FakeGraphToken } from './fake-graph-login.js';
+export type { FakeGraphErrorRecord } from './fake-graph-protocol.js';
+export type { FakeGraphContainer, FakeGraphDownload } from './fake-graph-publishing.js';
 
 /** The Threads profile that consents at the fake authorization window and owns every post. */
 export interface FakeThreadsAccount {
