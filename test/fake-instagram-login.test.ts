@@ -306,6 +306,18 @@ describe('content publishing', () => {
     ).toBe(10);
   });
 
+  it('publishes a story, which has no comments', async () => {
+    const story = await container(token, { media_type: 'STORIES', image_url: `${media.origin}/photo.jpg` });
+    const published = (await publish(token, story)).body.id;
+    const read = await graph('GET', `/v23.0/${published}`, token, { fields: 'media_product_type,permalink' });
+    expect(read.body).toEqual({
+      id: published,
+      media_product_type: 'STORY',
+      permalink: `https://www.instagram.com/stories/${instagram.account.username}/${published}/`,
+    });
+    expect((await graph('POST', `/v23.0/${published}/comments`, token, { message: 'x' })).status).toBe(400);
+  });
+
   it('ends a container in ERROR or EXPIRED by switch, and refuses to publish either', async () => {
     instagram.endNextContainer('ERROR', '2207026');
     const failing = await container(token, { image_url: `${media.origin}/photo.jpg` });

@@ -328,6 +328,21 @@ describe('containers and publishing', () => {
     expect(replies.body.data.slice(0, 2).map((r) => r.id)).toEqual([third, second]);
     const recent = await graph<{ data: { id: string }[] }>('GET', `${me()}/threads`, token, { limit: '1' });
     expect(recent.body.data.map((r) => r.id)).toEqual([first]);
+    const direct = await graph<{ data: { id: string }[] }>('GET', `/v1.0/${first}/replies`, token);
+    expect(direct.body.data.map((r) => r.id)).toEqual([second]);
+    const conversation = await graph<{ data: { id: string; text: string }[]; paging: { next?: string } }>(
+      'GET',
+      `/v1.0/${first}/conversation`,
+      token,
+      { fields: 'id,text', reverse: 'false', limit: '1' },
+    );
+    expect(conversation.body.data).toEqual([{ id: second, text: 'Part 2' }]);
+    // `paging.next` is the same request for the next page, token included.
+    const next = await bodyOf<{ data: { id: string }[]; paging: { next?: string } }>(
+      await fetch(conversation.body.paging.next!),
+    );
+    expect(next.data).toEqual([{ id: third, text: 'Part 3' }]);
+    expect(next.paging.next).toBeUndefined();
 
     const gone = await graph('POST', `${me()}/threads`, token, { media_type: 'TEXT', text: 'x', reply_to_id: '123' });
     expect(gone.body.error).toMatchObject({ code: 100, error_subcode: 33 });

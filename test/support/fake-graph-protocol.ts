@@ -210,6 +210,40 @@ export function pick(
   return shaped;
 }
 
+/**
+ * A page of a Graph list in the order given: `limit` (25 unless asked, at most 100) from the `after` cursor,
+ * with `paging.cursors` and, when more follow, `paging.next`: the same request for the next page, token included,
+ * as Meta gives it.
+ */
+export function pageOf<T>(
+  request: GraphRequest,
+  origin: string,
+  type: string,
+  items: T[],
+  shape: (item: T, fields: string[]) => unknown,
+): Answer {
+  const params = request.params;
+  const limit = params.has('limit') ? Number(params.get('limit')) : 25;
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+    throw invalidParameter(type, '(#100) Param limit must be a number from 1 to 100');
+  const cursor = (index: number) => Buffer.from(String(index)).toString('base64url');
+  const after = params.has('after') ? Number(Buffer.from(params.get('after')!, 'base64url').toString('utf8')) : 0;
+  if (!Number.isInteger(after) || after < 0) throw invalidParameter(type, '(#100) Param after is not a valid cursor');
+  const page = items.slice(after, after + limit);
+  const fields = fieldsOf(params, ['id']);
+  const paging: Record<string, unknown> = { cursors: { before: cursor(after), after: cursor(after + page.length) } };
+  if (items.length > after + page.length) {
+    const next = new URLSearchParams(params);
+    next.set('after', cursor(after + page.length));
+    if (request.accessToken !== undefined) next.set('access_token', request.accessToken);
+    paging.next = `${origin}${request.version === null ? '' : `/${request.version}`}${request.path}?${next.toString()}`;
+  }
+  return {
+    status: 200,
+    body: { data: page.map((item) => shape(item, fields)), ...(page.length > 0 ? { paging } : {}) },
+  };
+}
+
 /** The Graph API's timestamp: ISO 8601 to the second with a `+0000` offset. */
 export const graphTime = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, '+0000');
 // ---- the server ----

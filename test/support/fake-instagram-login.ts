@@ -19,6 +19,7 @@ import {
   type GraphRequest,
   invalidParameter,
   permissionMissing,
+  pageOf,
   pick,
   serveGraph,
   shortcode,
@@ -532,28 +533,6 @@ export async function startFakeInstagramLogin(
     throw unsupportedRequest(request.method, id);
   };
 
-  /** A page of a list, newest first (`limit`, `after`). */
-  const page = <T>(request: GraphRequest, all: T[], shape: (item: T, fields: string[]) => unknown): Answer => {
-    const p = request.params;
-    const limit = p.has('limit') ? Number(p.get('limit')) : 25;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
-      throw invalidParameter(OAUTH, '(#100) Param limit must be a number from 1 to 100');
-    const after = p.has('after') ? Number(Buffer.from(p.get('after')!, 'base64url').toString('utf8')) : 0;
-    const newest = [...all].reverse();
-    const items = newest.slice(after, after + limit);
-    const fields = fieldsOf(p, ['id']);
-    const cursor = (index: number) => Buffer.from(String(index)).toString('base64url');
-    return {
-      status: 200,
-      body: {
-        data: items.map((item) => shape(item, fields)),
-        ...(items.length > 0
-          ? { paging: { cursors: { before: cursor(after), after: cursor(after + items.length) } } }
-          : {}),
-      },
-    };
-  };
-
   const publishingLimit = (request: GraphRequest, token: FakeGraphToken): Answer => {
     needs(token, 'instagram_business_content_publish');
     const all = {
@@ -600,9 +579,11 @@ export async function startFakeInstagramLogin(
       case 'createContainer':
         return { ...(await createContainer(request, token)), lose: switches.loses('createContainer') };
       case 'listMedia':
-        return page(
+        return pageOf(
           request,
-          media.filter((m) => !m.carouselItem && m.productType !== 'STORY'),
+          origin,
+          OAUTH,
+          media.filter((m) => !m.carouselItem && m.productType !== 'STORY').reverse(),
           mediaObject,
         );
       case 'publish':
@@ -614,14 +595,11 @@ export async function startFakeInstagramLogin(
       case 'listComments':
         needs(token, 'instagram_business_manage_comments');
         if (!findMedia(id)) throw unsupportedRequest(method, id);
-        return page(
-          request,
-          comments.filter((c) => c.mediaId === id),
-          commentObject,
-        );
+        return pageOf(request, origin, OAUTH, comments.filter((c) => c.mediaId === id).reverse(), commentObject);
     }
   };
 
+  let origin = '';
   const server = await serveGraph(
     async (request, record) => {
       const route = `${request.method} ${request.version === null ? request.path : ''}`;
@@ -661,6 +639,7 @@ export async function startFakeInstagramLogin(
     requests,
   );
 
+  origin = server.url;
   return {
     url: server.url,
     authorizeUrl: `${server.url}/oauth/authorize`,

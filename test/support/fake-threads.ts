@@ -19,6 +19,7 @@ import {
   type GraphRequest,
   invalidParameter,
   permissionMissing,
+  pageOf,
   pick,
   serveGraph,
   shortcode,
@@ -78,7 +79,14 @@ export interface FakeThreadsPost {
 
 /** The Graph calls the fake serves, for the switches. */
 export type FakeThreadsOperation =
-  'me' | 'createContainer' | 'readObject' | 'publish' | 'publishingLimit' | 'listThreads' | 'listReplies';
+  | 'me'
+  | 'createContainer'
+  | 'readObject'
+  | 'publish'
+  | 'publishingLimit'
+  | 'listThreads'
+  | 'listReplies'
+  | 'conversation';
 
 /**
  * A stand-in for the Threads API on a loopback port, following developers.facebook.com's Threads pages:
@@ -87,8 +95,8 @@ export type FakeThreadsOperation =
  * grant_type=th_refresh_token` (once a day old), and on graph.threads.net under `/v1.0/`: `/me`, containers
  * (`POST /{user-id}/threads`: TEXT, IMAGE, VIDEO, CAROUSEL with children, `reply_to_id`, `reply_control`), their
  * status (`GET /{container-id}?fields=status,error_message`), `POST /{user-id}/threads_publish`, the post
- * (`GET /{media-id}?fields=permalink,…`), the profile's threads and replies, and
- * `/{user-id}/threads_publishing_limit` (`quota_usage`, `config`, `reply_quota_usage`, `reply_config`).
+ * (`GET /{media-id}?fields=permalink,…`), the profile's threads and replies, a post's replies and conversation,
+ * and `/{user-id}/threads_publishing_limit` (`quota_usage`, `config`, `reply_quota_usage`, `reply_config`).
  *
  * As Threads does: it fetches `image_url` and `video_url` itself (an image that cannot be fetched fails the
  * container's creation, a video its processing with `FAILED_DOWNLOADING_VIDEO`); text is at most 500 characters,
@@ -213,8 +221,9 @@ export async function startFakeThreads(
     for (const scope of scopes) if (!token.scopes.includes(scope)) throw permissionMissing(scope);
   };
   /** The user in a path: the account's id or `me`; anything else is an object the token cannot see. */
+  const isUser = (id: string) => id === 'me' || id === account.id;
   const ownUser = (request: GraphRequest, id: string) => {
-    if (id !== 'me' && id !== account.id) throw unsupportedRequest(request.method, id);
+    if (!isUser(id)) throw unsupportedRequest(request.method, id);
   };
   const post = (id: string) => posts.find((p) => p.id === id);
 
@@ -452,38 +461,30 @@ export async function startFakeThreads(
     return { status: 200, body: postObject(found, fieldsOf(request.params, ['id'])) };
   };
 
-  /** The profile's threads or replies, newest first, a page at a time (`limit`, `after`, `since`, `until`). */
-  const list = (request: GraphRequest, replies: boolean): Answer => {
+  /** The profile's threads or replies, newest first (`since`, `until` in epoch seconds), a page at a time. */
+  const profileList = (request: GraphRequest, replies: boolean): Answer => {
     const p = request.params;
-    const limit = p.has('limit') ? Number(p.get('limit')) : 25;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
-      throw invalidParameter(TH, '(#100) Param limit must be a number from 1 to 100');
     const since = p.has('since') ? Number(p.get('since')) * 1000 : -Infinity;
     const until = p.has('until') ? Number(p.get('until')) * 1000 : Infinity;
-    const after = p.has('after') ? Number(Buffer.from(p.get('after')!, 'base64url').toString('utf8')) : 0;
     const matching = posts
       .filter((m) => !m.carouselItem && (m.repliedTo !== null) === replies)
       .filter((m) => m.publishedAt >= since && m.publishedAt <= until)
       .reverse();
-    const page = matching.slice(after, after + limit);
-    const fields = fieldsOf(p, ['id']);
-    const cursor = (index: number) => Buffer.from(String(index)).toString('base64url');
-    return {
-      status: 200,
-      body: {
-        data: page.map((m) => postObject(m, fields)),
-        ...(page.length > 0
-          ? {
-              paging: {
-                cursors: { before: cursor(after), after: cursor(after + page.length) },
-                ...(matching.length > after + page.length
-                  ? { next: `${p.toString()}&after=${cursor(after + page.length)}` }
-                  : {}),
-              },
-            }
-          : {}),
-      },
-    };
+    return pageOf(request, origin, TH, matching, postObject);
+  };
+
+  /**
+   * A post's replies: the direct ones (`/replies`, newest first unless `reverse=false`) or every one under it,
+   * flattened (`/conversation`).
+   */
+  const repliesOf = (request: GraphRequest, id: string, all: boolean): Answer => {
+    const parent = post(id);
+    if (!parent || parent.carouselItem) throw unsupportedRequest(request.method, id);
+    const under = (m: FakeThreadsPost): boolean =>
+      m.repliedTo !== null && (m.repliedTo === id || (all && under(post(m.repliedTo)!)));
+    const matching = posts.filter(under);
+    if (request.params.get('reverse') !== 'false') matching.reverse();
+    return pageOf(request, origin, TH, matching, postObject);
   };
 
   const publishingLimit = (request: GraphRequest, token: FakeGraphToken): Answer => {
@@ -510,6 +511,7 @@ export async function startFakeThreads(
     else if (method === 'POST' && parts.length === 2 && parts[1] === 'threads') operation = 'createContainer';
     else if (method === 'GET' && parts.length === 2 && parts[1] === 'threads') operation = 'listThreads';
     else if (method === 'GET' && parts.length === 2 && parts[1] === 'replies') operation = 'listReplies';
+    else if (method === 'GET' && parts.length === 2 && parts[1] === 'conversation') operation = 'conversation';
     else if (method === 'POST' && parts.length === 2 && parts[1] === 'threads_publish') operation = 'publish';
     else if (method === 'GET' && parts.length === 2 && parts[1] === 'threads_publishing_limit')
       operation = 'publishingLimit';
@@ -524,7 +526,8 @@ export async function startFakeThreads(
     const token = tokens.check(request.accessToken);
     const refusal = switches.refusal(operation);
     if (refusal) throw refusal;
-    if (parts.length === 2) ownUser(request, parts[0]!);
+    const onPost = operation === 'conversation' || (operation === 'listReplies' && !isUser(parts[0]!));
+    if (parts.length === 2 && !onPost) ownUser(request, parts[0]!);
     switch (operation) {
       case 'me':
       case 'readObject':
@@ -532,10 +535,13 @@ export async function startFakeThreads(
       case 'createContainer':
         return { ...(await createContainer(request, token)), lose: switches.loses('createContainer') };
       case 'listThreads':
-        return list(request, false);
+        return profileList(request, false);
       case 'listReplies':
         needs(token, 'threads_read_replies');
-        return list(request, true);
+        return onPost ? repliesOf(request, parts[0]!, false) : profileList(request, true);
+      case 'conversation':
+        needs(token, 'threads_read_replies');
+        return repliesOf(request, parts[0]!, true);
       case 'publish':
         return publish(request, token);
       case 'publishingLimit':
@@ -543,6 +549,7 @@ export async function startFakeThreads(
     }
   };
 
+  let origin = '';
   const server = await serveGraph(
     async (request, record) => {
       const route = `${request.method} ${request.version === null ? request.path : ''}`;
@@ -572,6 +579,7 @@ export async function startFakeThreads(
     requests,
   );
 
+  origin = server.url;
   return {
     url: server.url,
     authorizeUrl: `${server.url}/oauth/authorize`,
