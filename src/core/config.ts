@@ -3,6 +3,14 @@ import { readDatabase, type DatabaseSettings } from './config/database.js';
 import { EnvReader, type Env } from './config/env-reader.js';
 import { readLimits, type LimitSettings } from './config/limits.js';
 import { readMastodon, type MastodonConfig } from './config/mastodon.js';
+import {
+  readInstagramLogin,
+  readMeta,
+  readThreads,
+  type InstagramLoginConfig,
+  type MetaConfig,
+  type ThreadsConfig,
+} from './config/meta.js';
 import { readMedia, type MediaConfig } from './config/media.js';
 import { readMetrics, type MetricsConfig } from './config/metrics.js';
 import { readPublisher, type PublisherConfig } from './config/publisher.js';
@@ -17,6 +25,7 @@ import { readYouTube, type YouTubeConfig } from './config/youtube.js';
 
 export type { BlueskyConfig } from './config/bluesky.js';
 export type { MastodonConfig } from './config/mastodon.js';
+export type { InstagramLoginConfig, MetaConfig, ThreadsConfig } from './config/meta.js';
 export type { MediaConfig, S3StorageConfig } from './config/media.js';
 export type { TikTokConfig } from './config/tiktok.js';
 export type { TracingConfig } from './config/tracing.js';
@@ -39,6 +48,12 @@ export interface Config extends ServerSettings, DatabaseSettings, RuntimeSetting
   mastodon: MastodonConfig | undefined;
   /** Set when X_CLIENT_ID and X_CLIENT_SECRET are; without it X is not offered. */
   x: XConfig | undefined;
+  /** Set when META_APP_ID and META_APP_SECRET are: Facebook Pages and their Instagram accounts. */
+  meta: MetaConfig | undefined;
+  /** Set when THREADS_APP_ID and THREADS_APP_SECRET are. */
+  threads: ThreadsConfig | undefined;
+  /** Set when INSTAGRAM_APP_ID and INSTAGRAM_APP_SECRET are: Instagram accounts without a Facebook Page. */
+  instagramLogin: InstagramLoginConfig | undefined;
   sandbox: SandboxConfig;
   publisher: PublisherConfig;
   webhooks: WebhooksConfig;
@@ -67,6 +82,9 @@ export function loadConfig(env: Env = process.env): Config {
     bluesky: readBluesky(read),
     mastodon: readMastodon(read),
     x: readX(read),
+    meta: readMeta(read),
+    threads: readThreads(read),
+    instagramLogin: readInstagramLogin(read),
     sandbox: readSandbox(read, server.publicUrl),
     publisher: readPublisher(read),
     webhooks: readWebhooks(read),
