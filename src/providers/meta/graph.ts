@@ -60,7 +60,7 @@ export class GraphApi {
     private readonly outbound: OutboundClient,
   ) {}
 
-  /** Sends a request to `path` (`me/accounts`, `{page-id}/feed`), or to an absolute URL of the API (a `paging.next`). */
+  /** Sends a request to `path` (`me/accounts`, `{page-id}/feed`) or to an absolute URL of the API (`paging.next`). */
   async call<T = Record<string, unknown>>(path: string, request: GraphRequest): Promise<GraphAnswer<T>> {
     const { url, version, network } = this.endpoint;
     const target = /^https?:\/\//.test(path) ? new URL(path) : new URL(`${url}/${version}/${path.replace(/^\/+/, '')}`);
