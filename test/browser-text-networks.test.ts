@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seriousViolations } from './support/axe.js';
@@ -13,9 +14,24 @@ import {
 } from './support/chromium.js';
 import { startFakeMastodon, type FakeMastodon } from './support/fake-mastodon.js';
 import { startFakeX, type FakeX } from './support/fake-x.js';
-import { startPds, type PdsAccount, type TestPds } from './support/pds.js';
+import { png } from './support/media-samples.js';
+import { startPds, type PdsAccount, type PdsRecord, type TestPds } from './support/pds.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { TIMEOUTS } from './support/timeouts.js';
+import { stringMatching } from './support/typed-matchers.js';
+
+/** Four images of a thread's first part: each of its own size, told apart by it on the network. */
+const PICTURES = [
+  { name: 'red.png', width: 4, height: 3, rgba: [200, 30, 30, 255], alt: 'A red field, wider than tall' },
+  { name: 'green.png', width: 3, height: 4, rgba: [30, 200, 30, 255], alt: 'A green field, taller than wide' },
+  { name: 'blue.png', width: 5, height: 5, rgba: [30, 30, 200, 255], alt: 'A blue square' },
+  { name: 'grey.png', width: 2, height: 1, rgba: [90, 90, 90, 255], alt: 'A grey strip' },
+] as const;
+type Picture = (typeof PICTURES)[number];
+const pictureBytes = ({ width, height, rgba }: Picture) => png(width, height, [...rgba]);
+/** The picture's file as uploaded for `network`: its own name, so its alternative text has its own label. */
+const fileName = (network: string, picture: Picture) => `thread-${network}-${picture.name}`;
+const pictureFile = (network: string, picture: Picture) => artifactPath(fileName(network, picture));
 
 /**
  * The three text networks the way a user meets them, in Chromium, on one server: Bluesky against the
@@ -24,7 +40,9 @@ import { TIMEOUTS } from './support/timeouts.js';
  * the fake X (its consent page). For each: connected in Settings → Channels, a text post written in the
  * composer and published now, its address on the network on the post's page; then the access revoked
  * at the network, the next post failing with channel_needs_reconnect and the channel marked,
- * reconnected, and the failed post scheduled again from the posts page and published.
+ * reconnected, and the failed post scheduled again from the posts page and published. Then a thread of
+ * three on Bluesky and on X, its first part with four images uploaded in the composer and their
+ * alternative texts: on the network in order, each part a reply to the one before.
  */
 describeInChromium('Bluesky, Mastodon and X from Settings → Channels to published posts, in Chromium', () => {
   let pds: TestPds;
@@ -59,6 +77,8 @@ describeInChromium('Bluesky, Mastodon and X from Settings → Channels to publis
       },
     });
     bluesky = await pds.createAccount();
+    for (const network of ['bluesky', 'x'])
+      for (const picture of PICTURES) fs.writeFileSync(pictureFile(network, picture), pictureBytes(picture));
     browser = await openBrowser();
     page = browser.page;
   }, 2 * TIMEOUTS.hook);
@@ -141,6 +161,59 @@ describeInChromium('Bluesky, Mastodon and X from Settings → Channels to publis
     await published();
   }
 
+  /**
+   * Writes a thread of three parts for the channel in the composer, the first with the four pictures
+   * uploaded there (the files of `network`) and their alternative texts, and publishes it now. Answers
+   * the pictures in the order the composer lists them once the parts are added: the post's order.
+   */
+  async function publishThread(
+    channel: string,
+    network: string,
+    texts: readonly [string, string, string],
+  ): Promise<Picture[]> {
+    await page.goto(`${server.baseUrl}/compose`);
+    await page.getByRole('checkbox', { name: channel }).check();
+    await page.getByLabel('Text', { exact: true }).fill(texts[0]);
+    const files = PICTURES.map((picture) => pictureFile(network, picture));
+    await page.getByLabel('Upload images or videos', { exact: true }).setInputFiles(files);
+    await expect
+      .poll(() => page.locator('[data-part="0"] .upload-row').allTextContents(), PAGE_WAIT)
+      .toEqual(PICTURES.map((picture) => `${fileName(network, picture)}: uploaded`));
+    for (const picture of PICTURES)
+      await page.getByLabel(`Alternative text of ${fileName(network, picture)}`, { exact: true }).fill(picture.alt);
+    for (const [index, text] of texts.slice(1).entries()) {
+      await page.getByRole('button', { name: 'Add to thread' }).click();
+      await page.getByLabel(`Text of part ${index + 2}`, { exact: true }).fill(text);
+    }
+    // The page came back twice: the first part keeps its four pictures and what each shows.
+    const chosen = await page
+      .locator('[data-part="0"] .media-item:has(input[name="media"]:checked) .media-name')
+      .allTextContents();
+    expect(chosen.toSorted()).toEqual(PICTURES.map((picture) => fileName(network, picture)).toSorted());
+    const order = chosen.map((name) => PICTURES.find((picture) => fileName(network, picture) === name)!);
+    for (const picture of PICTURES)
+      expect(
+        await page.getByLabel(`Alternative text of ${fileName(network, picture)}`, { exact: true }).inputValue(),
+      ).toBe(picture.alt);
+    await scan(`composer (a thread of three for ${channel})`);
+    await page.getByRole('button', { name: 'Publish now' }).click();
+    await expect.poll(status, PAGE_WAIT).toBe('The post is created.');
+    return order;
+  }
+
+  /**
+   * The post's page, once the post is published, lists its second and third parts with their texts,
+   * each linked to its place on the network: the two links.
+   */
+  async function partsListed(texts: readonly [string, string, string]): Promise<string[]> {
+    await published();
+    expect(await page.locator('[data-thread-part]').allTextContents()).toEqual(
+      texts.slice(1).map((text) => stringMatching(new RegExp(`^${text}\\s+no media ·\\s+on the network\\s*$`))),
+    );
+    const links = page.locator('[data-thread-part] a');
+    return [(await links.nth(0).getAttribute('href'))!, (await links.nth(1).getAttribute('href'))!];
+  }
+
   it('signs the user up', async () => {
     await page.goto(`${server.baseUrl}/signup`);
     await signUp(page, { name: 'Nora', email: 'nora@words.example', organization: 'Nora Words' });
@@ -202,6 +275,36 @@ describeInChromium('Bluesky, Mastodon and X from Settings → Channels to publis
       await scheduleAgain(failedId);
       const texts = (await pds.listRecords(bluesky.did, 'app.bsky.feed.post')).map((r) => r.value.text);
       expect(texts.filter((text) => text === 'After the app password was revoked')).toHaveLength(1);
+    });
+
+    it('publishes a thread of three written in the composer, four images and their alt texts in its first part', async () => {
+      const texts = ['Four pictures to start a thread', 'The thread goes on', 'And ends here'] as const;
+      const order = await publishThread(bluesky.handle, 'bluesky', texts);
+      const links = await partsListed(texts);
+      const url = (await page.locator('dd a').getAttribute('href'))!;
+
+      const records = await pds.listRecords(bluesky.did, 'app.bsky.feed.post');
+      const [first, second, third] = texts.map((text) => records.find((record) => record.value.text === text)!);
+      const address = (record: PdsRecord) =>
+        `https://bsky.app/profile/${bluesky.did}/post/${record.uri.split('/').at(-1)}`;
+      expect([url, ...links]).toEqual([first, second, third].map((record) => address(record!)));
+      // The first part embeds the images in the composer's order, each with what it shows.
+      const embed = first!.value.embed as {
+        $type: string;
+        images: { alt: string; image: { ref: { toString(): string } }; aspectRatio: unknown }[];
+      };
+      expect(embed.$type).toBe('app.bsky.embed.images');
+      expect(embed.images.map(({ alt, aspectRatio }) => [alt, aspectRatio])).toEqual(
+        order.map(({ alt, width, height }) => [alt, { width, height }]),
+      );
+      for (const [index, { image }] of embed.images.entries())
+        expect(await pds.getBlob(bluesky.did, image.ref.toString())).toEqual(pictureBytes(order[index]!));
+      // Each later part replies to the one before, in the thread of the first.
+      const ref = (record: PdsRecord) => ({ uri: record.uri, cid: record.cid });
+      expect(first!.value.reply).toBeUndefined();
+      expect(second!.value.reply).toEqual({ root: ref(first!), parent: ref(first!) });
+      expect(third!.value.reply).toEqual({ root: ref(first!), parent: ref(second!) });
+      await scan('post (a thread published on Bluesky)');
     });
   });
 
@@ -278,6 +381,33 @@ describeInChromium('Bluesky, Mastodon and X from Settings → Channels to publis
       await scheduleAgain(failedId);
       expect(x.tweets.filter((t) => t.sentText === 'After the app was removed at X')).toHaveLength(1);
       await page.screenshot({ path: artifactPath('post-text-network-published.png'), fullPage: true });
+    });
+
+    it('publishes a thread of three written in the composer, four images and their alt texts in its first part', async () => {
+      const texts = ['Four pictures to start a thread on X', 'The thread on X goes on', 'And ends here on X'] as const;
+      const order = await publishThread('Nora on X', 'x', texts);
+      const links = await partsListed(texts);
+      const url = (await page.locator('dd a').getAttribute('href'))!;
+
+      const [first, second, third] = texts.map((text) => x.tweets.find((tweet) => tweet.sentText === text)!);
+      expect([url, ...links]).toEqual(
+        [first, second, third].map((tweet) => `https://x.com/nora_writes/status/${tweet!.id}`),
+      );
+      // The first post carries the images in the composer's order, each with its alt text at X.
+      const media = first!.mediaIds.map((id) => x.media.find((upload) => upload.id === id)!);
+      expect(media.map(({ altText, width, height }) => [altText, width, height])).toEqual(
+        order.map(({ alt, width, height }) => [alt, width, height]),
+      );
+      for (const [index, upload] of media.entries())
+        expect(x.mediaBytes(upload.id)).toEqual(pictureBytes(order[index]!));
+      // Each later post replies to the one before, in the conversation of the first.
+      expect([first, second, third].map((tweet) => [tweet!.inReplyToTweetId, tweet!.conversationId])).toEqual([
+        [null, first!.id],
+        [first!.id, first!.id],
+        [second!.id, first!.id],
+      ]);
+      expect([second, third].map((tweet) => tweet!.mediaIds)).toEqual([[], []]);
+      await scan('post (a thread published on X)');
     });
   });
 });
