@@ -23,6 +23,8 @@ export interface ComposerValues {
   time: string;
   /** Each channel's settings fields by name (`title`, `privacyLevel`, `allowComment`…), as the form sent them. */
   settings: Record<string, Record<string, string>>;
+  /** The first comment's text, empty for none: sent to the chosen channels whose network takes comments. */
+  firstComment: string;
 }
 
 export const emptyPart = (): PartValues => ({ content: '', media: [], altTexts: {} });
@@ -82,6 +84,7 @@ export function readComposerForm(req: Request, fixed: PartValues[] = []): Compos
     date: text(req, 'date'),
     time: text(req, 'time'),
     settings,
+    firstComment: text(req, 'firstComment').replace(/\r\n/g, '\n'),
   };
 }
 
@@ -133,6 +136,23 @@ export function settingsFrom(
       };
     case 'x':
       return { __type: 'x', ...chosen('replySettings') };
+    case 'facebook':
+      return { __type: 'facebook', ...(fields.link?.trim() ? { link: fields.link.trim() } : {}) };
+    case 'instagram': {
+      // Written as Instagram shows them, @ or not: the contract takes the usernames alone.
+      const collaborators = listed(fields.collaborators).map((name) => name.replace(/^@/, ''));
+      const userTags = keptUserTags(fields.userTags);
+      return {
+        __type: 'instagram',
+        ...chosen('postType'),
+        // Only a reel is shared to the feed or not; other posts keep the default.
+        ...(fields.postType === 'reel' ? { shareToFeed: ticked('shareToFeed') } : {}),
+        ...(collaborators.length > 0 ? { collaborators } : {}),
+        ...(userTags ? { userTags } : {}),
+      } as ProviderSettings;
+    }
+    case 'threads':
+      return { __type: 'threads', ...chosen('replyControl') };
     case 'bluesky': {
       const languages = listed(fields.languages);
       return {
@@ -143,6 +163,20 @@ export function settingsFrom(
     }
     default:
       return undefined;
+  }
+}
+
+/**
+ * The user tags an Instagram post already has, kept through an edit: the composer does not place tags,
+ * so it sends back the ones the API gave the post. The contract's check refuses anything else.
+ */
+function keptUserTags(field: string | undefined): unknown[] | undefined {
+  if (!field) return undefined;
+  try {
+    const tags: unknown = JSON.parse(field);
+    return Array.isArray(tags) && tags.length > 0 ? tags : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -208,12 +242,15 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
     'spoilerText',
     'language',
     'replySettings',
+    'link',
+    'postType',
+    'replyControl',
   ]) {
     if (typeof settings[name] === 'string') fields[name] = settings[name];
   }
   for (const name of ['madeForKids', 'linkCard'])
     if (typeof settings[name] === 'boolean') fields[name] = settings[name] ? 'yes' : 'no';
-  for (const name of ['tags', 'languages']) {
+  for (const name of ['tags', 'languages', 'collaborators']) {
     const list = settings[name];
     if (Array.isArray(list)) fields[name] = list.join(', ');
   }
@@ -224,8 +261,10 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
   ] as const) {
     if (settings[setting] === false) fields[field] = 'on';
   }
-  for (const name of ['brandContentToggle', 'brandOrganicToggle', 'isAiGenerated', 'sensitive'])
+  for (const name of ['brandContentToggle', 'brandOrganicToggle', 'isAiGenerated', 'sensitive', 'shareToFeed'])
     if (settings[name] === true) fields[name] = 'on';
+  if (Array.isArray(settings.userTags) && settings.userTags.length > 0)
+    fields.userTags = JSON.stringify(settings.userTags);
   return fields;
 }
 
@@ -256,6 +295,13 @@ const FIELD_LABELS: Record<string, string> = {
   replySettings: 'Who can reply on X',
   languages: 'Bluesky languages',
   linkCard: 'Link card',
+  firstComment: 'First comment',
+  link: 'Facebook link',
+  postType: 'Instagram post type',
+  shareToFeed: 'Share the reel to the feed',
+  collaborators: 'Instagram collaborators',
+  userTags: 'Instagram user tags',
+  replyControl: 'Who can reply on Threads',
 };
 
 /** The id of a part's field on the page: `content`, `media`, `alt-<media id>` for the post's own part. */
@@ -319,6 +365,8 @@ export function placeErrors(
     if (rest === '' || rest === 'channelId' || rest === 'posts' || rest === 'channelIds')
       add('channels', FIELD_LABELS.channels!, name ? `${name}: ${detail.message}` : detail.message);
     else if (part) add(part.id, part.label, forChannel(detail.message));
+    else if (rest === 'firstComment' || rest.startsWith('firstComment.'))
+      add('firstComment', FIELD_LABELS.firstComment!, forChannel(detail.message));
     else if (rest.startsWith('settings') && channelId) {
       const setting = rest.slice('settings'.length).replace(/^\./, '').split(/[.[]/)[0] ?? '';
       const field =
