@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { seriousViolations } from './support/axe.js';
@@ -12,16 +13,20 @@ import {
 } from './support/chromium.js';
 import { eventually } from './support/eventually.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
+import { png } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { TIMEOUTS } from './support/timeouts.js';
 import { stringMatching } from './support/typed-matchers.js';
 
+const PICTURES = [artifactPath('comment-first.png'), artifactPath('comment-second.png')];
+
 /**
  * A post with a first comment written in the composer: the comment's field is offered while a channel
  * whose network takes comments is ticked (Instagram, the sandbox; not X), counted by that network's limit
- * while it is typed, with each network's settings beside it; then published now to the sandbox, which
- * publishes the comment on the post right after it: the post's page and the sandbox's show it with its
- * link. Every page is scanned with axe-core on the way.
+ * while it is typed, with each network's settings beside it, and two images numbered in the order they
+ * were chosen; then published now to the sandbox, which publishes the images in that order and the
+ * comment on the post right after it: the post's page and the sandbox's show it with its link. Every page
+ * is scanned with axe-core on the way.
  */
 describeInChromium('a first comment written in the composer, in Chromium', () => {
   let server: TestServer;
@@ -31,6 +36,8 @@ describeInChromium('a first comment written in the composer, in Chromium', () =>
   const channels = { sandbox: '', x: '', instagram: '' };
 
   beforeAll(async () => {
+    fs.writeFileSync(PICTURES[0]!, png(120, 80, [200, 40, 40, 255]));
+    fs.writeFileSync(PICTURES[1]!, png(80, 120, [40, 40, 200, 255]));
     server = await startTestServer({ worker: true, env: { PUBLISH_RETRY_BASE_MS: '200' } });
     // The sandbox network of the server itself, whose pages show a post's comments.
     server.ctx.config.sandbox.networkUrl = server.baseUrl;
@@ -95,6 +102,25 @@ describeInChromium('a first comment written in the composer, in Chromium', () =>
     expect(await counted('sandbox')).toBe(String(text.length));
     await page.getByLabel('Text', { exact: true }).fill('Our new menu is out');
 
+    // Two images, uploaded one after the other: each is chosen and numbered after the one before, though
+    // the newest is listed first.
+    const upload = page.getByLabel('Upload images or videos', { exact: true });
+    await upload.setInputFiles(PICTURES[0]!);
+    await expect
+      .poll(() => page.locator('.upload-row').last().textContent(), PAGE_WAIT)
+      .toBe('comment-first.png: uploaded');
+    await upload.setInputFiles(PICTURES[1]!);
+    await expect
+      .poll(() => page.locator('.upload-row').last().textContent(), PAGE_WAIT)
+      .toBe('comment-second.png: uploaded');
+    expect(await page.locator('[data-part="0"] .media-name').allTextContents()).toEqual([
+      'comment-second.png',
+      'comment-first.png',
+    ]);
+    expect(await page.getByLabel('Position of comment-first.png', { exact: true }).inputValue()).toBe('1');
+    expect(await page.getByLabel('Position of comment-second.png', { exact: true }).inputValue()).toBe('2');
+    await scan('composer (the sandbox, two images)');
+
     await page.getByRole('button', { name: 'Publish now' }).click();
     await expect.poll(() => page.getByRole('status').first().textContent(), PAGE_WAIT).toBe('The post is created.');
     const postId = pathOf(page).split('/')[2]!;
@@ -126,6 +152,13 @@ describeInChromium('a first comment written in the composer, in Chromium', () =>
     await page.locator('.details a[href*="/sandbox/"]').click();
     await page.waitForLoadState();
     expect(await page.locator('.release-content').textContent()).toBe('Our new menu is out');
+    // The images in the order of their positions.
+    const images = page.locator('.release-media img');
+    expect(await images.count()).toBe(2);
+    expect([await images.nth(0).getAttribute('alt'), await images.nth(1).getAttribute('alt')]).toEqual([
+      'comment-first.png',
+      'comment-second.png',
+    ]);
     expect(await page.locator('.release-comment').textContent()).toMatch(
       new RegExp(`^${escaped(text)}\\s+the comment$`),
     );

@@ -913,6 +913,28 @@ describe('first comments and the settings of Meta’s networks', () => {
     });
   });
 
+  it('sends a carousel’s media in the order of the positions typed next to them, and shows them again', async () => {
+    const [a, b, c] = await Promise.all([1, 2, 3].map(() => insertMedia(server.ctx.db, org.id, 'image')));
+    // Chosen a, b, c as the page lists them; c put first, a second, b left without a position.
+    const response = await compose({
+      channel: meta.instagram,
+      content: 'Three dishes',
+      media: [a!, b!, c!],
+      [`position.${c}`]: '1',
+      [`position.${a}`]: '2',
+      [`position.${b}`]: '',
+      date: '2030-04-05',
+      time: '10:00',
+      action: 'draft',
+    });
+    const post = await postOf(response);
+    expect(post.mediaIds).toEqual([c, a, b]);
+    const form = await (await browser.get(`/posts/${post.id}/edit`)).text();
+    const position = (id: string) => inputValue(form, `position.${id}`);
+    expect([position(c!), position(a!), position(b!)]).toEqual(['1', '2', '3']);
+    expect(form).toContain(`<label for="position-${c}">Position<span class="visually-hidden"> of photo.jpg</span>`);
+  });
+
   it('shows the API’s refusals of a comment and of each network’s media next to their fields', async () => {
     const image = await insertMedia(server.ctx.db, org.id, 'image');
     const fields = {

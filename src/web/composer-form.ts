@@ -43,22 +43,40 @@ const SETTINGS_FIELD = /^settings\.([A-Za-z0-9_-]{1,100})\.([A-Za-z]{1,40})$/;
 // refused anyway, so a larger index is not one of the form's.
 const THREAD_FIELD = /^thread\.(\d{1,2})\./;
 const ALT_TEXT_FIELD = /^alt\.([A-Za-z0-9_-]{1,100})$/;
+const POSITION_FIELD = /^position\.([A-Za-z0-9_-]{1,100})$/;
 
 /** The prefix of a part's field names: none for the post's own part, `thread.<i>.` for the thread's. */
 export const partPrefix = (part: number): string => (part === 0 ? '' : `thread.${part - 1}.`);
 
 function readPart(req: Request, part: number): PartValues {
   const prefix = partPrefix(part);
-  const media = [...new Set(fieldValues(req, `${prefix}media`))];
+  const chosen = [...new Set(fieldValues(req, `${prefix}media`))];
   const altTexts: Record<string, string> = {};
+  const positions = new Map<string, number>();
   for (const name of Object.keys((req.body as Record<string, unknown> | undefined) ?? {})) {
     if (!name.startsWith(prefix)) continue;
+    const position = POSITION_FIELD.exec(name.slice(prefix.length));
+    const typed = position ? Number(text(req, name)) : NaN;
+    if (position && Number.isFinite(typed) && text(req, name).trim() !== '') positions.set(position[1]!, typed);
     const alt = ALT_TEXT_FIELD.exec(name.slice(prefix.length));
-    const typed = alt ? text(req, name).replace(/\r\n/g, '\n') : '';
+    const altText = alt ? text(req, name).replace(/\r\n/g, '\n') : '';
     // An alternative text counts for an image chosen in that part only, as the page shows it.
-    if (alt && typed !== '' && media.includes(alt[1]!)) altTexts[alt[1]!] = typed;
+    if (alt && altText !== '' && chosen.includes(alt[1]!)) altTexts[alt[1]!] = altText;
   }
+  const media = inPositionOrder(chosen, positions);
   return { content: text(req, `${prefix}content`).replace(/\r\n/g, '\n'), media, altTexts };
+}
+
+/**
+ * The chosen media in the order of the positions typed next to them (a carousel's order): the ones
+ * without a position after those with one, each group in the order the page shows them.
+ */
+function inPositionOrder(chosen: string[], positions: Map<string, number>): string[] {
+  const at = (id: string) => positions.get(id) ?? Infinity;
+  return chosen
+    .map((id, shown) => ({ id, shown }))
+    .sort((a, b) => at(a.id) - at(b.id) || a.shown - b.shown)
+    .map(({ id }) => id);
 }
 
 /**

@@ -106,6 +106,26 @@
     fileName.textContent = media.fileName;
     label.append(fileName);
     item.append(label);
+    const where = part.dataset.part === '0' ? '' : ` in part ${Number(part.dataset.part) + 1}`;
+    const position = document.createElement('div');
+    position.className = 'media-position';
+    position.dataset.mediaPosition = '';
+    const positionLabel = document.createElement('label');
+    positionLabel.htmlFor = `${id}position-${media.id}`;
+    positionLabel.textContent = 'Position';
+    const positionHint = document.createElement('span');
+    positionHint.className = 'visually-hidden';
+    positionHint.textContent = ` of ${media.fileName}${where}`;
+    positionLabel.append(positionHint);
+    const positionInput = document.createElement('input');
+    positionInput.type = 'number';
+    positionInput.id = `${id}position-${media.id}`;
+    positionInput.name = `${name}position.${media.id}`;
+    positionInput.min = '1';
+    positionInput.max = '99';
+    positionInput.inputMode = 'numeric';
+    position.append(positionLabel, positionInput);
+    item.append(position);
     if (media.kind === 'image' && altTextNetworks.size > 0) {
       const alt = document.createElement('div');
       alt.className = 'alt-text';
@@ -115,7 +135,6 @@
       altLabel.textContent = 'Alternative text';
       const hint = document.createElement('span');
       hint.className = 'visually-hidden';
-      const where = part.dataset.part === '0' ? '' : ` in part ${Number(part.dataset.part) + 1}`;
       hint.textContent = ` of ${media.fileName}${where}`;
       altLabel.append(hint);
       const text = document.createElement('textarea');
@@ -128,6 +147,26 @@
     return item;
   };
 
+  // A media chosen comes after the ones chosen before it in its part (a carousel's order), until its
+  // position is changed; one no longer chosen has none.
+  const placeChosen = (box) => {
+    const position = box.closest('.media-item')?.querySelector('[data-media-position] input');
+    if (!position) return;
+    if (!box.checked) {
+      position.value = '';
+      return;
+    }
+    if (position.value !== '') return;
+    const taken = [...box.closest('[data-media-list]').querySelectorAll('[data-media-position] input')]
+      .filter((input) => input !== position && input.value !== '')
+      .map((input) => Number(input.value))
+      .filter((n) => Number.isFinite(n));
+    position.value = String(Math.max(0, ...taken) + 1);
+  };
+  form.addEventListener('change', (event) => {
+    if (event.target.matches('.media-choice input[type="checkbox"]')) placeChosen(event.target);
+  });
+
   form.addEventListener('media-uploaded', (event) => {
     const media = event.detail;
     const uploadedFor = event.target.closest('[data-part]');
@@ -135,7 +174,9 @@
       const list = part.querySelector('[data-media-list]');
       if (!list) continue;
       part.querySelector('[data-media-empty]')?.remove();
-      list.prepend(mediaItem(media, part, part === uploadedFor));
+      const item = mediaItem(media, part, part === uploadedFor);
+      list.prepend(item);
+      placeChosen(item.querySelector('input[type="checkbox"]'));
     }
   });
 
