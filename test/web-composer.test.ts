@@ -771,6 +771,273 @@ describe('threads, media per part and alternative texts for the text networks', 
   });
 });
 
+describe('first comments and the settings of Meta’s networks', () => {
+  const meta = { facebook: '', instagram: '', threads: '' };
+
+  beforeAll(async () => {
+    meta.facebook = (await createChannel(server.ctx.db, org.id, 'facebook', 'Studio Page')).id;
+    meta.instagram = (await createChannel(server.ctx.db, org.id, 'instagram', 'Studio Instagram')).id;
+    meta.threads = (await createChannel(server.ctx.db, org.id, 'threads', 'Studio Threads')).id;
+  });
+
+  /** The counter of a network under the field whose counts list has this id. */
+  const counter = (html: string, list: string, key: string) =>
+    new RegExp(`<ul class="counts" id="${list}">[\\s\\S]*?<li data-count-for="${key}" ([^>]*)>([^<]*)<span`).exec(html);
+
+  it('offers a first comment for the networks that take comments, counted by each one’s limit, and each network’s settings', async () => {
+    const html = decodeEntities(await (await browser.get('/compose')).text());
+    // The sandbox, Facebook and Instagram take comments; X, Threads, YouTube, TikTok do not.
+    expect(html).toContain('data-first-comment data-networks="sandbox facebook instagram"');
+    expect(html).toMatch(/<label for="firstComment">First comment<\/label>/);
+    expect(counter(html, 'firstComment-counts', 'instagram')).toMatchObject({
+      1: `data-max="2200" data-unit="characters" data-channels="${meta.instagram}"`,
+      2: 'Instagram comment: ',
+    });
+    expect(counter(html, 'firstComment-counts', 'facebook')![1]).toContain('data-max="8000"');
+    expect(counter(html, 'firstComment-counts', 'sandbox')![1]).toContain('data-max="8000"');
+    expect(counter(html, 'firstComment-counts', 'x')).toBeNull();
+    // The post's text, counted for each of the three by its own limit.
+    expect(counter(html, 'content-counts', 'instagram')).toMatchObject({ 2: 'Instagram caption: ' });
+    expect(counter(html, 'content-counts', 'instagram')![1]).toContain('data-max="2200"');
+    expect(counter(html, 'content-counts', 'facebook')![1]).toContain('data-max="63206"');
+    expect(counter(html, 'content-counts', 'threads')![1]).toContain('data-max="500"');
+    // Each network's settings: Facebook's link, Instagram's kind of post (feed by default, a reel shared
+    // to the feed), its collaborators, and who may reply on Threads.
+    expect(html).toContain(`id="settings-${meta.facebook}-link" name="settings.${meta.facebook}.link"`);
+    expect(html).toMatch(new RegExp(`name="settings\\.${meta.instagram}\\.postType" value="feed" checked>`));
+    expect(html).toMatch(new RegExp(`name="settings\\.${meta.instagram}\\.postType" value="reel">`));
+    expect(html).toContain(
+      `id="settings-${meta.instagram}-shareToFeed" name="settings.${meta.instagram}.shareToFeed" checked>`,
+    );
+    expect(html).toContain(`id="settings-${meta.instagram}-collaborators"`);
+    const reply = new RegExp(`<select id="settings-${meta.threads}-replyControl"[^>]*>([\\s\\S]*?)</select>`).exec(
+      html,
+    )![1]!;
+    expect([...reply.matchAll(/<option value="([^"]*)"/g)].map((m) => m[1])).toEqual([
+      'everyone',
+      'accounts_you_follow',
+      'mentioned_only',
+    ]);
+  });
+
+  it('counts a first comment live by each network’s limit', async () => {
+    const token = inputValue(await (await browser.get('/compose')).text(), 'csrf_token')!;
+    const response = await browser.request('/compose/counts', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': token },
+      body: JSON.stringify({ texts: ['Caption'], comment: 'Link in bio 🍰\r\nsee you' }),
+    });
+    expect(response.status).toBe(200);
+    const { comment } = (await response.json()) as { comment: Record<string, number> };
+    // Counted as the API's check counts it: UTF-16 code units, a line break one.
+    expect(comment).toEqual({ sandbox: 22, facebook: 22, instagram: 22 });
+  });
+
+  it('sends the first comment to the networks that take comments only, and each network’s settings as chosen', async () => {
+    const [image, video] = await Promise.all([
+      insertMedia(server.ctx.db, org.id, 'image'),
+      insertMedia(server.ctx.db, org.id, 'video', 20_000),
+    ]);
+    const response = await compose({
+      channel: [channels.sandbox, meta.facebook, meta.instagram, meta.threads],
+      content: 'Our new shop',
+      media: video,
+      firstComment: 'Open from 9 to 5\r\nwww.example.com',
+      [`settings.${meta.facebook}.link`]: '',
+      [`settings.${meta.instagram}.postType`]: 'reel',
+      [`settings.${meta.instagram}.collaborators`]: '@ada, grace.h',
+      [`settings.${meta.threads}.replyControl`]: 'mentioned_only',
+      date: '2030-04-02',
+      time: '10:00',
+      action: 'draft',
+    });
+    expect(response.status, await response.clone().text()).toBe(303);
+    const posts = await postsAt('2030-04-02T08:00:00.000Z');
+    const of = (channelId: string) => posts.find((post) => post.channelId === channelId)!;
+    const comment = { content: 'Open from 9 to 5\nwww.example.com', releaseId: null, releaseUrl: null };
+    expect(of(channels.sandbox).firstComment).toEqual(comment);
+    expect(of(meta.facebook)).toMatchObject({ firstComment: comment, settings: { __type: 'facebook' } });
+    expect(of(meta.instagram)).toMatchObject({
+      firstComment: comment,
+      settings: { __type: 'instagram', postType: 'reel', shareToFeed: false, collaborators: ['ada', 'grace.h'] },
+    });
+    // Threads has no comments: the post goes without it (a thread is its way).
+    expect(of(meta.threads)).toMatchObject({
+      firstComment: null,
+      settings: { __type: 'threads', replyControl: 'mentioned_only' },
+    });
+
+    // An Instagram post, edited: its comment and settings are shown again, its user tags kept as they were.
+    await publicApi(server, org.auth).PATCH('/public/v1/posts/{id}', {
+      params: { path: { id: of(meta.instagram).id } },
+      body: {
+        mediaIds: [image],
+        settings: {
+          __type: 'instagram',
+          postType: 'feed',
+          collaborators: ['ada'],
+          userTags: [{ mediaId: image, username: 'grace.h', x: 0.25, y: 0.75 }],
+        },
+      },
+    });
+    const path = `/posts/${of(meta.instagram).id}/edit`;
+    const raw = await (await browser.get(path)).text();
+    const form = decodeEntities(raw);
+    expect(form).toMatch(
+      /<textarea id="firstComment" name="firstComment"[^>]*>Open from 9 to 5\nwww\.example\.com<\/textarea>/,
+    );
+    expect(form).toMatch(new RegExp(`name="settings\\.${meta.instagram}\\.postType" value="feed" checked>`));
+    // The edit through the API left out shareToFeed: its default (true) again.
+    expect(form).toContain(`name="settings.${meta.instagram}.shareToFeed" checked>`);
+    expect(form).toContain(`name="settings.${meta.instagram}.collaborators" value="ada"`);
+    const saved = await compose(
+      {
+        content: 'Our new shop, in pictures',
+        media: image,
+        firstComment: '',
+        [`settings.${meta.instagram}.postType`]: 'feed',
+        [`settings.${meta.instagram}.collaborators`]: 'ada',
+        [`settings.${meta.instagram}.userTags`]: inputValue(raw, `settings.${meta.instagram}.userTags`)!,
+        date: '2030-04-02',
+        time: '10:00',
+        action: 'draft',
+      },
+      path,
+    );
+    expect(saved.status, await saved.clone().text()).toBe(303);
+    // An emptied field is no comment.
+    expect(await readPost(of(meta.instagram).id)).toMatchObject({
+      content: 'Our new shop, in pictures',
+      firstComment: null,
+      settings: { postType: 'feed', userTags: [{ mediaId: image, username: 'grace.h', x: 0.25, y: 0.75 }] },
+    });
+  });
+
+  it('sends a carousel’s media in the order of the positions typed next to them, and shows them again', async () => {
+    const [a, b, c] = await Promise.all([1, 2, 3].map(() => insertMedia(server.ctx.db, org.id, 'image')));
+    // Chosen a, b, c as the page lists them; c put first, a second, b left without a position.
+    const response = await compose({
+      channel: meta.instagram,
+      content: 'Three dishes',
+      media: [a!, b!, c!],
+      [`position.${c}`]: '1',
+      [`position.${a}`]: '2',
+      [`position.${b}`]: '',
+      date: '2030-04-05',
+      time: '10:00',
+      action: 'draft',
+    });
+    const post = await postOf(response);
+    expect(post.mediaIds).toEqual([c, a, b]);
+    const form = await (await browser.get(`/posts/${post.id}/edit`)).text();
+    const position = (id: string) => inputValue(form, `position.${id}`);
+    expect([position(c!), position(a!), position(b!)]).toEqual(['1', '2', '3']);
+    expect(form).toContain(`<label for="position-${c}">Position<span class="visually-hidden"> of photo.jpg</span>`);
+  });
+
+  it('shows the API’s refusals of a comment and of each network’s media next to their fields', async () => {
+    const image = await insertMedia(server.ctx.db, org.id, 'image');
+    const fields = {
+      channel: [meta.instagram, meta.facebook],
+      content: 'Spring',
+      media: image,
+      firstComment: 'a'.repeat(2201),
+      [`settings.${meta.instagram}.postType`]: 'reel',
+      [`settings.${meta.facebook}.link`]: 'https://example.com/spring',
+      date: '2030-04-03',
+      time: '10:00',
+      action: 'schedule',
+    };
+    const refused = await compose(fields);
+    expect(refused.status).toBe(422);
+    const html = await refused.text();
+    const api = await errorOf(
+      await send(server, org.auth, 'POST', '/public/v1/posts', {
+        type: 'schedule',
+        date: '2030-04-03T08:00:00.000Z',
+        posts: [
+          {
+            channelId: meta.instagram,
+            content: 'Spring',
+            mediaIds: [image],
+            firstComment: { content: 'a'.repeat(2201) },
+            settings: { __type: 'instagram', postType: 'reel' },
+          },
+          {
+            channelId: meta.facebook,
+            content: 'Spring',
+            mediaIds: [image],
+            firstComment: { content: 'a'.repeat(2201) },
+            settings: { __type: 'facebook', link: 'https://example.com/spring' },
+          },
+        ],
+      }),
+    );
+    const byPath = Object.fromEntries((api.details ?? []).map((d) => [d.path, d.message]));
+    expect(Object.keys(byPath).sort()).toEqual([
+      'posts[0].firstComment.content',
+      'posts[0].mediaIds',
+      'posts[1].settings.link',
+    ]);
+    expect(fieldError(html, 'firstComment')).toBe(`Studio Instagram: ${byPath['posts[0].firstComment.content']}`);
+    expect(fieldError(html, 'media')).toBe(`Studio Instagram: ${byPath['posts[0].mediaIds']}`);
+    expect(fieldError(html, `settings-${meta.facebook}-link`)).toBe(byPath['posts[1].settings.link']);
+    expect(decodeEntities(html)).toContain(
+      `<a href="#firstComment">First comment: Studio Instagram: ${byPath['posts[0].firstComment.content']}`,
+    );
+    // What was typed is kept.
+    expect(html).toMatch(
+      /<textarea id="firstComment" name="firstComment" rows="3" data-comment-text aria-invalid="true" aria-describedby="firstComment-hint firstComment-counts firstComment-error">a{2201}<\/textarea>/,
+    );
+    expect(counter(html, 'firstComment-counts', 'instagram')![1]).toContain('class="over"');
+  });
+
+  it('shows a published comment without a field and keeps it as it went out', async () => {
+    const created = await publicApi(server, org.auth).POST('/public/v1/posts', {
+      body: {
+        type: 'draft',
+        posts: [{ channelId: meta.facebook, content: 'Menu', firstComment: { content: 'Prices inside' } }],
+      },
+    });
+    const post = created.data!.data[0]!;
+    // The post and its comment went out; the post failed after them (as a network may leave it).
+    await server.ctx.db
+      .updateTable('posts')
+      .set({
+        status: 'failed',
+        release_id: 'p1',
+        release_url: 'https://facebook.example/p1',
+        error_code: 'outcome_unknown',
+        error_message: 'Lost.',
+        first_comment: JSON.stringify({
+          content: 'Prices inside',
+          releaseId: 'c1',
+          releaseUrl: 'https://facebook.example/p1?comment_id=c1',
+          reference: null,
+        }),
+      })
+      .where('id', '=', post.id)
+      .execute();
+    const form = await (await browser.get(`/posts/${post.id}/edit`)).text();
+    expect(form).not.toContain('id="firstComment" name="firstComment"');
+    expect(decodeEntities(form)).toContain('<a href="https://facebook.example/p1?comment_id=c1">see it</a>');
+    expect(form).toContain('<blockquote class="published-part">Prices inside</blockquote>');
+    // A field sent all the same changes nothing: the comment is not sent (the API would answer 409).
+    const saved = await compose(
+      { firstComment: 'Prices changed', date: '2030-04-04', time: '10:00', action: 'draft' },
+      `/posts/${post.id}/edit`,
+    );
+    expect(saved.status, await saved.clone().text()).toBe(303);
+    expect((await readPost(post.id)).firstComment).toMatchObject({ content: 'Prices inside', releaseId: 'c1' });
+
+    // The post's page shows it with its link.
+    const page = decodeEntities(await (await browser.get(`/posts/${post.id}`)).text());
+    expect(page).toMatch(
+      /<div class="first-comment" data-first-comment><div class="post-content">Prices inside<\/div>\s*<span class="meta">\s*<a href="https:\/\/facebook\.example\/p1\?comment_id=c1">on the network<\/a>/,
+    );
+  });
+});
+
 describe('the signed upload from the pages', () => {
   const uploadBody = (size: number) => ({ fileName: 'red.png', contentType: 'image/png', size });
 

@@ -53,3 +53,25 @@ export function countText(limit: ContentLimit, text: string): number {
   if (limit.unit === 'bytes') return Buffer.byteLength(text, 'utf8');
   return limit.unit === 'graphemes' ? graphemeCount(text) : text.length;
 }
+
+/**
+ * The counters of a first comment: one per network of the channels offered that takes comments, by the
+ * network's own limit of a comment, counted in UTF-16 code units as the API's check counts it.
+ */
+export function commentCounters(providers: Providers, channels: Channel[]): TextCounter[] {
+  const counters = new Map<string, TextCounter>();
+  for (const channel of channels) {
+    const network = providers[channel.provider];
+    if (!network.firstComment) continue;
+    const counter = counters.get(channel.provider);
+    if (counter) counter.channels.push(channel.id);
+    else
+      counters.set(channel.provider, {
+        key: channel.provider,
+        label: `${network.name} comment`,
+        limit: { max: network.firstComment.maxLength, unit: 'characters', becomes: 'comment' },
+        channels: [channel.id],
+      });
+  }
+  return [...counters.values()];
+}

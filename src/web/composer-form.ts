@@ -23,6 +23,8 @@ export interface ComposerValues {
   time: string;
   /** Each channel's settings fields by name (`title`, `privacyLevel`, `allowComment`…), as the form sent them. */
   settings: Record<string, Record<string, string>>;
+  /** The first comment's text, empty for none: sent to the chosen channels whose network takes comments. */
+  firstComment: string;
 }
 
 export const emptyPart = (): PartValues => ({ content: '', media: [], altTexts: {} });
@@ -41,22 +43,40 @@ const SETTINGS_FIELD = /^settings\.([A-Za-z0-9_-]{1,100})\.([A-Za-z]{1,40})$/;
 // refused anyway, so a larger index is not one of the form's.
 const THREAD_FIELD = /^thread\.(\d{1,2})\./;
 const ALT_TEXT_FIELD = /^alt\.([A-Za-z0-9_-]{1,100})$/;
+const POSITION_FIELD = /^position\.([A-Za-z0-9_-]{1,100})$/;
 
 /** The prefix of a part's field names: none for the post's own part, `thread.<i>.` for the thread's. */
 export const partPrefix = (part: number): string => (part === 0 ? '' : `thread.${part - 1}.`);
 
 function readPart(req: Request, part: number): PartValues {
   const prefix = partPrefix(part);
-  const media = [...new Set(fieldValues(req, `${prefix}media`))];
+  const chosen = [...new Set(fieldValues(req, `${prefix}media`))];
   const altTexts: Record<string, string> = {};
+  const positions = new Map<string, number>();
   for (const name of Object.keys((req.body as Record<string, unknown> | undefined) ?? {})) {
     if (!name.startsWith(prefix)) continue;
+    const position = POSITION_FIELD.exec(name.slice(prefix.length));
+    const typed = position ? Number(text(req, name)) : NaN;
+    if (position && Number.isFinite(typed) && text(req, name).trim() !== '') positions.set(position[1]!, typed);
     const alt = ALT_TEXT_FIELD.exec(name.slice(prefix.length));
-    const typed = alt ? text(req, name).replace(/\r\n/g, '\n') : '';
+    const altText = alt ? text(req, name).replace(/\r\n/g, '\n') : '';
     // An alternative text counts for an image chosen in that part only, as the page shows it.
-    if (alt && typed !== '' && media.includes(alt[1]!)) altTexts[alt[1]!] = typed;
+    if (alt && altText !== '' && chosen.includes(alt[1]!)) altTexts[alt[1]!] = altText;
   }
+  const media = inPositionOrder(chosen, positions);
   return { content: text(req, `${prefix}content`).replace(/\r\n/g, '\n'), media, altTexts };
+}
+
+/**
+ * The chosen media in the order of the positions typed next to them (a carousel's order): the ones
+ * without a position after those with one, each group in the order the page shows them.
+ */
+function inPositionOrder(chosen: string[], positions: Map<string, number>): string[] {
+  const at = (id: string) => positions.get(id) ?? Infinity;
+  return chosen
+    .map((id, shown) => ({ id, shown }))
+    .sort((a, b) => at(a.id) - at(b.id) || a.shown - b.shown)
+    .map(({ id }) => id);
 }
 
 /**
@@ -82,6 +102,7 @@ export function readComposerForm(req: Request, fixed: PartValues[] = []): Compos
     date: text(req, 'date'),
     time: text(req, 'time'),
     settings,
+    firstComment: text(req, 'firstComment').replace(/\r\n/g, '\n'),
   };
 }
 
@@ -133,6 +154,23 @@ export function settingsFrom(
       };
     case 'x':
       return { __type: 'x', ...chosen('replySettings') };
+    case 'facebook':
+      return { __type: 'facebook', ...(fields.link?.trim() ? { link: fields.link.trim() } : {}) };
+    case 'instagram': {
+      // Written as Instagram shows them, @ or not: the contract takes the usernames alone.
+      const collaborators = listed(fields.collaborators).map((name) => name.replace(/^@/, ''));
+      const userTags = keptUserTags(fields.userTags);
+      return {
+        __type: 'instagram',
+        ...chosen('postType'),
+        // Only a reel is shared to the feed or not; other posts keep the default.
+        ...(fields.postType === 'reel' ? { shareToFeed: ticked('shareToFeed') } : {}),
+        ...(collaborators.length > 0 ? { collaborators } : {}),
+        ...(userTags ? { userTags } : {}),
+      } as ProviderSettings;
+    }
+    case 'threads':
+      return { __type: 'threads', ...chosen('replyControl') };
     case 'bluesky': {
       const languages = listed(fields.languages);
       return {
@@ -143,6 +181,20 @@ export function settingsFrom(
     }
     default:
       return undefined;
+  }
+}
+
+/**
+ * The user tags an Instagram post already has, kept through an edit: the composer does not place tags,
+ * so it sends back the ones the API gave the post. The contract's check refuses anything else.
+ */
+function keptUserTags(field: string | undefined): unknown[] | undefined {
+  if (!field) return undefined;
+  try {
+    const tags: unknown = JSON.parse(field);
+    return Array.isArray(tags) && tags.length > 0 ? tags : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -208,12 +260,15 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
     'spoilerText',
     'language',
     'replySettings',
+    'link',
+    'postType',
+    'replyControl',
   ]) {
     if (typeof settings[name] === 'string') fields[name] = settings[name];
   }
   for (const name of ['madeForKids', 'linkCard'])
     if (typeof settings[name] === 'boolean') fields[name] = settings[name] ? 'yes' : 'no';
-  for (const name of ['tags', 'languages']) {
+  for (const name of ['tags', 'languages', 'collaborators']) {
     const list = settings[name];
     if (Array.isArray(list)) fields[name] = list.join(', ');
   }
@@ -224,8 +279,10 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
   ] as const) {
     if (settings[setting] === false) fields[field] = 'on';
   }
-  for (const name of ['brandContentToggle', 'brandOrganicToggle', 'isAiGenerated', 'sensitive'])
+  for (const name of ['brandContentToggle', 'brandOrganicToggle', 'isAiGenerated', 'sensitive', 'shareToFeed'])
     if (settings[name] === true) fields[name] = 'on';
+  if (Array.isArray(settings.userTags) && settings.userTags.length > 0)
+    fields.userTags = JSON.stringify(settings.userTags);
   return fields;
 }
 
@@ -256,6 +313,13 @@ const FIELD_LABELS: Record<string, string> = {
   replySettings: 'Who can reply on X',
   languages: 'Bluesky languages',
   linkCard: 'Link card',
+  firstComment: 'First comment',
+  link: 'Facebook link',
+  postType: 'Instagram post type',
+  shareToFeed: 'Share the reel to the feed',
+  collaborators: 'Instagram collaborators',
+  userTags: 'Instagram user tags',
+  replyControl: 'Who can reply on Threads',
 };
 
 /** The id of a part's field on the page: `content`, `media`, `alt-<media id>` for the post's own part. */
@@ -319,6 +383,8 @@ export function placeErrors(
     if (rest === '' || rest === 'channelId' || rest === 'posts' || rest === 'channelIds')
       add('channels', FIELD_LABELS.channels!, name ? `${name}: ${detail.message}` : detail.message);
     else if (part) add(part.id, part.label, forChannel(detail.message));
+    else if (rest === 'firstComment' || rest.startsWith('firstComment.'))
+      add('firstComment', FIELD_LABELS.firstComment!, forChannel(detail.message));
     else if (rest.startsWith('settings') && channelId) {
       const setting = rest.slice('settings'.length).replace(/^\./, '').split(/[.[]/)[0] ?? '';
       const field =

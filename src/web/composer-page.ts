@@ -25,7 +25,7 @@ import {
   storedParts,
   type ComposerValues,
 } from './composer-form.js';
-import { countText, textCounters } from './composer-counts.js';
+import { commentCounters, countText, textCounters } from './composer-counts.js';
 import { ComposerView, type ComposerMode } from './composer-view.js';
 import { signedIn } from './signed-in.js';
 import { readTimeZone } from './time-zone.js';
@@ -81,6 +81,7 @@ async function showNewPost({ ctx, cookies, view }: Composer, req: Request, res: 
     date: start.toISODate()!,
     time: start.toFormat('HH:mm'),
     settings: {},
+    firstComment: '',
   };
   await view.show(req, res, { kind: 'create', idempotencyKey: randomBase62(24) }, values);
 }
@@ -118,7 +119,8 @@ async function createFromForm({ ctx, cookies, bodies, view }: Composer, req: Req
 
 /**
  * The create the form asks for, as `POST /public/v1/posts` takes it: one post per chosen channel, its
- * thread the parts after the first.
+ * thread the parts after the first, its first comment on the channels whose network takes comments (the
+ * API refuses it elsewhere).
  */
 function createRequest(
   ctx: PostsContext,
@@ -135,11 +137,13 @@ function createRequest(
       const channel = channels.find((candidate) => candidate.id === channelId);
       const settings = channel ? settingsFrom(channel, values.settings[channelId]) : undefined;
       const takesAltText = channel !== undefined && ctx.providers[channel.provider].altTextMax !== undefined;
+      const takesComment = channel !== undefined && ctx.providers[channel.provider].firstComment !== undefined;
       return {
         channelId,
         ...partInput(own, takesAltText),
         ...(settings ? { settings } : {}),
         ...(thread.length > 0 ? { thread: thread.map((part) => partInput(part, takesAltText)) } : {}),
+        ...(takesComment && values.firstComment !== '' ? { firstComment: { content: values.firstComment } } : {}),
       };
     }),
   } as CreatePostRequest;
@@ -169,16 +173,25 @@ function changeParts(
 
 /**
  * The page's live counts: each text (the parts, in order) as every counter of the organization's
- * channels counts it, by the counter's key, from the same rules as the counts the page is rendered with.
+ * channels counts it, by the counter's key, and the first comment as each network that takes comments
+ * counts it, from the same rules as the counts the page is rendered with.
  */
 async function countTexts({ ctx }: Composer, req: Request, res: Response): Promise<void> {
   const { organization } = signedIn(res);
-  const texts: unknown = (req.body as { texts?: unknown } | undefined)?.texts;
+  const { texts, comment = '' } = (req.body ?? {}) as { texts?: unknown; comment?: unknown };
   if (!Array.isArray(texts) || texts.length > MAX_COUNTED_TEXTS || !texts.every((t) => typeof t === 'string')) {
     throw new ValidationError(`The counts are asked for a list of at most ${MAX_COUNTED_TEXTS} texts.`);
   }
-  const counters = await textCounters(ctx.providers, await listChannels(ctx.db, organization.id));
+  if (typeof comment !== 'string') throw new ValidationError('The comment to count is a text.');
+  const channels = await listChannels(ctx.db, organization.id);
+  const counters = await textCounters(ctx.providers, channels);
   res.json({
+    comment: Object.fromEntries(
+      commentCounters(ctx.providers, channels).map((counter) => [
+        counter.key,
+        countText(counter.limit, comment.replace(/\r\n/g, '\n')),
+      ]),
+    ),
     counts: Object.fromEntries(
       counters.map((counter) => [
         counter.key,
@@ -201,6 +214,7 @@ async function showEdit({ ctx, cookies, view }: Composer, req: Request, res: Res
     date: local?.toISODate() ?? '',
     time: local?.toFormat('HH:mm') ?? '',
     settings: { [post.channel_id]: settingsFields(post) },
+    firstComment: post.first_comment?.content ?? '',
   };
   await view.show(req, res, { kind: 'edit', post }, values);
 }
@@ -208,9 +222,16 @@ async function showEdit({ ctx, cookies, view }: Composer, req: Request, res: Res
 async function saveEdit({ ctx, cookies, bodies, view }: Composer, req: Request, res: Response): Promise<void> {
   const { organization } = signedIn(res);
   const post = await getPost(ctx.db, organization.id, String(req.params.id));
-  // The parts already published are sent as they are: the form shows them without fields.
+  // The parts already published are sent as they are, and a published comment not at all: the form shows
+  // them without fields.
   const published = publishedParts(post);
-  const values = { ...readComposerForm(req, published), channels: [post.channel_id] };
+  const commentPublished = post.first_comment !== null && post.first_comment.releaseId !== null;
+  const form = readComposerForm(req, published);
+  const values = {
+    ...form,
+    channels: [post.channel_id],
+    firstComment: commentPublished ? post.first_comment!.content : form.firstComment,
+  };
   const action = readAction(req);
   if (typeof action === 'object')
     return changeParts(view, req, res, { kind: 'edit', post }, values, action, published.length);
@@ -219,6 +240,7 @@ async function saveEdit({ ctx, cookies, bodies, view }: Composer, req: Request, 
   const channel = channels.find((candidate) => candidate.id === post.channel_id);
   const settings = channel ? settingsFrom(channel, values.settings[post.channel_id]) : undefined;
   const takesAltText = ctx.providers[post.provider].altTextMax !== undefined;
+  const takesComment = ctx.providers[post.provider].firstComment !== undefined && !commentPublished;
   const [own = emptyPart(), ...thread] = values.parts;
   const ownPart = partInput(own, takesAltText);
   const changes = {
@@ -227,6 +249,8 @@ async function saveEdit({ ctx, cookies, bodies, view }: Composer, req: Request, 
     ...(takesAltText ? { altTexts: ownPart.altTexts ?? {} } : {}),
     thread: thread.map((part) => partInput(part, takesAltText)),
     ...(settings ? { settings } : {}),
+    // An empty field is no comment: `null` removes the one the post had.
+    ...(takesComment ? { firstComment: values.firstComment === '' ? null : { content: values.firstComment } } : {}),
   } as UpdatePostRequest;
   const at = wallClockInstant(values.date, values.time, zone);
   const names = new Map(channels.map((candidate) => [candidate.id, candidate.name]));

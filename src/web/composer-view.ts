@@ -10,7 +10,7 @@ import type { PostRow } from '../posts/post-body.js';
 import type { PostsContext } from '../posts/context.js';
 import type { CreatorInfo } from '../providers/provider-adapter.js';
 import { partFieldId, partPrefix, publishedParts, type ComposerValues, type FieldErrors } from './composer-form.js';
-import { countText, textCounters, UNIT_WORDS } from './composer-counts.js';
+import { commentCounters, countText, textCounters, UNIT_WORDS, type TextCounter } from './composer-counts.js';
 import { describeMedia, mediaOrigins } from './media-pages.js';
 import { signedIn } from './signed-in.js';
 import { readTimeZone } from './time-zone.js';
@@ -61,6 +61,17 @@ export class ComposerView {
     const listed = new Set(library.data.map((media) => media.id));
     const origins = await mediaOrigins(ctx, library.data);
     const published = mode.kind === 'edit' ? publishedParts(mode.post) : [];
+    const comment = mode.kind === 'edit' ? mode.post.first_comment : null;
+    const describeCount = (counter: TextCounter, text: string) => ({
+      key: counter.key,
+      label: counter.label,
+      channels: counter.channels.join(' '),
+      max: counter.limit.max,
+      unit: counter.limit.unit,
+      unitWords: UNIT_WORDS[counter.limit.unit],
+      count: countText(counter.limit, text),
+    });
+    const commentCounts = commentCounters(ctx.providers, channels);
     renderPage(
       res,
       '/web/templates/composer',
@@ -81,15 +92,7 @@ export class ComposerView {
           id: (name: string) => partFieldId(index, name),
           published: index < published.length,
           releaseUrl: published[index]?.releaseUrl ?? null,
-          counts: counters.map((counter) => ({
-            key: counter.key,
-            label: counter.label,
-            channels: counter.channels.join(' '),
-            max: counter.limit.max,
-            unit: counter.limit.unit,
-            unitWords: UNIT_WORDS[counter.limit.unit],
-            count: countText(counter.limit, part.content),
-          })),
+          counts: counters.map((counter) => describeCount(counter, part.content)),
           missingMedia: part.media.filter((id) => !listed.has(id)),
         })),
         // The networks of the channels offered that take an image's alternative text: the page offers
@@ -101,6 +104,15 @@ export class ComposerView {
               .map((channel) => channel.provider),
           ),
         ],
+        // The first comment, offered while a channel whose network takes comments is chosen; once
+        // published it is shown as it went out, without a field.
+        firstComment: {
+          networks: commentCounts.map((counter) => counter.key),
+          content: values.firstComment,
+          published: comment !== null && comment.releaseId !== null,
+          releaseUrl: comment?.releaseUrl ?? null,
+          counts: commentCounts.map((counter) => describeCount(counter, values.firstComment)),
+        },
         media: library.data.map(describeMedia),
         accept: ctx.config.media.allowedTypes.join(','),
         privacyWords: PRIVACY_WORDS,

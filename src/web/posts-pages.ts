@@ -29,6 +29,7 @@ const EVENT_WORDS: Record<string, string> = {
   publishing: 'Publishing started',
   retrying: 'Will try again',
   part_published: 'Thread part published',
+  comment_published: 'First comment published',
   published: 'Published',
   failed: 'Failed',
   deleted: 'Deleted',
@@ -230,7 +231,13 @@ function describe(post: PostBody) {
     releaseLink: webAddress(part.releaseUrl),
     published: part.releaseId !== null,
   }));
-  return { ...post, time, releaseLink, parts, canScheduleAgain: post.status === 'failed' };
+  // Its first comment, published after the thread, with where it was published once it is.
+  const comment = post.firstComment && {
+    content: post.firstComment.content,
+    releaseLink: webAddress(post.firstComment.releaseUrl),
+    published: post.firstComment.releaseId !== null,
+  };
+  return { ...post, time, releaseLink, parts, comment, canScheduleAgain: post.status === 'failed' };
 }
 
 /** Only a web address is a link: the network's answer is not trusted to be one. */

@@ -1,5 +1,6 @@
-// The composer: settings, counts and alternative texts follow the channels ticked, every part's text is
-// counted as each network counts it (by the server, which knows the networks' rules), uploaded media is
+// The composer: settings, counts, alternative texts and the first comment follow the channels ticked,
+// every part's text and the comment are counted as each network counts them (by the server, which knows
+// the networks' rules), uploaded media is
 // added to every part's choices (ticked in the part it was uploaded for), and the form is sent once.
 (() => {
   const form = document.querySelector('form[data-composer]');
@@ -8,6 +9,8 @@
   const channels = [...form.querySelectorAll('[data-channel]')];
   const chosen = () => channels.filter((input) => input.type === 'hidden' || input.checked);
   const altTextNetworks = new Set((form.dataset.altTextNetworks ?? '').split(' ').filter(Boolean));
+  const firstComment = form.querySelector('[data-first-comment]');
+  const commentNetworks = new Set((firstComment?.dataset.networks ?? '').split(' ').filter(Boolean));
 
   const follow = () => {
     const ids = new Set(chosen().map((input) => input.value));
@@ -19,6 +22,8 @@
     // Until a channel is chosen, the field stays for whoever wants to write it first.
     const takesAltText = networks.size === 0 || [...networks].some((network) => altTextNetworks.has(network));
     form.classList.toggle('no-alt-text', !takesAltText);
+    // Sent only to the networks that take comments, so it is offered only while one of them is chosen.
+    if (firstComment) firstComment.hidden = ![...networks].some((network) => commentNetworks.has(network));
   };
 
   // The latest question wins: an answer to an older one (typing goes on meanwhile) is not shown.
@@ -27,14 +32,21 @@
   const count = async () => {
     const question = ++asked;
     const texts = [...form.querySelectorAll('[data-part-text]')];
+    const commentText = form.querySelector('[data-comment-text]');
     try {
       const response = await fetch('/compose/counts', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrfToken },
-        body: JSON.stringify({ texts: texts.map((text) => text.value) }),
+        body: JSON.stringify({ texts: texts.map((text) => text.value), comment: commentText?.value ?? '' }),
       });
       if (!response.ok || question !== asked) return;
-      const { counts } = await response.json();
+      const { counts, comment } = await response.json();
+      for (const item of form.querySelectorAll('#firstComment-counts [data-count-for]')) {
+        const used = comment[item.dataset.countFor];
+        if (used === undefined) continue;
+        item.querySelector('.count').textContent = String(used);
+        item.classList.toggle('over', used > Number(item.dataset.max));
+      }
       texts.forEach((text, i) => {
         const list = document.getElementById(text.getAttribute('aria-describedby').split(' ')[0]);
         for (const item of list?.querySelectorAll('[data-count-for]') ?? []) {
@@ -51,7 +63,7 @@
 
   for (const input of channels) input.addEventListener('change', follow);
   form.addEventListener('input', (event) => {
-    if (!event.target.matches('[data-part-text]')) return;
+    if (!event.target.matches('[data-part-text], [data-comment-text]')) return;
     clearTimeout(timer);
     timer = setTimeout(count, 150);
   });
@@ -94,6 +106,26 @@
     fileName.textContent = media.fileName;
     label.append(fileName);
     item.append(label);
+    const where = part.dataset.part === '0' ? '' : ` in part ${Number(part.dataset.part) + 1}`;
+    const position = document.createElement('div');
+    position.className = 'media-position';
+    position.dataset.mediaPosition = '';
+    const positionLabel = document.createElement('label');
+    positionLabel.htmlFor = `${id}position-${media.id}`;
+    positionLabel.textContent = 'Position';
+    const positionHint = document.createElement('span');
+    positionHint.className = 'visually-hidden';
+    positionHint.textContent = ` of ${media.fileName}${where}`;
+    positionLabel.append(positionHint);
+    const positionInput = document.createElement('input');
+    positionInput.type = 'number';
+    positionInput.id = `${id}position-${media.id}`;
+    positionInput.name = `${name}position.${media.id}`;
+    positionInput.min = '1';
+    positionInput.max = '99';
+    positionInput.inputMode = 'numeric';
+    position.append(positionLabel, positionInput);
+    item.append(position);
     if (media.kind === 'image' && altTextNetworks.size > 0) {
       const alt = document.createElement('div');
       alt.className = 'alt-text';
@@ -103,7 +135,6 @@
       altLabel.textContent = 'Alternative text';
       const hint = document.createElement('span');
       hint.className = 'visually-hidden';
-      const where = part.dataset.part === '0' ? '' : ` in part ${Number(part.dataset.part) + 1}`;
       hint.textContent = ` of ${media.fileName}${where}`;
       altLabel.append(hint);
       const text = document.createElement('textarea');
@@ -116,6 +147,26 @@
     return item;
   };
 
+  // A media chosen comes after the ones chosen before it in its part (a carousel's order), until its
+  // position is changed; one no longer chosen has none.
+  const placeChosen = (box) => {
+    const position = box.closest('.media-item')?.querySelector('[data-media-position] input');
+    if (!position) return;
+    if (!box.checked) {
+      position.value = '';
+      return;
+    }
+    if (position.value !== '') return;
+    const taken = [...box.closest('[data-media-list]').querySelectorAll('[data-media-position] input')]
+      .filter((input) => input !== position && input.value !== '')
+      .map((input) => Number(input.value))
+      .filter((n) => Number.isFinite(n));
+    position.value = String(Math.max(0, ...taken) + 1);
+  };
+  form.addEventListener('change', (event) => {
+    if (event.target.matches('.media-choice input[type="checkbox"]')) placeChosen(event.target);
+  });
+
   form.addEventListener('media-uploaded', (event) => {
     const media = event.detail;
     const uploadedFor = event.target.closest('[data-part]');
@@ -123,7 +174,9 @@
       const list = part.querySelector('[data-media-list]');
       if (!list) continue;
       part.querySelector('[data-media-empty]')?.remove();
-      list.prepend(mediaItem(media, part, part === uploadedFor));
+      const item = mediaItem(media, part, part === uploadedFor);
+      list.prepend(item);
+      placeChosen(item.querySelector('input[type="checkbox"]'));
     }
   });
 
