@@ -246,6 +246,18 @@ describe('the 60-day token', () => {
     expect(refreshes()).toBe(before + 1);
   });
 
+  it('goes on in use while it is good when Instagram fails its early refresh, and is refreshed on the next use', async () => {
+    const { accessToken } = await storedCredentials();
+    const before = refreshes();
+    pass(31);
+    instagram.failNext(503, 'refreshToken');
+    expect(await tokensOfAWorker().accessToken(await channelRow())).toBe(accessToken);
+    expect((await storedCredentials()).accessToken).toBe(accessToken);
+    const fresh = await tokensOfAWorker().accessToken(await channelRow());
+    expect(fresh).not.toBe(accessToken);
+    expect(refreshes()).toBe(before + 2);
+  });
+
   it('that expired says the account must be connected again, and connecting it again makes it good', async () => {
     instagram.expireTokens();
     pass(31);
