@@ -50,7 +50,7 @@ interface LongLivedToken {
 
 interface Me {
   id?: string;
-  user_id?: string | number;
+  user_id?: unknown;
   username?: string;
   name?: string;
   profile_picture_url?: string;
@@ -135,8 +135,9 @@ export class InstagramLoginConnection implements ConsentConnection {
     refusedToken(answer);
     const me = answer.data;
     // `user_id` is the professional account's id, the one its media are published under (and the id the
-    // Instagram API with Facebook Login knows it by); `id` is only this app's id of the user.
-    const externalId = me.user_id === undefined ? me.id : String(me.user_id);
+    // Instagram API with Facebook Login knows it by); `id` is only this app's id of the user. The Graph API
+    // writes ids as strings: one written as a number would not be kept exactly, so it is not taken.
+    const externalId = typeof me.user_id === 'string' ? me.user_id : me.id;
     if (answer.status !== 200 || !externalId)
       throw new Error(`Instagram answered ${answer.status} to /me (${graphErrorOf(answer)?.message ?? 'no id'})`);
     return {
