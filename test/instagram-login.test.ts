@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
+import { keepHouse } from '../src/housekeeping.js';
 import type { Channel } from '../src/channels/tables.js';
 import { channelCredentials } from '../src/providers/account-credentials.js';
 import { revokeRemovedAccounts } from '../src/providers/account-revocations.js';
@@ -56,6 +57,10 @@ async function connectAccount(): Promise<URL> {
 
 async function channelRow(): Promise<Channel> {
   return server.ctx.db.selectFrom('channels').selectAll().where('id', '=', channelId).executeTakeFirstOrThrow();
+}
+
+async function channelStatus(): Promise<string | undefined> {
+  return dataOf(await api().GET('/public/v1/channels')).data.find((c) => c.id === channelId)?.status;
 }
 
 async function storedCredentials(): Promise<InstagramCredentials> {
@@ -194,6 +199,14 @@ describe('an Instagram account connected in Settings → Channels', () => {
     const listed = await (await session.get('/settings/channels')).text();
     expect(listed).toContain('Acme Studio');
     expect(listed).toContain('instagram · acme.studio');
+
+    // Removed again: the tests below follow the one channel of the account.
+    const theirs = dataOf(await publicApi(server, other.auth).GET('/public/v1/channels')).data;
+    const id = theirs.find((c) => c.provider === 'instagram')!.id;
+    const removed = await publicApi(server, other.auth).DELETE('/public/v1/channels/{id}', {
+      params: { path: { id } },
+    });
+    expect(removed.response.status).toBe(204);
   });
 
   it('says so when the user refuses on Instagram’s window', async () => {
@@ -258,27 +271,52 @@ describe('the 60-day token', () => {
     expect(refreshes()).toBe(before + 2);
   });
 
-  it('that expired says the account must be connected again, and connecting it again makes it good', async () => {
+  it('of an account with nothing to publish is refreshed by the workers’ housekeeping before it runs out', async () => {
+    const { accessToken } = await storedCredentials();
+    const before = refreshes();
+    pass(29);
+    await keepHouse(server.ctx);
+    expect(refreshes()).toBe(before);
+    pass(2);
+    await keepHouse(server.ctx);
+    expect(refreshes()).toBe(before + 1);
+    const fresh = await storedCredentials();
+    expect(fresh.accessToken).not.toBe(accessToken);
+    expect(fresh.expiresAt).toBe(sixtyDaysOn());
+    await keepHouse(server.ctx);
+    expect(refreshes()).toBe(before + 1);
+    expect(await channelStatus()).toBe('active');
+  });
+
+  it('that expired marks the channel needs_reconnect, and connecting it again makes it active', async () => {
     instagram.expireTokens();
     pass(31);
     await expect(tokensOfAWorker().accessToken(await channelRow())).rejects.toThrow(ReconnectNeededError);
+    expect(await channelStatus()).toBe('active');
+    await keepHouse(server.ctx);
+    expect(await channelStatus()).toBe('needs_reconnect');
     await expect(tokensOfAWorker().accessToken(await channelRow())).rejects.toThrow(/no longer takes/);
 
     const landed = await connectAccount();
     expect(landed.searchParams.get('channelId')).toBe(channelId);
+    expect(landed.searchParams.get('reconnected')).toBe('true');
+    expect(await channelStatus()).toBe('active');
     const { accessToken } = await storedCredentials();
     expect(await tokensOfAWorker().accessToken(await channelRow())).toBe(accessToken);
   });
 
-  it('of an account whose owner removed the app says the account must be connected again', async () => {
+  it('of an account whose owner removed the app marks the channel needs_reconnect', async () => {
     instagram.revokeTokens();
     const worker = tokensOfAWorker();
-    const channel = await channelRow();
     const { accessToken } = await storedCredentials();
     // Instagram refused the token a publication used: the refresh is refused too.
-    await expect(worker.afterRefusal(channel, accessToken)).rejects.toThrow(ReconnectNeededError);
+    await expect(worker.afterRefusal(await channelRow(), accessToken)).rejects.toThrow(
+      /has not authorized application/,
+    );
     pass(31);
-    await expect(worker.accessToken(channel)).rejects.toThrow(/has not authorized application/);
+    await keepHouse(server.ctx);
+    expect(await channelStatus()).toBe('needs_reconnect');
+    await connectAccount();
   });
 });
 
