@@ -7,6 +7,7 @@ import { forgetExpiredKeys } from './posts/idempotency.js';
 import { forgetExpiredConnections } from './providers/account-connections.js';
 import { revokeRemovedAccounts } from './providers/account-revocations.js';
 import type { ProvidersContext } from './providers/registry.js';
+import { refreshTokensAhead } from './providers/token-upkeep.js';
 import type { JobQueue } from './jobs/queue.js';
 import { sweepDeliveries } from './webhooks/delivery-sweep.js';
 
@@ -15,7 +16,8 @@ import { sweepDeliveries } from './webhooks/delivery-sweep.js';
  * (every 10 minutes) rather than inside requests: stale uploads and their bytes, rate-limit counts
  * of past windows, expired sessions, idempotency keys, OAuth codes and consent requests, connections
  * of accounts never finished, webhook deliveries older than 30 days; it asks the networks to revoke
- * the tokens of removed channels, and plans again any webhook delivery that lost its job.
+ * the tokens of removed channels, refreshes the tokens that a network refreshes only while they are
+ * good before they run out, and plans again any webhook delivery that lost its job.
  */
 export async function keepHouse(ctx: MediaContext & ProvidersContext & { queue: JobQueue }): Promise<void> {
   const now = ctx.clock.now();
@@ -26,5 +28,6 @@ export async function keepHouse(ctx: MediaContext & ProvidersContext & { queue: 
   await forgetExpiredCodes(ctx.db, now);
   await forgetExpiredConnections(ctx.db, now);
   await revokeRemovedAccounts(ctx);
+  await refreshTokensAhead(ctx);
   await sweepDeliveries(ctx);
 }

@@ -164,6 +164,8 @@ describe('Business Login for Instagram and tokens', () => {
       );
     expect((await refresh()).status).toBe(400);
     instagram.advanceClock(86_400);
+    instagram.failNext(503, 'refreshToken');
+    expect((await refresh()).status).toBe(503);
     const refreshed = await bodyOf<{ access_token: string; expires_in: number }>(await refresh());
     expect(refreshed.expires_in).toBe(5_184_000);
     instagram.advanceClock(61 * 86_400);

@@ -14,7 +14,7 @@ interface Stored {
   externalId: string;
 }
 
-// An access token this close to its expiry is refreshed before use.
+// An access token this close to its expiry is refreshed before use, unless its network asks for more.
 const REFRESH_MARGIN_MS = 60_000;
 /** How long a worker may take to refresh a channel's tokens before another may try. */
 const REFRESH_LEASE_MS = 30_000;
@@ -43,8 +43,17 @@ export class AccountTokens {
   async accessToken(channel: Channel): Promise<string> {
     const stored = await this.current(channel);
     const expiresAt = stored.credentials.expiresAt ? Date.parse(stored.credentials.expiresAt) : Infinity;
-    if (expiresAt - REFRESH_MARGIN_MS > this.clock.now().getTime()) return stored.credentials.accessToken;
-    return (await this.refresh(channel, stored)).accessToken;
+    const now = this.clock.now().getTime();
+    if (expiresAt - (this.connection.refreshBeforeExpiryMs ?? REFRESH_MARGIN_MS) > now)
+      return stored.credentials.accessToken;
+    if (expiresAt - REFRESH_MARGIN_MS <= now) return (await this.refresh(channel, stored)).accessToken;
+    // Refreshed early: a network that cannot be reached now leaves the token in use while it is good.
+    try {
+      return (await this.refresh(channel, stored)).accessToken;
+    } catch (error) {
+      if (error instanceof ReconnectNeededError) throw error;
+      return stored.credentials.accessToken;
+    }
   }
 
   /** After the network refused `rejected`: a fresh access token, unless another worker refreshed it meanwhile. */

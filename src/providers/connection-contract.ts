@@ -86,6 +86,12 @@ export interface ConsentConnection {
   readonly site?: SiteChoice;
   /** Where a user creates a channel for an account that has none, on a network where an account may lack one. */
   readonly createChannelUrl?: string;
+  /**
+   * How long before an access token's expiry it is refreshed when used (a minute when absent). A
+   * network that refreshes a token only while it is still good (Meta's 60-day tokens) asks for days, so
+   * that an account used now and then is refreshed before its token runs out.
+   */
+  readonly refreshBeforeExpiryMs?: number;
   /** The network's consent page, to which the user's browser is sent (on `site`, the prepared site, if any). */
   authorizeUrl(input: {
     state: string;
@@ -106,7 +112,7 @@ export interface ConsentConnection {
   /**
    * Ends this installation's access to the account at the network (its refresh token, or its access
    * token when it has none). `ConnectionRefusedError` when the network no longer knows the token
-   * (revoked already, or expired): nothing is left to revoke.
+   * (revoked already, or expired), or gives an app no way to revoke one: nothing is left to revoke.
    */
   revoke(credentials: AccountCredentials): Promise<void>;
 }

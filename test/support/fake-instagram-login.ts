@@ -88,7 +88,15 @@ export interface FakeInstagramComment {
 
 /** The Graph calls the fake serves, for the switches. */
 export type FakeInstagramOperation =
-  'me' | 'createContainer' | 'readObject' | 'publish' | 'publishingLimit' | 'listMedia' | 'comment' | 'listComments';
+  | 'me'
+  | 'createContainer'
+  | 'readObject'
+  | 'publish'
+  | 'publishingLimit'
+  | 'listMedia'
+  | 'comment'
+  | 'listComments'
+  | 'refreshToken';
 
 /**
  * A stand-in for the Instagram API with Instagram Login on a loopback port, following developers.facebook.com's
@@ -628,9 +636,12 @@ export async function startFakeInstagramLogin(
         case 'GET /access_token':
           record.operation = 'exchangeToken';
           return longLived.exchange(request);
-        case 'GET /refresh_access_token':
+        case 'GET /refresh_access_token': {
           record.operation = 'refreshToken';
+          const refusal = switches.refusal('refreshToken');
+          if (refusal) throw refusal;
           return longLived.refresh(request, now());
+        }
         default:
           return api(request, record);
       }
