@@ -205,6 +205,7 @@ const ROUTES: { method: string; path: RegExp; operation: FakeMetaOperation }[] =
   { method: 'POST', path: /^\/(\d+)\/photos$/, operation: 'pagePhotos' },
   { method: 'POST', path: /^\/(\d+)\/videos$/, operation: 'pageVideos' },
   { method: 'POST', path: /^\/([\d_]+)\/comments$/, operation: 'comments' },
+  { method: 'GET', path: /^\/([\d_]+)\/comments$/, operation: 'objectComments' },
   { method: 'POST', path: /^\/(\d+)\/media$/, operation: 'igMedia' },
   { method: 'GET', path: /^\/(\d+)\/media$/, operation: 'igMediaList' },
   { method: 'GET', path: /^\/(\d+)\/stories$/, operation: 'igStories' },
@@ -396,6 +397,9 @@ export async function startFakeMeta(
         if (lost.has(operation)) made.comment.answerLost = true;
         return made.answer;
       }
+      case 'objectComments':
+        if (!pageStore.ownerOf(id)) throw unsupported('get', id);
+        return pageStore.listComments(request, t, id, graphOrigin);
       case 'igMedia':
         return instagram.create(request, t, id);
       case 'igMediaList':
