@@ -5,11 +5,11 @@ import { publicApi, type Schemas } from './support/api.js';
 import { eventually } from './support/eventually.js';
 import { pageCredentials } from './support/facebook-page.js';
 import { startFakeMeta, type FakeMeta } from './support/fake-meta.js';
-import { createOrganization, type TestOrganization } from './support/fixtures.js';
+import { createOrganization, insertMedia, type TestOrganization } from './support/fixtures.js';
 import { jpeg } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { scaled, TIMEOUTS } from './support/timeouts.js';
-import { dataOf } from './support/typed-answers.js';
+import { dataOf, refusalOf } from './support/typed-answers.js';
 import { startUpload } from './support/uploads.js';
 
 // A Facebook Page end to end against the fake Meta: its channel holding the Page's credentials as
@@ -109,6 +109,46 @@ describe('publishing to a Facebook Page', () => {
     expect(comments).toHaveLength(1);
     expect(comments[0]).toMatchObject({ message: 'Order at acme.example', from: { id: PAGE } });
     expect(post.firstComment).toMatchObject({ content: 'Order at acme.example', releaseId: comments[0]!.id });
+  });
+});
+
+describe('the media a Facebook post may carry', () => {
+  it('refuses at create, with a detail per media, what Meta would refuse', async () => {
+    const webp = await insertMedia(server.ctx.db, org.id, 'image', null, { contentType: 'image/webp' });
+    const large = await insertMedia(server.ctx.db, org.id, 'image', null, { size: 10 * 1024 * 1024 + 1 });
+    const fine = await insertMedia(server.ctx.db, org.id, 'image');
+    const photos = refusalOf(
+      await api().POST('/public/v1/posts', {
+        body: { type: 'draft', posts: [{ channelId, content: 'Photos', mediaIds: [fine, webp, large] }] },
+      }),
+      422,
+    );
+    expect(photos.details).toEqual([
+      {
+        path: 'posts[0].mediaIds[1]',
+        message: `Facebook takes images of type image/jpeg, image/png or image/gif; this one is image/webp (channel ${channelId}).`,
+      },
+      {
+        path: 'posts[0].mediaIds[2]',
+        message: `Facebook takes images of up to 10 MB (10,485,760 bytes); this one has 10,485,761 bytes (channel ${channelId}).`,
+      },
+    ]);
+    const mov = await insertMedia(server.ctx.db, org.id, 'video', 10_000, { contentType: 'video/quicktime' });
+    const long = await insertMedia(server.ctx.db, org.id, 'video', 240 * 60_000 + 1_000);
+    for (const [video, problem] of [
+      [mov, 'of type video/mp4; this one is video/quicktime'],
+      [long, 'of up to 14400 seconds; this one lasts 14401 seconds'],
+    ] as const) {
+      const refused = refusalOf(
+        await api().POST('/public/v1/posts', {
+          body: { type: 'draft', posts: [{ channelId, content: 'Video', mediaIds: [video] }] },
+        }),
+        422,
+      );
+      expect(refused.details).toEqual([
+        { path: 'posts[0].mediaIds[0]', message: `Facebook takes videos ${problem} (channel ${channelId}).` },
+      ]);
+    }
   });
 });
 
