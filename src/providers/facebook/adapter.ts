@@ -189,7 +189,7 @@ export class FacebookAdapter implements PublishingAdapter {
     const photos = reference.photos ?? [];
     const media = input.media[photos.length]!;
     const answer = await this.send(input, 'POST', `${pageIdOf(input)}/photos`, 'a photo of the post', {
-      bytes: await photoForm(media, { published: 'false', temporary: 'true' }),
+      bytes: await photoForm(media, { published: 'false' }),
     });
     const id = stringOf(answer.data.id);
     if (!id) throw unexpected('a photo upload');
@@ -322,7 +322,7 @@ export class FacebookAdapter implements PublishingAdapter {
     reference: FacebookReference,
     since: number,
   ): Promise<{ found?: Outcome; complete: boolean }> {
-    const fields = 'id,message,created_time,permalink_url,status_type,attachments';
+    const fields = 'id,message,created_time,permalink_url,status_type,attachments{target,subattachments}';
     let url: string | undefined = `${pageIdOf(input)}/posts`;
     let params: Record<string, string> | undefined = { fields, limit: '25' };
     for (let page = 0; page < SEARCH_PAGES && url; page++) {
