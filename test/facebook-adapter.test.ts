@@ -219,11 +219,15 @@ describe('publishing to a Page', () => {
       releaseId: video.postId,
       releaseUrl: `https://www.facebook.com/acmebakery/videos/${video.id}/`,
     });
-    expect(
-      meta.requests
-        .filter((r) => r.operation === 'uploadStart' || r.operation === 'uploadTransfer')
-        .map((r) => r.token),
-    ).toEqual(['user', 'user', 'user']);
+    // The session, its status and the transfers with the user's token; the transfers as the guide writes it (`OAuth`).
+    const uploads = meta.requests.filter((r) => r.operation?.startsWith('upload'));
+    expect(uploads.map((r) => [r.operation, r.token, r.scheme])).toEqual([
+      ['uploadStart', 'user', 'Bearer'],
+      ['uploadStatus', 'user', 'OAuth'],
+      ['uploadTransfer', 'user', 'OAuth'],
+      ['uploadStatus', 'user', 'OAuth'],
+      ['uploadTransfer', 'user', 'OAuth'],
+    ]);
   });
 
   it('asks for the channel to be connected again when it holds no user token to upload a video with', async () => {

@@ -254,7 +254,8 @@ export class FacebookAdapter implements PublishingAdapter {
   private async transfer(input: PublicationInput, reference: FacebookReference): Promise<StepResult> {
     const video = input.media.find((media) => media.kind === 'video')!;
     const { session } = reference.upload!;
-    const status = await this.send(input, 'GET', session, 'the video’s upload', { token: 'user' });
+    // The Resumable Upload API's guide sends the user token as `OAuth`.
+    const status = await this.send(input, 'GET', session, 'the video’s upload', { token: 'user', scheme: 'OAuth' });
     const offset = Number(status.data.file_offset);
     if (!Number.isSafeInteger(offset) || offset < 0 || offset > video.size) throw unexpected('the video’s upload');
     const end = Math.min(video.size, offset + TRANSFER_BYTES);
@@ -262,6 +263,7 @@ export class FacebookAdapter implements PublishingAdapter {
     const answer = await this.send(input, 'POST', session, 'the video’s upload', {
       bytes: { body, headers: { 'Content-Type': 'application/octet-stream', file_offset: String(offset) } },
       token: 'user',
+      scheme: 'OAuth',
       timeoutSeconds: TRANSFER_TIMEOUT_SECONDS,
     });
     const handle = stringOf(answer.data.h);
