@@ -461,6 +461,38 @@ describe('Publishing to a Page', () => {
     expect(comment.body).toEqual({ id: stringMatching(/^\d+_\d+$/) });
     expect(meta.comments).toEqual([expect.objectContaining({ objectId: post.id, message: 'First!' })]);
   });
+
+  it('lists a post’s comments with who made them, and keeps a photo’s alt_text_custom', async () => {
+    const { pageToken } = await connected();
+    const post = await graph('POST', `/${PAGE}/feed`, { access_token: pageToken, message: 'Commented' });
+    const postId = post.body.id as string;
+    meta.loseNextAnswer('comments');
+    await expect(
+      graph('POST', `/${postId}/comments`, { access_token: pageToken, message: 'Lost comment' }),
+    ).rejects.toThrow();
+    const listed = await graph('GET', `/${postId}/comments`, {
+      access_token: pageToken,
+      fields: 'id,message,created_time,from',
+    });
+    expect(listed.body).toEqual({
+      data: [
+        {
+          id: meta.comments.at(-1)!.id,
+          message: 'Lost comment',
+          created_time: stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$/),
+          from: { id: PAGE, name: 'Acme Bakery' },
+        },
+      ],
+      paging: { cursors: { before: anyString(), after: anyString() } },
+    });
+    const photo = await graph('POST', `/${PAGE}/photos`, {
+      access_token: pageToken,
+      url: `${media.origin}/photo.jpg`,
+      alt_text_custom: 'A loaf on a board',
+    });
+    expect(photo.status).toBe(200);
+    expect(meta.photos.at(-1)!.altText).toBe('A loaf on a board');
+  });
 });
 
 describe('Publishing to Instagram', () => {

@@ -17,7 +17,8 @@ import {
 // `published=false` uploads one to attach with `attached_media` to a feed post), a video (the file uploaded
 // with the Resumable Upload API — `POST /{app-id}/uploads`, `POST /upload:{session}` from `file_offset`,
 // `GET /upload:{session}` to resume — then `POST /{page-id}/videos` with `fbuploader_video_file_chunk`), the
-// post's `permalink_url`, a comment on it (`POST /{object-id}/comments`), and the Page's recent posts.
+// post's `permalink_url`, a comment on it (`POST /{object-id}/comments`) and its comments (`GET`), and the Page's
+// recent posts.
 
 /** A post on the Page's feed. */
 export interface FakeMetaPost {
@@ -45,6 +46,8 @@ export interface FakeMetaPhoto {
   /** The post that shows it: its own (a published photo), or the feed post it was attached to. */
   postId: string | null;
   caption: string | null;
+  /** What the photo shows, as `alt_text_custom` gave it (the Photo reference's field). */
+  altText: string | null;
   /** The URL Meta fetched it from, or null for a multipart `source`. */
   url: string | null;
   bytes: Buffer;
@@ -87,6 +90,8 @@ export interface FakeMetaComment {
   message: string;
   createdAt: number;
   answerLost: boolean;
+  /** Who commented, as `from` names it: the Page, for a comment made with its token. */
+  from?: { id: string; name: string };
 }
 
 export interface PagesContext {
@@ -255,6 +260,7 @@ export class PageStore {
       published,
       postId: null,
       caption: params.caption ?? params.message ?? null,
+      altText: params.alt_text_custom ?? null,
       url,
       bytes,
       createdAt: this.context.now(),
@@ -476,8 +482,33 @@ export class PageStore {
       message: message ?? '',
       createdAt: this.context.now(),
       answerLost: false,
+      from: { id: pageId, name: this.page(pageId)!.name },
     };
     this.comments.push(comment);
     return { answer: { status: 200, body: { id: comment.id } }, comment };
+  }
+
+  /**
+   * `GET /{object-id}/comments` on a Page's post, photo or video, with a token of the Page: its comments in
+   * chronological order (the edge's default), each with `id`, `message`, `created_time` and `from`.
+   */
+  listComments(request: GraphRequest, token: FakeMetaToken, objectId: string, origin: string): Answer {
+    const pageId = this.ownerOf(objectId)!;
+    if (token.kind !== 'page' || token.pageId !== pageId) throw unsupported('get', objectId);
+    const fields = fieldsOf(request.params, ['created_time', 'from', 'message', 'id']);
+    const comments = this.comments
+      .filter((c) => c.objectId === objectId)
+      .map((c) =>
+        pick(
+          {
+            id: c.id,
+            message: c.message,
+            created_time: new Date(c.createdAt).toISOString().replace(/\.\d{3}Z$/, '+0000'),
+            from: c.from,
+          },
+          fields,
+        ),
+      );
+    return { status: 200, body: pageOf(comments, request.params, origin, request.url.pathname) };
   }
 }

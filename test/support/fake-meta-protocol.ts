@@ -24,6 +24,7 @@ export type FakeMetaOperation =
   | 'pageVideos'
   | 'pagePosts'
   | 'comments'
+  | 'objectComments'
   | 'igMedia'
   | 'igMediaList'
   | 'igStories'

@@ -71,6 +71,8 @@ export interface FakeMetaRequest {
   operation: FakeMetaOperation | null;
   /** The kind of token it carried. */
   token: 'user' | 'page' | 'app' | 'unknown' | 'none';
+  /** How its Authorization header named the token (`Bearer`, Meta's own `OAuth`), or null without one. */
+  scheme: string | null;
 }
 
 /** An error the fake answered, with its `fbtrace_id`, as a support request would quote it. */
@@ -205,6 +207,7 @@ const ROUTES: { method: string; path: RegExp; operation: FakeMetaOperation }[] =
   { method: 'POST', path: /^\/(\d+)\/photos$/, operation: 'pagePhotos' },
   { method: 'POST', path: /^\/(\d+)\/videos$/, operation: 'pageVideos' },
   { method: 'POST', path: /^\/([\d_]+)\/comments$/, operation: 'comments' },
+  { method: 'GET', path: /^\/([\d_]+)\/comments$/, operation: 'objectComments' },
   { method: 'POST', path: /^\/(\d+)\/media$/, operation: 'igMedia' },
   { method: 'GET', path: /^\/(\d+)\/media$/, operation: 'igMediaList' },
   { method: 'GET', path: /^\/(\d+)\/stories$/, operation: 'igStories' },
@@ -396,6 +399,9 @@ export async function startFakeMeta(
         if (lost.has(operation)) made.comment.answerLost = true;
         return made.answer;
       }
+      case 'objectComments':
+        if (!pageStore.ownerOf(id)) throw unsupported('get', id);
+        return pageStore.listComments(request, t, id, graphOrigin);
       case 'igMedia':
         return instagram.create(request, t, id);
       case 'igMediaList':
@@ -509,6 +515,7 @@ export async function startFakeMeta(
     const version = versioned?.[1] ?? null;
     const path = versioned?.[2] ?? url.pathname;
     const method = req.method ?? 'GET';
+    const scheme = /^(Bearer|OAuth)\s/i.exec(req.headers.authorization ?? '')?.[1] ?? null;
     const route = www
       ? path === '/dialog/oauth' && method === 'GET'
         ? { operation: 'dialog' as const, path: /^\/dialog\/oauth$/ }
@@ -526,7 +533,14 @@ export async function startFakeMeta(
       const arrived = Buffer.concat(chunks);
       if (cutAt === null || arrived.length < cutAt) return;
       cut = true;
-      requests.push({ method, path: url.pathname + url.search, version, operation: 'uploadTransfer', token: 'user' });
+      requests.push({
+        method,
+        path: url.pathname + url.search,
+        version,
+        operation: 'uploadTransfer',
+        token: 'user',
+        scheme,
+      });
       try {
         pageStore.receive(id, Number(req.headers.file_offset), arrived.subarray(0, cutAt));
       } catch {
@@ -557,6 +571,7 @@ export async function startFakeMeta(
             version,
             operation: route?.operation ?? null,
             token: tokenKind(request.token),
+            scheme,
           });
           if (!route) {
             const error = graphError(400, {

@@ -4,14 +4,17 @@ import { textPostProblems, type TextNetworkLimits } from '../text-rules.js';
 
 const MB = 1024 * 1024;
 
-// A Page's post (Pages API, "Posts" and "Photos"): a message of up to 63,206 characters, with a link,
-// or photos (several are uploaded unpublished and attached with `attached_media`), or one video.
+// A Page's post (Pages API, "Posts"): a message of up to 63,206 characters, with a link, or photos
+// (several are uploaded unpublished and attached with `attached_media`), or one video.
+// Photos (Graph API, Photo reference): JPEG, PNG, GIF (BMP and TIFF too, which media here never are;
+// not WebP), under 10 MB each. Videos go up with the Resumable Upload API, whose `file_type` takes
+// MP4 alone among videos; a Page's video may have up to 10 GB and last up to 240 minutes.
 export const FACEBOOK_LIMITS: TextNetworkLimits = {
   network: 'Facebook',
   content: { max: 63_206, unit: 'characters', becomes: 'post', count: (text) => text.length },
   maxImages: 10,
-  image: { types: ['image/jpeg', 'image/png', 'image/gif', 'image/webp'], maxBytes: 4 * MB },
-  video: { types: ['video/mp4', 'video/quicktime'], maxBytes: 1024 * MB, maxDurationMs: 240 * 60_000 },
+  image: { types: ['image/jpeg', 'image/png', 'image/gif'], maxBytes: 10 * MB },
+  video: { types: ['video/mp4'], maxBytes: 10 * 1024 * MB, maxDurationMs: 240 * 60_000 },
 };
 export const FACEBOOK_CONTENT_LIMIT: ContentLimit = FACEBOOK_LIMITS.content;
 /** A comment's message (Graph API, "Comments"). */

@@ -42,6 +42,8 @@ export interface GraphRequest {
   method: 'GET' | 'POST' | 'DELETE';
   /** A user, Page or account access token; sent in the `Authorization` header, never in a URL. */
   accessToken?: string;
+  /** How the header names the token: `Bearer`, or `OAuth` where Meta's guide says so (the Resumable Upload API). */
+  scheme?: 'Bearer' | 'OAuth';
   /** Query parameters of a GET, form fields of a POST. */
   params?: Record<string, string>;
   /** A POST's body as bytes (an upload), with its content type and headers of its own. */
@@ -65,7 +67,7 @@ export class GraphApi {
     const { url, version, network } = this.endpoint;
     const target = /^https?:\/\//.test(path) ? new URL(path) : new URL(`${url}/${version}/${path.replace(/^\/+/, '')}`);
     const headers: Record<string, string> = { Accept: 'application/json' };
-    if (request.accessToken) headers.Authorization = `Bearer ${request.accessToken}`;
+    if (request.accessToken) headers.Authorization = `${request.scheme ?? 'Bearer'} ${request.accessToken}`;
     let body: Buffer | string | undefined;
     if (request.bytes) {
       Object.assign(headers, request.bytes.headers);
