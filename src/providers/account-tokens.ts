@@ -14,7 +14,7 @@ interface Stored {
   externalId: string;
 }
 
-// An access token this close to its expiry is refreshed before use.
+/** An access token this close to its expiry is refreshed before use, unless the network's connection asks for more. */
 const REFRESH_MARGIN_MS = 60_000;
 /** How long a worker may take to refresh a channel's tokens before another may try. */
 const REFRESH_LEASE_MS = 30_000;
@@ -37,13 +37,19 @@ export class AccountTokens {
     private readonly connection: ConsentConnection,
     private readonly clock: Clock,
     private readonly metrics: Metrics,
+    /**
+     * How long before its expiry an access token is refreshed. A network whose token is refreshed with
+     * itself (Threads's 60-day token, which cannot be refreshed once expired) refreshes it well ahead, so
+     * that any use in the token's last weeks renews it.
+     */
+    private readonly refreshMarginMs = REFRESH_MARGIN_MS,
   ) {}
 
   /** A usable access token of the channel. */
   async accessToken(channel: Channel): Promise<string> {
     const stored = await this.current(channel);
     const expiresAt = stored.credentials.expiresAt ? Date.parse(stored.credentials.expiresAt) : Infinity;
-    if (expiresAt - REFRESH_MARGIN_MS > this.clock.now().getTime()) return stored.credentials.accessToken;
+    if (expiresAt - this.refreshMarginMs > this.clock.now().getTime()) return stored.credentials.accessToken;
     return (await this.refresh(channel, stored)).accessToken;
   }
 
