@@ -1,10 +1,15 @@
 import { AccountTokens } from '../account-tokens.js';
 import { GraphApi } from '../meta/graph.js';
 import type { ProviderFactory } from '../provider-adapter.js';
-import { textPostProblems } from '../text-rules.js';
 import { ThreadsAdapter } from './adapter.js';
 import { THREADS_REFRESH_AHEAD_MS, ThreadsConnection } from './connection.js';
-import { THREADS_CONTENT_LIMIT, THREADS_LIMITS, THREADS_MAX_PARTS, threadsDefaults, threadsProblems } from './rules.js';
+import {
+  THREADS_CONTENT_LIMIT,
+  THREADS_MAX_PARTS,
+  threadsDefaults,
+  threadsPostProblems,
+  threadsProblems,
+} from './rules.js';
 
 /**
  * Threads (the Threads API). Its rules hold on every server; connecting accounts and publishing need the
@@ -18,7 +23,7 @@ export const threadsNetwork: ProviderFactory<'threads'> = ({ config, outbound, c
     connectsAccounts: false,
     needsSettings: false,
     contentLimit: THREADS_CONTENT_LIMIT,
-    thread: { maxParts: THREADS_MAX_PARTS, partProblems: (part) => textPostProblems(part, THREADS_LIMITS) },
+    thread: { maxParts: THREADS_MAX_PARTS, partProblems: threadsPostProblems },
     settingsProblems: threadsProblems,
     withDefaults: threadsDefaults,
   } satisfies ReturnType<ProviderFactory<'threads'>> as ReturnType<ProviderFactory<'threads'>>;
