@@ -6,16 +6,19 @@ import { BrowserSession } from './support/browser-session.js';
 import { eventually } from './support/eventually.js';
 import { startFakeThreads, type FakeThreads } from './support/fake-threads.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
+import { jpeg } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { scaled, TIMEOUTS } from './support/timeouts.js';
 import { dataOf } from './support/typed-answers.js';
 import { anyString } from './support/typed-matchers.js';
+import { startUpload } from './support/uploads.js';
 
 // Threads end to end against the fake Threads: an account connected through POST /public/v1/channels/connect
 // and in Settings → Channels, then, through the Public API and a worker, a text post with its reply control, a
-// thread of three parts each a reply to the one before, a container Threads ends in ERROR, and an account whose
-// user removed the app, connected again and its failed post published. The adapter's parts on their own are
-// test/threads-adapter.test.ts.
+// thread of three parts each a reply to the one before, an image Threads fetches from this server's signed URL,
+// the 60-day token refreshed when the channel is used in its last 30 days, a post whose answer was lost found
+// and published once, a container Threads ends in ERROR, and an account whose user removed the app, connected
+// again and its failed post published. The adapter's parts on their own are test/threads-adapter.test.ts.
 const RETURN_URL = 'https://app.example.org/threads/done';
 let threads: FakeThreads;
 let server: TestServer;
@@ -68,6 +71,25 @@ function settled(id: string): Promise<Post> {
     },
     { timeout: scaled(30_000), interval: 200 },
   );
+}
+
+async function uploadImage(name: string, bytes: Buffer): Promise<string> {
+  const upload = await startUpload(server, org, name, 'image/jpeg', bytes.length);
+  expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
+  const completed = await api().POST('/public/v1/media/uploads/{uploadId}/complete', {
+    params: { path: { uploadId: upload.uploadId } },
+  });
+  return dataOf(completed).id;
+}
+
+async function history(id: string): Promise<Schemas['PostEvent'][]> {
+  return dataOf(await api().GET('/public/v1/posts/{id}/history', byId(id))).data;
+}
+
+/** Moves the server's clock, and its job queue, and Threads's together, as time passes for both. */
+async function pass(seconds: number) {
+  await server.clock.advance(seconds * 1000);
+  threads.advanceClock(seconds);
 }
 
 const postsWith = (text: string) => threads.posts.filter((p) => p.text === text);
@@ -176,7 +198,49 @@ describe('publishing to Threads', () => {
   });
 });
 
+describe('media and tokens', () => {
+  it('publishes an image Threads fetches from this server’s signed URL, with its alt text', async () => {
+    const bytes = jpeg(4096);
+    const image = await uploadImage('photo.jpg', bytes);
+    const id = await publishNow({ content: 'A photo', mediaIds: [image], altTexts: { [image]: 'A black square' } });
+    const post = await settled(id);
+    const [published] = postsWith('A photo');
+    expect(post).toMatchObject({ status: 'published', releaseId: published!.id });
+    expect(published!.mediaType).toBe('IMAGE');
+    const download = threads.downloads.find((d) => d.url === published!.mediaUrl)!;
+    expect(download).toMatchObject({ status: 200, sniffed: 'image/jpeg', bytes: bytes.length });
+    expect(download.url.startsWith(server.baseUrl)).toBe(true);
+    const container = threads.containers.find((c) => c.id === published!.containerId)!;
+    expect(container.params.alt_text).toBe('A black square');
+  });
+
+  it('refreshes the 60-day token when the channel is used in its last 30 days, and publishes with the new one', async () => {
+    const refreshes = () => threads.requests.filter((r) => r.operation === 'refreshToken').length;
+    const before = refreshes();
+    await pass(31 * 86_400);
+    const id = await publishNow({ content: 'A month later' });
+    expect((await settled(id)).status).toBe('published');
+    expect(refreshes()).toBe(before + 1);
+    // The refreshed token is the channel's from now on: the next post needs no refresh.
+    const next = await publishNow({ content: 'The day after' });
+    expect((await settled(next)).status).toBe('published');
+    expect(refreshes()).toBe(before + 1);
+  });
+});
+
 describe('when Threads does not answer as hoped', () => {
+  it('finds a post whose answer was lost among the account’s threads, and publishes it once', async () => {
+    threads.loseNextAnswer('publish');
+    const id = await publishNow({ content: 'Lost on the way back' });
+    const post = await settled(id);
+    const sent = postsWith('Lost on the way back');
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.answerLost).toBe(true);
+    expect(post).toMatchObject({ status: 'published', releaseId: sent[0]!.id, releaseUrl: sent[0]!.permalink });
+    const events = await history(id);
+    expect(events.map((e) => e.type)).toEqual(['created', 'scheduled', 'publishing', 'retrying', 'published']);
+  });
+
   it('fails the post with Meta’s error_message when Threads ends its container in ERROR', async () => {
     threads.endNextContainer('ERROR', 'FAILED_PROCESSING_AUDIO');
     const id = await publishNow({ content: 'Not processed' });

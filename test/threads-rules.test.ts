@@ -82,6 +82,16 @@ describe('media', () => {
     ]);
   });
 
+  it('takes alt text of up to 1,000 characters for each image and video', async () => {
+    const image = await insertMedia(server.ctx.db, org.id, 'image');
+    dataOf(await draft({ content: 'Described', mediaIds: [image], altTexts: { [image]: 'a'.repeat(1000) } }), 201);
+    const refusal = refusalOf(
+      await draft({ content: 'Described', mediaIds: [image], altTexts: { [image]: 'a'.repeat(1001) } }),
+      422,
+    );
+    expect(refusal.details).toEqual([{ path: `posts[0].altTexts.${image}`, message: expect.any(String) as string }]);
+  });
+
   it('refuses a first comment: a Threads post continues as a thread of replies', async () => {
     const refusal = refusalOf(await draft({ content: 'Hi', firstComment: { content: 'A comment' } }), 422);
     expect(refusal.details).toEqual([{ path: 'posts[0].firstComment', message: expect.any(String) as string }]);

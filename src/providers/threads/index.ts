@@ -4,6 +4,7 @@ import type { ProviderFactory } from '../provider-adapter.js';
 import { ThreadsAdapter } from './adapter.js';
 import { THREADS_REFRESH_AHEAD_MS, ThreadsConnection } from './connection.js';
 import {
+  THREADS_ALT_TEXT_MAX,
   THREADS_CONTENT_LIMIT,
   THREADS_MAX_PARTS,
   threadsDefaults,
@@ -23,6 +24,7 @@ export const threadsNetwork: ProviderFactory<'threads'> = ({ config, outbound, c
     connectsAccounts: false,
     needsSettings: false,
     contentLimit: THREADS_CONTENT_LIMIT,
+    altTextMax: THREADS_ALT_TEXT_MAX,
     thread: { maxParts: THREADS_MAX_PARTS, partProblems: threadsPostProblems },
     settingsProblems: threadsProblems,
     withDefaults: threadsDefaults,

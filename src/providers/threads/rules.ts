@@ -45,6 +45,11 @@ export const THREADS_CAROUSEL_MAX = 20;
 export const THREADS_IMAGE = { types: ['image/jpeg', 'image/png'], maxBytes: 8 * MB };
 export const THREADS_VIDEO = { types: ['video/mp4', 'video/quicktime'], maxBytes: 1024 * MB, maxDurationMs: 300_000 };
 export const THREADS_MAX_PARTS = 25;
+/**
+ * Alt text goes with each image and video as `alt_text` (Threads API, "Accessibility"), which Meta
+ * documents without naming its longest: held to 1,000 characters, as X holds its own.
+ */
+export const THREADS_ALT_TEXT_MAX = 1000;
 
 /** The problems of one post or thread part by Threads's rules, each naming its field. */
 export function threadsPostProblems(item: ItemFacts): ErrorDetail[] {
