@@ -352,6 +352,19 @@ describe('after an answer that was lost', () => {
     expect(found).toMatchObject({ status: 'published', releaseId: postsWith('Lost reply')[0]!.id });
   });
 
+  it('finds the post when its publish step runs again after Threads published it, rather than failing it', async () => {
+    threads.loseNextAnswer('publish');
+    const input = inputOf('Published already');
+    const lost = await drive(input);
+    // Threads refuses to publish a container twice ("Media Not Found"): its status says why.
+    const again = await drive(input, lost.progress);
+    const [post] = postsWith('Published already');
+    expect(again.result).toEqual({
+      outcome: { status: 'published', releaseId: post!.id, releaseUrl: post!.permalink },
+    });
+    expect(postsWith('Published already')).toHaveLength(1);
+  });
+
   it('answers absent for a container never published, so the step runs again, once', async () => {
     // Threads failed the call having done nothing (a 503): the container stays ready, not published.
     threads.failNext(503, 'publish');

@@ -246,6 +246,12 @@ export class ThreadsAdapter implements PublishingAdapter {
       if (status.status === 'PUBLISHED') {
         const found = await this.find(input, reference);
         if (found) return { outcome: found };
+        throw new PermanentPublishError(
+          'outcome_unknown',
+          'Threads says the post was published, but it is not among the account’s recent posts; ' +
+            'check the channel before scheduling it again.',
+          error.fbtraceId,
+        );
       }
       if (status.status === 'EXPIRED') return { restart: { reason: EXPIRED } };
     }
