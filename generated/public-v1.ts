@@ -2115,8 +2115,9 @@ export interface components {
         };
         /**
          * Threads
-         * @description How the post is published on Threads: text of up to 500 characters, up to 10 images and
-         *     videos (a carousel from 2), and a `thread` of replies.
+         * @description How the post is published on Threads: text of up to 500 characters (an emoji counted as its
+         *     UTF-8 bytes) with at most 5 links, one image or video or a carousel of 2 to 20 images and
+         *     videos, and a `thread` of replies (no `firstComment`).
          */
         ThreadsSettings: {
             /**

@@ -1,16 +1,40 @@
+import { AccountTokens } from '../account-tokens.js';
+import { GraphApi } from '../meta/graph.js';
 import type { ProviderFactory } from '../provider-adapter.js';
-import { textPostProblems } from '../text-rules.js';
-import { THREADS_CONTENT_LIMIT, THREADS_LIMITS, THREADS_MAX_PARTS, threadsDefaults, threadsProblems } from './rules.js';
+import { ThreadsAdapter } from './adapter.js';
+import { ThreadsConnection } from './connection.js';
+import {
+  THREADS_ALT_TEXT_MAX,
+  THREADS_CONTENT_LIMIT,
+  THREADS_MAX_PARTS,
+  threadsDefaults,
+  threadsPostProblems,
+  threadsProblems,
+} from './rules.js';
 
-/** Threads (the Threads API): its rules hold on every server. */
-export const threadsNetwork: ProviderFactory<'threads'> = () => ({
-  provider: 'threads',
-  name: 'Threads',
-  // Its accounts connect once its connection flow is built (Facebook Login, Instagram Login, Threads's OAuth).
-  connectsAccounts: false,
-  needsSettings: false,
-  contentLimit: THREADS_CONTENT_LIMIT,
-  thread: { maxParts: THREADS_MAX_PARTS, partProblems: (part) => textPostProblems(part, THREADS_LIMITS) },
-  settingsProblems: threadsProblems,
-  withDefaults: threadsDefaults,
-});
+/**
+ * Threads (the Threads API). Its rules hold on every server; connecting accounts and publishing need the
+ * operator's Threads app (THREADS_APP_ID and THREADS_APP_SECRET).
+ */
+export const threadsNetwork: ProviderFactory<'threads'> = ({ config, outbound, clock, db, keyring, metrics }) => {
+  const rules = {
+    provider: 'threads',
+    name: 'Threads',
+    // Its accounts connect through the operator's Threads app only: without one, Settings → Channels offers none.
+    connectsAccounts: false,
+    needsSettings: false,
+    contentLimit: THREADS_CONTENT_LIMIT,
+    altTextMax: THREADS_ALT_TEXT_MAX,
+    thread: { maxParts: THREADS_MAX_PARTS, partProblems: threadsPostProblems },
+    settingsProblems: threadsProblems,
+    withDefaults: threadsDefaults,
+  } satisfies ReturnType<ProviderFactory<'threads'>> as ReturnType<ProviderFactory<'threads'>>;
+  if (!config.threads) return rules;
+  const graph = new GraphApi(
+    { network: 'Threads', url: config.threads.graphUrl, version: config.threads.graphVersion },
+    outbound,
+  );
+  const connection = new ThreadsConnection(config.threads, graph, clock);
+  const tokens = new AccountTokens(db, keyring, connection, clock, metrics);
+  return { ...rules, connectsAccounts: true, connection, publishing: new ThreadsAdapter(graph, tokens, clock) };
+};
