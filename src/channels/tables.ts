@@ -52,6 +52,12 @@ export interface ChannelConnectionTable {
   site: Generated<string | null>;
   /** On a network whose users sign in on a page of this server: the passwords tried so far. */
   sign_in_attempts: Generated<number>;
+  /**
+   * On a network whose one consent reaches several accounts (Facebook's Pages and Instagram accounts): what
+   * it granted (`GrantedAccounts`), encrypted, from the network's answer until the user chooses among them;
+   * null before the answer, and on the other networks.
+   */
+  granted_accounts: Generated<string | null>;
   created_at: Generated<Date>;
   expires_at: Date;
 }
