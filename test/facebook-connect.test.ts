@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
+import { keepHouse } from '../src/housekeeping.js';
 import { channelCredentials } from '../src/providers/account-credentials.js';
 import { FACEBOOK_SCOPES, FacebookConnection, type MetaPageCredentials } from '../src/providers/facebook/connection.js';
 import { GraphApi } from '../src/providers/meta/graph.js';
@@ -399,6 +400,44 @@ describe('connecting Facebook in Settings → Channels', () => {
     expect(updated).toMatchObject({ id: channel!.id, status: 'active' });
     const after = channelCredentials(server.ctx.keyring, updated!)!;
     expect(after.accessToken).not.toBe(before.accessToken);
+  });
+});
+
+describe('a channel whose data access ends', () => {
+  // Last: the server's clock goes 84 days on.
+  it('is warned of a week before, once, on Settings → Channels, until it is connected again', async () => {
+    const warnings = () =>
+      server.ctx.db
+        .selectFrom('channel_events')
+        .select(['channel_id', 'webhooks_dispatched_at'])
+        .where('organization_id', '=', org.id)
+        .where('type', '=', 'access_ending')
+        .execute();
+    await keepHouse(server.ctx);
+    expect(await warnings()).toEqual([]);
+
+    // Meta's 90 days of data access, less six.
+    await server.clock.advance(84 * 86_400_000);
+    meta.advanceClock(84 * 86_400);
+    await keepHouse(server.ctx);
+    await keepHouse(server.ctx);
+    const warned = await warnings();
+    expect(warned.map((w) => w.channel_id).toSorted()).toEqual((await channelsOf(org.id)).map((c) => c.id).toSorted());
+    // Shown in the web app; no webhook event of the contract is made of it.
+    expect(warned.every((w) => w.webhooks_dispatched_at !== null)).toBe(true);
+    const session = new BrowserSession(server);
+    await session.logIn(org.email, org.password);
+    const settings = await (await session.get('/settings/channels')).text();
+    expect(settings.match(/Access ends on \d{4}-\d{2}-\d{2} \(UTC\): reconnect it before then/g)).toHaveLength(3);
+
+    // Connected again: its new access lasts 90 days from now, and the warning is gone for it.
+    const { choicePath, browser } = await connectThroughApi('renew');
+    await choose(browser, choicePath, [`facebook:${BAKERY}`]);
+    await keepHouse(server.ctx);
+    const after = await (await session.get('/settings/channels')).text();
+    expect(after.match(/Access ends on/g)).toHaveLength(2);
+    const bakery = (await channelsOf(org.id)).find((c) => c.external_id === BAKERY)!;
+    expect(after.split(`data-channel-id="${bakery.id}"`)[1]!.split('</li>')[0]).not.toContain('Access ends on');
   });
 });
 

@@ -577,6 +577,7 @@ export async function chooseAccounts(
           provider: account.provider,
           identity: account.identity,
           credentials: account.credentials,
+          accessEndsAt: account.accessEndsAt ? new Date(account.accessEndsAt) : null,
           now,
         }),
       );
@@ -608,6 +609,8 @@ interface ChannelToSave {
   provider: Provider;
   identity: { externalId: string; name: string; username: string | null; picture: string | null };
   credentials: AccountCredentials;
+  /** When the account's access ends unless connected again, if the network says (`GrantedAccount`). */
+  accessEndsAt?: Date | null;
   now: Date;
 }
 
@@ -641,6 +644,13 @@ async function upsertChannel(
   // upsert, which waited for a removal of the row in progress, so that removal's revocation is seen.
   await cancelRevocations(trx, { organizationId, provider, externalId: identity.externalId });
   const { inserted, ...channel } = rows[0]!;
+  // The new tokens' end, if the network named one; the old tokens' is over.
+  await trx.deleteFrom('channel_access_ends').where('channel_id', '=', channel.id).execute();
+  if (input.accessEndsAt)
+    await trx
+      .insertInto('channel_access_ends')
+      .values({ channel_id: channel.id, ends_at: input.accessEndsAt })
+      .execute();
   await trx
     .insertInto('channel_events')
     .values({

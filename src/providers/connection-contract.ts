@@ -133,6 +133,11 @@ export interface GrantedAccount {
   identity: AccountIdentity;
   credentials: AccountCredentials;
   /**
+   * When access to it ends unless the user connects it again (ISO 8601), where the network says and no
+   * refresh renews it (Meta's data access expiry).
+   */
+  accessEndsAt?: string;
+  /**
    * Why it cannot be chosen, in words for the user (the consent lets it be seen, not published to);
    * absent when it can.
    */

@@ -17,6 +17,7 @@ import type { PostsContext } from '../posts/context.js';
 import { allNetworks, type Providers } from '../providers/registry.js';
 import { channelCredentials } from '../providers/account-credentials.js';
 import { siteChoiceOf, SiteRefusedError } from '../providers/connection-contract.js';
+import { endingAccessOf } from '../channels/access-warnings.js';
 import type { Provider } from '../core/contract.js';
 import type { Channel } from '../channels/tables.js';
 import type { MetaPageCredentials } from '../providers/facebook/connection.js';
@@ -129,9 +130,10 @@ async function showChannels(
   status: number,
 ): Promise<void> {
   const { organization } = signedIn(res);
-  const [channels, returnOrigins] = await Promise.all([
+  const [channels, returnOrigins, endingAccess] = await Promise.all([
     listChannels(ctx.db, organization.id),
     listReturnOrigins(ctx.db, organization.id),
+    endingAccessOf(ctx.db, organization.id),
   ]);
   renderPage(
     res,
@@ -143,6 +145,8 @@ async function showChannels(
         ...channel,
         statusText: STATUS_WORDS[channel.status],
         reconnectVia: reconnectVia(ctx, channel),
+        // Warned of: the day its access ends, when the user should connect it again before.
+        accessEnds: channel.status === 'active' ? endingAccess.get(channel.id)?.toISOString().slice(0, 10) : undefined,
       })),
       // Connecting an account needs the operator's app at that network.
       networks: connectable(ctx.providers).map((network) => ({
@@ -308,7 +312,7 @@ async function accountOfChannel(ctx: PostsContext, organizationId: string, id: s
  * account connected through the Facebook Page it is linked to (its token is that Page's).
  */
 function reconnectVia(ctx: PostsContext, channel: Channel): Provider {
-  if (channel.provider !== 'instagram' || channel.status !== 'needs_reconnect') return channel.provider;
+  if (channel.provider !== 'instagram' || channel.status === 'removed') return channel.provider;
   const credentials: MetaPageCredentials | undefined = channelCredentials(ctx.keyring, channel);
   return credentials?.instagram?.api === 'facebook' ? 'facebook' : channel.provider;
 }

@@ -158,6 +158,7 @@ export class FacebookConnection implements ConsentConnection {
           picture: page.picture?.data?.url ?? null,
         },
         credentials: base,
+        ...(expiresAt ? { accessEndsAt: expiresAt } : {}),
         ...unavailability(
           !scopes.includes('pages_manage_posts')
             ? 'publishing to Pages (pages_manage_posts) was not allowed'
@@ -174,6 +175,7 @@ export class FacebookConnection implements ConsentConnection {
         provider: 'instagram',
         identity,
         credentials,
+        ...(expiresAt ? { accessEndsAt: expiresAt } : {}),
         ...unavailability(
           !scopes.includes('instagram_content_publish')
             ? 'publishing to Instagram (instagram_content_publish) was not allowed'
