@@ -403,6 +403,36 @@ describe('connecting Facebook in Settings → Channels', () => {
   });
 });
 
+describe('removing a channel connected through Facebook', () => {
+  it('forgets its Page token and ends nothing at Meta, where the other Pages of the login go on working', async () => {
+    const web = await createOrganization(server.ctx.db, 'Acme Remove');
+    const session = new BrowserSession(server);
+    await session.logIn(web.email, web.password);
+    const started = await session.submit('/settings/channels', '/settings/channels/connect/facebook', {});
+    const back = await session.get(await atDialog(started.headers.get('location')!));
+    await choose(session, pathOf(back), [`facebook:${BAKERY}`, `instagram:${BAKERY_INSTAGRAM}`]);
+    const channels = await channelsOf(web.id);
+    for (const channel of channels) {
+      const removed = await session.submit('/settings/channels', `/settings/channels/${channel.id}/remove`, {});
+      expect(removed.headers.get('location')).toBe('/settings/channels?done=removed');
+    }
+    expect((await channelsOf(web.id)).map((c) => [c.status, c.credentials])).toEqual([
+      ['removed', null],
+      ['removed', null],
+    ]);
+    await keepHouse(server.ctx);
+    const waiting = await server.ctx.db
+      .selectFrom('account_revocations')
+      .select('id')
+      .where('organization_id', '=', web.id)
+      .execute();
+    expect(waiting).toEqual([]);
+    // Revoking the user's grant would have ended every channel of the login, in every organization.
+    expect(meta.requests.filter((r) => r.operation === 'revokePermissions')).toEqual([]);
+    expect(meta.grants.every((grant) => !grant.removed)).toBe(true);
+  });
+});
+
 describe('a channel whose data access ends', () => {
   // Last: the server's clock goes 84 days on.
   it('is warned of a week before, once, on Settings → Channels, until it is connected again', async () => {

@@ -20,7 +20,7 @@ import { siteChoiceOf, SiteRefusedError } from '../providers/connection-contract
 import { endingAccessOf } from '../channels/access-warnings.js';
 import type { Provider } from '../core/contract.js';
 import type { Channel } from '../channels/tables.js';
-import type { MetaPageCredentials } from '../providers/facebook/connection.js';
+import { connectedThrough } from '../providers/facebook/connection.js';
 import { capitalized, renderContinue } from './channel-site-pages.js';
 import { answerConnection } from './connection-outcome.js';
 import { signedIn } from './signed-in.js';
@@ -307,14 +307,10 @@ async function accountOfChannel(ctx: PostsContext, organizationId: string, id: s
   return (await findChannel(ctx.db, organizationId, id))?.username ?? undefined;
 }
 
-/**
- * The network through which a channel is connected again: its own, but Facebook for an Instagram
- * account connected through the Facebook Page it is linked to (its token is that Page's).
- */
+/** The network through which a channel is connected again (Facebook for an Instagram account linked to a Page). */
 function reconnectVia(ctx: PostsContext, channel: Channel): Provider {
   if (channel.provider !== 'instagram' || channel.status === 'removed') return channel.provider;
-  const credentials: MetaPageCredentials | undefined = channelCredentials(ctx.keyring, channel);
-  return credentials?.instagram?.api === 'facebook' ? 'facebook' : channel.provider;
+  return connectedThrough(channel.provider, channelCredentials(ctx.keyring, channel));
 }
 
 /** The origin of an account's picture, when it is an https URL a page may show. */

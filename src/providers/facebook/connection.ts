@@ -1,4 +1,5 @@
 import type { Clock } from '../../core/clock.js';
+import type { Provider } from '../../core/contract.js';
 import type { MetaConfig } from '../../core/config/meta.js';
 import {
   AccountWithoutChannelError,
@@ -38,6 +39,16 @@ export interface MetaPageCredentials extends AccountCredentials {
   facebook?: { userId: string };
   /** An Instagram account's: published to through the Page it is linked to, with that Page's token. */
   instagram?: { api: 'facebook'; pageId: string };
+}
+
+/**
+ * The network through which a channel's account was connected, and is connected again and revoked: its
+ * own, but Facebook for an Instagram account connected through the Facebook Page it is linked to (its
+ * token is that Page's).
+ */
+export function connectedThrough(provider: Provider, credentials: AccountCredentials | undefined): Provider {
+  const meta: MetaPageCredentials | undefined = credentials;
+  return provider === 'instagram' && meta?.instagram?.api === 'facebook' ? 'facebook' : provider;
 }
 
 interface PageEntry {
