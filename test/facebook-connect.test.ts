@@ -213,20 +213,31 @@ describe('connecting Facebook through the Public API', () => {
         server.ctx.keyring,
         channels.find((c) => c.external_id === id)!,
       ) as MetaPageCredentials;
-    const dataAccessEnds = new Date(longLived.issuedAt + 90 * 86_400_000);
-    dataAccessEnds.setUTCMilliseconds(0);
     expect(credentials(BAKERY)).toMatchObject({
       accessToken: pageToken(BAKERY).value,
       refreshToken: null,
-      expiresAt: dataAccessEnds.toISOString(),
-      facebook: { userId: meta.user.id },
+      // A Page token does not expire: nothing is to refresh it.
+      expiresAt: null,
+      // A Page's videos go up with the user's token.
+      facebook: { userAccessToken: longLived.value, userId: meta.user.id },
     });
     expect(credentials(BAKERY).scopes).toContain('pages_manage_posts');
     expect(credentials(CATERING).accessToken).toBe(pageToken(CATERING).value);
     expect(credentials(BAKERY_INSTAGRAM)).toMatchObject({
       accessToken: pageToken(BAKERY).value,
+      expiresAt: null,
       instagram: { api: 'facebook', pageId: BAKERY },
     });
+    expect(credentials(BAKERY_INSTAGRAM).facebook).toBeUndefined();
+    // Their access ends when the user's data access does (90 days), a Page's when its user token does
+    // if that is sooner (60 days), as Meta's /debug_token says.
+    const seconds = (ms: number) => new Date(Math.floor(ms / 1000) * 1000);
+    const ends = await server.ctx.db.selectFrom('channel_access_ends').selectAll().execute();
+    const endOf = (externalId: string) =>
+      ends.find((e) => e.channel_id === channels.find((c) => c.external_id === externalId)!.id)?.ends_at;
+    expect(endOf(BAKERY)).toEqual(seconds(longLived.expiresAt!));
+    expect(endOf(CATERING)).toEqual(seconds(longLived.expiresAt!));
+    expect(endOf(BAKERY_INSTAGRAM)).toEqual(seconds(longLived.issuedAt + 90 * 86_400_000));
     const events = await server.ctx.db
       .selectFrom('channel_events')
       .select(['channel_id', 'type'])

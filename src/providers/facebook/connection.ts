@@ -10,6 +10,7 @@ import {
   type GrantedAccount,
 } from '../connection-contract.js';
 import { graphErrorOf, type GraphAnswer, type GraphApi } from '../meta/graph.js';
+import type { StoredFacebookCredentials } from './credentials.js';
 
 /**
  * What the dialog asks for when the operator made no Facebook Login for Business configuration
@@ -34,9 +35,12 @@ const PAGE_PUBLISHING_TASK = 'CREATE_CONTENT';
 const INSTAGRAM_PUBLISHING_TASKS = ['MANAGE', 'CREATE_CONTENT', 'MODERATE', 'ADVERTISE'];
 
 /** The credentials of a Facebook or Instagram channel connected through Facebook Login for Business. */
-export interface MetaPageCredentials extends AccountCredentials {
-  /** The Facebook user whose consent the Page token comes from. */
-  facebook?: { userId: string };
+export interface MetaPageCredentials extends StoredFacebookCredentials {
+  /**
+   * A Page's: the long-lived user token its Page token was derived from (the Resumable Upload API asks
+   * a user's token), and the Facebook user whose it is.
+   */
+  facebook?: { userAccessToken: string; userId?: string };
   /** An Instagram account's: published to through the Page it is linked to, with that Page's token. */
   instagram?: { api: 'facebook'; pageId: string };
 }
@@ -80,9 +84,11 @@ const MAX_ACCOUNT_PAGES = 20;
  * and each Page's `instagram_business_account`. One consent reaches several accounts, among which the
  * user chooses (`grantedAccounts`); each chosen one is a channel whose token is its Page's.
  *
- * A Page token derived from a long-lived user token does not expire; the user's data access does
- * (`data_access_expires_at`, 90 days unless the user comes back), which is kept as the channel's
- * `expiresAt`. There is no refresh: a channel whose access ended is connected again.
+ * A Page token derived from a long-lived user token does not expire (the channel's `expiresAt` is null,
+ * so nothing tries to refresh it); the user's data access does (`data_access_expires_at`, 90 days unless
+ * the user comes back), and so does the user token a Page keeps for its videos (about 60 days): the
+ * channel keeps the first of these as the end of its access (`GrantedAccount.accessEndsAt`), of which
+ * the user is warned. There is no refresh: a channel whose access ended is connected again.
  */
 export class FacebookConnection implements ConsentConnection {
   readonly kind = 'consent';
@@ -110,7 +116,7 @@ export class FacebookConnection implements ConsentConnection {
     return `${this.config.dialogUrl}/${this.config.graphVersion}/dialog/oauth?${query.toString()}`;
   }
 
-  /** The long-lived user token of the consent, with the permissions granted and when the user's data access ends. */
+  /** The long-lived user token of the consent (about 60 days). */
   async exchangeCode(input: { code: string; redirectUri: string }): Promise<AccountCredentials> {
     const { appId, appSecret } = this.config;
     const short = await this.token({
@@ -125,17 +131,13 @@ export class FacebookConnection implements ConsentConnection {
       client_secret: appSecret,
       fb_exchange_token: short.access_token,
     });
-    const debug = await this.debug(long.access_token);
-    const credentials: MetaPageCredentials = {
+    // What was granted, and until when, `grantedAccounts` asks Meta (`/debug_token`).
+    return {
       accessToken: long.access_token,
       refreshToken: null,
-      expiresAt: long.expires_in
-        ? new Date(this.clock.now().getTime() + long.expires_in * 1000).toISOString()
-        : instant(debug.expires_at),
-      scopes: debug.scopes ?? [],
-      ...(debug.user_id ? { facebook: { userId: debug.user_id } } : {}),
+      expiresAt: long.expires_in ? new Date(this.clock.now().getTime() + long.expires_in * 1000).toISOString() : null,
+      scopes: [],
     };
-    return credentials;
   }
 
   /**
@@ -146,19 +148,21 @@ export class FacebookConnection implements ConsentConnection {
   async grantedAccounts(user: AccountCredentials): Promise<GrantedAccount[]> {
     const debug = await this.debug(user.accessToken);
     const scopes = debug.scopes ?? user.scopes;
-    const userId = debug.user_id ?? (user as MetaPageCredentials).facebook?.userId;
-    const expiresAt = instant(debug.data_access_expires_at);
+    const userId = debug.user_id;
+    // The Page tokens do not expire (no refresh is tried on them); the user's data access does, and a
+    // Page's videos go up with the user token, which expires too: the user is warned before the first.
+    const dataAccessEnds = instant(debug.data_access_expires_at);
+    const userTokenEnds = instant(debug.expires_at) ?? user.expiresAt;
+    const pageAccessEnds = [dataAccessEnds, userTokenEnds].filter((end) => end !== null).sort()[0];
     const pages = await this.pages(user.accessToken);
     const accounts: GrantedAccount[] = [];
     for (const page of pages) {
       if (!page.id || !page.access_token) continue;
       const tasks = page.tasks ?? [];
-      const base: MetaPageCredentials = {
-        accessToken: page.access_token,
-        refreshToken: null,
-        expiresAt,
-        scopes,
-        ...(userId ? { facebook: { userId } } : {}),
+      const base: MetaPageCredentials = { accessToken: page.access_token, refreshToken: null, expiresAt: null, scopes };
+      const pageCredentials: MetaPageCredentials = {
+        ...base,
+        facebook: { userAccessToken: user.accessToken, ...(userId ? { userId } : {}) },
       };
       accounts.push({
         provider: 'facebook',
@@ -168,8 +172,8 @@ export class FacebookConnection implements ConsentConnection {
           username: page.username ?? null,
           picture: page.picture?.data?.url ?? null,
         },
-        credentials: base,
-        ...(expiresAt ? { accessEndsAt: expiresAt } : {}),
+        credentials: pageCredentials,
+        ...(pageAccessEnds ? { accessEndsAt: pageAccessEnds } : {}),
         ...unavailability(
           !scopes.includes('pages_manage_posts')
             ? 'publishing to Pages (pages_manage_posts) was not allowed'
@@ -186,7 +190,7 @@ export class FacebookConnection implements ConsentConnection {
         provider: 'instagram',
         identity,
         credentials,
-        ...(expiresAt ? { accessEndsAt: expiresAt } : {}),
+        ...(dataAccessEnds ? { accessEndsAt: dataAccessEnds } : {}),
         ...unavailability(
           !scopes.includes('instagram_content_publish')
             ? 'publishing to Instagram (instagram_content_publish) was not allowed'
