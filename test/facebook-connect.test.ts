@@ -304,6 +304,21 @@ describe('connecting Facebook through the Public API', () => {
     expect(await channelsOf(other.id)).toEqual([]);
   });
 
+  it('shows, but does not offer, the accounts whose permissions the user declined in the dialog', async () => {
+    meta.grantOnly(
+      FACEBOOK_SCOPES.filter((scope) => scope !== 'instagram_basic' && scope !== 'instagram_content_publish'),
+    );
+    const { choicePath, browser } = await connectThroughApi('declined');
+    const html = decodeEntities(await (await browser.get(choicePath)).text());
+    expect(html).toContain(`value="facebook:${BAKERY}"`);
+    expect(html).not.toContain(`value="instagram:${BAKERY_INSTAGRAM}"`);
+    expect(html).toContain('Instagram account of Acme Bakery');
+    expect(html).toContain('reading Instagram accounts (instagram_basic) was not allowed');
+    // A choice of it anyway connects nothing of it.
+    const chosen = await choose(browser, choicePath, [`instagram:${BAKERY_INSTAGRAM}`]);
+    expect(new URL(chosen.headers.get('location')!).searchParams.get('error')).toBe('access_denied');
+  });
+
   it('refuses the choice once the connection’s 15 minutes are over', async () => {
     const { choicePath, browser } = await connectThroughApi('late');
     const html = await (await browser.get(choicePath)).text();

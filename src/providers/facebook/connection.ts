@@ -184,7 +184,16 @@ export class FacebookConnection implements ConsentConnection {
       });
       const instagramId = page.instagram_business_account?.id;
       if (!instagramId) continue;
-      const identity = await this.instagramIdentity(instagramId, page.access_token);
+      // Without instagram_basic the account cannot even be read: it is shown by its id, not offered.
+      const readable = scopes.includes('instagram_basic');
+      const identity = readable
+        ? await this.instagramIdentity(instagramId, page.access_token)
+        : {
+            externalId: instagramId,
+            name: `Instagram account of ${page.name || page.id}`,
+            username: null,
+            picture: null,
+          };
       const credentials: MetaPageCredentials = { ...base, instagram: { api: 'facebook', pageId: page.id } };
       accounts.push({
         provider: 'instagram',
@@ -192,11 +201,13 @@ export class FacebookConnection implements ConsentConnection {
         credentials,
         ...(dataAccessEnds ? { accessEndsAt: dataAccessEnds } : {}),
         ...unavailability(
-          !scopes.includes('instagram_content_publish')
-            ? 'publishing to Instagram (instagram_content_publish) was not allowed'
-            : !tasks.some((task) => INSTAGRAM_PUBLISHING_TASKS.includes(task))
-              ? `your role on its Page, ${page.name || page.id}, does not let you publish for it`
-              : undefined,
+          !readable
+            ? 'reading Instagram accounts (instagram_basic) was not allowed'
+            : !scopes.includes('instagram_content_publish')
+              ? 'publishing to Instagram (instagram_content_publish) was not allowed'
+              : !tasks.some((task) => INSTAGRAM_PUBLISHING_TASKS.includes(task))
+                ? `your role on its Page, ${page.name || page.id}, does not let you publish for it`
+                : undefined,
         ),
       });
     }
