@@ -98,8 +98,9 @@ export interface paths {
          *     when the organization connected that account before, updates it and makes it `active` again)
          *     and then redirects the browser to your `returnUrl` with these query parameters added:
          *
-         *     - on success: `channelId` (the `ch_…` id) and `reconnected` (`true` when an existing channel
-         *       was updated);
+         *     - on success: `channelId` (the `ch_…` id), `channelIds` (every channel connected, comma-separated:
+         *       the same one id, except for `facebook`, below) and `reconnected` (`true` when an existing channel
+         *       was updated; with several, when every one of them was);
          *     - on failure: `error`, one of `access_denied` (the user did not allow access), `expired`
          *       (the user took longer than `expiresAt`), `refused` (the network refused the connection,
          *       e.g. a scope was not granted) or `unavailable` (the network could not be reached; try
@@ -125,6 +126,15 @@ export interface paths {
          *     return URL gets the same parameters as for the other networks. A wrong handle or password is
          *     asked again on that page, up to five times, after which the connection is refused
          *     (`error=refused`).
+         *
+         *     Facebook (`provider: facebook`) connects Facebook Pages and the Instagram professional accounts
+         *     linked to them with one login: after Meta's dialog the user chooses, on a page of this server,
+         *     which of the Pages and Instagram accounts they gave access to become channels (one channel each,
+         *     `provider` `facebook` or `instagram`; those connected already are shown as such, and choosing
+         *     one again updates its channel). The return URL then gets every channel chosen in `channelIds`,
+         *     and the first of them in `channelId`. A Page the user may not create content on is shown but
+         *     cannot be chosen. When the user chooses none, nothing is connected and the return URL gets
+         *     `error=access_denied`. The choice must be made before `expiresAt`.
          */
         post: operations["connectChannel"];
         delete?: never;

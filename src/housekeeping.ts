@@ -6,6 +6,7 @@ import { forgetExpiredCodes } from './oauth/codes.js';
 import { forgetExpiredKeys } from './posts/idempotency.js';
 import { forgetExpiredConnections } from './providers/account-connections.js';
 import { revokeRemovedAccounts } from './providers/account-revocations.js';
+import { warnOfEndingAccess } from './channels/access-warnings.js';
 import type { ProvidersContext } from './providers/registry.js';
 import { refreshTokensAhead } from './providers/token-upkeep.js';
 import type { JobQueue } from './jobs/queue.js';
@@ -17,7 +18,8 @@ import { sweepDeliveries } from './webhooks/delivery-sweep.js';
  * of past windows, expired sessions, idempotency keys, OAuth codes and consent requests, connections
  * of accounts never finished, webhook deliveries older than 30 days; it asks the networks to revoke
  * the tokens of removed channels, refreshes the tokens that a network refreshes only while they are
- * good before they run out, and plans again any webhook delivery that lost its job.
+ * good before they run out, warns of channels whose access ends within a week, and plans again any
+ * webhook delivery that lost its job.
  */
 export async function keepHouse(ctx: MediaContext & ProvidersContext & { queue: JobQueue }): Promise<void> {
   const now = ctx.clock.now();
@@ -29,5 +31,6 @@ export async function keepHouse(ctx: MediaContext & ProvidersContext & { queue: 
   await forgetExpiredConnections(ctx.db, now);
   await revokeRemovedAccounts(ctx);
   await refreshTokensAhead(ctx);
+  await warnOfEndingAccess(ctx.db, now);
   await sweepDeliveries(ctx);
 }

@@ -52,6 +52,12 @@ export interface ChannelConnectionTable {
   site: Generated<string | null>;
   /** On a network whose users sign in on a page of this server: the passwords tried so far. */
   sign_in_attempts: Generated<number>;
+  /**
+   * On a network whose one consent reaches several accounts (Facebook's Pages and Instagram accounts): what
+   * it granted (`GrantedAccounts`), encrypted, from the network's answer until the user chooses among them;
+   * null before the answer, and on the other networks.
+   */
+  granted_accounts: Generated<string | null>;
   created_at: Generated<Date>;
   expires_at: Date;
 }
@@ -81,10 +87,20 @@ export interface ChannelEventTable {
   id: Generated<string>;
   organization_id: string;
   channel_id: string;
-  type: 'connected' | 'needs_reconnect';
+  /** `access_ending`: the channel's access ends within a week (shown in the web app; no webhook event). */
+  type: 'connected' | 'needs_reconnect' | 'access_ending';
   at: Date;
   /** When the webhook dispatcher made the event's deliveries; `null` until then. */
   webhooks_dispatched_at: Date | null;
+}
+
+/**
+ * When a channel's access ends unless the user connects it again, where the network says and no refresh
+ * renews it (Meta's data access expiry): the user is warned a week before (an `access_ending` event).
+ */
+export interface ChannelAccessEndTable {
+  channel_id: string;
+  ends_at: Date;
 }
 
 export type Channel = Selectable<ChannelTable>;
@@ -98,5 +114,6 @@ declare module '../db/schema.js' {
     connection_return_origins: ConnectionReturnOriginTable;
     account_revocations: AccountRevocationTable;
     channel_events: ChannelEventTable;
+    channel_access_ends: ChannelAccessEndTable;
   }
 }

@@ -13,12 +13,14 @@ import {
   type SignInField,
   SiteRefusedError,
   type AccountCredentials,
+  type AccountIdentity,
   type ConsentConnection,
+  type GrantedAccount,
   type SignInInput,
 } from './connection-contract.js';
 import type { ProvidersContext } from './registry.js';
 import type { Channel } from '../channels/tables.js';
-import { credentialsContext, verifierContext } from './account-credentials.js';
+import { credentialsContext, grantedAccountsContext, verifierContext } from './account-credentials.js';
 import { cancelRevocations } from './account-revocations.js';
 import { plainText } from './network-text.js';
 import { transaction } from '../db/transaction.js';
@@ -166,13 +168,32 @@ export async function chooseSite(
   return adapter.authorizeUrl({ state, redirectUri, codeChallenge, site });
 }
 
+/**
+ * What a connection came to: its channels (one, or those the user chose among the accounts a consent
+ * reached), a failure, or, on a network whose consent reaches several accounts, the page of this
+ * server where the user chooses among them (`chooseAt`).
+ */
 export type ConnectionResult =
-  | { ok: true; organizationId: string; channel: Channel; reconnected: boolean; returnTo?: ConnectionReturn }
+  | {
+      ok: true;
+      organizationId: string;
+      /** The channels connected, at least one, in the order the network listed their accounts. */
+      channels: Channel[];
+      /** Whether every one of them was a channel of the organization before (now updated and `active`). */
+      reconnected: boolean;
+      returnTo?: ConnectionReturn;
+    }
+  | { ok: 'choose'; chooseAt: string }
   | { ok: false; organizationId?: string; failure: ConnectionFailure; reason: string; returnTo?: ConnectionReturn };
 
 /** Why a connection did not finish, as a code the pages turn into words of their own. */
 export type ConnectionFailure =
-  'unknown' | 'expired' | 'other_session' | 'denied' | 'refused' | 'no_channel' | 'unreachable';
+  'unknown' | 'expired' | 'other_session' | 'denied' | 'refused' | 'no_channel' | 'unreachable' | 'none_chosen';
+
+/** Where the user chooses among the accounts one consent reached: a page of this server. */
+export function choicePageUrl(publicUrl: string, provider: Provider, state: string): string {
+  return `${publicUrl}/channels/choose/${provider}?${new URLSearchParams({ state }).toString()}`;
+}
 
 /**
  * Finishes a connection when the network sends the user back: the `state` must be one this server
@@ -202,8 +223,9 @@ export async function finishConnection(
   const refused = (await refusalOf(ctx, pending, sessionId, failed)) ?? answerRefusal(answer, failed);
   if (refused) return refused;
   try {
-    const { channel, reconnected } = await connectAccount(ctx, adapter, pending, answer.code!);
-    return { ok: true, organizationId, channel, reconnected, returnTo };
+    const connected = await connectAccount(ctx, adapter, pending, answer.code!);
+    if ('chooseAt' in connected) return { ok: 'choose', chooseAt: connected.chooseAt };
+    return { ok: true, organizationId, channels: [connected.channel], reconnected: connected.reconnected, returnTo };
   } catch (error) {
     // The network's words, as text (some networks write HTML): they reach a page and a return URL.
     if (error instanceof AccountWithoutChannelError)
@@ -305,15 +327,20 @@ export async function finishSignIn(
     credentials: signedIn.credentials,
     now: ctx.clock.now(),
   });
-  return { ok: true, organizationId, channel, reconnected, returnTo };
+  return { ok: true, organizationId, channels: [channel], reconnected, returnTo };
 }
 
-/** The pending connection of a `state`, taken out before anything else happens: a state is used once. */
-function takePendingConnection(db: Db, provider: Provider, state: string) {
+/**
+ * The pending connection of a `state`, taken out before anything else happens: a state is used once.
+ * One awaiting the network's answer, or (`awaiting: 'choice'`) one awaiting the user's choice among the
+ * accounts the network's answer reached.
+ */
+function takePendingConnection(db: Db, provider: Provider, state: string, awaiting: 'answer' | 'choice' = 'answer') {
   return db
     .deleteFrom('channel_connections')
     .where('state_hash', '=', hashSecret(state))
     .where('provider', '=', provider)
+    .where('granted_accounts', awaiting === 'answer' ? 'is' : 'is not', null)
     .returningAll()
     .executeTakeFirst();
 }
@@ -375,13 +402,17 @@ function answerRefusal(answer: { code?: string; error?: string }, failed: Failed
   return undefined;
 }
 
-/** Trades the code for tokens, reads the account's identity and saves its channel. */
+/**
+ * Trades the code for tokens, reads the account's identity and saves its channel; on a network whose
+ * consent reaches several accounts, keeps them with the connection for the user to choose among
+ * instead, and answers where.
+ */
 async function connectAccount(
   ctx: ProvidersContext,
   adapter: ConsentConnection,
   pending: PendingConnection,
   code: string,
-): Promise<{ channel: Channel; reconnected: boolean }> {
+): Promise<{ channel: Channel; reconnected: boolean } | { chooseAt: string }> {
   const codeVerifier = ctx.keyring.decrypt(pending.code_verifier, verifierContext(pending.id));
   // On a network with sites, the consent page was on the one the user named: the code is traded there.
   if (adapter.site && pending.site === null)
@@ -392,6 +423,10 @@ async function connectAccount(
     codeVerifier,
     ...(pending.site === null ? {} : { site: pending.site }),
   });
+  if (adapter.grantedAccounts) {
+    const accounts = await adapter.grantedAccounts(credentials);
+    return { chooseAt: await awaitChoice(ctx, pending, { user: credentials, accounts }) };
+  }
   const identity = await adapter.identity(credentials);
   return saveConnectedChannel(ctx.db, ctx.keyring, {
     organizationId: pending.organization_id,
@@ -413,51 +448,220 @@ async function appStillApproved(db: Db, appId: string, organizationId: string): 
   return grant !== undefined;
 }
 
-async function saveConnectedChannel(
+/** What one consent granted, kept (encrypted) with its connection until the user chooses among its accounts. */
+interface GrantedAccounts {
+  /** The user's token the accounts' tokens come from; never shown, never in an address. */
+  user: AccountCredentials;
+  accounts: GrantedAccount[];
+}
+
+/** How the choice page and its form name an account: its network and its id there. */
+export const accountKey = (account: { provider: Provider; identity: { externalId: string } }) =>
+  `${account.provider}:${account.identity.externalId}`;
+
+/**
+ * Puts a connection whose consent reached several accounts back, with what the consent granted and a
+ * fresh `state` for the page where the user chooses (the one the network sent back is used up); it
+ * keeps its id, its browser session or return URL, and its expiry. Answers that page.
+ */
+async function awaitChoice(ctx: ProvidersContext, pending: PendingConnection, granted: GrantedAccounts) {
+  const state = randomBytes(32).toString('base64url');
+  await ctx.db
+    .insertInto('channel_connections')
+    .values({
+      ...pending,
+      state_hash: hashSecret(state),
+      granted_accounts: ctx.keyring.encrypt(JSON.stringify(granted), grantedAccountsContext(pending.id)),
+    })
+    .execute();
+  return choicePageUrl(ctx.config.publicUrl, pending.provider, state);
+}
+
+/** An account the consent reached, as the choice page offers it. */
+export interface OfferedAccount {
+  key: string;
+  provider: Provider;
+  identity: AccountIdentity;
+  /** Why it cannot be chosen, if it cannot. */
+  unavailable?: string;
+  /** The organization has a channel of it already (choosing it updates that channel). */
+  connected: boolean;
+}
+
+/**
+ * A connection awaiting the user's choice among the accounts its consent reached, with them: `undefined`
+ * when the state names none of `provider`; a failure (taking the connection) when it can no longer be
+ * finished here (expired, another browser session's, its app no longer approved).
+ */
+export async function connectionAwaitingChoice(
+  ctx: ProvidersContext,
+  provider: Provider,
+  state: string,
+  sessionId: string | undefined,
+): Promise<{ expiresAt: Date; accounts: OfferedAccount[] } | ConnectionResult | undefined> {
+  if (!state) return undefined;
+  const pending = await ctx.db
+    .selectFrom('channel_connections')
+    .selectAll()
+    .where('state_hash', '=', hashSecret(state))
+    .where('provider', '=', provider)
+    .where('granted_accounts', 'is not', null)
+    .executeTakeFirst();
+  if (!pending) return undefined;
+  const refused = await refusalOf(ctx, pending, sessionId, outcomesOf(pending).failed);
+  if (refused) {
+    await takePendingConnection(ctx.db, provider, state, 'choice');
+    return refused;
+  }
+  const { accounts } = grantedOf(ctx.keyring, pending);
+  const existing =
+    accounts.length === 0
+      ? []
+      : await ctx.db
+          .selectFrom('channels')
+          .select(['provider', 'external_id'])
+          .where('organization_id', '=', pending.organization_id)
+          .where('status', '!=', 'removed')
+          .where(
+            'external_id',
+            'in',
+            accounts.map((account) => account.identity.externalId),
+          )
+          .execute();
+  return {
+    expiresAt: pending.expires_at,
+    accounts: accounts.map((account) => ({
+      key: accountKey(account),
+      provider: account.provider,
+      identity: account.identity,
+      ...(account.unavailable ? { unavailable: account.unavailable } : {}),
+      connected: existing.some((c) => c.provider === account.provider && c.external_id === account.identity.externalId),
+    })),
+  };
+}
+
+/**
+ * Finishes a connection with the user's choice among the accounts its consent reached (`keys`, as
+ * `accountKey` names them): the same checks as the network's answer had, then a channel of each account
+ * chosen that may be, created or updated in one transaction. Nothing chosen: nothing is connected.
+ */
+export async function chooseAccounts(
+  ctx: ProvidersContext,
+  provider: Provider,
+  state: string,
+  keys: string[],
+  sessionId: string | undefined,
+): Promise<ConnectionResult> {
+  const pending = state ? await takePendingConnection(ctx.db, provider, state, 'choice') : undefined;
+  if (!pending)
+    return {
+      ok: false,
+      failure: 'unknown',
+      reason: 'This connection is unknown or was finished already; start it again.',
+    };
+  const { organizationId, returnTo, failed } = outcomesOf(pending);
+  const refused = await refusalOf(ctx, pending, sessionId, failed);
+  if (refused) return refused;
+  const chosen = grantedOf(ctx.keyring, pending).accounts.filter(
+    (account) => !account.unavailable && keys.includes(accountKey(account)),
+  );
+  if (chosen.length === 0)
+    return failed('none_chosen', 'No account was chosen, so nothing was connected; start again to choose one.');
+  const now = ctx.clock.now();
+  const saved = await transaction(ctx.db, async (trx) => {
+    const channels = [];
+    for (const account of chosen)
+      channels.push(
+        await upsertChannel(trx, ctx.keyring, {
+          organizationId,
+          provider: account.provider,
+          identity: account.identity,
+          credentials: account.credentials,
+          accessEndsAt: account.accessEndsAt ? new Date(account.accessEndsAt) : null,
+          now,
+        }),
+      );
+    return channels;
+  });
+  return {
+    ok: true,
+    organizationId,
+    channels: saved.map((s) => s.channel),
+    reconnected: saved.every((s) => s.reconnected),
+    returnTo,
+  };
+}
+
+function grantedOf(keyring: Keyring, pending: PendingConnection): GrantedAccounts {
+  return JSON.parse(keyring.decrypt(pending.granted_accounts!, grantedAccountsContext(pending.id))) as GrantedAccounts;
+}
+
+function saveConnectedChannel(
   db: Db,
   keyring: Keyring,
-  input: {
-    organizationId: string;
-    provider: Provider;
-    identity: { externalId: string; name: string; username: string | null; picture: string | null };
-    credentials: AccountCredentials;
-    now: Date;
-  },
+  input: ChannelToSave,
+): Promise<{ channel: Channel; reconnected: boolean }> {
+  return transaction(db, (trx) => upsertChannel(trx, keyring, input));
+}
+
+interface ChannelToSave {
+  organizationId: string;
+  provider: Provider;
+  identity: { externalId: string; name: string; username: string | null; picture: string | null };
+  credentials: AccountCredentials;
+  /** When the account's access ends unless connected again, if the network says (`GrantedAccount`). */
+  accessEndsAt?: Date | null;
+  now: Date;
+}
+
+/**
+ * Creates the channel of a connected account, or updates the organization's channel of it (tokens,
+ * name, picture, `active` again), with its `connected` event, in the caller's transaction.
+ */
+async function upsertChannel(
+  trx: Db,
+  keyring: Keyring,
+  input: ChannelToSave,
 ): Promise<{ channel: Channel; reconnected: boolean }> {
   const { organizationId, provider, identity } = input;
   const credentials = keyring.encrypt(
     JSON.stringify(input.credentials),
     credentialsContext(organizationId, provider, identity.externalId),
   );
-  return transaction(db, async (trx) => {
-    const { rows } = await sql<Channel & { inserted: boolean }>`
-      insert into channels (
-        id, organization_id, provider, name, username, picture, status, external_id, credentials, connected_at
-      )
-      values (
-        ${newId('ch')}, ${organizationId}, ${provider}, ${identity.name}, ${identity.username}, ${identity.picture},
-        'active', ${identity.externalId}, ${credentials}, ${input.now}
-      )
-      on conflict (organization_id, provider, external_id) where external_id is not null do update set
-        name = excluded.name, username = excluded.username, picture = excluded.picture, status = 'active',
-        credentials = excluded.credentials, connected_at = excluded.connected_at
-      returning *, (xmax = 0) as inserted`.execute(trx);
-    // Connected again: its old tokens, if the channel was removed, must not be revoked now. After the
-    // upsert, which waited for a removal of the row in progress, so that removal's revocation is seen.
-    await cancelRevocations(trx, { organizationId, provider, externalId: identity.externalId });
-    const { inserted, ...channel } = rows[0]!;
+  const { rows } = await sql<Channel & { inserted: boolean }>`
+    insert into channels (
+      id, organization_id, provider, name, username, picture, status, external_id, credentials, connected_at
+    )
+    values (
+      ${newId('ch')}, ${organizationId}, ${provider}, ${identity.name}, ${identity.username}, ${identity.picture},
+      'active', ${identity.externalId}, ${credentials}, ${input.now}
+    )
+    on conflict (organization_id, provider, external_id) where external_id is not null do update set
+      name = excluded.name, username = excluded.username, picture = excluded.picture, status = 'active',
+      credentials = excluded.credentials, connected_at = excluded.connected_at
+    returning *, (xmax = 0) as inserted`.execute(trx);
+  // Connected again: its old tokens, if the channel was removed, must not be revoked now. After the
+  // upsert, which waited for a removal of the row in progress, so that removal's revocation is seen.
+  await cancelRevocations(trx, { organizationId, provider, externalId: identity.externalId });
+  const { inserted, ...channel } = rows[0]!;
+  // The new tokens' end, if the network named one; the old tokens' is over.
+  await trx.deleteFrom('channel_access_ends').where('channel_id', '=', channel.id).execute();
+  if (input.accessEndsAt)
     await trx
-      .insertInto('channel_events')
-      .values({
-        organization_id: organizationId,
-        channel_id: channel.id,
-        type: 'connected',
-        at: input.now,
-        webhooks_dispatched_at: null,
-      })
+      .insertInto('channel_access_ends')
+      .values({ channel_id: channel.id, ends_at: input.accessEndsAt })
       .execute();
-    return { channel, reconnected: !inserted };
-  });
+  await trx
+    .insertInto('channel_events')
+    .values({
+      organization_id: organizationId,
+      channel_id: channel.id,
+      type: 'connected',
+      at: input.now,
+      webhooks_dispatched_at: null,
+    })
+    .execute();
+  return { channel, reconnected: !inserted };
 }
 
 /** Forgets connections whose user never came back. */

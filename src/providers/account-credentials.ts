@@ -22,7 +22,8 @@ export function credentialsContext(organizationId: string, provider: string, ext
 
 /**
  * Encrypts every connected channel's tokens, the tokens waiting to be revoked, and every pending
- * connection's verifier, with the keyring's current key; how many values were written.
+ * connection's verifier and the accounts its consent granted, with the keyring's current key; how many
+ * values were written.
  */
 export async function reencryptAccountSecrets(db: Db, keyring: Keyring): Promise<number> {
   return transaction(db, async (trx) => {
@@ -49,13 +50,24 @@ export async function reencryptAccountSecrets(db: Db, keyring: Keyring): Promise
       await trx.updateTable('account_revocations').set({ credentials }).where('id', '=', revocation.id).execute();
       written += 1;
     }
-    const pending = await trx.selectFrom('channel_connections').select(['id', 'code_verifier']).forUpdate().execute();
+    const pending = await trx
+      .selectFrom('channel_connections')
+      .select(['id', 'code_verifier', 'granted_accounts'])
+      .forUpdate()
+      .execute();
     for (const connection of pending) {
       const verifier = keyring.reencrypted(connection.code_verifier, verifierContext(connection.id));
-      if (verifier === undefined) continue;
+      const granted =
+        connection.granted_accounts === null
+          ? undefined
+          : keyring.reencrypted(connection.granted_accounts, grantedAccountsContext(connection.id));
+      if (verifier === undefined && granted === undefined) continue;
       await trx
         .updateTable('channel_connections')
-        .set({ code_verifier: verifier })
+        .set({
+          ...(verifier === undefined ? {} : { code_verifier: verifier }),
+          ...(granted === undefined ? {} : { granted_accounts: granted }),
+        })
         .where('id', '=', connection.id)
         .execute();
       written += 1;
@@ -67,4 +79,9 @@ export async function reencryptAccountSecrets(db: Db, keyring: Keyring): Promise
 /** Where a pending connection's PKCE verifier is stored. */
 export function verifierContext(connectionId: string): string {
   return `channel_connections:${connectionId}:code_verifier`;
+}
+
+/** Where what a pending connection's consent granted is stored, until the user chooses among its accounts. */
+export function grantedAccountsContext(connectionId: string): string {
+  return `channel_connections:${connectionId}:granted_accounts`;
 }

@@ -3,6 +3,7 @@ import type { Db } from '../db/database.js';
 import type { Channel } from '../channels/tables.js';
 import { credentialsContext } from './account-credentials.js';
 import { ConnectionRefusedError, type AccountCredentials } from './connection-contract.js';
+import { connectedThrough } from './facebook/connection.js';
 import type { ProvidersContext } from './registry.js';
 
 /** How long the service keeps asking a network to revoke a removed channel's tokens. */
@@ -68,13 +69,13 @@ export async function revokeRemovedAccounts(ctx: ProvidersContext): Promise<void
     .returningAll()
     .execute();
   for (const revocation of claimed) {
-    const connection = ctx.providers[revocation.provider].connection;
     try {
+      const context = credentialsContext(revocation.organization_id, revocation.provider, revocation.external_id);
+      const credentials = JSON.parse(ctx.keyring.decrypt(revocation.credentials, context)) as AccountCredentials;
+      // Revoked where it was connected (an Instagram account's Page token at Facebook).
+      const connection = ctx.providers[connectedThrough(revocation.provider, credentials)].connection;
       // A password the user made for this service (a sign-in network's) is revoked by its owner only.
-      if (connection?.kind === 'consent') {
-        const context = credentialsContext(revocation.organization_id, revocation.provider, revocation.external_id);
-        await connection.revoke(JSON.parse(ctx.keyring.decrypt(revocation.credentials, context)) as AccountCredentials);
-      }
+      if (connection?.kind === 'consent') await connection.revoke(credentials);
     } catch (error) {
       if (!(error instanceof ConnectionRefusedError)) {
         const attempts = revocation.attempts + 1;

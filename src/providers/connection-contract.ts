@@ -1,3 +1,5 @@
+import type { Provider } from '../core/contract.js';
+
 /** The tokens of a connected account, as the network issued them; stored encrypted, never shown. */
 export interface AccountCredentials {
   accessToken: string;
@@ -106,6 +108,13 @@ export interface ConsentConnection {
     codeVerifier: string;
     site?: string;
   }): Promise<AccountCredentials>;
+  /**
+   * Present on a network whose one consent reaches several accounts (Facebook's Pages and the Instagram
+   * accounts linked to them): the accounts the tokens `exchangeCode` answered reach, each with its own
+   * credentials, among which the user chooses on a page of this server (one channel each) instead of one
+   * account being connected. `AccountWithoutChannelError` when the consent reached none.
+   */
+  grantedAccounts?(credentials: AccountCredentials): Promise<GrantedAccount[]>;
   /** A fresh access token; `ConnectionRefusedError` when the refresh token was revoked or expired. */
   refresh(credentials: AccountCredentials): Promise<AccountCredentials>;
   identity(credentials: AccountCredentials): Promise<AccountIdentity>;
@@ -115,6 +124,24 @@ export interface ConsentConnection {
    * (revoked already, or expired), or gives an app no way to revoke one: nothing is left to revoke.
    */
   revoke(credentials: AccountCredentials): Promise<void>;
+}
+
+/** One of the accounts a consent reached, as the user is offered it. */
+export interface GrantedAccount {
+  /** The network its channel is of (a Facebook consent reaches Instagram accounts too). */
+  provider: Provider;
+  identity: AccountIdentity;
+  credentials: AccountCredentials;
+  /**
+   * When access to it ends unless the user connects it again (ISO 8601), where the network says and no
+   * refresh renews it (Meta's data access expiry).
+   */
+  accessEndsAt?: string;
+  /**
+   * Why it cannot be chosen, in words for the user (the consent lets it be seen, not published to);
+   * absent when it can.
+   */
+  unavailable?: string;
 }
 
 /** How the user names the site of their account, on a network whose accounts live on servers of their own. */

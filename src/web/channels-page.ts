@@ -17,7 +17,10 @@ import type { PostsContext } from '../posts/context.js';
 import { allNetworks, type Providers } from '../providers/registry.js';
 import { channelCredentials } from '../providers/account-credentials.js';
 import { siteChoiceOf, SiteRefusedError } from '../providers/connection-contract.js';
+import { endingAccessOf } from '../channels/access-warnings.js';
 import type { Provider } from '../core/contract.js';
+import type { Channel } from '../channels/tables.js';
+import { connectedThrough } from '../providers/facebook/connection.js';
 import { capitalized, renderContinue } from './channel-site-pages.js';
 import { answerConnection } from './connection-outcome.js';
 import { signedIn } from './signed-in.js';
@@ -127,9 +130,10 @@ async function showChannels(
   status: number,
 ): Promise<void> {
   const { organization } = signedIn(res);
-  const [channels, returnOrigins] = await Promise.all([
+  const [channels, returnOrigins, endingAccess] = await Promise.all([
     listChannels(ctx.db, organization.id),
     listReturnOrigins(ctx.db, organization.id),
+    endingAccessOf(ctx.db, organization.id),
   ]);
   renderPage(
     res,
@@ -137,7 +141,13 @@ async function showChannels(
     {
       title: 'Channels',
       path: '/settings/channels',
-      channels: channels.map((channel) => ({ ...channel, statusText: STATUS_WORDS[channel.status] })),
+      channels: channels.map((channel) => ({
+        ...channel,
+        statusText: STATUS_WORDS[channel.status],
+        reconnectVia: reconnectVia(ctx, channel),
+        // Warned of: the day its access ends, when the user should connect it again before.
+        accessEnds: channel.status === 'active' ? endingAccess.get(channel.id)?.toISOString().slice(0, 10) : undefined,
+      })),
       // Connecting an account needs the operator's app at that network.
       networks: connectable(ctx.providers).map((network) => ({
         provider: network.provider,
@@ -264,12 +274,15 @@ const FAILURES: Record<ConnectionFailure, string> = {
   no_channel: noChannel(),
   unreachable:
     'The network could not be reached to finish the connection; nothing was connected. Try again in a moment.',
+  none_chosen: 'No account was chosen, so nothing was connected. Connect again to choose one.',
 };
 
 const NOTICES = {
   added: 'The sandbox channel is added.',
   connected: 'The account is connected.',
   reconnected: 'The account is connected again; its channel is active.',
+  several_connected: 'The accounts you chose are connected.',
+  several_reconnected: 'The accounts you chose are connected again; their channels are active.',
   removed: 'The channel is removed; its scheduled and failed posts are drafts now.',
   enabled: 'The channel is enabled.',
   disabled: 'The channel is disabled: it takes no new posts, and its scheduled posts fail at their time.',
@@ -292,6 +305,12 @@ async function siteOfChannel(
 async function accountOfChannel(ctx: PostsContext, organizationId: string, id: string): Promise<string | undefined> {
   if (!id) return undefined;
   return (await findChannel(ctx.db, organizationId, id))?.username ?? undefined;
+}
+
+/** The network through which a channel is connected again (Facebook for an Instagram account linked to a Page). */
+function reconnectVia(ctx: PostsContext, channel: Channel): Provider {
+  if (channel.provider !== 'instagram' || channel.status === 'removed') return channel.provider;
+  return connectedThrough(channel.provider, channelCredentials(ctx.keyring, channel));
 }
 
 /** The origin of an account's picture, when it is an https URL a page may show. */

@@ -7,9 +7,10 @@ import { visitorOf } from '../pages/visitor.js';
 
 /**
  * Where the user goes once a connection is finished or failed, after a network's consent page or this
- * server's sign-in page: a connection started through the Public API back to its return URL with the
- * outcome, one started in the web app to Settings → Channels with a notice, and a visitor signed in
- * nowhere to a page that says what happened.
+ * server's sign-in or choice page: a connection started through the Public API back to its return URL
+ * with the outcome, one started in the web app to Settings → Channels with a notice, and a visitor
+ * signed in nowhere to a page that says what happened. A consent that reached several accounts sends
+ * the user on to the page where they choose among them.
  */
 export function answerConnection(
   ctx: ProvidersContext,
@@ -17,9 +18,19 @@ export function answerConnection(
   network: ProviderAdapter,
   result: ConnectionResult,
 ): void {
+  if (result.ok === 'choose') return res.redirect(303, result.chooseAt);
   if (result.returnTo) return res.redirect(303, returnLocation(result.returnTo, result));
-  if (result.ok)
-    return res.redirect(303, `/settings/channels?done=${result.reconnected ? 'reconnected' : 'connected'}`);
+  if (result.ok) {
+    const done =
+      result.channels.length > 1
+        ? result.reconnected
+          ? 'several_reconnected'
+          : 'several_connected'
+        : result.reconnected
+          ? 'reconnected'
+          : 'connected';
+    return res.redirect(303, `/settings/channels?done=${done}`);
+  }
   if (result.failure === 'refused')
     ctx.logger.info({ provider: network.provider, reason: result.reason }, 'a network refused a connection');
   if (!visitorOf(res)?.organization)
@@ -36,14 +47,18 @@ const RETURN_ERRORS: Record<ConnectionFailure, string> = {
   refused: 'refused',
   no_channel: 'refused',
   unreachable: 'unavailable',
+  none_chosen: 'access_denied',
 };
 
 /** The integrator's return URL with the outcome and their `state` added to its query. */
-function returnLocation(returnTo: ConnectionReturn, result: ConnectionResult): string {
+function returnLocation(returnTo: ConnectionReturn, result: Exclude<ConnectionResult, { ok: 'choose' }>): string {
   const url = new URL(returnTo.url);
-  for (const name of ['channelId', 'reconnected', 'error', 'errorDescription', 'state']) url.searchParams.delete(name);
+  for (const name of ['channelId', 'channelIds', 'reconnected', 'error', 'errorDescription', 'state'])
+    url.searchParams.delete(name);
   if (result.ok) {
-    url.searchParams.set('channelId', result.channel.id);
+    // `channelId` names the first, as for every network; `channelIds` all of them, when the user chose several.
+    url.searchParams.set('channelId', result.channels[0]!.id);
+    url.searchParams.set('channelIds', result.channels.map((channel) => channel.id).join(','));
     url.searchParams.set('reconnected', String(result.reconnected));
   } else {
     url.searchParams.set('error', RETURN_ERRORS[result.failure]);

@@ -14,6 +14,7 @@ import { composerPages } from './composer-page.js';
 import { mediaPages } from './media-pages.js';
 import type { MediaContext } from '../media/storage.js';
 import { RequestBodies } from '../http/request-bodies.js';
+import { channelChoicePages } from './channel-choice-pages.js';
 import { channelSignInPages } from './channel-sign-in-pages.js';
 import { channelSitePages } from './channel-site-pages.js';
 import type { PageTools } from './page-tools.js';
@@ -68,6 +69,7 @@ export function createWebApp(
   router.use(channelCallbackPage(ctx));
   router.use(channelSitePages(ctx, tools));
   router.use(channelSignInPages(ctx, tools));
+  router.use(channelChoicePages(ctx, tools));
   router.use('/posts', requireSignIn(tools.csrf));
   router.use('/calendar', requireSignIn(tools.csrf));
   router.use('/compose', requireSignIn(tools.csrf));

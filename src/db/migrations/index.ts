@@ -17,6 +17,7 @@ import * as textNetworks from './2026-11-27-03-text-networks.js';
 import * as mastodon from './2026-11-27-04-mastodon.js';
 import * as signIn from './2026-11-27-05-sign-in.js';
 import * as meta from './2026-11-27-06-meta.js';
+import * as accountChoice from './2026-11-27-07-account-choice.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-04-mastodon': mastodon,
   '2026-11-27-05-sign-in': signIn,
   '2026-11-27-06-meta': meta,
+  '2026-11-27-07-account-choice': accountChoice,
 };
