@@ -1,5 +1,6 @@
 import { AccountTokens } from '../account-tokens.js';
 import { GraphApi } from '../meta/graph.js';
+import { mediaUnreachableReason } from '../meta/media-reach.js';
 import type { ProviderFactory } from '../provider-adapter.js';
 import { StoredInstagramAccounts } from './accounts.js';
 import { InstagramAdapter } from './adapter.js';
@@ -21,7 +22,7 @@ export const instagramNetwork: ProviderFactory<'instagram'> = ({ config, outboun
     needsSettings: false,
     contentLimit: INSTAGRAM_CONTENT_LIMIT,
     firstComment: { maxLength: INSTAGRAM_COMMENT_MAX },
-    settingsProblems: instagramProblems,
+    settingsProblems: (check) => instagramProblems(check, mediaUnreachableReason(config)),
     withDefaults: instagramDefaults,
   } satisfies ReturnType<ProviderFactory<'instagram'>>;
   const { meta, instagramLogin } = config;
