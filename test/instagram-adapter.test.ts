@@ -16,6 +16,7 @@ import {
 import { startFakeInstagramLogin, type FakeInstagramLogin } from './support/fake-instagram-login.js';
 import { startFakeMeta, type FakeMeta } from './support/fake-meta.js';
 import { jpeg, mp4 } from './support/media-samples.js';
+import { metaPageToken } from './support/meta-page-token.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
 import { TestClock } from './support/test-clock.js';
 import { anyString, stringContaining } from './support/typed-matchers.js';
@@ -26,7 +27,6 @@ import { anyString, stringContaining } from './support/typed-matchers.js';
 // polled as `pending` results, the publishing limit read before the irreversible `media_publish`, and
 // what a lost answer is found as.
 const V = 'v23.0';
-const REDIRECT_URI = 'http://127.0.0.1:9/channels/callback/facebook';
 const IG_REDIRECT_URI = 'http://127.0.0.1:9/channels/callback/instagram';
 const IG = '17841400000000001';
 let media: RemoteServer;
@@ -74,41 +74,13 @@ afterAll(async () => {
 beforeEach(async () => {
   meta = await startFakeMeta();
   clock = new TestClock();
-  account = { igUserId: IG, api: 'facebook', accessToken: await pageToken() };
+  account = { igUserId: IG, api: 'facebook', accessToken: await metaPageToken(meta) };
   const api = new GraphApi({ network: 'Instagram', url: meta.url, version: V }, outbound);
   adapter = new InstagramAdapter({ facebook: api }, accounts, clock);
 });
 afterEach(async () => {
   await meta?.close();
 });
-
-/** The linked Page's token, as a connection through Facebook Login for Business stores it. */
-async function pageToken(): Promise<string> {
-  const dialog = new URL(`${meta.wwwUrl}/${V}/dialog/oauth`);
-  dialog.search = new URLSearchParams({
-    client_id: meta.appId,
-    redirect_uri: REDIRECT_URI,
-    state: 'st',
-    response_type: 'code',
-    scope: Object.values(meta.configurations)[0]!.join(','),
-  }).toString();
-  const back = await fetch(dialog, { redirect: 'manual' });
-  const code = new URL(back.headers.get('location')!).searchParams.get('code')!;
-  const get = async (path: string, params: Record<string, string>) => {
-    const url = new URL(`${meta.url}/${V}${path}`);
-    url.search = new URLSearchParams(params).toString();
-    return (await (await fetch(url)).json()) as Record<string, unknown>;
-  };
-  const app = { client_id: meta.appId, client_secret: meta.appSecret };
-  const short = await get('/oauth/access_token', { ...app, redirect_uri: REDIRECT_URI, code });
-  const long = await get('/oauth/access_token', {
-    ...app,
-    grant_type: 'fb_exchange_token',
-    fb_exchange_token: short.access_token as string,
-  });
-  const pages = await get('/me/accounts', { access_token: long.access_token as string });
-  return (pages.data as { id: string; access_token: string }[]).find((p) => p.id === meta.pages[0]!.id)!.access_token;
-}
 
 function mediaOf(id: string, kind: 'image' | 'video'): PublishableMedia {
   const bytes = kind === 'image' ? jpeg() : mp4(64 * 1024);
