@@ -4,6 +4,7 @@ import { credentialsContext } from '../src/providers/account-credentials.js';
 import type { InstagramCredentials } from '../src/providers/instagram/credentials.js';
 import { bodyOf, publicApi, type Schemas } from './support/api.js';
 import { eventually } from './support/eventually.js';
+import { startFakeInstagramLogin, type FakeInstagramLogin } from './support/fake-instagram-login.js';
 import { startFakeMeta, type FakeMeta } from './support/fake-meta.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
 import { jpeg, mp4 } from './support/media-samples.js';
@@ -18,19 +19,29 @@ import { completeUpload, startUpload } from './support/uploads.js';
 // Login stores it), media uploaded to this server and downloaded by Meta from its signed URLs, the
 // containers polled as queued jobs, and the post's outcome and history.
 let meta: FakeMeta;
+let instagram: FakeInstagramLogin;
 let server: TestServer;
 let org: TestOrganization;
 let channelId: string;
+let loginChannelId: string;
 const IG = '17841400000000001';
+const IG_REDIRECT_URI = 'http://127.0.0.1:9/channels/callback/instagram';
 
 beforeAll(async () => {
   meta = await startFakeMeta();
+  instagram = await startFakeInstagramLogin({ redirectUris: [IG_REDIRECT_URI] });
   server = await startTestServer({
     worker: true,
     env: {
       META_APP_ID: meta.appId,
       META_APP_SECRET: meta.appSecret,
       META_GRAPH_URL: meta.url,
+      INSTAGRAM_APP_ID: instagram.appId,
+      INSTAGRAM_APP_SECRET: instagram.appSecret,
+      INSTAGRAM_AUTHORIZE_URL: instagram.authorizeUrl,
+      INSTAGRAM_TOKEN_URL: instagram.url,
+      INSTAGRAM_API_URL: instagram.url,
+      INSTAGRAM_API_VERSION: instagram.version,
       PUBLISH_RETRY_BASE_MS: '200',
       RATE_LIMIT_MAX: '100000',
     },
@@ -43,28 +54,69 @@ beforeAll(async () => {
     scopes: ['instagram_basic', 'instagram_content_publish', 'instagram_manage_comments', 'pages_read_engagement'],
     instagram: { api: 'facebook', pageId: meta.pages[0]!.id },
   };
-  channelId = newId('ch');
-  await server.ctx.db
-    .insertInto('channels')
-    .values({
-      id: channelId,
-      organization_id: org.id,
-      provider: 'instagram',
-      name: 'Acme Bakery',
-      username: 'acme.bakery',
-      picture: null,
-      external_id: IG,
-      credentials: server.ctx.keyring.encrypt(JSON.stringify(credentials), credentialsContext(org.id, 'instagram', IG)),
-    })
-    .execute();
+  channelId = await insertChannel(IG, 'acme.bakery', credentials);
+  // An account without a Page, connected through Instagram Login: its own token, good for 60 days.
+  loginChannelId = await insertChannel(instagram.account.userId, instagram.account.username, {
+    accessToken: await instagramLoginToken(),
+    refreshToken: null,
+    expiresAt: new Date(server.clock.now().getTime() + 59 * 86_400_000).toISOString(),
+    scopes: ['instagram_business_basic', 'instagram_business_content_publish'],
+    instagram: { api: 'instagram' },
+  });
 });
 afterAll(async () => {
   await server?.close();
   await meta?.close();
+  await instagram?.close();
 });
 beforeEach(() => {
   meta.processingPolls(0);
 });
+
+/** A channel of the organization holding the account's credentials, encrypted as connecting stores them. */
+async function insertChannel(externalId: string, username: string, credentials: InstagramCredentials) {
+  const id = newId('ch');
+  const context = credentialsContext(org.id, 'instagram', externalId);
+  await server.ctx.db
+    .insertInto('channels')
+    .values({
+      id,
+      organization_id: org.id,
+      provider: 'instagram',
+      name: username,
+      username,
+      picture: null,
+      external_id: externalId,
+      credentials: server.ctx.keyring.encrypt(JSON.stringify(credentials), context),
+    })
+    .execute();
+  return id;
+}
+
+/** A token of the fake Instagram's account, from its authorization window and code. */
+async function instagramLoginToken(): Promise<string> {
+  const consent = new URL(instagram.authorizeUrl);
+  consent.search = new URLSearchParams({
+    client_id: instagram.appId,
+    redirect_uri: IG_REDIRECT_URI,
+    scope: 'instagram_business_basic,instagram_business_content_publish',
+    response_type: 'code',
+    state: 'st',
+  }).toString();
+  const back = await fetch(consent, { redirect: 'manual' });
+  const code = new URL(back.headers.get('location')!).searchParams.get('code')!;
+  const answer = await fetch(`${instagram.url}/oauth/access_token`, {
+    method: 'POST',
+    body: new URLSearchParams({
+      client_id: instagram.appId,
+      client_secret: instagram.appSecret,
+      grant_type: 'authorization_code',
+      redirect_uri: IG_REDIRECT_URI,
+      code,
+    }),
+  });
+  return (JSON.parse(await answer.text()) as { access_token: string }).access_token;
+}
 
 const api = () => publicApi(server, org.auth);
 const byId = (id: string) => ({ params: { path: { id } } });
@@ -75,8 +127,8 @@ async function upload(name: string, bytes: Buffer, contentType: 'image/jpeg' | '
   return (await bodyOf<{ id: string }>(await completeUpload(server, org, started.uploadId))).id;
 }
 
-async function publishNow(item: Omit<Schemas['PostItem'], 'channelId'>): Promise<string> {
-  const created = await api().POST('/public/v1/posts', { body: { type: 'now', posts: [{ channelId, ...item }] } });
+async function publishNow(item: Omit<Schemas['PostItem'], 'channelId'>, on = channelId): Promise<string> {
+  const created = await api().POST('/public/v1/posts', { body: { type: 'now', posts: [{ channelId: on, ...item }] } });
   return dataOf(created, 201).data[0]!.id;
 }
 
@@ -154,5 +206,14 @@ describe('an Instagram post through the API', () => {
         message: 'Instagram could not publish the media: Error: The aspect ratio is not supported.',
       },
     });
+  });
+
+  it('publishes to an account connected through Instagram Login with its own token', async () => {
+    const image = await upload('rye.jpg', jpeg(), 'image/jpeg');
+    const post = await settled(await publishNow({ content: 'Rye, no Page', mediaIds: [image] }, loginChannelId));
+    const [made] = instagram.media;
+    expect(post).toMatchObject({ status: 'published', releaseId: made!.id, releaseUrl: made!.permalink });
+    expect(made).toMatchObject({ caption: 'Rye, no Page', mediaType: 'IMAGE' });
+    expect(meta.instagramMedia.some((m) => m.caption === 'Rye, no Page')).toBe(false);
   });
 });
