@@ -9,7 +9,8 @@ import { stringContaining } from './support/typed-matchers.js';
 
 // What an Instagram post is refused for at create, before anything is sent: media Meta cannot fetch
 // from this server, and media outside what Instagram publishes (formats, sizes, durations), each with
-// the path of the media concerned; a first comment on a story.
+// the path of the media concerned; a first comment on a story. Threads, which downloads media the
+// same way, is refused media Meta cannot fetch too.
 const MB = 1024 * 1024;
 let server: TestServer;
 let closed: TestServer;
@@ -46,6 +47,26 @@ describe('media Meta must fetch', () => {
     expect(refused.details).toEqual([
       { path: 'posts[0].mediaIds', message: stringContaining('MEDIA_URLS_PUBLIC=false') },
     ]);
+  });
+
+  it('refuses a Threads post or thread part with media there too, and takes one without', async () => {
+    const threads = (await createChannel(closed.ctx.db, closedOrg.id, 'threads')).id;
+    const image = await insertMedia(closed.ctx.db, closedOrg.id, 'image');
+    const refused = refusalOf(
+      await create(closed, closedOrg.auth, {
+        channelId: threads,
+        content: 'Fresh bread',
+        mediaIds: [image],
+        thread: [{ content: 'And rolls', mediaIds: [image] }],
+      }),
+      422,
+    );
+    expect(refused.details).toEqual([
+      { path: 'posts[0].mediaIds', message: stringContaining('Threads cannot publish') },
+      { path: 'posts[0].thread[0].mediaIds', message: stringContaining('Threads cannot publish') },
+    ]);
+    const text = await create(closed, closedOrg.auth, { channelId: threads, content: 'Just words' });
+    expect(dataOf(text, 201).data).toHaveLength(1);
   });
 
   it('judges the media URLs from PUBLIC_URL and the storage when the operator does not say', () => {

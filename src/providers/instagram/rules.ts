@@ -1,4 +1,5 @@
 import type { ErrorDetail } from '../../core/errors.js';
+import { mediaReachProblems } from '../meta/media-reach.js';
 import {
   mediaBytes,
   type ContentLimit,
@@ -68,11 +69,7 @@ export function instagramProblems(
         message: `An Instagram post is one image, or a carousel of 2 to ${INSTAGRAM_CAROUSEL_MAX} images and videos.`,
       });
   }
-  if (media && media.length > 0 && mediaUnreachable)
-    problems.push({
-      path: item.paths.mediaIds,
-      message: `Instagram cannot publish this post's media: ${mediaUnreachable}.`,
-    });
+  problems.push(...mediaReachProblems(item, 'Instagram', mediaUnreachable));
   media?.forEach((m, index) => {
     const message = mediaProblem(
       m,

@@ -1,5 +1,7 @@
 import { isIP } from 'node:net';
 import type { Config } from '../../core/config.js';
+import type { ErrorDetail } from '../../core/errors.js';
+import type { ItemFacts } from '../provider-adapter.js';
 
 /**
  * Why Meta cannot fetch this server's media, or `undefined` when it can. Instagram and Threads take
@@ -32,4 +34,10 @@ export function mediaUnreachableReason(config: Pick<Config, 'publicUrl' | 'media
     'https origin: ask the operator to set PUBLIC_URL to one, keep media on S3, or set MEDIA_URLS_PUBLIC=true ' +
     'if the network can reach it anyway'
   );
+}
+
+/** The refusal of a post (or a thread's part) with media that `network` would have to download from here. */
+export function mediaReachProblems(item: ItemFacts, network: string, reason: string | undefined): ErrorDetail[] {
+  if (!reason || !item.media || item.media.length === 0) return [];
+  return [{ path: item.paths.mediaIds, message: `${network} cannot publish this post's media: ${reason}.` }];
 }
