@@ -7,6 +7,8 @@ import type { InstagramAccount, InstagramAccounts } from '../src/providers/insta
 import { InstagramAdapter } from '../src/providers/instagram/adapter.js';
 import type { SettingsOf } from '../src/providers/provider-adapter.js';
 import {
+  PermanentPublishError,
+  ReconnectNeededError,
   TransientPublishError,
   type Progress,
   type PublicationInput,
@@ -247,6 +249,22 @@ describe('publishing through the Instagram API with Facebook Login', () => {
     });
     expect(meta.instagramMedia).toEqual([]);
     expect(meta.requests.some((r) => r.operation === 'igMediaPublish')).toBe(false);
+  });
+
+  it('keeps Meta’s fbtrace_id with a refusal, and asks for the channel again when Meta no longer takes its token', async () => {
+    meta.failNext('igMedia', { message: 'Invalid parameter', code: 100, error_subcode: 2207001 });
+    const refused = await drive(inputOf('Refused', [mediaOf('med_refused', 'image')]));
+    expect(refused.error).toBeInstanceOf(PermanentPublishError);
+    expect(refused.error).toMatchObject({
+      code: 'rejected_by_network',
+      message: 'Instagram refused med_refused.jpg: Invalid parameter',
+      logId: meta.errors.at(-1)!.fbtrace_id,
+    });
+
+    meta.endTokens('expired');
+    const expired = await drive(inputOf('Expired', [mediaOf('med_expired', 'image')]));
+    expect(expired.error).toBeInstanceOf(ReconnectNeededError);
+    expect(expired.error).toMatchObject({ logId: meta.errors.at(-1)!.fbtrace_id });
   });
 
   it('starts over with new containers when one expired before it was published', async () => {
