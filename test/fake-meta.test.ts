@@ -640,9 +640,19 @@ describe('Publishing to Instagram', () => {
       video_url: `${media.origin}/reel.mp4`,
     });
     expect(alone.body.error).toMatchObject({ code: 100 });
+    // User tags go on the item of the image they tag, not on the carousel.
+    const tags = JSON.stringify([{ username: 'ada', x: 0.5, y: 0.5 }]);
     const items = [];
     for (let i = 0; i < 2; i++)
-      items.push((await container(userToken, { image_url: `${media.origin}/photo.jpg`, is_carousel_item: 'true' })).id);
+      items.push(
+        (
+          await container(userToken, {
+            image_url: `${media.origin}/photo.jpg`,
+            is_carousel_item: 'true',
+            ...(i === 1 ? { user_tags: tags } : {}),
+          })
+        ).id,
+      );
     const videoItem = await container(userToken, {
       media_type: 'VIDEO',
       video_url: `${media.origin}/reel.mp4`,
@@ -655,21 +665,28 @@ describe('Publishing to Instagram', () => {
       children: items[0]!,
     });
     expect(tooFew.body.error).toMatchObject({ code: 100 });
+    const tagged = await graph('POST', `/${IG}/media`, {
+      access_token: userToken,
+      media_type: 'CAROUSEL',
+      children: items.join(','),
+      user_tags: tags,
+    });
+    expect(tagged.body.error).toMatchObject({ code: 100 });
     const carousel = await container(userToken, {
       media_type: 'CAROUSEL',
       children: items.join(','),
       caption: 'Three loaves',
       collaborators: JSON.stringify(['friend.bakery']),
-      user_tags: JSON.stringify([{ username: 'ada', x: 0.5, y: 0.5 }]),
     });
     expect(carousel.status.status_code).toBe('FINISHED');
     const published = await publish(userToken, carousel.id);
     const album = meta.instagramMedia.find((m) => m.id === published.body.id)!;
-    expect(album).toMatchObject({
-      mediaType: 'CAROUSEL_ALBUM',
-      collaborators: ['friend.bakery'],
-      userTags: [{ username: 'ada', x: 0.5, y: 0.5 }],
-    });
+    expect(album).toMatchObject({ mediaType: 'CAROUSEL_ALBUM', collaborators: ['friend.bakery'], userTags: [] });
+    expect(album.children.map((id) => meta.instagramMedia.find((m) => m.id === id)!.userTags)).toEqual([
+      [],
+      [{ username: 'ada', x: 0.5, y: 0.5 }],
+      [],
+    ]);
     expect(album.children.map((id) => meta.instagramMedia.find((m) => m.id === id)!.mediaType)).toEqual([
       'IMAGE',
       'IMAGE',
@@ -741,6 +758,11 @@ describe('Publishing to Instagram', () => {
     const mediaId = meta.instagramMedia[0]!.id;
     const comment = await graph('POST', `/${mediaId}/comments`, { access_token: userToken, message: 'Link in bio' });
     expect(comment.body).toEqual({ id: anyString() });
+    const comments = (await graph('GET', `/${mediaId}/comments`, { access_token: userToken, fields: 'id,text,from' }))
+      .body as unknown as List;
+    expect(comments.data).toEqual([
+      { id: comment.body.id, text: 'Link in bio', from: { id: IG, username: 'acme.bakery' } },
+    ]);
     meta.grantOnly(SCOPES.filter((s) => s !== 'instagram_manage_comments'));
     const { userToken: without } = await connected();
     const refused = await graph('POST', `/${mediaId}/comments`, { access_token: without, message: 'x' });

@@ -125,6 +125,7 @@ export async function checkDrafts(
           ? draft.mediaIds.map((id) => mediaById.get(id)!)
           : undefined,
         paths: draft.paths,
+        hasFirstComment: draft.firstComment !== null,
       };
       const source = network.creatorInfo;
       itemProblems.push(

@@ -96,6 +96,8 @@ export interface ItemFacts {
   content: string;
   media: MediaFacts[] | undefined;
   paths: ItemPaths;
+  /** Whether the post carries a first comment (a thread's part never does). */
+  hasFirstComment?: boolean;
 }
 
 /**

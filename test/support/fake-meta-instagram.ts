@@ -32,8 +32,10 @@ import {
 // - `POST /{ig-user-id}/media_publish` with `creation_id` publishes a `FINISHED` container, once: the
 //   irreversible point; before it is ready, or again, it answers 9007/2207027; over the account's limit (50
 //   in a moving 24 hours, `content_publishing_limit`) 9/2207042;
-// - captions up to 2,200 characters, 30 hashtags and 20 @mentions; `collaborators` (up to 3) and `user_tags`
-//   on the published object (an image, a reel, the carousel), never on a carousel's items.
+// - captions up to 2,200 characters, 30 hashtags and 20 @mentions; `collaborators` (up to 3) on the published
+//   object (an image, a reel, the carousel), never on a carousel's items; `user_tags` on the image they tag (an
+//   image's own container, or its item of a carousel), never on the carousel container;
+// - `GET /{ig-media-id}/comments` lists a media's comments, newest first.
 
 export type FakeMetaContainerStatus = 'IN_PROGRESS' | 'FINISHED' | 'ERROR' | 'EXPIRED' | 'PUBLISHED';
 /** `VIDEO` only for a carousel's video item: for a video of its own, Meta takes `REELS`. */
@@ -220,10 +222,10 @@ export class InstagramStore {
     const collaborators = listParameter(params.collaborators) ?? [];
     const userTags = this.userTags(params.user_tags);
 
-    if (isCarouselItem && (caption !== null || collaborators.length > 0 || userTags.length > 0))
-      throw invalidParameter(
-        'A carousel item takes no caption, collaborators or user_tags: they go on the carousel container.',
-      );
+    if (isCarouselItem && (caption !== null || collaborators.length > 0))
+      throw invalidParameter('A carousel item takes no caption or collaborators: they go on the carousel container.');
+    if (mediaType === 'CAROUSEL' && userTags.length > 0)
+      throw invalidParameter('A carousel takes no user_tags: they go on the item container of the image they tag.');
     if (mediaType === 'STORIES' && (collaborators.length > 0 || userTags.length > 0))
       throw invalidParameter('Stories take no collaborators or user_tags.');
     if (collaborators.length > COLLABORATORS_MAX)
@@ -502,6 +504,31 @@ export class InstagramStore {
       )
       .reverse()
       .map((m) => pick(this.mediaObject(m), fields));
+    return { status: 200, body: pageOf(items, request.params, origin, request.url.pathname) };
+  }
+
+  /** `GET /{ig-media-id}/comments`: the media's comments, newest first (IG Media Comments). */
+  listComments(request: GraphRequest, token: FakeMetaToken, mediaId: string, origin: string): Answer {
+    const media = this.media.find((m) => m.id === mediaId)!;
+    this.acting('get', media.igUserId, token, READING_NEEDS);
+    const { username } = this.account(media.igUserId)!.account;
+    const fields = fieldsOf(request.params, ['id', 'text', 'timestamp']);
+    const items = this.comments
+      .filter((c) => c.objectId === mediaId)
+      .reverse()
+      .map((c) =>
+        pick(
+          {
+            id: c.id,
+            text: c.message,
+            timestamp: timestamp(c.createdAt),
+            username,
+            from: { id: media.igUserId, username },
+            media: { id: mediaId },
+          },
+          fields,
+        ),
+      );
     return { status: 200, body: pageOf(items, request.params, origin, request.url.pathname) };
   }
 

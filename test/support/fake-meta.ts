@@ -400,8 +400,9 @@ export async function startFakeMeta(
         return made.answer;
       }
       case 'objectComments':
-        if (!pageStore.ownerOf(id)) throw unsupported('get', id);
-        return pageStore.listComments(request, t, id, graphOrigin);
+        if (pageStore.ownerOf(id)) return pageStore.listComments(request, t, id, graphOrigin);
+        if (instagram.media.some((m) => m.id === id)) return instagram.listComments(request, t, id, graphOrigin);
+        throw unsupported('get', id);
       case 'igMedia':
         return instagram.create(request, t, id);
       case 'igMediaList':

@@ -69,6 +69,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     LOG_LEVEL: 'silent',
     DATA_DIR: dataDir,
     ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+    // The networks' fakes fetch media from loopback: the test server's media URLs are reachable, as an
+    // operator says of an installation Meta can reach (Instagram and Threads refuse media otherwise).
+    MEDIA_URLS_PUBLIC: 'true',
     ...options.env,
   });
   const service = await compose({

@@ -22,6 +22,11 @@ export interface MediaConfig {
   uploadUrlTtlSeconds: number;
   /** How long a signed download URL works. */
   downloadUrlTtlSeconds: number;
+  /**
+   * Whether a network that fetches media by URL (Instagram, Threads) can reach the URLs this server
+   * gives it, as the operator says (MEDIA_URLS_PUBLIC); `undefined`: judged from PUBLIC_URL and the storage.
+   */
+  urlsPublic: boolean | undefined;
   fetch: {
     /** Longest silence from a remote server (connecting, before the headers, between body chunks). */
     idleTimeoutSeconds: number;
@@ -49,6 +54,7 @@ export function readMedia(read: EnvReader): MediaConfig {
     },
     uploadUrlTtlSeconds: read.integer('MEDIA_UPLOAD_URL_TTL_SECONDS', 3600, 60, MAX_SIGNED_URL_SECONDS),
     downloadUrlTtlSeconds: read.integer('MEDIA_DOWNLOAD_URL_TTL_SECONDS', 3600, 60, MAX_SIGNED_URL_SECONDS),
+    urlsPublic: read.text('MEDIA_URLS_PUBLIC') === undefined ? undefined : read.boolean('MEDIA_URLS_PUBLIC', false),
     fetch: {
       idleTimeoutSeconds: read.integer('MEDIA_FETCH_TIMEOUT_SECONDS', 15, 1, 600),
       maxDurationSeconds: read.integer('MEDIA_FETCH_MAX_DURATION_SECONDS', 300, 1, 86_400),

@@ -1,5 +1,6 @@
 import { AccountTokens } from '../account-tokens.js';
 import { GraphApi } from '../meta/graph.js';
+import { mediaUnreachableReason } from '../meta/media-reach.js';
 import type { ProviderFactory } from '../provider-adapter.js';
 import { ThreadsAdapter } from './adapter.js';
 import { ThreadsConnection } from './connection.js';
@@ -25,8 +26,11 @@ export const threadsNetwork: ProviderFactory<'threads'> = ({ config, outbound, c
     needsSettings: false,
     contentLimit: THREADS_CONTENT_LIMIT,
     altTextMax: THREADS_ALT_TEXT_MAX,
-    thread: { maxParts: THREADS_MAX_PARTS, partProblems: threadsPostProblems },
-    settingsProblems: threadsProblems,
+    thread: {
+      maxParts: THREADS_MAX_PARTS,
+      partProblems: (part) => threadsPostProblems(part, mediaUnreachableReason(config)),
+    },
+    settingsProblems: (check) => threadsProblems(check, mediaUnreachableReason(config)),
     withDefaults: threadsDefaults,
   } satisfies ReturnType<ProviderFactory<'threads'>> as ReturnType<ProviderFactory<'threads'>>;
   if (!config.threads) return rules;

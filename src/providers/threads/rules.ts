@@ -1,4 +1,5 @@
 import type { ErrorDetail } from '../../core/errors.js';
+import { mediaReachProblems } from '../meta/media-reach.js';
 import type { ContentLimit, ItemFacts, SettingsCheck, SettingsOf, StoredSettingsOf } from '../provider-adapter.js';
 import { mediaBytes } from '../provider-adapter.js';
 
@@ -51,9 +52,12 @@ export const THREADS_MAX_PARTS = 25;
  */
 export const THREADS_ALT_TEXT_MAX = 1000;
 
-/** The problems of one post or thread part by Threads's rules, each naming its field. */
-export function threadsPostProblems(item: ItemFacts): ErrorDetail[] {
-  const problems: ErrorDetail[] = [];
+/**
+ * The problems of one post or thread part by Threads's rules, each naming its field, and whether Threads
+ * can download its media from this server (`mediaUnreachable` says why not, see meta/media-reach.ts).
+ */
+export function threadsPostProblems(item: ItemFacts, mediaUnreachable?: string): ErrorDetail[] {
+  const problems: ErrorDetail[] = [...mediaReachProblems(item, 'Threads', mediaUnreachable)];
   const channel = `channel ${item.channelId}`;
   const length = threadsTextLength(item.content);
   if (length > THREADS_CONTENT_LIMIT.max)
@@ -101,7 +105,8 @@ export function threadsPostProblems(item: ItemFacts): ErrorDetail[] {
 
 const seconds = (ms: number) => `${ms / 1000} seconds`;
 
-export const threadsProblems = ({ item }: SettingsCheck<'threads'>) => Promise.resolve(threadsPostProblems(item));
+export const threadsProblems = ({ item }: SettingsCheck<'threads'>, mediaUnreachable?: string) =>
+  Promise.resolve(threadsPostProblems(item, mediaUnreachable));
 
 export const threadsDefaults = (settings: SettingsOf<'threads'>): StoredSettingsOf<'threads'> => ({
   ...settings,
