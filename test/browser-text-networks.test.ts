@@ -164,7 +164,7 @@ describeInChromium('Bluesky, Mastodon and X from Settings → Channels to publis
   /**
    * Writes a thread of three parts for the channel in the composer, the first with the four pictures
    * uploaded there (the files of `network`) and their alternative texts, and publishes it now. Answers
-   * the pictures in the order the composer lists them once the parts are added: the post's order.
+   * the pictures in the order of their positions in the composer once the parts are added: the post's order.
    */
   async function publishThread(
     channel: string,
@@ -190,7 +190,14 @@ describeInChromium('Bluesky, Mastodon and X from Settings → Channels to publis
       .locator('[data-part="0"] .media-item:has(input[name="media"]:checked) .media-name')
       .allTextContents();
     expect(chosen.toSorted()).toEqual(PICTURES.map((picture) => fileName(network, picture)).toSorted());
-    const order = chosen.map((name) => PICTURES.find((picture) => fileName(network, picture) === name)!);
+    // The post's order is the pictures' positions, numbered as they were uploaded.
+    const positions = new Map<Picture, number>();
+    for (const picture of PICTURES) {
+      const field = page.getByLabel(`Position of ${fileName(network, picture)}`, { exact: true });
+      positions.set(picture, Number(await field.inputValue()));
+    }
+    expect([...positions.values()].toSorted()).toEqual([1, 2, 3, 4]);
+    const order = PICTURES.toSorted((a, b) => positions.get(a)! - positions.get(b)!);
     for (const picture of PICTURES)
       expect(
         await page.getByLabel(`Alternative text of ${fileName(network, picture)}`, { exact: true }).inputValue(),
