@@ -1420,7 +1420,8 @@ export interface components {
          *     `rescheduled` (a new time); `drafted` (taken off the schedule); `edited`; `publishing` (a
          *     worker started an attempt); `retrying` (the attempt met a passing failure, `reason`, and goes
          *     on at `nextAttemptAt`); `part_published` (one part of a thread, `part`, was published, with
-         *     its `releaseId` and `releaseUrl`; `published` follows the last part's); `comment_published`
+         *     its `releaseId` and `releaseUrl`, as is the post's own content before its first comment;
+         *     `published` follows the last part's); `comment_published`
          *     (the first comment was published, with its `releaseId` and `releaseUrl`); `published`;
          *     `failed` (`error`); `deleted`. More types may be added within v1.
          * @example published

@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
 import { revokeRemovedAccounts } from '../src/providers/account-revocations.js';
@@ -318,6 +320,54 @@ describe('an app password its owner revoked', () => {
     expect(published.status).toBe('published');
     const texts = (await pds.listRecords(account.did, POST)).map((record) => record.value.text);
     expect(texts.filter((text) => text === 'After the revocation')).toHaveLength(1);
+  });
+});
+
+/**
+ * A server on loopback that answers every sign-in as `account`, with a token of an app password's scope
+ * and a DID document naming itself: what a server a user named could answer to take another's account.
+ */
+async function startImpostor(account: PdsAccount) {
+  const token = (scope: string) =>
+    ['e30', Buffer.from(JSON.stringify({ scope, sub: account.did })).toString('base64url'), 'c2ln'].join('.');
+  const server = http.createServer((request, response) => {
+    request.resume();
+    response.writeHead(200, { 'Content-Type': 'application/json' });
+    response.end(
+      JSON.stringify({
+        did: account.did,
+        handle: account.handle,
+        accessJwt: token('com.atproto.appPass'),
+        refreshJwt: token('com.atproto.refresh'),
+        didDoc: { service: [{ id: '#atproto_pds', serviceEndpoint: url }] },
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { url, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+describe('a server that is not the account’s PDS', () => {
+  it('signs no one in as another account: the DID document, read at the directory, names the account’s PDS', async () => {
+    const impostor = await startImpostor(account);
+    try {
+      const refused = await signIn(new BrowserSession(server), await startThroughApi(), {
+        account: account.handle,
+        password: 'abcd-efgh-ijkl-mnop',
+        server: impostor.url,
+      });
+      expect(refused.status).toBe(422);
+      expect(await refused.text()).toContain(`The server at ${impostor.url} is not the PDS of ${account.handle}`);
+      const row = await server.ctx.db
+        .selectFrom('channels')
+        .select('credentials')
+        .where('id', '=', channelId)
+        .executeTakeFirstOrThrow();
+      expect(row.credentials).not.toBeNull();
+    } finally {
+      await impostor.close();
+    }
   });
 });
 

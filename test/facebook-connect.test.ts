@@ -319,6 +319,26 @@ describe('connecting Facebook through the Public API', () => {
     expect(new URL(chosen.headers.get('location')!).searchParams.get('error')).toBe('access_denied');
   });
 
+  it('ends the connection at once, saying why, when nothing the user allowed can be published to', async () => {
+    meta.grantOnly(
+      FACEBOOK_SCOPES.filter(
+        (scope) => !['pages_manage_posts', 'instagram_basic', 'instagram_content_publish'].includes(scope),
+      ),
+    );
+    const { choicePath, browser } = await connectThroughApi('none-offered');
+    const answer = await browser.get(choicePath);
+    expect(answer.status).toBe(303);
+    const landed = new URL(answer.headers.get('location')!);
+    expect(landed.origin + landed.pathname).toBe(RETURN_URL);
+    expect(landed.searchParams.get('error')).toBe('refused');
+    expect(landed.searchParams.get('errorDescription')).toContain(
+      'None of the accounts you allowed can be published to',
+    );
+    expect(landed.searchParams.get('state')).toBe('none-offered');
+    // The connection is over: its page answers no more.
+    expect((await browser.get(choicePath)).status).toBe(400);
+  });
+
   it('refuses the choice once the connection’s 15 minutes are over', async () => {
     const { choicePath, browser } = await connectThroughApi('late');
     const html = await (await browser.get(choicePath)).text();

@@ -514,6 +514,17 @@ export async function connectionAwaitingChoice(
     return refused;
   }
   const { accounts } = grantedOf(ctx.keyring, pending);
+  // Nothing to choose: the connection ends here, and an integrator's return URL hears why at once.
+  if (accounts.every((account) => account.unavailable)) {
+    await takePendingConnection(ctx.db, provider, state, 'choice');
+    const reasons = [...new Set(accounts.map((account) => account.unavailable!))];
+    return outcomesOf(pending).failed(
+      'no_channel',
+      accounts.length === 0
+        ? 'The accounts you allowed include nothing this server can publish to; nothing was connected.'
+        : `None of the accounts you allowed can be published to (${reasons.join('; ')}); nothing was connected.`,
+    );
+  }
   const existing =
     accounts.length === 0
       ? []

@@ -25,9 +25,10 @@ export async function refreshTokensAhead(ctx: ProvidersContext): Promise<void> {
       .where('credentials', 'is not', null)
       .execute();
     for (const channel of channels) {
-      const expiresAt = channelCredentials(ctx.keyring, channel)?.expiresAt;
-      if (!expiresAt || Date.parse(expiresAt) - connection.refreshBeforeExpiryMs > now) continue;
+      // One channel that cannot be read or refreshed stops neither the others nor the rest of housekeeping.
       try {
+        const expiresAt = channelCredentials(ctx.keyring, channel)?.expiresAt;
+        if (!expiresAt || Date.parse(expiresAt) - connection.refreshBeforeExpiryMs > now) continue;
         await tokens.accessToken(channel);
       } catch (error) {
         if (error instanceof ReconnectNeededError) await markNeedsReconnect(ctx.db, channel.id, ctx.clock.now());

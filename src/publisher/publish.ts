@@ -202,29 +202,36 @@ function mediaMissing(): Outcome {
  * parts before it stay published. A first comment that fails leaves the post on the network.
  */
 function inThread(result: RunResult, post: ClaimedPost, part: number): RunResult {
-  const parts = partsOf(post);
-  if (parts === 1) return result;
   if (isComment(post, part)) {
     if (result.status === 'failed')
       return {
         ...result,
+        // The comment may be on the network: scheduling again would send it again.
         message:
-          `The first comment was not published: ${result.message} The post is published; ` +
-          'scheduling it again publishes the comment only.',
+          result.code === 'outcome_unknown'
+            ? `The first comment may have been published: ${result.message} The post is published; check its ` +
+              'comments on the network before scheduling it again, which sends the comment again.'
+            : `The first comment was not published: ${result.message} The post is published; ` +
+              'scheduling it again publishes the comment only.',
       };
     return result.status === 'retry' ? { ...result, reason: `the first comment: ${result.reason}` } : result;
   }
+  // The post's own part of a post without a thread (a first comment may follow): a single post's words.
   const threadParts = post.thread.length + 1;
+  if (threadParts === 1) return result;
   const which = `part ${part + 1} of ${threadParts}`;
   switch (result.status) {
     case 'published':
       return result;
     case 'failed': {
+      const unknown = result.code === 'outcome_unknown';
       const before =
         part === 0
           ? ''
-          : ` The parts before it are published; scheduling the post again goes on from part ${part + 1}.`;
-      return { ...result, message: `The thread's ${which} was not published: ${result.message}${before}` };
+          : ` The parts before it are published; scheduling the post again goes on from part ${part + 1}` +
+            (unknown ? ', sending it again: check the thread on the network first.' : '.');
+      const what = unknown ? 'may have been published' : 'was not published';
+      return { ...result, message: `The thread's ${which} ${what}: ${result.message}${before}` };
     }
     case 'retry':
       return { ...result, reason: `${which}: ${result.reason}` };

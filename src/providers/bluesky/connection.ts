@@ -54,7 +54,8 @@ export class BlueskyConnection implements SignInConnection {
     const password = input.password.trim();
     if (password === '') throw new SignInRefusedError('enter the app password you made for this service', 'password');
     const server = input.server.trim() === '' ? await this.serverOf(account) : namedServer(input.server);
-    const session = await this.session(server, account, password);
+    const signedIn = await this.session(server, account, password);
+    const session = await this.verified(signedIn, server, account);
     if (session.status)
       throw new SignInRefusedError(`the Bluesky account is ${session.status} and cannot post`, 'account');
     if (!APP_PASSWORD_SCOPES.has(scopeOf(session.accessJwt) ?? ''))
@@ -66,6 +67,28 @@ export class BlueskyConnection implements SignInConnection {
       credentials: storedBlueskyCredentials({ identifier: session.did, appPassword: password, service: session.pds }),
       identity: await this.identity(session),
     };
+  }
+
+  /**
+   * The session with the account's PDS as its DID document names it, read at the PLC directory (or the
+   * `did:web` host), never taken from the server that signed in: a server the user named could answer
+   * any account's DID. It must be the account's PDS, unless it is the operator's entryway (an account
+   * named by its e-mail address signs in there); an account named by its DID or handle must be the one
+   * that signed in.
+   */
+  private async verified(session: BlueskySession, server: string, account: string): Promise<BlueskySession> {
+    if (account.startsWith('did:') && session.did !== account)
+      throw new SignInRefusedError(`the server signed in another account than ${account}`, 'server');
+    if (!account.startsWith('did:') && !account.includes('@') && session.handle.toLowerCase() !== account)
+      throw new SignInRefusedError(`the server signed in another account than ${account}`, 'server');
+    const pds = await this.asked(() => this.api.pdsOfDid(this.config.plcUrl, session.did));
+    if (!pds) throw new SignInRefusedError(`the account ${session.did} names no PDS in its DID document`, 'account');
+    if (origin(pds) !== origin(server) && origin(server) !== origin(this.config.entrywayUrl))
+      throw new SignInRefusedError(
+        `the server at ${origin(server)} is not the PDS of ${account} (its DID document names ${origin(pds)})`,
+        'server',
+      );
+    return { ...session, pds: pds.replace(/\/+$/, '') };
   }
 
   /** Where the account signs in when the user named no server: its PDS, or the entryway for an e-mail address. */
@@ -150,4 +173,8 @@ function scopeOf(jwt: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+function origin(url: string): string {
+  return URL.parse(url)?.origin ?? url;
 }

@@ -66,6 +66,11 @@ export class GraphApi {
   async call<T = Record<string, unknown>>(path: string, request: GraphRequest): Promise<GraphAnswer<T>> {
     const { url, version, network } = this.endpoint;
     const target = /^https?:\/\//.test(path) ? new URL(path) : new URL(`${url}/${version}/${path.replace(/^\/+/, '')}`);
+    // An address from an answer (a `paging.next`) gets the token only on the API's own origin.
+    if (target.origin !== new URL(url).origin)
+      throw new TransientPublishError(`${network} named a page elsewhere than its API (${target.origin})`, {
+        answered: true,
+      });
     const headers: Record<string, string> = { Accept: 'application/json' };
     if (request.accessToken) headers.Authorization = `${request.scheme ?? 'Bearer'} ${request.accessToken}`;
     let body: Buffer | string | undefined;
