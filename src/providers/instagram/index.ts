@@ -17,8 +17,9 @@ export const instagramNetwork: ProviderFactory<'instagram'> = ({ config, outboun
   const rules = {
     provider: 'instagram',
     name: 'Instagram',
-    // Its accounts connect once a login is configured (Instagram Login here; Facebook Login's accounts too).
-    connectsAccounts: false,
+    // Connect Instagram is Instagram Login (the accounts of a Facebook Page also come with Connect Facebook);
+    // without the operator's app, the page says it is not configured.
+    connectsAccounts: true,
     needsSettings: false,
     contentLimit: INSTAGRAM_CONTENT_LIMIT,
     firstComment: { maxLength: INSTAGRAM_COMMENT_MAX },
@@ -51,7 +52,7 @@ export const instagramNetwork: ProviderFactory<'instagram'> = ({ config, outboun
       : undefined;
   return {
     ...rules,
-    ...(connection ? { connectsAccounts: true, connection } : {}),
+    ...(connection ? { connection } : {}),
     ...(publishing ? { publishing } : {}),
   };
 };

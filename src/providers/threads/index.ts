@@ -21,8 +21,8 @@ export const threadsNetwork: ProviderFactory<'threads'> = ({ config, outbound, c
   const rules = {
     provider: 'threads',
     name: 'Threads',
-    // Its accounts connect through the operator's Threads app only: without one, Settings → Channels offers none.
-    connectsAccounts: false,
+    // Its accounts connect through the operator's Threads app: without one, the page says it is not configured.
+    connectsAccounts: true,
     needsSettings: false,
     contentLimit: THREADS_CONTENT_LIMIT,
     altTextMax: THREADS_ALT_TEXT_MAX,
@@ -40,5 +40,5 @@ export const threadsNetwork: ProviderFactory<'threads'> = ({ config, outbound, c
   );
   const connection = new ThreadsConnection(config.threads, graph, clock);
   const tokens = new AccountTokens(db, keyring, connection, clock, metrics);
-  return { ...rules, connectsAccounts: true, connection, publishing: new ThreadsAdapter(graph, tokens, clock) };
+  return { ...rules, connection, publishing: new ThreadsAdapter(graph, tokens, clock) };
 };
