@@ -190,6 +190,13 @@ export type ConnectionResult =
 export type ConnectionFailure =
   'unknown' | 'expired' | 'other_session' | 'denied' | 'refused' | 'no_channel' | 'unreachable' | 'none_chosen';
 
+/** The answer to a `state` that names no connection in progress (unknown, finished, or another's). */
+const UNKNOWN_CONNECTION: ConnectionResult = {
+  ok: false,
+  failure: 'unknown',
+  reason: 'This connection is unknown or was finished already; start it again.',
+};
+
 /** Where the user chooses among the accounts one consent reached: a page of this server. */
 export function choicePageUrl(publicUrl: string, provider: Provider, state: string): string {
   return `${publicUrl}/channels/choose/${provider}?${new URLSearchParams({ state }).toString()}`;
@@ -213,12 +220,7 @@ export async function finishConnection(
   if (adapter?.kind !== 'consent' || !answer.state)
     return { ok: false, failure: 'unknown', reason: 'This is not an answer to a connection this server started.' };
   const pending = await takePendingConnection(ctx.db, provider, answer.state);
-  if (!pending)
-    return {
-      ok: false,
-      failure: 'unknown',
-      reason: 'This connection is unknown or was finished already; start it again.',
-    };
+  if (!pending) return UNKNOWN_CONNECTION;
   const { organizationId, returnTo, failed } = outcomesOf(pending);
   const refused = (await refusalOf(ctx, pending, sessionId, failed)) ?? answerRefusal(answer, failed);
   if (refused) return refused;
@@ -279,12 +281,7 @@ export async function finishSignIn(
   sessionId: string | undefined,
 ): Promise<SignInResult> {
   const adapter = ctx.providers[provider].connection;
-  const unknown: ConnectionResult = {
-    ok: false,
-    failure: 'unknown',
-    reason: 'This connection is unknown or was finished already; start it again.',
-  };
-  if (adapter?.kind !== 'sign-in' || !state) return unknown;
+  if (adapter?.kind !== 'sign-in' || !state) return UNKNOWN_CONNECTION;
   // Counted before the network is asked: two tries at once both count.
   const pending = await ctx.db
     .updateTable('channel_connections')
@@ -293,7 +290,7 @@ export async function finishSignIn(
     .where('provider', '=', provider)
     .returningAll()
     .executeTakeFirst();
-  if (!pending) return unknown;
+  if (!pending) return UNKNOWN_CONNECTION;
   const { organizationId, returnTo, failed } = outcomesOf(pending);
   const refused = await refusalOf(ctx, pending, sessionId, failed);
   if (refused || pending.sign_in_attempts > MAX_SIGN_IN_ATTEMPTS) {
@@ -319,7 +316,7 @@ export async function finishSignIn(
     return { ok: false, retry: 'The network could not be reached to sign in; try again in a moment.' };
   }
   // Another try that signed in at the same moment used the connection up: this one saves nothing.
-  if (!(await takePendingConnection(ctx.db, provider, state))) return unknown;
+  if (!(await takePendingConnection(ctx.db, provider, state))) return UNKNOWN_CONNECTION;
   const { channel, reconnected } = await saveConnectedChannel(ctx.db, ctx.keyring, {
     organizationId,
     provider,
@@ -564,12 +561,7 @@ export async function chooseAccounts(
   sessionId: string | undefined,
 ): Promise<ConnectionResult> {
   const pending = state ? await takePendingConnection(ctx.db, provider, state, 'choice') : undefined;
-  if (!pending)
-    return {
-      ok: false,
-      failure: 'unknown',
-      reason: 'This connection is unknown or was finished already; start it again.',
-    };
+  if (!pending) return UNKNOWN_CONNECTION;
   const { organizationId, returnTo, failed } = outcomesOf(pending);
   const refused = await refusalOf(ctx, pending, sessionId, failed);
   if (refused) return refused;
