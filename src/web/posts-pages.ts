@@ -163,7 +163,7 @@ export async function showPost(ctx: PostsContext, req: Request, res: Response, s
       movable: (['draft', 'scheduled', 'failed'] as string[]).includes(post.status),
       editable: isEditable(post.status),
       move: { date: local.toISODate(), time: local.toFormat('HH:mm'), zone: shown.zone },
-      events: history.data.map(describeEvent),
+      events: history.data.map((event) => describeEvent(event, post.thread.length > 0)),
       moreHistory: history.nextCursor ? `?history=${encodeURIComponent(history.nextCursor)}` : undefined,
       notice: shown.notice,
       problem: shown.problem,
@@ -245,17 +245,19 @@ function webAddress(url: string | null | undefined): string | undefined {
   return url && /^https?:\/\//i.test(url) ? url : undefined;
 }
 
-function describeEvent(event: PostEventBody) {
+function describeEvent(event: PostEventBody, threaded: boolean) {
+  // Without a thread, the one part recorded before the first comment is the post itself: no thread to name.
+  const ownPart = event.type === 'part_published' && !threaded;
   const parts: string[] = [];
   if (event.attempt !== undefined) parts.push(`attempt ${event.attempt}`);
-  if (event.part !== undefined) parts.push(`part ${event.part}`);
+  if (event.part !== undefined && !ownPart) parts.push(`part ${event.part}`);
   if (event.reason) parts.push(event.reason);
   if (event.nextAttemptAt) parts.push(`next try ${formatTime(new Date(event.nextAttemptAt))}`);
   if (event.error) parts.push(`${event.error.code}: ${event.error.message}`);
   if (event.note) parts.push(event.note);
   return {
     ...event,
-    what: EVENT_WORDS[event.type] ?? event.type,
+    what: ownPart ? 'Post published, before its first comment' : (EVENT_WORDS[event.type] ?? event.type),
     when: formatTime(new Date(event.at)),
     detail: parts.join(' · '),
   };
