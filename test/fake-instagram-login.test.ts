@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bodyOf } from './support/api.js';
+import { eventually } from './support/eventually.js';
 import { startFakeInstagramLogin, type FakeInstagramLogin } from './support/fake-instagram-login.js';
 import { jpeg, mp4, png } from './support/media-samples.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
@@ -391,5 +392,24 @@ describe('failure switches', () => {
     expect(instagram.comments.filter((c) => c.mediaId === published)).toEqual([
       expect.objectContaining({ text: 'Once', answerLost: true }),
     ]);
+  });
+
+  it('holds media_publish’s answer once the media is made, and drops it when the caller goes away', async () => {
+    const token = await shortLived();
+    const id = await container(token, { image_url: `${media.origin}/photo.jpg`, caption: 'Never answered' });
+    instagram.holdNextAnswer('publish');
+    const caller = new AbortController();
+    const waiting = fetch(`${instagram.url}${account()}/media_publish`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}` },
+      body: new URLSearchParams({ creation_id: id }),
+      signal: caller.signal,
+    });
+    await eventually(() => expect(instagram.heldAnswers()).toBe(1));
+    expect(instagram.media.filter((m) => m.containerId === id)).toHaveLength(1);
+    caller.abort();
+    await expect(waiting).rejects.toThrow();
+    await eventually(() => expect(instagram.heldAnswers()).toBe(0));
+    expect((await status(token, id)).status_code).toBe('PUBLISHED');
   });
 });

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bodyOf } from './support/api.js';
+import { eventually } from './support/eventually.js';
 import { startFakeMeta, type FakeMeta } from './support/fake-meta.js';
 import { jpeg, mp4, png } from './support/media-samples.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
@@ -767,6 +768,34 @@ describe('Publishing to Instagram', () => {
     const { userToken: without } = await connected();
     const refused = await graph('POST', `/${mediaId}/comments`, { access_token: without, message: 'x' });
     expect(refused.body.error).toMatchObject({ code: 10 });
+  });
+  it('holds media_publish’s answer once the media is made: sent a moment later, or never to a caller that goes away', async () => {
+    const { userToken } = await connected();
+    const slow = await container(userToken, { image_url: `${media.origin}/photo.jpg`, caption: 'Answered late' });
+    meta.holdNextAnswer('igMediaPublish', { ms: 300 });
+    const late = publish(userToken, slow.id);
+    await eventually(() => expect(meta.heldAnswers()).toBe(1));
+    // The media is made before the answer is held.
+    expect(meta.instagramMedia).toEqual([expect.objectContaining({ containerId: slow.id, caption: 'Answered late' })]);
+    expect((await late).body).toEqual({ id: meta.instagramMedia[0]!.id });
+    expect(meta.heldAnswers()).toBe(0);
+
+    const never = await container(userToken, { image_url: `${media.origin}/photo.jpg`, caption: 'Never answered' });
+    meta.holdNextAnswer('igMediaPublish');
+    const caller = new AbortController();
+    const waiting = fetch(`${meta.url}/${V}/${IG}/media_publish`, {
+      method: 'POST',
+      body: new URLSearchParams({ access_token: userToken, creation_id: never.id }),
+      signal: caller.signal,
+    });
+    await eventually(() => expect(meta.heldAnswers()).toBe(1));
+    caller.abort();
+    await expect(waiting).rejects.toThrow();
+    // The caller went away without its answer; the media stays, and its container says it was published.
+    await eventually(() => expect(meta.heldAnswers()).toBe(0));
+    expect(meta.instagramMedia.filter((m) => m.containerId === never.id)).toHaveLength(1);
+    const status = await graph('GET', `/${never.id}`, { access_token: userToken, fields: 'status_code' });
+    expect(status.body.status_code).toBe('PUBLISHED');
   });
 });
 

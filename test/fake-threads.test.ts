@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bodyOf } from './support/api.js';
+import { eventually } from './support/eventually.js';
 import { startFakeThreads, type FakeThreads } from './support/fake-threads.js';
 import { jpeg, mp4 } from './support/media-samples.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
@@ -416,5 +417,36 @@ describe('failure switches', () => {
       limit: '1',
     });
     expect(recent.body.data[0]?.text).toBe('Lost answer');
+  });
+
+  it('holds the answer of the publication it is told to, once the post is made: later, or never to a caller gone', async () => {
+    const token = await shortLived();
+    const first = await container(token, { media_type: 'TEXT', text: 'Answered at once' });
+    const second = await container(token, { media_type: 'TEXT', text: 'Answered late' });
+    // The first publication goes by; the one after it is answered 300 ms after the post is made.
+    threads.holdNextAnswer('publish', { skip: 1, ms: 300 });
+    expect((await publish(token, first)).status).toBe(200);
+    expect(threads.heldAnswers()).toBe(0);
+    const late = publish(token, second);
+    await eventually(() => expect(threads.heldAnswers()).toBe(1));
+    const made = threads.posts.find((p) => p.containerId === second);
+    expect(made?.text).toBe('Answered late');
+    expect((await late).body).toEqual({ id: made!.id });
+
+    const third = await container(token, { media_type: 'TEXT', text: 'Never answered' });
+    threads.holdNextAnswer('publish');
+    const caller = new AbortController();
+    const waiting = fetch(`${threads.url}${me()}/threads_publish`, {
+      method: 'POST',
+      body: new URLSearchParams({ creation_id: third, access_token: token }),
+      signal: caller.signal,
+    });
+    await eventually(() => expect(threads.heldAnswers()).toBe(1));
+    caller.abort();
+    await expect(waiting).rejects.toThrow();
+    // The caller went away without its answer; the post stays, and its container says it was published.
+    await eventually(() => expect(threads.heldAnswers()).toBe(0));
+    expect(threads.posts.filter((p) => p.containerId === third)).toHaveLength(1);
+    expect((await status(token, third)).status).toBe('PUBLISHED');
   });
 });

@@ -43,7 +43,10 @@ export class GraphError extends Error {
   }
 }
 
-/** What a handler answers: a JSON body, an HTML page or a redirect; `lose` cuts the connection instead. */
+/**
+ * What a handler answers: a JSON body, an HTML page or a redirect; `lose` cuts the connection instead, `hold`
+ * keeps the answer back.
+ */
 export interface Answer {
   status: number;
   body?: unknown;
@@ -52,6 +55,16 @@ export interface Answer {
   html?: string;
   headers?: Record<string, string>;
   lose?: boolean;
+  hold?: AnswerHold;
+}
+
+/**
+ * An answer held back once its work is done (the post published, the media made): sent `ms` later, or, without
+ * `ms`, never; either way it is dropped when the caller goes away first, as Meta's answer to a caller that died
+ * meanwhile is.
+ */
+export interface AnswerHold {
+  ms?: number;
 }
 
 /** A request as the handlers read it: the Graph version taken off the path, every parameter in one place. */
@@ -132,6 +145,7 @@ export class Switches<Operation extends string> {
   private readonly rateLimits: { operation: Operation | undefined; code: GraphRateLimitCode }[] = [];
   private readonly failures: { operation: Operation | undefined; status: number }[] = [];
   private readonly lost: Operation[] = [];
+  private readonly holds: { operation: Operation; skip: number; hold: AnswerHold }[] = [];
 
   rateLimitNext(code: GraphRateLimitCode, operation?: Operation, count = 1): void {
     for (let i = 0; i < count; i++) this.rateLimits.push({ operation, code });
@@ -143,6 +157,11 @@ export class Switches<Operation extends string> {
 
   loseNextAnswer(operation: Operation): void {
     this.lost.push(operation);
+  }
+
+  /** The call of `operation` after the next `skip` ones that are done holds its answer back, as `hold` says. */
+  holdNextAnswer(operation: Operation, hold: AnswerHold, skip = 0): void {
+    this.holds.push({ operation, skip, hold });
   }
 
   /** The error this call is answered instead of being done, if a switch says so. */
@@ -161,6 +180,42 @@ export class Switches<Operation extends string> {
     this.lost.splice(at, 1);
     return true;
   }
+
+  /** How this call, once done, holds its answer back, if a switch says so (a call that is skipped counts). */
+  heldAs(operation: Operation): AnswerHold | undefined {
+    const at = this.holds.findIndex((entry) => entry.operation === operation);
+    if (at < 0) return undefined;
+    const entry = this.holds[at]!;
+    if (entry.skip > 0) {
+      entry.skip -= 1;
+      return undefined;
+    }
+    this.holds.splice(at, 1);
+    return entry.hold;
+  }
+}
+
+/**
+ * Writes an answer held back (`AnswerHold`): after its `ms`, or never, unless the caller went away before; the
+ * answers still held are counted in `held`.
+ */
+export function sendHeld(res: ServerResponse, hold: AnswerHold, held: { count: number }, write: () => void): void {
+  held.count += 1;
+  let timer: NodeJS.Timeout | undefined;
+  let released = false;
+  const release = () => {
+    if (released) return false;
+    released = true;
+    held.count -= 1;
+    clearTimeout(timer);
+    return true;
+  };
+  // The connection closed with the answer unsent: the caller went away (or the fake closed).
+  res.on('close', release);
+  if (hold.ms !== undefined)
+    timer = setTimeout(() => {
+      if (release()) write();
+    }, hold.ms);
 }
 
 function take<T extends { operation: unknown }>(list: T[], operation: unknown): T | undefined {
@@ -258,13 +313,15 @@ export interface FakeGraphRequestRecord {
 /**
  * Serves a Graph host on loopback: reads every request into a `GraphRequest`, asks `handle` for the answer
  * and writes it; a GraphError becomes Meta's envelope with a new `fbtrace_id` kept in `errors`; an answer with
- * `lose` is not written, the connection is destroyed instead.
+ * `lose` is not written, the connection is destroyed instead; one with `hold` is written as it says, and is
+ * counted by `heldAnswers` until then.
  */
 export async function serveGraph(
   handle: (request: GraphRequest, record: FakeGraphRequestRecord) => Promise<Answer>,
   errors: FakeGraphErrorRecord[],
   requests: FakeGraphRequestRecord[],
-): Promise<{ url: string; close(): Promise<void> }> {
+): Promise<{ url: string; heldAnswers(): number; close(): Promise<void> }> {
+  const held = { count: 0 };
   const send = (res: ServerResponse, answer: Answer) => {
     const headers: Record<string, string> = { ...answer.headers };
     let payload = '';
@@ -324,7 +381,11 @@ export async function serveGraph(
           if (error instanceof GraphError) return errorAnswer(error);
           return errorAnswer(serverError(500));
         })
-        .then((answer) => (answer.lose ? req.socket.destroy() : send(res, answer)))
+        .then((answer) => {
+          if (answer.lose) req.socket.destroy();
+          else if (answer.hold) sendHeld(res, answer.hold, held, () => send(res, answer));
+          else send(res, answer);
+        })
         .catch(() => res.destroy());
 
       function errorAnswer(error: GraphError): Answer {
@@ -341,6 +402,7 @@ export async function serveGraph(
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    heldAnswers: () => held.count,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -165,6 +165,13 @@ export interface FakeInstagramLogin {
   failNext(status?: number, operation?: FakeInstagramOperation): void;
   /** The next call of `operation` is done (the media published, the comment made), then the connection is cut. */
   loseNextAnswer(operation: FakeInstagramOperation): void;
+  /**
+   * The next call of `operation` that is done, after `skip` others, holds its answer back: it is sent `ms` later,
+   * or, without `ms`, never; a caller that goes away meanwhile gets none (the media stays published).
+   */
+  holdNextAnswer(operation: FakeInstagramOperation, options?: { ms?: number; skip?: number }): void;
+  /** Answers held back now: their work done, not sent yet, their callers still waiting. */
+  heldAnswers(): number;
   /** Counts `count` publications as made now, toward the rolling day's quota. */
   usePublishingQuota(count: number): void;
   close(): Promise<void>;
@@ -642,8 +649,12 @@ export async function startFakeInstagramLogin(
           if (refusal) throw refusal;
           return longLived.refresh(request, now());
         }
-        default:
-          return api(request, record);
+        default: {
+          const answer = await api(request, record);
+          const hold =
+            answer.status < 400 && !answer.lose && switches.heldAs(record.operation as FakeInstagramOperation);
+          return hold ? { ...answer, hold } : answer;
+        }
       }
     },
     errors,
@@ -690,6 +701,9 @@ export async function startFakeInstagramLogin(
     rateLimitNext: (code, operation, count = 1) => switches.rateLimitNext(code, operation, count),
     failNext: (status = 500, operation) => switches.failNext(status, operation),
     loseNextAnswer: (operation) => switches.loseNextAnswer(operation),
+    holdNextAnswer: (operation, { ms, skip } = {}) =>
+      switches.holdNextAnswer(operation, ms === undefined ? {} : { ms }, skip),
+    heldAnswers: () => server.heldAnswers(),
     usePublishingQuota: (count) => quota.fill(count),
     close: () => server.close(),
   };

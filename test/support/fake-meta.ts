@@ -1,6 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileTypeFromBuffer } from 'file-type';
+import { type AnswerHold, sendHeld, Switches } from './fake-graph-protocol.js';
 import { InstagramStore, type FakeMetaContainer, type FakeMetaMedia } from './fake-meta-instagram.js';
 import {
   type FakeMetaAuthorization,
@@ -106,7 +107,8 @@ export interface FakeMetaFetch {
  * calls an hour).
  *
  * Like Meta, it keeps what it did when the caller went away: `loseNextAnswer` does the work (a post made, a
- * container published), then destroys the connection before the answer.
+ * container published), then destroys the connection before the answer; `holdNextAnswer` does the work, then
+ * keeps the answer back (for a while, or until the caller gives up or dies).
  */
 export interface FakeMeta {
   /** graph.facebook.com (and graph-video.facebook.com): `${url}/v23.0/me`. */
@@ -176,6 +178,13 @@ export interface FakeMeta {
   ): void;
   /** The next call of `operation` does its work, then the connection is destroyed before Meta answers. */
   loseNextAnswer(operation: FakeMetaOperation): void;
+  /**
+   * The next call of `operation` that does its work, after `skip` others, holds its answer back: it is sent `ms`
+   * later, or, without `ms`, never; a caller that goes away meanwhile gets none (what was made stays made).
+   */
+  holdNextAnswer(operation: FakeMetaOperation, options?: { ms?: number; skip?: number }): void;
+  /** Answers held back now: their work done, not sent yet, their callers still waiting. */
+  heldAnswers(): number;
   /** The next upload transfer keeps its first `bytes` bytes, then the connection is cut. */
   cutUploadAfter(bytes: number): void;
   /** Status reads a container answers `IN_PROGRESS` before it settles (default 1). */
@@ -288,6 +297,8 @@ export async function startFakeMeta(
   }[] = [];
   const limits: { code: FakeMetaRateLimitCode; operation: FakeMetaOperation | undefined }[] = [];
   const lost = new Set<FakeMetaOperation>();
+  const holds = new Switches<FakeMetaOperation>();
+  const held = { count: 0 };
   const calls: number[] = [];
   let uploadCut: number | null = null;
   let graphOrigin = '';
@@ -448,12 +459,12 @@ export async function startFakeMeta(
     throw unsupported('get', id);
   };
 
-  /** The answer to a request, and whether Meta answers at all (a lost answer). */
+  /** The answer to a request, and whether Meta answers at all (a lost answer), or holds it back. */
   const answer = async (
     operation: FakeMetaOperation,
     request: GraphRequest,
     id: string,
-  ): Promise<{ answer: Answer; lose: boolean }> => {
+  ): Promise<{ answer: Answer; lose: boolean; hold?: AnswerHold | undefined }> => {
     let token: FakeMetaToken | undefined;
     let headers: Record<string, string> = {};
     try {
@@ -473,7 +484,12 @@ export async function startFakeMeta(
       if (failure && !failure.applied) throw new GraphError(failure.status, failure.error);
       const result = await handle(operation, request, id, token);
       if (failure) throw new GraphError(failure.status, failure.error);
-      return { answer: { ...result, headers: { ...headers, ...result.headers } }, lose: lost.delete(operation) };
+      const lose = lost.delete(operation);
+      return {
+        answer: { ...result, headers: { ...headers, ...result.headers } },
+        lose,
+        hold: lose || result.status >= 400 ? undefined : holds.heldAs(operation),
+      };
     } catch (error) {
       if (!(error instanceof GraphError)) throw error;
       const trace = traceId();
@@ -586,7 +602,12 @@ export async function startFakeMeta(
           }
           return answer(route.operation, request, id);
         })
-        .then(({ answer: reply, lose }) => (lose ? req.socket.destroy() : send(res, reply)))
+        .then((answered: { answer: Answer; lose: boolean; hold?: AnswerHold | undefined }) => {
+          const { answer: reply, lose, hold } = answered;
+          if (lose) req.socket.destroy();
+          else if (hold) sendHeld(res, hold, held, () => send(res, reply));
+          else send(res, reply);
+        })
         .catch((error: unknown) =>
           send(res, {
             status: error instanceof GraphError ? error.status : 500,
@@ -656,6 +677,9 @@ export async function startFakeMeta(
     loseNextAnswer: (operation) => {
       lost.add(operation);
     },
+    holdNextAnswer: (operation, { ms, skip } = {}) =>
+      holds.holdNextAnswer(operation, ms === undefined ? {} : { ms }, skip),
+    heldAnswers: () => held.count,
     cutUploadAfter: (bytes) => {
       uploadCut = bytes;
     },

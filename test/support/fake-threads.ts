@@ -149,6 +149,13 @@ export interface FakeThreads {
   failNext(status?: number, operation?: FakeThreadsOperation): void;
   /** The next call of `operation` is done (the post published), then the connection is cut before the answer. */
   loseNextAnswer(operation: FakeThreadsOperation): void;
+  /**
+   * The next call of `operation` that is done, after `skip` others, holds its answer back: it is sent `ms` later,
+   * or, without `ms`, never; a caller that goes away meanwhile gets none (the post stays published).
+   */
+  holdNextAnswer(operation: FakeThreadsOperation, options?: { ms?: number; skip?: number }): void;
+  /** Answers held back now: their work done, not sent yet, their callers still waiting. */
+  heldAnswers(): number;
   /** Counts `posts` posts and `replies` replies as published now, toward the rolling day's quotas. */
   usePublishingQuota(posts: number, replies?: number): void;
   close(): Promise<void>;
@@ -571,8 +578,11 @@ export async function startFakeThreads(
         case 'GET /refresh_access_token':
           record.operation = 'refreshToken';
           return longLived.refresh(request, now());
-        default:
-          return api(request, record);
+        default: {
+          const answer = await api(request, record);
+          const hold = answer.status < 400 && !answer.lose && switches.heldAs(record.operation as FakeThreadsOperation);
+          return hold ? { ...answer, hold } : answer;
+        }
       }
     },
     errors,
@@ -614,6 +624,9 @@ export async function startFakeThreads(
     rateLimitNext: (code, operation, count = 1) => switches.rateLimitNext(code, operation, count),
     failNext: (status = 500, operation) => switches.failNext(status, operation),
     loseNextAnswer: (operation) => switches.loseNextAnswer(operation),
+    holdNextAnswer: (operation, { ms, skip } = {}) =>
+      switches.holdNextAnswer(operation, ms === undefined ? {} : { ms }, skip),
+    heldAnswers: () => server.heldAnswers(),
     usePublishingQuota: (count, replies = 0) => {
       postQuota.fill(count);
       replyQuota.fill(replies);
