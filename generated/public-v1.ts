@@ -938,6 +938,32 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "channel.expiring": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A channel's access ends within a week
+         * @description The channel's access to its account ends at `accessEndsAt`, less than a week away, and nothing
+         *     renews it on its own: the network set an end no refresh moves (Meta's 90 days of data access).
+         *     Sent once per connection of the channel, as long as it is `active`. Start a new connection
+         *     (`POST /public/v1/channels/connect`) for the user before then: connecting the account again
+         *     renews its access; after the end, the network refuses the channel's credentials and it turns
+         *     `needs_reconnect`.
+         *     The body is the channel as `GET /public/v1/channels` shows it, with `accessEndsAt`.
+         */
+        post: operations["eventChannelExpiring"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "webhook.test": {
         parameters: {
             query?: never;
@@ -1004,7 +1030,7 @@ export interface components {
         /**
          * @description An event a webhook endpoint can receive: `post.scheduled`, `post.publishing`,
          *     `post.published`, `post.failed`, `post.deleted`, `channel.connected`,
-         *     `channel.needs_reconnect`, or `webhook.test` (sent by the test operation only). More types may be added within v1: ignore a type you don't know.
+         *     `channel.needs_reconnect`, `channel.expiring`, or `webhook.test` (sent by the test operation only). More types may be added within v1: ignore a type you don't know.
          * @example post.published
          */
         WebhookEventType: string;
@@ -1055,14 +1081,14 @@ export interface components {
              * @description An absolute `https://` or `http://` URL, without credentials.
              */
             url: string;
-            eventTypes: ("post.scheduled" | "post.publishing" | "post.published" | "post.failed" | "post.deleted" | "channel.connected" | "channel.needs_reconnect")[];
+            eventTypes: ("post.scheduled" | "post.publishing" | "post.published" | "post.failed" | "post.deleted" | "channel.connected" | "channel.needs_reconnect" | "channel.expiring")[];
             /** @description Your note about the endpoint (an empty string is none). */
             description?: string;
         };
         UpdateWebhookRequest: {
             /** Format: uri */
             url?: string;
-            eventTypes?: ("post.scheduled" | "post.publishing" | "post.published" | "post.failed" | "post.deleted" | "channel.connected" | "channel.needs_reconnect")[];
+            eventTypes?: ("post.scheduled" | "post.publishing" | "post.published" | "post.failed" | "post.deleted" | "channel.connected" | "channel.needs_reconnect" | "channel.expiring")[];
             /** @description Your note about the endpoint; an empty string removes it. */
             description?: string;
             enabled?: boolean;
@@ -1141,6 +1167,25 @@ export interface components {
              */
             timestamp: string;
             data: components["schemas"]["Channel"];
+        };
+        /** @description A channel whose access ends within a week unless a user connects it again, with the channel as the API returns it and when its access ends. */
+        ChannelExpiringWebhookEvent: {
+            /** @constant */
+            type: "channel.expiring";
+            /**
+             * Format: date-time
+             * @description When the server found the end within a week.
+             */
+            timestamp: string;
+            data: components["schemas"]["ExpiringChannel"];
+        };
+        /** @description A channel, and when its access to its account ends. */
+        ExpiringChannel: components["schemas"]["Channel"] & {
+            /**
+             * Format: date-time
+             * @description When the channel's access ends unless a user connects it again before.
+             */
+            accessEndsAt: string;
         };
         /** @description Sent by the test operation. */
         TestWebhookEvent: {
@@ -4124,6 +4169,47 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ChannelWebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Answer within 10 seconds; any other answer, or none, is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventChannelExpiring: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id (`msg_…`), the same on every attempt of it: drop a delivery whose id you processed already.
+                 * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When the attempt was signed, in seconds since the epoch; refuse one far from your clock (5 minutes) to stop replays.
+                 * @example 1795281123
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}" with the secret>`, per
+                 *     the Standard Webhooks specification; during the 24 hours after a rotation, a second
+                 *     signature, with the previous secret, follows after a space. Verify with a Standard Webhooks
+                 *     library or the SDK's `verifyWebhook`.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChannelExpiringWebhookEvent"];
             };
         };
         responses: {

@@ -72,7 +72,11 @@ async function createEndpoint(eventTypes: Schemas['CreateWebhookRequest']['event
   return dataOf(created, 201);
 }
 
-type WebhookEvent = Schemas['PostWebhookEvent'] | Schemas['ChannelWebhookEvent'] | Schemas['TestWebhookEvent'];
+type WebhookEvent =
+  | Schemas['PostWebhookEvent']
+  | Schemas['ChannelWebhookEvent']
+  | Schemas['ChannelExpiringWebhookEvent']
+  | Schemas['TestWebhookEvent'];
 
 /** The event a message carries, once the Standard Webhooks verifier accepts its signature. */
 const verify = <T extends WebhookEvent = WebhookEvent>(secret: string, message: ReceivedWebhook) =>
@@ -377,6 +381,81 @@ describe('delivering events', () => {
       data: { id: event.data.id, status: 'needs_reconnect' },
     });
     await remove(endpoint.id);
+  });
+
+  it('warns once per connection of a channel whose access ends within a week, only the endpoints subscribed', async () => {
+    const subscribed = await createEndpoint(['channel.expiring']);
+    const elsewhere = await createEndpoint(['channel.connected', 'channel.needs_reconnect', 'post.published']);
+    const session = new BrowserSession(server);
+    await session.logIn(org.email, org.password);
+    await connectTikTok(session);
+    const channel = await server.ctx.db
+      .selectFrom('channels')
+      .select('id')
+      .where('organization_id', '=', org.id)
+      .where('provider', '=', 'tiktok')
+      .executeTakeFirstOrThrow();
+    // The end of access a network names at connection and no refresh moves (Meta's data access), 6 days away.
+    const endIn6Days = async () => {
+      const endsAt = new Date(server.ctx.clock.now().getTime() + 6 * 86_400_000);
+      await server.ctx.db
+        .insertInto('channel_access_ends')
+        .values({ channel_id: channel.id, ends_at: endsAt })
+        .onConflict((oc) => oc.column('channel_id').doUpdateSet({ ends_at: endsAt }))
+        .execute();
+      return endsAt;
+    };
+    const expiring = () =>
+      receiver.received.filter((message) => (JSON.parse(message.body) as WebhookEvent).type === 'channel.expiring');
+    // Housekeeping's events all turned into deliveries, so that a delivery not made is one never to come.
+    const dispatched = () =>
+      eventually(async () => {
+        const waiting = await server.ctx.db
+          .selectFrom('channel_events')
+          .select('id')
+          .where('organization_id', '=', org.id)
+          .where('webhooks_dispatched_at', 'is', null)
+          .execute();
+        expect(waiting).toEqual([]);
+      });
+
+    const firstEnd = await endIn6Days();
+    const before = expiring().length;
+    await keepHouse(server.ctx);
+    await eventually(() => expect(expiring()).toHaveLength(before + 1));
+    expect(verify<Schemas['ChannelExpiringWebhookEvent']>(subscribed.secret, expiring()[before]!)).toMatchObject({
+      type: 'channel.expiring',
+      data: { id: channel.id, provider: 'tiktok', status: 'active', accessEndsAt: firstEnd.toISOString() },
+    });
+    // Later housekeeping runs say nothing more of the same connection.
+    await keepHouse(server.ctx);
+    await keepHouse(server.ctx);
+    await dispatched();
+    expect((await untilSettled(subscribed.id, 1)).map((d) => d.eventType)).toEqual(['channel.expiring']);
+
+    // Connected again, the channel's access starts anew: a new end within a week is a new warning.
+    await connectTikTok(session);
+    await keepHouse(server.ctx);
+    await dispatched();
+    expect(expiring()).toHaveLength(before + 1);
+    const secondEnd = await endIn6Days();
+    await keepHouse(server.ctx);
+    await eventually(() => expect(expiring()).toHaveLength(before + 2));
+    expect(
+      verify<Schemas['ChannelExpiringWebhookEvent']>(subscribed.secret, expiring()[before + 1]!).data,
+    ).toMatchObject({ id: channel.id, accessEndsAt: secondEnd.toISOString() });
+    await dispatched();
+    expect((await untilSettled(subscribed.id, 2)).map((d) => d.eventType)).toEqual([
+      'channel.expiring',
+      'channel.expiring',
+    ]);
+    // An endpoint subscribed to other events gets its channel.connected events, and none of these.
+    expect((await deliveries(elsewhere.id)).map((d) => d.eventType)).toEqual([
+      'channel.connected',
+      'channel.connected',
+    ]);
+    await remove(subscribed.id);
+    await remove(elsewhere.id);
   });
 
   it('housekeeping sends a pending delivery that lost its job, and forgets settled ones after 30 days', async () => {

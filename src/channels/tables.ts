@@ -82,13 +82,16 @@ export interface AccountRevocationTable {
   next_attempt_at: Generated<Date>;
 }
 
-/** A change of a channel that webhooks report (`connected`, `needs_reconnect`): the channels' outbox. */
+/**
+ * A change of a channel that webhooks report as `channel.<type>` (`connected`, `needs_reconnect`, `expiring`):
+ * the channels' outbox.
+ */
 export interface ChannelEventTable {
   id: Generated<string>;
   organization_id: string;
   channel_id: string;
-  /** `access_ending`: the channel's access ends within a week (shown in the web app; no webhook event). */
-  type: 'connected' | 'needs_reconnect' | 'access_ending';
+  /** `expiring`: the channel's access ends within a week (shown in the web app too). */
+  type: 'connected' | 'needs_reconnect' | 'expiring';
   at: Date;
   /** When the webhook dispatcher made the event's deliveries; `null` until then. */
   webhooks_dispatched_at: Date | null;
@@ -96,7 +99,7 @@ export interface ChannelEventTable {
 
 /**
  * When a channel's access ends unless the user connects it again, where the network says and no refresh
- * renews it (Meta's data access expiry): the user is warned a week before (an `access_ending` event).
+ * renews it (Meta's data access expiry): the user is warned a week before (an `expiring` event).
  */
 export interface ChannelAccessEndTable {
   channel_id: string;

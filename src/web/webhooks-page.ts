@@ -18,6 +18,7 @@ const EVENT_TYPES = [
   { type: 'post.deleted', words: 'A post is deleted' },
   { type: 'channel.connected', words: 'A channel is connected' },
   { type: 'channel.needs_reconnect', words: 'A channel needs to be connected again' },
+  { type: 'channel.expiring', words: 'A channel’s access ends within a week' },
 ] as const;
 
 const NOTICES = {

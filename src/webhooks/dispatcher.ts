@@ -1,4 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
+import { toExpiringChannelBody } from '../channels/access-warnings.js';
 import { toChannelBody } from '../channels/channels.js';
 import type { Db } from '../db/database.js';
 import { createDeliveries, type WebhookContext } from './deliveries.js';
@@ -16,6 +17,7 @@ const POST_EVENTS: Record<string, string> = {
 const CHANNEL_EVENTS: Record<string, string> = {
   connected: 'channel.connected',
   needs_reconnect: 'channel.needs_reconnect',
+  expiring: 'channel.expiring',
 };
 const BATCH = 500;
 const IDLE_MS = 250;
@@ -53,16 +55,22 @@ const CHANNELS: EventSource = {
   table: 'channel_events',
   columns: sql`channel_id as subject, null as post`,
   types: CHANNEL_EVENTS,
-  // Each channel as the API shows it now: a channel removed since has nothing left to report.
+  // Each channel as the API shows it now (with when its access ends, for a warning that still holds): a
+  // channel removed since has nothing left to report.
   dataOf: async (trx, events) => {
     const channels = await trx
       .selectFrom('channels')
-      .selectAll()
-      .where('id', 'in', [...new Set(events.map((event) => event.subject))])
+      .leftJoin('channel_access_ends as ends', 'ends.channel_id', 'channels.id')
+      .selectAll('channels')
+      .select('ends.ends_at as access_ends_at')
+      .where('channels.id', 'in', [...new Set(events.map((event) => event.subject))])
       .execute();
     return (event) => {
       const channel = channels.find((c) => c.id === event.subject);
-      return channel && channel.status !== 'removed' ? toChannelBody(channel) : undefined;
+      if (!channel || channel.status === 'removed') return undefined;
+      return event.type === 'expiring'
+        ? toExpiringChannelBody(channel, channel.access_ends_at, event.at)
+        : toChannelBody(channel);
     };
   },
 };

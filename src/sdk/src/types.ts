@@ -222,11 +222,17 @@ export type PostWebhookEvent = Schemas['PostWebhookEvent'];
 /** A channel event a webhook delivers: the channel as the API returns it. */
 export type ChannelWebhookEvent = Schemas['ChannelWebhookEvent'];
 
+/** A channel whose access ends within a week unless a user connects it again, and when it ends. */
+export type ChannelExpiringWebhookEvent = Schemas['ChannelExpiringWebhookEvent'];
+
+/** The channel a `channel.expiring` event carries: the channel as the API returns it, with `accessEndsAt`. */
+export type ExpiringChannel = Schemas['ExpiringChannel'];
+
 /** The event the test operation sends. */
 export type TestWebhookEvent = Schemas['TestWebhookEvent'];
 
 /** Any event a webhook delivers, as `verifyWebhook` returns it; narrow it on `type`. */
-export type WebhookEvent = PostWebhookEvent | ChannelWebhookEvent | TestWebhookEvent;
+export type WebhookEvent = PostWebhookEvent | ChannelWebhookEvent | ChannelExpiringWebhookEvent | TestWebhookEvent;
 
 /** One problem of a failed request: the field (`posts[1].settings.privacyLevel`) and what is wrong with it. */
 export type ErrorDetail = Schemas['ErrorDetail'];
