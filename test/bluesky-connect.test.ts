@@ -402,3 +402,62 @@ describe('a Bluesky channel removed', () => {
     expect(new URL(again.headers.get('location')!).searchParams.get('reconnected')).toBe('true');
   });
 });
+
+describe('sign-ins that failed across an organization’s connections', () => {
+  // Last: the server's clock goes a window on.
+  it('pause the organization’s sign-ins, whatever the connection, saying when to try again', async () => {
+    const intruder = await createOrganization(server.ctx.db, 'Initech');
+    await addReturnOrigin(server.ctx.db, intruder.id, new URL(RETURN_URL).origin);
+    const start = async () => {
+      const answer = await publicApi(server, intruder.auth).POST('/public/v1/channels/connect', {
+        body: { provider: 'bluesky', returnUrl: RETURN_URL },
+      });
+      return new URL(dataOf(answer).authorizationUrl);
+    };
+    const target = await pds.createAccount();
+    const browser = new BrowserSession(server);
+    // Four connections of five wrong passwords each, none of them given up: the organization's 20.
+    for (let connection = 1; connection <= 4; connection++) {
+      const page = await start();
+      for (let attempt = 1; attempt <= 5; attempt++) {
+        const refused = await signIn(browser, page, {
+          account: target.handle,
+          password: `guess-${connection}-${attempt}`,
+        });
+        expect(refused.status).toBe(422);
+      }
+    }
+
+    // A fifth connection tries nothing more, not even the right app password.
+    const page = await start();
+    const paused = await signIn(browser, page, { account: target.handle, password: target.appPassword });
+    expect(paused.status).toBe(429);
+    const wait = Number(paused.headers.get('retry-after'));
+    expect(wait).toBeGreaterThan(0);
+    expect(wait).toBeLessThanOrEqual(15 * 60);
+    const pausedPage = await paused.text();
+    expect(pausedPage).toContain('Too many sign-ins failed for this organization’s connections in a short time');
+    expect(pausedPage).toContain(`Try again in ${Math.ceil(wait / 60)} minute`);
+    expect(inputValue(pausedPage, 'account')).toBe(target.handle);
+    expect(pausedPage).not.toContain(target.appPassword);
+    // The paused try used up none of the fifth connection's own; the four others stand with their five.
+    const pending = await server.ctx.db
+      .selectFrom('channel_connections')
+      .select('sign_in_attempts')
+      .where('organization_id', '=', intruder.id)
+      .execute();
+    expect(pending.map((c) => c.sign_in_attempts).toSorted()).toEqual([0, 5, 5, 5, 5]);
+    // Another organization's sign-ins go on.
+    const elsewhere = await signIn(new BrowserSession(server), await startThroughApi(), {
+      account: target.handle,
+      password: 'not-the-password',
+    });
+    expect(elsewhere.status).toBe(422);
+
+    // The window over, the organization signs in again.
+    await server.clock.advance(wait * 1000);
+    const done = await signIn(browser, await start(), { account: target.handle, password: target.appPassword });
+    expect(done.status).toBe(303);
+    expect(new URL(done.headers.get('location')!).searchParams.get('channelId')).toMatch(/^ch_/);
+  });
+});

@@ -6,6 +6,7 @@ import { newId } from '../core/ids.js';
 import { hashSecret } from '../crypto/issued-secrets.js';
 import type { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
+import { RateLimiter, startAttempt } from '../http/rate-limit.js';
 import {
   AccountWithoutChannelError,
   ConnectionRefusedError,
@@ -263,7 +264,11 @@ export async function connectionAwaitingSignIn(
  * What signing in on this server's page came to: the connection's result, or words for another try with
  * the field they concern (none when no field is to blame, as when the network could not be reached).
  */
-export type SignInResult = ConnectionResult | { ok: false; retry: string; field?: SignInField };
+/**
+ * What a sign-in came to: the connection's outcome, or a problem to mend on the page and try again
+ * (after `retryAfter` seconds, when the organization's failed sign-ins are paused).
+ */
+export type SignInResult = ConnectionResult | { ok: false; retry: string; field?: SignInField; retryAfter?: number };
 
 /**
  * Finishes a connection on a network without a consent page with what the user typed on this server's
@@ -283,13 +288,7 @@ export async function finishSignIn(
   const adapter = ctx.providers[provider].connection;
   if (adapter?.kind !== 'sign-in' || !state) return UNKNOWN_CONNECTION;
   // Counted before the network is asked: two tries at once both count.
-  const pending = await ctx.db
-    .updateTable('channel_connections')
-    .set((eb) => ({ sign_in_attempts: eb('sign_in_attempts', '+', 1) }))
-    .where('state_hash', '=', hashSecret(state))
-    .where('provider', '=', provider)
-    .returningAll()
-    .executeTakeFirst();
+  const pending = await countSignInAttempt(ctx.db, provider, state, 1);
   if (!pending) return UNKNOWN_CONNECTION;
   const { organizationId, returnTo, failed } = outcomesOf(pending);
   const refused = await refusalOf(ctx, pending, sessionId, failed);
@@ -303,6 +302,33 @@ export async function finishSignIn(
       )
     );
   }
+  // Each connection gives up after a few failures, and anyone who may start connections for the
+  // organization could start another for more guesses: the organization's failures are limited too,
+  // counted before the network is asked and taken back for a sign-in that did not fail by the user's input.
+  const limit = ctx.config.signInFailures;
+  const attempt = await startAttempt([
+    {
+      limiter: new RateLimiter(
+        ctx.db,
+        'sign-in-failures',
+        { max: limit.perOrganization, windowSeconds: limit.windowSeconds },
+        ctx.clock,
+      ),
+      key: organizationId,
+    },
+  ]);
+  if (!attempt.allowed) {
+    // Not tried: it uses up none of the connection's tries.
+    await countSignInAttempt(ctx.db, provider, state, -1);
+    const minutes = Math.ceil(attempt.refusedBy.resetSeconds / 60);
+    return {
+      ok: false,
+      retry:
+        `Too many sign-ins failed for this organization’s connections in a short time; nothing was sent to ` +
+        `the network. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+      retryAfter: attempt.refusedBy.resetSeconds,
+    };
+  }
   let signedIn;
   try {
     signedIn = await adapter.signIn(input);
@@ -312,9 +338,11 @@ export async function finishSignIn(
     // The server named, or the one the account's name leads to when none was.
     if (error instanceof SiteRefusedError)
       return { ok: false, retry: `${capitalized(error.message)}.`, field: input.server.trim() ? 'server' : 'account' };
+    await attempt.takeBack();
     ctx.logger.warn({ err: error, provider }, 'signing in to a network failed');
     return { ok: false, retry: 'The network could not be reached to sign in; try again in a moment.' };
   }
+  await attempt.takeBack();
   // Another try that signed in at the same moment used the connection up: this one saves nothing.
   if (!(await takePendingConnection(ctx.db, provider, state))) return UNKNOWN_CONNECTION;
   const { channel, reconnected } = await saveConnectedChannel(ctx.db, ctx.keyring, {
@@ -325,6 +353,17 @@ export async function finishSignIn(
     now: ctx.clock.now(),
   });
   return { ok: true, organizationId, channels: [channel], reconnected, returnTo };
+}
+
+/** Counts a try to sign in on a pending connection (or, with `-1`, takes one back); the connection after it. */
+function countSignInAttempt(db: Db, provider: Provider, state: string, by: 1 | -1) {
+  return db
+    .updateTable('channel_connections')
+    .set((eb) => ({ sign_in_attempts: eb('sign_in_attempts', '+', by) }))
+    .where('state_hash', '=', hashSecret(state))
+    .where('provider', '=', provider)
+    .returningAll()
+    .executeTakeFirst();
 }
 
 /**

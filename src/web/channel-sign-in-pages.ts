@@ -33,9 +33,10 @@ export function channelSignInPages(ctx: ProvidersContext, tools: PageTools): Rou
     res: Response,
     network: ProviderAdapter & { connection: SignInConnection },
     fields: { state: string; account: string; server: string },
-    problem?: { message: string; field?: SignInField },
-  ) =>
-    renderPage(
+    problem?: { message: string; field?: SignInField; retryAfter?: number },
+  ) => {
+    if (problem?.retryAfter !== undefined) res.setHeader('Retry-After', String(problem.retryAfter));
+    return renderPage(
       res,
       '/web/templates/channel-sign-in',
       {
@@ -47,8 +48,9 @@ export function channelSignInPages(ctx: ProvidersContext, tools: PageTools): Rou
         problem,
         csrfToken: await anonymousFormToken(req, res, tools.cookies, tools.csrf),
       },
-      problem ? 422 : 200,
+      problem?.retryAfter !== undefined ? 429 : problem ? 422 : 200,
     );
+  };
   const unknown = (res: Response) =>
     renderErrorPage(
       res,
@@ -78,7 +80,12 @@ export function channelSignInPages(ctx: ProvidersContext, tools: PageTools): Rou
       { account: fields.account, password: field(req, 'password'), server: fields.server },
       visitorOf(res)?.sessionId,
     );
-    if ('retry' in result) return showForm(req, res, network, fields, { message: result.retry, field: result.field });
+    if ('retry' in result)
+      return showForm(req, res, network, fields, {
+        message: result.retry,
+        field: result.field,
+        retryAfter: result.retryAfter,
+      });
     if (!result.ok && result.failure === 'unknown') return unknown(res);
     answerConnection(ctx, res, network, result);
   });

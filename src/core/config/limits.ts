@@ -32,6 +32,15 @@ export interface LimitSettings {
     signupsPerAddress: number;
     windowSeconds: number;
   };
+  /**
+   * Sign-ins that failed on this server's sign-in pages of the networks (Bluesky's app passwords) per
+   * organization per window, across its connections: each connection gives up after a few, and starting
+   * new ones must not give more guesses; past it, the page answers 429 until the window ends.
+   */
+  signInFailures: {
+    perOrganization: number;
+    windowSeconds: number;
+  };
 }
 
 export function readLimits(read: EnvReader): LimitSettings {
@@ -62,6 +71,10 @@ export function readLimits(read: EnvReader): LimitSettings {
       loginFailuresPerAddress: read.integer('LOGIN_FAILURES_PER_ADDRESS', 50, 1, 1_000_000),
       signupsPerAddress: read.integer('SIGNUPS_PER_ADDRESS', 10, 1, 1_000_000),
       windowSeconds: read.integer('ACCOUNT_LIMITS_WINDOW_SECONDS', 900, 1, 86_400),
+    },
+    signInFailures: {
+      perOrganization: read.integer('SIGN_IN_FAILURES_PER_ORGANIZATION', 20, 1, 1_000_000),
+      windowSeconds: read.integer('SIGN_IN_FAILURES_WINDOW_SECONDS', 900, 1, 86_400),
     },
   };
 }
