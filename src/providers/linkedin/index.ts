@@ -1,0 +1,25 @@
+import type { ProviderFactory } from '../provider-adapter.js';
+import {
+  LINKEDIN_ALT_TEXT_MAX,
+  LINKEDIN_COMMENT_MAX,
+  LINKEDIN_CONTENT_LIMIT,
+  linkedinDefaults,
+  linkedinProblems,
+} from './rules.js';
+
+/**
+ * LinkedIn (the versioned Posts, Images and Videos APIs): members and the company pages they administer.
+ * Its rules hold on every server; connecting accounts and publishing need the operator's LinkedIn app
+ * (LINKEDIN_CLIENT_ID and LINKEDIN_CLIENT_SECRET).
+ */
+export const linkedinNetwork: ProviderFactory<'linkedin'> = () => ({
+  provider: 'linkedin',
+  name: 'LinkedIn',
+  connectsAccounts: true,
+  needsSettings: false,
+  contentLimit: LINKEDIN_CONTENT_LIMIT,
+  firstComment: { maxLength: LINKEDIN_COMMENT_MAX },
+  altTextMax: LINKEDIN_ALT_TEXT_MAX,
+  settingsProblems: linkedinProblems,
+  withDefaults: linkedinDefaults,
+});
