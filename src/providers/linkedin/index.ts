@@ -1,4 +1,6 @@
 import type { ProviderFactory } from '../provider-adapter.js';
+import { LinkedInApi } from './api.js';
+import { LinkedInConnection } from './connection.js';
 import {
   LINKEDIN_ALT_TEXT_MAX,
   LINKEDIN_COMMENT_MAX,
@@ -12,14 +14,20 @@ import {
  * Its rules hold on every server; connecting accounts and publishing need the operator's LinkedIn app
  * (LINKEDIN_CLIENT_ID and LINKEDIN_CLIENT_SECRET).
  */
-export const linkedinNetwork: ProviderFactory<'linkedin'> = () => ({
-  provider: 'linkedin',
-  name: 'LinkedIn',
-  connectsAccounts: true,
-  needsSettings: false,
-  contentLimit: LINKEDIN_CONTENT_LIMIT,
-  firstComment: { maxLength: LINKEDIN_COMMENT_MAX },
-  altTextMax: LINKEDIN_ALT_TEXT_MAX,
-  settingsProblems: linkedinProblems,
-  withDefaults: linkedinDefaults,
-});
+export const linkedinNetwork: ProviderFactory<'linkedin'> = ({ config, outbound, clock }) => {
+  const rules = {
+    provider: 'linkedin',
+    name: 'LinkedIn',
+    connectsAccounts: true,
+    needsSettings: false,
+    contentLimit: LINKEDIN_CONTENT_LIMIT,
+    firstComment: { maxLength: LINKEDIN_COMMENT_MAX },
+    altTextMax: LINKEDIN_ALT_TEXT_MAX,
+    settingsProblems: linkedinProblems,
+    withDefaults: linkedinDefaults,
+  } satisfies ReturnType<ProviderFactory<'linkedin'>>;
+  if (!config.linkedin) return rules;
+  const api = new LinkedInApi(config.linkedin, outbound);
+  const connection = new LinkedInConnection(config.linkedin, api, clock);
+  return { ...rules, connection };
+};
