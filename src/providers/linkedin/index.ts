@@ -1,4 +1,6 @@
+import { AccountTokens } from '../account-tokens.js';
 import type { ProviderFactory } from '../provider-adapter.js';
+import { LinkedInAdapter } from './adapter.js';
 import { LinkedInApi } from './api.js';
 import { LinkedInConnection } from './connection.js';
 import {
@@ -8,13 +10,14 @@ import {
   linkedinDefaults,
   linkedinProblems,
 } from './rules.js';
+import { LinkedInTokens } from './tokens.js';
 
 /**
  * LinkedIn (the versioned Posts, Images and Videos APIs): members and the company pages they administer.
  * Its rules hold on every server; connecting accounts and publishing need the operator's LinkedIn app
  * (LINKEDIN_CLIENT_ID and LINKEDIN_CLIENT_SECRET).
  */
-export const linkedinNetwork: ProviderFactory<'linkedin'> = ({ config, outbound, clock }) => {
+export const linkedinNetwork: ProviderFactory<'linkedin'> = ({ config, outbound, clock, db, keyring, metrics }) => {
   const rules = {
     provider: 'linkedin',
     name: 'LinkedIn',
@@ -29,5 +32,6 @@ export const linkedinNetwork: ProviderFactory<'linkedin'> = ({ config, outbound,
   if (!config.linkedin) return rules;
   const api = new LinkedInApi(config.linkedin, outbound);
   const connection = new LinkedInConnection(config.linkedin, api, clock);
-  return { ...rules, connection };
+  const tokens = new LinkedInTokens(new AccountTokens(db, keyring, connection, clock, metrics));
+  return { ...rules, connection, publishing: new LinkedInAdapter(api, tokens, clock) };
 };
