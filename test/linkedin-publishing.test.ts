@@ -224,6 +224,31 @@ describe('publishing to LinkedIn', () => {
     expect(details).toEqual(expect.arrayContaining(['posts[0].content', 'posts[1].settings.visibility']));
   });
 
+  it('refreshes a token past its 60 days where LinkedIn gave a refresh token; without one, asks for the channel again', async () => {
+    const DAY_S = 86_400;
+    await server.clock.advance(61 * DAY_S * 1000);
+    linkedin.advanceClock(61 * DAY_S);
+    const ended = await settled(await publishNow({ content: 'After sixty days' }));
+    expect(ended).toMatchObject({ status: 'failed', error: { code: 'channel_needs_reconnect' } });
+    const channel = dataOf(await api().GET('/public/v1/channels')).data.find((c) => c.id === memberChannel)!;
+    expect(channel.status).toBe('needs_reconnect');
+    expect(sent('After sixty days')).toHaveLength(0);
+
+    linkedin.refreshTokens(true);
+    try {
+      await connect([`linkedin:urn:li:person:${linkedin.member.sub}`]);
+      const issued = linkedin.tokens.length;
+      await server.clock.advance(61 * DAY_S * 1000);
+      linkedin.advanceClock(61 * DAY_S);
+      const post = await settled(await publishNow({ content: 'Refreshed' }));
+      expect(post.status).toBe('published');
+      // One new access token, from the refresh token; the refresh token itself is the same.
+      expect(linkedin.tokens.slice(issued).map((t) => t.kind)).toEqual(['access']);
+    } finally {
+      linkedin.refreshTokens(false);
+    }
+  });
+
   // Last: LinkedIn retires the version this server sends.
   it('fails the post with the setting to change when LinkedIn answers 426 for a retired version', async () => {
     linkedin.retireVersion(VERSION);
