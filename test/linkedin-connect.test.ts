@@ -163,6 +163,24 @@ describe('connecting LinkedIn', () => {
     }
   });
 
+  it('tells the integrator the member said no when they cancel at LinkedIn, as any network’s access_denied', async () => {
+    linkedin.cancelNext('user_cancelled_authorize');
+    const body = dataOf(
+      await publicApi(server, org.auth).POST('/public/v1/channels/connect', {
+        body: { provider: 'linkedin', returnUrl: RETURN_URL, state: 'no' },
+      }),
+      200,
+    );
+    const consent = await fetch(body.authorizationUrl, { redirect: 'manual' });
+    const back = new URL(consent.headers.get('location')!);
+    expect(back.searchParams.get('error')).toBe('user_cancelled_authorize');
+    const callback = await server.fetch(back.pathname + back.search, { redirect: 'manual' });
+    const landed = new URL(callback.headers.get('location')!);
+    expect(landed.origin + landed.pathname).toBe(RETURN_URL);
+    expect(landed.searchParams.get('error')).toBe('access_denied');
+    expect(landed.searchParams.get('state')).toBe('no');
+  });
+
   it('asks for the member’s scopes alone when the operator’s app has no Community Management API', () => {
     const config = { ...server.ctx.config.linkedin!, communityManagement: false };
     const connection = new LinkedInConnection(config, new LinkedInApi(config, server.ctx.outbound), server.ctx.clock);

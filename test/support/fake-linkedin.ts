@@ -133,6 +133,11 @@ export interface FakeLinkedIn {
   shownText(post: FakeLinkedInPost): string;
   /** Whether the app gets refresh tokens (LinkedIn gives them to some apps only); default false. */
   refreshTokens(on: boolean): void;
+  /**
+   * The member cancels at the next consent page: LinkedIn sends them back with `user_cancelled_authorize`
+   * (declined the permissions) or `user_cancelled_login` (did not sign in).
+   */
+  cancelNext(error: 'user_cancelled_authorize' | 'user_cancelled_login'): void;
   /** The scopes the member grants at the consent page from now on (default: every scope asked for). */
   grantOnly(scopes: string[] | null): void;
   /** LinkedIn answers 426 to this version from now on. */
@@ -262,6 +267,7 @@ export async function startFakeLinkedIn(
   let clock = Date.now();
   let withRefresh = false;
   let granted: string[] | null = null;
+  let cancel: string | null = null;
   let videoChecks = 1;
   let failProcessing = false;
   let partBytes = 4 * 1024 * 1024;
@@ -357,6 +363,12 @@ export async function startFakeLinkedIn(
     if (query.get('response_type') !== 'code' || asked.length === 0 || unknown.length > 0) {
       back.searchParams.set('error', 'unauthorized_scope_error');
       back.searchParams.set('error_description', `Scope "${unknown.join(',')}" is not authorized for your application`);
+      return { status: 302, headers: { location: back.toString() } };
+    }
+    if (cancel) {
+      back.searchParams.set('error', cancel);
+      back.searchParams.set('error_description', 'The user cancelled the authorization');
+      cancel = null;
       return { status: 302, headers: { location: back.toString() } };
     }
     const code = `AQT${randomBytes(24).toString('base64url')}`;
@@ -775,6 +787,9 @@ export async function startFakeLinkedIn(
     shownText: (post) => shownLittleText(post.commentary),
     refreshTokens: (on) => {
       withRefresh = on;
+    },
+    cancelNext: (error) => {
+      cancel = error;
     },
     grantOnly: (scopes) => {
       granted = scopes;
