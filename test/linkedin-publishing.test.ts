@@ -205,6 +205,34 @@ describe('publishing to LinkedIn', () => {
     expect(linkedin.requests.some((r) => r.operation === 'findPosts')).toBe(true);
   });
 
+  it('leaves a member’s post whose answer was lost unknown, as their posts cannot be read without r_member_social', async () => {
+    linkedin.loseNextAnswer('createPost');
+    const post = await settled(await publishNow({ content: 'Lost, as a member' }));
+    expect(post).toMatchObject({ status: 'failed', error: { code: 'outcome_unknown' } });
+    expect(post.error?.message).toContain('r_member_social');
+    // Sent once, never again on a guess.
+    expect(sent('Lost, as a member')).toHaveLength(1);
+  });
+
+  it('tries again after LinkedIn’s 429, and fails a video whose processing failed with LinkedIn’s reason', async () => {
+    linkedin.throttleNext('createPost');
+    const throttled = await settled(await publishNow({ content: 'After the throttle' }));
+    expect(throttled.status, JSON.stringify(throttled.error)).toBe('published');
+    expect(sent('After the throttle')).toHaveLength(1);
+
+    linkedin.failNextProcessing();
+    const video = await upload('broken.mp4', mp4WithDuration(5, { mdatBytes: 80_000 }), 'video/mp4');
+    const failed = await settled(await publishNow({ content: 'Broken clip', mediaIds: [video] }), true);
+    expect(failed).toMatchObject({
+      status: 'failed',
+      error: {
+        code: 'rejected_by_network',
+        message: 'LinkedIn could not process the video: The video could not be transcoded',
+      },
+    });
+    expect(sent('Broken clip')).toHaveLength(0);
+  });
+
   it('refuses at create what LinkedIn would not publish', async () => {
     const answer = await api().POST('/public/v1/posts', {
       body: {

@@ -115,9 +115,9 @@ export class LinkedInAdapter implements PublishingAdapter {
       case 'video-status':
         return this.videoStatus(input, reference);
       case 'post':
-        return { outcome: await this.post(input, reference) };
+        return this.post(input, reference);
       case 'comment':
-        return { outcome: await this.comment(input) };
+        return this.comment(input);
       default:
         throw new PermanentPublishError('rejected_by_network', `unknown step ${progress.step}`);
     }
@@ -255,7 +255,7 @@ export class LinkedInAdapter implements PublishingAdapter {
     return answer;
   }
 
-  private async post(input: PublicationInput, reference: LinkedInReference): Promise<Outcome> {
+  private async post(input: PublicationInput, reference: LinkedInReference): Promise<StepResult> {
     const settings = settingsOf(input);
     const answer = await this.call(
       input,
@@ -273,12 +273,13 @@ export class LinkedInAdapter implements PublishingAdapter {
       POST_TIMEOUT_SECONDS,
     );
     const urn = answer.headers['x-restli-id'];
-    if (answer.status === 201 && typeof urn === 'string' && urn !== '') return this.published(urn, false);
+    if (answer.status === 201 && typeof urn === 'string' && urn !== '') return { outcome: this.published(urn, false) };
+    if (answer.status === 429) return throttled(answer);
     // A 5xx may come after LinkedIn created the post: asked about, never sent again blindly.
     throw this.fail(answer, 'post', { mayHaveApplied: true });
   }
 
-  private async comment(input: PublicationInput): Promise<Outcome> {
+  private async comment(input: PublicationInput): Promise<StepResult> {
     const on = input.comment!.on.releaseId;
     const answer = await this.call(
       input,
@@ -290,7 +291,8 @@ export class LinkedInAdapter implements PublishingAdapter {
     const body = jsonOf<ListedComment>(answer);
     const header = answer.headers['x-restli-id'];
     const urn = body?.commentUrn ?? (typeof header === 'string' ? header : undefined);
-    if (answer.status === 201 && urn) return this.published(urn, true);
+    if (answer.status === 201 && urn) return { outcome: this.published(urn, true) };
+    if (answer.status === 429) return throttled(answer);
     throw this.fail(answer, 'first comment', { mayHaveApplied: true });
   }
 
@@ -362,6 +364,16 @@ export class LinkedInAdapter implements PublishingAdapter {
     const post = comment ? (/^urn:li:comment:\((urn:li:[^,]+),/.exec(urn)?.[1] ?? urn) : urn;
     return { status: 'published', releaseId: urn, releaseUrl: `https://www.linkedin.com/feed/update/${post}/` };
   }
+}
+
+/**
+ * LinkedIn's 429 to the post or the comment: the call was refused, nothing was made. It starts the
+ * publication again after a retry's wait rather than failing as a step that may have got through, which
+ * would have the author's posts searched first (a member's cannot be read without r_member_social, and
+ * the outcome would be called unknown).
+ */
+function throttled(answer: NetworkAnswer): StepResult {
+  return { restart: { reason: `LinkedIn's rate limit is reached: ${linkedinMessage(answer)}` } };
 }
 
 function settingsOf(input: PublicationInput): StoredLinkedInSettings {
