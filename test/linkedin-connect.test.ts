@@ -189,8 +189,8 @@ describe('connecting LinkedIn', () => {
     expect(LINKEDIN_ORGANIZATION_SCOPES.every((scope) => !url.searchParams.get('scope')!.includes(scope))).toBe(true);
   });
 
-  // Last: the server's clock goes 54 days on.
-  it('warns a week before the access token’s end of the page whose access nothing renews', async () => {
+  // Last: the server's clock goes 61 days on.
+  it('warns a week before the access token’s end of the page whose access nothing renews, then asks for it again', async () => {
     const warnings = () =>
       server.ctx.db
         .selectFrom('channel_events')
@@ -206,5 +206,22 @@ describe('connecting LinkedIn', () => {
     const bakery = (await channelsOf(org.id)).find((c) => c.external_id === BAKERY)!;
     // The member, connected again with a refresh token, has a year.
     expect((await warnings()).map((w) => w.channel_id)).toEqual([bakery.id]);
+
+    // The access token's end: the page, without a refresh token, needs connecting again; the member's
+    // token is refreshed, unused as it is.
+    const refreshes = linkedin.tokens.filter((t) => t.kind === 'access').length;
+    await server.clock.advance(7 * DAY_MS);
+    linkedin.advanceClock(7 * 86_400);
+    await keepHouse(server.ctx);
+    const after = await channelsOf(org.id);
+    expect(after.map((c) => [c.external_id, c.status])).toEqual([
+      [BAKERY, 'needs_reconnect'],
+      [member(), 'active'],
+    ]);
+    expect(linkedin.tokens.filter((t) => t.kind === 'access')).toHaveLength(refreshes + 1);
+    const memberChannel = after.find((c) => c.external_id === member())!;
+    expect(channelCredentials(server.ctx.keyring, memberChannel)!.accessToken).toBe(
+      linkedin.tokens.filter((t) => t.kind === 'access').at(-1)!.value,
+    );
   });
 });

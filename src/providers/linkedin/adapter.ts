@@ -323,6 +323,12 @@ export class LinkedInAdapter implements PublishingAdapter {
         (candidate.commentary ?? '') === commentary &&
         mediaOf(candidate).join(',') === reference.media.join(','),
     );
+    // A full page of posts all made since the step: the post may be among older ones not read.
+    if (!post && posts.length >= SEARCH_COUNT && posts.every((candidate) => (candidate.createdAt ?? 0) >= since))
+      return {
+        status: 'unknown',
+        message: `the author published more than ${SEARCH_COUNT} posts since, too many to search for this one`,
+      };
     return { id: post?.id };
   }
 

@@ -84,6 +84,12 @@ const ORGANIZATION_URN = /^urn:li:organization:(\d+)$/;
 export class LinkedInConnection implements ConsentConnection {
   readonly kind = 'consent';
   readonly consentOrigin: string;
+  /**
+   * Housekeeping looks at a channel's token as it ends, used or not (`refreshTokensAhead`): refreshed
+   * where LinkedIn gave a refresh token, so an idle channel stays connected; otherwise the channel is
+   * marked as needing to be connected again when its access ends, not only at its next post.
+   */
+  readonly refreshBeforeExpiryMs = 60_000;
 
   constructor(
     private readonly config: LinkedInConfig,
