@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { endingAccessOf } from '../src/channels/access-warnings.js';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
 import { keepHouse } from '../src/housekeeping.js';
 import { channelCredentials } from '../src/providers/account-credentials.js';
@@ -191,13 +192,8 @@ describe('connecting LinkedIn', () => {
 
   // Last: the server's clock goes 61 days on.
   it('warns a week before the access token’s end of the page whose access nothing renews, then asks for it again', async () => {
-    const warnings = () =>
-      server.ctx.db
-        .selectFrom('channel_events')
-        .select('channel_id')
-        .where('organization_id', '=', org.id)
-        .where('type', '=', 'access_ending')
-        .execute();
+    // The channels warned of, with when their access ends.
+    const warnings = async () => [...(await endingAccessOf(server.ctx.db, org.id)).keys()];
     await keepHouse(server.ctx);
     expect(await warnings()).toEqual([]);
     await server.clock.advance(54 * DAY_MS);
@@ -205,7 +201,7 @@ describe('connecting LinkedIn', () => {
     await keepHouse(server.ctx);
     const bakery = (await channelsOf(org.id)).find((c) => c.external_id === BAKERY)!;
     // The member, connected again with a refresh token, has a year.
-    expect((await warnings()).map((w) => w.channel_id)).toEqual([bakery.id]);
+    expect(await warnings()).toEqual([bakery.id]);
 
     // The access token's end: the page, without a refresh token, needs connecting again; the member's
     // token is refreshed, unused as it is.
