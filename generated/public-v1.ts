@@ -1209,7 +1209,7 @@ export interface components {
          * @description The providers of this version of the contract.
          * @enum {string}
          */
-        KnownProvider: "youtube" | "tiktok" | "sandbox" | "bluesky" | "mastodon" | "x" | "facebook" | "instagram" | "threads";
+        KnownProvider: "youtube" | "tiktok" | "sandbox" | "bluesky" | "mastodon" | "x" | "facebook" | "instagram" | "threads" | "linkedin";
         ConnectionStatus: {
             /**
              * @description Always `true`; an invalid credential is answered `401`.
@@ -1265,7 +1265,7 @@ export interface components {
              * @description The network of the account to connect.
              * @enum {string}
              */
-            provider: "youtube" | "tiktok" | "bluesky" | "mastodon" | "x" | "facebook" | "instagram" | "threads";
+            provider: "youtube" | "tiktok" | "bluesky" | "mastodon" | "x" | "facebook" | "instagram" | "threads" | "linkedin";
             /**
              * @description Mastodon only: the instance the account lives on, as its domain (`mastodon.social`), a URL
              *     of it or a handle (`@alice@mastodon.social`). This server checks that it answers as a
@@ -1625,7 +1625,7 @@ export interface components {
         /**
          * @description A comment of the account's own, published on the post right after it (a link, hashtags, a
          *     call to action kept out of the caption). Only on networks with comments (Facebook,
-         *     Instagram and the sandbox); the others refuse it with `422` naming `firstComment` (a
+         *     Instagram, LinkedIn and the sandbox); the others refuse it with `422` naming `firstComment` (a
          *     network with replies takes a `thread` instead). The network's own limit of a comment's
          *     length applies.
          */
@@ -1736,12 +1736,12 @@ export interface components {
          *     sandbox. The values are the user's choices: collect them in your UI. Optional choices left
          *     out are stored with their documented defaults.
          */
-        ProviderSettings: components["schemas"]["YouTubeSettings"] | components["schemas"]["TikTokSettings"] | components["schemas"]["SandboxSettings"] | components["schemas"]["BlueskySettings"] | components["schemas"]["MastodonSettings"] | components["schemas"]["XSettings"] | components["schemas"]["FacebookSettings"] | components["schemas"]["InstagramSettings"] | components["schemas"]["ThreadsSettings"];
+        ProviderSettings: components["schemas"]["YouTubeSettings"] | components["schemas"]["TikTokSettings"] | components["schemas"]["SandboxSettings"] | components["schemas"]["BlueskySettings"] | components["schemas"]["MastodonSettings"] | components["schemas"]["XSettings"] | components["schemas"]["FacebookSettings"] | components["schemas"]["InstagramSettings"] | components["schemas"]["ThreadsSettings"] | components["schemas"]["LinkedInSettings"];
         /**
          * @description A post's settings as the server answers them: those sent, with every optional choice the
          *     request left out filled in with its documented default, so each field below is present.
          */
-        StoredProviderSettings: components["schemas"]["StoredYouTubeSettings"] | components["schemas"]["StoredTikTokSettings"] | components["schemas"]["StoredSandboxSettings"] | components["schemas"]["StoredBlueskySettings"] | components["schemas"]["StoredMastodonSettings"] | components["schemas"]["StoredXSettings"] | components["schemas"]["StoredFacebookSettings"] | components["schemas"]["StoredInstagramSettings"] | components["schemas"]["StoredThreadsSettings"];
+        StoredProviderSettings: components["schemas"]["StoredYouTubeSettings"] | components["schemas"]["StoredTikTokSettings"] | components["schemas"]["StoredSandboxSettings"] | components["schemas"]["StoredBlueskySettings"] | components["schemas"]["StoredMastodonSettings"] | components["schemas"]["StoredXSettings"] | components["schemas"]["StoredFacebookSettings"] | components["schemas"]["StoredInstagramSettings"] | components["schemas"]["StoredThreadsSettings"] | components["schemas"]["StoredLinkedInSettings"];
         /**
          * YouTube
          * @description YouTube settings as stored; `tags` is always present.
@@ -1886,6 +1886,24 @@ export interface components {
              * @enum {string}
              */
             __type: "threads";
+        });
+        /**
+         * LinkedIn
+         * @description LinkedIn settings as stored; `visibility` and `disableReshare` are always present.
+         */
+        StoredLinkedInSettings: {
+            /** @constant */
+            __type?: "linkedin";
+        } & (components["schemas"]["LinkedInSettings"] & {
+            /** @enum {string} */
+            visibility: "PUBLIC" | "CONNECTIONS" | "LOGGED_IN";
+            disableReshare: boolean;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "linkedin";
         });
         /**
          * X
@@ -2187,6 +2205,33 @@ export interface components {
              * @enum {string}
              */
             replyControl?: "everyone" | "accounts_you_follow" | "mentioned_only";
+        };
+        /**
+         * LinkedIn
+         * @description How the post is published on LinkedIn, by a member or a company page: its commentary (up
+         *     to 3,000 characters, published as written: the characters LinkedIn reserves for its markup
+         *     are escaped), with at most one image, 2 to 20 images shown together, or one video; a first
+         *     comment (`firstComment`) is published as the author's comment on it.
+         */
+        LinkedInSettings: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "linkedin";
+            /**
+             * @description Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;
+             *     `CONNECTIONS` the member's first-degree connections (a member's post only, a company
+             *     page's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.
+             * @default PUBLIC
+             * @enum {string}
+             */
+            visibility?: "PUBLIC" | "CONNECTIONS" | "LOGGED_IN";
+            /**
+             * @description Whether others are kept from resharing the post.
+             * @default false
+             */
+            disableReshare?: boolean;
         };
         /**
          * @description The type detected from the bytes, one of the file types accepted as media.

@@ -59,4 +59,23 @@ describe('configuration', () => {
       loadConfig({ X_CLIENT_ID: 'app', X_CLIENT_SECRET: 'secret', X_AUTHORIZE_URL: 'https://x.com/authorize?x=1' }),
     ).toThrow(/X_AUTHORIZE_URL must be an http\(s\) URL without a query/);
   });
+  it('offers LinkedIn with the operator’s app only, on a LinkedIn API version checked at start', () => {
+    expect(loadConfig({}).linkedin).toBeUndefined();
+    expect(loadConfig({ LINKEDIN_CLIENT_ID: 'app', LINKEDIN_CLIENT_SECRET: 'secret' }).linkedin).toEqual({
+      clientId: 'app',
+      clientSecret: 'secret',
+      version: '202607',
+      communityManagement: false,
+      apiUrl: 'https://api.linkedin.com',
+      authUrl: 'https://www.linkedin.com',
+    });
+    const app = { LINKEDIN_CLIENT_ID: 'app', LINKEDIN_CLIENT_SECRET: 'secret' };
+    expect(
+      loadConfig({ ...app, LINKEDIN_VERSION: '202610', LINKEDIN_COMMUNITY_MANAGEMENT: 'true' }).linkedin,
+    ).toMatchObject({ version: '202610', communityManagement: true });
+    for (const version of ['2026-07', '202613', 'v2', '20260701'])
+      expect(() => loadConfig({ ...app, LINKEDIN_VERSION: version })).toThrow(
+        /LINKEDIN_VERSION must be a LinkedIn API version/,
+      );
+  });
 });

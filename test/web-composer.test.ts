@@ -1038,6 +1038,53 @@ describe('first comments and the settings of Meta’s networks', () => {
   });
 });
 
+describe('LinkedIn in the composer', () => {
+  let linkedin = '';
+
+  beforeAll(async () => {
+    linkedin = (await createChannel(server.ctx.db, org.id, 'linkedin', 'Studio LinkedIn')).id;
+  });
+
+  it('counts by LinkedIn’s limits, offers its first comment and settings, and sends them as chosen', async () => {
+    const html = decodeEntities(await (await browser.get('/compose')).text());
+    expect(html).toMatch(/data-first-comment data-networks="[^"]*\blinkedin\b/);
+    const count = (list: string) =>
+      new RegExp(`<ul class="counts" id="${list}">[\\s\\S]*?<li data-count-for="linkedin" ([^>]*)>`).exec(html)![1]!;
+    expect(count('content-counts')).toContain('data-max="3000"');
+    expect(count('firstComment-counts')).toContain('data-max="1250"');
+    const visibility = new RegExp(`<select id="settings-${linkedin}-visibility"[^>]*>([\\s\\S]*?)</select>`).exec(
+      html,
+    )![1]!;
+    expect([...visibility.matchAll(/<option value="([^"]*)"/g)].map((m) => m[1])).toEqual([
+      'PUBLIC',
+      'CONNECTIONS',
+      'LOGGED_IN',
+    ]);
+
+    const response = await compose({
+      channel: [linkedin],
+      content: 'Hiring (two) bakers',
+      firstComment: 'Apply at acme.example',
+      [`settings.${linkedin}.visibility`]: 'LOGGED_IN',
+      [`settings.${linkedin}.disableReshare`]: 'on',
+      date: '2030-05-02',
+      time: '10:00',
+      action: 'draft',
+    });
+    expect(response.status, await response.clone().text()).toBe(303);
+    const [post] = await postsAt('2030-05-02T08:00:00.000Z');
+    expect(post).toMatchObject({
+      channelId: linkedin,
+      content: 'Hiring (two) bakers',
+      firstComment: { content: 'Apply at acme.example' },
+      settings: { __type: 'linkedin', visibility: 'LOGGED_IN', disableReshare: true },
+    });
+    const form = decodeEntities(await (await browser.get(`/posts/${post!.id}/edit`)).text());
+    expect(form).toContain('<option value="LOGGED_IN" selected>');
+    expect(form).toContain(`name="settings.${linkedin}.disableReshare" checked>`);
+  });
+});
+
 describe('the signed upload from the pages', () => {
   const uploadBody = (size: number) => ({ fileName: 'red.png', contentType: 'image/png', size });
 

@@ -2,6 +2,7 @@ import { readBluesky, type BlueskyConfig } from './config/bluesky.js';
 import { readDatabase, type DatabaseSettings } from './config/database.js';
 import { EnvReader, type Env } from './config/env-reader.js';
 import { readLimits, type LimitSettings } from './config/limits.js';
+import { readLinkedIn, type LinkedInConfig } from './config/linkedin.js';
 import { readMastodon, type MastodonConfig } from './config/mastodon.js';
 import {
   readInstagramLogin,
@@ -24,6 +25,7 @@ import { readX, type XConfig } from './config/x.js';
 import { readYouTube, type YouTubeConfig } from './config/youtube.js';
 
 export type { BlueskyConfig } from './config/bluesky.js';
+export type { LinkedInConfig } from './config/linkedin.js';
 export type { MastodonConfig } from './config/mastodon.js';
 export type { InstagramLoginConfig, MetaConfig, ThreadsConfig } from './config/meta.js';
 export type { MediaConfig, S3StorageConfig } from './config/media.js';
@@ -54,6 +56,8 @@ export interface Config extends ServerSettings, DatabaseSettings, RuntimeSetting
   threads: ThreadsConfig | undefined;
   /** Set when INSTAGRAM_APP_ID and INSTAGRAM_APP_SECRET are: Instagram accounts without a Facebook Page. */
   instagramLogin: InstagramLoginConfig | undefined;
+  /** Set when LINKEDIN_CLIENT_ID and LINKEDIN_CLIENT_SECRET are: members and the company pages they administer. */
+  linkedin: LinkedInConfig | undefined;
   sandbox: SandboxConfig;
   publisher: PublisherConfig;
   webhooks: WebhooksConfig;
@@ -85,6 +89,7 @@ export function loadConfig(env: Env = process.env): Config {
     meta: readMeta(read),
     threads: readThreads(read),
     instagramLogin: readInstagramLogin(read),
+    linkedin: readLinkedIn(read),
     sandbox: readSandbox(read, server.publicUrl),
     publisher: readPublisher(read),
     webhooks: readWebhooks(read),

@@ -426,14 +426,20 @@ async function refusalOf(
   return undefined;
 }
 
+/**
+ * The errors with which a network's consent page says the user said no: OAuth's `access_denied`, and
+ * LinkedIn's own for a member who cancelled its sign-in or its consent.
+ */
+const DENIALS = new Set(['access_denied', 'user_cancelled_login', 'user_cancelled_authorize']);
+
 /** Why the network's answer does not finish the connection, if it does not: `undefined` when it does. */
 function answerRefusal(answer: { code?: string; error?: string }, failed: Failed): ConnectionResult | undefined {
   if (answer.error || !answer.code) {
-    const reason =
-      answer.error === 'access_denied'
-        ? 'You did not allow access on the network; nothing was connected.'
-        : `The network answered ${answer.error ?? 'without a code'}; nothing was connected.`;
-    return failed(answer.error === 'access_denied' ? 'denied' : 'refused', reason);
+    const denied = answer.error !== undefined && DENIALS.has(answer.error);
+    const reason = denied
+      ? 'You did not allow access on the network; nothing was connected.'
+      : `The network answered ${answer.error ?? 'without a code'}; nothing was connected.`;
+    return failed(denied ? 'denied' : 'refused', reason);
   }
   return undefined;
 }

@@ -4,6 +4,7 @@ import type { ProviderAdapter, ProviderDependencies, ProviderFactory, Providers 
 import { blueskyNetwork } from './bluesky/index.js';
 import { facebookNetwork } from './facebook/index.js';
 import { instagramNetwork } from './instagram/index.js';
+import { linkedinNetwork } from './linkedin/index.js';
 import { mastodonNetwork } from './mastodon/index.js';
 import { sandboxNetwork } from './sandbox/index.js';
 import { threadsNetwork } from './threads/index.js';
@@ -27,6 +28,7 @@ const NETWORKS: { [P in Provider]: ProviderFactory<P> } = {
   facebook: facebookNetwork,
   instagram: instagramNetwork,
   threads: threadsNetwork,
+  linkedin: linkedinNetwork,
 };
 
 /** What features that talk to the networks are built from: the application's context and the adapters. */

@@ -171,6 +171,12 @@ export function settingsFrom(
     }
     case 'threads':
       return { __type: 'threads', ...chosen('replyControl') };
+    case 'linkedin':
+      return {
+        __type: 'linkedin',
+        ...chosen('visibility'),
+        disableReshare: ticked('disableReshare'),
+      };
     case 'bluesky': {
       const languages = listed(fields.languages);
       return {
@@ -279,7 +285,14 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
   ] as const) {
     if (settings[setting] === false) fields[field] = 'on';
   }
-  for (const name of ['brandContentToggle', 'brandOrganicToggle', 'isAiGenerated', 'sensitive', 'shareToFeed'])
+  for (const name of [
+    'brandContentToggle',
+    'brandOrganicToggle',
+    'isAiGenerated',
+    'sensitive',
+    'shareToFeed',
+    'disableReshare',
+  ])
     if (settings[name] === true) fields[name] = 'on';
   if (Array.isArray(settings.userTags) && settings.userTags.length > 0)
     fields.userTags = JSON.stringify(settings.userTags);
@@ -306,7 +319,8 @@ const FIELD_LABELS: Record<string, string> = {
   disableStitch: 'TikTok stitches',
   brandContentToggle: 'Paid partnership',
   brandOrganicToggle: 'Own business',
-  visibility: 'Mastodon visibility',
+  // Mastodon's and LinkedIn's: the summary names the channel before it.
+  visibility: 'Visibility',
   spoilerText: 'Content warning',
   sensitive: 'Sensitive media',
   language: 'Mastodon language',
@@ -320,6 +334,7 @@ const FIELD_LABELS: Record<string, string> = {
   collaborators: 'Instagram collaborators',
   userTags: 'Instagram user tags',
   replyControl: 'Who can reply on Threads',
+  disableReshare: 'LinkedIn resharing',
 };
 
 /** The id of a part's field on the page: `content`, `media`, `alt-<media id>` for the post's own part. */

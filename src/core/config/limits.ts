@@ -61,6 +61,8 @@ export function readLimits(read: EnvReader): LimitSettings {
       instagram: read.integer('DAILY_POST_LIMIT_INSTAGRAM', 50, 1, 10_000),
       // Threads's own cap: 250 posts per account in 24 hours.
       threads: read.integer('DAILY_POST_LIMIT_THREADS', 250, 1, 10_000),
+      // LinkedIn's own cap: 150 posts per member in a day (its Share on LinkedIn rate limits).
+      linkedin: read.integer('DAILY_POST_LIMIT_LINKEDIN', 150, 1, 10_000),
     },
     oauthClientAuthFailures: {
       perClientAddress: read.integer('OAUTH_AUTH_FAILURES_PER_CLIENT', 10, 1, 1_000_000),

@@ -138,6 +138,9 @@ export type InstagramSettings = Schemas['InstagramSettings'];
 /** How a post is published on Threads (`__type: 'threads'`): who may reply. */
 export type ThreadsSettings = Schemas['ThreadsSettings'];
 
+/** How a post is published on LinkedIn (`__type: 'linkedin'`): who may see it, and whether it may be reshared. */
+export type LinkedInSettings = Schemas['LinkedInSettings'];
+
 /** A post's first comment, as a post item or an edit sends it (`PostItem.firstComment`). */
 export type FirstCommentInput = Schemas['FirstCommentInput'];
 
