@@ -351,7 +351,7 @@ describe('publishing through the Instagram API with Facebook Login', () => {
     // Another app of the account published the day's fifty between the limit's reading and media_publish.
     meta.usePublishingQuota(IG, 50);
     const run = await drive(input, ready.progress);
-    expect(run.result).toEqual({ pending: { checkAgainInSeconds: 3600 } });
+    expect(run.result).toEqual({ pending: { checkAgainInSeconds: 3600, forQuota: true } });
     expect(meta.instagramMedia).toEqual([]);
     // Asked about afterwards (the step was irreversible): nothing was published, so it is sent again.
     expect(await adapter.lookup(input, ready.progress)).toEqual({ status: 'absent' });

@@ -136,10 +136,10 @@ async function publishNow(item: Omit<Schemas['PostItem'], 'channelId'>, on = cha
  * The post once it is published or failed. A container still processed is asked about again as a
  * queued job a few seconds on: the server's clock is moved past that each time instead of waiting.
  */
-function settled(id: string): Promise<Schemas['Post']> {
+function settled(id: string, stepMs = 60_000): Promise<Schemas['Post']> {
   return eventually(
     async () => {
-      await server.clock.advance(60_000);
+      await server.clock.advance(stepMs);
       const post = dataOf(await api().GET('/public/v1/posts/{id}', byId(id)));
       expect(['published', 'failed'], `post ${id} is ${post.status}`).toContain(post.status);
       return post;
@@ -206,6 +206,43 @@ describe('an Instagram post through the API', () => {
         message: 'Instagram could not publish the media: Error: The aspect ratio is not supported.',
       },
     });
+  });
+
+  it('keeps a post over the publishing limit waiting past a day until the limit frees, then publishes it once', async () => {
+    meta.processingPolls(2);
+    meta.usePublishingQuota(IG, 50);
+    const video = await upload('proof.mp4', mp4(64 * 1024), 'video/mp4');
+    const id = await publishNow({
+      content: 'Proofed overnight',
+      mediaIds: [video],
+      settings: { __type: 'instagram', postType: 'reel' },
+    });
+    const limitReads = () => meta.requests.filter((r) => r.operation === 'igPublishingLimit').length;
+    const readAgain = async (advanceMs: number) => {
+      const before = limitReads();
+      await eventually(
+        async () => {
+          await server.clock.advance(advanceMs);
+          expect(limitReads()).toBeGreaterThan(before);
+        },
+        { timeout: scaled(30_000), interval: 200 },
+      );
+    };
+    await readAgain(0);
+    // More than a day on this server's clock, twice, while the limit stays used (Meta's own clock stands
+    // still): each reading is a wait for the limit, never a publication given up, and the post stays publishing.
+    await readAgain(25 * 3_600_000);
+    await readAgain(25 * 3_600_000);
+    expect(dataOf(await api().GET('/public/v1/posts/{id}', byId(id)))).toMatchObject({ status: 'publishing' });
+    expect(meta.containers.filter((c) => c.caption === 'Proofed overnight')).toEqual([]);
+    // The day on Meta's clock passes: the limit frees, the reel's container is made and processed (its
+    // polls a day after the attempt began, a day being counted from its last step), and it is published once.
+    meta.advanceClock(86_400 + 60);
+    const post = await settled(id, 3_600_000);
+    const reels = meta.instagramMedia.filter((m) => m.caption === 'Proofed overnight');
+    expect(reels).toHaveLength(1);
+    expect(post).toMatchObject({ status: 'published', releaseId: reels[0]!.id });
+    expect((await history(id)).map((event) => event.type)).not.toContain('failed');
   });
 
   it('publishes to an account connected through Instagram Login with its own token', async () => {

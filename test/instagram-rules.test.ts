@@ -6,6 +6,8 @@ import { createChannel, createOrganization, insertMedia, type TestOrganization }
 import { startTestServer, type TestServer } from './support/server.js';
 import { dataOf, refusalOf } from './support/typed-answers.js';
 import { stringContaining } from './support/typed-matchers.js';
+import { jpeg, png } from './support/media-samples.js';
+import { completeUpload, startUpload } from './support/uploads.js';
 
 // What an Instagram post is refused for at create, before anything is sent: media Meta cannot fetch
 // from this server, and media outside what Instagram publishes (formats, sizes, durations), each with
@@ -34,6 +36,21 @@ afterAll(async () => {
 });
 
 type Item = Schemas['PostItem'];
+
+/** Media uploaded through the signed upload, as a client sends it. */
+async function upload(bytes: Buffer, contentType: 'image/jpeg' | 'image/png' = 'image/jpeg'): Promise<string> {
+  const started = await startUpload(
+    server,
+    org,
+    contentType === 'image/png' ? 'a.png' : 'a.jpg',
+    contentType,
+    bytes.length,
+  );
+  expect((await fetch(started.uploadUrl, { method: 'PUT', headers: started.headers, body: bytes })).status).toBe(200);
+  const completed = await completeUpload(server, org, started.uploadId);
+  expect(completed.status).toBe(200);
+  return ((await completed.json()) as { id: string }).id;
+}
 const create = (on: TestServer, auth: TestOrganization['auth'], item: Item) =>
   publicApi(on, auth).POST('/public/v1/posts', { body: { type: 'draft', posts: [item] } });
 
@@ -113,6 +130,58 @@ describe('what Instagram publishes', () => {
       settings: { __type: 'instagram', postType: 'reel' },
     });
     expect(dataOf(reel, 201).data).toHaveLength(1);
+  });
+
+  it('holds feed images to 4:5 to 1.91:1, read from the uploaded files, and a story’s to nothing', async () => {
+    // The frame's header after 300 kB of metadata, as a camera's EXIF with its thumbnail may put it.
+    const [portrait, landscape, tall, wide] = await Promise.all([
+      upload(jpeg(4096, { width: 1080, height: 1350 })),
+      upload(jpeg(400_000, { width: 1080, height: 566, metadata: 300_000 })),
+      upload(jpeg(4096, { width: 1080, height: 1920 })),
+      upload(jpeg(4096, { width: 2000, height: 1000 })),
+    ]);
+    const carousel = refusalOf(
+      await create(server, org.auth, { channelId: channel, mediaIds: [portrait, landscape, tall, wide] }),
+      422,
+    );
+    expect(carousel.details).toEqual([
+      {
+        path: 'posts[0].mediaIds[2]',
+        message: `Instagram takes feed images of an aspect ratio from 4:5 to 1.91:1 (width to height); ${tall} is 1080×1920 (0.56:1).`,
+      },
+      {
+        path: 'posts[0].mediaIds[3]',
+        message: `Instagram takes feed images of an aspect ratio from 4:5 to 1.91:1 (width to height); ${wide} is 2000×1000 (2:1).`,
+      },
+    ]);
+    const single = refusalOf(await create(server, org.auth, { channelId: channel, mediaIds: [tall] }), 422);
+    expect(single.details).toEqual([{ path: 'posts[0].mediaIds[0]', message: stringContaining('(0.56:1)') }]);
+    dataOf(await create(server, org.auth, { channelId: channel, mediaIds: [portrait, landscape] }), 201);
+    // A story of 9:16, and an image stored before its dimensions were read (its shape left to Instagram).
+    const story = { __type: 'instagram', postType: 'story' } as const;
+    dataOf(await create(server, org.auth, { channelId: channel, mediaIds: [tall], settings: story }), 201);
+    const older = await insertMedia(server.ctx.db, org.id, 'image');
+    dataOf(await create(server, org.auth, { channelId: channel, mediaIds: [older] }), 201);
+  });
+
+  it('holds Threads’ images to 10:1 either way', async () => {
+    const threads = (await createChannel(server.ctx.db, org.id, 'threads')).id;
+    const [banner, strip] = await Promise.all([upload(png(1000, 100), 'image/png'), upload(png(20, 201), 'image/png')]);
+    const refused = refusalOf(
+      await create(server, org.auth, {
+        channelId: threads,
+        content: 'Shapes',
+        mediaIds: [banner],
+        thread: [{ content: 'A strip', mediaIds: [strip] }],
+      }),
+      422,
+    );
+    expect(refused.details).toEqual([
+      {
+        path: 'posts[0].thread[0].mediaIds[0]',
+        message: `Threads takes images of an aspect ratio up to 10:1 either way; ${strip} is 20×201 (channel ${threads}).`,
+      },
+    ]);
   });
 
   it('refuses a first comment on a story', async () => {

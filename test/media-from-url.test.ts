@@ -16,7 +16,7 @@ let acmeOpen: TestOrganization;
 let files: RemoteServer;
 let loopbackOnly: RemoteServer;
 
-const picture = png();
+const picture = png(3, 2);
 
 // One server per hook: a hook's time is a server's start, however busy the machine.
 beforeAll(async () => {
@@ -119,6 +119,13 @@ describe('upload from URL with the default address policy', () => {
     expect(media).toMatchObject({ fileName: 'moved', contentType: 'image/png', kind: 'image', size: picture.length });
     const download = await fetch(media.url);
     expect(Buffer.from(await download.arrayBuffer()).equals(picture)).toBe(true);
+    // Its pixels, read from its header, for the networks' aspect ratios.
+    const stored = await strict.ctx.db
+      .selectFrom('media')
+      .select(['width', 'height'])
+      .where('id', '=', media.id)
+      .executeTakeFirstOrThrow();
+    expect(stored).toEqual({ width: 3, height: 2 });
   });
 
   it('checks every redirect target again and refuses one that leads inside', async () => {

@@ -5,7 +5,7 @@ import { nextStep } from '../src/publisher/next-step.js';
 // attempt recorded and the time, tested without a database.
 const NOW = new Date('2026-11-21T12:00:00.000Z');
 const BASE_MS = 5000;
-const began = (msAgo: number) => ({ retries: 0, createdAt: new Date(NOW.getTime() - msAgo) });
+const began = (msAgo: number) => ({ retries: 0, progressedAt: new Date(NOW.getTime() - msAgo) });
 const after = (ms: number) => new Date(NOW.getTime() + ms);
 
 describe('nextStep', () => {
@@ -56,6 +56,17 @@ describe('nextStep', () => {
     const step = nextStep(silent, { ...began(0), retries: 5 }, NOW, BASE_MS);
     expect(step).toMatchObject({ status: 'failed', code: 'outcome_unknown' });
     expect((step as { message: string }).message).toContain('the network kept failing: no answer');
+  });
+
+  it('waits for a publishing limit to free however long it takes, and counts a day from the last step', () => {
+    const overLimit = { status: 'pending', checkAgainInSeconds: 3600, forQuota: true } as const;
+    expect(nextStep(overLimit, began(30 * 24 * 3_600_000), NOW, BASE_MS)).toEqual({
+      status: 'pending',
+      at: after(3_600_000),
+    });
+    // The attempt began two days ago, waited for the limit, and made its container an hour ago.
+    const processing = { status: 'pending', checkAgainInSeconds: 30 } as const;
+    expect(nextStep(processing, began(3_600_000), NOW, BASE_MS)).toEqual({ status: 'pending', at: after(30_000) });
   });
 
   it('asks again about a post the network is processing, and gives up a day after it was sent', () => {

@@ -39,6 +39,7 @@ afterEach(() => {
   network.failNext(0, 0);
   network.delay(0);
   network.lookupsAnswer(undefined);
+  network.cutAfterPublishing(0);
 });
 
 type Post = Schemas['Post'];
@@ -350,6 +351,63 @@ describe('at most once on the network', () => {
       message: stringContaining('Check the channel before scheduling it again'),
     });
     expect(network.publicationsOf(post!.id)).toBe(1);
+    expect(network.resends).toEqual([]);
+  });
+});
+
+describe('a part after the post whose outcome the network cannot tell', () => {
+  // The post's own part is published; the part whose answer was lost cannot be found again (410): the
+  // post says that part may be on the network, instead of promising that scheduling again is safe.
+  const createParted = async (sandbox: string, item: Partial<Schemas['PostItem']>) =>
+    dataOf(
+      await api().POST('/public/v1/posts', {
+        body: { type: 'now', posts: [{ channelId: sandbox, content: 'Opening hours', ...item }] },
+      }),
+      201,
+    ).data[0]!;
+
+  it('says a first comment may have been published, and to check the comments before scheduling again', async () => {
+    const sandbox = await channel('Lost comment');
+    network.cutAfterPublishing(1, 2);
+    network.lookupsAnswer(410);
+    const post = await createParted(sandbox, { firstComment: { content: 'Closed on Sundays' } });
+    const [failed] = await until([post.id], ['published', 'failed']);
+    expect(failed).toMatchObject({
+      status: 'failed',
+      releaseId: stringContaining('rel_fake'),
+      firstComment: { content: 'Closed on Sundays', releaseId: null },
+      error: {
+        code: 'outcome_unknown',
+        message: stringMatching(
+          /^The first comment may have been published: The post was sent to the network, which cannot tell .*The post is published; check its comments on the network before scheduling it again, which sends the comment again\.$/,
+        ),
+      },
+    });
+    expect(failed!.error!.message).not.toContain('publishes the comment only');
+    const events = await history(post.id);
+    expect(events.at(-1)).toMatchObject({ type: 'failed', error: failed!.error });
+    expect(network.published.filter((p) => p.postId === post.id).map((p) => p.part)).toEqual([1, 2]);
+    expect(network.resends).toEqual([]);
+  });
+
+  it('says a thread part may have been published, and to check the thread before scheduling again', async () => {
+    const sandbox = await channel('Lost reply');
+    network.cutAfterPublishing(1, 2);
+    network.lookupsAnswer(410);
+    const post = await createParted(sandbox, { thread: [{ content: 'Mornings' }, { content: 'Evenings' }] });
+    const [failed] = await until([post.id], ['published', 'failed']);
+    expect(failed).toMatchObject({
+      status: 'failed',
+      error: {
+        code: 'outcome_unknown',
+        message: stringMatching(
+          /^The thread's part 2 of 3 may have been published: .* The parts before it are published; scheduling the post again goes on from part 2, sending it again: check the thread on the network first\.$/,
+        ),
+      },
+    });
+    const events = await history(post.id);
+    expect(events.at(-1)).toMatchObject({ type: 'failed', error: failed!.error });
+    expect(network.published.filter((p) => p.postId === post.id).map((p) => p.part)).toEqual([1, 2]);
     expect(network.resends).toEqual([]);
   });
 });

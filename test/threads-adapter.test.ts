@@ -277,7 +277,7 @@ describe('publishing', () => {
     // A reply counts toward the replies' 1,000 a day, apart from the posts' 250.
     threads.usePublishingQuota(0, 1000);
     const waiting = await drive(inputOf('Part 3', { replyTo: postsWith('Part 2')[0]!.id }));
-    expect(waiting.result).toEqual({ pending: { checkAgainInSeconds: 1800 } });
+    expect(waiting.result).toEqual({ pending: { checkAgainInSeconds: 1800, forQuota: true } });
     expect((await drive(inputOf('A post meanwhile'))).result).toMatchObject({ outcome: { status: 'published' } });
   });
 
@@ -305,7 +305,7 @@ describe('publishing', () => {
     const input = inputOf('Over the quota');
     const waiting = await drive(input);
     expect(waiting.steps).toEqual(['quota']);
-    expect(waiting.result).toEqual({ pending: { checkAgainInSeconds: 1800 } });
+    expect(waiting.result).toEqual({ pending: { checkAgainInSeconds: 1800, forQuota: true } });
     // Nothing was made at Threads meanwhile: no container left to expire.
     expect(threads.containers.some((c) => c.params.text === 'Over the quota')).toBe(false);
     threads.advanceClock(86_400);

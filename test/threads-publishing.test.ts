@@ -199,6 +199,49 @@ describe('publishing to Threads', () => {
 });
 
 describe('media and tokens', () => {
+  it(
+    'keeps a thread’s reply waiting past a day while the 1,000 replies are used, then publishes it once',
+    { timeout: 2 * TIMEOUTS.test },
+    async () => {
+      threads.usePublishingQuota(0, 1000);
+      const id = await publishNow({ content: 'Night bake, 1/2', thread: [{ content: 'Night bake, 2/2' }] });
+      const limitReads = () => threads.requests.filter((r) => r.operation === 'publishingLimit').length;
+      await eventually(() => expect(postsWith('Night bake, 1/2')).toHaveLength(1), { timeout: scaled(30_000) });
+      // More than a day passes, twice, and other apps of the account use the day's replies again each time:
+      // each reading is a wait for the limit, and the post stays publishing.
+      for (let day = 0; day < 2; day++) {
+        const before = limitReads();
+        threads.advanceClock(25 * 3600);
+        threads.usePublishingQuota(0, 1000);
+        await server.clock.advance(25 * 3_600_000);
+        // Half an hour more each time, so that a reading planned after the leap (a run still going) comes.
+        await eventually(
+          async () => {
+            await pass(31 * 60);
+            expect(limitReads()).toBeGreaterThan(before);
+          },
+          { timeout: scaled(30_000), interval: 200 },
+        );
+      }
+      expect(dataOf(await api().GET('/public/v1/posts/{id}', byId(id)))).toMatchObject({ status: 'publishing' });
+      expect(postsWith('Night bake, 2/2')).toEqual([]);
+      // The last day's replies age out: the reply is published, once.
+      const post = await eventually(
+        async () => {
+          await pass(3 * 3600);
+          const now = dataOf(await api().GET('/public/v1/posts/{id}', byId(id)));
+          expect(now.status).toBe('published');
+          return now;
+        },
+        { timeout: scaled(30_000), interval: 200 },
+      );
+      const reply = postsWith('Night bake, 2/2');
+      expect(reply).toHaveLength(1);
+      expect(post).toMatchObject({ status: 'published', thread: [{ releaseId: reply[0]!.id }] });
+      expect((await history(id)).map((event) => event.type)).not.toContain('failed');
+    },
+  );
+
   it('publishes an image Threads fetches from this server’s signed URL, with its alt text', async () => {
     const bytes = jpeg(4096);
     const image = await uploadImage('photo.jpg', bytes);

@@ -867,7 +867,7 @@ describe('first comments and the settings of Meta’s networks', () => {
       settings: { __type: 'threads', replyControl: 'mentioned_only' },
     });
 
-    // An Instagram post, edited: its comment and settings are shown again, its user tags kept as they were.
+    // An Instagram post, edited: its comment and settings are shown again, its user tags in its image's field.
     await publicApi(server, org.auth).PATCH('/public/v1/posts/{id}', {
       params: { path: { id: of(meta.instagram).id } },
       body: {
@@ -890,6 +890,9 @@ describe('first comments and the settings of Meta’s networks', () => {
     // The edit through the API left out shareToFeed: its default (true) again.
     expect(form).toContain(`name="settings.${meta.instagram}.shareToFeed" checked>`);
     expect(form).toContain(`name="settings.${meta.instagram}.collaborators" value="ada"`);
+    const tagField = `settings.${meta.instagram}.userTags.${image}`;
+    expect(inputValue(raw, tagField)).toBe('@grace.h 25 75');
+    expect(form).toMatch(new RegExp(`<details id="settings-${meta.instagram}-userTags" class="user-tags" open>`));
     const saved = await compose(
       {
         content: 'Our new shop, in pictures',
@@ -897,7 +900,8 @@ describe('first comments and the settings of Meta’s networks', () => {
         firstComment: '',
         [`settings.${meta.instagram}.postType`]: 'feed',
         [`settings.${meta.instagram}.collaborators`]: 'ada',
-        [`settings.${meta.instagram}.userTags`]: inputValue(raw, `settings.${meta.instagram}.userTags`)!,
+        // Another account tagged, without a position: in the image's middle.
+        [tagField]: `${inputValue(raw, tagField)!}, ada`,
         date: '2030-04-02',
         time: '10:00',
         action: 'draft',
@@ -909,7 +913,84 @@ describe('first comments and the settings of Meta’s networks', () => {
     expect(await readPost(of(meta.instagram).id)).toMatchObject({
       content: 'Our new shop, in pictures',
       firstComment: null,
-      settings: { postType: 'feed', userTags: [{ mediaId: image, username: 'grace.h', x: 0.25, y: 0.75 }] },
+      settings: {
+        postType: 'feed',
+        userTags: [
+          { mediaId: image, username: 'grace.h', x: 0.25, y: 0.75 },
+          { mediaId: image, username: 'ada', x: 0.5, y: 0.5 },
+        ],
+      },
+    });
+  });
+
+  it('tags people on each image of an Instagram post, with what is wrong next to the image’s field', async () => {
+    const [first, second] = await Promise.all([
+      insertMedia(server.ctx.db, org.id, 'image'),
+      insertMedia(server.ctx.db, org.id, 'image'),
+    ]);
+    const html = decodeEntities(await (await browser.get('/compose')).text());
+    // A field for each image, closed until something is typed, and no JavaScript needed to use it.
+    expect(html).toMatch(new RegExp(`<details id="settings-${meta.instagram}-userTags" class="user-tags">`));
+    expect(html).toContain(`<label for="settings-${meta.instagram}-userTags-${second}">Tagged on photo.jpg</label>`);
+    const fields = {
+      channel: meta.instagram,
+      content: 'Two tables',
+      media: [first, second],
+      [`position.${first}`]: '1',
+      [`position.${second}`]: '2',
+      [`settings.${meta.instagram}.postType`]: 'feed',
+      date: '2030-04-06',
+      time: '10:00',
+      action: 'draft',
+    };
+    // Unreadable on the first image; on the second, a username Instagram does not allow and a place
+    // beyond the image's edge, which the contract's check refuses.
+    const refused = await compose({
+      ...fields,
+      [`settings.${meta.instagram}.userTags.${first}`]: '@ada 30',
+      [`settings.${meta.instagram}.userTags.${second}`]: '@grace.h 10 20, bad/name 50 50, @linus 120 50',
+    });
+    expect(refused.status).toBe(400);
+    const raw = await refused.text();
+    const page = decodeEntities(raw);
+    expect(fieldError(raw, `settings-${meta.instagram}-userTags-${first}`)).toBe(
+      '“@ada 30” is not a username followed by where on the image, as @ada 30 70 (percent from the left, then from the top).',
+    );
+    // The contract's words, for the second and third tags of the field.
+    expect(fieldError(raw, `settings-${meta.instagram}-userTags-${second}`)).toBe(
+      'must match pattern "^[A-Za-z0-9._]+$" must be <= 1',
+    );
+    expect(page).toMatch(new RegExp(`<details id="settings-${meta.instagram}-userTags" class="user-tags" open>`));
+    expect(page).toContain(
+      `name="settings.${meta.instagram}.userTags.${second}" value="@grace.h 10 20, bad/name 50 50, @linus 120 50"`,
+    );
+
+    // A tag on a reel: Instagram's rule, shown next to the image it was typed for.
+    const reel = await compose({
+      ...fields,
+      media: first,
+      [`settings.${meta.instagram}.postType`]: 'reel',
+      [`settings.${meta.instagram}.userTags.${first}`]: '@ada',
+    });
+    expect(reel.status).toBe(422);
+    expect(fieldError(await reel.text(), `settings-${meta.instagram}-userTags-${first}`)).toContain(
+      'Tags are placed on images, not on a reel.',
+    );
+
+    const post = await postOf(
+      await compose({
+        ...fields,
+        [`settings.${meta.instagram}.userTags.${first}`]: '@ada 30 70',
+        [`settings.${meta.instagram}.userTags.${second}`]: 'grace.h 10% 20%, @linus',
+      }),
+    );
+    expect(post.settings).toMatchObject({
+      __type: 'instagram',
+      userTags: [
+        { mediaId: first, username: 'ada', x: 0.3, y: 0.7 },
+        { mediaId: second, username: 'grace.h', x: 0.1, y: 0.2 },
+        { mediaId: second, username: 'linus', x: 0.5, y: 0.5 },
+      ],
     });
   });
 

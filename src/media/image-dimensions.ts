@@ -1,3 +1,5 @@
+import type { RangeReader } from './video-duration.js';
+
 /** An image's size in pixels, as its file's header states it. */
 export interface ImageDimensions {
   width: number;
@@ -12,6 +14,17 @@ export interface ImageDimensions {
 export function imageDimensions(bytes: Buffer): ImageDimensions | undefined {
   const found = png(bytes) ?? gif(bytes) ?? jpeg(bytes) ?? webp(bytes);
   return found && found.width > 0 && found.height > 0 ? found : undefined;
+}
+
+/**
+ * How far into an image its dimensions are looked for: a JPEG's frame header comes after its metadata
+ * segments (EXIF with a thumbnail, an ICC profile), which rarely reach beyond a few hundred kilobytes.
+ */
+const HEAD_BYTES = 1024 * 1024;
+
+/** The dimensions a stored image's header states, read from its first bytes; `undefined` as above. */
+export async function readImageDimensions(read: RangeReader): Promise<ImageDimensions | undefined> {
+  return imageDimensions(await read(0, HEAD_BYTES));
 }
 
 function png(bytes: Buffer): ImageDimensions | undefined {

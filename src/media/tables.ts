@@ -12,6 +12,12 @@ export interface MediaTable {
   storage_key: string;
   /** A video's length as its container states it; null for images and videos that do not say. */
   duration_ms: Generated<number | null>;
+  /**
+   * An image's size in pixels as its header states it; null for videos, images that do not say, and media
+   * stored before it was read.
+   */
+  width: Generated<number | null>;
+  height: Generated<number | null>;
   created_at: CreatedAt;
 }
 

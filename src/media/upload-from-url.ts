@@ -11,6 +11,7 @@ import { extensionOf, kindOf, type MediaPolicy } from './media-types.js';
 import { insertMedia } from './queries.js';
 import type { MediaContext } from './storage.js';
 import type { Media } from './tables.js';
+import { readImageDimensions } from './image-dimensions.js';
 import { readVideoDuration, type RangeReader } from './video-duration.js';
 
 /** Downloads a file from a caller's URL into storage as media, within the limits of the configuration. */
@@ -33,8 +34,9 @@ export class UrlDownloads {
           await pipeline(remote.body, inspector, fs.createWriteStream(staging));
           const contentType = inspector.contentType!;
           const size = inspector.received;
-          const durationMs =
-            kindOf(contentType) === 'video' ? await readVideoDuration(fileRanges(staging), size, contentType) : null;
+          const video = kindOf(contentType) === 'video';
+          const durationMs = video ? await readVideoDuration(fileRanges(staging), size, contentType) : null;
+          const dimensions = video ? undefined : await readImageDimensions(fileRanges(staging));
 
           const mediaId = newId('med');
           const key = mediaKey(organizationId, mediaId);
@@ -49,6 +51,8 @@ export class UrlDownloads {
               size,
               storage_key: key,
               duration_ms: durationMs,
+              width: dimensions?.width ?? null,
+              height: dimensions?.height ?? null,
               created_at: this.ctx.clock.now(),
             });
           } catch (error) {

@@ -2,6 +2,7 @@ import type { MediaContentType } from '../core/contract.js';
 import type { Db } from '../db/database.js';
 import { kindOf } from './media-types.js';
 import { insertMedia } from './queries.js';
+import type { ImageDimensions } from './image-dimensions.js';
 import type { Media, NewUpload, Upload } from './tables.js';
 import { transaction } from '../db/transaction.js';
 
@@ -53,10 +54,11 @@ export function recordUploadedMedia(
     mediaType: MediaContentType;
     size: number;
     durationMs: number | null;
+    dimensions: ImageDimensions | undefined;
     now: Date;
   },
 ): Promise<Media> {
-  const { mediaId, key, mediaType, size, durationMs, now } = stored;
+  const { mediaId, key, mediaType, size, durationMs, dimensions, now } = stored;
   return transaction(db, async (trx) => {
     const media = await insertMedia(trx, {
       id: mediaId,
@@ -67,6 +69,8 @@ export function recordUploadedMedia(
       size,
       storage_key: key,
       duration_ms: durationMs,
+      width: dimensions?.width ?? null,
+      height: dimensions?.height ?? null,
       created_at: now,
     });
     await trx

@@ -5,6 +5,7 @@ import { newId } from '../core/ids.js';
 import { mediaKey } from './media-body.js';
 import { kindOf, SNIFF_BYTES, sniffContentType, type MediaPolicy } from './media-types.js';
 import { readVideoDuration, storedRanges } from './video-duration.js';
+import { readImageDimensions, type ImageDimensions } from './image-dimensions.js';
 import { findMedia } from './queries.js';
 import { ObjectMissingError, type MediaContext } from './storage.js';
 import type { Media, Upload } from './tables.js';
@@ -32,11 +33,12 @@ export function uploadKey(organizationId: string, uploadId: string): string {
 
 const wholeSeconds = (ms: number) => new Date(Math.floor(ms / 1000) * 1000);
 
-/** Bytes of an upload found as declared: their size and type, and a video's duration. */
+/** Bytes of an upload found as declared: their size and type, a video's duration and an image's dimensions. */
 interface CheckedBytes {
   size: number;
   mediaType: MediaContentType;
   durationMs: number | null;
+  dimensions: ImageDimensions | undefined;
 }
 
 /**
@@ -154,19 +156,15 @@ export class SignedUploads {
       );
     }
 
-    const durationMs =
-      kindOf(mediaType) === 'video'
-        ? await readVideoDuration(
-            storedRanges((range) => storage.get(upload.storage_key, range), stored.size),
-            stored.size,
-            mediaType,
-          )
-        : null;
-    return { size: declaredSize, mediaType, durationMs };
+    const ranges = storedRanges((range) => storage.get(upload.storage_key, range), stored.size);
+    const video = kindOf(mediaType) === 'video';
+    const durationMs = video ? await readVideoDuration(ranges, stored.size, mediaType) : null;
+    const dimensions = video ? undefined : await readImageDimensions(ranges);
+    return { size: declaredSize, mediaType, durationMs, dimensions };
   }
 
   /** Records checked bytes as media, under a key of their own. */
-  private async storeAsMedia(upload: Upload, { size, mediaType, durationMs }: CheckedBytes, now: Date): Promise<Media> {
+  private async storeAsMedia(upload: Upload, checked: CheckedBytes, now: Date): Promise<Media> {
     const { db, storage } = this.ctx;
     const mediaId = newId('med');
     const key = mediaKey(upload.organization_id, mediaId);
@@ -174,7 +172,7 @@ export class SignedUploads {
     // bytes that were already checked.
     await storage.move(upload.storage_key, key);
     try {
-      return await recordUploadedMedia(db, upload, { mediaId, key, mediaType, size, durationMs, now });
+      return await recordUploadedMedia(db, upload, { ...checked, mediaId, key, now });
     } catch (error) {
       // Nothing points at the moved bytes: put them back where the upload keeps them, so that
       // completing again can succeed instead of finding them gone.

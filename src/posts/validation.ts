@@ -71,7 +71,7 @@ function loadMedia(db: Db, organizationId: string, ids: string[]): Promise<Media
   if (ids.length === 0) return Promise.resolve([]);
   return db
     .selectFrom('media')
-    .select(['id', 'kind', 'content_type', 'size', 'duration_ms'])
+    .select(['id', 'kind', 'content_type', 'size', 'duration_ms', 'width', 'height'])
     .where('organization_id', '=', organizationId)
     .where('id', 'in', ids)
     .execute();

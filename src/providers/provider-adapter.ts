@@ -78,11 +78,11 @@ export interface ThreadRules {
 
 /**
  * What the rules know of one media: its kind, its type as sniffed from its bytes, its size in bytes
- * (the stored column's text, see `mediaBytes`) and a video's length when its container states it.
- * Pixel sizes are not among them: they would mean reading every image from storage for each check,
- * and none of the networks refuses an image for them (they scale it).
+ * (the stored column's text, see `mediaBytes`), a video's length when its container states it, and an
+ * image's width and height when its header states them (read once, when it is stored; media stored
+ * before that was done has none, and its shape is then left to the network).
  */
-export type MediaFacts = Pick<Media, 'id' | 'kind' | 'content_type' | 'size' | 'duration_ms'>;
+export type MediaFacts = Pick<Media, 'id' | 'kind' | 'content_type' | 'size' | 'duration_ms' | 'width' | 'height'>;
 
 /** A media's size in bytes. */
 export const mediaBytes = (media: Pick<MediaFacts, 'size'>): number => Number(media.size);

@@ -87,15 +87,16 @@ export type Outcome =
 /**
  * What running a step leads to: the next step (recorded before it runs), the end, a wait while
  * the network processes what it was sent (the publication is asked about with `lookup` afterwards,
- * as a job of the queue, not by a waiting worker), or starting over: the network no longer holds what
- * the attempt sent it (an upload URL or session that expired) and says nothing was published, so the
- * attempt begins again from its first step after a retry's wait, as a new start (`reason` says why,
- * in the post's history).
+ * as a job of the queue, not by a waiting worker; `forQuota` when what is awaited is the account's
+ * publishing limit freeing, which may take longer than any processing and is never given up), or
+ * starting over: the network no longer holds what the attempt sent it (an upload URL or session that
+ * expired) and says nothing was published, so the attempt begins again from its first step after a
+ * retry's wait, as a new start (`reason` says why, in the post's history).
  */
 export type StepResult =
   | { next: Progress }
   | { outcome: Outcome }
-  | { pending: { checkAgainInSeconds: number } }
+  | { pending: { checkAgainInSeconds: number; forQuota?: boolean } }
   | { restart: { reason: string } };
 
 /** What a network says about a publication that may have crossed its irreversible point. */

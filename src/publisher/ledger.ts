@@ -290,13 +290,14 @@ export interface RecordedProgress extends Progress {
   /** The part of the post the step belongs to: 0, its own content; 1, its first thread part … */
   part: number;
   retries: number;
-  createdAt: Date;
+  /** When the attempt last moved on: a step recorded or a passing failure counted. */
+  progressedAt: Date;
 }
 
 export async function loadProgress(db: Db, postId: string, attempt: number): Promise<RecordedProgress | undefined> {
   const row = await db
     .selectFrom('post_publications')
-    .select(['part', 'step', 'reference', 'irreversible_at', 'retries', 'created_at'])
+    .select(['part', 'step', 'reference', 'irreversible_at', 'retries', 'updated_at'])
     .where('post_id', '=', postId)
     .where('attempt', '=', attempt)
     .executeTakeFirst();
@@ -307,7 +308,7 @@ export async function loadProgress(db: Db, postId: string, attempt: number): Pro
     reference: row.reference,
     irreversible: row.irreversible_at !== null,
     retries: row.retries,
-    createdAt: row.created_at,
+    progressedAt: row.updated_at,
   };
 }
 

@@ -3,13 +3,16 @@ import { outcomeUnknown, type RunResult } from './publish.js';
 
 /** Passing failures an attempt survives before it fails with `provider_unavailable`: their waits, × the retry base. */
 const RETRY_FACTORS = [1, 6, 24, 120, 360];
-// An attempt still processing after this long is given up as outcome_unknown.
+// A network still processing what it was last sent this long after is given up on as outcome_unknown.
 const PENDING_LIMIT_MS = 24 * 3_600_000;
 
-/** What the attempt recorded so far: the passing failures it survived, and when it began. */
+/**
+ * What the attempt recorded so far: the passing failures it survived, and when it last moved on (a step
+ * recorded, or a passing failure counted).
+ */
 export interface AttemptSoFar {
   retries: number;
-  createdAt: Date;
+  progressedAt: Date;
 }
 
 /**
@@ -24,8 +27,10 @@ export type NextStep =
  * What comes next, from how the run ended, what the attempt recorded (`undefined` when nothing was)
  * and the time. A passing failure waits longer each time (the retry base × 1, 6, 24, 120, 360, or
  * longer when the network asks); after the last it fails, as `outcome_unknown` when the post may
- * have reached the network. A post the network is still processing a day after it was sent fails
- * as `outcome_unknown` too.
+ * have reached the network. A post the network is still processing a day after the attempt last
+ * moved on fails as `outcome_unknown` too; a wait for the network's publishing limit to free never
+ * does (the post stays to be published when it frees, however long another app keeps it used), nor
+ * does it shorten the day a processing that follows it has.
  */
 export function nextStep(
   result: RunResult,
@@ -58,7 +63,7 @@ export function nextStep(
       };
     }
     case 'pending':
-      if (attempt && now.getTime() - attempt.createdAt.getTime() > PENDING_LIMIT_MS) {
+      if (!result.forQuota && attempt && now.getTime() - attempt.progressedAt.getTime() > PENDING_LIMIT_MS) {
         return {
           status: 'failed',
           code: 'outcome_unknown',

@@ -30,8 +30,11 @@ export type RunResult =
    * got no answer (it may have got through): the next run asks the network before anything else.
    */
   | { status: 'retry'; reason: string; maybeDelivered: boolean; retryAfterSeconds?: number; logId?: string }
-  /** The network is still processing it: asked again after a wait (not counted as a failure). */
-  | { status: 'pending'; checkAgainInSeconds: number };
+  /**
+   * The network is still processing it, or (`forQuota`) its publishing limit is used up: asked again
+   * after a wait (not counted as a failure).
+   */
+  | { status: 'pending'; checkAgainInSeconds: number; forQuota?: boolean };
 
 const failure = (code: string, message: string, logId?: string): Outcome => ({
   status: 'failed',
@@ -300,7 +303,7 @@ async function runSteps(
       return retryOf(error, progress.irreversible && !(error instanceof TransientPublishError && error.answered));
     }
     if ('outcome' in result) return result.outcome;
-    if ('pending' in result) return { status: 'pending', checkAgainInSeconds: result.pending.checkAgainInSeconds };
+    if ('pending' in result) return { status: 'pending', ...result.pending };
     if ('restart' in result) {
       // Counted as a passing failure, so that starting over cannot go on for ever; the next run begins
       // at the first step, which a network limiting its starts counts as one (see the worker's mayStart).

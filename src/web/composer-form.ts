@@ -39,6 +39,10 @@ function fieldValues(req: Request, name: string): string[] {
 const text = (req: Request, name: string): string => fieldValues(req, name)[0] ?? '';
 
 const SETTINGS_FIELD = /^settings\.([A-Za-z0-9_-]{1,100})\.([A-Za-z]{1,40})$/;
+// The accounts tagged on one image of an Instagram post: `settings.<channel>.userTags.<media id>`, kept among
+// the channel's fields as `userTags.<media id>`.
+const USER_TAGS_FIELD = /^settings\.([A-Za-z0-9_-]{1,100})\.(userTags\.[A-Za-z0-9_-]{1,100})$/;
+const USER_TAGS_PREFIX = 'userTags.';
 // A part of the thread has its fields under `thread.<index>.`; more than the contract's 24 parts would be
 // refused anyway, so a larger index is not one of the form's.
 const THREAD_FIELD = /^thread\.(\d{1,2})\./;
@@ -90,7 +94,7 @@ export function readComposerForm(req: Request, fixed: PartValues[] = []): Compos
   for (const name of Object.keys((req.body as Record<string, unknown> | undefined) ?? {})) {
     const thread = THREAD_FIELD.exec(name);
     if (thread) threadParts = Math.max(threadParts, Number(thread[1]) + 1);
-    const match = SETTINGS_FIELD.exec(name);
+    const match = SETTINGS_FIELD.exec(name) ?? USER_TAGS_FIELD.exec(name);
     if (!match) continue;
     (settings[match[1]!] ??= {})[match[2]!] = text(req, name);
   }
@@ -159,15 +163,15 @@ export function settingsFrom(
     case 'instagram': {
       // Written as Instagram shows them, @ or not: the contract takes the usernames alone.
       const collaborators = listed(fields.collaborators).map((name) => name.replace(/^@/, ''));
-      const userTags = keptUserTags(fields.userTags);
+      const { tags: userTags } = readUserTags(fields);
       return {
         __type: 'instagram',
         ...chosen('postType'),
         // Only a reel is shared to the feed or not; other posts keep the default.
         ...(fields.postType === 'reel' ? { shareToFeed: ticked('shareToFeed') } : {}),
         ...(collaborators.length > 0 ? { collaborators } : {}),
-        ...(userTags ? { userTags } : {}),
-      } as ProviderSettings;
+        ...(userTags.length > 0 ? { userTags } : {}),
+      };
     }
     case 'threads':
       return { __type: 'threads', ...chosen('replyControl') };
@@ -190,18 +194,78 @@ export function settingsFrom(
   }
 }
 
+type UserTag = components['schemas']['InstagramUserTag'];
+
 /**
- * The user tags an Instagram post already has, kept through an edit: the composer does not place tags,
- * so it sends back the ones the API gave the post. The contract's check refuses anything else.
+ * One tag as the form writes it: a username (an @ or not), then where on the image, as percentages from
+ * its left and from its top (`@ada 30 70`, `ada 30% 70%`); without them, the image's middle.
  */
-function keptUserTags(field: string | undefined): unknown[] | undefined {
-  if (!field) return undefined;
-  try {
-    const tags: unknown = JSON.parse(field);
-    return Array.isArray(tags) && tags.length > 0 ? tags : undefined;
-  } catch {
-    return undefined;
+const USER_TAG = /^@?(\S+?)(?:\s+(\d{1,3}(?:\.\d+)?)%?\s*[\s;/]\s*(\d{1,3}(?:\.\d+)?)%?)?$/;
+
+/**
+ * An Instagram post's user tags from the form's field of each image (its tags separated by commas), in
+ * the order of the fields, and the tags that could not be read, each with the image it was typed for.
+ * What is read is left to the contract's check (a username's letters, a position within the image).
+ */
+export function readUserTags(fields: Record<string, string>): {
+  tags: UserTag[];
+  unreadable: { mediaId: string; message: string }[];
+} {
+  const tags: UserTag[] = [];
+  const unreadable: { mediaId: string; message: string }[] = [];
+  for (const [field, value] of Object.entries(fields)) {
+    if (!field.startsWith(USER_TAGS_PREFIX)) continue;
+    const mediaId = field.slice(USER_TAGS_PREFIX.length);
+    for (const written of value.split(/[,\n]/).map((tag) => tag.trim())) {
+      if (written === '') continue;
+      const tag = USER_TAG.exec(written);
+      if (!tag) {
+        unreadable.push({
+          mediaId,
+          message:
+            `“${written}” is not a username followed by where on the image, ` +
+            'as @ada 30 70 (percent from the left, then from the top).',
+        });
+        continue;
+      }
+      const share = (percent: string | undefined) => (percent === undefined ? 0.5 : Number(percent) / 100);
+      tags.push({ mediaId, username: tag[1]!, x: share(tag[2]), y: share(tag[3]) });
+    }
   }
+  return { tags, unreadable };
+}
+
+/**
+ * The image each user tag of an Instagram channel's settings names, by the tag's index as sent (the tags
+ * read, then those that could not be), so that a problem with `userTags[i]` is shown next to its image.
+ */
+export function userTagImages(values: Pick<ComposerValues, 'settings'>, channelIds: string[]): Map<string, string[]> {
+  const images = new Map<string, string[]>();
+  for (const channelId of channelIds) {
+    const { tags, unreadable } = readUserTags(values.settings[channelId] ?? {});
+    if (tags.length + unreadable.length > 0)
+      images.set(channelId, [...tags.map((tag) => tag.mediaId), ...unreadable.map((tag) => tag.mediaId)]);
+  }
+  return images;
+}
+
+/**
+ * The tags of the Instagram channels chosen that could not be read, as problems of their settings
+ * (`<prefix>settings.userTags[i]`, the index after those of the tags read, as `userTagImages` counts).
+ */
+export function unreadableUserTags(
+  values: Pick<ComposerValues, 'settings'>,
+  channels: { id: string; provider: string }[],
+  prefix: (index: number) => string,
+): ErrorDetail[] {
+  return channels.flatMap((channel, index) => {
+    if (channel.provider !== 'instagram') return [];
+    const { tags, unreadable } = readUserTags(values.settings[channel.id] ?? {});
+    return unreadable.map((tag, i) => ({
+      path: `${prefix(index)}settings.userTags[${tags.length + i}]`,
+      message: tag.message,
+    }));
+  });
 }
 
 /** The items of a field that lists them separated by commas (tags, languages). */
@@ -294,8 +358,13 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
     'disableReshare',
   ])
     if (settings[name] === true) fields[name] = 'on';
-  if (Array.isArray(settings.userTags) && settings.userTags.length > 0)
-    fields.userTags = JSON.stringify(settings.userTags);
+  // Each image's tags in its own field, as the form writes them.
+  const percent = (share: number) => String(Math.round(share * 10_000) / 100);
+  for (const tag of (Array.isArray(settings.userTags) ? settings.userTags : []) as UserTag[]) {
+    const field = `${USER_TAGS_PREFIX}${tag.mediaId}`;
+    const written = `@${tag.username} ${percent(tag.x)} ${percent(tag.y)}`;
+    fields[field] = fields[field] ? `${fields[field]}, ${written}` : written;
+  }
   return fields;
 }
 
@@ -382,6 +451,8 @@ export function placeErrors(
   postChannels: string[],
   channelNames: Map<string, string>,
   message?: string,
+  /** The image each user tag was typed for, by channel (see `userTagImages`). */
+  tagImages: Map<string, string[]> = new Map(),
 ): FieldErrors {
   const errors: FieldErrors = { fields: {}, summary: {} };
   const add = (id: string, label: string, text: string) => {
@@ -402,8 +473,13 @@ export function placeErrors(
       add('firstComment', FIELD_LABELS.firstComment!, forChannel(detail.message));
     else if (rest.startsWith('settings') && channelId) {
       const setting = rest.slice('settings'.length).replace(/^\./, '').split(/[.[]/)[0] ?? '';
-      const field =
-        { disableComment: 'allowComment', disableDuet: 'allowDuet', disableStitch: 'allowStitch' }[setting] ?? setting;
+      // A user tag's problem goes next to the field of the image it was typed for.
+      const tagged = /^settings\.userTags\[(\d+)\]/.exec(rest);
+      const image = tagged ? tagImages.get(channelId)?.[Number(tagged[1])] : undefined;
+      const field = image
+        ? `userTags-${image}`
+        : ({ disableComment: 'allowComment', disableDuet: 'allowDuet', disableStitch: 'allowStitch' }[setting] ??
+          setting);
       add(
         field ? `settings-${channelId}-${field}` : `settings-${channelId}`,
         `${name}: ${FIELD_LABELS[setting] ?? 'Settings'}`,

@@ -22,6 +22,8 @@ import {
   readComposerForm,
   settingsFields,
   settingsFrom,
+  unreadableUserTags,
+  userTagImages,
   storedParts,
   type ComposerValues,
 } from './composer-form.js';
@@ -97,9 +99,15 @@ async function createFromForm({ ctx, cookies, bodies, view }: Composer, req: Req
   const channels = await listChannels(ctx.db, organization.id);
   const body = createRequest(ctx, values, action, channels, wallClockInstant(values.date, values.time, zone));
   const names = new Map(channels.map((channel) => [channel.id, channel.name]));
-  const refused = (details: ErrorDetail[], message?: string) => placeErrors(details, values.channels, names, message);
+  const tagImages = userTagImages(values, values.channels);
+  const refused = (details: ErrorDetail[], message?: string) =>
+    placeErrors(details, values.channels, names, message, tagImages);
 
-  const details = bodies.check('createPost', body);
+  const chosen = values.channels.map((id) => channels.find((channel) => channel.id === id) ?? { id, provider: '' });
+  const details = [
+    ...bodies.check('createPost', body),
+    ...unreadableUserTags(values, chosen, (index) => `posts[${index}].`),
+  ];
   if (details.length > 0) return view.show(req, res, mode, values, refused(details), 400);
   let created;
   try {
@@ -254,17 +262,22 @@ async function saveEdit({ ctx, cookies, bodies, view }: Composer, req: Request, 
   } as UpdatePostRequest;
   const at = wallClockInstant(values.date, values.time, zone);
   const names = new Map(channels.map((candidate) => [candidate.id, candidate.name]));
-  const details = bodies.check('updatePost', changes);
+  const tagImages = userTagImages(values, values.channels);
+  const details = [
+    ...bodies.check('updatePost', changes),
+    ...unreadableUserTags(values, channel ? [channel] : [], () => ''),
+  ];
   if (action === 'schedule' && !at) details.push({ path: 'date', message: 'needs a day and a time to publish at' });
   if (details.length > 0) {
-    return view.show(req, res, { kind: 'edit', post }, values, placeErrors(details, values.channels, names), 400);
+    const errors = placeErrors(details, values.channels, names, undefined, tagImages);
+    return view.show(req, res, { kind: 'edit', post }, values, errors, 400);
   }
   try {
     await applyEdit(ctx, organization.id, post.id, changes, action, at);
   } catch (error) {
     if (!shownOnForm(error)) throw error;
     const current = await getPost(ctx.db, organization.id, post.id);
-    const errors = placeErrors(error.details ?? [], values.channels, names, error.message);
+    const errors = placeErrors(error.details ?? [], values.channels, names, error.message, tagImages);
     return view.show(req, res, { kind: 'edit', post: current }, values, errors, error.status);
   }
   res.redirect(303, `/posts/${encodeURIComponent(post.id)}?saved=1`);

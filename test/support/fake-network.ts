@@ -37,8 +37,11 @@ export interface FakeNetwork {
   failNext(count: number, status: number, body?: object): void;
   /** Publications are answered after `ms`. */
   delay(ms: number): void;
-  /** The next `count` publications are published, but the connection is cut before the answer. */
-  cutAfterPublishing(count: number): void;
+  /**
+   * The next `count` publications (of part `part` alone, when given: 1 the post's own content, then its
+   * thread's parts and its first comment) are published, but the connection is cut before the answer.
+   */
+  cutAfterPublishing(count: number, part?: number): void;
   /** Questions about a key are answered `status` (410: the network no longer knows; 503: a passing failure). */
   lookupsAnswer(status: number | undefined): void;
   /** The most publications of one channel that were in progress at once. */
@@ -53,6 +56,7 @@ export async function startFakeNetwork(): Promise<FakeNetwork> {
   const failures: { status: number; body: object }[] = [];
   let delayMs = 0;
   let cuts = 0;
+  let cutPart: number | undefined;
   let lookupStatus: number | undefined;
   const inFlight = new Map<string, number>();
   let maxInFlight = 0;
@@ -87,7 +91,7 @@ export async function startFakeNetwork(): Promise<FakeNetwork> {
           at: Date.now(),
         });
       }
-      if (cuts > 0) {
+      if (cuts > 0 && (cutPart === undefined || cutPart === (body.part ?? 1))) {
         cuts -= 1;
         req.socket.destroy();
         return;
@@ -133,8 +137,9 @@ export async function startFakeNetwork(): Promise<FakeNetwork> {
     delay: (ms) => {
       delayMs = ms;
     },
-    cutAfterPublishing: (count) => {
+    cutAfterPublishing: (count, part) => {
       cuts = count;
+      cutPart = part;
     },
     lookupsAnswer: (status) => {
       lookupStatus = status;

@@ -81,7 +81,7 @@ export async function insertMedia(
   organizationId: string,
   kind: 'image' | 'video',
   durationMs: number | null = null,
-  file: { contentType?: string; size?: number } = {},
+  file: { contentType?: string; size?: number; width?: number; height?: number } = {},
 ): Promise<string> {
   const id = newId('med');
   const contentType = file.contentType ?? (kind === 'video' ? 'video/mp4' : 'image/jpeg');
@@ -96,6 +96,8 @@ export async function insertMedia(
       size: file.size ?? 1024,
       storage_key: `test/${id}`,
       duration_ms: durationMs,
+      width: file.width ?? null,
+      height: file.height ?? null,
     })
     .execute();
   return id;

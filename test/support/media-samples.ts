@@ -42,9 +42,32 @@ export function gif(): Buffer {
   return Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 }
 
-/** The start of a JFIF JPEG, padded to `size` bytes. */
-export function jpeg(size = 2048): Buffer {
-  const start = Buffer.from('ffd8ffe000104a46494600010100000100010000', 'hex');
+/**
+ * The start of a JFIF JPEG, padded to `size` bytes; with `pixels`, its start of frame (SOF0) states that
+ * width and height after `metadata` bytes of an APP1 segment, as a camera's EXIF would put them.
+ */
+export function jpeg(size = 2048, pixels?: { width: number; height: number; metadata?: number }): Buffer {
+  const parts = [Buffer.from('ffd8ffe000104a46494600010100000100010000', 'hex')];
+  if (pixels) {
+    let metadata = pixels.metadata ?? 0;
+    while (metadata > 0) {
+      const length = Math.min(metadata, 65_533);
+      const app1 = Buffer.alloc(4 + length);
+      app1.writeUInt16BE(0xffe1, 0);
+      app1.writeUInt16BE(2 + length, 2);
+      parts.push(app1);
+      metadata -= length;
+    }
+    const frame = Buffer.alloc(19);
+    frame.writeUInt16BE(0xffc0, 0);
+    frame.writeUInt16BE(17, 2);
+    frame.writeUInt8(8, 4);
+    frame.writeUInt16BE(pixels.height, 5);
+    frame.writeUInt16BE(pixels.width, 7);
+    frame.writeUInt8(3, 9);
+    parts.push(frame);
+  }
+  const start = Buffer.concat(parts);
   return Buffer.concat([start, Buffer.alloc(Math.max(0, size - start.length))]);
 }
 

@@ -18,6 +18,7 @@ import * as mastodon from './2026-11-27-04-mastodon.js';
 import * as signIn from './2026-11-27-05-sign-in.js';
 import * as meta from './2026-11-27-06-meta.js';
 import * as accountChoice from './2026-11-27-07-account-choice.js';
+import * as mediaDimensions from './2026-11-27-08-media-dimensions.js';
 import * as channelExpiring from './2026-11-27-09-channel-expiring.js';
 import * as linkedin from './2026-11-27-10-linkedin.js';
 
@@ -42,6 +43,7 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-05-sign-in': signIn,
   '2026-11-27-06-meta': meta,
   '2026-11-27-07-account-choice': accountChoice,
+  '2026-11-27-08-media-dimensions': mediaDimensions,
   '2026-11-27-09-channel-expiring': channelExpiring,
   '2026-11-27-10-linkedin': linkedin,
 };

@@ -269,7 +269,9 @@ export class InstagramAdapter implements PublishingAdapter {
     const total = limit?.config?.quota_total ?? 50;
     const duration = limit?.config?.quota_duration ?? 86_400;
     if (usage >= total)
-      return { pending: { checkAgainInSeconds: await this.limitFreesIn(input, account, total, duration) } };
+      return {
+        pending: { checkAgainInSeconds: await this.limitFreesIn(input, account, total, duration), forQuota: true },
+      };
     if (!reference.container) {
       const shape = shapeOf(this.settings(input), input.media);
       return this.step(shape === 'CAROUSEL' ? 'item' : 'container', reference);
@@ -313,7 +315,7 @@ export class InstagramAdapter implements PublishingAdapter {
     // Refused, so nothing was published: another app of the account used up the limit meanwhile. The post
     // waits; asked about then, its container is still FINISHED, and it is published again.
     if (error?.subcode === PUBLISHING_LIMIT_SUBCODE)
-      return { pending: { checkAgainInSeconds: await this.limitFreesIn(input, account, 50, 86_400) } };
+      return { pending: { checkAgainInSeconds: await this.limitFreesIn(input, account, 50, 86_400), forQuota: true } };
     if (error?.subcode === CONTAINER_EXPIRED_SUBCODE)
       return { restart: { reason: 'Instagram let the container of the post expire before it was published' } };
     if (error) throw publishErrorOf(answer, 'the post', 'Instagram');

@@ -27,6 +27,12 @@ const MB = 1024 * 1024;
  * minutes and at most 300 MB, a story's or a carousel item's of 3 to 60 seconds and at most 100 MB.
  */
 export const INSTAGRAM_IMAGE_MAX_BYTES = 8 * MB;
+/**
+ * A feed image's shape (IG User Media, `image_url`): its width to its height from 4:5 to 1.91:1, compared
+ * as a ratio to two decimals as Meta writes the bounds. A story's image has no such rule (9:16 is only
+ * advised), nor has a video a rule the server could check (its pixel size is not read from its container).
+ */
+export const INSTAGRAM_FEED_ASPECT = { min: 0.8, max: 1.91, range: '4:5 to 1.91:1' };
 const VIDEO_TYPES = ['video/mp4', 'video/quicktime'];
 const VIDEO_LIMITS = {
   reel: { maxBytes: 300 * MB, minSeconds: 3, maxSeconds: 15 * 60, what: 'a reel' },
@@ -74,6 +80,7 @@ export function instagramProblems(
     const message = mediaProblem(
       m,
       postType === 'reel' || (postType === 'feed' && media.length === 1) ? 'reel' : 'short',
+      postType === 'feed',
     );
     if (message) problems.push({ path: `${item.paths.mediaIds}[${index}]`, message });
   });
@@ -99,8 +106,8 @@ export function instagramProblems(
   return Promise.resolve(problems);
 }
 
-/** Why Instagram would refuse one media of the post, or `undefined`. */
-function mediaProblem(media: MediaFacts, video: keyof typeof VIDEO_LIMITS): string | undefined {
+/** Why Instagram would refuse one media of the post (in the feed or not), or `undefined`. */
+function mediaProblem(media: MediaFacts, video: keyof typeof VIDEO_LIMITS, feed: boolean): string | undefined {
   const megabytes = (bytes: number) => `${Math.round((bytes / MB) * 10) / 10} MB`;
   const size = mediaBytes(media);
   if (media.kind === 'image') {
@@ -108,6 +115,15 @@ function mediaProblem(media: MediaFacts, video: keyof typeof VIDEO_LIMITS): stri
       return `Instagram publishes JPEG images only; ${media.id} is ${media.content_type}.`;
     if (size > INSTAGRAM_IMAGE_MAX_BYTES)
       return `Instagram takes images of up to 8 MB; ${media.id} has ${megabytes(size)}.`;
+    if (feed && media.width !== null && media.height !== null) {
+      const ratio = Math.round((media.width / media.height) * 100) / 100;
+      const { min, max, range } = INSTAGRAM_FEED_ASPECT;
+      if (ratio < min || ratio > max)
+        return (
+          `Instagram takes feed images of an aspect ratio from ${range} (width to height); ` +
+          `${media.id} is ${media.width}×${media.height} (${ratio}:1).`
+        );
+    }
     return undefined;
   }
   const limits = VIDEO_LIMITS[video];

@@ -163,7 +163,7 @@ export class ThreadsAdapter implements PublishingAdapter {
     const used = reply ? limit?.reply_quota_usage : limit?.quota_usage;
     const total = reply ? limit?.reply_config?.quota_total : limit?.config?.quota_total;
     if (used !== undefined && total !== undefined && used >= total)
-      return { pending: { checkAgainInSeconds: QUOTA_CHECK_SECONDS } };
+      return { pending: { checkAgainInSeconds: QUOTA_CHECK_SECONDS, forQuota: true } };
     const next = input.media.length > 1 ? 'item' : 'container';
     return { next: { step: next, reference: { items: reference.items }, irreversible: false } };
   }

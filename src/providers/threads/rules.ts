@@ -44,6 +44,12 @@ export const THREADS_CONTENT_LIMIT: ContentLimit = {
 export const THREADS_MAX_LINKS = 5;
 export const THREADS_CAROUSEL_MAX = 20;
 export const THREADS_IMAGE = { types: ['image/jpeg', 'image/png'], maxBytes: 8 * MB };
+/**
+ * An image's shape (Threads API, media specifications): at most 10:1 either way. (Its width is scaled to
+ * 320 to 1,440 pixels, so no size is refused; a video's shape, 0.01:1 to 10:1, is not checked, its pixel
+ * size not being read from its container.)
+ */
+export const THREADS_IMAGE_MAX_ASPECT = 10;
 export const THREADS_VIDEO = { types: ['video/mp4', 'video/quicktime'], maxBytes: 1024 * MB, maxDurationMs: 300_000 };
 export const THREADS_MAX_PARTS = 25;
 /**
@@ -95,6 +101,15 @@ export function threadsPostProblems(item: ItemFacts, mediaUnreachable?: string):
       problem = `${what} of type ${video ? 'MP4 or MOV' : 'JPEG or PNG'}; this one is ${one.content_type}`;
     else if (bytes > rules.maxBytes)
       problem = `${what} of up to ${rules.maxBytes / MB} MB; this one has ${bytes.toLocaleString('en-US')} bytes`;
+    else if (
+      !video &&
+      one.width !== null &&
+      one.height !== null &&
+      elongation(one.width, one.height) > THREADS_IMAGE_MAX_ASPECT
+    )
+      problem =
+        `images of an aspect ratio up to ${THREADS_IMAGE_MAX_ASPECT}:1 either way; ` +
+        `${one.id} is ${one.width}×${one.height}`;
     else if (video && one.duration_ms !== null && one.duration_ms > THREADS_VIDEO.maxDurationMs)
       problem = `videos of up to ${seconds(THREADS_VIDEO.maxDurationMs)}; this one lasts ${seconds(one.duration_ms)}`;
     else if (video && one.duration_ms === 0) problem = 'videos longer than 0 seconds';
@@ -104,6 +119,8 @@ export function threadsPostProblems(item: ItemFacts, mediaUnreachable?: string):
 }
 
 const seconds = (ms: number) => `${ms / 1000} seconds`;
+/** How many times longer an image is than it is wide, or wider than it is long. */
+const elongation = (width: number, height: number) => Math.max(width, height) / Math.min(width, height);
 
 export const threadsProblems = ({ item }: SettingsCheck<'threads'>, mediaUnreachable?: string) =>
   Promise.resolve(threadsPostProblems(item, mediaUnreachable));
