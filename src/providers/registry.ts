@@ -5,6 +5,7 @@ import { blueskyNetwork } from './bluesky/index.js';
 import { facebookNetwork } from './facebook/index.js';
 import { instagramNetwork } from './instagram/index.js';
 import { mastodonNetwork } from './mastodon/index.js';
+import { pinterestNetwork } from './pinterest/index.js';
 import { sandboxNetwork } from './sandbox/index.js';
 import { threadsNetwork } from './threads/index.js';
 import { tiktokNetwork } from './tiktok/index.js';
@@ -27,6 +28,7 @@ const NETWORKS: { [P in Provider]: ProviderFactory<P> } = {
   facebook: facebookNetwork,
   instagram: instagramNetwork,
   threads: threadsNetwork,
+  pinterest: pinterestNetwork,
 };
 
 /** What features that talk to the networks are built from: the application's context and the adapters. */

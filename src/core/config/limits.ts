@@ -52,6 +52,7 @@ export function readLimits(read: EnvReader): LimitSettings {
       instagram: read.integer('DAILY_POST_LIMIT_INSTAGRAM', 50, 1, 10_000),
       // Threads's own cap: 250 posts per account in 24 hours.
       threads: read.integer('DAILY_POST_LIMIT_THREADS', 250, 1, 10_000),
+      pinterest: read.integer('DAILY_POST_LIMIT_PINTEREST', 50, 1, 10_000),
     },
     oauthClientAuthFailures: {
       perClientAddress: read.integer('OAUTH_AUTH_FAILURES_PER_CLIENT', 10, 1, 1_000_000),

@@ -18,6 +18,7 @@ import * as mastodon from './2026-11-27-04-mastodon.js';
 import * as signIn from './2026-11-27-05-sign-in.js';
 import * as meta from './2026-11-27-06-meta.js';
 import * as accountChoice from './2026-11-27-07-account-choice.js';
+import * as pinterest from './2026-11-27-11-pinterest.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-05-sign-in': signIn,
   '2026-11-27-06-meta': meta,
   '2026-11-27-07-account-choice': accountChoice,
+  '2026-11-27-11-pinterest': pinterest,
 };
