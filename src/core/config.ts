@@ -13,6 +13,7 @@ import {
 } from './config/meta.js';
 import { readMedia, type MediaConfig } from './config/media.js';
 import { readMetrics, type MetricsConfig } from './config/metrics.js';
+import { readPinterest, type PinterestConfig } from './config/pinterest.js';
 import { readPublisher, type PublisherConfig } from './config/publisher.js';
 import { readRuntime, type RuntimeSettings } from './config/runtime.js';
 import { readSandbox, type SandboxConfig } from './config/sandbox.js';
@@ -27,6 +28,7 @@ export type { BlueskyConfig } from './config/bluesky.js';
 export type { MastodonConfig } from './config/mastodon.js';
 export type { InstagramLoginConfig, MetaConfig, ThreadsConfig } from './config/meta.js';
 export type { MediaConfig, S3StorageConfig } from './config/media.js';
+export type { PinterestConfig } from './config/pinterest.js';
 export type { TikTokConfig } from './config/tiktok.js';
 export type { TracingConfig } from './config/tracing.js';
 export type { XConfig } from './config/x.js';
@@ -54,6 +56,8 @@ export interface Config extends ServerSettings, DatabaseSettings, RuntimeSetting
   threads: ThreadsConfig | undefined;
   /** Set when INSTAGRAM_APP_ID and INSTAGRAM_APP_SECRET are: Instagram accounts without a Facebook Page. */
   instagramLogin: InstagramLoginConfig | undefined;
+  /** Set when PINTEREST_APP_ID and PINTEREST_APP_SECRET are; without it Pinterest is not offered. */
+  pinterest: PinterestConfig | undefined;
   sandbox: SandboxConfig;
   publisher: PublisherConfig;
   webhooks: WebhooksConfig;
@@ -85,6 +89,7 @@ export function loadConfig(env: Env = process.env): Config {
     meta: readMeta(read),
     threads: readThreads(read),
     instagramLogin: readInstagramLogin(read),
+    pinterest: readPinterest(read),
     sandbox: readSandbox(read, server.publicUrl),
     publisher: readPublisher(read),
     webhooks: readWebhooks(read),

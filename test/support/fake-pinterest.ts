@@ -702,3 +702,13 @@ function multipart(contentType: string, body: Buffer): Map<string, Buffer> | und
   }
   return undefined;
 }
+
+/** The server's configuration of a Pinterest app at the fake. */
+export function pinterestEnv(pinterest: FakePinterest): Record<string, string> {
+  return {
+    PINTEREST_APP_ID: pinterest.appId,
+    PINTEREST_APP_SECRET: pinterest.appSecret,
+    PINTEREST_API_URL: pinterest.url,
+    PINTEREST_AUTHORIZE_URL: pinterest.authorizeUrl,
+  };
+}
