@@ -1,5 +1,7 @@
 import { AccountTokens } from '../account-tokens.js';
+import { mediaUnreachableReason } from '../meta/media-reach.js';
 import type { ProviderFactory } from '../provider-adapter.js';
+import { PinterestAdapter } from './adapter.js';
 import { PinterestApi } from './api.js';
 import { PinterestBoards } from './boards.js';
 import { PinterestConnection } from './connection.js';
@@ -18,12 +20,17 @@ export const pinterestNetwork: ProviderFactory<'pinterest'> = ({ config, outboun
     needsSettings: true,
     contentLimit: PINTEREST_CONTENT_LIMIT,
     altTextMax: PINTEREST_ALT_TEXT_MAX,
-    settingsProblems: pinterestProblems,
+    settingsProblems: (check) => pinterestProblems(check, mediaUnreachableReason(config)),
     withDefaults: pinterestDefaults,
   } satisfies ReturnType<ProviderFactory<'pinterest'>> as ReturnType<ProviderFactory<'pinterest'>>;
   if (!config.pinterest) return rules;
   const api = new PinterestApi(config.pinterest, outbound);
   const connection = new PinterestConnection(config.pinterest, api, clock);
   const tokens = new PinterestTokens(new AccountTokens(db, keyring, connection, clock, metrics));
-  return { ...rules, connection, boards: new PinterestBoards(api, tokens, db, clock) };
+  return {
+    ...rules,
+    connection,
+    boards: new PinterestBoards(api, tokens, db, clock),
+    publishing: new PinterestAdapter(api, tokens, clock, mediaUnreachableReason(config) === undefined),
+  };
 };

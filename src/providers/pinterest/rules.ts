@@ -25,6 +25,9 @@ export const PINTEREST_VIDEO = {
   maxDurationMs: 900_000,
 };
 
+/** The image types Pinterest takes as base64 in the request (`image_base64`'s `content_type`). */
+const BASE64_TYPES = ['image/jpeg', 'image/png'];
+
 /** The problems of one pin by Pinterest's rules, each naming its field. */
 export function pinProblems(item: ItemFacts): ErrorDetail[] {
   const channel = `channel ${item.channelId}`;
@@ -86,9 +89,23 @@ const seconds = (ms: number) => `${ms / 1000} seconds`;
  * A pin's settings: its media by Pinterest's rules, a section only with its board (the contract's
  * patterns hold the ids' form), and a cover frame only on a video pin.
  */
-export function pinterestProblems(check: SettingsCheck<'pinterest'>): Promise<ErrorDetail[]> {
+export function pinterestProblems(
+  check: SettingsCheck<'pinterest'>,
+  mediaUnreachable: string | undefined,
+): Promise<ErrorDetail[]> {
   const { item, settings, path } = check;
   const problems = pinProblems(item);
+  // Media Pinterest cannot download go as base64, which Pinterest takes of JPEG and PNG only.
+  if (mediaUnreachable)
+    item.media?.forEach((one, index) => {
+      if (one.kind === 'image' && !BASE64_TYPES.includes(one.content_type))
+        problems.push({
+          path: `${item.paths.mediaIds}[${index}]`,
+          message:
+            `Pinterest takes this server's images as JPEG or PNG only, since it cannot download them ` +
+            `(${mediaUnreachable}); this one is ${one.content_type} (channel ${item.channelId}).`,
+        });
+    });
   if (settings.coverImageKeyFrameTime !== undefined && item.media && !item.media.some((one) => one.kind === 'video'))
     problems.push({
       path: `${path}.coverImageKeyFrameTime`,
