@@ -358,6 +358,22 @@ describe('when Pinterest does not answer as hoped', () => {
     expect(pinterest.requests.some((request) => request.operation === 'listBoardPins')).toBe(true);
   });
 
+  it('fails a pin with the setting to change when the operator’s app has Trial access, the channel still active', async () => {
+    pinterest.trialAccess(true);
+    const image = await upload('trial.jpg', jpeg(), 'image/jpeg');
+    const id = await publishNow({
+      content: 'With Trial access',
+      mediaIds: [image],
+      settings: { __type: 'pinterest', boardId: board('Behind the scenes').id },
+    });
+    const failed = await settled(id);
+    pinterest.trialAccess(false);
+    expect([failed.status, failed.error?.code]).toEqual(['failed', 'rejected_by_network']);
+    expect(failed.error?.message).toContain('PINTEREST_API_URL');
+    const channel = dataOf(await api().GET('/public/v1/channels')).data.find((c) => c.id === channelId);
+    expect(channel!.status).toBe('active');
+  });
+
   it('marks the channel needs_reconnect when the user removed the app at Pinterest', async () => {
     pinterest.revokeAll();
     const image = await upload('revoked.jpg', jpeg(), 'image/jpeg');

@@ -116,6 +116,11 @@ export interface FakePinterest {
   failNextProcessing(): void;
   /** The next call of `operation` does its work, then the connection is cut before the answer. */
   loseNextAnswer(operation: FakePinterestOperation): void;
+  /**
+   * The app has Trial access (or not): pins are refused in production, as Pinterest refuses them
+   * (403, code 29), and made only in its API Sandbox.
+   */
+  trialAccess(on: boolean): void;
   /** The next call of `operation` is answered `status` (a 5xx) having done nothing. */
   failNext(operation: FakePinterestOperation, status?: number): void;
   advanceClock(seconds: number): void;
@@ -216,6 +221,7 @@ export async function startFakePinterest(
   const failures: { operation: FakePinterestOperation; status: number }[] = [];
   let granted: string[] = [];
   let denyNext = false;
+  let trial = false;
   let checksPerVideo = 1;
   let failNextVideo = false;
   let clockOffsetMs = 0;
@@ -568,6 +574,13 @@ export async function startFakePinterest(
         return page(onBoard.map(pinObject), url.searchParams);
       }
       case 'createPin':
+        if (trial)
+          return error(
+            403,
+            29,
+            'Apps with Trial access may not create Pins in production https://api.pinterest.com - ' +
+              'use API Sandbox https://api-sandbox.pinterest.com instead.',
+          );
         return createPin(body);
       case 'getPin': {
         const pin = pins.find((candidate) => candidate.id === id);
@@ -669,6 +682,9 @@ export async function startFakePinterest(
     },
     loseNextAnswer: (operation) => {
       lost.add(operation);
+    },
+    trialAccess: (on) => {
+      trial = on;
     },
     failNext: (operation, status = 503) => {
       failures.push({ operation, status });

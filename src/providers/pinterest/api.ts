@@ -126,6 +126,14 @@ export function publishError(
   const message = pinterestMessage(answer);
   if (answer.status === 401)
     return new ReconnectNeededError(`Pinterest refused the account's access token (${message})`);
+  // Trial access (developers.pinterest.com, "Access tiers") creates pins in Pinterest's API Sandbox only:
+  // no reconnecting helps, the operator changes the app's access or its API URL.
+  if (answer.status === 403 && /trial access/i.test(message))
+    return new PermanentPublishError(
+      'rejected_by_network',
+      `Pinterest refused the ${what}: ${message}. This server's Pinterest app has Trial access: ask the ` +
+        'operator to get Standard access for it, or to set PINTEREST_API_URL to Pinterest’s API Sandbox.',
+    );
   if (answer.status === 403)
     return new ReconnectNeededError(`the account did not grant this app what it needs (${message})`);
   if (answer.status === 429)
