@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
 import Service from '../src/sdk/src/index.js';
 import { publicApi, type Schemas } from './support/api.js';
-import { BrowserSession } from './support/browser-session.js';
+import { BrowserSession, inputValue } from './support/browser-session.js';
 import { pinterestEnv, startFakePinterest, type FakePinterest } from './support/fake-pinterest.js';
 import { eventually } from './support/eventually.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
@@ -323,6 +323,52 @@ describe('publishing pins', () => {
       },
     });
     expect(boardless.response.status).toBe(400);
+  });
+});
+
+describe('the composer', () => {
+  it('offers the account’s boards and sections, and makes a draft pin with its board, section, title and link', async () => {
+    const session = new BrowserSession(server);
+    await session.logIn(org.email, org.password);
+    const html = await (await session.get('/compose')).text();
+    const summer = board('Summer recipes');
+    const field = (name: string) => `settings.${channelId}.${name}`;
+    expect(html).toContain(`name="${field('board')}"`);
+    expect(html).toContain(`<option value="${summer.id}">Summer recipes</option>`);
+    expect(html).toContain(`<option value="${summer.id}/${summer.sections[1]!.id}">Summer recipes › Soups</option>`);
+    expect(html).toContain(`name="${field('title')}"`);
+    const image = await upload('composer.jpg', jpeg(), 'image/jpeg');
+    const form = new URLSearchParams({
+      csrf_token: inputValue(html, 'csrf_token')!,
+      idempotency_key: inputValue(html, 'idempotency_key')!,
+      channel: channelId,
+      content: 'Soup season',
+      media: image,
+      date: '2030-03-20',
+      time: '09:30',
+      action: 'draft',
+      [field('board')]: `${summer.id}/${summer.sections[1]!.id}`,
+      [field('title')]: 'Cold soups',
+      [field('link')]: 'https://acme.example/soups',
+    });
+    const sent = await session.request('/compose', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+    });
+    expect(sent.status, await sent.clone().text()).toBe(303);
+    const id = /^\/posts\/([^?]+)\?created=1$/.exec(sent.headers.get('location')!)![1]!;
+    const post = dataOf(await api().GET('/public/v1/posts/{id}', byId(id)));
+    expect(post.settings).toEqual({
+      __type: 'pinterest',
+      boardId: summer.id,
+      boardSectionId: summer.sections[1]!.id,
+      title: 'Cold soups',
+      link: 'https://acme.example/soups',
+    });
+    // The edit form shows the choice made.
+    const edit = await (await session.get(`/posts/${id}/edit`)).text();
+    expect(edit).toContain(`<option value="${summer.id}/${summer.sections[1]!.id}" selected>`);
   });
 });
 

@@ -171,6 +171,19 @@ export function settingsFrom(
     }
     case 'threads':
       return { __type: 'threads', ...chosen('replyControl') };
+    case 'pinterest': {
+      // One choice names the board, or a section of it: `<board id>/<section id>`.
+      const [boardId, boardSectionId] = (fields.board ?? '').split('/');
+      const cover = fields.coverFrame?.trim() ?? '';
+      return {
+        __type: 'pinterest',
+        ...(boardId ? { boardId } : {}),
+        ...(boardSectionId ? { boardSectionId } : {}),
+        ...(fields.title?.trim() ? { title: fields.title.trim() } : {}),
+        ...(fields.link?.trim() ? { link: fields.link.trim() } : {}),
+        ...(cover !== '' ? { coverImageKeyFrameTime: Number(cover) } : {}),
+      } as ProviderSettings;
+    }
     case 'bluesky': {
       const languages = listed(fields.languages);
       return {
@@ -283,6 +296,10 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
     if (settings[name] === true) fields[name] = 'on';
   if (Array.isArray(settings.userTags) && settings.userTags.length > 0)
     fields.userTags = JSON.stringify(settings.userTags);
+  if (typeof settings.boardId === 'string')
+    fields.board =
+      typeof settings.boardSectionId === 'string' ? `${settings.boardId}/${settings.boardSectionId}` : settings.boardId;
+  if (typeof settings.coverImageKeyFrameTime === 'number') fields.coverFrame = String(settings.coverImageKeyFrameTime);
   return fields;
 }
 
@@ -294,7 +311,7 @@ const FIELD_LABELS: Record<string, string> = {
   thread: 'Thread',
   date: 'Time',
   form: 'The post',
-  title: 'YouTube title',
+  title: 'Title',
   description: 'YouTube description',
   privacyStatus: 'YouTube visibility',
   madeForKids: 'Made for kids',
@@ -314,12 +331,14 @@ const FIELD_LABELS: Record<string, string> = {
   languages: 'Bluesky languages',
   linkCard: 'Link card',
   firstComment: 'First comment',
-  link: 'Facebook link',
+  link: 'Link',
   postType: 'Instagram post type',
   shareToFeed: 'Share the reel to the feed',
   collaborators: 'Instagram collaborators',
   userTags: 'Instagram user tags',
   replyControl: 'Who can reply on Threads',
+  board: 'Pinterest board',
+  coverFrame: 'Video cover frame',
 };
 
 /** The id of a part's field on the page: `content`, `media`, `alt-<media id>` for the post's own part. */
@@ -388,7 +407,14 @@ export function placeErrors(
     else if (rest.startsWith('settings') && channelId) {
       const setting = rest.slice('settings'.length).replace(/^\./, '').split(/[.[]/)[0] ?? '';
       const field =
-        { disableComment: 'allowComment', disableDuet: 'allowDuet', disableStitch: 'allowStitch' }[setting] ?? setting;
+        {
+          disableComment: 'allowComment',
+          disableDuet: 'allowDuet',
+          disableStitch: 'allowStitch',
+          boardId: 'board',
+          boardSectionId: 'board',
+          coverImageKeyFrameTime: 'coverFrame',
+        }[setting] ?? setting;
       add(
         field ? `settings-${channelId}-${field}` : `settings-${channelId}`,
         `${name}: ${FIELD_LABELS[setting] ?? 'Settings'}`,
