@@ -304,8 +304,8 @@ export interface paths {
          *
          *     - an unknown, foreign or disabled channel, or an unknown or foreign media id;
          *     - a post with neither content (other than white space) nor media;
-         *     - settings whose `__type` is not the channel's provider; no settings for a YouTube or
-         *       TikTok channel (they are optional for the sandbox only);
+         *     - settings whose `__type` is not the channel's provider; no settings for a YouTube,
+         *       TikTok or Pinterest channel (they are optional for the sandbox only);
          *     - YouTube: not exactly one video; tags over 500 characters together (see `tags`); a
          *       description (or, without one, the `content`) over 5000 bytes or with `<` or `>`;
          *     - TikTok: a caption (`content`) over 2200 characters; not exactly one video (photo posts
@@ -328,7 +328,12 @@ export interface paths {
          *         `max_media_attachments` images or one video, of its `supported_mime_types`, within its
          *         `image_size_limit` and `video_size_limit` (when the instance cannot be asked, Mastodon's
          *         own: 4, JPEG, PNG, GIF, WebP, MP4, QuickTime, WebM, 16 MB and 99 MB);
-         *     - a `thread` on a network without replies (YouTube, TikTok), more parts than the network
+         *     - Pinterest: a description (`content`) over 500 characters; not one image, one video or a
+         *       carousel of 2 to 5 images; a media of a type, size or length Pinterest does not take
+         *       (images JPEG, PNG, WebP, GIF, BMP or TIFF of 20 MB, only JPEG or PNG where Pinterest
+         *       cannot download this server's media; videos MP4, MOV or M4V of 2 GB lasting 4 seconds to
+         *       15 minutes); alternative text on a carousel; `coverImageKeyFrameTime` without a video;
+         *     - a `thread` on a network without replies (YouTube, TikTok, Pinterest), more parts than the network
          *       takes, or a part breaking the network's rules for a post (each part needs content or
          *       media; the network's character and media limits apply to every part);
          *     - a post that would take its channel past its daily quota on the UTC day of its
