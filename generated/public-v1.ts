@@ -229,6 +229,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/public/v1/channels/{id}/pinterest/boards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Pinterest boards
+         * @description The boards of the Pinterest account (its own and the group boards it collaborates on), each
+         *     with its sections, read live from Pinterest: what the user chooses a pin's `boardId` and
+         *     `boardSectionId` from. Pages follow Pinterest's own order of the boards; pass `nextCursor`
+         *     back as `cursor` for the next page.
+         *
+         *     Answers `404` for a channel that is not the organization's, `422` for a channel that is not
+         *     a Pinterest channel, when this server has no Pinterest app configured, or when Pinterest
+         *     refuses the channel's credentials (the channel is then `needs_reconnect`), and `502` when
+         *     Pinterest cannot be reached or answers with an error.
+         */
+        get: operations["pinterestBoards"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/public/v1/posts": {
         parameters: {
             query?: never;
@@ -276,8 +304,8 @@ export interface paths {
          *
          *     - an unknown, foreign or disabled channel, or an unknown or foreign media id;
          *     - a post with neither content (other than white space) nor media;
-         *     - settings whose `__type` is not the channel's provider; no settings for a YouTube or
-         *       TikTok channel (they are optional for the sandbox only);
+         *     - settings whose `__type` is not the channel's provider; no settings for a YouTube,
+         *       TikTok or Pinterest channel (they are optional for the sandbox only);
          *     - YouTube: not exactly one video; tags over 500 characters together (see `tags`); a
          *       description (or, without one, the `content`) over 5000 bytes or with `<` or `>`;
          *     - TikTok: a caption (`content`) over 2200 characters; not exactly one video (photo posts
@@ -300,7 +328,12 @@ export interface paths {
          *         `max_media_attachments` images or one video, of its `supported_mime_types`, within its
          *         `image_size_limit` and `video_size_limit` (when the instance cannot be asked, Mastodon's
          *         own: 4, JPEG, PNG, GIF, WebP, MP4, QuickTime, WebM, 16 MB and 99 MB);
-         *     - a `thread` on a network without replies (YouTube, TikTok), more parts than the network
+         *     - Pinterest: a description (`content`) over 500 characters; not one image, one video or a
+         *       carousel of 2 to 5 images; a media of a type, size or length Pinterest does not take
+         *       (images JPEG, PNG, WebP, GIF, BMP or TIFF of 20 MB, only JPEG or PNG where Pinterest
+         *       cannot download this server's media; videos MP4, MOV or M4V of 2 GB lasting 4 seconds to
+         *       15 minutes); alternative text on a carousel; `coverImageKeyFrameTime` without a video;
+         *     - a `thread` on a network without replies (YouTube, TikTok, Pinterest), more parts than the network
          *       takes, or a part breaking the network's rules for a post (each part needs content or
          *       media; the network's character and media limits apply to every part);
          *     - a post that would take its channel past its daily quota on the UTC day of its
@@ -1209,7 +1242,7 @@ export interface components {
          * @description The providers of this version of the contract.
          * @enum {string}
          */
-        KnownProvider: "youtube" | "tiktok" | "sandbox" | "bluesky" | "mastodon" | "x" | "facebook" | "instagram" | "threads" | "linkedin";
+        KnownProvider: "youtube" | "tiktok" | "sandbox" | "bluesky" | "mastodon" | "x" | "facebook" | "instagram" | "threads" | "linkedin" | "pinterest";
         ConnectionStatus: {
             /**
              * @description Always `true`; an invalid credential is answered `401`.
@@ -1265,7 +1298,7 @@ export interface components {
              * @description The network of the account to connect.
              * @enum {string}
              */
-            provider: "youtube" | "tiktok" | "bluesky" | "mastodon" | "x" | "facebook" | "instagram" | "threads" | "linkedin";
+            provider: "youtube" | "tiktok" | "bluesky" | "mastodon" | "x" | "facebook" | "instagram" | "threads" | "linkedin" | "pinterest";
             /**
              * @description Mastodon only: the instance the account lives on, as its domain (`mastodon.social`), a URL
              *     of it or a handle (`@alice@mastodon.social`). This server checks that it answers as a
@@ -1736,12 +1769,12 @@ export interface components {
          *     sandbox. The values are the user's choices: collect them in your UI. Optional choices left
          *     out are stored with their documented defaults.
          */
-        ProviderSettings: components["schemas"]["YouTubeSettings"] | components["schemas"]["TikTokSettings"] | components["schemas"]["SandboxSettings"] | components["schemas"]["BlueskySettings"] | components["schemas"]["MastodonSettings"] | components["schemas"]["XSettings"] | components["schemas"]["FacebookSettings"] | components["schemas"]["InstagramSettings"] | components["schemas"]["ThreadsSettings"] | components["schemas"]["LinkedInSettings"];
+        ProviderSettings: components["schemas"]["YouTubeSettings"] | components["schemas"]["TikTokSettings"] | components["schemas"]["SandboxSettings"] | components["schemas"]["BlueskySettings"] | components["schemas"]["MastodonSettings"] | components["schemas"]["XSettings"] | components["schemas"]["FacebookSettings"] | components["schemas"]["InstagramSettings"] | components["schemas"]["ThreadsSettings"] | components["schemas"]["LinkedInSettings"] | components["schemas"]["PinterestSettings"];
         /**
          * @description A post's settings as the server answers them: those sent, with every optional choice the
          *     request left out filled in with its documented default, so each field below is present.
          */
-        StoredProviderSettings: components["schemas"]["StoredYouTubeSettings"] | components["schemas"]["StoredTikTokSettings"] | components["schemas"]["StoredSandboxSettings"] | components["schemas"]["StoredBlueskySettings"] | components["schemas"]["StoredMastodonSettings"] | components["schemas"]["StoredXSettings"] | components["schemas"]["StoredFacebookSettings"] | components["schemas"]["StoredInstagramSettings"] | components["schemas"]["StoredThreadsSettings"] | components["schemas"]["StoredLinkedInSettings"];
+        StoredProviderSettings: components["schemas"]["StoredYouTubeSettings"] | components["schemas"]["StoredTikTokSettings"] | components["schemas"]["StoredSandboxSettings"] | components["schemas"]["StoredBlueskySettings"] | components["schemas"]["StoredMastodonSettings"] | components["schemas"]["StoredXSettings"] | components["schemas"]["StoredFacebookSettings"] | components["schemas"]["StoredInstagramSettings"] | components["schemas"]["StoredThreadsSettings"] | components["schemas"]["StoredLinkedInSettings"] | components["schemas"]["StoredPinterestSettings"];
         /**
          * YouTube
          * @description YouTube settings as stored; `tags` is always present.
@@ -1904,6 +1937,20 @@ export interface components {
              * @enum {string}
              */
             __type: "linkedin";
+        });
+        /**
+         * Pinterest
+         * @description Pinterest settings as stored, as they were sent (no choice has a default).
+         */
+        StoredPinterestSettings: {
+            /** @constant */
+            __type?: "pinterest";
+        } & (components["schemas"]["PinterestSettings"] & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "pinterest";
         });
         /**
          * X
@@ -2330,6 +2377,70 @@ export interface components {
              * @description When `uploadUrl` stops accepting bytes.
              */
             expiresAt: string;
+        };
+        /**
+         * Pinterest
+         * @description How the post is published as a Pinterest pin: `content` is its description (up to 500
+         *     characters), its media one image, one video, or a carousel of 2 to 5 images in the order of
+         *     `mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or
+         *     video is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments
+         *     or replies, so `firstComment` and `thread` are refused.
+         */
+        PinterestSettings: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            __type: "pinterest";
+            /**
+             * @description The board the pin is saved on: one of the account's boards, as
+             *     `GET /public/v1/channels/{id}/pinterest/boards` lists them.
+             * @example 549755885175
+             */
+            boardId: string;
+            /**
+             * @description A section of the board to save the pin in (its `sections`); omitted, the board itself.
+             * @example 5027629787972154693
+             */
+            boardSectionId?: string;
+            /** @description The pin's title. */
+            title?: string;
+            /**
+             * Format: uri
+             * @description The web page the pin leads to.
+             */
+            link?: string;
+            /**
+             * Format: int32
+             * @description A video pin's cover: the video's frame at this second (Pinterest takes the last frame
+             *     when it is past the end). Omitted, the frame at 0 seconds.
+             */
+            coverImageKeyFrameTime?: number;
+        };
+        /** @description One page of a Pinterest account's boards. */
+        PinterestBoardList: {
+            /** @description The channel id (`ch_…`). */
+            channelId: string;
+            data: components["schemas"]["PinterestBoard"][];
+            /** @description Pass it as `cursor` for more boards; `null` when there are no more. */
+            nextCursor: string | null;
+        };
+        /** @description A board of the account, with its sections. */
+        PinterestBoard: {
+            /** @description Pinterest's board id (a pin's `boardId`). */
+            id: string;
+            name: string;
+            description: string | null;
+            /**
+             * @description `PUBLIC`, `PROTECTED` or `SECRET`, as Pinterest says. Extensible: a later version may
+             *     list values Pinterest adds.
+             */
+            privacy: ("PUBLIC" | "PROTECTED" | "SECRET") | string;
+            /** @description The board's sections (a pin's `boardSectionId`), in Pinterest's order. */
+            sections: {
+                id: string;
+                name: string;
+            }[];
         };
         /** @description What a TikTok account allows right now. */
         TikTokCreatorInfo: {
@@ -2990,6 +3101,58 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    pinterestBoards: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The most boards in a page.
+                 * @example 25
+                 */
+                limit?: number;
+                /**
+                 * @description The `nextCursor` of the previous page, with the same filters; omit it for the first page.
+                 *     Opaque and signed: don't build or change it.
+                 * @example eyJzIjoiMjAyNi0xMi0wMVQwOTozMDowMC4wMDBaIiwiaSI6InBvc3RfNEtpN0xvMVBtM05qOEJoNUd2MkMifQ.q3VwU0Gm8x9kZt2LcR4pYw
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The channel id (`ch_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example ch_5Hs3Jk8Pq2Rt6Yu1Zx4C
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the account's boards, with their sections. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PinterestBoardList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
         };

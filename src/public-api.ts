@@ -24,6 +24,7 @@ import type { MediaContext } from './media/storage.js';
 import type { PostsContext } from './posts/context.js';
 import { ACCESS_TOKEN_PREFIX } from './oauth/tokens.js';
 import { postOperations } from './posts/routes.js';
+import { pinterestOperations } from './providers/pinterest/routes.js';
 import { tiktokOperations } from './providers/tiktok/routes.js';
 import { channelConnectOperations } from './providers/connection-routes.js';
 import type { WebhookManagement } from './webhooks/management.js';
@@ -51,6 +52,7 @@ export function createPublicApi(
     ...postOperations(ctx),
     ...mediaOperations(ctx),
     ...tiktokOperations(ctx),
+    ...pinterestOperations(ctx),
     ...webhookOperations(ctx, ctx.webhooks),
   };
   return contractRouter({

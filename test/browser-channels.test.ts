@@ -47,10 +47,10 @@ describeInChromium('Settings → Channels in a real browser (Chromium)', () => {
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent(), PAGE_WAIT).toBe('Channels');
     expect(await channelRow('Sandbox').locator('.status').textContent()).toBe('Active');
     // No operator app for the real networks in this test: said so, not offered (YouTube, TikTok, X,
-    // Facebook, Instagram, Threads, LinkedIn).
+    // Facebook, Instagram, Threads, LinkedIn, Pinterest).
     // Mastodon and Bluesky need none: Mastodon asks for the user's instance, Bluesky signs in with an
     // app password on this server's page.
-    expect(await page.getByText('Not configured by the operator of this server.').count()).toBe(7);
+    expect(await page.getByText('Not configured by the operator of this server.').count()).toBe(8);
     expect(await page.getByLabel('Your Mastodon instance').count()).toBe(1);
     expect(await page.getByRole('button', { name: 'Connect Bluesky' }).isEnabled()).toBe(true);
 

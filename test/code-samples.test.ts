@@ -12,6 +12,7 @@ import { dataOf, publicApi, type ApiError, type OAuthSchemas, type Schemas } fro
 import { openBrowser, skipBrowserTests } from './support/chromium.js';
 import { eventually } from './support/eventually.js';
 import { startFakeGoogle, youtubeEnv, type FakeGoogle } from './support/fake-google.js';
+import { pinterestEnv, startFakePinterest, type FakePinterest } from './support/fake-pinterest.js';
 import { startFakeTikTok, tiktokEnv, type FakeTikTok } from './support/fake-tiktok.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
 import { mp4WithDuration, png } from './support/media-samples.js';
@@ -78,6 +79,7 @@ const SDK_METHODS: Record<string, string> = {
   getQuota: 'quota',
   tiktokCreatorInfo: 'tiktokCreatorInfo',
   tiktokAnalytics: 'tiktokAnalytics',
+  pinterestBoards: 'pinterestBoards',
   createPost: 'createPost',
   listPosts: 'listPosts',
   getPost: 'getPost',
@@ -138,7 +140,7 @@ function requestPathMatches(requested: string, template: string): boolean {
 
 describe('every operation of the reference has its request samples', () => {
   it('a curl sample and an @service/sdk sample on each Public API operation, each sending the request of its operation', () => {
-    expect(PUBLIC).toHaveLength(29);
+    expect(PUBLIC).toHaveLength(30);
     for (const operation of PUBLIC) {
       const curl = operation.samples.filter(isCurl);
       const sdk = operation.samples.filter((sample) => sample.lang === 'TypeScript' && sample.label === '@service/sdk');
@@ -219,6 +221,7 @@ describe('every operation of the reference has its request samples', () => {
 
 let google: FakeGoogle;
 let tiktok: FakeTikTok;
+let pinterest: FakePinterest;
 let receiver: WebhookReceiver;
 let files: RemoteServer;
 let server: TestServer;
@@ -228,17 +231,20 @@ let api: Client<paths>;
 let app: TestApp;
 let sandboxChannel: string;
 let tiktokChannel: string;
+let pinterestChannel: string;
 const scratchDir = scratchDirs();
 let work: string;
 let videoFile: string;
 
 // The networks' fakes, a receiver, a file server and the server, with a channel connected through the API.
 beforeAll(async () => {
-  [google, tiktok, receiver] = await Promise.all([
+  [google, tiktok, pinterest, receiver] = await Promise.all([
     startFakeGoogle(),
     startFakeTikTok({ account: { displayName: 'Acme on TikTok', username: 'acme' } }),
+    startFakePinterest(),
     startWebhookReceiver(),
   ]);
+  pinterest.addBoard({ name: 'Summer recipes', sections: ['Salads'] });
   const poster = png(4);
   files = await startRemoteServer((_req, res) => res.writeHead(200, { 'Content-Type': 'image/png' }).end(poster));
   server = await startTestServer({
@@ -248,6 +254,7 @@ beforeAll(async () => {
     env: {
       ...youtubeEnv(google),
       ...tiktokEnv(tiktok),
+      ...pinterestEnv(pinterest),
       WEBHOOK_ALLOW_RANGES: '127.0.0.1/32',
       // A refused delivery is tried once more, soon, and then settles as failed.
       WEBHOOK_RETRY_SCHEDULE: '0.2',
@@ -262,6 +269,7 @@ beforeAll(async () => {
   // The samples return users to https://app.example.com, which the organization lists.
   await addReturnOrigin(server.ctx.db, org.id, 'https://app.example.com');
   tiktokChannel = await connectThroughApi('tiktok');
+  pinterestChannel = await connectThroughApi('pinterest');
   app = await createOAuthApp(server.ctx.db, org.id);
   work = scratchDir('code-samples');
   videoFile = path.join(work, 'winter.mp4');
@@ -269,11 +277,11 @@ beforeAll(async () => {
 }, 2 * TIMEOUTS.hook);
 afterAll(async () => {
   await server?.close();
-  await Promise.all([google?.close(), tiktok?.close(), receiver?.close(), files?.close()]);
+  await Promise.all([google?.close(), tiktok?.close(), pinterest?.close(), receiver?.close(), files?.close()]);
 });
 
 /** Connects an account of the network's fake as an integrator's user does: consent, callback, return URL. */
-async function connectThroughApi(provider: 'youtube' | 'tiktok'): Promise<string> {
+async function connectThroughApi(provider: 'youtube' | 'tiktok' | 'pinterest'): Promise<string> {
   const { authorizationUrl } = await dataOf(
     api.POST('/public/v1/channels/connect', { body: { provider, returnUrl: 'https://app.example.com/back' } }),
     200,
@@ -348,6 +356,7 @@ const PUBLIC_FIXTURES: Record<string, () => Env | Promise<Env>> = {
   getQuota: () => ({}),
   tiktokCreatorInfo: () => ({ CHANNEL: tiktokChannel }),
   tiktokAnalytics: () => ({ CHANNEL: tiktokChannel }),
+  pinterestBoards: () => ({ CHANNEL: pinterestChannel }),
   createPost: () => ({ CHANNEL: sandboxChannel }),
   listPosts: () => ({ CHANNEL: sandboxChannel }),
   getPost: async () => ({ POST: await newPost('draft') }),

@@ -343,7 +343,7 @@ describe('extensible enumerations', () => {
 
   it('stay closed where a client sends them: the server acts only on values it knows', async () => {
     const connect = await send(server, org.auth, 'POST', '/public/v1/channels/connect', {
-      provider: 'pinterest',
+      provider: 'tumblr',
       returnUrl: 'https://app.example.com/done',
     });
     expect(connect.status).toBe(400);
@@ -430,6 +430,7 @@ describe('the contract declares every answer the server gives at its limits', ()
       'listMedia',
       'listPosts',
       'listWebhookDeliveries',
+      'pinterestBoards',
       'tiktokAnalytics',
     ]);
     for (const { item, op } of lists) {

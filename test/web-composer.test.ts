@@ -215,7 +215,7 @@ describe('the composer', () => {
     expect(fieldError(html, `settings-${channels.youtube}-title`)).toBe(byPath['posts[1].settings.title']);
     expect(fieldError(html, `settings-${channels.youtube}-madeForKids`)).toBe(byPath['posts[1].settings.madeForKids']);
     expect(html).toMatch(
-      new RegExp(`<a href="#settings-${channels.youtube}-title">Studio YouTube: YouTube title: must match pattern`),
+      new RegExp(`<a href="#settings-${channels.youtube}-title">Studio YouTube: Title: must match pattern`),
     );
     // What was typed is kept.
     expect(inputValue(html, `settings.${channels.youtube}.title`)).toBe('A <b>title</b>');

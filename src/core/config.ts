@@ -14,6 +14,7 @@ import {
 } from './config/meta.js';
 import { readMedia, type MediaConfig } from './config/media.js';
 import { readMetrics, type MetricsConfig } from './config/metrics.js';
+import { readPinterest, type PinterestConfig } from './config/pinterest.js';
 import { readPublisher, type PublisherConfig } from './config/publisher.js';
 import { readRuntime, type RuntimeSettings } from './config/runtime.js';
 import { readSandbox, type SandboxConfig } from './config/sandbox.js';
@@ -29,6 +30,7 @@ export type { LinkedInConfig } from './config/linkedin.js';
 export type { MastodonConfig } from './config/mastodon.js';
 export type { InstagramLoginConfig, MetaConfig, ThreadsConfig } from './config/meta.js';
 export type { MediaConfig, S3StorageConfig } from './config/media.js';
+export type { PinterestConfig } from './config/pinterest.js';
 export type { TikTokConfig } from './config/tiktok.js';
 export type { TracingConfig } from './config/tracing.js';
 export type { XConfig } from './config/x.js';
@@ -58,6 +60,8 @@ export interface Config extends ServerSettings, DatabaseSettings, RuntimeSetting
   instagramLogin: InstagramLoginConfig | undefined;
   /** Set when LINKEDIN_CLIENT_ID and LINKEDIN_CLIENT_SECRET are: members and the company pages they administer. */
   linkedin: LinkedInConfig | undefined;
+  /** Set when PINTEREST_APP_ID and PINTEREST_APP_SECRET are; without it Pinterest is not offered. */
+  pinterest: PinterestConfig | undefined;
   sandbox: SandboxConfig;
   publisher: PublisherConfig;
   webhooks: WebhooksConfig;
@@ -90,6 +94,7 @@ export function loadConfig(env: Env = process.env): Config {
     threads: readThreads(read),
     instagramLogin: readInstagramLogin(read),
     linkedin: readLinkedIn(read),
+    pinterest: readPinterest(read),
     sandbox: readSandbox(read, server.publicUrl),
     publisher: readPublisher(read),
     webhooks: readWebhooks(read),

@@ -126,6 +126,7 @@ export async function checkDrafts(
           : undefined,
         paths: draft.paths,
         hasFirstComment: draft.firstComment !== null,
+        hasAltTexts: Object.keys(draft.altTexts).length > 0,
       };
       const source = network.creatorInfo;
       itemProblems.push(

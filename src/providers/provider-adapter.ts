@@ -51,6 +51,20 @@ export interface AnalyticsSource {
   ): Promise<AnalyticsPage>;
 }
 
+/** A board of a Pinterest account, with its sections (what a pin's settings name). */
+export type PinterestBoard = components['schemas']['PinterestBoard'];
+
+/**
+ * Reads one page of an account's boards from its network, each with its sections: `ProviderError`
+ * when the network fails, `UnprocessableError` for the account.
+ */
+export interface BoardsSource {
+  boards(
+    channel: Channel,
+    page: { limit: number; bookmark: string | undefined },
+  ): Promise<{ boards: PinterestBoard[]; next: string | null }>;
+}
+
 /** Where the parts of one post sit in the request, so each problem names its field. */
 export interface ItemPaths {
   channel: string;
@@ -98,6 +112,8 @@ export interface ItemFacts {
   paths: ItemPaths;
   /** Whether the post carries a first comment (a thread's part never does). */
   hasFirstComment?: boolean;
+  /** Whether the post gives any of its media an alternative text. */
+  hasAltTexts?: boolean;
 }
 
 /**
@@ -167,6 +183,8 @@ export interface ProviderAdapter<P extends Provider = Provider> {
   readonly publishing?: PublishingAdapter;
   readonly creatorInfo?: CreatorInfoSource;
   readonly analytics?: AnalyticsSource;
+  /** A Pinterest account's boards and their sections. */
+  readonly boards?: BoardsSource;
 }
 
 /** The adapters of every network the service knows, by provider. */

@@ -6,6 +6,7 @@ import { facebookNetwork } from './facebook/index.js';
 import { instagramNetwork } from './instagram/index.js';
 import { linkedinNetwork } from './linkedin/index.js';
 import { mastodonNetwork } from './mastodon/index.js';
+import { pinterestNetwork } from './pinterest/index.js';
 import { sandboxNetwork } from './sandbox/index.js';
 import { threadsNetwork } from './threads/index.js';
 import { tiktokNetwork } from './tiktok/index.js';
@@ -29,6 +30,7 @@ const NETWORKS: { [P in Provider]: ProviderFactory<P> } = {
   instagram: instagramNetwork,
   threads: threadsNetwork,
   linkedin: linkedinNetwork,
+  pinterest: pinterestNetwork,
 };
 
 /** What features that talk to the networks are built from: the application's context and the adapters. */

@@ -181,6 +181,19 @@ export function settingsFrom(
         ...chosen('visibility'),
         disableReshare: ticked('disableReshare'),
       };
+    case 'pinterest': {
+      // One choice names the board, or a section of it: `<board id>/<section id>`.
+      const [boardId, boardSectionId] = (fields.board ?? '').split('/');
+      const cover = fields.coverFrame?.trim() ?? '';
+      return {
+        __type: 'pinterest',
+        ...(boardId ? { boardId } : {}),
+        ...(boardSectionId ? { boardSectionId } : {}),
+        ...(fields.title?.trim() ? { title: fields.title.trim() } : {}),
+        ...(fields.link?.trim() ? { link: fields.link.trim() } : {}),
+        ...(cover !== '' ? { coverImageKeyFrameTime: Number(cover) } : {}),
+      } as ProviderSettings;
+    }
     case 'bluesky': {
       const languages = listed(fields.languages);
       return {
@@ -365,6 +378,10 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
     const written = `@${tag.username} ${percent(tag.x)} ${percent(tag.y)}`;
     fields[field] = fields[field] ? `${fields[field]}, ${written}` : written;
   }
+  if (typeof settings.boardId === 'string')
+    fields.board =
+      typeof settings.boardSectionId === 'string' ? `${settings.boardId}/${settings.boardSectionId}` : settings.boardId;
+  if (typeof settings.coverImageKeyFrameTime === 'number') fields.coverFrame = String(settings.coverImageKeyFrameTime);
   return fields;
 }
 
@@ -376,7 +393,7 @@ const FIELD_LABELS: Record<string, string> = {
   thread: 'Thread',
   date: 'Time',
   form: 'The post',
-  title: 'YouTube title',
+  title: 'Title',
   description: 'YouTube description',
   privacyStatus: 'YouTube visibility',
   madeForKids: 'Made for kids',
@@ -397,13 +414,15 @@ const FIELD_LABELS: Record<string, string> = {
   languages: 'Bluesky languages',
   linkCard: 'Link card',
   firstComment: 'First comment',
-  link: 'Facebook link',
+  link: 'Link',
   postType: 'Instagram post type',
   shareToFeed: 'Share the reel to the feed',
   collaborators: 'Instagram collaborators',
   userTags: 'Instagram user tags',
   replyControl: 'Who can reply on Threads',
   disableReshare: 'LinkedIn resharing',
+  board: 'Pinterest board',
+  coverFrame: 'Video cover frame',
 };
 
 /** The id of a part's field on the page: `content`, `media`, `alt-<media id>` for the post's own part. */
@@ -478,8 +497,14 @@ export function placeErrors(
       const image = tagged ? tagImages.get(channelId)?.[Number(tagged[1])] : undefined;
       const field = image
         ? `userTags-${image}`
-        : ({ disableComment: 'allowComment', disableDuet: 'allowDuet', disableStitch: 'allowStitch' }[setting] ??
-          setting);
+        : ({
+            disableComment: 'allowComment',
+            disableDuet: 'allowDuet',
+            disableStitch: 'allowStitch',
+            boardId: 'board',
+            boardSectionId: 'board',
+            coverImageKeyFrameTime: 'coverFrame',
+          }[setting] ?? setting);
       add(
         field ? `settings-${channelId}-${field}` : `settings-${channelId}`,
         `${name}: ${FIELD_LABELS[setting] ?? 'Settings'}`,

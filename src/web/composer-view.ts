@@ -8,7 +8,7 @@ import { renderPage } from '../pages/render.js';
 import type { BrowserCookies } from '../pages/visitor.js';
 import type { PostRow } from '../posts/post-body.js';
 import type { PostsContext } from '../posts/context.js';
-import type { CreatorInfo } from '../providers/provider-adapter.js';
+import type { CreatorInfo, PinterestBoard } from '../providers/provider-adapter.js';
 import { partFieldId, partPrefix, publishedParts, type ComposerValues, type FieldErrors } from './composer-form.js';
 import { commentCounters, countText, textCounters, UNIT_WORDS, type TextCounter } from './composer-counts.js';
 import { describeMedia, mediaOrigins } from './media-pages.js';
@@ -20,8 +20,12 @@ export type ComposerMode = { kind: 'create'; idempotencyKey: string } | { kind: 
 
 /** A TikTok channel's creator info, or why there is none. */
 type TikTokCreator = { info?: CreatorInfo; problem?: string };
+/** A Pinterest channel's boards to choose from, or why they cannot be read. */
+type PinterestBoards = { boards?: PinterestBoard[]; problem?: string };
 
 const LIBRARY_SIZE = 60;
+/** The boards of a Pinterest channel the composer offers: as many as one page of the API lists. */
+const BOARDS_SHOWN = 50;
 
 const PRIVACY_WORDS: Record<string, string> = {
   PUBLIC_TO_EVERYONE: 'Everyone',
@@ -52,9 +56,10 @@ export class ComposerView {
     const timeZone = readTimeZone(req, res, this.cookies);
     const all = await listChannels(ctx.db, organization.id);
     const channels = mode.kind === 'edit' ? all.filter((channel) => channel.id === mode.post.channel_id) : all;
-    const [library, tiktok, counters] = await Promise.all([
+    const [library, tiktok, boards, counters] = await Promise.all([
       mediaPage(ctx, organization.id, { limit: LIBRARY_SIZE, cursor: undefined }),
       Promise.all(channels.map((channel) => this.tiktokCreator(channel))),
+      Promise.all(channels.map((channel) => this.pinterestBoards(channel))),
       textCounters(ctx.providers, channels),
     ]);
     // Media chosen on the page stays offered even when it is older than the newest ones listed.
@@ -84,7 +89,7 @@ export class ComposerView {
         mode: mode.kind,
         post: mode.kind === 'edit' ? { id: mode.post.id, status: mode.post.status } : undefined,
         idempotencyKey: mode.kind === 'create' ? mode.idempotencyKey : undefined,
-        channels: channels.map((channel, i) => this.describeChannel(channel, values, tiktok[i])),
+        channels: channels.map((channel, i) => this.describeChannel(channel, values, tiktok[i], boards[i])),
         parts: values.parts.map((part, index) => ({
           ...part,
           index,
@@ -143,14 +148,38 @@ export class ComposerView {
     }
   }
 
-  private describeChannel(channel: Channel, values: ComposerValues, tiktok: TikTokCreator | undefined) {
+  /**
+   * A Pinterest channel's boards and their sections, read when the composer is shown, to choose the pin's
+   * board from: the first page of them, as many as the API lists at once.
+   */
+  private async pinterestBoards(channel: Channel): Promise<PinterestBoards | undefined> {
+    if (channel.provider !== 'pinterest' || channel.status !== 'active') return undefined;
+    const source = this.ctx.providers.pinterest.boards;
+    if (!source)
+      return {
+        problem: 'Pinterest publishing is not configured on this server, so pins cannot be made; ask its operator.',
+      };
+    try {
+      return { boards: (await source.boards(channel, { limit: BOARDS_SHOWN, bookmark: undefined })).boards };
+    } catch (error) {
+      if (error instanceof DomainError && error.status !== 500) return { problem: error.message };
+      throw error;
+    }
+  }
+
+  private describeChannel(
+    channel: Channel,
+    values: ComposerValues,
+    tiktok: TikTokCreator | undefined,
+    pinterest: PinterestBoards | undefined,
+  ) {
     const reason =
       channel.status === 'needs_reconnect'
         ? 'Needs reconnecting in Settings → Channels.'
         : channel.status === 'disabled'
           ? 'Disabled in Settings → Channels.'
-          : tiktok?.problem
-            ? tiktok.problem
+          : (tiktok?.problem ?? pinterest?.problem)
+            ? (tiktok?.problem ?? pinterest?.problem)
             : tiktok?.info && !tiktok.info.canPost
               ? `TikTok does not let this account post now: ${tiktok.info.cannotPostReason ?? 'TikTok gave no reason'}.`
               : undefined;
@@ -163,6 +192,7 @@ export class ComposerView {
       reason,
       checked: values.channels.includes(channel.id),
       creator: tiktok?.info,
+      boards: pinterest?.boards,
       fields: values.settings[channel.id] ?? {},
     };
   }

@@ -53,6 +53,7 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   deleteMedia: { method: 'DELETE', path: '/public/v1/media/med_probe' },
   tiktokCreatorInfo: { method: 'GET', path: '/public/v1/channels/ch_probe/tiktok/creator-info' },
   tiktokAnalytics: { method: 'GET', path: '/public/v1/channels/ch_probe/tiktok/analytics' },
+  pinterestBoards: { method: 'GET', path: '/public/v1/channels/ch_probe/pinterest/boards' },
   listWebhooks: { method: 'GET', path: '/public/v1/webhooks' },
   createWebhook: {
     method: 'POST',

@@ -63,6 +63,7 @@ export function readLimits(read: EnvReader): LimitSettings {
       threads: read.integer('DAILY_POST_LIMIT_THREADS', 250, 1, 10_000),
       // LinkedIn's own cap: 150 posts per member in a day (its Share on LinkedIn rate limits).
       linkedin: read.integer('DAILY_POST_LIMIT_LINKEDIN', 150, 1, 10_000),
+      pinterest: read.integer('DAILY_POST_LIMIT_PINTEREST', 50, 1, 10_000),
     },
     oauthClientAuthFailures: {
       perClientAddress: read.integer('OAUTH_AUTH_FAILURES_PER_CLIENT', 10, 1, 1_000_000),

@@ -21,6 +21,7 @@ import * as accountChoice from './2026-11-27-07-account-choice.js';
 import * as mediaDimensions from './2026-11-27-08-media-dimensions.js';
 import * as channelExpiring from './2026-11-27-09-channel-expiring.js';
 import * as linkedin from './2026-11-27-10-linkedin.js';
+import * as pinterest from './2026-11-27-11-pinterest.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -46,4 +47,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-08-media-dimensions': mediaDimensions,
   '2026-11-27-09-channel-expiring': channelExpiring,
   '2026-11-27-10-linkedin': linkedin,
+  '2026-11-27-11-pinterest': pinterest,
 };

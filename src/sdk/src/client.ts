@@ -16,6 +16,9 @@ import type {
   MediaContentType,
   MediaListQuery,
   MediaPage,
+  PinterestBoard,
+  PinterestBoardList,
+  PinterestBoardsQuery,
   Post,
   PostEvent,
   PostEventPage,
@@ -508,6 +511,38 @@ export default class Service {
         ...this.init(options),
         params: { path: { id: channelId } },
       }),
+    );
+  }
+
+  /**
+   * Reads one page (`data`, up to `limit`, default 25) of a Pinterest account's boards, each with its
+   * sections: what a pin's `boardId` and `boardSectionId` are chosen from. Pass `nextCursor` back as
+   * `cursor` for more, or use {@link Service.iteratePinterestBoards}.
+   *
+   * `GET /public/v1/channels/{id}/pinterest/boards`
+   */
+  async pinterestBoards(
+    channelId: string,
+    query: PinterestBoardsQuery = {},
+    options?: RequestOptions,
+  ): Promise<PinterestBoardList> {
+    return dataOf(
+      await this.api.GET('/public/v1/channels/{id}/pinterest/boards', {
+        ...this.init(options),
+        params: { path: { id: channelId }, query },
+      }),
+    );
+  }
+
+  /** Every board of a Pinterest account, with its sections, in Pinterest's order. */
+  iteratePinterestBoards(
+    channelId: string,
+    query: Omit<PinterestBoardsQuery, 'cursor'> = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<PinterestBoard, void, undefined> {
+    return paginate(
+      (cursor) => this.pinterestBoards(channelId, { ...query, cursor }, options),
+      (page) => page.data,
     );
   }
 

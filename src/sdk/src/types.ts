@@ -140,6 +140,8 @@ export type ThreadsSettings = Schemas['ThreadsSettings'];
 
 /** How a post is published on LinkedIn (`__type: 'linkedin'`): who may see it, and whether it may be reshared. */
 export type LinkedInSettings = Schemas['LinkedInSettings'];
+/** How a pin is published on Pinterest (`__type: 'pinterest'`): its board and section, title, link, a video's cover. */
+export type PinterestSettings = Schemas['PinterestSettings'];
 
 /** A post's first comment, as a post item or an edit sends it (`PostItem.firstComment`). */
 export type FirstCommentInput = Schemas['FirstCommentInput'];
@@ -176,6 +178,15 @@ export type Upload = Schemas['Upload'];
 
 /** What a TikTok account allows right now; read it before every TikTok direct post. */
 export type TikTokCreatorInfo = Schemas['TikTokCreatorInfo'];
+
+/** One page of a Pinterest account's boards, each with its sections: `{ channelId, data, nextCursor }`. */
+export type PinterestBoardList = Schemas['PinterestBoardList'];
+
+/** A Pinterest board with its sections, what a pin's `boardId` and `boardSectionId` name. */
+export type PinterestBoard = Schemas['PinterestBoard'];
+
+/** The page of `Service.pinterestBoards`. */
+export type PinterestBoardsQuery = NonNullable<operations['pinterestBoards']['parameters']['query']>;
 
 /** TikTok account totals and one page of recent videos (`data`, with `nextCursor`). */
 export type TikTokAnalytics = Schemas['TikTokAnalytics'];
