@@ -179,19 +179,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 "description": "The account's display name on the network."
               },
               "username": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "description": "The account's handle on the network, when it has one."
+                "description": "The account's handle on the network, when it has one.",
+                "anyOf": [
+                  {
+                    "type": "string"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "picture": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "format": "uri",
-                "description": "The account's avatar, when known."
+                "description": "The account's avatar, when known.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "uri"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "status": {
                 "type": "string",
@@ -498,11 +506,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
           "description": "Whether the account can take a new post now. Send a TikTok item only when `true`."
         },
         "cannotPostReason": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "description": "Why `canPost` is `false`, written to show to the user; `null` when it is `true`."
+          "description": "Why `canPost` is `false`, written to show to the user; `null` when it is `true`.",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "creatorNickname": {
           "type": "string",
@@ -513,12 +525,16 @@ export const MCP_TOOLS: readonly McpTool[] = [
           "description": "The creator's TikTok handle."
         },
         "creatorAvatarUrl": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "format": "uri",
-          "description": "The creator's avatar; the address expires after a few hours, so don't store it."
+          "description": "The creator's avatar; the address expires after a few hours, so don't store it.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "uri"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "privacyLevelOptions": {
           "type": "array",
@@ -740,22 +756,30 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 "description": "A link to the video on TikTok."
               },
               "coverImageUrl": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "format": "uri",
-                "description": "The cover image; the address expires after a few hours, so don't store it."
+                "description": "The cover image; the address expires after a few hours, so don't store it.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "uri"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               }
             }
           }
         },
         "nextCursor": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "description": "Pass it as `cursor` for more videos; `null` when there are no more."
+          "description": "Pass it as `cursor` for more videos; `null` when there are no more.",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
         }
       }
     },
@@ -996,19 +1020,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
                       }
                     },
                     "releaseId": {
-                      "type": [
-                        "string",
-                        "null"
-                      ],
-                      "description": "The network's id of the published part; `null` until the part is published."
+                      "description": "The network's id of the published part; `null` until the part is published.",
+                      "anyOf": [
+                        {
+                          "type": "string"
+                        },
+                        {
+                          "type": "null"
+                        }
+                      ]
                     },
                     "releaseUrl": {
-                      "type": [
-                        "string",
-                        "null"
-                      ],
-                      "format": "uri",
-                      "description": "Where the published part can be seen, when the network tells."
+                      "description": "Where the published part can be seen, when the network tells.",
+                      "anyOf": [
+                        {
+                          "type": "string",
+                          "format": "uri"
+                        },
+                        {
+                          "type": "null"
+                        }
+                      ]
                     }
                   }
                 }
@@ -1030,19 +1062,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
                         "description": "The comment's text."
                       },
                       "releaseId": {
-                        "type": [
-                          "string",
-                          "null"
-                        ],
-                        "description": "The network's id of the published comment; `null` until it is published."
+                        "description": "The network's id of the published comment; `null` until it is published.",
+                        "anyOf": [
+                          {
+                            "type": "string"
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
                       },
                       "releaseUrl": {
-                        "type": [
-                          "string",
-                          "null"
-                        ],
-                        "format": "uri",
-                        "description": "Where the published comment can be seen, when the network tells."
+                        "description": "Where the published comment can be seen, when the network tells.",
+                        "anyOf": [
+                          {
+                            "type": "string",
+                            "format": "uri"
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
                       }
                     }
                   },
@@ -1820,35 +1860,51 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 ]
               },
               "scheduledAt": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "format": "date-time",
-                "description": "When the post is (or was) due to publish; `null` for a draft without a date."
+                "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "date-time"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "publishedAt": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "format": "date-time",
-                "description": "When the network accepted the post; `null` until `published`."
+                "description": "When the network accepted the post; `null` until `published`.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "date-time"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "releaseId": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n"
+                "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n",
+                "anyOf": [
+                  {
+                    "type": "string"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "releaseUrl": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "format": "uri",
-                "description": "Where the published item can be seen, when the network tells."
+                "description": "Where the published item can be seen, when the network tells.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "uri"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "error": {
                 "description": "Why publishing failed, with a code for programs and a message for people; `null` unless `failed`.",
@@ -1894,11 +1950,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
           }
         },
         "nextCursor": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "description": "Pass it as `cursor` for the next page; `null` on the last page."
+          "description": "Pass it as `cursor` for the next page; `null` on the last page.",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
         }
       }
     },
@@ -3357,19 +3417,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
                       }
                     },
                     "releaseId": {
-                      "type": [
-                        "string",
-                        "null"
-                      ],
-                      "description": "The network's id of the published part; `null` until the part is published."
+                      "description": "The network's id of the published part; `null` until the part is published.",
+                      "anyOf": [
+                        {
+                          "type": "string"
+                        },
+                        {
+                          "type": "null"
+                        }
+                      ]
                     },
                     "releaseUrl": {
-                      "type": [
-                        "string",
-                        "null"
-                      ],
-                      "format": "uri",
-                      "description": "Where the published part can be seen, when the network tells."
+                      "description": "Where the published part can be seen, when the network tells.",
+                      "anyOf": [
+                        {
+                          "type": "string",
+                          "format": "uri"
+                        },
+                        {
+                          "type": "null"
+                        }
+                      ]
                     }
                   }
                 }
@@ -3391,19 +3459,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
                         "description": "The comment's text."
                       },
                       "releaseId": {
-                        "type": [
-                          "string",
-                          "null"
-                        ],
-                        "description": "The network's id of the published comment; `null` until it is published."
+                        "description": "The network's id of the published comment; `null` until it is published.",
+                        "anyOf": [
+                          {
+                            "type": "string"
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
                       },
                       "releaseUrl": {
-                        "type": [
-                          "string",
-                          "null"
-                        ],
-                        "format": "uri",
-                        "description": "Where the published comment can be seen, when the network tells."
+                        "description": "Where the published comment can be seen, when the network tells.",
+                        "anyOf": [
+                          {
+                            "type": "string",
+                            "format": "uri"
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
                       }
                     }
                   },
@@ -4181,35 +4257,51 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 ]
               },
               "scheduledAt": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "format": "date-time",
-                "description": "When the post is (or was) due to publish; `null` for a draft without a date."
+                "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "date-time"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "publishedAt": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "format": "date-time",
-                "description": "When the network accepted the post; `null` until `published`."
+                "description": "When the network accepted the post; `null` until `published`.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "date-time"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "releaseId": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n"
+                "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n",
+                "anyOf": [
+                  {
+                    "type": "string"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "releaseUrl": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "format": "uri",
-                "description": "Where the published item can be seen, when the network tells."
+                "description": "Where the published item can be seen, when the network tells.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "uri"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "error": {
                 "description": "Why publishing failed, with a code for programs and a message for people; `null` unless `failed`.",
@@ -4411,19 +4503,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 }
               },
               "releaseId": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "description": "The network's id of the published part; `null` until the part is published."
+                "description": "The network's id of the published part; `null` until the part is published.",
+                "anyOf": [
+                  {
+                    "type": "string"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "releaseUrl": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "format": "uri",
-                "description": "Where the published part can be seen, when the network tells."
+                "description": "Where the published part can be seen, when the network tells.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "uri"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               }
             }
           }
@@ -4445,19 +4545,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
                   "description": "The comment's text."
                 },
                 "releaseId": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "description": "The network's id of the published comment; `null` until it is published."
+                  "description": "The network's id of the published comment; `null` until it is published.",
+                  "anyOf": [
+                    {
+                      "type": "string"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "releaseUrl": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "format": "uri",
-                  "description": "Where the published comment can be seen, when the network tells."
+                  "description": "Where the published comment can be seen, when the network tells.",
+                  "anyOf": [
+                    {
+                      "type": "string",
+                      "format": "uri"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 }
               }
             },
@@ -5235,35 +5343,51 @@ export const MCP_TOOLS: readonly McpTool[] = [
           ]
         },
         "scheduledAt": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "format": "date-time",
-          "description": "When the post is (or was) due to publish; `null` for a draft without a date."
+          "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "publishedAt": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "format": "date-time",
-          "description": "When the network accepted the post; `null` until `published`."
+          "description": "When the network accepted the post; `null` until `published`.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "releaseId": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n"
+          "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "releaseUrl": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "format": "uri",
-          "description": "Where the published item can be seen, when the network tells."
+          "description": "Where the published item can be seen, when the network tells.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "uri"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "error": {
           "description": "Why publishing failed, with a code for programs and a message for people; `null` unless `failed`.",
@@ -6012,19 +6136,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 }
               },
               "releaseId": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "description": "The network's id of the published part; `null` until the part is published."
+                "description": "The network's id of the published part; `null` until the part is published.",
+                "anyOf": [
+                  {
+                    "type": "string"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "releaseUrl": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "format": "uri",
-                "description": "Where the published part can be seen, when the network tells."
+                "description": "Where the published part can be seen, when the network tells.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "uri"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               }
             }
           }
@@ -6046,19 +6178,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
                   "description": "The comment's text."
                 },
                 "releaseId": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "description": "The network's id of the published comment; `null` until it is published."
+                  "description": "The network's id of the published comment; `null` until it is published.",
+                  "anyOf": [
+                    {
+                      "type": "string"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "releaseUrl": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "format": "uri",
-                  "description": "Where the published comment can be seen, when the network tells."
+                  "description": "Where the published comment can be seen, when the network tells.",
+                  "anyOf": [
+                    {
+                      "type": "string",
+                      "format": "uri"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 }
               }
             },
@@ -6836,35 +6976,51 @@ export const MCP_TOOLS: readonly McpTool[] = [
           ]
         },
         "scheduledAt": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "format": "date-time",
-          "description": "When the post is (or was) due to publish; `null` for a draft without a date."
+          "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "publishedAt": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "format": "date-time",
-          "description": "When the network accepted the post; `null` until `published`."
+          "description": "When the network accepted the post; `null` until `published`.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "releaseId": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n"
+          "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "releaseUrl": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "format": "uri",
-          "description": "Where the published item can be seen, when the network tells."
+          "description": "Where the published item can be seen, when the network tells.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "uri"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "error": {
           "description": "Why publishing failed, with a code for programs and a message for people; `null` unless `failed`.",
@@ -7062,12 +7218,16 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 ]
               },
               "scheduledAt": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "format": "date-time",
-                "description": "The post's `scheduledAt` after the event."
+                "description": "The post's `scheduledAt` after the event.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "date-time"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "attempt": {
                 "type": "integer",
@@ -7088,12 +7248,16 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 "description": "The network's id of the published item (`published`), of the part (`part_published`) or of the comment (`comment_published`)."
               },
               "releaseUrl": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "format": "uri",
-                "description": "Where the published item (`published`), part (`part_published`) or comment (`comment_published`) can be seen."
+                "description": "Where the published item (`published`), part (`part_published`) or comment (`comment_published`) can be seen.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "uri"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "part": {
                 "type": "integer",
@@ -7136,11 +7300,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
           }
         },
         "nextCursor": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "description": "Pass it as `cursor` for the next page; `null` on the last page."
+          "description": "Pass it as `cursor` for the next page; `null` on the last page.",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
         }
       }
     },
@@ -7316,19 +7484,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 }
               },
               "releaseId": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "description": "The network's id of the published part; `null` until the part is published."
+                "description": "The network's id of the published part; `null` until the part is published.",
+                "anyOf": [
+                  {
+                    "type": "string"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "releaseUrl": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "format": "uri",
-                "description": "Where the published part can be seen, when the network tells."
+                "description": "Where the published part can be seen, when the network tells.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "uri"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               }
             }
           }
@@ -7350,19 +7526,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
                   "description": "The comment's text."
                 },
                 "releaseId": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "description": "The network's id of the published comment; `null` until it is published."
+                  "description": "The network's id of the published comment; `null` until it is published.",
+                  "anyOf": [
+                    {
+                      "type": "string"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "releaseUrl": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "format": "uri",
-                  "description": "Where the published comment can be seen, when the network tells."
+                  "description": "Where the published comment can be seen, when the network tells.",
+                  "anyOf": [
+                    {
+                      "type": "string",
+                      "format": "uri"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 }
               }
             },
@@ -8140,35 +8324,51 @@ export const MCP_TOOLS: readonly McpTool[] = [
           ]
         },
         "scheduledAt": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "format": "date-time",
-          "description": "When the post is (or was) due to publish; `null` for a draft without a date."
+          "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "publishedAt": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "format": "date-time",
-          "description": "When the network accepted the post; `null` until `published`."
+          "description": "When the network accepted the post; `null` until `published`.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "releaseId": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n"
+          "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "releaseUrl": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "format": "uri",
-          "description": "Where the published item can be seen, when the network tells."
+          "description": "Where the published item can be seen, when the network tells.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "uri"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "error": {
           "description": "Why publishing failed, with a code for programs and a message for people; `null` unless `failed`.",
@@ -8386,19 +8586,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 }
               },
               "releaseId": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "description": "The network's id of the published part; `null` until the part is published."
+                "description": "The network's id of the published part; `null` until the part is published.",
+                "anyOf": [
+                  {
+                    "type": "string"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               },
               "releaseUrl": {
-                "type": [
-                  "string",
-                  "null"
-                ],
-                "format": "uri",
-                "description": "Where the published part can be seen, when the network tells."
+                "description": "Where the published part can be seen, when the network tells.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "uri"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
               }
             }
           }
@@ -8420,19 +8628,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
                   "description": "The comment's text."
                 },
                 "releaseId": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "description": "The network's id of the published comment; `null` until it is published."
+                  "description": "The network's id of the published comment; `null` until it is published.",
+                  "anyOf": [
+                    {
+                      "type": "string"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 },
                 "releaseUrl": {
-                  "type": [
-                    "string",
-                    "null"
-                  ],
-                  "format": "uri",
-                  "description": "Where the published comment can be seen, when the network tells."
+                  "description": "Where the published comment can be seen, when the network tells.",
+                  "anyOf": [
+                    {
+                      "type": "string",
+                      "format": "uri"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
                 }
               }
             },
@@ -9210,35 +9426,51 @@ export const MCP_TOOLS: readonly McpTool[] = [
           ]
         },
         "scheduledAt": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "format": "date-time",
-          "description": "When the post is (or was) due to publish; `null` for a draft without a date."
+          "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "publishedAt": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "format": "date-time",
-          "description": "When the network accepted the post; `null` until `published`."
+          "description": "When the network accepted the post; `null` until `published`.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "releaseId": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n"
+          "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "releaseUrl": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "format": "uri",
-          "description": "Where the published item can be seen, when the network tells."
+          "description": "Where the published item can be seen, when the network tells.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "uri"
+            },
+            {
+              "type": "null"
+            }
+          ]
         },
         "error": {
           "description": "Why publishing failed, with a code for programs and a message for people; `null` unless `failed`.",
@@ -9391,14 +9623,18 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 "description": "Size in bytes."
               },
               "durationSec": {
-                "type": [
-                  "number",
-                  "null"
-                ],
-                "minimum": 0,
                 "description": "A video's length in seconds (to the millisecond), as its container states it (MP4 and\nQuickTime `mvhd`, WebM `Duration`); `null` for an image, and for a video that does not state\nit (a WebM recorded live). TikTok items are checked against the creator's\n`maxVideoPostDurationSec` with it.\n",
                 "examples": [
                   42.5
+                ],
+                "anyOf": [
+                  {
+                    "type": "number",
+                    "minimum": 0
+                  },
+                  {
+                    "type": "null"
+                  }
                 ]
               },
               "url": {
@@ -9419,11 +9655,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
           }
         },
         "nextCursor": {
-          "type": [
-            "string",
-            "null"
-          ],
-          "description": "Pass it as `cursor` for the next page; `null` on the last page."
+          "description": "Pass it as `cursor` for the next page; `null` on the last page.",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
         }
       }
     },
@@ -9523,14 +9763,18 @@ export const MCP_TOOLS: readonly McpTool[] = [
           "description": "Size in bytes."
         },
         "durationSec": {
-          "type": [
-            "number",
-            "null"
-          ],
-          "minimum": 0,
           "description": "A video's length in seconds (to the millisecond), as its container states it (MP4 and\nQuickTime `mvhd`, WebM `Duration`); `null` for an image, and for a video that does not state\nit (a WebM recorded live). TikTok items are checked against the creator's\n`maxVideoPostDurationSec` with it.\n",
           "examples": [
             42.5
+          ],
+          "anyOf": [
+            {
+              "type": "number",
+              "minimum": 0
+            },
+            {
+              "type": "null"
+            }
           ]
         },
         "url": {
@@ -9742,14 +9986,18 @@ export const MCP_TOOLS: readonly McpTool[] = [
           "description": "Size in bytes."
         },
         "durationSec": {
-          "type": [
-            "number",
-            "null"
-          ],
-          "minimum": 0,
           "description": "A video's length in seconds (to the millisecond), as its container states it (MP4 and\nQuickTime `mvhd`, WebM `Duration`); `null` for an image, and for a video that does not state\nit (a WebM recorded live). TikTok items are checked against the creator's\n`maxVideoPostDurationSec` with it.\n",
           "examples": [
             42.5
+          ],
+          "anyOf": [
+            {
+              "type": "number",
+              "minimum": 0
+            },
+            {
+              "type": "null"
+            }
           ]
         },
         "url": {

@@ -196,5 +196,25 @@ function resolved(contract: Contract, node: unknown, seen: string[]): JsonSchema
       );
     } else copy[key] = resolved(contract, value, seen);
   }
-  return copy;
+  return nullableAsAnyOf(copy);
+}
+
+// What describes a value rather than constrains it: stays beside an `anyOf` made of its type.
+const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly']);
+
+/**
+ * `type: [string, "null"]` as `anyOf` of one type each: the same values, in the form more clients read
+ * (the MCP Inspector flags a type list as less portable; some map tool schemas onto one type per schema).
+ */
+function nullableAsAnyOf(schema: JsonSchema): JsonSchema {
+  const { type } = schema;
+  if (!Array.isArray(type) || type.length !== 2 || !type.includes('null')) return schema;
+  const annotations: JsonSchema = {};
+  const constraints: JsonSchema = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'type') continue;
+    (ANNOTATIONS.has(key) ? annotations : constraints)[key] = value;
+  }
+  const other = (type as unknown[]).find((name) => name !== 'null');
+  return { ...annotations, anyOf: [{ type: other, ...constraints }, { type: 'null' }] };
 }
