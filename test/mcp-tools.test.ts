@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { LATEST_PROTOCOL_VERSION, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
@@ -14,6 +14,7 @@ import { eventually } from './support/eventually.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
 import { send } from './support/loopback-client.js';
 import { png } from './support/media-samples.js';
+import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 // The MCP server at /mcp, called by the MCP SDK's own client over Streamable HTTP with an API key:
@@ -25,6 +26,7 @@ let server: TestServer;
 let org: TestOrganization;
 let sandboxId: string;
 let client: Client;
+let pictures: RemoteServer;
 
 async function connect(headers: Record<string, string>): Promise<Client> {
   const mcp = new Client({ name: 'mcp-tools-test', version: '1.0.0' });
@@ -36,8 +38,15 @@ async function connect(headers: Record<string, string>): Promise<Client> {
 beforeAll(async () => {
   server = await startTestServer({
     worker: true,
-    env: { PUBLISH_RETRY_BASE_MS: '200', RATE_LIMIT_MAX: '100000', DAILY_POST_LIMIT_SANDBOX: '1000' },
+    env: {
+      PUBLISH_RETRY_BASE_MS: '200',
+      RATE_LIMIT_MAX: '100000',
+      DAILY_POST_LIMIT_SANDBOX: '1000',
+      // The picture host of upload-from-url, on 127.0.0.2; other loopback addresses stay refused.
+      MEDIA_FETCH_ALLOW_RANGES: '127.0.0.2',
+    },
   });
+  pictures = await startRemoteServer((_req, res) => res.writeHead(200).end(png()), '127.0.0.2');
   server.ctx.config.sandbox.networkUrl = server.baseUrl;
   org = await createOrganization(server.ctx.db, 'Agents');
   sandboxId = (await createChannel(server.ctx.db, org.id, 'sandbox')).id;
@@ -45,7 +54,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await client?.close();
-  await server?.close();
+  await Promise.all([server?.close(), pictures?.close()]);
 });
 
 /** The tool's JSON result (its structured content when it declares an output schema, else its text). */
@@ -171,6 +180,39 @@ describe('calling the tools', () => {
     expect(history.data.map((event) => event.type)).toContain('published');
     const listed = resultOf(await call('listPosts', { status: ['published'] })) as { data: { id: string }[] };
     expect(listed.data.map((post) => post.id)).toContain(postId);
+  });
+
+  it('makes media from a URL the server may fetch, and refuses one its address policy forbids', async () => {
+    const media = resultOf(await call('uploadFromUrl', { body: { url: `${pictures.origin}/poster.png` } }));
+    expect(media).toMatchObject({ kind: 'image', contentType: 'image/png' });
+    expect(String(media.id)).toMatch(/^med_/);
+
+    const refused = envelopeOf(await call('uploadFromUrl', { body: { url: `${server.baseUrl}/healthz` } }));
+    expect(refused.error.code).toBe('unprocessable');
+  });
+
+  it("counts a tool call once against the organization's rate limit, as the /mcp request it came in", async () => {
+    const toolCall = () =>
+      send(`${server.baseUrl}/mcp`, {
+        method: 'POST',
+        headers: {
+          ...org.auth,
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+          'MCP-Protocol-Version': LATEST_PROTOCOL_VERSION,
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 7,
+          method: 'tools/call',
+          params: { name: 'listMedia', arguments: {} },
+        }),
+      });
+    const first = await toolCall();
+    const second = await toolCall();
+    expect(first.status).toBe(200);
+    expect((JSON.parse(second.body) as { result: { isError?: boolean } }).result.isError).toBeUndefined();
+    expect(Number(first.headers['ratelimit-remaining']) - Number(second.headers['ratelimit-remaining'])).toBe(1);
   });
 
   it('refuses a post whose media does not exist with a tool error carrying the envelope', async () => {
