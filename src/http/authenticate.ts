@@ -131,6 +131,8 @@ export function actFor(req: object, principal: Principal): void {
  */
 export function authenticateAndLimit(authenticator: Authenticator, limiter: RateLimiter): RequestHandler {
   return async (req, res, next) => {
+    // What a request may do beyond who it acts for (e.g. an OAuth token's scopes) is read from the
+    // principal after this, so it holds for a tool call as for the request that carried it.
     const acting = actingPrincipals.get(req);
     if (acting) {
       res.locals.principal = acting;
