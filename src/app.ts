@@ -6,6 +6,7 @@ import { localFileRoutes } from './media/local-file-routes.js';
 import { LOCAL_FILES_PATH, LocalMediaStorage } from './media/local-storage.js';
 import type { MediaContext } from './media/storage.js';
 import { DATABASE_RETRY_AFTER_SECONDS, publicApiErrors } from './http/error-envelope.js';
+import { MCP_PATH, mcpRoutes } from './mcp/routes.js';
 import { metricsRoute, requestMetrics } from './http/metrics-routes.js';
 import { requestLog } from './http/request-log.js';
 import { requestSpans } from './http/request-spans.js';
@@ -18,7 +19,7 @@ import type { PostsContext } from './posts/context.js';
 import { draftPostsOfRemovedChannel } from './posts/removed-channels.js';
 import { queueRevocation } from './providers/account-revocations.js';
 import { SANDBOX_API_PATH, sandboxApiErrors, sandboxNetwork } from './providers/sandbox/network.js';
-import { createPublicApi, PUBLIC_API_BASE } from './public-api.js';
+import { createPublicApi, PUBLIC_API_BASE, publicApiCredentials } from './public-api.js';
 import type { WebhookManagement } from './webhooks/management.js';
 import { createWebApp, pagePrelude } from './web/routes.js';
 
@@ -72,7 +73,10 @@ export function createApp(
   const pages = { cookies: new BrowserCookies(ctx.config.publicUrl), csrf: new CsrfTokens(ctx.secrets) };
   // A removed channel's waiting posts become drafts, and its account's tokens are revoked at the network.
   const channelRemoval = new ChannelRemoval(ctx, [draftPostsOfRemovedChannel, queueRevocation]);
-  app.use(createPublicApi(ctx, channelRemoval));
+  const credentials = publicApiCredentials(ctx);
+  app.use(createPublicApi(ctx, channelRemoval, credentials));
+  // MCP tool calls are the Public API's operations, run through this application as their requests.
+  app.use(mcpRoutes({ app, credentials, logger: ctx.logger }));
   app.use(sandboxNetwork(ctx, { key: options.sandboxKey, latencyMs: ctx.config.sandbox.latencyMs }));
   app.use(createOAuthApi(ctx, pagePrelude(ctx, pages)));
   app.use(createWebApp(ctx, pages, channelRemoval));
@@ -86,6 +90,7 @@ export function createApp(
     errorsBySurface(
       [
         [under(PUBLIC_API_BASE), envelope],
+        [under(MCP_PATH), envelope],
         [under(LOCAL_FILES_PATH), envelope],
         [isOAuthApiPath, oauthErrors(ctx)],
         [under(SANDBOX_API_PATH), sandboxApiErrors(ctx.logger)],

@@ -1,4 +1,4 @@
-import express, { type Router } from 'express';
+import express, { type RequestHandler, type Router } from 'express';
 import { API_KEY_PREFIX } from './accounts/api-keys.js';
 import { isConnectedOperations } from './accounts/routes.js';
 import { channelOperations } from './channels/routes.js';
@@ -32,11 +32,11 @@ import { webhookOperations } from './webhooks/routes.js';
 
 export const PUBLIC_API_BASE = '/public/v1';
 
-/** The Public API: every operation of `openapi/public-v1.yaml`, from the features that own them. */
-export function createPublicApi(
-  ctx: MediaContext & PostsContext & { webhooks: WebhookManagement },
-  channelRemoval: ChannelRemoval,
-): Router {
+/**
+ * Who a Public API request acts for, and its count against the organization's budget: the same for
+ * `/public/v1` and for `/mcp`, whose tool calls are the Public API's operations.
+ */
+export function publicApiCredentials(ctx: PostsContext): RequestHandler {
   // API keys and OAuth access tokens act alike: each is looked up by the hash of its secret.
   const resolvers = new Map<CredentialPrefix, CredentialResolver>([
     [API_KEY_PREFIX, credentialResolver('api_key')],
@@ -44,7 +44,15 @@ export function createPublicApi(
   ]);
   const authenticator = new Authenticator(ctx.db, ctx.clock, resolvers);
   const limiter = new RateLimiter(ctx.db, 'public', ctx.config.rateLimit, ctx.clock);
+  return authenticateAndLimit(authenticator, limiter);
+}
 
+/** The Public API: every operation of `openapi/public-v1.yaml`, from the features that own them. */
+export function createPublicApi(
+  ctx: MediaContext & PostsContext & { webhooks: WebhookManagement },
+  channelRemoval: ChannelRemoval,
+  credentials: RequestHandler,
+): Router {
   const handlers: PublicHandlers = {
     ...isConnectedOperations(ctx),
     ...channelOperations(ctx, channelRemoval),
@@ -63,7 +71,7 @@ export function createPublicApi(
       [
         PUBLIC_API_BASE,
         apiHeaders(),
-        authenticateAndLimit(authenticator, limiter),
+        credentials,
         strictQueryStrings(SPEC_FILES.publicV1),
         express.json({ limit: '1mb' }),
       ],

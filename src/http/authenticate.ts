@@ -111,6 +111,19 @@ export class Authenticator {
   }
 }
 
+// Requests this process makes for a principal it has already authenticated and counted.
+const actingPrincipals = new WeakMap<object, Principal>();
+
+/**
+ * Makes `req`, a request this process built itself (an MCP tool call run as its Public API operation),
+ * act for `principal`: the request that carried the tool call was authenticated and counted against
+ * the organization's budget, so the operation is neither authenticated nor counted again. Only an
+ * object built in this process can be a key here: nothing a client sends can claim a principal.
+ */
+export function actFor(req: object, principal: Principal): void {
+  actingPrincipals.set(req, principal);
+}
+
 /**
  * Authenticates the request and charges it to its organization's rate-limit budget. Runs before the
  * contract validator, so an unauthenticated request learns nothing about the API, and every
@@ -118,6 +131,13 @@ export class Authenticator {
  */
 export function authenticateAndLimit(authenticator: Authenticator, limiter: RateLimiter): RequestHandler {
   return async (req, res, next) => {
+    // What a request may do beyond who it acts for (e.g. an OAuth token's scopes) is read from the
+    // principal after this, so it holds for a tool call as for the request that carried it.
+    const acting = actingPrincipals.get(req);
+    if (acting) {
+      res.locals.principal = acting;
+      return next();
+    }
     const { principal, limit: state } = await authenticator.authenticate(req.headers.authorization, limiter);
     res.locals.principal = principal;
     res.setHeader('RateLimit-Limit', String(state.limit));

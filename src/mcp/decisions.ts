@@ -1,0 +1,50 @@
+/**
+ * Which operations of the Public API an agent calls through `/mcp`: every operation of
+ * `openapi/public-v1.yaml` is decided here, as a tool or excluded with the reason. The tools are
+ * generated from this list and the contract (`npm run gen`); an operation the contract gains without
+ * a decision fails the generation and `test/mcp-tools.test.ts`.
+ */
+export type ToolDecision = { tool: true } | { excluded: string };
+
+const tool = { tool: true } as const;
+
+const WEBHOOKS_ARE_SETUP =
+  "Webhook endpoints are an integration's server configuration, set up by a person or a deployment, " +
+  'not something an agent schedules posts with.';
+
+export const TOOL_DECISIONS: Readonly<Record<string, ToolDecision>> = {
+  isConnected: tool,
+  listChannels: tool,
+  deleteChannel: {
+    excluded:
+      "Removing a channel revokes the account's tokens at its network and turns its waiting posts into " +
+      'drafts: a decision for a person in Settings → Channels, not for an agent.',
+  },
+  // The agent hands the authorization URL to its user, who signs in on the network in a browser.
+  connectChannel: tool,
+  getQuota: tool,
+  tiktokCreatorInfo: tool,
+  tiktokAnalytics: tool,
+  createPost: tool,
+  listPosts: tool,
+  getPost: tool,
+  updatePost: tool,
+  deletePost: tool,
+  getPostHistory: tool,
+  schedulePost: tool,
+  changePostStatus: tool,
+  listMedia: tool,
+  uploadFromUrl: tool,
+  createUpload: tool,
+  completeUpload: tool,
+  deleteMedia: tool,
+  listWebhooks: { excluded: WEBHOOKS_ARE_SETUP },
+  createWebhook: { excluded: WEBHOOKS_ARE_SETUP },
+  getWebhook: { excluded: WEBHOOKS_ARE_SETUP },
+  updateWebhook: { excluded: WEBHOOKS_ARE_SETUP },
+  deleteWebhook: { excluded: WEBHOOKS_ARE_SETUP },
+  testWebhook: { excluded: WEBHOOKS_ARE_SETUP },
+  rotateWebhookSecret: { excluded: WEBHOOKS_ARE_SETUP },
+  listWebhookDeliveries: { excluded: WEBHOOKS_ARE_SETUP },
+  retryWebhookDelivery: { excluded: WEBHOOKS_ARE_SETUP },
+};

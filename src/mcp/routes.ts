@@ -1,0 +1,58 @@
+import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import { readSpec, SPEC_FILES } from '../core/contract.js';
+import type { Logger } from '../core/logger.js';
+import { UnauthorizedError } from '../core/errors.js';
+import { apiHeaders } from '../http/api-headers.js';
+import { builtOnFirstUse } from '../http/built-on-first-use.js';
+import { publicApiErrors, sendError } from '../http/error-envelope.js';
+import type { RequestListener } from './tool-calls.js';
+
+export const MCP_PATH = '/mcp';
+
+/**
+ * `/mcp`: the Model Context Protocol's Streamable HTTP transport, stateless (each POST carries whole
+ * JSON-RPC messages and is answered in JSON; no session to keep between processes). Its tools are the
+ * Public API's operations (generated/mcp-tools.ts), each run through the application as its HTTP
+ * request. Authenticated and counted against the organization's budget as `/public/v1` is.
+ */
+export function mcpRoutes(options: { app: RequestListener; credentials: RequestHandler; logger: Logger }): Router {
+  const router = express.Router({ caseSensitive: true, strict: true });
+  router.use(MCP_PATH, apiHeaders(), options.credentials, express.json({ limit: '1mb' }));
+
+  // The MCP SDK and the tools are loaded by the first call, not at every start of the process.
+  router.post(
+    MCP_PATH,
+    builtOnFirstUse(async () => {
+      // The server's version is the Public API's, whose operations its tools are.
+      const { version } = (readSpec(SPEC_FILES.publicV1) as { info: { version: string } }).info;
+      return (await import('./tool-server.js')).mcpHandler(options.app, version);
+    }),
+  );
+  // Stateless: no stream of server messages to open (GET) and no session to end (DELETE).
+  router.all(MCP_PATH, (req, res) => {
+    res.setHeader('Allow', 'POST');
+    sendError(
+      res,
+      { status: 405, code: 'method_not_allowed', message: `${req.method} is not allowed on ${MCP_PATH}: send POST.` },
+      String(res.locals.requestId ?? ''),
+    );
+  });
+  router.use(mcpErrors(options.logger));
+  return router;
+}
+
+/**
+ * `/mcp`'s failures before the transport (no credential, the budget spent, a body that is no JSON) in
+ * the Public API's envelope. The 401 is answered here only, where the protected resource's challenge
+ * (RFC 9728 §5.1) belongs.
+ */
+function mcpErrors(logger: Logger): ErrorRequestHandler {
+  const envelope = publicApiErrors(logger);
+  return (error, req, res, next) => {
+    if (error instanceof UnauthorizedError && !res.headersSent) {
+      sendError(res, { status: 401, code: error.code, message: error.message }, String(res.locals.requestId ?? ''));
+      return;
+    }
+    envelope(error, req, res, next);
+  };
+}
