@@ -165,7 +165,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
                       "x",
                       "facebook",
                       "instagram",
-                      "threads"
+                      "threads",
+                      "linkedin",
+                      "pinterest"
                     ]
                   },
                   {
@@ -275,7 +277,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 "x",
                 "facebook",
                 "instagram",
-                "threads"
+                "threads",
+                "linkedin",
+                "pinterest"
               ]
             },
             "instance": {
@@ -392,7 +396,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
                       "x",
                       "facebook",
                       "instagram",
-                      "threads"
+                      "threads",
+                      "linkedin",
+                      "pinterest"
                     ]
                   },
                   {
@@ -792,6 +798,162 @@ export const MCP_TOOLS: readonly McpTool[] = [
     "scopes": []
   },
   {
+    "name": "pinterestBoards",
+    "title": "List Pinterest boards",
+    "description": "List Pinterest boards\n\nThe boards of the Pinterest account (its own and the group boards it collaborates on), each\nwith its sections, read live from Pinterest: what the user chooses a pin's `boardId` and\n`boardSectionId` from. Pages follow Pinterest's own order of the boards; pass `nextCursor`\nback as `cursor` for the next page.\n\nAnswers `404` for a channel that is not the organization's, `422` for a channel that is not\na Pinterest channel, when this server has no Pinterest app configured, or when Pinterest\nrefuses the channel's credentials (the channel is then `needs_reconnect`), and `502` when\nPinterest cannot be reached or answers with an error.",
+    "operation": {
+      "method": "get",
+      "path": "/public/v1/channels/{id}/pinterest/boards",
+      "parameters": [
+        {
+          "name": "id",
+          "in": "path"
+        },
+        {
+          "name": "limit",
+          "in": "query"
+        },
+        {
+          "name": "cursor",
+          "in": "query"
+        }
+      ],
+      "hasBody": false
+    },
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "id": {
+          "description": "The channel id (`ch_…`). An id of another organization is answered `404` exactly like an unknown id.",
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 100
+        },
+        "limit": {
+          "description": "The most boards in a page.",
+          "type": "integer",
+          "format": "int32",
+          "minimum": 1,
+          "maximum": 50,
+          "default": 25
+        },
+        "cursor": {
+          "description": "The `nextCursor` of the previous page, with the same filters; omit it for the first page.\nOpaque and signed: don't build or change it.\n",
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 500
+        }
+      },
+      "required": [
+        "id"
+      ],
+      "additionalProperties": false
+    },
+    "outputSchema": {
+      "type": "object",
+      "description": "One page of a Pinterest account's boards.",
+      "required": [
+        "channelId",
+        "data",
+        "nextCursor"
+      ],
+      "properties": {
+        "channelId": {
+          "type": "string",
+          "description": "The channel id (`ch_…`)."
+        },
+        "data": {
+          "type": "array",
+          "maxItems": 50,
+          "items": {
+            "type": "object",
+            "description": "A board of the account, with its sections.",
+            "required": [
+              "id",
+              "name",
+              "description",
+              "privacy",
+              "sections"
+            ],
+            "properties": {
+              "id": {
+                "type": "string",
+                "description": "Pinterest's board id (a pin's `boardId`)."
+              },
+              "name": {
+                "type": "string"
+              },
+              "description": {
+                "anyOf": [
+                  {
+                    "type": "string"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
+              },
+              "privacy": {
+                "description": "`PUBLIC`, `PROTECTED` or `SECRET`, as Pinterest says. Extensible: a later version may\nlist values Pinterest adds.\n",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "enum": [
+                      "PUBLIC",
+                      "PROTECTED",
+                      "SECRET"
+                    ]
+                  },
+                  {
+                    "type": "string",
+                    "description": "A value Pinterest added after this version of the contract."
+                  }
+                ]
+              },
+              "sections": {
+                "type": "array",
+                "description": "The board's sections (a pin's `boardSectionId`), in Pinterest's order.",
+                "items": {
+                  "type": "object",
+                  "required": [
+                    "id",
+                    "name"
+                  ],
+                  "properties": {
+                    "id": {
+                      "type": "string"
+                    },
+                    "name": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
+          }
+        },
+        "nextCursor": {
+          "description": "Pass it as `cursor` for more boards; `null` when there are no more.",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        }
+      }
+    },
+    "annotations": {
+      "readOnlyHint": true,
+      "destructiveHint": false,
+      "idempotentHint": true,
+      "openWorldHint": false
+    },
+    "scopes": []
+  },
+  {
     "name": "listPosts",
     "title": "List posts",
     "description": "List posts\n\nPosts of the organization, filtered and paginated. Ordered by `scheduledAt` ascending, then\nby `id` (compared byte by byte); posts without a `scheduledAt` (drafts without a date) come last. The order is\nstable while you page, even when posts are created meanwhile. Filters combine with AND;\nrepeat `channelId` or `status` to match any of several values. With `from` or `to`, posts\nwithout a `scheduledAt` are left out. A `cursor` this list did not return is answered `400`\nwith a detail on `query.cursor`.",
@@ -960,7 +1122,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
                       "x",
                       "facebook",
                       "instagram",
-                      "threads"
+                      "threads",
+                      "linkedin",
+                      "pinterest"
                     ]
                   },
                   {
@@ -1840,6 +2004,133 @@ export const MCP_TOOLS: readonly McpTool[] = [
                             "const": "threads"
                           }
                         }
+                      },
+                      {
+                        "title": "LinkedIn",
+                        "description": "LinkedIn settings as stored; `visibility` and `disableReshare` are always present.",
+                        "allOf": [
+                          {
+                            "type": "object",
+                            "title": "LinkedIn",
+                            "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                            "additionalProperties": false,
+                            "required": [
+                              "__type"
+                            ],
+                            "properties": {
+                              "__type": {
+                                "type": "string",
+                                "const": "linkedin"
+                              },
+                              "visibility": {
+                                "type": "string",
+                                "enum": [
+                                  "PUBLIC",
+                                  "CONNECTIONS",
+                                  "LOGGED_IN"
+                                ],
+                                "default": "PUBLIC",
+                                "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                              },
+                              "disableReshare": {
+                                "type": "boolean",
+                                "default": false,
+                                "description": "Whether others are kept from resharing the post."
+                              }
+                            }
+                          },
+                          {
+                            "type": "object",
+                            "required": [
+                              "visibility",
+                              "disableReshare"
+                            ],
+                            "properties": {
+                              "visibility": {
+                                "type": "string",
+                                "enum": [
+                                  "PUBLIC",
+                                  "CONNECTIONS",
+                                  "LOGGED_IN"
+                                ]
+                              },
+                              "disableReshare": {
+                                "type": "boolean"
+                              }
+                            }
+                          }
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "linkedin"
+                          }
+                        }
+                      },
+                      {
+                        "title": "Pinterest",
+                        "description": "Pinterest settings as stored, as they were sent (no choice has a default).",
+                        "allOf": [
+                          {
+                            "type": "object",
+                            "title": "Pinterest",
+                            "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                            "additionalProperties": false,
+                            "required": [
+                              "__type",
+                              "boardId"
+                            ],
+                            "properties": {
+                              "__type": {
+                                "type": "string",
+                                "const": "pinterest"
+                              },
+                              "boardId": {
+                                "type": "string",
+                                "maxLength": 30,
+                                "pattern": "^\\d{1,30}$",
+                                "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                                "examples": [
+                                  "549755885175"
+                                ]
+                              },
+                              "boardSectionId": {
+                                "type": "string",
+                                "maxLength": 30,
+                                "pattern": "^\\d{1,30}$",
+                                "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                                "examples": [
+                                  "5027629787972154693"
+                                ]
+                              },
+                              "title": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 100,
+                                "description": "The pin's title."
+                              },
+                              "link": {
+                                "type": "string",
+                                "format": "uri",
+                                "maxLength": 2048,
+                                "description": "The web page the pin leads to."
+                              },
+                              "coverImageKeyFrameTime": {
+                                "type": "integer",
+                                "format": "int32",
+                                "minimum": 0,
+                                "maximum": 900,
+                                "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                              }
+                            }
+                          }
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "pinterest"
+                          }
+                        }
                       }
                     ]
                   },
@@ -1973,7 +2264,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
   {
     "name": "createPost",
     "title": "Create posts",
-    "description": "Create posts\n\nCreates one post per target channel and answers them all, tied by one `group` id. Two body\nforms are accepted (exactly one must match):\n\n- **Single content** (`content` + `channelIds`): the same text and media go to every\n  channel, with no provider settings (provider defaults apply). YouTube and TikTok channels\n  need settings, so use the per-channel form for them.\n- **Per channel** (`posts`): each item names its channel and carries its own content, media\n  and `settings`.\n\n`type` says what happens next: `schedule` publishes at `date` (required; a `date` more than\n1 minute in the past is refused with `422`), `now` queues the posts for immediate\npublishing (a `date` is ignored), `draft` saves them unpublished (a `date`, when given,\nis kept as their `scheduledAt`). If the body's shape is wrong (for example `schedule`\nwithout `date`) the answer is `400 validation_failed`.\n\n**Settings come from the user.** The values of `settings` (titles, privacy, interaction\ntoggles) are choices of the person posting: collect them in your UI, don't invent them.\nFor a TikTok direct post, first call\n`GET /public/v1/channels/{id}/tiktok/creator-info`, let the user choose among the options\nit allows, and send a TikTok item only when `canPost` is `true`.\n\nThe whole call succeeds or fails: when any item breaks a rule, no post is created and the\n`422` lists every problem in `details` with the field and the channel, e.g.\n`posts[1].settings.privacyLevel`. Refused with `422`:\n\n- an unknown, foreign or disabled channel, or an unknown or foreign media id;\n- a post with neither content (other than white space) nor media;\n- settings whose `__type` is not the channel's provider; no settings for a YouTube or\n  TikTok channel (they are optional for the sandbox only);\n- YouTube: not exactly one video; tags over 500 characters together (see `tags`); a\n  description (or, without one, the `content`) over 5000 bytes or with `<` or `>`;\n- TikTok: a caption (`content`) over 2200 characters; not exactly one video (photo posts\n  are not supported); `brandContentToggle` with `privacyLevel` `SELF_ONLY` (TikTok does\n  not allow private branded content); `canPost` false; a `privacyLevel` not among the\n  creator's `privacyLevelOptions`; an interaction the creator turned off\n  (`commentDisabled` etc.) left on; any TikTok item on a server where TikTok publishing is\n  not configured;\n- Bluesky, Mastodon, X: a text beyond the network's length as it counts it; more media in\n  a post or part than the network takes, or a video (X: also a GIF) with other media; a\n  media of a type, size or length the network does not take, named by its place, e.g.\n  `posts[0].mediaIds[2]` or `posts[0].thread[1].mediaIds[0]`. Media are refused, never\n  converted: make the file smaller or shorter and upload it again.\n  - Bluesky: up to 4 images (any image type) of at most 1,000,000 bytes each, or one MP4\n    video of at most 100,000,000 bytes and 3 minutes;\n  - X: up to 4 JPEG, PNG or WebP images of at most 5 MB (5,242,880 bytes) each, or one GIF\n    of at most 15 MB, or one MP4 or QuickTime video of at most 512 MB lasting 0.5 to 140\n    seconds (WebM is refused);\n  - Mastodon: the limits of the channel's instance, read from its `/api/v2/instance`:\n    `max_media_attachments` images or one video, of its `supported_mime_types`, within its\n    `image_size_limit` and `video_size_limit` (when the instance cannot be asked, Mastodon's\n    own: 4, JPEG, PNG, GIF, WebP, MP4, QuickTime, WebM, 16 MB and 99 MB);\n- a `thread` on a network without replies (YouTube, TikTok), more parts than the network\n  takes, or a part breaking the network's rules for a post (each part needs content or\n  media; the network's character and media limits apply to every part);\n- a post that would take its channel past its daily quota on the UTC day of its\n  `scheduledAt`, counting the other posts of the same request (drafts don't count);\n- an `Idempotency-Key` reused with a different body.\n\n`502` means TikTok creator info could not be read to check a TikTok item.",
+    "description": "Create posts\n\nCreates one post per target channel and answers them all, tied by one `group` id. Two body\nforms are accepted (exactly one must match):\n\n- **Single content** (`content` + `channelIds`): the same text and media go to every\n  channel, with no provider settings (provider defaults apply). YouTube and TikTok channels\n  need settings, so use the per-channel form for them.\n- **Per channel** (`posts`): each item names its channel and carries its own content, media\n  and `settings`.\n\n`type` says what happens next: `schedule` publishes at `date` (required; a `date` more than\n1 minute in the past is refused with `422`), `now` queues the posts for immediate\npublishing (a `date` is ignored), `draft` saves them unpublished (a `date`, when given,\nis kept as their `scheduledAt`). If the body's shape is wrong (for example `schedule`\nwithout `date`) the answer is `400 validation_failed`.\n\n**Settings come from the user.** The values of `settings` (titles, privacy, interaction\ntoggles) are choices of the person posting: collect them in your UI, don't invent them.\nFor a TikTok direct post, first call\n`GET /public/v1/channels/{id}/tiktok/creator-info`, let the user choose among the options\nit allows, and send a TikTok item only when `canPost` is `true`.\n\nThe whole call succeeds or fails: when any item breaks a rule, no post is created and the\n`422` lists every problem in `details` with the field and the channel, e.g.\n`posts[1].settings.privacyLevel`. Refused with `422`:\n\n- an unknown, foreign or disabled channel, or an unknown or foreign media id;\n- a post with neither content (other than white space) nor media;\n- settings whose `__type` is not the channel's provider; no settings for a YouTube,\n  TikTok or Pinterest channel (they are optional for the sandbox only);\n- YouTube: not exactly one video; tags over 500 characters together (see `tags`); a\n  description (or, without one, the `content`) over 5000 bytes or with `<` or `>`;\n- TikTok: a caption (`content`) over 2200 characters; not exactly one video (photo posts\n  are not supported); `brandContentToggle` with `privacyLevel` `SELF_ONLY` (TikTok does\n  not allow private branded content); `canPost` false; a `privacyLevel` not among the\n  creator's `privacyLevelOptions`; an interaction the creator turned off\n  (`commentDisabled` etc.) left on; any TikTok item on a server where TikTok publishing is\n  not configured;\n- Bluesky, Mastodon, X: a text beyond the network's length as it counts it; more media in\n  a post or part than the network takes, or a video (X: also a GIF) with other media; a\n  media of a type, size or length the network does not take, named by its place, e.g.\n  `posts[0].mediaIds[2]` or `posts[0].thread[1].mediaIds[0]`. Media are refused, never\n  converted: make the file smaller or shorter and upload it again.\n  - Bluesky: up to 4 images (any image type) of at most 1,000,000 bytes each, or one MP4\n    video of at most 100,000,000 bytes and 3 minutes;\n  - X: up to 4 JPEG, PNG or WebP images of at most 5 MB (5,242,880 bytes) each, or one GIF\n    of at most 15 MB, or one MP4 or QuickTime video of at most 512 MB lasting 0.5 to 140\n    seconds (WebM is refused);\n  - Mastodon: the limits of the channel's instance, read from its `/api/v2/instance`:\n    `max_media_attachments` images or one video, of its `supported_mime_types`, within its\n    `image_size_limit` and `video_size_limit` (when the instance cannot be asked, Mastodon's\n    own: 4, JPEG, PNG, GIF, WebP, MP4, QuickTime, WebM, 16 MB and 99 MB);\n- Pinterest: a description (`content`) over 500 characters; not one image, one video or a\n  carousel of 2 to 5 images; a media of a type, size or length Pinterest does not take\n  (images JPEG, PNG, WebP, GIF, BMP or TIFF of 20 MB, only JPEG or PNG where Pinterest\n  cannot download this server's media; videos MP4, MOV or M4V of 2 GB lasting 4 seconds to\n  15 minutes); alternative text on a carousel; `coverImageKeyFrameTime` without a video;\n- a `thread` on a network without replies (YouTube, TikTok, Pinterest), more parts than the network\n  takes, or a part breaking the network's rules for a post (each part needs content or\n  media; the network's character and media limits apply to every part);\n- a post that would take its channel past its daily quota on the UTC day of its\n  `scheduledAt`, counting the other posts of the same request (drafts don't count);\n- an `Idempotency-Key` reused with a different body.\n\n`502` means TikTok creator info could not be read to check a TikTok item.",
     "operation": {
       "method": "post",
       "path": "/public/v1/posts",
@@ -2563,6 +2854,89 @@ export const MCP_TOOLS: readonly McpTool[] = [
                                     "description": "Who may reply to the post (each part of a thread alike)."
                                   }
                                 }
+                              },
+                              {
+                                "type": "object",
+                                "title": "LinkedIn",
+                                "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                                "additionalProperties": false,
+                                "required": [
+                                  "__type"
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "linkedin"
+                                  },
+                                  "visibility": {
+                                    "type": "string",
+                                    "enum": [
+                                      "PUBLIC",
+                                      "CONNECTIONS",
+                                      "LOGGED_IN"
+                                    ],
+                                    "default": "PUBLIC",
+                                    "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                                  },
+                                  "disableReshare": {
+                                    "type": "boolean",
+                                    "default": false,
+                                    "description": "Whether others are kept from resharing the post."
+                                  }
+                                }
+                              },
+                              {
+                                "type": "object",
+                                "title": "Pinterest",
+                                "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                                "additionalProperties": false,
+                                "required": [
+                                  "__type",
+                                  "boardId"
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "pinterest"
+                                  },
+                                  "boardId": {
+                                    "type": "string",
+                                    "maxLength": 30,
+                                    "pattern": "^\\d{1,30}$",
+                                    "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                                    "examples": [
+                                      "549755885175"
+                                    ]
+                                  },
+                                  "boardSectionId": {
+                                    "type": "string",
+                                    "maxLength": 30,
+                                    "pattern": "^\\d{1,30}$",
+                                    "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                                    "examples": [
+                                      "5027629787972154693"
+                                    ]
+                                  },
+                                  "title": {
+                                    "type": "string",
+                                    "minLength": 1,
+                                    "maxLength": 100,
+                                    "description": "The pin's title."
+                                  },
+                                  "link": {
+                                    "type": "string",
+                                    "format": "uri",
+                                    "maxLength": 2048,
+                                    "description": "The web page the pin leads to."
+                                  },
+                                  "coverImageKeyFrameTime": {
+                                    "type": "integer",
+                                    "format": "int32",
+                                    "minimum": 0,
+                                    "maximum": 900,
+                                    "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                                  }
+                                }
                               }
                             ]
                           },
@@ -2615,7 +2989,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
                           },
                           "firstComment": {
                             "type": "object",
-                            "description": "A comment of the account's own, published on the post right after it (a link, hashtags, a\ncall to action kept out of the caption). Only on networks with comments (Facebook,\nInstagram and the sandbox); the others refuse it with `422` naming `firstComment` (a\nnetwork with replies takes a `thread` instead). The network's own limit of a comment's\nlength applies.\n",
+                            "description": "A comment of the account's own, published on the post right after it (a link, hashtags, a\ncall to action kept out of the caption). Only on networks with comments (Facebook,\nInstagram, LinkedIn and the sandbox); the others refuse it with `422` naming `firstComment` (a\nnetwork with replies takes a `thread` instead). The network's own limit of a comment's\nlength applies.\n",
                             "additionalProperties": false,
                             "required": [
                               "content"
@@ -3204,6 +3578,89 @@ export const MCP_TOOLS: readonly McpTool[] = [
                                     "description": "Who may reply to the post (each part of a thread alike)."
                                   }
                                 }
+                              },
+                              {
+                                "type": "object",
+                                "title": "LinkedIn",
+                                "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                                "additionalProperties": false,
+                                "required": [
+                                  "__type"
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "linkedin"
+                                  },
+                                  "visibility": {
+                                    "type": "string",
+                                    "enum": [
+                                      "PUBLIC",
+                                      "CONNECTIONS",
+                                      "LOGGED_IN"
+                                    ],
+                                    "default": "PUBLIC",
+                                    "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                                  },
+                                  "disableReshare": {
+                                    "type": "boolean",
+                                    "default": false,
+                                    "description": "Whether others are kept from resharing the post."
+                                  }
+                                }
+                              },
+                              {
+                                "type": "object",
+                                "title": "Pinterest",
+                                "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                                "additionalProperties": false,
+                                "required": [
+                                  "__type",
+                                  "boardId"
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "pinterest"
+                                  },
+                                  "boardId": {
+                                    "type": "string",
+                                    "maxLength": 30,
+                                    "pattern": "^\\d{1,30}$",
+                                    "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                                    "examples": [
+                                      "549755885175"
+                                    ]
+                                  },
+                                  "boardSectionId": {
+                                    "type": "string",
+                                    "maxLength": 30,
+                                    "pattern": "^\\d{1,30}$",
+                                    "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                                    "examples": [
+                                      "5027629787972154693"
+                                    ]
+                                  },
+                                  "title": {
+                                    "type": "string",
+                                    "minLength": 1,
+                                    "maxLength": 100,
+                                    "description": "The pin's title."
+                                  },
+                                  "link": {
+                                    "type": "string",
+                                    "format": "uri",
+                                    "maxLength": 2048,
+                                    "description": "The web page the pin leads to."
+                                  },
+                                  "coverImageKeyFrameTime": {
+                                    "type": "integer",
+                                    "format": "int32",
+                                    "minimum": 0,
+                                    "maximum": 900,
+                                    "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                                  }
+                                }
                               }
                             ]
                           },
@@ -3256,7 +3713,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
                           },
                           "firstComment": {
                             "type": "object",
-                            "description": "A comment of the account's own, published on the post right after it (a link, hashtags, a\ncall to action kept out of the caption). Only on networks with comments (Facebook,\nInstagram and the sandbox); the others refuse it with `422` naming `firstComment` (a\nnetwork with replies takes a `thread` instead). The network's own limit of a comment's\nlength applies.\n",
+                            "description": "A comment of the account's own, published on the post right after it (a link, hashtags, a\ncall to action kept out of the caption). Only on networks with comments (Facebook,\nInstagram, LinkedIn and the sandbox); the others refuse it with `422` naming `firstComment` (a\nnetwork with replies takes a `thread` instead). The network's own limit of a comment's\nlength applies.\n",
                             "additionalProperties": false,
                             "required": [
                               "content"
@@ -3357,7 +3814,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
                       "x",
                       "facebook",
                       "instagram",
-                      "threads"
+                      "threads",
+                      "linkedin",
+                      "pinterest"
                     ]
                   },
                   {
@@ -4237,6 +4696,133 @@ export const MCP_TOOLS: readonly McpTool[] = [
                             "const": "threads"
                           }
                         }
+                      },
+                      {
+                        "title": "LinkedIn",
+                        "description": "LinkedIn settings as stored; `visibility` and `disableReshare` are always present.",
+                        "allOf": [
+                          {
+                            "type": "object",
+                            "title": "LinkedIn",
+                            "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                            "additionalProperties": false,
+                            "required": [
+                              "__type"
+                            ],
+                            "properties": {
+                              "__type": {
+                                "type": "string",
+                                "const": "linkedin"
+                              },
+                              "visibility": {
+                                "type": "string",
+                                "enum": [
+                                  "PUBLIC",
+                                  "CONNECTIONS",
+                                  "LOGGED_IN"
+                                ],
+                                "default": "PUBLIC",
+                                "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                              },
+                              "disableReshare": {
+                                "type": "boolean",
+                                "default": false,
+                                "description": "Whether others are kept from resharing the post."
+                              }
+                            }
+                          },
+                          {
+                            "type": "object",
+                            "required": [
+                              "visibility",
+                              "disableReshare"
+                            ],
+                            "properties": {
+                              "visibility": {
+                                "type": "string",
+                                "enum": [
+                                  "PUBLIC",
+                                  "CONNECTIONS",
+                                  "LOGGED_IN"
+                                ]
+                              },
+                              "disableReshare": {
+                                "type": "boolean"
+                              }
+                            }
+                          }
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "linkedin"
+                          }
+                        }
+                      },
+                      {
+                        "title": "Pinterest",
+                        "description": "Pinterest settings as stored, as they were sent (no choice has a default).",
+                        "allOf": [
+                          {
+                            "type": "object",
+                            "title": "Pinterest",
+                            "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                            "additionalProperties": false,
+                            "required": [
+                              "__type",
+                              "boardId"
+                            ],
+                            "properties": {
+                              "__type": {
+                                "type": "string",
+                                "const": "pinterest"
+                              },
+                              "boardId": {
+                                "type": "string",
+                                "maxLength": 30,
+                                "pattern": "^\\d{1,30}$",
+                                "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                                "examples": [
+                                  "549755885175"
+                                ]
+                              },
+                              "boardSectionId": {
+                                "type": "string",
+                                "maxLength": 30,
+                                "pattern": "^\\d{1,30}$",
+                                "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                                "examples": [
+                                  "5027629787972154693"
+                                ]
+                              },
+                              "title": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 100,
+                                "description": "The pin's title."
+                              },
+                              "link": {
+                                "type": "string",
+                                "format": "uri",
+                                "maxLength": 2048,
+                                "description": "The web page the pin leads to."
+                              },
+                              "coverImageKeyFrameTime": {
+                                "type": "integer",
+                                "format": "int32",
+                                "minimum": 0,
+                                "maximum": 900,
+                                "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                              }
+                            }
+                          }
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "pinterest"
+                          }
+                        }
                       }
                     ]
                   },
@@ -4443,7 +5029,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 "x",
                 "facebook",
                 "instagram",
-                "threads"
+                "threads",
+                "linkedin",
+                "pinterest"
               ]
             },
             {
@@ -5321,6 +5909,133 @@ export const MCP_TOOLS: readonly McpTool[] = [
                     "__type": {
                       "type": "string",
                       "const": "threads"
+                    }
+                  }
+                },
+                {
+                  "title": "LinkedIn",
+                  "description": "LinkedIn settings as stored; `visibility` and `disableReshare` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "LinkedIn",
+                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "linkedin"
+                        },
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "PUBLIC",
+                            "CONNECTIONS",
+                            "LOGGED_IN"
+                          ],
+                          "default": "PUBLIC",
+                          "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                        },
+                        "disableReshare": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Whether others are kept from resharing the post."
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "visibility",
+                        "disableReshare"
+                      ],
+                      "properties": {
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "PUBLIC",
+                            "CONNECTIONS",
+                            "LOGGED_IN"
+                          ]
+                        },
+                        "disableReshare": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "linkedin"
+                    }
+                  }
+                },
+                {
+                  "title": "Pinterest",
+                  "description": "Pinterest settings as stored, as they were sent (no choice has a default).",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Pinterest",
+                      "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type",
+                        "boardId"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "pinterest"
+                        },
+                        "boardId": {
+                          "type": "string",
+                          "maxLength": 30,
+                          "pattern": "^\\d{1,30}$",
+                          "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                          "examples": [
+                            "549755885175"
+                          ]
+                        },
+                        "boardSectionId": {
+                          "type": "string",
+                          "maxLength": 30,
+                          "pattern": "^\\d{1,30}$",
+                          "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                          "examples": [
+                            "5027629787972154693"
+                          ]
+                        },
+                        "title": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 100,
+                          "description": "The pin's title."
+                        },
+                        "link": {
+                          "type": "string",
+                          "format": "uri",
+                          "maxLength": 2048,
+                          "description": "The web page the pin leads to."
+                        },
+                        "coverImageKeyFrameTime": {
+                          "type": "integer",
+                          "format": "int32",
+                          "minimum": 0,
+                          "maximum": 900,
+                          "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "pinterest"
                     }
                   }
                 }
@@ -5930,6 +6645,89 @@ export const MCP_TOOLS: readonly McpTool[] = [
                       "description": "Who may reply to the post (each part of a thread alike)."
                     }
                   }
+                },
+                {
+                  "type": "object",
+                  "title": "LinkedIn",
+                  "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                  "additionalProperties": false,
+                  "required": [
+                    "__type"
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "linkedin"
+                    },
+                    "visibility": {
+                      "type": "string",
+                      "enum": [
+                        "PUBLIC",
+                        "CONNECTIONS",
+                        "LOGGED_IN"
+                      ],
+                      "default": "PUBLIC",
+                      "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                    },
+                    "disableReshare": {
+                      "type": "boolean",
+                      "default": false,
+                      "description": "Whether others are kept from resharing the post."
+                    }
+                  }
+                },
+                {
+                  "type": "object",
+                  "title": "Pinterest",
+                  "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                  "additionalProperties": false,
+                  "required": [
+                    "__type",
+                    "boardId"
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "pinterest"
+                    },
+                    "boardId": {
+                      "type": "string",
+                      "maxLength": 30,
+                      "pattern": "^\\d{1,30}$",
+                      "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                      "examples": [
+                        "549755885175"
+                      ]
+                    },
+                    "boardSectionId": {
+                      "type": "string",
+                      "maxLength": 30,
+                      "pattern": "^\\d{1,30}$",
+                      "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                      "examples": [
+                        "5027629787972154693"
+                      ]
+                    },
+                    "title": {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 100,
+                      "description": "The pin's title."
+                    },
+                    "link": {
+                      "type": "string",
+                      "format": "uri",
+                      "maxLength": 2048,
+                      "description": "The web page the pin leads to."
+                    },
+                    "coverImageKeyFrameTime": {
+                      "type": "integer",
+                      "format": "int32",
+                      "minimum": 0,
+                      "maximum": 900,
+                      "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                    }
+                  }
                 }
               ]
             },
@@ -5985,7 +6783,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "oneOf": [
                 {
                   "type": "object",
-                  "description": "A comment of the account's own, published on the post right after it (a link, hashtags, a\ncall to action kept out of the caption). Only on networks with comments (Facebook,\nInstagram and the sandbox); the others refuse it with `422` naming `firstComment` (a\nnetwork with replies takes a `thread` instead). The network's own limit of a comment's\nlength applies.\n",
+                  "description": "A comment of the account's own, published on the post right after it (a link, hashtags, a\ncall to action kept out of the caption). Only on networks with comments (Facebook,\nInstagram, LinkedIn and the sandbox); the others refuse it with `422` naming `firstComment` (a\nnetwork with replies takes a `thread` instead). The network's own limit of a comment's\nlength applies.\n",
                   "additionalProperties": false,
                   "required": [
                     "content"
@@ -6076,7 +6874,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 "x",
                 "facebook",
                 "instagram",
-                "threads"
+                "threads",
+                "linkedin",
+                "pinterest"
               ]
             },
             {
@@ -6954,6 +7754,133 @@ export const MCP_TOOLS: readonly McpTool[] = [
                     "__type": {
                       "type": "string",
                       "const": "threads"
+                    }
+                  }
+                },
+                {
+                  "title": "LinkedIn",
+                  "description": "LinkedIn settings as stored; `visibility` and `disableReshare` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "LinkedIn",
+                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "linkedin"
+                        },
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "PUBLIC",
+                            "CONNECTIONS",
+                            "LOGGED_IN"
+                          ],
+                          "default": "PUBLIC",
+                          "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                        },
+                        "disableReshare": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Whether others are kept from resharing the post."
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "visibility",
+                        "disableReshare"
+                      ],
+                      "properties": {
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "PUBLIC",
+                            "CONNECTIONS",
+                            "LOGGED_IN"
+                          ]
+                        },
+                        "disableReshare": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "linkedin"
+                    }
+                  }
+                },
+                {
+                  "title": "Pinterest",
+                  "description": "Pinterest settings as stored, as they were sent (no choice has a default).",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Pinterest",
+                      "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type",
+                        "boardId"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "pinterest"
+                        },
+                        "boardId": {
+                          "type": "string",
+                          "maxLength": 30,
+                          "pattern": "^\\d{1,30}$",
+                          "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                          "examples": [
+                            "549755885175"
+                          ]
+                        },
+                        "boardSectionId": {
+                          "type": "string",
+                          "maxLength": 30,
+                          "pattern": "^\\d{1,30}$",
+                          "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                          "examples": [
+                            "5027629787972154693"
+                          ]
+                        },
+                        "title": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 100,
+                          "description": "The pin's title."
+                        },
+                        "link": {
+                          "type": "string",
+                          "format": "uri",
+                          "maxLength": 2048,
+                          "description": "The web page the pin leads to."
+                        },
+                        "coverImageKeyFrameTime": {
+                          "type": "integer",
+                          "format": "int32",
+                          "minimum": 0,
+                          "maximum": 900,
+                          "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "pinterest"
                     }
                   }
                 }
@@ -7424,7 +8351,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 "x",
                 "facebook",
                 "instagram",
-                "threads"
+                "threads",
+                "linkedin",
+                "pinterest"
               ]
             },
             {
@@ -8302,6 +9231,133 @@ export const MCP_TOOLS: readonly McpTool[] = [
                     "__type": {
                       "type": "string",
                       "const": "threads"
+                    }
+                  }
+                },
+                {
+                  "title": "LinkedIn",
+                  "description": "LinkedIn settings as stored; `visibility` and `disableReshare` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "LinkedIn",
+                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "linkedin"
+                        },
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "PUBLIC",
+                            "CONNECTIONS",
+                            "LOGGED_IN"
+                          ],
+                          "default": "PUBLIC",
+                          "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                        },
+                        "disableReshare": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Whether others are kept from resharing the post."
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "visibility",
+                        "disableReshare"
+                      ],
+                      "properties": {
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "PUBLIC",
+                            "CONNECTIONS",
+                            "LOGGED_IN"
+                          ]
+                        },
+                        "disableReshare": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "linkedin"
+                    }
+                  }
+                },
+                {
+                  "title": "Pinterest",
+                  "description": "Pinterest settings as stored, as they were sent (no choice has a default).",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Pinterest",
+                      "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type",
+                        "boardId"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "pinterest"
+                        },
+                        "boardId": {
+                          "type": "string",
+                          "maxLength": 30,
+                          "pattern": "^\\d{1,30}$",
+                          "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                          "examples": [
+                            "549755885175"
+                          ]
+                        },
+                        "boardSectionId": {
+                          "type": "string",
+                          "maxLength": 30,
+                          "pattern": "^\\d{1,30}$",
+                          "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                          "examples": [
+                            "5027629787972154693"
+                          ]
+                        },
+                        "title": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 100,
+                          "description": "The pin's title."
+                        },
+                        "link": {
+                          "type": "string",
+                          "format": "uri",
+                          "maxLength": 2048,
+                          "description": "The web page the pin leads to."
+                        },
+                        "coverImageKeyFrameTime": {
+                          "type": "integer",
+                          "format": "int32",
+                          "minimum": 0,
+                          "maximum": 900,
+                          "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "pinterest"
                     }
                   }
                 }
@@ -8526,7 +9582,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 "x",
                 "facebook",
                 "instagram",
-                "threads"
+                "threads",
+                "linkedin",
+                "pinterest"
               ]
             },
             {
@@ -9404,6 +10462,133 @@ export const MCP_TOOLS: readonly McpTool[] = [
                     "__type": {
                       "type": "string",
                       "const": "threads"
+                    }
+                  }
+                },
+                {
+                  "title": "LinkedIn",
+                  "description": "LinkedIn settings as stored; `visibility` and `disableReshare` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "LinkedIn",
+                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "linkedin"
+                        },
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "PUBLIC",
+                            "CONNECTIONS",
+                            "LOGGED_IN"
+                          ],
+                          "default": "PUBLIC",
+                          "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                        },
+                        "disableReshare": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Whether others are kept from resharing the post."
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "visibility",
+                        "disableReshare"
+                      ],
+                      "properties": {
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "PUBLIC",
+                            "CONNECTIONS",
+                            "LOGGED_IN"
+                          ]
+                        },
+                        "disableReshare": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "linkedin"
+                    }
+                  }
+                },
+                {
+                  "title": "Pinterest",
+                  "description": "Pinterest settings as stored, as they were sent (no choice has a default).",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Pinterest",
+                      "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type",
+                        "boardId"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "pinterest"
+                        },
+                        "boardId": {
+                          "type": "string",
+                          "maxLength": 30,
+                          "pattern": "^\\d{1,30}$",
+                          "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                          "examples": [
+                            "549755885175"
+                          ]
+                        },
+                        "boardSectionId": {
+                          "type": "string",
+                          "maxLength": 30,
+                          "pattern": "^\\d{1,30}$",
+                          "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                          "examples": [
+                            "5027629787972154693"
+                          ]
+                        },
+                        "title": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 100,
+                          "description": "The pin's title."
+                        },
+                        "link": {
+                          "type": "string",
+                          "format": "uri",
+                          "maxLength": 2048,
+                          "description": "The web page the pin leads to."
+                        },
+                        "coverImageKeyFrameTime": {
+                          "type": "integer",
+                          "format": "int32",
+                          "minimum": 0,
+                          "maximum": 900,
+                          "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "pinterest"
                     }
                   }
                 }

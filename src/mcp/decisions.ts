@@ -25,6 +25,7 @@ export const TOOL_DECISIONS: Readonly<Record<string, ToolDecision>> = {
   getQuota: tool,
   tiktokCreatorInfo: tool,
   tiktokAnalytics: tool,
+  pinterestBoards: tool,
   createPost: tool,
   listPosts: tool,
   getPost: tool,
