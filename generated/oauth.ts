@@ -156,6 +156,77 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/oauth-protected-resource": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the protected resource metadata of the whole service
+         * @description RFC 9728 metadata of the service as one protected resource (its `resource` is the
+         *     origin): both the Public API (`/public/v1`) and the MCP server (`/mcp`) accept the access
+         *     tokens of the authorization server it names. Clients that cannot derive a path-specific
+         *     address (RFC 9728 §3.1) fall back to this one; the narrower documents are
+         *     `/.well-known/oauth-protected-resource/public/v1` and
+         *     `/.well-known/oauth-protected-resource/mcp`, and a `401` of either names its own in
+         *     `WWW-Authenticate: Bearer resource_metadata="…"`.
+         */
+        get: operations["protectedResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource/public/v1": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the Public API's protected resource metadata
+         * @description RFC 9728 metadata of the Public API: `resource` is `{PUBLIC_URL}/public/v1`, and a `401`
+         *     of the Public API points here in `WWW-Authenticate: Bearer resource_metadata="…"`.
+         */
+        get: operations["publicApiProtectedResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the MCP server's protected resource metadata
+         * @description RFC 9728 metadata of the MCP server (Streamable HTTP at `/mcp`), as the MCP authorization
+         *     specification has clients discover it: from `resource_metadata` in the `WWW-Authenticate`
+         *     header of a `401` of `/mcp`, or at this path-suffixed address. `resource` is
+         *     `{PUBLIC_URL}/mcp`: the value to send as `resource` (RFC 8707) to the authorize and token
+         *     endpoints.
+         */
+        get: operations["mcpProtectedResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -306,6 +377,40 @@ export interface components {
              */
             service_documentation: string;
         };
+        /** @description RFC 9728 protected resource metadata. More members may be added. */
+        ProtectedResourceMetadata: {
+            /**
+             * Format: uri
+             * @description The resource identifier: the address the document was derived from (RFC 9728 §3.3,
+             *     check it), and the value of `resource` (RFC 8707) for tokens meant for it.
+             * @example http://localhost:3000/mcp
+             */
+            resource: string;
+            /**
+             * @description The issuer of this installation's authorization server (its RFC 8414 metadata names the endpoints).
+             * @example [
+             *       "http://localhost:3000"
+             *     ]
+             */
+            authorization_servers: string[];
+            /**
+             * @description `header`: the token goes in `Authorization: Bearer …`, never in the query string or a form body.
+             * @example [
+             *       "header"
+             *     ]
+             */
+            bearer_methods_supported: string[];
+            /**
+             * @description A name of the resource for people.
+             * @example Post Scheduler MCP server
+             */
+            resource_name: string;
+            /**
+             * Format: uri
+             * @description Where people read how to use the resource's tokens.
+             */
+            resource_documentation: string;
+        };
     };
     responses: {
         /**
@@ -321,6 +426,36 @@ export interface components {
                 "WWW-Authenticate"?: string;
                 "Cache-Control": components["headers"]["Cache-Control"];
                 Pragma: components["headers"]["Pragma"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["OAuthError"];
+            };
+        };
+        /** @description The metadata (RFC 9728 §3.2). */
+        ProtectedResourceMetadata: {
+            headers: {
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ProtectedResourceMetadata"];
+            };
+        };
+        /**
+         * @description Any method other than `GET` or `HEAD` on this path. (OpenAPI has no place for
+         *     responses to undeclared methods, so it is listed here.)
+         */
+        MethodNotAllowedGet: {
+            headers: {
+                /**
+                 * @description The methods this path accepts.
+                 * @example GET, HEAD
+                 */
+                Allow: string;
+                "Cache-Control": components["headers"]["Cache-Control"];
                 "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
@@ -688,6 +823,48 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
+            500: components["responses"]["ServerError"];
+        };
+    };
+    protectedResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProtectedResourceMetadata"];
+            405: components["responses"]["MethodNotAllowedGet"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    publicApiProtectedResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProtectedResourceMetadata"];
+            405: components["responses"]["MethodNotAllowedGet"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    mcpProtectedResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProtectedResourceMetadata"];
+            405: components["responses"]["MethodNotAllowedGet"];
             500: components["responses"]["ServerError"];
         };
     };

@@ -61,7 +61,7 @@ export function createPublicApi(
       [
         PUBLIC_API_BASE,
         apiHeaders(),
-        authenticateAndLimit(authenticator, limiter),
+        authenticateAndLimit(authenticator, limiter, () => `${ctx.config.publicUrl}${PUBLIC_API_BASE}`),
         strictQueryStrings(SPEC_FILES.publicV1),
         express.json({ limit: '1mb' }),
       ],

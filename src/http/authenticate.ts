@@ -5,6 +5,7 @@ import { RateLimitedError, UnauthorizedError } from '../core/errors.js';
 import { hashSecret, isWellFormedCredential, type CredentialPrefix } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
 import type { Principal } from './principal.js';
+import { protectedResourceChallenge } from './resource-challenge.js';
 import { countHit, type LimitWindow, type RateLimiter, type RateLimitState } from './rate-limit.js';
 
 /** A principal, and the count of its organization's rate-limit window after this request's hit. */
@@ -23,6 +24,9 @@ export type CredentialResolver = (
   now: Date,
   window: LimitWindow,
 ) => Promise<CountedPrincipal | undefined>;
+
+/** The realm the Public API's challenges have always named. */
+export const PUBLIC_API_REALM = 'public-api';
 
 // The longest credential is under 64 characters; anything much longer is refused before parsing.
 const MAX_HEADER_LENGTH = 512;
@@ -116,9 +120,20 @@ export class Authenticator {
  * contract validator, so an unauthenticated request learns nothing about the API, and every
  * authenticated response (errors included) carries the rate-limit headers.
  */
-export function authenticateAndLimit(authenticator: Authenticator, limiter: RateLimiter): RequestHandler {
+export function authenticateAndLimit(
+  authenticator: Authenticator,
+  limiter: RateLimiter,
+  /** The resource's identifier, for the challenge of its 401s (read per request: the address may be set late). */
+  resourceUrl?: () => string,
+): RequestHandler {
   return async (req, res, next) => {
-    const { principal, limit: state } = await authenticator.authenticate(req.headers.authorization, limiter);
+    const header = req.headers.authorization;
+    const { principal, limit: state } = await authenticator.authenticate(header, limiter).catch((error: unknown) => {
+      if (resourceUrl !== undefined && error instanceof UnauthorizedError) {
+        res.setHeader('WWW-Authenticate', unauthorizedChallenge(resourceUrl(), header, error));
+      }
+      throw error;
+    });
     res.locals.principal = principal;
     res.setHeader('RateLimit-Limit', String(state.limit));
     res.setHeader('RateLimit-Remaining', String(state.remaining));
@@ -132,6 +147,18 @@ export function authenticateAndLimit(authenticator: Authenticator, limiter: Rate
     }
     next();
   };
+}
+
+/**
+ * The challenge of a `401` of the resource `resourceUrl` (RFC 6750 §3.1, RFC 9728 §5.1): where its
+ * metadata is and, when a credential was sent, `invalid_token`.
+ */
+export function unauthorizedChallenge(resourceUrl: string, header: string | undefined, error: Error): string {
+  return protectedResourceChallenge(
+    resourceUrl,
+    header ? { error: 'invalid_token', description: error.message } : undefined,
+    PUBLIC_API_REALM,
+  );
 }
 
 /** The principal `authenticateAndLimit` established for the request. */
