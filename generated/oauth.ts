@@ -40,8 +40,9 @@ export interface paths {
          *     - Otherwise the browser is redirected (`302`) to your redirect URL with
          *       `error=invalid_request` (a missing `response_type`, a parameter given twice, a
          *       `code_challenge` without `code_challenge_method=S256`, or one that is not 43–128
-         *       characters of `A–Z a–z 0–9 - . _ ~`) or `error=unsupported_response_type` (a
-         *       `response_type` other than `code`), and `error_description`.
+         *       characters of `A–Z a–z 0–9 - . _ ~`), `error=unsupported_response_type` (a
+         *       `response_type` other than `code`) or `error=invalid_target` (a `resource` that is not
+         *       one of this server's, RFC 8707), and `error_description`.
          *
          *     The code is single-use and expires 10 minutes after it is issued. The consent page is
          *     sent with `Content-Security-Policy` (`frame-ancestors 'none'`, `img-src 'self'`),
@@ -251,6 +252,16 @@ export interface components {
             client_secret?: string;
             /** @description Required when the authorization request carried a `redirect_uri`; must be the same value. */
             redirect_uri?: string;
+            /**
+             * @description Optional (RFC 8707): the resource the access token is for, `{PUBLIC_URL}/mcp` (the MCP
+             *     server), `{PUBLIC_URL}/public/v1` (the Public API) or `{PUBLIC_URL}` (both; a trailing
+             *     `/` is allowed). When the authorization request named a resource, this must be the same
+             *     one (or, for `{PUBLIC_URL}`, one of the two it covers); another is `invalid_target`.
+             *     Without it the token is for the resource of the authorization request, or for every
+             *     resource when that had none, as tokens always were.
+             * @example http://localhost:3000/mcp
+             */
+            resource?: string;
             /**
              * @description The PKCE verifier (43–128 characters of `A–Z a–z 0–9 - . _ ~`). Required when the
              *     authorization request carried a `code_challenge`, and refused (`invalid_grant`) when it
@@ -591,6 +602,15 @@ export interface operations {
                  * @example https://app.example.org/oauth/callback
                  */
                 redirect_uri?: string;
+                /**
+                 * @description Optional (RFC 8707): the one resource the access token will be for, as its protected
+                 *     resource metadata names it: `{PUBLIC_URL}/mcp` (the MCP server), `{PUBLIC_URL}/public/v1`
+                 *     (the Public API) or `{PUBLIC_URL}` (both). A token for the MCP server is refused by the
+                 *     Public API (`401`, `error="invalid_token"`) and the other way round. Another value is
+                 *     redirected back with `error=invalid_target`. Without it, the token is for every resource.
+                 * @example http://localhost:3000/mcp
+                 */
+                resource?: string;
                 /**
                  * @description Optional PKCE challenge (RFC 7636): BASE64URL(SHA-256(code_verifier)), 43 characters.
                  *     When given, the token exchange must send the matching `code_verifier`.

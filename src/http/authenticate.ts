@@ -5,7 +5,7 @@ import { RateLimitedError, UnauthorizedError } from '../core/errors.js';
 import { hashSecret, isWellFormedCredential, type CredentialPrefix } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
 import type { Principal } from './principal.js';
-import { protectedResourceChallenge } from './resource-challenge.js';
+import { audienceAccepts, protectedResourceChallenge } from './resource-challenge.js';
 import { countHit, type LimitWindow, type RateLimiter, type RateLimitState } from './rate-limit.js';
 
 /** A principal, and the count of its organization's rate-limit window after this request's hit. */
@@ -46,8 +46,9 @@ const LAST_USED_PRECISION_MS = 60_000;
 
 /** Where each kind of issued credential is kept: by the SHA-256 of its secret, until revoked. */
 const CREDENTIAL_TABLES = {
-  api_key: { table: 'api_keys', hash: 'secret_hash' },
-  oauth_token: { table: 'oauth_tokens', hash: 'token_hash' },
+  api_key: { table: 'api_keys', hash: 'secret_hash', audience: sql<null>`null::text` },
+  // RFC 8707: the resource the token was issued for.
+  oauth_token: { table: 'oauth_tokens', hash: 'token_hash', audience: sql.ref<string | null>('resource') },
 } as const;
 
 /**
@@ -56,11 +57,11 @@ const CREDENTIAL_TABLES = {
  * for them: the count is taken in the database, so every process counts against the same budget.
  */
 export function credentialResolver(type: Principal['credential']['type']): CredentialResolver {
-  const { table, hash } = CREDENTIAL_TABLES[type];
+  const { table, hash, audience } = CREDENTIAL_TABLES[type];
   return async (db, secretHash, now, window) => {
-    const { rows } = await sql<{ id: string; organization_id: string; count: number }>`
+    const { rows } = await sql<{ id: string; organization_id: string; audience: string | null; count: number }>`
       with credential as (
-        select id, organization_id from ${sql.table(table)}
+        select id, organization_id, ${audience} as audience from ${sql.table(table)}
         where ${sql.ref(hash)} = ${secretHash} and revoked_at is null
       ), used as (
         update ${sql.table(table)} set last_used_at = ${now}
@@ -69,11 +70,16 @@ export function credentialResolver(type: Principal['credential']['type']): Crede
       ), counted as (
         ${countHit(sql`${window.bucketPrefix} || organization_id`, window.start, sql`credential`)}
       )
-      select credential.id, credential.organization_id, counted.count from credential, counted`.execute(db);
+      select credential.id, credential.organization_id, credential.audience, counted.count
+      from credential, counted`.execute(db);
     const found = rows[0];
     if (!found) return undefined;
     return {
-      principal: { organizationId: found.organization_id, credential: { type, id: found.id } },
+      principal: {
+        organizationId: found.organization_id,
+        credential: { type, id: found.id },
+        audience: found.audience,
+      },
       count: found.count,
     };
   };
@@ -134,6 +140,16 @@ export function authenticateAndLimit(
       }
       throw error;
     });
+    const resource = resourceUrl?.();
+    if (resource !== undefined && !audienceAccepts(principal.audience, resource)) {
+      // RFC 8707 §2 and RFC 9068 §4: a token meant for another resource is not valid here.
+      const refused = new UnauthorizedError(
+        `This access token was issued for ${principal.audience}, not for ${resource}; ` +
+          'ask for a token with this resource (RFC 8707 resource parameter) or without one.',
+      );
+      res.setHeader('WWW-Authenticate', unauthorizedChallenge(resource, header, refused));
+      throw refused;
+    }
     res.locals.principal = principal;
     res.setHeader('RateLimit-Limit', String(state.limit));
     res.setHeader('RateLimit-Remaining', String(state.remaining));

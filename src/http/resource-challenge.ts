@@ -55,3 +55,33 @@ export function protectedResourceChallenge(resourceUrl: string, failure?: Challe
   }
   return `Bearer ${attributes.join(', ')}`;
 }
+
+/**
+ * Whether a token meant for `audience` (RFC 8707 `resource`) may be used at the resource `resourceUrl`:
+ * a token for no resource in particular (API keys, and OAuth tokens issued without `resource`) and one
+ * for the whole origin go everywhere; one for the Public API or the MCP server goes there only.
+ */
+export function audienceAccepts(audience: string | null | undefined, resourceUrl: string): boolean {
+  if (audience === null || audience === undefined) return true;
+  return audience === resourceUrl || audience === new URL(resourceUrl).origin;
+}
+
+/**
+ * The canonical identifier of `value` if it names a resource of the installation at `origin`
+ * (RFC 8707 §2: an absolute URI without a fragment), else `undefined`. The origin may be given with
+ * its trailing slash (`https://h/`), as URL libraries write it.
+ */
+export function knownResource(origin: string, value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return undefined;
+  }
+  if (value.includes('#') || url.search !== '' || url.username !== '' || url.password !== '') return undefined;
+  const path = url.pathname === '/' ? '' : url.pathname;
+  const resource = `${url.origin}${path}`;
+  return url.origin === origin && RESOURCE_PATHS.some((known) => `${origin}${known}` === resource)
+    ? resource
+    : undefined;
+}

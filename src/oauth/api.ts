@@ -8,6 +8,7 @@ import type { AppContext } from '../http/context.js';
 import { contractRouter } from '../http/contract-router.js';
 import { databaseOutage, isUnreadableRequestError } from '../http/error-envelope.js';
 import {
+  knownResource,
   MCP_RESOURCE_PATH,
   PROTECTED_RESOURCE_METADATA_PATH,
   PUBLIC_API_RESOURCE_PATH,
@@ -167,7 +168,12 @@ function operations(ctx: AppContext): OAuthHandlers {
       const { organizationId, accessToken } = await redeemCode(
         ctx.db,
         app,
-        { code: body.code, redirectUri: body.redirect_uri, codeVerifier: body.code_verifier },
+        {
+          code: body.code,
+          redirectUri: body.redirect_uri,
+          codeVerifier: body.code_verifier,
+          resource: requestedResource(ctx.config.publicUrl, body.resource),
+        },
         ctx.clock.now(),
       );
       return {
@@ -208,6 +214,20 @@ function operations(ctx: AppContext): OAuthHandlers {
     mcpProtectedResourceMetadata: () =>
       Promise.resolve({ status: 200, body: resourceMetadata(ctx, MCP_RESOURCE_PATH) }),
   };
+}
+
+/** RFC 8707 §2: the token request's `resource`, which must name a resource of this server. */
+function requestedResource(origin: string, given: string | undefined): string | undefined {
+  if (given === undefined) return undefined;
+  const resource = knownResource(origin, given);
+  if (resource === undefined) {
+    throw new OAuthError(
+      'invalid_target',
+      `The resource parameter must name a resource of this server: ${origin}${MCP_RESOURCE_PATH}, ` +
+        `${origin}${PUBLIC_API_RESOURCE_PATH} or ${origin}.`,
+    );
+  }
+  return resource;
 }
 
 const RESOURCE_NAMES: Record<ResourcePath, string> = {

@@ -36,7 +36,7 @@ export function authorizeOperation(ctx: AppContext): OAuthHandler<'authorize'> {
     if (!client.ok)
       return { status: 400, html: errorPageHtml(res, 'This authorization link is not valid', client.message) };
     const { app } = client;
-    const checked = checkAuthorizationParameters(query);
+    const checked = checkAuthorizationParameters(query, ctx.config.publicUrl);
     if (!checked.ok) {
       const location = withQuery(app.redirect_uri, {
         error: checked.error,
@@ -86,6 +86,7 @@ async function askConsent(
       redirectUriGiven: client.redirectUriGiven,
       state: checked.state ?? null,
       codeChallenge: checked.codeChallenge ?? null,
+      resource: checked.resource ?? null,
     },
     ctx.clock.now(),
   );

@@ -74,6 +74,7 @@ export async function answerConsent(
       userId: user.userId,
       redirectUri: pending.redirect_uri_given ? pending.redirect_uri : null,
       codeChallenge: pending.code_challenge,
+      resource: pending.resource,
     },
     now,
   );

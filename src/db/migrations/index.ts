@@ -19,6 +19,7 @@ import * as signIn from './2026-11-27-05-sign-in.js';
 import * as meta from './2026-11-27-06-meta.js';
 import * as accountChoice from './2026-11-27-07-account-choice.js';
 import * as channelExpiring from './2026-11-27-09-channel-expiring.js';
+import * as oauthResource from './2026-11-27-12-oauth-resource.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-06-meta': meta,
   '2026-11-27-07-account-choice': accountChoice,
   '2026-11-27-09-channel-expiring': channelExpiring,
+  '2026-11-27-12-oauth-resource': oauthResource,
 };
