@@ -287,6 +287,12 @@ export interface components {
              * @enum {string}
              */
             token_type: "bearer";
+            /**
+             * @description The scopes of the token, space-separated, when the authorization request asked for
+             *     `scope`; absent for a token that may call every operation of the Public API.
+             * @example posts:read posts:write media:write channels:read
+             */
+            scope?: string;
         };
         /** @description An RFC 6749 §5.2 error. */
         OAuthError: {
@@ -387,6 +393,17 @@ export interface components {
              * @description This reference, for humans.
              */
             service_documentation: string;
+            /**
+             * @description The scopes of the Public API and the MCP server that `scope` may ask for (RFC 8414 §2).
+             * @example [
+             *       "posts:read",
+             *       "posts:write",
+             *       "media:read",
+             *       "media:write",
+             *       "channels:read"
+             *     ]
+             */
+            scopes_supported?: string[];
         };
         /** @description RFC 9728 protected resource metadata. More members may be added. */
         ProtectedResourceMetadata: {
@@ -421,6 +438,17 @@ export interface components {
              * @description Where people read how to use the resource's tokens.
              */
             resource_documentation: string;
+            /**
+             * @description The OAuth scopes a token for this resource may be limited to (`scope` at the authorize endpoint).
+             * @example [
+             *       "posts:read",
+             *       "posts:write",
+             *       "media:read",
+             *       "media:write",
+             *       "channels:read"
+             *     ]
+             */
+            scopes_supported?: string[];
         };
     };
     responses: {
@@ -611,6 +639,17 @@ export interface operations {
                  * @example http://localhost:3000/mcp
                  */
                 resource?: string;
+                /**
+                 * @description Optional: the scopes the token is limited to, space-separated, among `posts:read`,
+                 *     `posts:write`, `media:read`, `media:write`, `channels:read`, `channels:write`,
+                 *     `analytics:read`, `webhooks:read` and `webhooks:write` (the Public API reference says
+                 *     which operation needs which; a `write` scope includes its `read` one). The consent page
+                 *     lists what they allow. An unknown or empty scope is redirected back with
+                 *     `error=invalid_scope`. Without `scope` the token may call every operation, as tokens of
+                 *     apps made before scopes always could.
+                 * @example posts:read posts:write media:write channels:read
+                 */
+                scope?: string;
                 /**
                  * @description Optional PKCE challenge (RFC 7636): BASE64URL(SHA-256(code_verifier)), 43 characters.
                  *     When given, the token exchange must send the matching `code_verifier`.

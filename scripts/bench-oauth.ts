@@ -106,7 +106,7 @@ async function main() {
     const issue = () =>
       approveApp(
         db,
-        { appId: app.id, organizationId, userId, redirectUri: null, codeChallenge: null, resource: null },
+        { appId: app.id, organizationId, userId, redirectUri: null, codeChallenge: null, resource: null, scope: null },
         new Date(),
       );
     const redeem = (code: string) =>

@@ -1,4 +1,4 @@
-import express, { type Router } from 'express';
+import express, { type Response, type Router } from 'express';
 import { API_KEY_PREFIX } from './accounts/api-keys.js';
 import { isConnectedOperations } from './accounts/routes.js';
 import { channelOperations } from './channels/routes.js';
@@ -15,7 +15,9 @@ import {
 import { apiHeaders } from './http/api-headers.js';
 import { contractRouter } from './http/contract-router.js';
 import { publicApiErrors } from './http/error-envelope.js';
+import type { Principal } from './http/principal.js';
 import { RateLimiter } from './http/rate-limit.js';
+import { assertScope, scopesByOperation } from './http/scopes.js';
 import { refuseUnstorableText } from './http/storable-text.js';
 import { strictQueryStrings } from './http/query-strings.js';
 import type { PublicHandlers } from './http/typed-routes.js';
@@ -73,11 +75,31 @@ export function createPublicApi(
     // authenticateAndLimit has established who is calling before the validator runs, and refused every
     // request without a valid credential: the validator's own check of the schemes would repeat it.
     security: false,
-    handlers,
+    handlers: scoped(handlers, () => `${ctx.config.publicUrl}${PUBLIC_API_BASE}`),
     extra: (_req, res) => ({ principal: principalOf(res) }),
     errors: publicApiErrors(ctx.logger),
     responseViolations: ctx.config.environment === 'production' ? 'log' : 'fail',
     responseValidation: ctx.config.responseValidation,
     logger: ctx.logger,
   });
+}
+
+/**
+ * Each operation refuses a token whose scopes do not include the one the contract's `security` names
+ * for it (`403`, `insufficient_scope`); credentials without scopes call every operation.
+ */
+function scoped(handlers: PublicHandlers, resourceUrl: () => string): PublicHandlers {
+  const needs = scopesByOperation();
+  type Input = { principal: Principal; res: Response };
+  return Object.fromEntries(
+    Object.entries(handlers as unknown as Record<string, (input: Input) => Promise<unknown>>).map(
+      ([operationId, handler]) => [
+        operationId,
+        (input: Input) => {
+          assertScope(input.principal, needs.get(operationId), input.res, resourceUrl());
+          return handler(input);
+        },
+      ],
+    ),
+  ) as unknown as PublicHandlers;
 }

@@ -19,6 +19,17 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 const insecure = { [oauth.allowInsecureRequests]: true };
+const ALL_SCOPES = [
+  'posts:read',
+  'posts:write',
+  'media:read',
+  'media:write',
+  'channels:read',
+  'channels:write',
+  'analytics:read',
+  'webhooks:read',
+  'webhooks:write',
+];
 
 /** The attributes of a `Bearer` challenge, by name. */
 function challengeOf(header: string | null): Record<string, string> {
@@ -47,6 +58,7 @@ describe('protected resource metadata (RFC 9728)', () => {
         bearer_methods_supported: ['header'],
         resource_name: name,
         resource_documentation: `${base}/docs/oauth`,
+        scopes_supported: ALL_SCOPES,
       });
       expect(resourceMetadataUrl(data!.resource)).toBe(`${base}${path}`);
     }

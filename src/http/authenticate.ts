@@ -46,9 +46,14 @@ const LAST_USED_PRECISION_MS = 60_000;
 
 /** Where each kind of issued credential is kept: by the SHA-256 of its secret, until revoked. */
 const CREDENTIAL_TABLES = {
-  api_key: { table: 'api_keys', hash: 'secret_hash', audience: sql<null>`null::text` },
+  api_key: { table: 'api_keys', hash: 'secret_hash', audience: sql<null>`null::text`, scope: sql<null>`null::text` },
   // RFC 8707: the resource the token was issued for.
-  oauth_token: { table: 'oauth_tokens', hash: 'token_hash', audience: sql.ref<string | null>('resource') },
+  oauth_token: {
+    table: 'oauth_tokens',
+    hash: 'token_hash',
+    audience: sql.ref<string | null>('resource'),
+    scope: sql.ref<string | null>('scope'),
+  },
 } as const;
 
 /**
@@ -57,11 +62,17 @@ const CREDENTIAL_TABLES = {
  * for them: the count is taken in the database, so every process counts against the same budget.
  */
 export function credentialResolver(type: Principal['credential']['type']): CredentialResolver {
-  const { table, hash, audience } = CREDENTIAL_TABLES[type];
+  const { table, hash, audience, scope } = CREDENTIAL_TABLES[type];
   return async (db, secretHash, now, window) => {
-    const { rows } = await sql<{ id: string; organization_id: string; audience: string | null; count: number }>`
+    const { rows } = await sql<{
+      id: string;
+      organization_id: string;
+      audience: string | null;
+      scope: string | null;
+      count: number;
+    }>`
       with credential as (
-        select id, organization_id, ${audience} as audience from ${sql.table(table)}
+        select id, organization_id, ${audience} as audience, ${scope} as scope from ${sql.table(table)}
         where ${sql.ref(hash)} = ${secretHash} and revoked_at is null
       ), used as (
         update ${sql.table(table)} set last_used_at = ${now}
@@ -70,7 +81,7 @@ export function credentialResolver(type: Principal['credential']['type']): Crede
       ), counted as (
         ${countHit(sql`${window.bucketPrefix} || organization_id`, window.start, sql`credential`)}
       )
-      select credential.id, credential.organization_id, credential.audience, counted.count
+      select credential.id, credential.organization_id, credential.audience, credential.scope, counted.count
       from credential, counted`.execute(db);
     const found = rows[0];
     if (!found) return undefined;
@@ -79,6 +90,7 @@ export function credentialResolver(type: Principal['credential']['type']): Crede
         organizationId: found.organization_id,
         credential: { type, id: found.id },
         audience: found.audience,
+        scopes: found.scope === null ? null : found.scope.split(' ').filter(Boolean),
       },
       count: found.count,
     };

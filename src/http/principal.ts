@@ -14,4 +14,6 @@ export interface Principal {
    * resource (API keys, and tokens issued without `resource`). Check it with `audienceAccepts`.
    */
   audience?: string | null;
+  /** The OAuth scopes of the token; absent or `null` for a credential that may call every operation. */
+  scopes?: readonly string[] | null;
 }

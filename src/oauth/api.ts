@@ -15,6 +15,7 @@ import {
   RESOURCE_PATHS,
   type ResourcePath,
 } from '../http/resource-challenge.js';
+import { contractScopes } from '../http/scopes.js';
 import { refuseUnstorableRequestText } from '../http/storable-text.js';
 import { pageErrors } from '../pages/errors.js';
 import type { OAuthHandlers } from '../http/typed-routes.js';
@@ -165,7 +166,7 @@ function operations(ctx: AppContext): OAuthHandlers {
       }
       if (!body.code) throw new OAuthError('invalid_request', 'The code parameter is missing.');
       const app = await clients.authenticate(credentials, clientAddress(req));
-      const { organizationId, accessToken } = await redeemCode(
+      const { organizationId, accessToken, scope } = await redeemCode(
         ctx.db,
         app,
         {
@@ -178,7 +179,13 @@ function operations(ctx: AppContext): OAuthHandlers {
       );
       return {
         status: 200,
-        body: { id: organizationId, cus: null, access_token: accessToken, token_type: 'bearer' },
+        body: {
+          id: organizationId,
+          cus: null,
+          access_token: accessToken,
+          token_type: 'bearer',
+          ...(scope === null ? {} : { scope }),
+        },
         headers: { 'Cache-Control': 'no-store', Pragma: 'no-cache' },
       };
     },
@@ -204,6 +211,7 @@ function operations(ctx: AppContext): OAuthHandlers {
         code_challenge_methods_supported: ['S256'],
         authorization_response_iss_parameter_supported: true,
         service_documentation: `${origin}/docs/oauth`,
+        scopes_supported: [...contractScopes().keys()],
       };
       return Promise.resolve({ status: 200, body: metadata });
     },
@@ -245,6 +253,7 @@ function resourceMetadata(ctx: AppContext, path: ResourcePath): components['sche
     bearer_methods_supported: ['header'],
     resource_name: RESOURCE_NAMES[path],
     resource_documentation: `${origin}/docs/oauth`,
+    scopes_supported: [...contractScopes().keys()],
   };
 }
 

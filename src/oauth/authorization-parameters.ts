@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
 import { knownResource, MCP_RESOURCE_PATH, PUBLIC_API_RESOURCE_PATH } from '../http/resource-challenge.js';
+import { contractScopes } from '../http/scopes.js';
 import { findAppByClientId } from './apps.js';
 import { isWellFormedPkceValue } from './pkce.js';
 import type { OAuthApp } from './tables.js';
@@ -59,7 +60,14 @@ export async function identifyClient(db: Db, query: AuthorizationQuery): Promise
 }
 
 export type ParameterCheck =
-  | { ok: true; state: string | undefined; codeChallenge: string | undefined; resource: string | undefined }
+  | {
+      ok: true;
+      state: string | undefined;
+      codeChallenge: string | undefined;
+      resource: string | undefined;
+      /** The scopes asked for, in the contract's order; `undefined`: every operation. */
+      scope: string[] | undefined;
+    }
   | {
       ok: false;
       error: AuthorizationError;
@@ -67,7 +75,7 @@ export type ParameterCheck =
       state: string | undefined;
     };
 
-type AuthorizationError = 'invalid_request' | 'unsupported_response_type' | 'invalid_target';
+type AuthorizationError = 'invalid_request' | 'unsupported_response_type' | 'invalid_target' | 'invalid_scope';
 
 /**
  * The rest of the request of a known app; its errors go back to the app with the state. `origin` is
@@ -127,5 +135,17 @@ export function checkAuthorizationParameters(query: AuthorizationQuery, origin: 
         `${origin}${PUBLIC_API_RESOURCE_PATH} or ${origin}.`,
     );
   }
-  return { ok: true, state, codeChallenge: challenge, resource };
+  // RFC 6749 §3.3: space-separated scopes of the contract; an unknown one is invalid_scope.
+  const givenScope = query.scope as string | undefined;
+  let scope: string[] | undefined;
+  if (givenScope !== undefined) {
+    const asked = new Set(givenScope.split(' ').filter(Boolean));
+    const known = [...contractScopes().keys()];
+    const unknown = [...asked].filter((name) => !known.includes(name));
+    if (asked.size === 0 || unknown.length > 0) {
+      return fail('invalid_scope', `The scope parameter must be space-separated scopes among: ${known.join(' ')}.`);
+    }
+    scope = known.filter((name) => asked.has(name));
+  }
+  return { ok: true, state, codeChallenge: challenge, resource, scope };
 }

@@ -16,6 +16,8 @@ export interface PendingAuthorization {
   codeChallenge: string | null;
   /** RFC 8707: the resource the token will be for; `null` for every resource. */
   resource: string | null;
+  /** The scopes asked for, space-separated; `null` for every operation. */
+  scope: string | null;
 }
 
 /**
@@ -38,6 +40,7 @@ export async function createAuthorizationRequest(db: Db, pending: PendingAuthori
       state: pending.state,
       code_challenge: pending.codeChallenge,
       resource: pending.resource,
+      scope: pending.scope,
       expires_at: new Date(now.getTime() + REQUEST_LIFETIME_MS),
     })
     .execute();

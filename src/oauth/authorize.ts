@@ -14,7 +14,7 @@ import {
 } from './authorization-parameters.js';
 import { createAuthorizationRequest } from './authorization-requests.js';
 import { answerConsent } from './consent.js';
-import { grantedAccess } from './granted-access.js';
+import { grantedAccess, scopedAccess } from './granted-access.js';
 import type { OAuthApp } from './tables.js';
 import { withQuery } from './urls.js';
 
@@ -87,10 +87,11 @@ async function askConsent(
       state: checked.state ?? null,
       codeChallenge: checked.codeChallenge ?? null,
       resource: checked.resource ?? null,
+      scope: checked.scope?.join(' ') ?? null,
     },
     ctx.clock.now(),
   );
-  const access = grantedAccess(ctx.config, visitor.organization.name);
+  const access = checked.scope ? scopedAccess(checked.scope) : grantedAccess(ctx.config, visitor.organization.name);
   return { status: 200, html: consentPage(res, app, requestId, checked.state, req.originalUrl, access) };
 }
 

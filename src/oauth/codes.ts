@@ -50,7 +50,7 @@ export async function redeemCode(db: Db, app: OAuthApp, redemption: CodeRedempti
     await revokeTokensOfCode(db, code.id, now);
     throw invalidGrant(USED_TWICE);
   }
-  return { organizationId: code.organization_id, accessToken };
+  return { organizationId: code.organization_id, accessToken, scope: code.scope };
 }
 
 // RFC 6749 §4.1.3: the redirect_uri of the authorization request must be sent again, identical.
@@ -111,6 +111,7 @@ function claimAndIssue(db: Db, app: OAuthApp, code: OAuthCode, resource: string 
       organizationId: code.organization_id,
       codeId: code.id,
       resource,
+      scope: code.scope,
     });
   });
 }

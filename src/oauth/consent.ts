@@ -75,6 +75,7 @@ export async function answerConsent(
       redirectUri: pending.redirect_uri_given ? pending.redirect_uri : null,
       codeChallenge: pending.code_challenge,
       resource: pending.resource,
+      scope: pending.scope,
     },
     now,
   );

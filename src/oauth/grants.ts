@@ -18,6 +18,8 @@ export interface Approval {
   codeChallenge: string | null;
   /** RFC 8707: the resource the code's token will be for; `null` for every resource. */
   resource: string | null;
+  /** The scopes the user approved, space-separated; `null` for every operation. */
+  scope: string | null;
 }
 
 /**
@@ -54,6 +56,7 @@ export async function approveApp(db: Db, approval: Approval, now: Date): Promise
         redirect_uri: approval.redirectUri,
         code_challenge: approval.codeChallenge,
         resource: approval.resource,
+        scope: approval.scope,
         expires_at: new Date(now.getTime() + CODE_LIFETIME_MS),
       })
       .execute();

@@ -54,6 +54,8 @@ export interface OAuthAuthorizationRequestTable {
   code_challenge: string | null;
   /** RFC 8707: the resource the token is meant for (its audience); `null`: every resource. */
   resource: string | null;
+  /** The scopes granted, space-separated; `null`: every operation (tokens asked for without `scope`). */
+  scope: string | null;
   created_at: CreatedAt;
   expires_at: Timestamp;
 }
@@ -69,6 +71,8 @@ export interface OAuthCodeTable {
   code_challenge: string | null;
   /** RFC 8707: the resource the token is meant for (its audience); `null`: every resource. */
   resource: string | null;
+  /** The scopes granted, space-separated; `null`: every operation (tokens asked for without `scope`). */
+  scope: string | null;
   created_at: CreatedAt;
   expires_at: Timestamp;
   consumed_at: Timestamp | null;
@@ -85,6 +89,8 @@ export interface OAuthTokenTable {
   code_id: string | null;
   /** RFC 8707: the resource the token is meant for (its audience); `null`: every resource. */
   resource: string | null;
+  /** The scopes granted, space-separated; `null`: every operation (tokens asked for without `scope`). */
+  scope: string | null;
   created_at: CreatedAt;
   last_used_at: Timestamp | null;
   revoked_at: Timestamp | null;

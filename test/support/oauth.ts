@@ -44,7 +44,7 @@ export function approve(
   db: Db,
   app: TestApp,
   org: TestOrganization,
-  options: { redirectUri?: string; codeChallenge?: string; resource?: string; now?: Date } = {},
+  options: { redirectUri?: string; codeChallenge?: string; resource?: string; scope?: string; now?: Date } = {},
 ): Promise<string> {
   return approveApp(
     db,
@@ -55,6 +55,7 @@ export function approve(
       redirectUri: options.redirectUri ?? null,
       codeChallenge: options.codeChallenge ?? null,
       resource: options.resource ?? null,
+      scope: options.scope ?? null,
     },
     options.now ?? new Date(),
   );

@@ -20,6 +20,7 @@ import * as meta from './2026-11-27-06-meta.js';
 import * as accountChoice from './2026-11-27-07-account-choice.js';
 import * as channelExpiring from './2026-11-27-09-channel-expiring.js';
 import * as oauthResource from './2026-11-27-12-oauth-resource.js';
+import * as oauthScope from './2026-11-27-13-oauth-scope.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-07-account-choice': accountChoice,
   '2026-11-27-09-channel-expiring': channelExpiring,
   '2026-11-27-12-oauth-resource': oauthResource,
+  '2026-11-27-13-oauth-scope': oauthScope,
 };
