@@ -242,7 +242,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": true,
       "openWorldHint": false
     },
-    "scopes": []
+    "scopes": [
+      "channels:read"
+    ]
   },
   {
     "name": "connectChannel",
@@ -339,7 +341,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": false,
       "openWorldHint": true
     },
-    "scopes": []
+    "scopes": [
+      "channels:write"
+    ]
   },
   {
     "name": "getQuota",
@@ -454,7 +458,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": true,
       "openWorldHint": false
     },
-    "scopes": []
+    "scopes": [
+      "channels:read"
+    ]
   },
   {
     "name": "tiktokCreatorInfo",
@@ -589,7 +595,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": true,
       "openWorldHint": false
     },
-    "scopes": []
+    "scopes": [
+      "channels:read"
+    ]
   },
   {
     "name": "tiktokAnalytics",
@@ -795,7 +803,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": true,
       "openWorldHint": false
     },
-    "scopes": []
+    "scopes": [
+      "analytics:read"
+    ]
   },
   {
     "name": "pinterestBoards",
@@ -2259,7 +2269,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": true,
       "openWorldHint": false
     },
-    "scopes": []
+    "scopes": [
+      "posts:read"
+    ]
   },
   {
     "name": "createPost",
@@ -4940,7 +4952,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": false,
       "openWorldHint": true
     },
-    "scopes": []
+    "scopes": [
+      "posts:write"
+    ]
   },
   {
     "name": "getPost",
@@ -6152,7 +6166,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": true,
       "openWorldHint": false
     },
-    "scopes": []
+    "scopes": [
+      "posts:read"
+    ]
   },
   {
     "name": "updatePost",
@@ -7997,7 +8013,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": false,
       "openWorldHint": true
     },
-    "scopes": []
+    "scopes": [
+      "posts:write"
+    ]
   },
   {
     "name": "deletePost",
@@ -8035,7 +8053,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": true,
       "openWorldHint": true
     },
-    "scopes": []
+    "scopes": [
+      "posts:write"
+    ]
   },
   {
     "name": "getPostHistory",
@@ -8245,7 +8265,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": true,
       "openWorldHint": false
     },
-    "scopes": []
+    "scopes": [
+      "posts:read"
+    ]
   },
   {
     "name": "schedulePost",
@@ -9474,7 +9496,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": false,
       "openWorldHint": true
     },
-    "scopes": []
+    "scopes": [
+      "posts:write"
+    ]
   },
   {
     "name": "changePostStatus",
@@ -10705,7 +10729,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": false,
       "openWorldHint": true
     },
-    "scopes": []
+    "scopes": [
+      "posts:write"
+    ]
   },
   {
     "name": "listMedia",
@@ -10858,7 +10884,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": true,
       "openWorldHint": false
     },
-    "scopes": []
+    "scopes": [
+      "media:read"
+    ]
   },
   {
     "name": "uploadFromUrl",
@@ -10984,7 +11012,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": false,
       "openWorldHint": true
     },
-    "scopes": []
+    "scopes": [
+      "media:write"
+    ]
   },
   {
     "name": "createUpload",
@@ -11086,7 +11116,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": false,
       "openWorldHint": true
     },
-    "scopes": []
+    "scopes": [
+      "media:write"
+    ]
   },
   {
     "name": "completeUpload",
@@ -11207,7 +11239,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": false,
       "openWorldHint": true
     },
-    "scopes": []
+    "scopes": [
+      "media:write"
+    ]
   },
   {
     "name": "deleteMedia",
@@ -11245,6 +11279,8 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": true,
       "openWorldHint": true
     },
-    "scopes": []
+    "scopes": [
+      "media:write"
+    ]
   }
 ];

@@ -40,8 +40,9 @@ export interface paths {
          *     - Otherwise the browser is redirected (`302`) to your redirect URL with
          *       `error=invalid_request` (a missing `response_type`, a parameter given twice, a
          *       `code_challenge` without `code_challenge_method=S256`, or one that is not 43–128
-         *       characters of `A–Z a–z 0–9 - . _ ~`) or `error=unsupported_response_type` (a
-         *       `response_type` other than `code`), and `error_description`.
+         *       characters of `A–Z a–z 0–9 - . _ ~`), `error=unsupported_response_type` (a
+         *       `response_type` other than `code`) or `error=invalid_target` (a `resource` that is not
+         *       one of this server's, RFC 8707), and `error_description`.
          *
          *     The code is single-use and expires 10 minutes after it is issued. The consent page is
          *     sent with `Content-Security-Policy` (`frame-ancestors 'none'`, `img-src 'self'`),
@@ -156,6 +157,77 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/oauth-protected-resource": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the protected resource metadata of the whole service
+         * @description RFC 9728 metadata of the service as one protected resource (its `resource` is the
+         *     origin): both the Public API (`/public/v1`) and the MCP server (`/mcp`) accept the access
+         *     tokens of the authorization server it names. Clients that cannot derive a path-specific
+         *     address (RFC 9728 §3.1) fall back to this one; the narrower documents are
+         *     `/.well-known/oauth-protected-resource/public/v1` and
+         *     `/.well-known/oauth-protected-resource/mcp`, and a `401` of either names its own in
+         *     `WWW-Authenticate: Bearer resource_metadata="…"`.
+         */
+        get: operations["protectedResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource/public/v1": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the Public API's protected resource metadata
+         * @description RFC 9728 metadata of the Public API: `resource` is `{PUBLIC_URL}/public/v1`, and a `401`
+         *     of the Public API points here in `WWW-Authenticate: Bearer resource_metadata="…"`.
+         */
+        get: operations["publicApiProtectedResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the MCP server's protected resource metadata
+         * @description RFC 9728 metadata of the MCP server (Streamable HTTP at `/mcp`), as the MCP authorization
+         *     specification has clients discover it: from `resource_metadata` in the `WWW-Authenticate`
+         *     header of a `401` of `/mcp`, or at this path-suffixed address. `resource` is
+         *     `{PUBLIC_URL}/mcp`: the value to send as `resource` (RFC 8707) to the authorize and token
+         *     endpoints.
+         */
+        get: operations["mcpProtectedResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -181,6 +253,16 @@ export interface components {
             /** @description Required when the authorization request carried a `redirect_uri`; must be the same value. */
             redirect_uri?: string;
             /**
+             * @description Optional (RFC 8707): the resource the access token is for, `{PUBLIC_URL}/mcp` (the MCP
+             *     server), `{PUBLIC_URL}/public/v1` (the Public API) or `{PUBLIC_URL}` (both; a trailing
+             *     `/` is allowed). When the authorization request named a resource, this must be the same
+             *     one (or, for `{PUBLIC_URL}`, one of the two it covers); another is `invalid_target`.
+             *     Without it the token is for the resource of the authorization request, or for every
+             *     resource when that had none, as tokens always were.
+             * @example http://localhost:3000/mcp
+             */
+            resource?: string;
+            /**
              * @description The PKCE verifier (43–128 characters of `A–Z a–z 0–9 - . _ ~`). Required when the
              *     authorization request carried a `code_challenge`, and refused (`invalid_grant`) when it
              *     did not, so a code issued without PKCE cannot pass for one issued with it.
@@ -205,6 +287,12 @@ export interface components {
              * @enum {string}
              */
             token_type: "bearer";
+            /**
+             * @description The scopes of the token, space-separated, when the authorization request asked for
+             *     `scope`; absent for a token that may call every operation of the Public API.
+             * @example posts:read posts:write media:write channels:read
+             */
+            scope?: string;
         };
         /** @description An RFC 6749 §5.2 error. */
         OAuthError: {
@@ -305,6 +393,62 @@ export interface components {
              * @description This reference, for humans.
              */
             service_documentation: string;
+            /**
+             * @description The scopes of the Public API and the MCP server that `scope` may ask for (RFC 8414 §2).
+             * @example [
+             *       "posts:read",
+             *       "posts:write",
+             *       "media:read",
+             *       "media:write",
+             *       "channels:read"
+             *     ]
+             */
+            scopes_supported?: string[];
+        };
+        /** @description RFC 9728 protected resource metadata. More members may be added. */
+        ProtectedResourceMetadata: {
+            /**
+             * Format: uri
+             * @description The resource identifier: the address the document was derived from (RFC 9728 §3.3,
+             *     check it), and the value of `resource` (RFC 8707) for tokens meant for it.
+             * @example http://localhost:3000/mcp
+             */
+            resource: string;
+            /**
+             * @description The issuer of this installation's authorization server (its RFC 8414 metadata names the endpoints).
+             * @example [
+             *       "http://localhost:3000"
+             *     ]
+             */
+            authorization_servers: string[];
+            /**
+             * @description `header`: the token goes in `Authorization: Bearer …`, never in the query string or a form body.
+             * @example [
+             *       "header"
+             *     ]
+             */
+            bearer_methods_supported: string[];
+            /**
+             * @description A name of the resource for people.
+             * @example Post Scheduler MCP server
+             */
+            resource_name: string;
+            /**
+             * Format: uri
+             * @description Where people read how to use the resource's tokens.
+             */
+            resource_documentation: string;
+            /**
+             * @description The OAuth scopes a token for this resource may be limited to (`scope` at the authorize endpoint).
+             * @example [
+             *       "posts:read",
+             *       "posts:write",
+             *       "media:read",
+             *       "media:write",
+             *       "channels:read"
+             *     ]
+             */
+            scopes_supported?: string[];
         };
     };
     responses: {
@@ -321,6 +465,36 @@ export interface components {
                 "WWW-Authenticate"?: string;
                 "Cache-Control": components["headers"]["Cache-Control"];
                 Pragma: components["headers"]["Pragma"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["OAuthError"];
+            };
+        };
+        /** @description The metadata (RFC 9728 §3.2). */
+        ProtectedResourceMetadata: {
+            headers: {
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ProtectedResourceMetadata"];
+            };
+        };
+        /**
+         * @description Any method other than `GET` or `HEAD` on this path. (OpenAPI has no place for
+         *     responses to undeclared methods, so it is listed here.)
+         */
+        MethodNotAllowedGet: {
+            headers: {
+                /**
+                 * @description The methods this path accepts.
+                 * @example GET, HEAD
+                 */
+                Allow: string;
+                "Cache-Control": components["headers"]["Cache-Control"];
                 "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                 [name: string]: unknown;
             };
@@ -456,6 +630,26 @@ export interface operations {
                  * @example https://app.example.org/oauth/callback
                  */
                 redirect_uri?: string;
+                /**
+                 * @description Optional (RFC 8707): the one resource the access token will be for, as its protected
+                 *     resource metadata names it: `{PUBLIC_URL}/mcp` (the MCP server), `{PUBLIC_URL}/public/v1`
+                 *     (the Public API) or `{PUBLIC_URL}` (both). A token for the MCP server is refused by the
+                 *     Public API (`401`, `error="invalid_token"`) and the other way round. Another value is
+                 *     redirected back with `error=invalid_target`. Without it, the token is for every resource.
+                 * @example http://localhost:3000/mcp
+                 */
+                resource?: string;
+                /**
+                 * @description Optional: the scopes the token is limited to, space-separated, among `posts:read`,
+                 *     `posts:write`, `media:read`, `media:write`, `channels:read`, `channels:write`,
+                 *     `analytics:read`, `webhooks:read` and `webhooks:write` (the Public API reference says
+                 *     which operation needs which; a `write` scope includes its `read` one). The consent page
+                 *     lists what they allow. An unknown or empty scope is redirected back with
+                 *     `error=invalid_scope`. Without `scope` the token may call every operation, as tokens of
+                 *     apps made before scopes always could.
+                 * @example posts:read posts:write media:write channels:read
+                 */
+                scope?: string;
                 /**
                  * @description Optional PKCE challenge (RFC 7636): BASE64URL(SHA-256(code_verifier)), 43 characters.
                  *     When given, the token exchange must send the matching `code_verifier`.
@@ -688,6 +882,48 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
+            500: components["responses"]["ServerError"];
+        };
+    };
+    protectedResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProtectedResourceMetadata"];
+            405: components["responses"]["MethodNotAllowedGet"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    publicApiProtectedResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProtectedResourceMetadata"];
+            405: components["responses"]["MethodNotAllowedGet"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    mcpProtectedResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ProtectedResourceMetadata"];
+            405: components["responses"]["MethodNotAllowedGet"];
             500: components["responses"]["ServerError"];
         };
     };

@@ -2825,8 +2825,10 @@ export interface components {
          */
         "Retry-After": number;
         /**
-         * @description The authentication scheme to use (`Bearer`).
-         * @example Bearer realm="public-api"
+         * @description The authentication scheme to use (`Bearer`), with `resource_metadata`, the address of the
+         *     Public API's protected resource metadata (RFC 9728 §5.1), and `error="invalid_token"` when a
+         *     credential was sent and refused (RFC 6750 §3.1).
+         * @example Bearer realm="public-api", resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource/public/v1"
          */
         "WWW-Authenticate": string;
         /**

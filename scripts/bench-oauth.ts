@@ -104,7 +104,11 @@ async function main() {
       new Date(),
     );
     const issue = () =>
-      approveApp(db, { appId: app.id, organizationId, userId, redirectUri: null, codeChallenge: null }, new Date());
+      approveApp(
+        db,
+        { appId: app.id, organizationId, userId, redirectUri: null, codeChallenge: null, resource: null, scope: null },
+        new Date(),
+      );
     const redeem = (code: string) =>
       fetch(`${base}/api/oauth/token`, {
         method: 'POST',

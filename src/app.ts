@@ -74,9 +74,9 @@ export function createApp(
   // A removed channel's waiting posts become drafts, and its account's tokens are revoked at the network.
   const channelRemoval = new ChannelRemoval(ctx, [draftPostsOfRemovedChannel, queueRevocation]);
   const credentials = publicApiCredentials(ctx);
-  app.use(createPublicApi(ctx, channelRemoval, credentials));
+  app.use(createPublicApi(ctx, channelRemoval, credentials(PUBLIC_API_BASE)));
   // MCP tool calls are the Public API's operations, run through this application as their requests.
-  app.use(mcpRoutes({ app, credentials, logger: ctx.logger }));
+  app.use(mcpRoutes({ app, credentials: credentials(MCP_PATH), logger: ctx.logger }));
   app.use(sandboxNetwork(ctx, { key: options.sandboxKey, latencyMs: ctx.config.sandbox.latencyMs }));
   app.use(createOAuthApi(ctx, pagePrelude(ctx, pages)));
   app.use(createWebApp(ctx, pages, channelRemoval));

@@ -1,4 +1,4 @@
-import express, { type RequestHandler, type Router } from 'express';
+import express, { type RequestHandler, type Response, type Router } from 'express';
 import { API_KEY_PREFIX } from './accounts/api-keys.js';
 import { isConnectedOperations } from './accounts/routes.js';
 import { channelOperations } from './channels/routes.js';
@@ -15,7 +15,9 @@ import {
 import { apiHeaders } from './http/api-headers.js';
 import { contractRouter } from './http/contract-router.js';
 import { publicApiErrors } from './http/error-envelope.js';
+import type { Principal } from './http/principal.js';
 import { RateLimiter } from './http/rate-limit.js';
+import { assertScope, scopesByOperation } from './http/scopes.js';
 import { refuseUnstorableText } from './http/storable-text.js';
 import { strictQueryStrings } from './http/query-strings.js';
 import type { PublicHandlers } from './http/typed-routes.js';
@@ -36,7 +38,7 @@ export const PUBLIC_API_BASE = '/public/v1';
  * Who a Public API request acts for, and its count against the organization's budget: the same for
  * `/public/v1` and for `/mcp`, whose tool calls are the Public API's operations.
  */
-export function publicApiCredentials(ctx: PostsContext): RequestHandler {
+export function publicApiCredentials(ctx: PostsContext): (resourcePath: string) => RequestHandler {
   // API keys and OAuth access tokens act alike: each is looked up by the hash of its secret.
   const resolvers = new Map<CredentialPrefix, CredentialResolver>([
     [API_KEY_PREFIX, credentialResolver('api_key')],
@@ -44,7 +46,9 @@ export function publicApiCredentials(ctx: PostsContext): RequestHandler {
   ]);
   const authenticator = new Authenticator(ctx.db, ctx.clock, resolvers);
   const limiter = new RateLimiter(ctx.db, 'public', ctx.config.rateLimit, ctx.clock);
-  return authenticateAndLimit(authenticator, limiter);
+  // Each resource (`/public/v1`, `/mcp`) names itself in its 401s' challenge and takes only the tokens
+  // issued for it (or for every resource of this server).
+  return (resourcePath) => authenticateAndLimit(authenticator, limiter, () => `${ctx.config.publicUrl}${resourcePath}`);
 }
 
 /** The Public API: every operation of `openapi/public-v1.yaml`, from the features that own them. */
@@ -83,11 +87,31 @@ export function createPublicApi(
     // authenticateAndLimit has established who is calling before the validator runs, and refused every
     // request without a valid credential: the validator's own check of the schemes would repeat it.
     security: false,
-    handlers,
+    handlers: scoped(handlers, () => `${ctx.config.publicUrl}${PUBLIC_API_BASE}`),
     extra: (_req, res) => ({ principal: principalOf(res) }),
     errors: publicApiErrors(ctx.logger),
     responseViolations: ctx.config.environment === 'production' ? 'log' : 'fail',
     responseValidation: ctx.config.responseValidation,
     logger: ctx.logger,
   });
+}
+
+/**
+ * Each operation refuses a token whose scopes do not include the one the contract's `security` names
+ * for it (`403`, `insufficient_scope`); credentials without scopes call every operation.
+ */
+function scoped(handlers: PublicHandlers, resourceUrl: () => string): PublicHandlers {
+  const needs = scopesByOperation();
+  type Input = { principal: Principal; res: Response };
+  return Object.fromEntries(
+    Object.entries(handlers as unknown as Record<string, (input: Input) => Promise<unknown>>).map(
+      ([operationId, handler]) => [
+        operationId,
+        (input: Input) => {
+          assertScope(input.principal, needs.get(operationId), input.res, resourceUrl());
+          return handler(input);
+        },
+      ],
+    ),
+  ) as unknown as PublicHandlers;
 }

@@ -166,6 +166,9 @@ describe('every operation of the reference has its request samples', () => {
     expect(OAUTH.map((operation) => operation.operationId).sort()).toEqual([
       'authorizationServerMetadata',
       'authorize',
+      'mcpProtectedResourceMetadata',
+      'protectedResourceMetadata',
+      'publicApiProtectedResourceMetadata',
       'revoke',
       'token',
     ]);
@@ -412,6 +415,9 @@ const OAUTH_FIXTURES: Record<string, () => Env | Promise<Env>> = {
     CLIENT_SECRET: app.secret,
   }),
   authorizationServerMetadata: () => ({}),
+  protectedResourceMetadata: () => ({}),
+  publicApiProtectedResourceMetadata: () => ({}),
+  mcpProtectedResourceMetadata: () => ({}),
 };
 
 const OAUTH_EFFECTS: Record<string, (env: Env) => Promise<void>> = {

@@ -270,7 +270,8 @@ describe('requests generated from the contracts', () => {
     for (const op of operations) {
       const mine = requests.filter((request) => request.op.id === op.id);
       expect(mine.filter((r) => r.valid).length, `valid requests of ${op.id}`).toBeGreaterThan(VALID_PER_OPERATION / 2);
-      if (op.id !== 'authorizationServerMetadata' && op.method !== 'DELETE')
+      // The discovery documents take no input, so no request of theirs is invalid.
+      if (!op.id.endsWith('Metadata') && op.method !== 'DELETE')
         expect(
           mine.some((r) => !r.valid),
           `invalid requests of ${op.id}`,

@@ -12,6 +12,18 @@ import { anyString, stringMatching } from './support/typed-matchers.js';
 
 type TokenResponse = OAuthComponents['schemas']['TokenResponse'];
 
+const ALL_SCOPES = [
+  'posts:read',
+  'posts:write',
+  'media:read',
+  'media:write',
+  'channels:read',
+  'channels:write',
+  'analytics:read',
+  'webhooks:read',
+  'webhooks:write',
+];
+
 let server: TestServer;
 let org: TestOrganization;
 let appA: TestApp;
@@ -506,6 +518,7 @@ describe('authorization server metadata (RFC 8414)', () => {
       code_challenge_methods_supported: ['S256'],
       authorization_response_iss_parameter_supported: true,
       service_documentation: `${base}/docs/oauth`,
+      scopes_supported: ALL_SCOPES,
     });
     const head = await server.fetch('/.well-known/oauth-authorization-server', { method: 'HEAD' });
     expect(head.status).toBe(200);

@@ -62,10 +62,17 @@ function filled(path: string, value: string): string {
 
 type Surface = 'public-api' | 'oauth-api' | 'sandbox-api' | 'page';
 
+const DISCOVERY_PATHS = [
+  '/.well-known/oauth-authorization-server',
+  '/.well-known/oauth-protected-resource',
+  '/.well-known/oauth-protected-resource/public/v1',
+  '/.well-known/oauth-protected-resource/mcp',
+];
+
 /** Which surface answers a path: as `src/app.ts` sends each failure to its surface's error handler. */
 function surfaceOf(path: string): Surface {
   if (/^\/(public\/v1|media-files)(\/|$)/.test(path)) return 'public-api';
-  if (path.startsWith('/api/oauth/') || path === '/.well-known/oauth-authorization-server') return 'oauth-api';
+  if (path.startsWith('/api/oauth/') || DISCOVERY_PATHS.includes(path)) return 'oauth-api';
   if (path.startsWith('/sandbox/api/')) return 'sandbox-api';
   return 'page';
 }
@@ -242,6 +249,7 @@ describe('the walk', () => {
       'GET /oauth/authorize',
       'POST /api/oauth/token',
       'GET /.well-known/oauth-authorization-server',
+      'GET /.well-known/oauth-protected-resource/mcp',
       'GET /settings/webhooks/:id',
       'GET /assets/:file',
     ])

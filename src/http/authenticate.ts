@@ -5,6 +5,7 @@ import { RateLimitedError, UnauthorizedError } from '../core/errors.js';
 import { hashSecret, isWellFormedCredential, type CredentialPrefix } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
 import type { Principal } from './principal.js';
+import { audienceAccepts, protectedResourceChallenge } from './resource-challenge.js';
 import { countHit, type LimitWindow, type RateLimiter, type RateLimitState } from './rate-limit.js';
 
 /** A principal, and the count of its organization's rate-limit window after this request's hit. */
@@ -24,6 +25,9 @@ export type CredentialResolver = (
   window: LimitWindow,
 ) => Promise<CountedPrincipal | undefined>;
 
+/** The realm the Public API's challenges have always named. */
+export const PUBLIC_API_REALM = 'public-api';
+
 // The longest credential is under 64 characters; anything much longer is refused before parsing.
 const MAX_HEADER_LENGTH = 512;
 
@@ -42,8 +46,14 @@ const LAST_USED_PRECISION_MS = 60_000;
 
 /** Where each kind of issued credential is kept: by the SHA-256 of its secret, until revoked. */
 const CREDENTIAL_TABLES = {
-  api_key: { table: 'api_keys', hash: 'secret_hash' },
-  oauth_token: { table: 'oauth_tokens', hash: 'token_hash' },
+  api_key: { table: 'api_keys', hash: 'secret_hash', audience: sql<null>`null::text`, scope: sql<null>`null::text` },
+  // RFC 8707: the resource the token was issued for.
+  oauth_token: {
+    table: 'oauth_tokens',
+    hash: 'token_hash',
+    audience: sql.ref<string | null>('resource'),
+    scope: sql.ref<string | null>('scope'),
+  },
 } as const;
 
 /**
@@ -52,11 +62,17 @@ const CREDENTIAL_TABLES = {
  * for them: the count is taken in the database, so every process counts against the same budget.
  */
 export function credentialResolver(type: Principal['credential']['type']): CredentialResolver {
-  const { table, hash } = CREDENTIAL_TABLES[type];
+  const { table, hash, audience, scope } = CREDENTIAL_TABLES[type];
   return async (db, secretHash, now, window) => {
-    const { rows } = await sql<{ id: string; organization_id: string; count: number }>`
+    const { rows } = await sql<{
+      id: string;
+      organization_id: string;
+      audience: string | null;
+      scope: string | null;
+      count: number;
+    }>`
       with credential as (
-        select id, organization_id from ${sql.table(table)}
+        select id, organization_id, ${audience} as audience, ${scope} as scope from ${sql.table(table)}
         where ${sql.ref(hash)} = ${secretHash} and revoked_at is null
       ), used as (
         update ${sql.table(table)} set last_used_at = ${now}
@@ -65,11 +81,17 @@ export function credentialResolver(type: Principal['credential']['type']): Crede
       ), counted as (
         ${countHit(sql`${window.bucketPrefix} || organization_id`, window.start, sql`credential`)}
       )
-      select credential.id, credential.organization_id, counted.count from credential, counted`.execute(db);
+      select credential.id, credential.organization_id, credential.audience, credential.scope, counted.count
+      from credential, counted`.execute(db);
     const found = rows[0];
     if (!found) return undefined;
     return {
-      principal: { organizationId: found.organization_id, credential: { type, id: found.id } },
+      principal: {
+        organizationId: found.organization_id,
+        credential: { type, id: found.id },
+        audience: found.audience,
+        scopes: found.scope === null ? null : found.scope.split(' ').filter(Boolean),
+      },
       count: found.count,
     };
   };
@@ -129,7 +151,12 @@ export function actFor(req: object, principal: Principal): void {
  * contract validator, so an unauthenticated request learns nothing about the API, and every
  * authenticated response (errors included) carries the rate-limit headers.
  */
-export function authenticateAndLimit(authenticator: Authenticator, limiter: RateLimiter): RequestHandler {
+export function authenticateAndLimit(
+  authenticator: Authenticator,
+  limiter: RateLimiter,
+  /** The resource's identifier, for the challenge of its 401s (read per request: the address may be set late). */
+  resourceUrl?: () => string,
+): RequestHandler {
   return async (req, res, next) => {
     // What a request may do beyond who it acts for (e.g. an OAuth token's scopes) is read from the
     // principal after this, so it holds for a tool call as for the request that carried it.
@@ -138,7 +165,23 @@ export function authenticateAndLimit(authenticator: Authenticator, limiter: Rate
       res.locals.principal = acting;
       return next();
     }
-    const { principal, limit: state } = await authenticator.authenticate(req.headers.authorization, limiter);
+    const header = req.headers.authorization;
+    const { principal, limit: state } = await authenticator.authenticate(header, limiter).catch((error: unknown) => {
+      if (resourceUrl !== undefined && error instanceof UnauthorizedError) {
+        res.setHeader('WWW-Authenticate', unauthorizedChallenge(resourceUrl(), header, error));
+      }
+      throw error;
+    });
+    const resource = resourceUrl?.();
+    if (resource !== undefined && !audienceAccepts(principal.audience, resource)) {
+      // RFC 8707 §2 and RFC 9068 §4: a token meant for another resource is not valid here.
+      const refused = new UnauthorizedError(
+        `This access token was issued for ${principal.audience}, not for ${resource}; ` +
+          'ask for a token with this resource (RFC 8707 resource parameter) or without one.',
+      );
+      res.setHeader('WWW-Authenticate', unauthorizedChallenge(resource, header, refused));
+      throw refused;
+    }
     res.locals.principal = principal;
     res.setHeader('RateLimit-Limit', String(state.limit));
     res.setHeader('RateLimit-Remaining', String(state.remaining));
@@ -152,6 +195,18 @@ export function authenticateAndLimit(authenticator: Authenticator, limiter: Rate
     }
     next();
   };
+}
+
+/**
+ * The challenge of a `401` of the resource `resourceUrl` (RFC 6750 §3.1, RFC 9728 §5.1): where its
+ * metadata is and, when a credential was sent, `invalid_token`.
+ */
+export function unauthorizedChallenge(resourceUrl: string, header: string | undefined, error: Error): string {
+  return protectedResourceChallenge(
+    resourceUrl,
+    header ? { error: 'invalid_token', description: error.message } : undefined,
+    PUBLIC_API_REALM,
+  );
 }
 
 /** The principal `authenticateAndLimit` established for the request. */

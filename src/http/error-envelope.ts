@@ -265,7 +265,10 @@ export function sendError(res: Response, failure: Failure, requestId: string): v
     },
   };
   for (const [name, value] of Object.entries(failure.headers ?? {})) res.setHeader(name, value);
-  if (failure.status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="public-api"');
+  // A resource's own challenge (with its metadata's address) is set before the failure is thrown.
+  if (failure.status === 401 && !res.hasHeader('WWW-Authenticate')) {
+    res.setHeader('WWW-Authenticate', 'Bearer realm="public-api"');
+  }
   if (failure.retryAfter !== undefined) res.setHeader('Retry-After', String(failure.retryAfter));
   res.status(failure.status).type('application/json').send(JSON.stringify(body));
 }

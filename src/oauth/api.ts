@@ -7,6 +7,15 @@ import { clientAddress } from '../http/client-address.js';
 import type { AppContext } from '../http/context.js';
 import { contractRouter } from '../http/contract-router.js';
 import { databaseOutage, isUnreadableRequestError } from '../http/error-envelope.js';
+import {
+  knownResource,
+  MCP_RESOURCE_PATH,
+  PROTECTED_RESOURCE_METADATA_PATH,
+  PUBLIC_API_RESOURCE_PATH,
+  RESOURCE_PATHS,
+  type ResourcePath,
+} from '../http/resource-challenge.js';
+import { contractScopes } from '../http/scopes.js';
 import { refuseUnstorableRequestText } from '../http/storable-text.js';
 import { pageErrors } from '../pages/errors.js';
 import type { OAuthHandlers } from '../http/typed-routes.js';
@@ -27,8 +36,13 @@ export const TOKEN_PATH = '/api/oauth/token';
 export const REVOKE_PATH = '/api/oauth/revoke';
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 
+/** The documents of RFC 8414 and RFC 9728, read with GET. */
+const isDiscoveryPath = (path: string) =>
+  path === METADATA_PATH ||
+  RESOURCE_PATHS.some((resource) => path === `${PROTECTED_RESOURCE_METADATA_PATH}${resource}`);
+
 /** The paths the OAuth contract validates and answers in JSON; the authorize endpoint is a browser page. */
-export const isOAuthApiPath = (path: string) => path.startsWith('/api/oauth/') || path === METADATA_PATH;
+export const isOAuthApiPath = (path: string) => path.startsWith('/api/oauth/') || isDiscoveryPath(path);
 
 /** A schema violation as express-openapi-validator reports it. */
 interface Violation {
@@ -104,8 +118,8 @@ export function oauthErrors(ctx: AppContext): ErrorRequestHandler {
     }
     if (isValidatorError(error) && error.status < 500) {
       if (error.status === 405) {
-        const allow = req.path === METADATA_PATH ? 'GET, HEAD' : 'POST';
-        const only = req.path === METADATA_PATH ? 'GET' : 'POST';
+        const allow = isDiscoveryPath(req.path) ? 'GET, HEAD' : 'POST';
+        const only = isDiscoveryPath(req.path) ? 'GET' : 'POST';
         return sendOAuthError(
           res,
           new OAuthError('invalid_request', `This endpoint accepts ${only} only.`, 405, { Allow: allow }),
@@ -152,15 +166,26 @@ function operations(ctx: AppContext): OAuthHandlers {
       }
       if (!body.code) throw new OAuthError('invalid_request', 'The code parameter is missing.');
       const app = await clients.authenticate(credentials, clientAddress(req));
-      const { organizationId, accessToken } = await redeemCode(
+      const { organizationId, accessToken, scope } = await redeemCode(
         ctx.db,
         app,
-        { code: body.code, redirectUri: body.redirect_uri, codeVerifier: body.code_verifier },
+        {
+          code: body.code,
+          redirectUri: body.redirect_uri,
+          codeVerifier: body.code_verifier,
+          resource: requestedResource(ctx.config.publicUrl, body.resource),
+        },
         ctx.clock.now(),
       );
       return {
         status: 200,
-        body: { id: organizationId, cus: null, access_token: accessToken, token_type: 'bearer' },
+        body: {
+          id: organizationId,
+          cus: null,
+          access_token: accessToken,
+          token_type: 'bearer',
+          ...(scope === null ? {} : { scope }),
+        },
         headers: { 'Cache-Control': 'no-store', Pragma: 'no-cache' },
       };
     },
@@ -186,9 +211,49 @@ function operations(ctx: AppContext): OAuthHandlers {
         code_challenge_methods_supported: ['S256'],
         authorization_response_iss_parameter_supported: true,
         service_documentation: `${origin}/docs/oauth`,
+        scopes_supported: [...contractScopes().keys()],
       };
       return Promise.resolve({ status: 200, body: metadata });
     },
+
+    protectedResourceMetadata: () => Promise.resolve({ status: 200, body: resourceMetadata(ctx, '') }),
+    publicApiProtectedResourceMetadata: () =>
+      Promise.resolve({ status: 200, body: resourceMetadata(ctx, PUBLIC_API_RESOURCE_PATH) }),
+    mcpProtectedResourceMetadata: () =>
+      Promise.resolve({ status: 200, body: resourceMetadata(ctx, MCP_RESOURCE_PATH) }),
+  };
+}
+
+/** RFC 8707 §2: the token request's `resource`, which must name a resource of this server. */
+function requestedResource(origin: string, given: string | undefined): string | undefined {
+  if (given === undefined) return undefined;
+  const resource = knownResource(origin, given);
+  if (resource === undefined) {
+    throw new OAuthError(
+      'invalid_target',
+      `The resource parameter must name a resource of this server: ${origin}${MCP_RESOURCE_PATH}, ` +
+        `${origin}${PUBLIC_API_RESOURCE_PATH} or ${origin}.`,
+    );
+  }
+  return resource;
+}
+
+const RESOURCE_NAMES: Record<ResourcePath, string> = {
+  '': 'Post Scheduler (Public API and MCP server)',
+  [PUBLIC_API_RESOURCE_PATH]: 'Post Scheduler Public API',
+  [MCP_RESOURCE_PATH]: 'Post Scheduler MCP server',
+};
+
+/** RFC 9728 §2: one resource of this installation, whose tokens this authorization server issues. */
+function resourceMetadata(ctx: AppContext, path: ResourcePath): components['schemas']['ProtectedResourceMetadata'] {
+  const origin = ctx.config.publicUrl;
+  return {
+    resource: `${origin}${path}`,
+    authorization_servers: [origin],
+    bearer_methods_supported: ['header'],
+    resource_name: RESOURCE_NAMES[path],
+    resource_documentation: `${origin}/docs/oauth`,
+    scopes_supported: [...contractScopes().keys()],
   };
 }
 
@@ -207,6 +272,7 @@ export function createOAuthApi(ctx: AppContext, pages: RequestHandler[]): Router
       // extended: false keeps a repeated parameter as an array, which the contract (strings only) then
       // refuses: RFC 6749 §3.2 forbids repeating a parameter.
       [METADATA_PATH, apiHeaders()],
+      [PROTECTED_RESOURCE_METADATA_PATH, apiHeaders()],
       [
         '/api/oauth',
         apiHeaders(),

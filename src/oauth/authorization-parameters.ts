@@ -1,4 +1,6 @@
 import type { Db } from '../db/database.js';
+import { knownResource, MCP_RESOURCE_PATH, PUBLIC_API_RESOURCE_PATH } from '../http/resource-challenge.js';
+import { contractScopes } from '../http/scopes.js';
 import { findAppByClientId } from './apps.js';
 import { isWellFormedPkceValue } from './pkce.js';
 import type { OAuthApp } from './tables.js';
@@ -17,6 +19,7 @@ const KNOWN_PARAMETERS = new Set([
   'scope',
   'code_challenge',
   'code_challenge_method',
+  'resource',
 ]);
 
 export type ClientCheck = { ok: true; app: OAuthApp; redirectUriGiven: boolean } | { ok: false; message: string };
@@ -57,19 +60,31 @@ export async function identifyClient(db: Db, query: AuthorizationQuery): Promise
 }
 
 export type ParameterCheck =
-  | { ok: true; state: string | undefined; codeChallenge: string | undefined }
+  | {
+      ok: true;
+      state: string | undefined;
+      codeChallenge: string | undefined;
+      resource: string | undefined;
+      /** The scopes asked for, in the contract's order; `undefined`: every operation. */
+      scope: string[] | undefined;
+    }
   | {
       ok: false;
-      error: 'invalid_request' | 'unsupported_response_type';
+      error: AuthorizationError;
       description: string;
       state: string | undefined;
     };
 
-/** The rest of the request of a known app; its errors go back to the app with the state. */
-export function checkAuthorizationParameters(query: AuthorizationQuery): ParameterCheck {
+type AuthorizationError = 'invalid_request' | 'unsupported_response_type' | 'invalid_target' | 'invalid_scope';
+
+/**
+ * The rest of the request of a known app; its errors go back to the app with the state. `origin` is
+ * this installation's, whose resources a `resource` (RFC 8707) may name.
+ */
+export function checkAuthorizationParameters(query: AuthorizationQuery, origin: string): ParameterCheck {
   const givenState = typeof query.state === 'string' ? query.state : undefined;
   const state = givenState !== undefined && givenState.length <= MAX_STATE_LENGTH ? givenState : undefined;
-  const fail = (error: 'invalid_request' | 'unsupported_response_type', description: string): ParameterCheck => ({
+  const fail = (error: AuthorizationError, description: string): ParameterCheck => ({
     ok: false,
     error,
     description,
@@ -109,5 +124,28 @@ export function checkAuthorizationParameters(query: AuthorizationQuery): Paramet
       );
     }
   }
-  return { ok: true, state, codeChallenge: challenge };
+  // RFC 8707 §2: the one resource the token is for; one this server does not have is invalid_target.
+  // (Several resources in one request are refused above, as any repeated parameter.)
+  const given = query.resource as string | undefined;
+  const resource = given === undefined ? undefined : knownResource(origin, given);
+  if (given !== undefined && resource === undefined) {
+    return fail(
+      'invalid_target',
+      `The resource parameter must name a resource of this server: ${origin}${MCP_RESOURCE_PATH}, ` +
+        `${origin}${PUBLIC_API_RESOURCE_PATH} or ${origin}.`,
+    );
+  }
+  // RFC 6749 §3.3: space-separated scopes of the contract; an unknown one is invalid_scope.
+  const givenScope = query.scope as string | undefined;
+  let scope: string[] | undefined;
+  if (givenScope !== undefined) {
+    const asked = new Set(givenScope.split(' ').filter(Boolean));
+    const known = [...contractScopes().keys()];
+    const unknown = [...asked].filter((name) => !known.includes(name));
+    if (asked.size === 0 || unknown.length > 0) {
+      return fail('invalid_scope', `The scope parameter must be space-separated scopes among: ${known.join(' ')}.`);
+    }
+    scope = known.filter((name) => asked.has(name));
+  }
+  return { ok: true, state, codeChallenge: challenge, resource, scope };
 }

@@ -14,12 +14,16 @@ export interface PendingAuthorization {
   redirectUriGiven: boolean;
   state: string | null;
   codeChallenge: string | null;
+  /** RFC 8707: the resource the token will be for; `null` for every resource. */
+  resource: string | null;
+  /** The scopes asked for, space-separated; `null` for every operation. */
+  scope: string | null;
 }
 
 /**
  * Remembers what a consent page shows, for the browser session it was shown to. The page's form
  * refers to it by an unguessable id, so the answer approves exactly what was shown (RFC 6819
- * §4.4.1.8, §5.1.4.1.2): the app, redirect URI, state, PKCE challenge and organization never come
+ * §4.4.1.8, §5.1.4.1.2): the app, redirect URI, state, PKCE challenge, resource and organization never come
  * from the form.
  */
 export async function createAuthorizationRequest(db: Db, pending: PendingAuthorization, now: Date): Promise<string> {
@@ -35,6 +39,8 @@ export async function createAuthorizationRequest(db: Db, pending: PendingAuthori
       redirect_uri_given: pending.redirectUriGiven,
       state: pending.state,
       code_challenge: pending.codeChallenge,
+      resource: pending.resource,
+      scope: pending.scope,
       expires_at: new Date(now.getTime() + REQUEST_LIFETIME_MS),
     })
     .execute();

@@ -14,7 +14,7 @@ import {
 } from './authorization-parameters.js';
 import { createAuthorizationRequest } from './authorization-requests.js';
 import { answerConsent } from './consent.js';
-import { grantedAccess } from './granted-access.js';
+import { grantedAccess, scopedAccess } from './granted-access.js';
 import type { OAuthApp } from './tables.js';
 import { withQuery } from './urls.js';
 
@@ -36,7 +36,7 @@ export function authorizeOperation(ctx: AppContext): OAuthHandler<'authorize'> {
     if (!client.ok)
       return { status: 400, html: errorPageHtml(res, 'This authorization link is not valid', client.message) };
     const { app } = client;
-    const checked = checkAuthorizationParameters(query);
+    const checked = checkAuthorizationParameters(query, ctx.config.publicUrl);
     if (!checked.ok) {
       const location = withQuery(app.redirect_uri, {
         error: checked.error,
@@ -86,10 +86,12 @@ async function askConsent(
       redirectUriGiven: client.redirectUriGiven,
       state: checked.state ?? null,
       codeChallenge: checked.codeChallenge ?? null,
+      resource: checked.resource ?? null,
+      scope: checked.scope?.join(' ') ?? null,
     },
     ctx.clock.now(),
   );
-  const access = grantedAccess(ctx.config, visitor.organization.name);
+  const access = checked.scope ? scopedAccess(checked.scope) : grantedAccess(ctx.config, visitor.organization.name);
   return { status: 200, html: consentPage(res, app, requestId, checked.state, req.originalUrl, access) };
 }
 

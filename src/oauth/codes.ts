@@ -11,6 +11,8 @@ export interface CodeRedemption {
   code: string;
   redirectUri: string | undefined;
   codeVerifier: string | undefined;
+  /** RFC 8707 `resource` of the token request, in its canonical form; `undefined` when not sent. */
+  resource: string | undefined;
 }
 
 const invalidGrant = (description: string) => new OAuthError('invalid_grant', description);
@@ -41,13 +43,14 @@ export async function redeemCode(db: Db, app: OAuthApp, redemption: CodeRedempti
 
   assertSameRedirect(code, app, redemption);
   assertVerifierMatches(code, redemption);
-  const accessToken = await claimAndIssue(db, app, code, now);
+  const resource = tokenResource(code, redemption);
+  const accessToken = await claimAndIssue(db, app, code, resource, now);
   if (!accessToken) {
     // Lost the race to another redemption: that is a second use, so its token goes too.
     await revokeTokensOfCode(db, code.id, now);
     throw invalidGrant(USED_TWICE);
   }
-  return { organizationId: code.organization_id, accessToken };
+  return { organizationId: code.organization_id, accessToken, scope: code.scope };
 }
 
 // RFC 6749 §4.1.3: the redirect_uri of the authorization request must be sent again, identical.
@@ -75,8 +78,23 @@ function assertVerifierMatches(code: OAuthCode, redemption: CodeRedemption): voi
   }
 }
 
+/**
+ * RFC 8707 §2.2: the token is for the resource of the token request, which must be the one the user
+ * authorized when the authorization request named one; without either, it is for every resource.
+ */
+function tokenResource(code: OAuthCode, redemption: CodeRedemption): string | null {
+  if (redemption.resource === undefined) return code.resource;
+  if (code.resource !== null && redemption.resource !== code.resource && !covers(code.resource, redemption.resource)) {
+    throw new OAuthError('invalid_target', `This code was authorized for ${code.resource} only.`);
+  }
+  return redemption.resource;
+}
+
+/** The origin is the resource of both the Public API and the MCP server: a token may be narrowed to one. */
+const covers = (granted: string, requested: string) => new URL(requested).origin === granted;
+
 /** Marks the code used and issues its token in one transaction; `undefined` when another redemption was first. */
-function claimAndIssue(db: Db, app: OAuthApp, code: OAuthCode, now: Date) {
+function claimAndIssue(db: Db, app: OAuthApp, code: OAuthCode, resource: string | null, now: Date) {
   return transaction(db, async (trx) => {
     // One atomic claim: of any number of concurrent redemptions exactly one sees the row unconsumed.
     const claimed = await trx
@@ -92,6 +110,8 @@ function claimAndIssue(db: Db, app: OAuthApp, code: OAuthCode, now: Date) {
       appId: app.id,
       organizationId: code.organization_id,
       codeId: code.id,
+      resource,
+      scope: code.scope,
     });
   });
 }

@@ -74,6 +74,8 @@ export async function answerConsent(
       userId: user.userId,
       redirectUri: pending.redirect_uri_given ? pending.redirect_uri : null,
       codeChallenge: pending.code_challenge,
+      resource: pending.resource,
+      scope: pending.scope,
     },
     now,
   );

@@ -1,4 +1,5 @@
 import type { Config } from '../core/config.js';
+import { contractScopes } from '../http/scopes.js';
 
 /**
  * What an approved app can do on this server, in words for the consent page: everything its token
@@ -29,4 +30,16 @@ export function grantedAccess(config: Pick<Config, 'youtube' | 'tiktok'>, organi
         ]
       : []),
   ];
+}
+
+/**
+ * What a token limited to `scopes` can do, in words for the consent page: each scope as the contract
+ * describes it, with its name, so the page shows exactly what the app asked for and no more.
+ */
+export function scopedAccess(scopes: readonly string[]): string[] {
+  const described = contractScopes();
+  return scopes.map((scope) => {
+    const meaning = (described.get(scope) ?? scope).replace(/\.$/, '');
+    return `${meaning.charAt(0).toLowerCase()}${meaning.slice(1)} (${scope})`;
+  });
 }

@@ -16,6 +16,10 @@ export interface Approval {
   /** As sent to the authorize endpoint, to be matched again at the token endpoint. */
   redirectUri: string | null;
   codeChallenge: string | null;
+  /** RFC 8707: the resource the code's token will be for; `null` for every resource. */
+  resource: string | null;
+  /** The scopes the user approved, space-separated; `null` for every operation. */
+  scope: string | null;
 }
 
 /**
@@ -51,6 +55,8 @@ export async function approveApp(db: Db, approval: Approval, now: Date): Promise
         organization_id: approval.organizationId,
         redirect_uri: approval.redirectUri,
         code_challenge: approval.codeChallenge,
+        resource: approval.resource,
+        scope: approval.scope,
         expires_at: new Date(now.getTime() + CODE_LIFETIME_MS),
       })
       .execute();

@@ -52,6 +52,10 @@ export interface OAuthAuthorizationRequestTable {
   state: string | null;
   /** PKCE S256 challenge, when the app sent one. */
   code_challenge: string | null;
+  /** RFC 8707: the resource the token is meant for (its audience); `null`: every resource. */
+  resource: string | null;
+  /** The scopes granted, space-separated; `null`: every operation (tokens asked for without `scope`). */
+  scope: string | null;
   created_at: CreatedAt;
   expires_at: Timestamp;
 }
@@ -65,6 +69,10 @@ export interface OAuthCodeTable {
   organization_id: string;
   redirect_uri: string | null;
   code_challenge: string | null;
+  /** RFC 8707: the resource the token is meant for (its audience); `null`: every resource. */
+  resource: string | null;
+  /** The scopes granted, space-separated; `null`: every operation (tokens asked for without `scope`). */
+  scope: string | null;
   created_at: CreatedAt;
   expires_at: Timestamp;
   consumed_at: Timestamp | null;
@@ -79,6 +87,10 @@ export interface OAuthTokenTable {
   organization_id: string;
   /** The code the token was issued for; a second redemption of that code revokes the token. */
   code_id: string | null;
+  /** RFC 8707: the resource the token is meant for (its audience); `null`: every resource. */
+  resource: string | null;
+  /** The scopes granted, space-separated; `null`: every operation (tokens asked for without `scope`). */
+  scope: string | null;
   created_at: CreatedAt;
   last_used_at: Timestamp | null;
   revoked_at: Timestamp | null;

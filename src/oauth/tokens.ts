@@ -7,7 +7,14 @@ export const ACCESS_TOKEN_PREFIX = 'pos_';
 /** Issues an access token under a grant; the returned token is the only time it exists in clear. */
 export async function issueAccessToken(
   db: Db,
-  grant: { grantId: string; appId: string; organizationId: string; codeId: string | null },
+  grant: {
+    grantId: string;
+    appId: string;
+    organizationId: string;
+    codeId: string | null;
+    resource: string | null;
+    scope: string | null;
+  },
 ): Promise<string> {
   const token = generateCredential(ACCESS_TOKEN_PREFIX);
   await db
@@ -19,6 +26,8 @@ export async function issueAccessToken(
       app_id: grant.appId,
       organization_id: grant.organizationId,
       code_id: grant.codeId,
+      resource: grant.resource,
+      scope: grant.scope,
     })
     .execute();
   return token;

@@ -44,7 +44,7 @@ export function approve(
   db: Db,
   app: TestApp,
   org: TestOrganization,
-  options: { redirectUri?: string; codeChallenge?: string; now?: Date } = {},
+  options: { redirectUri?: string; codeChallenge?: string; resource?: string; scope?: string; now?: Date } = {},
 ): Promise<string> {
   return approveApp(
     db,
@@ -54,6 +54,8 @@ export function approve(
       userId: org.userId,
       redirectUri: options.redirectUri ?? null,
       codeChallenge: options.codeChallenge ?? null,
+      resource: options.resource ?? null,
+      scope: options.scope ?? null,
     },
     options.now ?? new Date(),
   );

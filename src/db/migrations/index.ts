@@ -22,6 +22,8 @@ import * as mediaDimensions from './2026-11-27-08-media-dimensions.js';
 import * as channelExpiring from './2026-11-27-09-channel-expiring.js';
 import * as linkedin from './2026-11-27-10-linkedin.js';
 import * as pinterest from './2026-11-27-11-pinterest.js';
+import * as oauthResource from './2026-11-27-12-oauth-resource.js';
+import * as oauthScope from './2026-11-27-13-oauth-scope.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -48,4 +50,6 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-09-channel-expiring': channelExpiring,
   '2026-11-27-10-linkedin': linkedin,
   '2026-11-27-11-pinterest': pinterest,
+  '2026-11-27-12-oauth-resource': oauthResource,
+  '2026-11-27-13-oauth-scope': oauthScope,
 };
