@@ -961,7 +961,9 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "idempotentHint": true,
       "openWorldHint": false
     },
-    "scopes": []
+    "scopes": [
+      "channels:read"
+    ]
   },
   {
     "name": "listPosts",

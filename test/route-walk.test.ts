@@ -71,7 +71,7 @@ const DISCOVERY_PATHS = [
 
 /** Which surface answers a path: as `src/app.ts` sends each failure to its surface's error handler. */
 function surfaceOf(path: string): Surface {
-  if (/^\/(public\/v1|media-files)(\/|$)/.test(path)) return 'public-api';
+  if (/^\/(public\/v1|media-files|mcp)(\/|$)/.test(path)) return 'public-api';
   if (path.startsWith('/api/oauth/') || DISCOVERY_PATHS.includes(path)) return 'oauth-api';
   if (path.startsWith('/sandbox/api/')) return 'sandbox-api';
   return 'page';
@@ -171,7 +171,7 @@ async function problemsOf(route: Route, probe: Probe, response: Response): Promi
   if (!allowed.includes(status)) problems.push(`answered ${status}, not ${allowed.join(' or ')}`);
   const surface = surfaceOf(route.path);
   // The JSON APIs' answers, refusals included, are neither cached nor sniffed (the signed media URLs are not theirs).
-  const apiAnswer = route.path.startsWith('/public/v1') || surface === 'oauth-api';
+  const apiAnswer = /^\/(public\/v1|mcp)(\/|$)/.test(route.path) || surface === 'oauth-api';
   const { headers } = response;
   if (apiAnswer && (headers.get('cache-control') !== 'no-store' || headers.get('x-content-type-options') !== 'nosniff'))
     problems.push('without Cache-Control: no-store and X-Content-Type-Options: nosniff');
@@ -207,7 +207,7 @@ async function walk(surface: Surface): Promise<{ requests: number; findings: str
   for (const route of routes.filter((candidate) => surfaceOf(candidate.path) === surface)) {
     for (const probe of probesOf(route)) {
       const headers: Record<string, string> = { Cookie: cookie };
-      if (route.path.startsWith('/public/v1')) Object.assign(headers, org.auth);
+      if (/^\/(public\/v1|mcp)(\/|$)/.test(route.path)) Object.assign(headers, org.auth);
       if (probe.body) headers['Content-Type'] = probe.body.type;
       const response = await server.fetch(probe.path, {
         method: route.method,

@@ -1,10 +1,11 @@
 import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
 import { readSpec, SPEC_FILES } from '../core/contract.js';
 import type { Logger } from '../core/logger.js';
-import { UnauthorizedError } from '../core/errors.js';
+import { NotFoundError, UnauthorizedError, ValidationError } from '../core/errors.js';
 import { apiHeaders } from '../http/api-headers.js';
 import { builtOnFirstUse } from '../http/built-on-first-use.js';
 import { publicApiErrors, sendError } from '../http/error-envelope.js';
+import { refuseUnstorableRequestText } from '../http/storable-text.js';
 import type { RequestListener } from './tool-calls.js';
 
 export const MCP_PATH = '/mcp';
@@ -17,7 +18,21 @@ export const MCP_PATH = '/mcp';
  */
 export function mcpRoutes(options: { app: RequestListener; credentials: RequestHandler; logger: Logger }): Router {
   const router = express.Router({ caseSensitive: true, strict: true });
-  router.use(MCP_PATH, apiHeaders(), options.credentials, express.json({ limit: '1mb' }));
+  router.use(
+    MCP_PATH,
+    apiHeaders(),
+    options.credentials,
+    express.json({ limit: '1mb' }),
+    // A path, query or message with text no operation could store is refused before the transport reads it.
+    refuseUnstorableRequestText(
+      (where) =>
+        new ValidationError(
+          where === 'url'
+            ? 'The request URL has an escape that is no text (a malformed escape or a NUL).'
+            : `The message has text that cannot be stored at ${where} (a NUL or a lone surrogate).`,
+        ),
+    ),
+  );
 
   // The MCP SDK and the tools are loaded by the first call, not at every start of the process.
   router.post(
@@ -36,6 +51,10 @@ export function mcpRoutes(options: { app: RequestListener; credentials: RequestH
       { status: 405, code: 'method_not_allowed', message: `${req.method} is not allowed on ${MCP_PATH}: send POST.` },
       String(res.locals.requestId ?? ''),
     );
+  });
+  // Nothing lives under /mcp: a path below it is no resource of this server's, answered in the envelope.
+  router.use(MCP_PATH, (req) => {
+    throw new NotFoundError(`Nothing is at ${req.originalUrl.split('?')[0]}: the MCP endpoint is ${MCP_PATH}.`);
   });
   router.use(mcpErrors(options.logger));
   return router;
