@@ -20,8 +20,9 @@ import { completeUpload, startUpload } from './support/uploads.js';
 // pin are made, and the worker dies before it recorded them. The worker that takes over looks where the
 // adapters look after a lost answer (the page's newest posts by commentary and media; the board's newest
 // pins by description and the rest), records what it finds and goes on: one post on the page and its
-// first comment once, one pin, never sent again, the posts recording the networks' ids and URLs. The
-// member's post cannot be looked up (LinkedIn lets an app read a member's posts only with
+// first comment once (made by the second worker, killed the same way before LinkedIn's answer, and found
+// by the third among the post's comments), one pin, never sent again, the posts recording the networks'
+// ids and URLs. The member's post cannot be looked up (LinkedIn lets an app read a member's posts only with
 // r_member_social, which it grants few apps): it is made once and left `outcome_unknown`, never sent again.
 const onPostgres = describe.skipIf(!TEST_DATABASE_URL);
 
@@ -123,7 +124,7 @@ onPostgres('LinkedIn’s and Pinterest’s irreversible calls sent by a worker p
   });
 
   it(
-    'a kill -9 after a page’s post, a member’s post or a pin was made: the post and the pin looked up and recorded, each made once',
+    'a kill -9 after a page’s post, a member’s post or a pin was made: the post, its first comment and the pin looked up and recorded, each made once',
     { timeout: scaled(180_000) },
     async () => {
       const env = {
@@ -192,7 +193,30 @@ onPostgres('LinkedIn’s and Pinterest’s irreversible calls sent by a worker p
         expect(await recordedStep(rig, memberId)).toEqual({ part: 0, step: 'post', irreversible: true });
         expect(await recordedStep(rig, pinId)).toEqual({ part: 0, step: 'pin', irreversible: true });
 
-        // The next worker looks them up, records them and goes on to the page's first comment.
+        // The second kill: the next worker looked them up and went on; the page's first comment is made and
+        // its answer held. The pin and the member's post are settled first, so that the kill leaves them alone.
+        linkedin.holdNextAnswer('createComment');
+        const second = await rig.startWorker();
+        const settledFirst = await eventually(
+          async () => {
+            const rows = await rig.api.ctx.db
+              .selectFrom('posts')
+              .select(['id', 'status', 'error_code'])
+              .where('id', 'in', [pinId, memberId])
+              .execute();
+            if (rows.some((r) => r.id === pinId && r.status === 'failed')) return rows;
+            expect(linkedin.heldAnswers(), 'first comments whose answers LinkedIn holds').toBe(1);
+            expect(rows.map((r) => r.status).sort()).toEqual(['failed', 'published']);
+            return rows;
+          },
+          { timeout: scaled(90_000), interval: 50 },
+        );
+        await second.kill();
+        expect(settledFirst.find((r) => r.id === pinId)?.status, 'the pin after the first kill').toBe('published');
+        expect(linkedin.comments.map((c) => c.text)).toEqual([PAGE.comment]);
+        expect(await recordedStep(rig, pageId)).toEqual({ part: 1, step: 'comment', irreversible: true });
+
+        // A third worker finds the comment among the post's and records it.
         await rig.startWorker();
         expect(await rig.untilSettled(scaled(90_000))).toEqual({ published: 2, 'failed/outcome_unknown': 1 });
         const posts = new Map<string, Post>();
@@ -251,8 +275,8 @@ onPostgres('LinkedIn’s and Pinterest’s irreversible calls sent by a worker p
 
         console.log(
           `LinkedIn and Pinterest crash drill: ${linkedin.requests.filter((r) => r.operation === 'findPosts').length} ` +
-            `reads of LinkedIn posts, ${pinterest.requests.filter((r) => r.operation === 'listBoardPins').length} ` +
-            `of the board's pins`,
+            `reads of LinkedIn posts, ${linkedin.requests.filter((r) => r.operation === 'getComments').length} of ` +
+            `comments, ${pinterest.requests.filter((r) => r.operation === 'listBoardPins').length} of the board's pins`,
         );
       } finally {
         await rig.close();
