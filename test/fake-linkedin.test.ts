@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from './support/eventually.js';
 import { shownLittleText, startFakeLinkedIn, type FakeLinkedIn } from './support/fake-linkedin.js';
 
 // The fake LinkedIn against LinkedIn's documented contract: the OAuth flow with and without refresh
 // tokens, the headers of the versioned API (426 for a retired version), scopes, the Images and Videos
-// APIs, posts answered with x-restli-id and found by author, comments, and the failure switches.
+// APIs, posts answered with x-restli-id and found by author, comments, and the failure switches (an answer
+// held back while the post is made among them).
 const REDIRECT = 'https://scheduler.example.org/channels/callback/linkedin';
 const VERSION = '202607';
 let fake: FakeLinkedIn;
@@ -195,6 +197,49 @@ describe('the fake LinkedIn', () => {
     expect(bakery.status).toBe(201);
     const listed = await api(`/rest/posts?author=${encodeURIComponent(member())}&q=author`, token);
     expect(listed.status).toBe(403);
+  });
+
+  it('holds the answer to a post it made: sent later, or never to a caller that went away', async () => {
+    const token = await accessToken(['openid', 'profile', 'w_organization_social', 'r_organization_social']);
+    const bakery = 'urn:li:organization:2414183';
+    // The first post goes by; the one after it is answered 300 ms after it is made.
+    fake.holdNextAnswer('createPost', { skip: 1, ms: 300 });
+    expect((await api('/rest/posts', token, { method: 'POST', json: post(bakery, 'Answered at once') })).status).toBe(
+      201,
+    );
+    expect(fake.heldAnswers()).toBe(0);
+    const late = api('/rest/posts', token, { method: 'POST', json: post(bakery, 'Answered late') });
+    await eventually(() => expect(fake.heldAnswers()).toBe(1));
+    const made = fake.posts.find((p) => p.commentary === 'Answered late');
+    expect(made).toBeDefined();
+    expect((await late).headers.get('x-restli-id')).toBe(made!.id);
+
+    fake.holdNextAnswer('createPost');
+    const caller = new AbortController();
+    const waiting = fetch(`${fake.url}/rest/posts`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${token}`,
+        'Linkedin-Version': VERSION,
+        'X-Restli-Protocol-Version': '2.0.0',
+        'Content-Type': 'application/json',
+      },
+      body: JSON.stringify(post(bakery, 'Never answered')),
+      signal: caller.signal,
+    });
+    await eventually(() => expect(fake.heldAnswers()).toBe(1));
+    caller.abort();
+    await expect(waiting).rejects.toThrow();
+    // The caller went away without its answer; the post stays, listed among the page's posts.
+    await eventually(() => expect(fake.heldAnswers()).toBe(0));
+    const listed = await api(`/rest/posts?author=${encodeURIComponent(bakery)}&q=author&count=10`, token);
+    const elements = ((await listed.json()) as { elements: { commentary: string }[] }).elements;
+    expect(elements.filter((e) => e.commentary === 'Never answered')).toHaveLength(1);
+    // A refusal is answered at once, the switch left for the next post made.
+    fake.holdNextAnswer('createPost', { ms: 0 });
+    const shop = await api('/rest/posts', token, { method: 'POST', json: post('urn:li:organization:2414184', 'x') });
+    expect(shop.status).toBe(403);
+    expect((await api('/rest/posts', token, { method: 'POST', json: post(bakery, 'Held 0 ms') })).status).toBe(201);
   });
 
   it('takes a video in parts with their ETags, and processes it to AVAILABLE or PROCESSING_FAILED', async () => {

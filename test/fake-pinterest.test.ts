@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from './support/eventually.js';
 import { startFakePinterest, type FakePinterest } from './support/fake-pinterest.js';
 import { mp4, png } from './support/media-samples.js';
 
@@ -260,7 +261,7 @@ describe('the fake Pinterest', () => {
     expect(failed.status).toBe('failed');
   });
 
-  it('answers 401 to expired tokens, 429 with its limit headers, and cuts an answer after doing the work', async () => {
+  it('answers 401 to expired tokens, 429 with its limit headers, and cuts or holds an answer after doing the work', async () => {
     const board = pinterest.addBoard({ name: 'Switches' });
     const { access_token: token } = await connect();
     pinterest.exhaustLimit('listBoards', 30);
@@ -283,6 +284,37 @@ describe('the fake Pinterest', () => {
       }),
     ).rejects.toThrow();
     expect(pinterest.pins.length).toBe(before + 1);
+
+    // An answer held back: sent 300 ms after the pin is made, or never to a caller that went away.
+    const pin = (description: string, signal?: AbortSignal) =>
+      fetch(`${pinterest.url}/v5/pins`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          board_id: board.id,
+          description,
+          media_source: { source_type: 'image_url', url: imageUrl },
+        }),
+        ...(signal ? { signal } : {}),
+      });
+    pinterest.holdNextAnswer('createPin', { skip: 1, ms: 300 });
+    expect((await pin('Answered at once')).status).toBe(201);
+    expect(pinterest.heldAnswers()).toBe(0);
+    const late = pin('Answered late');
+    await eventually(() => expect(pinterest.heldAnswers()).toBe(1));
+    const made = pinterest.pins.find((p) => p.description === 'Answered late');
+    expect(made).toBeDefined();
+    expect(((await (await late).json()) as { id: string }).id).toBe(made!.id);
+    pinterest.holdNextAnswer('createPin');
+    const caller = new AbortController();
+    const waiting = pin('Never answered', caller.signal);
+    await eventually(() => expect(pinterest.heldAnswers()).toBe(1));
+    caller.abort();
+    await expect(waiting).rejects.toThrow();
+    await eventually(() => expect(pinterest.heldAnswers()).toBe(0));
+    const listed = await api(token, `/v5/boards/${board.id}/pins`);
+    const items = ((await listed.json()) as { items: { description: string }[] }).items;
+    expect(items.filter((i) => i.description === 'Never answered')).toHaveLength(1);
 
     pinterest.expireAccessTokens();
     const expired = await api(token, '/v5/user_account');

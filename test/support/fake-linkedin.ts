@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sendHeld, type AnswerHold } from './fake-graph-protocol.js';
 
 /** A member who signs in at the fake's consent page. */
 export interface FakeLinkedInMember {
@@ -148,6 +149,14 @@ export interface FakeLinkedIn {
   throttleNext(operation: FakeLinkedInOperation): void;
   /** The next call of `operation` does its work, then the connection is destroyed before LinkedIn answers. */
   loseNextAnswer(operation: FakeLinkedInOperation): void;
+  /**
+   * The next call of `operation` that does its work, after `skip` others, holds its answer back: it is sent `ms`
+   * later, or, without `ms`, never; a caller that goes away meanwhile never gets it (a worker killed while
+   * LinkedIn answers), the post or comment made all the same.
+   */
+  holdNextAnswer(operation: FakeLinkedInOperation, options?: { ms?: number; skip?: number }): void;
+  /** Answers held back now: their work done, not sent yet, their callers still waiting. */
+  heldAnswers(): number;
   /** Status reads a finalized video answers PROCESSING before it settles (default 1). */
   processingChecks(count: number): void;
   /** The next video to settle fails its processing (PROCESSING_FAILED). */
@@ -275,6 +284,8 @@ export async function startFakeLinkedIn(
   const retired = new Set<string>();
   const throttled = new Set<FakeLinkedInOperation>();
   const losing = new Set<FakeLinkedInOperation>();
+  const holds: { operation: FakeLinkedInOperation; skip: number; hold: AnswerHold }[] = [];
+  const held = { count: 0 };
   const codes = new Map<string, Code>();
   const tokens: FakeLinkedInToken[] = [];
   const images: FakeLinkedInImage[] = [];
@@ -715,6 +726,19 @@ export async function startFakeLinkedIn(
     }
   }
 
+  /** How this call, done, holds its answer back, if a switch says so (a call skipped counts). */
+  function heldAs(operation: FakeLinkedInOperation): AnswerHold | undefined {
+    const at = holds.findIndex((entry) => entry.operation === operation);
+    if (at < 0) return undefined;
+    const entry = holds[at]!;
+    if (entry.skip > 0) {
+      entry.skip -= 1;
+      return undefined;
+    }
+    holds.splice(at, 1);
+    return entry.hold;
+  }
+
   function send(res: ServerResponse, answer: Answer): void {
     const body = answer.body === undefined ? '' : JSON.stringify(answer.body);
     res.writeHead(answer.status, {
@@ -766,6 +790,8 @@ export async function startFakeLinkedIn(
         else answer = { status: 500, body: { status: 500, message: (error as Error).message } };
       }
       if (losing.delete(operation)) return req.socket.destroy();
+      const hold = answer.status < 400 ? heldAs(operation) : undefined;
+      if (hold) return sendHeld(res, hold, held, () => send(res, answer));
       send(res, answer);
     });
   });
@@ -800,6 +826,10 @@ export async function startFakeLinkedIn(
     },
     throttleNext: (operation) => throttled.add(operation),
     loseNextAnswer: (operation) => losing.add(operation),
+    holdNextAnswer: (operation, { ms, skip = 0 } = {}) => {
+      holds.push({ operation, skip, hold: ms === undefined ? {} : { ms } });
+    },
+    heldAnswers: () => held.count,
     processingChecks: (count) => {
       videoChecks = count;
     },

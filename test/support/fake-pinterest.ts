@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sendHeld, type AnswerHold } from './fake-graph-protocol.js';
 
 /** A board of the fake's account, with its sections. */
 export interface FakePinterestBoard {
@@ -117,6 +118,14 @@ export interface FakePinterest {
   /** The next call of `operation` does its work, then the connection is cut before the answer. */
   loseNextAnswer(operation: FakePinterestOperation): void;
   /**
+   * The next call of `operation` that does its work, after `skip` others, holds its answer back: it is sent `ms`
+   * later, or, without `ms`, never; a caller that goes away meanwhile never gets it (a worker killed while
+   * Pinterest answers), the pin made all the same.
+   */
+  holdNextAnswer(operation: FakePinterestOperation, options?: { ms?: number; skip?: number }): void;
+  /** Answers held back now: their work done, not sent yet, their callers still waiting. */
+  heldAnswers(): number;
+  /**
    * The app has Trial access (or not): pins are refused in production, as Pinterest refuses them
    * (403, code 29), and made only in its API Sandbox.
    */
@@ -218,6 +227,20 @@ export async function startFakePinterest(
   const refreshes = { granted: 0, refused: 0 };
   const limited = new Map<FakePinterestOperation, number>();
   const lost = new Set<FakePinterestOperation>();
+  const holds: { operation: FakePinterestOperation; skip: number; hold: AnswerHold }[] = [];
+  const held = { count: 0 };
+  /** How this call, done, holds its answer back, if a switch says so (a call skipped counts). */
+  const heldAs = (operation: FakePinterestOperation): AnswerHold | undefined => {
+    const at = holds.findIndex((entry) => entry.operation === operation);
+    if (at < 0) return undefined;
+    const entry = holds[at]!;
+    if (entry.skip > 0) {
+      entry.skip -= 1;
+      return undefined;
+    }
+    holds.splice(at, 1);
+    return entry.hold;
+  };
   const failures: { operation: FakePinterestOperation; status: number }[] = [];
   let granted: string[] = [];
   let denyNext = false;
@@ -640,6 +663,8 @@ export async function startFakePinterest(
       answer(operation, id, url, req.headers, Buffer.concat(chunks))
         .then((reply) => {
           if (lost.delete(operation)) return req.socket.destroy();
+          const hold = reply.status < 400 ? heldAs(operation) : undefined;
+          if (hold) return sendHeld(res, hold, held, () => send(res, reply, rateHeaders));
           send(res, reply, rateHeaders);
         })
         .catch((cause: unknown) => send(res, error(500, 1, String(cause)), rateHeaders));
@@ -683,6 +708,10 @@ export async function startFakePinterest(
     loseNextAnswer: (operation) => {
       lost.add(operation);
     },
+    holdNextAnswer: (operation, { ms, skip = 0 } = {}) => {
+      holds.push({ operation, skip, hold: ms === undefined ? {} : { ms } });
+    },
+    heldAnswers: () => held.count,
     trialAccess: (on) => {
       trial = on;
     },
