@@ -273,7 +273,10 @@ export async function startFakeLinkedIn(
   const organizations = options.organizations ?? [];
   const clientId = '86xk3fq9zlkz1a';
   const clientSecret = randomBytes(12).toString('base64url');
-  let clock = Date.now();
+  // The fake's time runs with the wall clock, moved on by `advanceClock`: a post's createdAt is when it
+  // was made, however long the run took to get there.
+  let clockOffset = 0;
+  const clockNow = () => Date.now() + clockOffset;
   let withRefresh = false;
   let granted: string[] | null = null;
   let cancel: string | null = null;
@@ -301,7 +304,7 @@ export async function startFakeLinkedIn(
       value: `AQ${kind === 'access' ? 'V' : 'X'}${randomBytes(40).toString('base64url')}`,
       kind,
       scopes,
-      expiresAt: clock + lifetime * 1000,
+      expiresAt: clockNow() + lifetime * 1000,
       revoked: false,
     };
     tokens.push(token);
@@ -321,7 +324,7 @@ export async function startFakeLinkedIn(
         'The token used in the request has been revoked by the user',
         65601,
       );
-    if (token.expiresAt <= clock)
+    if (token.expiresAt <= clockNow())
       throw new LinkedInError(401, 'EXPIRED_ACCESS_TOKEN', 'The token used in the request has expired', 65602);
     return token.scopes;
   }
@@ -384,7 +387,7 @@ export async function startFakeLinkedIn(
     }
     const code = `AQT${randomBytes(24).toString('base64url')}`;
     const scopes = granted ? asked.filter((scope) => granted!.includes(scope)) : asked;
-    codes.set(code, { redirectUri, scopes, expiresAt: clock + CODE_LIFETIME_MS, used: false });
+    codes.set(code, { redirectUri, scopes, expiresAt: clockNow() + CODE_LIFETIME_MS, used: false });
     back.searchParams.set('code', code);
     return { status: 302, headers: { location: back.toString() } };
   }
@@ -396,7 +399,7 @@ export async function startFakeLinkedIn(
     let refresh: FakeLinkedInToken | undefined;
     if (form.get('grant_type') === 'authorization_code') {
       const code = codes.get(form.get('code') ?? '');
-      if (!code || code.used || code.expiresAt <= clock || code.redirectUri !== form.get('redirect_uri'))
+      if (!code || code.used || code.expiresAt <= clockNow() || code.redirectUri !== form.get('redirect_uri'))
         throw new OAuthError(
           'invalid_request',
           'Unable to retrieve access token: appid/redirect uri/code verifier does not match authorization code. Or authorization code expired.',
@@ -406,7 +409,7 @@ export async function startFakeLinkedIn(
       if (withRefresh) refresh = issue('refresh', scopes, REFRESH_LIFETIME_SECONDS);
     } else if (form.get('grant_type') === 'refresh_token') {
       refresh = tokens.find((t) => t.kind === 'refresh' && t.value === form.get('refresh_token'));
-      if (!refresh || refresh.revoked || refresh.expiresAt <= clock)
+      if (!refresh || refresh.revoked || refresh.expiresAt <= clockNow())
         throw new OAuthError(
           'invalid_request',
           'The provided authorization grant or refresh token is invalid, expired or revoked.',
@@ -423,7 +426,10 @@ export async function startFakeLinkedIn(
         token_type: 'Bearer',
         // A refresh does not lengthen the refresh token's life: what is left of it is told again.
         ...(refresh
-          ? { refresh_token: refresh.value, refresh_token_expires_in: Math.floor((refresh.expiresAt - clock) / 1000) }
+          ? {
+              refresh_token: refresh.value,
+              refresh_token_expires_in: Math.floor((refresh.expiresAt - clockNow()) / 1000),
+            }
           : {}),
       },
     };
@@ -485,7 +491,7 @@ export async function startFakeLinkedIn(
     const request = body.initializeUploadRequest as Record<string, unknown> | undefined;
     const owner = mayActAs(scopes, request?.owner);
     const id = `D${randomBytes(9).toString('hex').toUpperCase()}`;
-    const expiresAt = clock + DAY * 1000;
+    const expiresAt = clockNow() + DAY * 1000;
     if (kind === 'image') {
       const urn = `urn:li:image:${id}`;
       images.push({ urn, owner, bytes: null });
@@ -611,7 +617,7 @@ export async function startFakeLinkedIn(
       lifecycleState: 'PUBLISHED',
       isReshareDisabledByAuthor: body.isReshareDisabledByAuthor === true,
       content,
-      createdAt: clock,
+      createdAt: clockNow(),
     });
     return { status: 201, headers: { 'x-restli-id': id } };
   }
@@ -646,7 +652,7 @@ export async function startFakeLinkedIn(
       object,
       actor,
       text,
-      createdAt: clock,
+      createdAt: clockNow(),
     };
     comments.push(comment);
     return { status: 201, body: shownComment(comment), headers: { 'x-restli-id': comment.commentUrn } };
@@ -840,9 +846,9 @@ export async function startFakeLinkedIn(
       partBytes = bytes;
     },
     advanceClock: (seconds) => {
-      clock += seconds * 1000;
+      clockOffset += seconds * 1000;
     },
-    now: () => clock,
+    now: clockNow,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
