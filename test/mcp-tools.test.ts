@@ -208,11 +208,18 @@ describe('calling the tools', () => {
           params: { name: 'listMedia', arguments: {} },
         }),
       });
-    const first = await toolCall();
-    const second = await toolCall();
-    expect(first.status).toBe(200);
-    expect((JSON.parse(second.body) as { result: { isError?: boolean } }).result.isError).toBeUndefined();
-    expect(Number(first.headers['ratelimit-remaining']) - Number(second.headers['ratelimit-remaining'])).toBe(1);
+    // Two calls within one window of the limit: a pair that a new window began between is tried again.
+    const header = (answer: Awaited<ReturnType<typeof toolCall>>, name: string) => Number(answer.headers[name]);
+    for (let pair = 1; ; pair++) {
+      const first = await toolCall();
+      const second = await toolCall();
+      expect(first.status).toBe(200);
+      expect((JSON.parse(second.body) as { result: { isError?: boolean } }).result.isError).toBeUndefined();
+      const sameWindow = header(second, 'ratelimit-reset') <= header(first, 'ratelimit-reset');
+      if (!sameWindow && pair < 3) continue;
+      expect(header(first, 'ratelimit-remaining') - header(second, 'ratelimit-remaining')).toBe(1);
+      break;
+    }
   });
 
   it('refuses a post whose media does not exist with a tool error carrying the envelope', async () => {

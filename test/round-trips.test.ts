@@ -106,7 +106,7 @@ describe('round trips of the hot Public API operations', () => {
   it('authenticate and count the rate limit in one statement before each operation', async () => {
     const [credential] = await statementsOf('/public/v1/channels');
     expect(credential).toMatch(
-      /^with credential as \(select .* from "api_keys" .*insert into rate_limit_windows .* select credential\.id, credential\.organization_id, counted\.count from credential, counted$/,
+      /^with credential as \(select .* from "api_keys" .*insert into rate_limit_windows .* select credential\.id, credential\.organization_id, .*counted\.count from credential, counted$/,
     );
   });
 
