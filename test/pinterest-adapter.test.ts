@@ -200,11 +200,17 @@ describe('answers that make a pin wait or be asked about', () => {
     expect(waiting.status === 'pending' && waiting.checkAgainInSeconds).toBeLessThanOrEqual(120);
     await clock.advance(121_000);
     pinterest.advanceClock(121);
-    expect(await adapter.lookup(input, progress)).toEqual({ status: 'absent' });
+    const absent = await adapter.lookup(input, progress);
+    expect(absent).toEqual({
+      status: 'absent',
+      again: { step: 'pin', reference: { startedAt: expect.any(String) as string }, irreversible: true },
+    });
+    const sentAgain = (absent as { again: Progress }).again.reference.startedAt as string;
+    expect(Date.parse(sentAgain)).toBeGreaterThanOrEqual(Date.parse(progress.reference.startedAt as string) + 121_000);
 
-    // Sent with its answer lost: found among the board's pins.
+    // Sent again, as the look-up recorded it, with its answer lost: found among the board's pins.
     pinterest.loseNextAnswer('createPin');
-    const again: Progress = { ...progress, reference: { startedAt: clock.now().toISOString() } };
+    const again = (absent as { again: Progress }).again;
     await expect(adapter.run(input, again)).rejects.toBeInstanceOf(TransientPublishError);
     const found = await adapter.lookup(input, again);
     expect(found).toEqual({
@@ -212,5 +218,48 @@ describe('answers that make a pin wait or be asked about', () => {
       releaseId: pinterest.pins.at(-1)!.id,
       releaseUrl: `https://www.pinterest.com/pin/${pinterest.pins.at(-1)!.id}/`,
     });
+  });
+
+  it('looks for a pin sent again from its new sending: a second lost answer never leads to a third pin', async () => {
+    const adapter = adapterFor(false);
+    const input = inputOf('Lost twice', [imageOf('t.png', png(2), 'image/png')], 'Twice');
+    const before = pinterest.pins.length;
+    // A new pin shows among the board's pins only a while after it was made.
+    pinterest.pinsShowAfter(90);
+    try {
+      let progress = (
+        (await adapter.run(input, adapter.start(input))) as {
+          next: Progress;
+        }
+      ).next;
+      // The first sending is answered by a 5xx, which may hide a pin: the board is asked, and shows none.
+      pinterest.failNext('createPin', 502);
+      await expect(adapter.run(input, progress)).rejects.toBeInstanceOf(TransientPublishError);
+      expect((await adapter.lookup(input, progress)).status).toBe('pending');
+      await clock.advance(121_000);
+      pinterest.advanceClock(121);
+      const absent = await adapter.lookup(input, progress);
+      expect(absent.status).toBe('absent');
+      // As the publisher does: the step the look-up gives is recorded, then sent; its answer is lost.
+      progress = (absent as { again: Progress }).again;
+      pinterest.loseNextAnswer('createPin');
+      await expect(adapter.run(input, progress)).rejects.toBeInstanceOf(TransientPublishError);
+      expect(pinterest.pins).toHaveLength(before + 1);
+
+      // Asked a little later, before the board shows the new pin: waited for, not sent a third time.
+      await clock.advance(30_000);
+      pinterest.advanceClock(30);
+      const waiting = await adapter.lookup(input, progress);
+      expect(waiting.status).toBe('pending');
+      await clock.advance(100_000);
+      pinterest.advanceClock(100);
+      expect(await adapter.lookup(input, progress)).toMatchObject({
+        status: 'published',
+        releaseId: pinterest.pins.at(-1)!.id,
+      });
+      expect(pinterest.pins).toHaveLength(before + 1);
+    } finally {
+      pinterest.pinsShowAfter(0);
+    }
   });
 });

@@ -75,12 +75,12 @@ async function publishNow(item: PostItem): Promise<string> {
  * The post once it is published or failed. A video still processed is asked about again as a queued job
  * a few seconds on: the server's clock is moved past that each time instead of waiting.
  */
-function settled(id: string): Promise<Schemas['Post']> {
+function settled(id: string, stepSeconds = 60): Promise<Schemas['Post']> {
   return eventually(
     async () => {
       // Pinterest's clock moves with the server's: a pin's creation time is compared with the server's.
-      await server.clock.advance(60_000);
-      pinterest.advanceClock(60);
+      await server.clock.advance(stepSeconds * 1000);
+      pinterest.advanceClock(stepSeconds);
       const post = dataOf(await api().GET('/public/v1/posts/{id}', byId(id)));
       expect(['published', 'failed'], `post ${id} is ${post.status}`).toContain(post.status);
       return post;
@@ -402,6 +402,29 @@ describe('when Pinterest does not answer as hoped', () => {
     const events = dataOf(await api().GET('/public/v1/posts/{id}/history', byId(id))).data;
     expect(events.map((event) => event.type)).toEqual(['created', 'scheduled', 'publishing', 'retrying', 'published']);
     expect(pinterest.requests.some((request) => request.operation === 'listBoardPins')).toBe(true);
+  });
+
+  it('sends a pin again after an absent look-up as a step of its own: a second lost answer makes no third pin', async () => {
+    // A new pin shows among the board's pins only 110 seconds after it was made, within the minute the
+    // adapter gives the board after the call's own; the clocks move by 20 seconds at a time.
+    pinterest.pinsShowAfter(110);
+    try {
+      // The first sending is answered by a 5xx that made nothing, the second's answer is lost.
+      pinterest.failNext('createPin', 502);
+      pinterest.loseNextAnswer('createPin');
+      const image = await upload('twice.jpg', jpeg(), 'image/jpeg');
+      const before = pinterest.pins.length;
+      const id = await publishNow({
+        content: 'Lost twice on the way back',
+        mediaIds: [image],
+        settings: { __type: 'pinterest', boardId: board('Behind the scenes').id, title: 'Twice' },
+      });
+      const post = await settled(id, 20);
+      expect(pinterest.pins).toHaveLength(before + 1);
+      expect(post).toMatchObject({ status: 'published', releaseId: pinterest.pins.at(-1)!.id });
+    } finally {
+      pinterest.pinsShowAfter(0);
+    }
   });
 
   it('fails a pin with the setting to change when the operator’s app has Trial access, the channel still active', async () => {

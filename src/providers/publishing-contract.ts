@@ -104,8 +104,12 @@ export type Lookup =
   | Outcome
   /** Still being processed: ask again later. */
   | { status: 'pending'; checkAgainInSeconds: number }
-  /** The network knows nothing of it: nothing was published, and the step may be run again. */
-  | { status: 'absent' }
+  /**
+   * The network knows nothing of it: nothing was published, and the step may be run again. `again` is
+   * the step to run instead, when its record must change before it is sent anew (a new beginning, from
+   * which a later look-up searches and waits): the publisher records it before running it.
+   */
+  | { status: 'absent'; again?: Progress }
   /** The network cannot tell; `logId` is its own id of the answer that said so. */
   | { status: 'unknown'; message: string; logId?: string | undefined };
 

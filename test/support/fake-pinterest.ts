@@ -123,6 +123,8 @@ export interface FakePinterest {
   trialAccess(on: boolean): void;
   /** The next call of `operation` is answered `status` (a 5xx) having done nothing. */
   failNext(operation: FakePinterestOperation, status?: number): void;
+  /** A new pin shows among its board's pins only this long after it was made (0, at once, by default). */
+  pinsShowAfter(seconds: number): void;
   advanceClock(seconds: number): void;
   close(): Promise<void>;
 }
@@ -225,6 +227,7 @@ export async function startFakePinterest(
   let checksPerVideo = 1;
   let failNextVideo = false;
   let clockOffsetMs = 0;
+  let showAfterMs = 0;
   let origin = '';
   const now = () => Date.now() + clockOffsetMs;
 
@@ -570,7 +573,7 @@ export async function startFakePinterest(
       }
       case 'listBoardPins': {
         if (!boardOf(id)) return error(404, 404, 'Board not found.');
-        const onBoard = pins.filter((pin) => pin.boardId === id).reverse();
+        const onBoard = pins.filter((pin) => pin.boardId === id && pin.createdAt <= now() - showAfterMs).reverse();
         return page(onBoard.map(pinObject), url.searchParams);
       }
       case 'createPin':
@@ -688,6 +691,9 @@ export async function startFakePinterest(
     },
     failNext: (operation, status = 503) => {
       failures.push({ operation, status });
+    },
+    pinsShowAfter: (seconds) => {
+      showAfterMs = seconds * 1000;
     },
     advanceClock: (seconds) => {
       clockOffsetMs += seconds * 1000;

@@ -42,7 +42,7 @@ interface LinkedInReference extends Record<string, unknown> {
   /** LinkedIn's URNs of the media uploaded, in the post's order. */
   media: string[];
   video?: VideoUpload;
-  /** When the post or comment step was first recorded: one whose answer was lost is looked for from then on. */
+  /** When the post or comment step was last recorded to be sent: a lost one is sought from then. */
   startedAt?: string;
 }
 
@@ -132,7 +132,11 @@ export class LinkedInAdapter implements PublishingAdapter {
     const settledAt = Date.parse(reference.startedAt!) + (POST_TIMEOUT_SECONDS + SETTLE_SECONDS) * 1000;
     const wait = Math.ceil((settledAt - this.clock.now().getTime()) / 1000);
     if (wait > 0) return { status: 'pending', checkAgainInSeconds: wait };
-    return { status: 'absent' };
+    // Sent anew as a step of its own: a later look-up searches and waits from the new sending, not this one.
+    return {
+      status: 'absent',
+      again: { ...progress, reference: { ...reference, startedAt: this.clock.now().toISOString() } },
+    };
   }
 
   private step(step: string, reference: LinkedInReference, irreversible = false): Progress {

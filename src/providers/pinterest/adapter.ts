@@ -37,7 +37,7 @@ const POLL_MAX_SECONDS = 60;
 interface PinterestReference extends Record<string, unknown> {
   /** The video registered with Pinterest, and where its bytes go. */
   video?: { mediaId: string; uploadUrl: string; parameters: Record<string, string>; uploadedAt?: string };
-  /** When the pin step was first recorded: a pin whose answer was lost is looked for from then on. */
+  /** When the pin step was last recorded to be sent: a pin whose lost answer is looked for from then on. */
   startedAt?: string;
 }
 
@@ -119,7 +119,11 @@ export class PinterestAdapter implements PublishingAdapter {
     const settledAt = startedAt(reference) + (PIN_TIMEOUT_SECONDS + BOARD_SETTLE_SECONDS) * 1000;
     const wait = Math.ceil((settledAt - this.clock.now().getTime()) / 1000);
     if (wait > 0) return { status: 'pending', checkAgainInSeconds: wait };
-    return { status: 'absent' };
+    // Sent anew as a step of its own: a later look-up searches and waits from the new sending, not this one.
+    return {
+      status: 'absent',
+      again: { ...progress, reference: { ...reference, startedAt: this.clock.now().toISOString() } },
+    };
   }
 
   private pinStep(reference: PinterestReference): Progress {
@@ -296,7 +300,7 @@ function settingsOf(input: PublicationInput): StoredPinterestSettings {
   return input.post.settings as StoredPinterestSettings;
 }
 
-/** When the pin step was first recorded, in ms. */
+/** When the pin step was last recorded to be sent, in ms. */
 function startedAt(reference: PinterestReference): number {
   return Date.parse(reference.startedAt!);
 }
