@@ -262,4 +262,24 @@ describe('answers that make a pin wait or be asked about', () => {
       pinterest.pinsShowAfter(0);
     }
   });
+
+  it('cannot tell which pin is this one when two match, and leaves out a pin recorded for another post', async () => {
+    const adapter = adapterFor(false);
+    const input = inputOf('Made twice', [imageOf('d.png', png(2), 'image/png')], 'Twice made');
+    const progress: Progress = { step: 'pin', reference: { startedAt: clock.now().toISOString() }, irreversible: true };
+    await drive(adapter, input);
+    const first = pinterest.pins.at(-1)!.id;
+    await drive(adapter, input);
+    const other = pinterest.pins.at(-1)!.id;
+    expect(other).not.toBe(first);
+    const found = await adapter.lookup(input, progress);
+    expect(found).toMatchObject({ status: 'unknown' });
+    expect(found.status === 'unknown' && found.message).toContain(first);
+    // One of them is another post's, as the ledger says: the other is this one.
+    const released = (ids: string[]) => Promise.resolve(new Set(ids.filter((id) => id === other)));
+    expect(await adapter.lookup({ ...input, released }, progress)).toMatchObject({
+      status: 'published',
+      releaseId: first,
+    });
+  });
 });

@@ -427,6 +427,26 @@ describe('when Pinterest does not answer as hoped', () => {
     }
   });
 
+  it('does not take the pin of another post with the same content for one whose answer may hide a pin', async () => {
+    const settings = { __type: 'pinterest' as const, boardId: board('Behind the scenes').id, title: 'Same' };
+    const before = pinterest.pins.length;
+    const first = await settled(
+      await publishNow({ content: 'Said twice', mediaIds: [await upload('a.jpg', jpeg(), 'image/jpeg')], settings }),
+      // Moments before the second, on the clocks: its pin is among those the second's look-up reads.
+      5,
+    );
+    expect(first.status).toBe('published');
+    // The second post's pin is answered by a 5xx that made nothing: the board shows only the first's.
+    pinterest.failNext('createPin', 502);
+    const second = await settled(
+      await publishNow({ content: 'Said twice', mediaIds: [await upload('b.jpg', jpeg(), 'image/jpeg')], settings }),
+      20,
+    );
+    expect(pinterest.pins).toHaveLength(before + 2);
+    expect(second).toMatchObject({ status: 'published', releaseId: pinterest.pins.at(-1)!.id });
+    expect(second.releaseId).not.toBe(first.releaseId);
+  });
+
   it('fails a pin with the setting to change when the operator’s app has Trial access, the channel still active', async () => {
     pinterest.trialAccess(true);
     const image = await upload('trial.jpg', jpeg(), 'image/jpeg');

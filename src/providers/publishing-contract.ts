@@ -39,6 +39,11 @@ export interface PublicationInput {
   comment?: { on: PublishedPart; part: number };
   /** Aborted when the worker stops: a step should end its exchange with the network. */
   signal: AbortSignal;
+  /**
+   * Which of these ids of the network's posts or comments a post of the channel is already recorded as
+   * published at (by the ledger): a look-up never takes one of them for the one it searches.
+   */
+  released?: (ids: string[]) => Promise<Set<string>>;
 }
 
 /** A published part of a thread, as a reply to it names it. */
