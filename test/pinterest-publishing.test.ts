@@ -182,6 +182,21 @@ describe('the boards of a Pinterest account', () => {
     expect(names).toEqual(['Summer recipes', 'Winter collection', 'Behind the scenes']);
   });
 
+  it('answer 502 when the access token cannot be refreshed for a moment, the channel still active', async () => {
+    pinterest.expireAccessTokens();
+    pinterest.failNext('token', 503);
+    const answer = await api().GET('/public/v1/channels/{id}/pinterest/boards', {
+      params: { path: { id: channelId }, query: { limit: 1 } },
+    });
+    expect(answer.response.status).toBe(502);
+    expect(answer.error).toMatchObject({ error: { code: 'provider_error' } });
+    // Refreshed on the next use.
+    expect(
+      dataOf(await api().GET('/public/v1/channels/{id}/pinterest/boards', { params: { path: { id: channelId } } }))
+        .data,
+    ).not.toHaveLength(0);
+  });
+
   it('answer 404 for a channel of another organization and 422 for a channel of another network', async () => {
     const other = await createOrganization(server.ctx.db, 'Elsewhere');
     const foreign = await publicApi(server, other.auth).GET(
