@@ -282,4 +282,35 @@ describe('answers that make a pin wait or be asked about', () => {
       releaseId: first,
     });
   });
+
+  it('reads every page of the board, whatever its order, to find a pin whose answer was lost', async () => {
+    const adapter = adapterFor(false);
+    const board = pinterest.addBoard({ name: 'Oldest first' }).id;
+    // Older pins of the board, more than a page of them, listed before the new one.
+    const long = Date.now() - 30 * 86_400_000;
+    for (let i = 0; i < 260; i += 1)
+      pinterest.pins.push({
+        ...pinterest.pins.at(-1)!,
+        id: `9${String(i).padStart(17, '0')}`,
+        boardId: board,
+        title: `Older ${i}`,
+        createdAt: long + i,
+      });
+    const base = inputOf('Listed last', [imageOf('z.png', png(2), 'image/png')], 'Last');
+    const input = { ...base, post: { ...base.post, settings: { __type: 'pinterest', boardId: board, title: 'Last' } } };
+    pinterest.listPinsOldestFirst(true);
+    try {
+      const ready = (await adapter.run(input, adapter.start(input))) as { next: Progress };
+      pinterest.loseNextAnswer('createPin');
+      await expect(adapter.run(input, ready.next)).rejects.toBeInstanceOf(TransientPublishError);
+      await clock.advance(121_000);
+      pinterest.advanceClock(121);
+      expect(await adapter.lookup(input, ready.next)).toMatchObject({
+        status: 'published',
+        releaseId: pinterest.pins.at(-1)!.id,
+      });
+    } finally {
+      pinterest.listPinsOldestFirst(false);
+    }
+  });
 });
