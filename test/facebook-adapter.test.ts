@@ -312,8 +312,12 @@ describe('after an answer that was lost', () => {
     // The worker stopped before the call reached Meta.
     expect(await adapter.lookup(input, feed)).toMatchObject({ status: 'pending' });
     await pass(121);
-    expect(await adapter.lookup(input, feed)).toEqual({ status: 'absent' });
-    outcomeOf(await drive(input, feed));
+    const absent = await adapter.lookup(input, feed);
+    // Sent again as a step of its own, looked for from now on.
+    expect(absent).toEqual({ status: 'absent', again: { ...feed, reference: expect.any(Object) as object } });
+    const sentAgain = (absent as { again: Progress }).again.reference.startedAt as string;
+    expect(Date.parse(sentAgain)).toBeGreaterThanOrEqual(Date.parse(feed.reference.startedAt as string) + 121_000);
+    outcomeOf(await drive(input, (absent as { again: Progress }).again));
     expect(meta.posts).toHaveLength(1);
   });
 

@@ -205,6 +205,32 @@ describe('publishing to LinkedIn', () => {
     expect(linkedin.requests.some((r) => r.operation === 'findPosts')).toBe(true);
   });
 
+  it('does not take another post of the page with the same text for one whose answer was lost', async () => {
+    const first = await settled(await publishNow({ content: 'Said twice by the page' }, pageChannel));
+    expect(first.status).toBe('published');
+    linkedin.loseNextAnswer('createPost');
+    const second = await settled(await publishNow({ content: 'Said twice by the page' }, pageChannel));
+    const made = sent('Said twice by the page');
+    expect(made).toHaveLength(2);
+    expect(second).toMatchObject({ status: 'published', releaseId: made[1]!.id });
+    expect(second.releaseId).not.toBe(first.releaseId);
+  });
+
+  it('cannot tell which post is the one whose answer was lost when the page has another with its text', async () => {
+    // Written at LinkedIn by someone of the page, with the same text, as the last post was made.
+    const last = linkedin.posts.at(-1)!;
+    linkedin.posts.push({
+      ...last,
+      id: 'urn:li:share:7000000000000000001',
+      author: BAKERY,
+      commentary: 'Written twice',
+    });
+    linkedin.loseNextAnswer('createPost');
+    const post = await settled(await publishNow({ content: 'Written twice' }, pageChannel));
+    expect(post).toMatchObject({ status: 'failed', error: { code: 'outcome_unknown' } });
+    expect(sent('Written twice')).toHaveLength(2);
+  });
+
   it('leaves a member’s post whose answer was lost unknown, as their posts cannot be read without r_member_social', async () => {
     linkedin.loseNextAnswer('createPost');
     const post = await settled(await publishNow({ content: 'Lost, as a member' }));

@@ -200,11 +200,17 @@ describe('answers that make a pin wait or be asked about', () => {
     expect(waiting.status === 'pending' && waiting.checkAgainInSeconds).toBeLessThanOrEqual(120);
     await clock.advance(121_000);
     pinterest.advanceClock(121);
-    expect(await adapter.lookup(input, progress)).toEqual({ status: 'absent' });
+    const absent = await adapter.lookup(input, progress);
+    expect(absent).toEqual({
+      status: 'absent',
+      again: { step: 'pin', reference: { startedAt: expect.any(String) as string }, irreversible: true },
+    });
+    const sentAgain = (absent as { again: Progress }).again.reference.startedAt as string;
+    expect(Date.parse(sentAgain)).toBeGreaterThanOrEqual(Date.parse(progress.reference.startedAt as string) + 121_000);
 
-    // Sent with its answer lost: found among the board's pins.
+    // Sent again, as the look-up recorded it, with its answer lost: found among the board's pins.
     pinterest.loseNextAnswer('createPin');
-    const again: Progress = { ...progress, reference: { startedAt: clock.now().toISOString() } };
+    const again = (absent as { again: Progress }).again;
     await expect(adapter.run(input, again)).rejects.toBeInstanceOf(TransientPublishError);
     const found = await adapter.lookup(input, again);
     expect(found).toEqual({
@@ -212,5 +218,99 @@ describe('answers that make a pin wait or be asked about', () => {
       releaseId: pinterest.pins.at(-1)!.id,
       releaseUrl: `https://www.pinterest.com/pin/${pinterest.pins.at(-1)!.id}/`,
     });
+  });
+
+  it('looks for a pin sent again from its new sending: a second lost answer never leads to a third pin', async () => {
+    const adapter = adapterFor(false);
+    const input = inputOf('Lost twice', [imageOf('t.png', png(2), 'image/png')], 'Twice');
+    const before = pinterest.pins.length;
+    // A new pin shows among the board's pins only a while after it was made.
+    pinterest.pinsShowAfter(90);
+    try {
+      let progress = (
+        (await adapter.run(input, adapter.start(input))) as {
+          next: Progress;
+        }
+      ).next;
+      // The first sending is answered by a 5xx, which may hide a pin: the board is asked, and shows none.
+      pinterest.failNext('createPin', 502);
+      await expect(adapter.run(input, progress)).rejects.toBeInstanceOf(TransientPublishError);
+      expect((await adapter.lookup(input, progress)).status).toBe('pending');
+      await clock.advance(121_000);
+      pinterest.advanceClock(121);
+      const absent = await adapter.lookup(input, progress);
+      expect(absent.status).toBe('absent');
+      // As the publisher does: the step the look-up gives is recorded, then sent; its answer is lost.
+      progress = (absent as { again: Progress }).again;
+      pinterest.loseNextAnswer('createPin');
+      await expect(adapter.run(input, progress)).rejects.toBeInstanceOf(TransientPublishError);
+      expect(pinterest.pins).toHaveLength(before + 1);
+
+      // Asked a little later, before the board shows the new pin: waited for, not sent a third time.
+      await clock.advance(30_000);
+      pinterest.advanceClock(30);
+      const waiting = await adapter.lookup(input, progress);
+      expect(waiting.status).toBe('pending');
+      await clock.advance(100_000);
+      pinterest.advanceClock(100);
+      expect(await adapter.lookup(input, progress)).toMatchObject({
+        status: 'published',
+        releaseId: pinterest.pins.at(-1)!.id,
+      });
+      expect(pinterest.pins).toHaveLength(before + 1);
+    } finally {
+      pinterest.pinsShowAfter(0);
+    }
+  });
+
+  it('cannot tell which pin is this one when two match, and leaves out a pin recorded for another post', async () => {
+    const adapter = adapterFor(false);
+    const input = inputOf('Made twice', [imageOf('d.png', png(2), 'image/png')], 'Twice made');
+    const progress: Progress = { step: 'pin', reference: { startedAt: clock.now().toISOString() }, irreversible: true };
+    await drive(adapter, input);
+    const first = pinterest.pins.at(-1)!.id;
+    await drive(adapter, input);
+    const other = pinterest.pins.at(-1)!.id;
+    expect(other).not.toBe(first);
+    const found = await adapter.lookup(input, progress);
+    expect(found).toMatchObject({ status: 'unknown' });
+    expect(found.status === 'unknown' && found.message).toContain(first);
+    // One of them is another post's, as the ledger says: the other is this one.
+    const released = (ids: string[]) => Promise.resolve(new Set(ids.filter((id) => id === other)));
+    expect(await adapter.lookup({ ...input, released }, progress)).toMatchObject({
+      status: 'published',
+      releaseId: first,
+    });
+  });
+
+  it('reads every page of the board, whatever its order, to find a pin whose answer was lost', async () => {
+    const adapter = adapterFor(false);
+    const board = pinterest.addBoard({ name: 'Oldest first' }).id;
+    // Older pins of the board, more than a page of them, listed before the new one.
+    const long = Date.now() - 30 * 86_400_000;
+    for (let i = 0; i < 260; i += 1)
+      pinterest.pins.push({
+        ...pinterest.pins.at(-1)!,
+        id: `9${String(i).padStart(17, '0')}`,
+        boardId: board,
+        title: `Older ${i}`,
+        createdAt: long + i,
+      });
+    const base = inputOf('Listed last', [imageOf('z.png', png(2), 'image/png')], 'Last');
+    const input = { ...base, post: { ...base.post, settings: { __type: 'pinterest', boardId: board, title: 'Last' } } };
+    pinterest.listPinsOldestFirst(true);
+    try {
+      const ready = (await adapter.run(input, adapter.start(input))) as { next: Progress };
+      pinterest.loseNextAnswer('createPin');
+      await expect(adapter.run(input, ready.next)).rejects.toBeInstanceOf(TransientPublishError);
+      await clock.advance(121_000);
+      pinterest.advanceClock(121);
+      expect(await adapter.lookup(input, ready.next)).toMatchObject({
+        status: 'published',
+        releaseId: pinterest.pins.at(-1)!.id,
+      });
+    } finally {
+      pinterest.listPinsOldestFirst(false);
+    }
   });
 });

@@ -75,12 +75,12 @@ async function publishNow(item: PostItem): Promise<string> {
  * The post once it is published or failed. A video still processed is asked about again as a queued job
  * a few seconds on: the server's clock is moved past that each time instead of waiting.
  */
-function settled(id: string): Promise<Schemas['Post']> {
+function settled(id: string, stepSeconds = 60): Promise<Schemas['Post']> {
   return eventually(
     async () => {
       // Pinterest's clock moves with the server's: a pin's creation time is compared with the server's.
-      await server.clock.advance(60_000);
-      pinterest.advanceClock(60);
+      await server.clock.advance(stepSeconds * 1000);
+      pinterest.advanceClock(stepSeconds);
       const post = dataOf(await api().GET('/public/v1/posts/{id}', byId(id)));
       expect(['published', 'failed'], `post ${id} is ${post.status}`).toContain(post.status);
       return post;
@@ -180,6 +180,21 @@ describe('the boards of a Pinterest account', () => {
     const names: string[] = [];
     for await (const board of sdk.iteratePinterestBoards(channelId, { limit: 1 })) names.push(board.name);
     expect(names).toEqual(['Summer recipes', 'Winter collection', 'Behind the scenes']);
+  });
+
+  it('answer 502 when the access token cannot be refreshed for a moment, the channel still active', async () => {
+    pinterest.expireAccessTokens();
+    pinterest.failNext('token', 503);
+    const answer = await api().GET('/public/v1/channels/{id}/pinterest/boards', {
+      params: { path: { id: channelId }, query: { limit: 1 } },
+    });
+    expect(answer.response.status).toBe(502);
+    expect(answer.error).toMatchObject({ error: { code: 'provider_error' } });
+    // Refreshed on the next use.
+    expect(
+      dataOf(await api().GET('/public/v1/channels/{id}/pinterest/boards', { params: { path: { id: channelId } } }))
+        .data,
+    ).not.toHaveLength(0);
   });
 
   it('answer 404 for a channel of another organization and 422 for a channel of another network', async () => {
@@ -402,6 +417,49 @@ describe('when Pinterest does not answer as hoped', () => {
     const events = dataOf(await api().GET('/public/v1/posts/{id}/history', byId(id))).data;
     expect(events.map((event) => event.type)).toEqual(['created', 'scheduled', 'publishing', 'retrying', 'published']);
     expect(pinterest.requests.some((request) => request.operation === 'listBoardPins')).toBe(true);
+  });
+
+  it('sends a pin again after an absent look-up as a step of its own: a second lost answer makes no third pin', async () => {
+    // A new pin shows among the board's pins only 110 seconds after it was made, within the minute the
+    // adapter gives the board after the call's own; the clocks move by 20 seconds at a time.
+    pinterest.pinsShowAfter(110);
+    try {
+      // The first sending is answered by a 5xx that made nothing, the second's answer is lost.
+      pinterest.failNext('createPin', 502);
+      pinterest.loseNextAnswer('createPin');
+      const image = await upload('twice.jpg', jpeg(), 'image/jpeg');
+      const before = pinterest.pins.length;
+      const id = await publishNow({
+        content: 'Lost twice on the way back',
+        mediaIds: [image],
+        settings: { __type: 'pinterest', boardId: board('Behind the scenes').id, title: 'Twice' },
+      });
+      const post = await settled(id, 20);
+      expect(pinterest.pins).toHaveLength(before + 1);
+      expect(post).toMatchObject({ status: 'published', releaseId: pinterest.pins.at(-1)!.id });
+    } finally {
+      pinterest.pinsShowAfter(0);
+    }
+  });
+
+  it('does not take the pin of another post with the same content for one whose answer may hide a pin', async () => {
+    const settings = { __type: 'pinterest' as const, boardId: board('Behind the scenes').id, title: 'Same' };
+    const before = pinterest.pins.length;
+    const first = await settled(
+      await publishNow({ content: 'Said twice', mediaIds: [await upload('a.jpg', jpeg(), 'image/jpeg')], settings }),
+      // Moments before the second, on the clocks: its pin is among those the second's look-up reads.
+      5,
+    );
+    expect(first.status).toBe('published');
+    // The second post's pin is answered by a 5xx that made nothing: the board shows only the first's.
+    pinterest.failNext('createPin', 502);
+    const second = await settled(
+      await publishNow({ content: 'Said twice', mediaIds: [await upload('b.jpg', jpeg(), 'image/jpeg')], settings }),
+      20,
+    );
+    expect(pinterest.pins).toHaveLength(before + 2);
+    expect(second).toMatchObject({ status: 'published', releaseId: pinterest.pins.at(-1)!.id });
+    expect(second.releaseId).not.toBe(first.releaseId);
   });
 
   it('fails a pin with the setting to change when the operator’s app has Trial access, the channel still active', async () => {

@@ -379,8 +379,17 @@ describe('after an answer that was lost', () => {
     expect((failed.error as TransientPublishError).answered).toBe(false);
     expect(await adapter.lookup(input, failed.progress)).toMatchObject({ status: 'pending' });
     await pass(91);
-    expect(await adapter.lookup(input, failed.progress)).toEqual({ status: 'absent' });
-    const again = await drive(input, failed.progress);
+    const absent = await adapter.lookup(input, failed.progress);
+    // Sent again as a step of its own, looked for from now on.
+    expect(absent).toEqual({
+      status: 'absent',
+      again: { ...failed.progress, reference: expect.any(Object) as object },
+    });
+    const sentAgain = (absent as { again: Progress }).again.reference.startedAt as string;
+    expect(Date.parse(sentAgain)).toBeGreaterThanOrEqual(
+      Date.parse(failed.progress.reference.startedAt as string) + 91_000,
+    );
+    const again = await drive(input, (absent as { again: Progress }).again);
     expect(again.result).toMatchObject({ outcome: { status: 'published' } });
     expect(tweetsSent('Created nothing')).toHaveLength(1);
   });

@@ -16,10 +16,14 @@ interface Stored {
 
 // An access token this close to its expiry is refreshed before use, unless its network asks for more.
 const REFRESH_MARGIN_MS = 60_000;
-/** How long a worker may take to refresh a channel's tokens before another may try. */
-const REFRESH_LEASE_MS = 30_000;
+/**
+ * How long a worker may take to refresh a channel's tokens before another may try: well above the
+ * longest token call (30 seconds at every network), so that no worker takes the lease of a refresh
+ * still in flight and spends the refresh token it is spending.
+ */
+const REFRESH_LEASE_MS = 120_000;
 /** How long a worker waits for another's refresh, looking every REFRESH_POLL_MS. */
-const REFRESH_WAIT_MS = 35_000;
+const REFRESH_WAIT_MS = 45_000;
 const REFRESH_POLL_MS = 200;
 
 /**
@@ -86,13 +90,14 @@ export class AccountTokens {
     const giveUpAt = performance.now() + REFRESH_WAIT_MS;
     for (;;) {
       const now = this.clock.now();
+      const lease = new Date(now.getTime() + REFRESH_LEASE_MS);
       const { rows } = await sql<{
         id: string;
-      }>`update channels set refreshing_until = ${new Date(now.getTime() + REFRESH_LEASE_MS)}
+      }>`update channels set refreshing_until = ${lease}
         where id = ${channel.id} and credentials = ${seen.encrypted}
           and (refreshing_until is null or refreshing_until < ${now})
         returning id`.execute(this.db);
-      if (rows.length > 0) return this.refreshHolding(channel, seen);
+      if (rows.length > 0) return this.refreshHolding(channel, seen, lease);
       // Another worker refreshes, or has refreshed: its pair, once stored.
       const current = await this.current(channel);
       if (current.encrypted !== seen.encrypted) return current.credentials;
@@ -102,20 +107,31 @@ export class AccountTokens {
     }
   }
 
-  private async refreshHolding(channel: Channel, seen: Stored): Promise<AccountCredentials> {
+  /**
+   * The refresh under the lease this worker took (`lease`, its end, names it): only that lease is let go,
+   * never one another worker took since. A refused refresh token may have been spent by another worker
+   * (its lease taken after this one's ran out): the pair it stored is used then, not given up on.
+   */
+  private async refreshHolding(channel: Channel, seen: Stored, lease: Date): Promise<AccountCredentials> {
     let fresh: AccountCredentials;
     try {
       fresh = await this.connection.refresh(seen.credentials);
     } catch (error) {
       this.metrics.tokenRefreshFailures.inc({ network: channel.provider });
-      await sql`update channels set refreshing_until = null where id = ${channel.id}`.execute(this.db);
-      if (error instanceof ConnectionRefusedError) throw new ReconnectNeededError(error.message, error.logId);
+      await sql`update channels set refreshing_until = null
+        where id = ${channel.id} and refreshing_until = ${lease}`.execute(this.db);
+      if (error instanceof ConnectionRefusedError) {
+        const current = await this.current(channel);
+        if (current.encrypted !== seen.encrypted) return current.credentials;
+        throw new ReconnectNeededError(error.message, error.logId);
+      }
       throw error;
     }
     const context = credentialsContext(channel.organization_id, channel.provider, seen.externalId);
     // Replaces the pair it refreshed only: a pair connected anew meanwhile stays.
     const credentials = this.keyring.encrypt(JSON.stringify(fresh), context);
-    await sql`update channels set credentials = ${credentials}, refreshing_until = null
+    await sql`update channels set credentials = ${credentials},
+        refreshing_until = case when refreshing_until = ${lease} then null else refreshing_until end
       where id = ${channel.id} and credentials = ${seen.encrypted}`.execute(this.db);
     return fresh;
   }

@@ -39,6 +39,11 @@ export interface PublicationInput {
   comment?: { on: PublishedPart; part: number };
   /** Aborted when the worker stops: a step should end its exchange with the network. */
   signal: AbortSignal;
+  /**
+   * Which of these ids of the network's posts or comments a post of the channel is already recorded as
+   * published at (by the ledger): a look-up never takes one of them for the one it searches.
+   */
+  released?: (ids: string[]) => Promise<Set<string>>;
 }
 
 /** A published part of a thread, as a reply to it names it. */
@@ -104,8 +109,12 @@ export type Lookup =
   | Outcome
   /** Still being processed: ask again later. */
   | { status: 'pending'; checkAgainInSeconds: number }
-  /** The network knows nothing of it: nothing was published, and the step may be run again. */
-  | { status: 'absent' }
+  /**
+   * The network knows nothing of it: nothing was published, and the step may be run again. `again` is
+   * the step to run instead, when its record must change before it is sent anew (a new beginning, from
+   * which a later look-up searches and waits): the publisher records it before running it.
+   */
+  | { status: 'absent'; again?: Progress }
   /** The network cannot tell; `logId` is its own id of the answer that said so. */
   | { status: 'unknown'; message: string; logId?: string | undefined };
 

@@ -485,3 +485,21 @@ export async function postsWithoutLiveJob(
     limit ${limit}`.execute(db);
   return rows;
 }
+
+/**
+ * Which of `ids`, a network's ids of posts or comments, some post of the channel is already recorded as
+ * published at: its own part, a part of its thread or its first comment. A look-up after a lost answer
+ * never takes one of them for what it sent.
+ */
+export async function releasedAmong(db: Db, channelId: string, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await sql<{ id: string }>`
+    select released.id from posts,
+      lateral (
+        select posts.release_id as id
+        union all select posts.first_comment ->> 'releaseId'
+        union all select part ->> 'releaseId' from jsonb_array_elements(posts.thread) as part
+      ) as released
+    where posts.channel_id = ${channelId} and released.id in (${sql.join(ids)})`.execute(db);
+  return new Set(rows.map((row) => row.id));
+}

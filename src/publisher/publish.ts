@@ -281,8 +281,12 @@ async function runSteps(
       );
     }
     if (found.status === 'unknown') return outcomeUnknown(found.message, found.logId);
-    // Nothing was published: the step may run again.
+    // Nothing was published: the step may run again, as the network's adapter records it anew.
     if (found.status !== 'absent') return found;
+    if (found.again) {
+      progress = found.again;
+      await saveProgress(db, post, progress, clock.now(), part);
+    }
   }
 
   for (;;) {

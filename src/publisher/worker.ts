@@ -15,6 +15,7 @@ import {
   loadPosts,
   loadProgress,
   postsWithoutLiveJob,
+  releasedAmong,
   renewLease,
   settleHeldPost,
   updateHeldPost,
@@ -239,6 +240,7 @@ export class Publisher {
         media,
         ...placement,
         signal,
+        released: (ids) => releasedAmong(this.ctx.db, channel.id, ids),
       };
     });
   }

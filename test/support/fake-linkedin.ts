@@ -667,15 +667,21 @@ export async function startFakeLinkedIn(
     created: { actor: comment.actor, time: comment.createdAt },
   });
 
-  function getComments(scopes: string[], encoded: string): Answer {
+  function getComments(scopes: string[], encoded: string, query: URLSearchParams): Answer {
     const object = decodeURIComponent(encoded);
     const post = posts.find((p) => p.id === object);
     if (!post) throw new LinkedInError(404, 'NOT_FOUND', `${object} not found`);
     mayActAs(scopes, post.author, true);
     const listed = comments.filter((c) => c.object === object).toReversed();
+    // Paged as the posts are: `start` and `count` (10 by default, 100 at most).
+    const count = Math.min(Number(query.get('count') ?? 10), 100);
+    const start = Number(query.get('start') ?? 0);
     return {
       status: 200,
-      body: { elements: listed.map(shownComment), paging: { start: 0, count: 10, total: listed.length } },
+      body: {
+        elements: listed.slice(start, start + count).map(shownComment),
+        paging: { start, count, total: listed.length },
+      },
     };
   }
 
@@ -726,7 +732,7 @@ export async function startFakeLinkedIn(
       case 'createComment':
         return createComment(scopes, match[1]!, json());
       case 'getComments':
-        return getComments(scopes, match[1]!);
+        return getComments(scopes, match[1]!, query);
       default:
         return { status: 404 };
     }

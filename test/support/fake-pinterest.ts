@@ -132,6 +132,10 @@ export interface FakePinterest {
   trialAccess(on: boolean): void;
   /** The next call of `operation` is answered `status` (a 5xx) having done nothing. */
   failNext(operation: FakePinterestOperation, status?: number): void;
+  /** A new pin shows among its board's pins only this long after it was made (0, at once, by default). */
+  pinsShowAfter(seconds: number): void;
+  /** A board's pins are listed oldest first (Pinterest documents no order for them; newest first by default). */
+  listPinsOldestFirst(on: boolean): void;
   advanceClock(seconds: number): void;
   close(): Promise<void>;
 }
@@ -248,6 +252,8 @@ export async function startFakePinterest(
   let checksPerVideo = 1;
   let failNextVideo = false;
   let clockOffsetMs = 0;
+  let showAfterMs = 0;
+  let oldestFirst = false;
   let origin = '';
   const now = () => Date.now() + clockOffsetMs;
 
@@ -593,7 +599,8 @@ export async function startFakePinterest(
       }
       case 'listBoardPins': {
         if (!boardOf(id)) return error(404, 404, 'Board not found.');
-        const onBoard = pins.filter((pin) => pin.boardId === id).reverse();
+        const onBoard = pins.filter((pin) => pin.boardId === id && pin.createdAt <= now() - showAfterMs);
+        if (!oldestFirst) onBoard.reverse();
         return page(onBoard.map(pinObject), url.searchParams);
       }
       case 'createPin':
@@ -717,6 +724,12 @@ export async function startFakePinterest(
     },
     failNext: (operation, status = 503) => {
       failures.push({ operation, status });
+    },
+    pinsShowAfter: (seconds) => {
+      showAfterMs = seconds * 1000;
+    },
+    listPinsOldestFirst: (on) => {
+      oldestFirst = on;
     },
     advanceClock: (seconds) => {
       clockOffsetMs += seconds * 1000;

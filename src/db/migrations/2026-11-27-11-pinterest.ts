@@ -23,8 +23,20 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     check (provider in (${sql.join(providers.map((provider) => sql.lit(provider)))}))`.execute(db);
 }
 
+// Undone, the list is the one LinkedIn's migration, the one before this, leaves.
 export async function down(db: Kysely<unknown>): Promise<void> {
-  const providers = ['youtube', 'tiktok', 'sandbox', 'bluesky', 'mastodon', 'x', 'facebook', 'instagram', 'threads'];
+  const providers = [
+    'youtube',
+    'tiktok',
+    'sandbox',
+    'bluesky',
+    'mastodon',
+    'x',
+    'facebook',
+    'instagram',
+    'threads',
+    'linkedin',
+  ];
   await sql`alter table channels drop constraint channels_provider_check`.execute(db);
   await sql`alter table channels add constraint channels_provider_check
     check (provider in (${sql.join(providers.map((provider) => sql.lit(provider)))}))`.execute(db);

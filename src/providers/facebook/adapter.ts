@@ -42,7 +42,7 @@ interface FacebookReference extends Record<string, unknown> {
   photos?: string[];
   /** The video's upload session, how far it got, and the file's handle once every byte is in. */
   upload?: { session: string; handle?: string };
-  /** When the irreversible step was first recorded: a post whose answer was lost is looked for from then on. */
+  /** When the irreversible step was last recorded to be sent: a post whose lost answer is sought from then. */
   startedAt?: string;
 }
 
@@ -158,7 +158,11 @@ export class FacebookAdapter implements PublishingAdapter {
     const wait = Math.ceil((settledAt - this.clock.now().getTime()) / 1000);
     // Not among the Page's posts yet: Facebook may not show it yet; asked again once it would.
     if (wait > 0) return { status: 'pending', checkAgainInSeconds: wait };
-    return { status: 'absent' };
+    // Sent anew as a step of its own: a later look-up searches and waits from the new sending, not this one.
+    return {
+      status: 'absent',
+      again: { ...progress, reference: { ...reference, startedAt: this.clock.now().toISOString() } },
+    };
   }
 
   /** The step after the media the reference holds: the next media's, or the irreversible one. */

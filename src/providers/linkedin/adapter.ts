@@ -42,7 +42,7 @@ interface LinkedInReference extends Record<string, unknown> {
   /** LinkedIn's URNs of the media uploaded, in the post's order. */
   media: string[];
   video?: VideoUpload;
-  /** When the post or comment step was first recorded: one whose answer was lost is looked for from then on. */
+  /** When the post or comment step was last recorded to be sent: a lost one is sought from then. */
   startedAt?: string;
 }
 
@@ -75,8 +75,9 @@ interface ListedComment {
  *
  * The post and the comment are the irreversible points: LinkedIn has no idempotency key, so after an
  * answer that may have been lost the author's newest posts (or the post's comments) are searched, from
- * when the step was recorded, for one with the same commentary and media. Found, it is published; not
- * found once LinkedIn would list it, it is sent again. A member's posts can be read only by an app
+ * when the step was recorded, for one with the same commentary and media that no post of the channel is
+ * recorded at. Found, it is published; two such leave the outcome unknown; not found once LinkedIn would
+ * list it, it is sent again, as a step of its own. A member's posts can be read only by an app
  * LinkedIn granted r_member_social: without it, the outcome is unknown rather than guessed.
  */
 export class LinkedInAdapter implements PublishingAdapter {
@@ -132,7 +133,11 @@ export class LinkedInAdapter implements PublishingAdapter {
     const settledAt = Date.parse(reference.startedAt!) + (POST_TIMEOUT_SECONDS + SETTLE_SECONDS) * 1000;
     const wait = Math.ceil((settledAt - this.clock.now().getTime()) / 1000);
     if (wait > 0) return { status: 'pending', checkAgainInSeconds: wait };
-    return { status: 'absent' };
+    // Sent anew as a step of its own: a later look-up searches and waits from the new sending, not this one.
+    return {
+      status: 'absent',
+      again: { ...progress, reference: { ...reference, startedAt: this.clock.now().toISOString() } },
+    };
   }
 
   private step(step: string, reference: LinkedInReference, irreversible = false): Progress {
@@ -317,19 +322,23 @@ export class LinkedInAdapter implements PublishingAdapter {
     const since = Date.parse(reference.startedAt!) - CLOCK_SKEW_MS;
     const commentary = littleText(input.post.content);
     const posts = jsonOf<{ elements?: ListedPost[] }>(answer)?.elements ?? [];
-    const post = posts.find(
+    const matching = posts.filter(
       (candidate) =>
         (candidate.createdAt ?? 0) >= since &&
         (candidate.commentary ?? '') === commentary &&
         mediaOf(candidate).join(',') === reference.media.join(','),
     );
+    const found = await onlyOne(
+      input,
+      matching.map((candidate) => candidate.id).filter((id) => id !== undefined),
+    );
     // A full page of posts all made since the step: the post may be among older ones not read.
-    if (!post && posts.length >= SEARCH_COUNT && posts.every((candidate) => (candidate.createdAt ?? 0) >= since))
+    if (!('status' in found) && found.id === undefined && fullSince(posts, SEARCH_COUNT, since, (p) => p.createdAt))
       return {
         status: 'unknown',
         message: `the author published more than ${SEARCH_COUNT} posts since, too many to search for this one`,
       };
-    return { id: post?.id };
+    return found;
   }
 
   private async findComment(
@@ -348,13 +357,27 @@ export class LinkedInAdapter implements PublishingAdapter {
     const since = Date.parse(reference.startedAt!) - CLOCK_SKEW_MS;
     const author = this.author(input);
     const comments = jsonOf<{ elements?: ListedComment[] }>(answer)?.elements ?? [];
-    const comment = comments.find(
+    const matching = comments.filter(
       (candidate) =>
         candidate.actor === author &&
         (candidate.created?.time ?? 0) >= since &&
         candidate.message?.text === input.post.content,
     );
-    return { id: comment?.commentUrn };
+    const found = await onlyOne(
+      input,
+      matching.map((candidate) => candidate.commentUrn).filter((id) => id !== undefined),
+    );
+    // A full page of comments all made since the step: the comment may be among older ones not read.
+    if (
+      !('status' in found) &&
+      found.id === undefined &&
+      fullSince(comments, SEARCH_COUNT, since, (c) => c.created?.time)
+    )
+      return {
+        status: 'unknown',
+        message: `the post has more than ${SEARCH_COUNT} comments since, too many to search for this one`,
+      };
+    return found;
   }
 
   private cannotRead(answer: NetworkAnswer, what: string): Lookup & { status: 'unknown' } {
@@ -370,6 +393,26 @@ export class LinkedInAdapter implements PublishingAdapter {
     const post = comment ? (/^urn:li:comment:\((urn:li:[^,]+),/.exec(urn)?.[1] ?? urn) : urn;
     return { status: 'published', releaseId: urn, releaseUrl: `https://www.linkedin.com/feed/update/${post}/` };
   }
+}
+
+/**
+ * The one id among `ids` (the posts or comments that match the one sent) that no post of the channel is
+ * recorded at; none; or, when several are left, that LinkedIn cannot tell which is this one.
+ */
+async function onlyOne(
+  input: PublicationInput,
+  ids: string[],
+): Promise<{ id: string | undefined } | (Lookup & { status: 'unknown' })> {
+  const released = input.released ? await input.released(ids) : new Set<string>();
+  const left = [...new Set(ids)].filter((id) => !released.has(id));
+  if (left.length > 1)
+    return { status: 'unknown', message: `${left.join(', ')} match it, none recorded for another post` };
+  return { id: left[0] };
+}
+
+/** Whether a page of `count` items was read whole and every one was made since `since`: more may be older. */
+function fullSince<T>(items: T[], count: number, since: number, time: (item: T) => number | undefined): boolean {
+  return items.length >= count && items.every((item) => (time(item) ?? 0) >= since);
 }
 
 /**

@@ -26,8 +26,11 @@ const PIN_TIMEOUT_SECONDS = 60;
 const BOARD_SETTLE_SECONDS = 60;
 /** How far the search reaches before the pin step began: Pinterest's clock and this server's may differ. */
 const CLOCK_SKEW_MS = 2 * 60_000;
-/** The board's pins are read newest first, this many a page, at most this many pages. */
-const LOOKUP_PAGE = 50;
+/**
+ * The board's pins are read this many a page (Pinterest's most), at most this many pages. Their order is
+ * not relied on: every page is read, up to the last or this many.
+ */
+const LOOKUP_PAGE = 250;
 const LOOKUP_PAGES = 4;
 /** A video's processing is asked about again after this long, growing with the time it has taken. */
 const POLL_MIN_SECONDS = 5;
@@ -37,7 +40,7 @@ const POLL_MAX_SECONDS = 60;
 interface PinterestReference extends Record<string, unknown> {
   /** The video registered with Pinterest, and where its bytes go. */
   video?: { mediaId: string; uploadUrl: string; parameters: Record<string, string>; uploadedAt?: string };
-  /** When the pin step was first recorded: a pin whose answer was lost is looked for from then on. */
+  /** When the pin step was last recorded to be sent: a pin whose lost answer is looked for from then on. */
   startedAt?: string;
 }
 
@@ -50,6 +53,8 @@ interface PinAnswer {
   description?: string | null;
   link?: string | null;
   alt_text?: string | null;
+  /** Whether the account is the pin's owner (a group board shows its collaborators' pins too). */
+  is_owner?: boolean;
   media?: { media_type?: string };
 }
 
@@ -63,13 +68,14 @@ interface PinAnswer {
  * description (the post's text), link and alt text: the irreversible point.
  *
  * Pinterest has no idempotency key, so a pin step that may have reached Pinterest (its answer lost, a
- * 5xx, a worker that stopped) is never simply sent again: the board's pins are read first, newest first,
- * back to shortly before the step began. A pin there with the same section, title, description, link, alt
- * text and kind of media (image, video or carousel) is taken as this one, and the post is published.
- * Not found, Pinterest is believed only once its board had time to show the pin (a minute after the call
- * could have ended; until then the search is made again later), and only if the search reached the
- * step's beginning; then the pin is sent again. A board with more new pins than the search reads leaves
- * the post `outcome_unknown`.
+ * 5xx, a worker that stopped) is never simply sent again: the board's pins are read first, every page,
+ * whatever their order. The account's own pin there, made since shortly before the step began, with the
+ * same section, title, description, link, alt text and kind of media (image, video or carousel), and
+ * recorded for no post of the channel, is taken as this one, and the post is published; two such pins
+ * leave it `outcome_unknown`. Not found, Pinterest is believed only once its board had time to show the
+ * pin (a minute after the call could have ended; until then the search is made again later), and only if
+ * the search read the whole board; then the pin is sent again, as a step of its own. A board with more
+ * pins than the search reads leaves the post `outcome_unknown`.
  */
 export class PinterestAdapter implements PublishingAdapter {
   readonly limits = { concurrencyPerChannel: 1 };
@@ -110,16 +116,25 @@ export class PinterestAdapter implements PublishingAdapter {
   async lookup(input: PublicationInput, progress: Progress): Promise<Lookup> {
     const reference = progress.reference as PinterestReference;
     const search = await this.search(input, reference);
-    if (search.found !== undefined) return this.published(search.found);
+    if (search.found.length > 1)
+      return {
+        status: 'unknown',
+        message: `pins ${search.found.join(', ')} of the board match it, none recorded for another post`,
+      };
+    if (search.found.length === 1) return this.published(search.found[0]!);
     if (!search.complete)
       return {
         status: 'unknown',
-        message: `the board has more than ${LOOKUP_PAGE * LOOKUP_PAGES} pins since, too many to search for the pin`,
+        message: `the board has more than ${LOOKUP_PAGE * LOOKUP_PAGES} pins, too many to search for the pin`,
       };
     const settledAt = startedAt(reference) + (PIN_TIMEOUT_SECONDS + BOARD_SETTLE_SECONDS) * 1000;
     const wait = Math.ceil((settledAt - this.clock.now().getTime()) / 1000);
     if (wait > 0) return { status: 'pending', checkAgainInSeconds: wait };
-    return { status: 'absent' };
+    // Sent anew as a step of its own: a later look-up searches and waits from the new sending, not this one.
+    return {
+      status: 'absent',
+      again: { ...progress, reference: { ...reference, startedAt: this.clock.now().toISOString() } },
+    };
   }
 
   private pinStep(reference: PinterestReference): Progress {
@@ -257,30 +272,36 @@ export class PinterestAdapter implements PublishingAdapter {
     );
   }
 
-  /** The pin among the board's newest, and whether the search reached back to the step's beginning. */
+  /**
+   * The account's pins of the board that match the one sent, made since shortly before the step and
+   * recorded for no post (of the channel), and whether the search read every pin of the board.
+   */
   private async search(
     input: PublicationInput,
     reference: PinterestReference,
-  ): Promise<{ found: string } | { found: undefined; complete: boolean }> {
+  ): Promise<{ found: string[]; complete: boolean }> {
     const settings = settingsOf(input);
     const since = startedAt(reference) - CLOCK_SKEW_MS;
     const query = new URLSearchParams({ page_size: String(LOOKUP_PAGE) });
     const path = `/v5/boards/${encodeURIComponent(settings.boardId)}/pins`;
-    for (let page = 0; page < LOOKUP_PAGES; page += 1) {
+    const candidates = new Set<string>();
+    let complete = false;
+    for (let page = 0; page < LOOKUP_PAGES && !complete; page += 1) {
       const answer = await this.tokens.authorized(input.channel, (authorization) =>
         this.api.send(`${path}?${query.toString()}`, { method: 'GET', authorization, signal: input.signal }),
       );
       const body = jsonOf<{ items?: PinAnswer[]; bookmark?: string | null }>(answer);
       if (answer.status !== 200 || !body)
         throw publishError(answer, `look-up of the board's recent pins (${pinterestMessage(answer)})`, this.clock);
-      const pins = body.items ?? [];
-      const found = pins.find((pin) => createdAt(pin) >= since && isSent(pin, input, reference, settings));
-      if (found) return { found: found.id };
-      // Newest first: a pin older than the window ends the search.
-      if (pins.some((pin) => createdAt(pin) < since) || !body.bookmark) return { found: undefined, complete: true };
-      query.set('bookmark', body.bookmark);
+      for (const pin of body.items ?? [])
+        if (createdAt(pin) >= since && pin.is_owner !== false && isSent(pin, input, reference, settings))
+          candidates.add(pin.id);
+      // The board's order is not relied on: a pin older than the step says nothing of the next page's.
+      if (body.bookmark) query.set('bookmark', body.bookmark);
+      else complete = true;
     }
-    return { found: undefined, complete: false };
+    const released = input.released ? await input.released([...candidates]) : new Set<string>();
+    return { found: [...candidates].filter((id) => !released.has(id)), complete };
   }
 
   private published(id: string): Outcome & { status: 'published' } {
@@ -296,7 +317,7 @@ function settingsOf(input: PublicationInput): StoredPinterestSettings {
   return input.post.settings as StoredPinterestSettings;
 }
 
-/** When the pin step was first recorded, in ms. */
+/** When the pin step was last recorded to be sent, in ms. */
 function startedAt(reference: PinterestReference): number {
   return Date.parse(reference.startedAt!);
 }

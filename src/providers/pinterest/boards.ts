@@ -1,7 +1,7 @@
 import { markNeedsReconnect } from '../../channels/channels.js';
 import type { Channel } from '../../channels/tables.js';
 import type { Clock } from '../../core/clock.js';
-import { ProviderError, UnprocessableError } from '../../core/errors.js';
+import { DomainError, ProviderError, UnprocessableError } from '../../core/errors.js';
 import type { Db } from '../../db/database.js';
 import type { NetworkAnswer } from '../network-call.js';
 import type { BoardsSource, PinterestBoard } from '../provider-adapter.js';
@@ -99,6 +99,15 @@ export class PinterestBoards implements BoardsSource {
     }
     // Pinterest unreachable (callNetwork's TransientPublishError).
     if (error instanceof PublishError) return new ProviderError(`${error.message}; try again in a moment.`);
+    if (error instanceof DomainError) return error;
+    // The access token could not be refreshed for now: Pinterest's token endpoint failed, or another
+    // worker's refresh of it has not finished.
+    if (error instanceof Error)
+      return new ProviderError(
+        `Pinterest's access token could not be refreshed (${error.message}); try again in a moment.`,
+        undefined,
+        { cause: error },
+      );
     return error;
   }
 }

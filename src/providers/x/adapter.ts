@@ -34,7 +34,7 @@ interface XReference extends Record<string, unknown> {
   media: UploadedMedia[];
   /** The video or GIF being uploaded in segments, and the segment the step sends. */
   upload?: UploadedMedia & { segment: number };
-  /** When the post step was first recorded: a post whose answer was lost is looked for from then on. */
+  /** When the post step was last recorded to be sent: a post whose lost answer is looked for from then on. */
   startedAt?: string;
 }
 
@@ -125,7 +125,11 @@ export class XAdapter implements PublishingAdapter {
     const wait = Math.ceil((settledAt - this.clock.now().getTime()) / 1000);
     // Not in the timeline yet: X may not show it yet; asked again once it would.
     if (wait > 0) return { status: 'pending', checkAgainInSeconds: wait };
-    return { status: 'absent' };
+    // Sent anew as a step of its own: a later look-up searches and waits from the new sending, not this one.
+    return {
+      status: 'absent',
+      again: { ...progress, reference: { ...reference, startedAt: this.clock.now().toISOString() } },
+    };
   }
 
   /** The next media's first step, or the post once every media is up. */
@@ -255,7 +259,7 @@ export class XAdapter implements PublishingAdapter {
   }
 }
 
-/** When the post step was first recorded, in ms. */
+/** When the post step was last recorded to be sent, in ms. */
 function startedAt(reference: XReference): number {
   return Date.parse(reference.startedAt!);
 }
