@@ -3,6 +3,8 @@
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSecret } from '../src/crypto/issued-secrets.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { newId } from '../src/core/ids.js';
 import { audienceAccepts, knownResource } from '../src/http/resource-challenge.js';
 import { BrowserSession, inputValue } from './support/browser-session.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
@@ -184,5 +186,63 @@ describe('audiences', () => {
     expect(knownResource(origin, 'https://h.example/')).toBe(origin);
     expect(knownResource(origin, 'https://H.EXAMPLE/mcp')).toBe(`${origin}/mcp`);
     expect(knownResource(origin, 'https://user@h.example/mcp')).toBeUndefined();
+  });
+});
+
+describe('the MCP server as a protected resource', () => {
+  /** `/mcp`'s answer to a JSON-RPC call made with `token`. */
+  async function mcpAnswer(token: string, method: string, params: Record<string, unknown> = {}) {
+    const response = await server.fetch('/mcp', {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${token}`,
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        'MCP-Protocol-Version': LATEST_PROTOCOL_VERSION,
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
+    const text = await response.text();
+    return {
+      status: response.status,
+      challenge: response.headers.get('www-authenticate'),
+      body: JSON.parse(text) as { result?: { tools?: unknown[]; isError?: boolean; content?: { text: string }[] } },
+    };
+  }
+
+  it('takes the tokens issued for it or for the whole server, and refuses the Public API’s with its own challenge', async () => {
+    const forMcp = await exchange(server, app, await approve(server.ctx.db, app, user), { resource: `${base}/mcp` });
+    const listed = await mcpAnswer(forMcp, 'tools/list');
+    expect(listed.status).toBe(200);
+    expect(listed.body.result?.tools?.length).toBeGreaterThan(0);
+
+    const forBoth = await exchange(server, app, await approve(server.ctx.db, app, user));
+    expect((await mcpAnswer(forBoth, 'tools/list')).status).toBe(200);
+
+    const forApi = await exchange(server, app, await approve(server.ctx.db, app, user), {
+      resource: `${base}/public/v1`,
+    });
+    const refused = await mcpAnswer(forApi, 'tools/list');
+    expect(refused.status).toBe(401);
+    expect(refused.challenge).toContain(`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`);
+    expect(refused.challenge).toContain('error="invalid_token"');
+  });
+
+  it('lets a token call only the tools of its scopes', async () => {
+    const reader = await exchange(
+      server,
+      app,
+      await approve(server.ctx.db, app, user, { resource: `${base}/mcp`, scope: 'posts:read' }),
+    );
+    expect((await mcpAnswer(reader, 'tools/call', { name: 'listPosts', arguments: {} })).body.result?.isError).toBe(
+      undefined,
+    );
+    // A write tool, with input the contract takes: refused for the scope, before the post is looked up.
+    const write = await mcpAnswer(reader, 'tools/call', {
+      name: 'deletePost',
+      arguments: { id: newId('post') },
+    });
+    expect(write.body.result?.isError).toBe(true);
+    expect(JSON.parse(write.body.result?.content?.[0]?.text ?? '{}')).toMatchObject({ error: { code: 'forbidden' } });
   });
 });
