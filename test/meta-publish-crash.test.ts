@@ -1,4 +1,3 @@
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addChannel } from '../src/channels/channels.js';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
@@ -13,10 +12,10 @@ import { startFakeMeta, type FakeMeta } from './support/fake-meta.js';
 import { startFakeThreads, type FakeThreads } from './support/fake-threads.js';
 import { jpeg } from './support/media-samples.js';
 import { metaPageToken } from './support/meta-page-token.js';
+import { connectAtOnce, recordedStep, uploadImage } from './support/crash-drill.js';
 import { startPublishingRig, type PublishingRig } from './support/publishing-rig.js';
 import { scaled } from './support/timeouts.js';
 import { dataOf } from './support/typed-answers.js';
-import { completeUpload, startUpload } from './support/uploads.js';
 
 // Meta's irreversible calls sent by worker processes of the build that are killed with SIGKILL while
 // Meta holds the answer back, on PostgreSQL (the embedded database belongs to one process), against the
@@ -40,21 +39,6 @@ const FACEBOOK = { content: 'Open late on Fridays', comment: 'See you there' };
 const THREAD = ['Our bakery, a thread: 1/3', 'The sourdough rests overnight: 2/3', 'Baked at dawn: 3/3'];
 
 type Post = Schemas['Post'];
-
-/** Where a post's publication stands in the ledger: the part and step recorded, and whether it is irreversible. */
-async function recordedStep(rig: PublishingRig, postId: string) {
-  const row = await rig.api.ctx.db
-    .selectFrom('post_publications')
-    .innerJoin('posts', (join) =>
-      join
-        .onRef('posts.id', '=', 'post_publications.post_id')
-        .onRef('posts.publish_attempt', '=', 'post_publications.attempt'),
-    )
-    .select(['post_publications.part', 'post_publications.step', 'post_publications.irreversible_at'])
-    .where('post_publications.post_id', '=', postId)
-    .executeTakeFirstOrThrow();
-  return { part: row.part, step: row.step, irreversible: row.irreversible_at !== null };
-}
 
 /** The posts that failed, with their error: a drill that meets one stops waiting. */
 async function failedPosts(rig: PublishingRig, ids: string[]) {
@@ -112,34 +96,6 @@ async function insertFacebookChannel(rig: PublishingRig, meta: FakeMeta): Promis
   return channel.id;
 }
 
-/** The Public API's connect of the Threads account, through its consent page (which consents at once) and back. */
-async function connectThreads(rig: PublishingRig): Promise<string> {
-  const api = publicApi(rig.api, rig.org.auth);
-  const { authorizationUrl } = dataOf(
-    await api.POST('/public/v1/channels/connect', { body: { provider: 'threads', returnUrl: RETURN_URL } }),
-  );
-  const consent = await new Promise<string>((resolve, reject) => {
-    http
-      .get(authorizationUrl, { agent: false }, (response) => {
-        response.resume();
-        resolve(response.headers.location ?? '');
-      })
-      .on('error', reject);
-  });
-  const callback = new URL(consent);
-  const back = await rig.api.fetch(callback.pathname + callback.search, { redirect: 'manual' });
-  expect(back.status).toBe(303);
-  return new URL(back.headers.get('location')!).searchParams.get('channelId')!;
-}
-
-async function uploadImage(rig: PublishingRig, name: string, bytes: Buffer): Promise<string> {
-  const upload = await startUpload(rig.api, rig.org, name, 'image/jpeg', bytes.length);
-  expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
-  const completed = await completeUpload(rig.api, rig.org, upload.uploadId);
-  expect(completed.status).toBe(200);
-  return ((await completed.json()) as { id: string }).id;
-}
-
 onPostgres('Meta’s irreversible calls sent by worker processes killed before their answers', () => {
   let meta: FakeMeta;
   let threads: FakeThreads;
@@ -175,7 +131,7 @@ onPostgres('Meta’s irreversible calls sent by worker processes killed before t
         await addReturnOrigin(rig.api.ctx.db, rig.org.id, new URL(RETURN_URL).origin);
         const instagramChannel = await insertInstagramChannel(rig, meta);
         const facebookChannel = await insertFacebookChannel(rig, meta);
-        const threadsChannel = await connectThreads(rig);
+        const threadsChannel = await connectAtOnce(rig, 'threads', RETURN_URL);
         const image = await uploadImage(rig, 'loaves.jpg', jpeg());
         const api = publicApi(rig.api, rig.org.auth);
         const created = await api.POST('/public/v1/posts', {

@@ -1,4 +1,3 @@
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
 import { publicApi, type Schemas } from './support/api.js';
@@ -8,10 +7,10 @@ import { eventually } from './support/eventually.js';
 import { startFakeLinkedIn, type FakeLinkedIn } from './support/fake-linkedin.js';
 import { pinterestEnv, startFakePinterest, type FakePinterest } from './support/fake-pinterest.js';
 import { jpeg } from './support/media-samples.js';
+import { connectAtOnce, recordedStep, uploadImage } from './support/crash-drill.js';
 import { startPublishingRig, type PublishingRig } from './support/publishing-rig.js';
 import { scaled } from './support/timeouts.js';
 import { dataOf } from './support/typed-answers.js';
-import { completeUpload, startUpload } from './support/uploads.js';
 
 // LinkedIn's and Pinterest's irreversible calls sent by a worker process of the build that is killed with
 // SIGKILL while the network holds the answer back, on PostgreSQL (the embedded database belongs to one
@@ -35,21 +34,6 @@ const MEMBER = 'Proud of the team at Acme Bakery';
 const PIN = { content: 'Rye sourdough, the recipe', title: 'Rye sourdough' };
 
 type Post = Schemas['Post'];
-
-/** Where a post's publication stands in the ledger: the part and step recorded, and whether it is irreversible. */
-async function recordedStep(rig: PublishingRig, postId: string) {
-  const row = await rig.api.ctx.db
-    .selectFrom('post_publications')
-    .innerJoin('posts', (join) =>
-      join
-        .onRef('posts.id', '=', 'post_publications.post_id')
-        .onRef('posts.publish_attempt', '=', 'post_publications.attempt'),
-    )
-    .select(['post_publications.part', 'post_publications.step', 'post_publications.irreversible_at'])
-    .where('post_publications.post_id', '=', postId)
-    .executeTakeFirstOrThrow();
-  return { part: row.part, step: row.step, irreversible: row.irreversible_at !== null };
-}
 
 /** LinkedIn's consent, then the server's choice page with the member and the company page chosen. */
 async function connectLinkedIn(rig: PublishingRig, linkedin: FakeLinkedIn): Promise<{ member: string; page: string }> {
@@ -78,34 +62,6 @@ async function connectLinkedIn(rig: PublishingRig, linkedin: FakeLinkedIn): Prom
     member: channels.find((c) => c.username === null)!.id,
     page: channels.find((c) => c.username === 'acme-bakery')!.id,
   };
-}
-
-/** The Public API's connect of the Pinterest account, through its consent page (which consents at once) and back. */
-async function connectPinterest(rig: PublishingRig): Promise<string> {
-  const api = publicApi(rig.api, rig.org.auth);
-  const { authorizationUrl } = dataOf(
-    await api.POST('/public/v1/channels/connect', { body: { provider: 'pinterest', returnUrl: RETURN_URL } }),
-  );
-  const consent = await new Promise<string>((resolve, reject) => {
-    http
-      .get(authorizationUrl, { agent: false }, (response) => {
-        response.resume();
-        resolve(response.headers.location ?? '');
-      })
-      .on('error', reject);
-  });
-  const callback = new URL(consent);
-  const back = await rig.api.fetch(callback.pathname + callback.search, { redirect: 'manual' });
-  expect(back.status).toBe(303);
-  return new URL(back.headers.get('location')!).searchParams.get('channelId')!;
-}
-
-async function uploadImage(rig: PublishingRig, name: string, bytes: Buffer): Promise<string> {
-  const upload = await startUpload(rig.api, rig.org, name, 'image/jpeg', bytes.length);
-  expect((await fetch(upload.uploadUrl, { method: 'PUT', headers: upload.headers, body: bytes })).status).toBe(200);
-  const completed = await completeUpload(rig.api, rig.org, upload.uploadId);
-  expect(completed.status).toBe(200);
-  return ((await completed.json()) as { id: string }).id;
 }
 
 onPostgres('LinkedIn’s and Pinterest’s irreversible calls sent by a worker process killed before their answers', () => {
@@ -141,7 +97,7 @@ onPostgres('LinkedIn’s and Pinterest’s irreversible calls sent by a worker p
       try {
         await addReturnOrigin(rig.api.ctx.db, rig.org.id, new URL(RETURN_URL).origin);
         const linkedinChannels = await connectLinkedIn(rig, linkedin);
-        const pinterestChannel = await connectPinterest(rig);
+        const pinterestChannel = await connectAtOnce(rig, 'pinterest', RETURN_URL);
         const image = await uploadImage(rig, 'rye.jpg', jpeg());
         const board = pinterest.boards.find((b) => b.name === 'Breads')!;
         const api = publicApi(rig.api, rig.org.auth);
