@@ -76,7 +76,14 @@ export function createApp(
   const credentials = publicApiCredentials(ctx);
   app.use(createPublicApi(ctx, channelRemoval, credentials(PUBLIC_API_BASE)));
   // MCP tool calls are the Public API's operations, run through this application as their requests.
-  app.use(mcpRoutes({ app, credentials: credentials(MCP_PATH), logger: ctx.logger }));
+  app.use(
+    mcpRoutes({
+      app,
+      credentials: credentials(MCP_PATH),
+      logger: ctx.logger,
+      allowedOrigins: ctx.config.mcpAllowedOrigins,
+    }),
+  );
   app.use(sandboxNetwork(ctx, { key: options.sandboxKey, latencyMs: ctx.config.sandbox.latencyMs }));
   app.use(createOAuthApi(ctx, pagePrelude(ctx, pages)));
   app.use(createWebApp(ctx, pages, channelRemoval));

@@ -26,6 +26,16 @@ describe('configuration', () => {
     expect(() => loadConfig({ PUBLIC_URL: 'https://example.com/app' })).toThrow(/PUBLIC_URL/);
   });
 
+  it('lets pages of any origin call /mcp unless the operator lists the origins', () => {
+    expect(loadConfig({}).mcpAllowedOrigins).toBe('any');
+    expect(loadConfig({ MCP_ALLOWED_ORIGINS: '*' }).mcpAllowedOrigins).toBe('any');
+    expect(
+      loadConfig({ MCP_ALLOWED_ORIGINS: 'https://agent.example, http://localhost:6274/' }).mcpAllowedOrigins,
+    ).toEqual(['https://agent.example', 'http://localhost:6274']);
+    expect(() => loadConfig({ MCP_ALLOWED_ORIGINS: 'https://agent.example/app' })).toThrow(/MCP_ALLOWED_ORIGINS/);
+    expect(() => loadConfig({ MCP_ALLOWED_ORIGINS: 'agent.example' })).toThrow(/MCP_ALLOWED_ORIGINS/);
+  });
+
   it('checks every response against the contract unless told otherwise, and always in tests', () => {
     expect(loadConfig({}).responseValidation).toBe('strict');
     expect(loadConfig({ RESPONSE_VALIDATION: 'sample' }).responseValidation).toBe('sample');

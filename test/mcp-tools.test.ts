@@ -147,6 +147,30 @@ describe('calling the tools', () => {
     expect(get.headers['ratelimit-limit']).toBe('100000');
   });
 
+  it("answers a browser's preflight without a credential and lets the page read the answer's headers", async () => {
+    const preflight = await send(`${server.baseUrl}/mcp`, {
+      method: 'OPTIONS',
+      headers: {
+        Origin: 'https://agent.example',
+        'Access-Control-Request-Method': 'POST',
+        'Access-Control-Request-Headers': 'authorization, content-type, mcp-protocol-version',
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers['access-control-allow-origin']).toBe('*');
+    expect(preflight.headers['access-control-allow-methods']).toBe('POST');
+    expect(preflight.headers['access-control-allow-headers']).toMatch(/Authorization.*Mcp-Protocol-Version/);
+
+    const refused = await send(`${server.baseUrl}/mcp`, {
+      method: 'POST',
+      headers: { Origin: 'https://agent.example', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(refused.status).toBe(401);
+    expect(refused.headers['access-control-allow-origin']).toBe('*');
+    expect(refused.headers['access-control-expose-headers']).toMatch(/WWW-Authenticate/);
+  });
+
   it('creates a post with an uploaded image, published on the sandbox, and reads its history', async () => {
     expect(resultOf(await call('isConnected', {}))).toMatchObject({ organization: { id: org.id } });
     const channels = resultOf(await call('listChannels', {})) as { data: { id: string }[] };
@@ -241,5 +265,37 @@ describe('calling the tools', () => {
     expect(envelopeOf(await call('getPost', { id: 'post_unknown' })).error.code).toBe('not_found');
     expect(envelopeOf(await call('getPost', { id: 'x', colour: 'red' })).error.message).toContain('colour');
     await expect(call('deleteWebhook', { id: 'wh_1' })).rejects.toThrow(/no tool deleteWebhook/);
+  });
+});
+
+describe('an operator who lists the origins allowed to call /mcp', () => {
+  let listed: TestServer;
+  beforeAll(async () => {
+    listed = await startTestServer({ env: { MCP_ALLOWED_ORIGINS: 'https://agent.example' } });
+  });
+  afterAll(() => listed?.close());
+
+  it('refuses a page of another origin with 403 before reading its credential, and serves a listed one', async () => {
+    const listedOrg = await createOrganization(listed.ctx.db, 'Listed origins');
+    const call = (origin: string) =>
+      send(`${listed.baseUrl}/mcp`, {
+        method: 'POST',
+        headers: {
+          ...listedOrg.auth,
+          Origin: origin,
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+    const other = await call('https://look-alike.example');
+    expect(other.status).toBe(403);
+    expect(JSON.parse(other.body)).toMatchObject({ error: { code: 'forbidden' } });
+    expect(other.headers['access-control-allow-origin']).toBeUndefined();
+
+    const allowed = await call('https://agent.example');
+    expect(allowed.status).toBe(200);
+    expect(allowed.headers['access-control-allow-origin']).toBe('https://agent.example');
+    expect(allowed.headers.vary).toMatch(/Origin/);
   });
 });

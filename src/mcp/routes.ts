@@ -1,7 +1,8 @@
+import cors from 'cors';
 import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
 import { readSpec, SPEC_FILES } from '../core/contract.js';
 import type { Logger } from '../core/logger.js';
-import { NotFoundError, UnauthorizedError, ValidationError } from '../core/errors.js';
+import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../core/errors.js';
 import { apiHeaders } from '../http/api-headers.js';
 import { builtOnFirstUse } from '../http/built-on-first-use.js';
 import { publicApiErrors, sendError } from '../http/error-envelope.js';
@@ -16,11 +17,17 @@ export const MCP_PATH = '/mcp';
  * Public API's operations (generated/mcp-tools.ts), each run through the application as its HTTP
  * request. Authenticated and counted against the organization's budget as `/public/v1` is.
  */
-export function mcpRoutes(options: { app: RequestListener; credentials: RequestHandler; logger: Logger }): Router {
+export function mcpRoutes(options: {
+  app: RequestListener;
+  credentials: RequestHandler;
+  logger: Logger;
+  allowedOrigins: 'any' | string[];
+}): Router {
   const router = express.Router({ caseSensitive: true, strict: true });
   router.use(
     MCP_PATH,
     apiHeaders(),
+    browserOrigins(options.allowedOrigins),
     options.credentials,
     express.json({ limit: '1mb' }),
     // A path, query or message with text no operation could store is refused before the transport reads it.
@@ -58,6 +65,50 @@ export function mcpRoutes(options: { app: RequestListener; credentials: RequestH
   });
   router.use(mcpErrors(options.logger));
   return router;
+}
+
+/**
+ * Calls from web pages (an agent running in a browser): CORS for the origins the operator allows, and
+ * the transport's `Origin` check (a request from a page of another origin is refused with 403 before
+ * its credential is read). Any origin by default: `/mcp` takes no cookie, only a bearer credential a
+ * page must already hold, so a page can do nothing with it that its own server could not. The preflight
+ * is answered here, before the credential it does not carry.
+ */
+function browserOrigins(allowed: 'any' | string[]): RequestHandler {
+  const headers = cors({
+    origin: allowed === 'any' ? '*' : allowed,
+    methods: ['POST'],
+    allowedHeaders: [
+      'Authorization',
+      'Content-Type',
+      'Accept',
+      'Mcp-Protocol-Version',
+      'Mcp-Session-Id',
+      'Last-Event-ID',
+    ],
+    exposedHeaders: [
+      'WWW-Authenticate',
+      'Retry-After',
+      'RateLimit-Limit',
+      'RateLimit-Remaining',
+      'RateLimit-Reset',
+      'X-Request-Id',
+    ],
+    maxAge: 7200,
+  });
+  return (req, res, next) => {
+    const origin = req.headers.origin;
+    if (allowed !== 'any' && origin !== undefined && !allowed.includes(origin)) {
+      next(
+        new ForbiddenError(
+          `Pages of ${origin} may not call ${MCP_PATH}: ` +
+            `the operator allows ${allowed.join(', ')} (MCP_ALLOWED_ORIGINS).`,
+        ),
+      );
+      return;
+    }
+    headers(req, res, next);
+  };
 }
 
 /**

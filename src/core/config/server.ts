@@ -16,6 +16,11 @@ export interface ServerSettings {
    * or proxy addresses and ranges, as Express's `trust proxy` setting takes them.
    */
   trustProxy: false | number | string[];
+  /**
+   * The web origins whose pages may call `/mcp` from a browser (CORS, and the MCP transport's `Origin`
+   * check): `'any'`, or a list of origins, when a request with another `Origin` is refused.
+   */
+  mcpAllowedOrigins: 'any' | string[];
 }
 
 export function readServer(read: EnvReader): ServerSettings {
@@ -25,7 +30,29 @@ export function readServer(read: EnvReader): ServerSettings {
     host: read.text('HOST') || '127.0.0.1',
     publicUrl: readPublicUrl(read, port),
     trustProxy: readTrustProxy(read),
+    mcpAllowedOrigins: readOrigins(read, 'MCP_ALLOWED_ORIGINS'),
   };
+}
+
+/** `*` (or nothing) is any origin; otherwise a list of http(s) origins, each without a path. */
+function readOrigins(read: EnvReader, name: string): 'any' | string[] {
+  const entries = read.list(name);
+  if (entries.length === 0 || (entries.length === 1 && entries[0] === '*')) return 'any';
+  const origins = entries.map((entry) => {
+    try {
+      const url = new URL(entry);
+      if ((url.protocol === 'http:' || url.protocol === 'https:') && url.origin === entry.replace(/\/+$/, '')) {
+        return url.origin;
+      }
+    } catch {
+      // reported below
+    }
+    read.problem(
+      `${name} must be * or a comma-separated list of origins such as https://app.example.com, got "${entry}"`,
+    );
+    return entry;
+  });
+  return origins;
 }
 
 function readPublicUrl(read: EnvReader, port: number): string {
