@@ -7,9 +7,10 @@ import { Metrics } from '../src/core/metrics.js';
 import { Keyring } from '../src/crypto/keyring.js';
 import { OutboundClient } from '../src/net/outbound-client.js';
 import { credentialsContext } from '../src/providers/account-credentials.js';
-import { AccountTokens } from '../src/providers/account-tokens.js';
+import { AccountTokens, TokenRefreshFailedError } from '../src/providers/account-tokens.js';
 import type { AccountCredentials, ConsentConnection } from '../src/providers/connection-contract.js';
 import { PinterestApi } from '../src/providers/pinterest/api.js';
+import { TransientPublishError } from '../src/providers/publishing-contract.js';
 import { PinterestConnection } from '../src/providers/pinterest/connection.js';
 import { createTestDatabase } from './support/database.js';
 import { startFakePinterest, type FakePinterest } from './support/fake-pinterest.js';
@@ -140,6 +141,26 @@ describe('two workers refreshing one account', () => {
     first.open();
     expect(await stalled).toBe(fresh);
     expect(pinterest.refreshes).toEqual({ granted: 1, refused: 1 });
+  });
+});
+
+describe('a token endpoint that fails', () => {
+  it('is a passing failure the call was not made for, and lets the next worker refresh at once', async () => {
+    const channel = await expiredChannel();
+    const broken: ConsentConnection = Object.assign(Object.create(connection) as PinterestConnection, {
+      refresh: () => Promise.reject(new Error('Pinterest answered 503')),
+    });
+    const failure = await new AccountTokens(handle.db, keyring, broken, clock, metrics)
+      .accessToken(channel)
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(TokenRefreshFailedError);
+    expect(failure).toBeInstanceOf(TransientPublishError);
+    expect((failure as TokenRefreshFailedError).answered).toBe(false);
+    expect((failure as TokenRefreshFailedError).message).toContain('Pinterest answered 503');
+    // Its lease is let go: another worker refreshes now, not two minutes later.
+    expect((await channelRow(channel)).refreshing_until).toBeNull();
+    expect(await worker().accessToken(channel)).not.toBe('');
+    expect(pinterest.refreshes).toEqual({ granted: 1, refused: 0 });
   });
 });
 

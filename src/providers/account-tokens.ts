@@ -5,7 +5,7 @@ import type { Channel } from '../channels/tables.js';
 import type { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
 import { channelCredentials, credentialsContext } from './account-credentials.js';
-import { ReconnectNeededError } from './publishing-contract.js';
+import { PublishError, ReconnectNeededError, TransientPublishError } from './publishing-contract.js';
 import { ConnectionRefusedError, type AccountCredentials, type ConsentConnection } from './connection-contract.js';
 
 interface Stored {
@@ -25,6 +25,20 @@ const REFRESH_LEASE_MS = 120_000;
 /** How long a worker waits for another's refresh, looking every REFRESH_POLL_MS. */
 const REFRESH_WAIT_MS = 45_000;
 const REFRESH_POLL_MS = 200;
+
+/**
+ * The channel's access token could not be refreshed for now: the network's token endpoint failed or
+ * could not be reached, or another worker's refresh did not finish in time. Trying again later may
+ * work; the call it was for was not made. A publication counts it as a passing failure whose step may
+ * have got through (as for any call without an answer); a read (creator info, analytics, boards) answers
+ * 502.
+ */
+export class TokenRefreshFailedError extends TransientPublishError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { answered: false });
+    if (options?.cause !== undefined) this.cause = options.cause;
+  }
+}
 
 /**
  * The access tokens of connected channels, for the adapters that call the networks: decrypted when
@@ -102,7 +116,7 @@ export class AccountTokens {
       const current = await this.current(channel);
       if (current.encrypted !== seen.encrypted) return current.credentials;
       if (performance.now() > giveUpAt)
-        throw new Error('another worker’s refresh of the account’s tokens did not finish in time');
+        throw new TokenRefreshFailedError('another worker’s refresh of the account’s tokens did not finish in time');
       await new Promise((resolve) => setTimeout(resolve, REFRESH_POLL_MS));
     }
   }
@@ -125,7 +139,12 @@ export class AccountTokens {
         if (current.encrypted !== seen.encrypted) return current.credentials;
         throw new ReconnectNeededError(error.message, error.logId);
       }
-      throw error;
+      // The network's own verdict (unreachable, overloaded) stands; anything else is said as what it was for.
+      if (error instanceof PublishError) throw error;
+      throw new TokenRefreshFailedError(
+        `the network's token endpoint could not refresh the access token (${(error as Error).message})`,
+        { cause: error },
+      );
     }
     const context = credentialsContext(channel.organization_id, channel.provider, seen.externalId);
     // Replaces the pair it refreshed only: a pair connected anew meanwhile stays.

@@ -4,6 +4,7 @@ import { markNeedsReconnect } from '../../channels/channels.js';
 import { ProviderError, UnprocessableError } from '../../core/errors.js';
 import type { Db } from '../../db/database.js';
 import { ReconnectNeededError } from '../publishing-contract.js';
+import { TokenRefreshFailedError } from '../account-tokens.js';
 import type { AnalyticsPage, AnalyticsSource } from '../provider-adapter.js';
 import { TikTokError, TikTokUnreachableError, type TikTokApi } from './api.js';
 import type { TikTokTokens } from './tokens.js';
@@ -138,5 +139,7 @@ function refusalOf(error: unknown): unknown {
     );
   }
   if (error instanceof TikTokUnreachableError) return new ProviderError(`${error.message}; try again in a moment.`);
+  if (error instanceof TokenRefreshFailedError)
+    return new ProviderError(`TikTok's access token could not be refreshed (${error.message}); try again in a moment.`);
   return error;
 }

@@ -5,6 +5,7 @@ import type { components } from '../../../generated/public-v1.js';
 import { ProviderError, UnprocessableError } from '../../core/errors.js';
 import type { Db } from '../../db/database.js';
 import { ReconnectNeededError } from '../publishing-contract.js';
+import { TokenRefreshFailedError } from '../account-tokens.js';
 import type { CreatorInfo, CreatorInfoSource } from '../provider-adapter.js';
 import { TikTokError, TikTokUnreachableError, type TikTokApi } from './api.js';
 import type { TikTokTokens } from './tokens.js';
@@ -109,6 +110,10 @@ export class TikTokCreatorInfo implements CreatorInfoSource {
       );
     }
     if (error instanceof TikTokUnreachableError) return new ProviderError(`${error.message}; try again in a moment.`);
+    if (error instanceof TokenRefreshFailedError)
+      return new ProviderError(
+        `TikTok's access token could not be refreshed (${error.message}); try again in a moment.`,
+      );
     return error;
   }
 }
