@@ -9,6 +9,15 @@ function jpegOf(width: number, height: number, frame = 0xc0): Buffer {
   return Buffer.concat([Buffer.from([0xff, 0xd8]), app0, sof, Buffer.alloc(16)]);
 }
 
+/** A JPEG's start with an EXIF segment (APP1, big-endian TIFF) whose one entry is the `orientation`. */
+function exifJpegOf(width: number, height: number, orientation: number): Buffer {
+  const tiff = Buffer.from(`4d4d002a0000000800010112000300000001000${orientation}000000000000`, 'hex');
+  const exif = Buffer.concat([Buffer.from('Exif\0\0', 'latin1'), tiff]);
+  const app1 = Buffer.concat([Buffer.from([0xff, 0xe1, 0x00, exif.length + 2]), exif]);
+  const sof = Buffer.from([0xff, 0xc0, 0x00, 0x11, 0x08, height >> 8, height & 0xff, width >> 8, width & 0xff]);
+  return Buffer.concat([Buffer.from([0xff, 0xd8]), app1, sof, Buffer.alloc(16)]);
+}
+
 /** A WebP's start with its `chunk` (`VP8 `, `VP8L`, `VP8X`) holding `data` from its payload's first byte. */
 function webpOf(chunk: string, data: Buffer): Buffer {
   const head = Buffer.alloc(20);
@@ -37,6 +46,17 @@ describe('the dimensions an image file states', () => {
     extended.writeUIntLE(4095, 4, 3);
     extended.writeUIntLE(2047, 7, 3);
     expect(imageDimensions(webpOf('VP8X', extended))).toEqual({ width: 4096, height: 2048 });
+  });
+
+  it("turns a JPEG whose EXIF orientation is a quarter turn, as it is shown: a phone's portrait photo is tall", () => {
+    // 6 and 8: rotated 90° one way or the other; 5 and 7: also mirrored.
+    for (const orientation of [5, 6, 7, 8]) {
+      expect(imageDimensions(exifJpegOf(4032, 3024, orientation))).toEqual({ width: 3024, height: 4032 });
+    }
+    // 1: as stored; 3: upside down; 2 and 4: mirrored only.
+    for (const orientation of [1, 2, 3, 4]) {
+      expect(imageDimensions(exifJpegOf(4032, 3024, orientation))).toEqual({ width: 4032, height: 3024 });
+    }
   });
 
   it('states nothing for a file that names no size, or is no image it knows', () => {
