@@ -24,7 +24,7 @@ function newest(dir, keep) {
   return latest;
 }
 
-/** The parts of the build older than one of their sources: `server`, `docs`. */
+/** The parts of the build older than one of their sources: `server`, `docs`, `database`. */
 function staleParts() {
   const sdk = at('src', 'sdk') + path.sep;
   const serverSources = Math.max(
@@ -43,23 +43,28 @@ function staleParts() {
     modified(at('dist', 'docs', 'public-v1.html')),
     modified(at('dist', 'docs', 'oauth.html')),
   );
+  // The embedded database's template: made by the server's bundle from the migrations, on PGlite.
+  const databaseSources = Math.max(
+    newest(at('src', 'db'), (file) => file.endsWith('.ts')),
+    modified(at('package-lock.json')),
+  );
   const stale = [];
   if (serverSources > modified(at('dist', 'server', '.built-at'))) stale.push('server');
   if (docsSources > docsBuilt) stale.push('docs');
+  // After the server, whose bundle makes it.
+  if (databaseSources > modified(at('dist', 'embedded-database.tar'))) stale.push('database');
   return stale;
 }
+
+const PART_NAMES = { server: 'server', docs: 'API reference', database: "embedded database's template" };
 
 /** Rebuilds what is stale; exits the process when a build fails. */
 export function buildIfStale() {
   for (const part of staleParts()) {
-    console.error(
-      `Building the ${part === 'server' ? 'server' : 'API reference'} (its sources changed since the last build)…`,
-    );
+    console.error(`Building the ${PART_NAMES[part]} (its sources changed since the last build)…`);
     const { status } = spawnSync(at('scripts', 'build.sh'), [part], { cwd: root, stdio: 'inherit' });
     if (status !== 0) {
-      console.error(
-        `The build of the ${part === 'server' ? 'server' : 'API reference'} failed; \`npm run build\` shows why.`,
-      );
+      console.error(`The build of the ${PART_NAMES[part]} failed; \`npm run build\` shows why.`);
       process.exit(status ?? 1);
     }
   }

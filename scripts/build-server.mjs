@@ -8,7 +8,7 @@ import { build } from 'esbuild';
 const outdir = 'dist/server';
 fs.rmSync(outdir, { recursive: true, force: true });
 await build({
-  entryPoints: { main: 'src/main.ts', admin: 'src/cli/admin.ts' },
+  entryPoints: { main: 'src/main.ts', admin: 'src/cli/admin.ts', 'embedded-template': 'src/cli/embedded-template.ts' },
   outdir,
   outExtension: { '.js': '.mjs' },
   bundle: true,

@@ -4,6 +4,7 @@ import { ConfigError, loadConfig, type Config } from './core/config.js';
 import { UnknownKeyError } from './crypto/keyring.js';
 import { createLogger, type Logger } from './core/logger.js';
 import { DatabaseBusyError, DatabaseVersionError, openDatabase, type DatabaseHandle } from './db/database.js';
+import { EMBEDDED_TEMPLATE_PATH } from './db/embedded-template.js';
 
 /** `--role api|worker|all` on the command line (`npm start -- --role worker`), else ROLE. */
 function roleArgument(argv: string[]): string | undefined {
@@ -49,6 +50,8 @@ async function openDatabaseOrExit(config: Config, logger: Logger): Promise<Datab
       databaseUrl: config.databaseUrl,
       preparedStatements: config.databasePreparedStatements,
       dataDir: config.dataDir,
+      // A new data directory starts from the build's migrated template instead of running initdb.
+      template: EMBEDDED_TEMPLATE_PATH,
       onLockCompromised: (error) => logger.error({ err: error }, 'lost the lock on the embedded database'),
       // Work goes on without it: statements get new connections, and those that were running fail.
       onConnectionLost: (error) => logger.warn({ err: error }, 'lost a connection to the database'),

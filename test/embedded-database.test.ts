@@ -5,6 +5,8 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { SERVER_NODE_OPTIONS } from '../scripts/node-options.mjs';
 import { EMBEDDED_POSTGRES_MAJOR, openDatabase } from '../src/db/database.js';
+import { EMBEDDED_TEMPLATE_PATH } from '../src/db/embedded-template.js';
+import { migrations } from '../src/db/migrations/index.js';
 import { eventually } from './support/eventually.js';
 import { freePort, ROOT, spawnBuilt, startBuilt, untilExit, untilReady } from './support/processes.js';
 import { installationEnv, scratchDirs } from './support/scratch.js';
@@ -27,6 +29,34 @@ describe('the embedded database', () => {
       }
     },
     TIMEOUTS.process,
+  );
+
+  it(
+    "starts a new data directory from the build's migrated template, also after a first start cut short",
+    async () => {
+      expect(fs.existsSync(EMBEDDED_TEMPLATE_PATH), 'the build makes the template').toBe(true);
+      const dataDir = scratchDir('from-template');
+      // A first start that was killed while it unpacked: files, but no PG_VERSION yet.
+      fs.mkdirSync(path.join(dataDir, 'pglite', 'base'), { recursive: true });
+      fs.writeFileSync(path.join(dataDir, 'pglite', 'base', 'half-written'), 'x');
+      const server = await startBuilt(installationEnv({ dataDir }, { LOG_LEVEL: 'info' }));
+      let log = '';
+      server.process.stdout?.on('data', (chunk) => (log += chunk));
+      expect(await server.stop()).toBe(0);
+      // Every migration was in the template: the start ran none (and no initdb).
+      expect(log + server.stderr()).not.toContain('database migrated');
+      const database = await openDatabase({ dataDir });
+      try {
+        const applied = await sql<{ count: string }>`select count(*) from kysely_migration`.execute(database.db);
+        expect(Number(applied.rows[0]!.count)).toBe(Object.keys(migrations).length);
+        // Nothing of an installation came with it: its keys were made by its own start.
+        const secrets = await sql<{ count: string }>`select count(*) from instance_secrets`.execute(database.db);
+        expect(Number(secrets.rows[0]!.count)).toBeGreaterThan(0);
+      } finally {
+        await database.close();
+      }
+    },
+    scaled(120_000),
   );
 
   it(

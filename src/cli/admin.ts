@@ -7,6 +7,7 @@ import { ConfigError, loadConfig, type Config } from '../core/config.js';
 import { PROVIDERS, type Provider } from '../core/contract.js';
 import { DomainError, NotFoundError } from '../core/errors.js';
 import { DatabaseBusyError, DatabaseVersionError, openDatabase, type Db } from '../db/database.js';
+import { EMBEDDED_TEMPLATE_PATH } from '../db/embedded-template.js';
 import { reencryptInstanceSecrets } from '../db/instance-secrets.js';
 import { reencryptAccountSecrets } from '../providers/account-credentials.js';
 import { reencryptMastodonApps } from '../providers/mastodon/instance.js';
@@ -200,6 +201,7 @@ async function run(argv: string[]): Promise<number> {
     databaseUrl: config.databaseUrl,
     preparedStatements: config.databasePreparedStatements,
     dataDir: config.dataDir,
+    template: EMBEDDED_TEMPLATE_PATH,
     poolSize: 2,
   });
   try {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PGlite, types } from '@electric-sql/pglite';
+import * as tar from 'tar';
 import { Kysely, PostgresDialect } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
@@ -60,6 +61,11 @@ export interface OpenDatabaseOptions {
    * from one migrated copy, and `admin restore` restores a backup.
    */
   initialData?: Blob | undefined;
+  /**
+   * A new embedded database in a directory starts as the data directory packed in this tar file (the
+   * build's migrated template, src/db/embedded-template.ts), unpacked there, instead of PGlite's initdb.
+   */
+  template?: string | undefined;
   /** Called when the embedded database's lock could not be kept (e.g. the lock file was removed). */
   onLockCompromised?: (error: Error) => void;
   poolSize?: number | undefined;
@@ -78,7 +84,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     const pool = { poolSize: options.poolSize, onConnectionLost: options.onConnectionLost };
     return openPostgres(options.databaseUrl, pool, options.preparedStatements);
   }
-  return openPglite(options.dataDir, options.onLockCompromised, options.initialData);
+  return openPglite(options.dataDir, options.onLockCompromised, options.initialData, options.template);
 }
 
 /**
@@ -141,6 +147,7 @@ async function openPglite(
   dataDir: string | undefined,
   onLockCompromised: (error: Error) => void = () => {},
   initialData?: Blob,
+  template?: string,
 ): Promise<DatabaseHandle> {
   let release: (() => Promise<void>) | undefined;
   let directory: string | undefined;
@@ -153,6 +160,7 @@ async function openPglite(
   try {
     const fresh = !directory || !fs.existsSync(path.join(directory, 'PG_VERSION'));
     if (directory) checkDataVersion(directory);
+    if (directory && fresh && !initialData && template && fs.existsSync(template)) await unpack(template, directory);
     // The embedded PostgreSQL is WebAssembly, which stays at V8's baseline tier when node runs with the
     // options of `npm start` (scripts/node-options.mjs says why).
     // One options object: PGlite ignores the second argument when the first (the directory) is undefined.
@@ -179,6 +187,22 @@ async function openPglite(
       await release?.();
     },
   };
+}
+
+/**
+ * Unpacks a data directory's tar into `directory`, `PG_VERSION` last: a start cut short before it ends
+ * leaves a directory that is still new to the next start, which unpacks it again over what is there.
+ */
+async function unpack(file: string, directory: string): Promise<void> {
+  // The archive's paths are absolute (`/base/…`): they are made relative to the directory (tar's
+  // TAR_ENTRY_INFO); any other warning is a broken archive.
+  const onwarn = (code: string, message: string | Error) => {
+    if (code !== 'TAR_ENTRY_INFO')
+      throw new Error(`The embedded database's template ${file} is broken: ${String(message)}`);
+  };
+  const isVersion = (entry: string) => entry.replace(/^\/+/, '') === 'PG_VERSION';
+  await tar.x({ file, cwd: directory, onwarn, filter: (entry) => !isVersion(entry) });
+  await tar.x({ file, cwd: directory, onwarn, filter: isVersion });
 }
 
 /** Refuses, in words, a data directory PGlite would fail to open with an error that names no cause. */
