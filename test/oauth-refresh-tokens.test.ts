@@ -5,6 +5,8 @@ import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { components as OAuthComponents } from '../generated/oauth.js';
 import { keepHouse } from '../src/housekeeping.js';
+import { rotateAppSecret } from '../src/oauth/apps.js';
+import { revokeGrant } from '../src/oauth/grants.js';
 import { oauthErrorOf } from './support/api.js';
 import { BrowserSession } from './support/browser-session.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
@@ -208,6 +210,26 @@ describe('an app whose tokens expire', () => {
     );
     expect(byOther.status).toBe(200);
     await tokens(await refresh(expiring, kept.refresh_token));
+  });
+
+  it('keeps refresh tokens across a secret rotation (the refresh needs the new secret) and ends them with the grant', async () => {
+    const app = await createOAuthApp(server.ctx.db, developer.id, { name: 'Rotating', expiringTokens: true });
+    const code = await approve(server.ctx.db, app, user, { now: server.clock.now() });
+    const first = await tokens(await tokenRequest(server, codeGrant(app, code)));
+    const rotated = await rotateAppSecret(server.ctx.db, developer.id, app.app.id, server.clock.now());
+    await refused(await refresh(app, first.refresh_token), 'invalid_client', 401);
+    const withNewSecret = { ...app, secret: rotated.secret };
+    const second = await tokens(await refresh(withNewSecret, first.refresh_token));
+
+    // The user's Revoke in Approved apps ends the grant, and its refresh tokens with it.
+    const grant = await server.ctx.db
+      .selectFrom('oauth_grants')
+      .select('id')
+      .where('app_id', '=', app.app.id)
+      .executeTakeFirstOrThrow();
+    await revokeGrant(server.ctx.db, user.userId, grant.id);
+    await refused(await refresh(withNewSecret, second.refresh_token), 'invalid_grant');
+    expect(await channelsStatus(server, second.access_token)).toBe(401);
   });
 
   it('revokes the refresh token with the access token when the code is redeemed twice', async () => {
