@@ -12,6 +12,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('oauth_tokens').addColumn('expires_at', 'timestamptz').execute();
   await db.schema.alterTable('oauth_tokens').addColumn('chain_id', 'text').execute();
   await db.schema.createIndex('oauth_tokens_chain_idx').on('oauth_tokens').column('chain_id').execute();
+  // Housekeeping deletes expired tokens; only the tokens of apps that chose expiry have an expiry.
+  await db.schema
+    .createIndex('oauth_tokens_expires_idx')
+    .on('oauth_tokens')
+    .column('expires_at')
+    .where(sql.ref('expires_at'), 'is not', null)
+    .execute();
 
   await db.schema
     .createTable('oauth_refresh_tokens')
@@ -39,6 +46,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('oauth_refresh_tokens').execute();
+  await db.schema.dropIndex('oauth_tokens_expires_idx').execute();
   await db.schema.dropIndex('oauth_tokens_chain_idx').execute();
   await db.schema.alterTable('oauth_tokens').dropColumn('chain_id').execute();
   await db.schema.alterTable('oauth_tokens').dropColumn('expires_at').execute();
