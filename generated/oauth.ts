@@ -71,7 +71,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Exchange an authorization code for an access token
+         * Exchange an authorization code or a refresh token for an access token
          * @description Call it from your server, never from a browser. Send the body as JSON or as
          *     `application/x-www-form-urlencoded` (what standard OAuth clients send); any other
          *     content type, a value that is not a string, or parameters in the query string (where they
@@ -89,14 +89,23 @@ export interface paths {
          *     `code_challenge`). Redeeming a code a second time fails with `invalid_grant` and revokes
          *     the token issued by the first redemption.
          *
+         *     **A refresh** (`grant_type=refresh_token`, for apps whose access tokens expire) sends the
+         *     `refresh_token` of the last answer. It may send `scope` to narrow the new access token to
+         *     some of the scopes the user authorized (never more: `invalid_scope`) and `resource` to
+         *     narrow it to one resource (another is `invalid_target`); the new refresh token keeps what
+         *     the user authorized. The refresh token sent is spent: keep the new one. Sending a spent
+         *     refresh token revokes every token of that authorization.
+         *
          *     **Errors** (RFC 6749 §5.2), with status `400` unless said otherwise:
          *
          *     | `error` | When |
          *     |---|---|
-         *     | `invalid_request` | `grant_type`, `code`, `client_id` or `client_secret` is missing (and no Basic credentials), a parameter is repeated or not a string, client credentials are sent both ways (or a body `client_id` differs from the Basic one), or the request has a query string |
+         *     | `invalid_request` | `grant_type`, `code` (or `refresh_token`), `client_id` or `client_secret` is missing (and no Basic credentials), a parameter is repeated or not a string, client credentials are sent both ways (or a body `client_id` differs from the Basic one), or the request has a query string |
          *     | `invalid_client` (`401`) | the client id is unknown or the secret is wrong (for example an old secret after a rotation) |
-         *     | `invalid_grant` | the code is unknown, expired, already used, issued to another app, or the `redirect_uri` or `code_verifier` does not match |
-         *     | `unsupported_grant_type` | `grant_type` is not `authorization_code` |
+         *     | `invalid_grant` | the code is unknown, expired, already used, issued to another app, or the `redirect_uri` or `code_verifier` does not match; the refresh token is unknown, issued to another app, expired, revoked or already used |
+         *     | `invalid_scope` | a refresh asks for a scope the user did not authorize, or one that does not exist |
+         *     | `invalid_target` | `resource` is not a resource of this server, or not the one authorized |
+         *     | `unsupported_grant_type` | `grant_type` is neither `authorization_code` nor `refresh_token` |
          *
          *     Repeated failed client authentication is throttled per client id from one address and per
          *     address: past the limit, requests from that address are refused with `429` and
@@ -121,9 +130,11 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Revoke an access token
-         * @description Revokes an access token your app received (RFC 7009), for example when the user
-         *     disconnects your product. Authenticate the client as for the token endpoint (body or HTTP
+         * Revoke an access or refresh token
+         * @description Revokes an access token or a refresh token your app received (RFC 7009), for example when
+         *     the user disconnects your product. Revoking a refresh token also revokes the access tokens
+         *     issued under the same authorization (RFC 7009 §2.1); revoking an access token leaves its
+         *     refresh token working. The prefix tells the kind, so `token_type_hint` is optional. Authenticate the client as for the token endpoint (body or HTTP
          *     Basic, never both). The answer is `200` with an empty body whether or not the token was
          *     known, still valid or issued to your app, so the endpoint reveals nothing about tokens; a
          *     token of another app is left untouched. Send the body as JSON or form-encoded.
@@ -240,12 +251,21 @@ export interface components {
          */
         TokenRequest: {
             /**
-             * @description `authorization_code`.
+             * @description `authorization_code`, or `refresh_token` for a refresh.
              * @example authorization_code
              */
             grant_type: string;
-            /** @description The code from the callback (`pac_…`). Required. */
+            /** @description The code from the callback (`pac_…`). Required with `authorization_code`. */
             code?: string;
+            /** @description The refresh token of the last token answer (`por_…`). Required with `refresh_token`. */
+            refresh_token?: string;
+            /**
+             * @description With `refresh_token` only, optional (RFC 6749 §6): space-separated scopes, all among those
+             *     the user authorized, to narrow the new access token to; without it the access token has
+             *     every scope the user authorized.
+             * @example posts:read
+             */
+            scope?: string;
             /** @description Your client id (`pca_…`). Required unless the client authenticates with HTTP Basic. */
             client_id?: string;
             /** @description Your client secret (`pcs_…`). Required unless the client authenticates with HTTP Basic. */
@@ -278,10 +298,24 @@ export interface components {
             /** @description Reserved; always `null`. */
             cus: null;
             /**
-             * @description The access token (`pos_…`). Send it as `Authorization: Bearer pos_…` on `/public/v1/*`. It does not expire; it works until revoked.
+             * @description The access token (`pos_…`). Send it as `Authorization: Bearer pos_…` on `/public/v1/*`.
+             *     It works until revoked, or, when `expires_in` is present, for that many seconds.
              * @example pos_5Tn8Wq2Lm7Xk4Vb9Rc1Hd3Jy6Pf0Zs8Ag
              */
             access_token: string;
+            /**
+             * @description Seconds the access token works for, when the app chose expiring tokens; absent for a
+             *     token that does not expire.
+             * @example 3600
+             */
+            expires_in?: number;
+            /**
+             * @description With `expires_in`: the refresh token (`por_…`) to get the next access token with
+             *     (`grant_type=refresh_token`). Store it like a password; it is spent by its use, so keep
+             *     the new one of each answer.
+             * @example por_7Gd2Kp9Wx4Lm1Qz8Vb3Nc6Rt5Yh0Js2Fa
+             */
+            refresh_token?: string;
             /**
              * @description Always `bearer`.
              * @enum {string}
@@ -329,10 +363,10 @@ export interface components {
         };
         /** @description The RFC 7009 revocation request. Unknown parameters are ignored. */
         RevokeRequest: {
-            /** @description The access token to revoke (`pos_…`). Required and not empty (RFC 7009 §2.1); an empty one is `invalid_request`. */
+            /** @description The access token (`pos_…`) or refresh token (`por_…`) to revoke. Required and not empty (RFC 7009 §2.1); an empty one is `invalid_request`. */
             token: string;
             /**
-             * @description Optional; `access_token` is the only kind this server issues. Other values are ignored.
+             * @description Optional (`access_token` or `refresh_token`); the token's prefix tells its kind, so the hint is not needed. Other values are ignored.
              * @example access_token
              */
             token_type_hint?: string;
@@ -362,7 +396,8 @@ export interface components {
             response_types_supported: string[];
             /**
              * @example [
-             *       "authorization_code"
+             *       "authorization_code",
+             *       "refresh_token"
              *     ]
              */
             grant_types_supported: string[];

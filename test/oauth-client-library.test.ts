@@ -120,6 +120,44 @@ describe('a standard OAuth client library (oauth4webapi)', () => {
   });
 });
 
+describe('a standard OAuth client library refreshing tokens (oauth4webapi)', () => {
+  it('rotates the refresh token of an app whose tokens expire, and reads the reuse refusal', async () => {
+    const developer = await createOrganization(server.ctx.db, 'Library Dev (expiring)');
+    const expiring = await createOAuthApp(server.ctx.db, developer.id, { redirectUri: REDIRECT, expiringTokens: true });
+    const issuer = new URL(server.baseUrl);
+    const as = await oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
+    );
+    expect(as.grant_types_supported).toContain('refresh_token');
+    const client: oauth.Client = { client_id: expiring.clientId };
+    const code = await approve(server.ctx.db, expiring, user, { now: server.clock.now() });
+    const first = (await (
+      await tokenRequest(server, {
+        grant_type: 'authorization_code',
+        code,
+        client_id: expiring.clientId,
+        client_secret: expiring.secret,
+      })
+    ).json()) as { refresh_token: string };
+
+    const refresh = (refreshToken: string) =>
+      oauth.refreshTokenGrantRequest(as, client, oauth.ClientSecretBasic(expiring.secret), refreshToken, insecure);
+    const second = await oauth.processRefreshTokenResponse(as, client, await refresh(first.refresh_token));
+    expect(second.expires_in).toBe(3600);
+    expect(second.refresh_token).toMatch(/^por_/);
+    expect(second.refresh_token).not.toBe(first.refresh_token);
+    expect(await channelsStatus(server, second.access_token)).toBe(200);
+
+    const reused = await oauth
+      .processRefreshTokenResponse(as, client, await refresh(first.refresh_token))
+      .catch((e: unknown) => e);
+    expect(reused).toBeInstanceOf(oauth.ResponseBodyError);
+    expect((reused as oauth.ResponseBodyError).error).toBe('invalid_grant');
+    expect(await channelsStatus(server, second.access_token)).toBe(401);
+  });
+});
+
 describe('the typed client (@service/sdk) with an OAuth access token', () => {
   it('acts for the organization that approved, exactly like an API key, until the token is revoked', async () => {
     const channel = await createChannel(server.ctx.db, user.id, 'sandbox', 'Approved channel');

@@ -113,7 +113,7 @@ describe("the Public API's 401", () => {
     expect(garbled.status).toBe(401);
     const refused = challengeOf(garbled.headers.get('www-authenticate'));
     expect(refused).toMatchObject({ resource_metadata: bare.resource_metadata, error: 'invalid_token' });
-    expect(refused.error_description).toMatch(/invalid or has been revoked/);
+    expect(refused.error_description).toMatch(/invalid, has expired or has been revoked/);
 
     // The address in the challenge serves the document of this very resource.
     const document = (await (await fetch(bare.resource_metadata!)).json()) as { resource: string };

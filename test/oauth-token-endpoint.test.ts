@@ -202,7 +202,7 @@ describe('token endpoint: malformed requests', () => {
     const { grant_type: _omitted, ...withoutGrantType } = grant(appA, code);
     await expectOAuthError(await tokenRequest(server, withoutGrantType), 400, 'invalid_request');
     await expectOAuthError(await tokenRequest(server, withoutGrantType, { form: true }), 400, 'invalid_request');
-    for (const grantType of ['password', 'client_credentials', 'refresh_token', 'AUTHORIZATION_CODE', 'implicit', '']) {
+    for (const grantType of ['password', 'client_credentials', 'REFRESH_TOKEN', 'AUTHORIZATION_CODE', 'implicit', '']) {
       await expectOAuthError(
         await tokenRequest(server, grant(appA, code, { grant_type: grantType })),
         400,
@@ -512,7 +512,7 @@ describe('authorization server metadata (RFC 8414)', () => {
       token_endpoint: `${base}/api/oauth/token`,
       revocation_endpoint: `${base}/api/oauth/revoke`,
       response_types_supported: ['code'],
-      grant_types_supported: ['authorization_code'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
       revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
       code_challenge_methods_supported: ['S256'],

@@ -40,6 +40,7 @@ export type IdPrefix =
   | 'authz'
   | 'code'
   | 'tok'
+  | 'rtok'
   | 'req'
   | 'rel'
   | 'conn'

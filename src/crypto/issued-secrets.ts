@@ -3,12 +3,12 @@ import { crc32 } from 'node:zlib';
 import { randomBase62, toBase62 } from '../core/ids.js';
 
 /**
- * Issued secrets (API keys, OAuth access tokens, client secrets, authorization codes) share one shape:
+ * Issued secrets (API keys, OAuth access and refresh tokens, client secrets, authorization codes) share one shape:
  * a prefix naming the kind, 24 base62 characters from the CSPRNG (about 142 bits) and a 6-character
  * checksum. The checksum lets a malformed or mistyped value be refused before any database read, and
  * the prefix lets secret scanners recognise a leaked credential.
  */
-export type CredentialPrefix = 'svc_live_' | 'pos_' | 'pcs_' | 'pac_';
+export type CredentialPrefix = 'svc_live_' | 'pos_' | 'pcs_' | 'pac_' | 'por_';
 
 const RANDOM_LENGTH = 24;
 const CHECKSUM_LENGTH = 6;

@@ -44,15 +44,22 @@ export function credentialFromHeader(header: string | undefined): string | undef
 // `lastUsedAt` is for people deciding which credentials to revoke; minute precision spares a write per request.
 const LAST_USED_PRECISION_MS = 60_000;
 
-/** Where each kind of issued credential is kept: by the SHA-256 of its secret, until revoked. */
+/** Where each kind of issued credential is kept: by the SHA-256 of its secret, until revoked or expired. */
 const CREDENTIAL_TABLES = {
-  api_key: { table: 'api_keys', hash: 'secret_hash', audience: sql<null>`null::text`, scope: sql<null>`null::text` },
-  // RFC 8707: the resource the token was issued for.
+  api_key: {
+    table: 'api_keys',
+    hash: 'secret_hash',
+    audience: sql<null>`null::text`,
+    scope: sql<null>`null::text`,
+    unexpired: () => sql<boolean>`true`,
+  },
+  // RFC 8707: the resource the token was issued for; an app's tokens may expire (RFC 6749 §5.1).
   oauth_token: {
     table: 'oauth_tokens',
     hash: 'token_hash',
     audience: sql.ref<string | null>('resource'),
     scope: sql.ref<string | null>('scope'),
+    unexpired: (now: Date) => sql<boolean>`(expires_at is null or expires_at > ${now})`,
   },
 } as const;
 
@@ -62,7 +69,7 @@ const CREDENTIAL_TABLES = {
  * for them: the count is taken in the database, so every process counts against the same budget.
  */
 export function credentialResolver(type: Principal['credential']['type']): CredentialResolver {
-  const { table, hash, audience, scope } = CREDENTIAL_TABLES[type];
+  const { table, hash, audience, scope, unexpired } = CREDENTIAL_TABLES[type];
   return async (db, secretHash, now, window) => {
     const { rows } = await sql<{
       id: string;
@@ -73,7 +80,7 @@ export function credentialResolver(type: Principal['credential']['type']): Crede
     }>`
       with credential as (
         select id, organization_id, ${audience} as audience, ${scope} as scope from ${sql.table(table)}
-        where ${sql.ref(hash)} = ${secretHash} and revoked_at is null
+        where ${sql.ref(hash)} = ${secretHash} and revoked_at is null and ${unexpired(now)}
       ), used as (
         update ${sql.table(table)} set last_used_at = ${now}
         where id = (select id from credential)
@@ -129,7 +136,7 @@ export class Authenticator {
       }
       break;
     }
-    throw new UnauthorizedError('The API key or access token is invalid or has been revoked.');
+    throw new UnauthorizedError('The API key or access token is invalid, has expired or has been revoked.');
   }
 }
 

@@ -30,7 +30,8 @@ import {
   sendTemporarilyUnavailable,
   sendThrottled,
 } from './errors.js';
-import { revokeAccessToken } from './tokens.js';
+import { refreshTokens } from './refresh.js';
+import { revokeToken } from './tokens.js';
 
 export const TOKEN_PATH = '/api/oauth/token';
 export const REVOKE_PATH = '/api/oauth/revoke';
@@ -161,22 +162,44 @@ function operations(ctx: AppContext): OAuthHandlers {
 
     token: async ({ req, body }) => {
       const credentials = readClientCredentials(req.headers.authorization, body);
-      if (body.grant_type !== 'authorization_code') {
-        throw new OAuthError('unsupported_grant_type', 'Only grant_type=authorization_code is supported.');
+      const refreshIdleMs = ctx.config.oauthRefreshTokenIdleDays * 86_400_000;
+      let issued: Awaited<ReturnType<typeof redeemCode>>;
+      if (body.grant_type === 'authorization_code') {
+        if (!body.code) throw new OAuthError('invalid_request', 'The code parameter is missing.');
+        const app = await clients.authenticate(credentials, clientAddress(req));
+        issued = await redeemCode(
+          ctx.db,
+          app,
+          {
+            code: body.code,
+            redirectUri: body.redirect_uri,
+            codeVerifier: body.code_verifier,
+            resource: requestedResource(ctx.config.publicUrl, body.resource),
+            refreshIdleMs,
+          },
+          ctx.clock.now(),
+        );
+      } else if (body.grant_type === 'refresh_token') {
+        if (!body.refresh_token) throw new OAuthError('invalid_request', 'The refresh_token parameter is missing.');
+        const app = await clients.authenticate(credentials, clientAddress(req));
+        issued = await refreshTokens(
+          ctx.db,
+          app,
+          {
+            refreshToken: body.refresh_token,
+            scope: body.scope,
+            resource: requestedResource(ctx.config.publicUrl, body.resource),
+            refreshIdleMs,
+          },
+          ctx.clock.now(),
+        );
+      } else {
+        throw new OAuthError(
+          'unsupported_grant_type',
+          'Only grant_type=authorization_code and grant_type=refresh_token are supported.',
+        );
       }
-      if (!body.code) throw new OAuthError('invalid_request', 'The code parameter is missing.');
-      const app = await clients.authenticate(credentials, clientAddress(req));
-      const { organizationId, accessToken, scope } = await redeemCode(
-        ctx.db,
-        app,
-        {
-          code: body.code,
-          redirectUri: body.redirect_uri,
-          codeVerifier: body.code_verifier,
-          resource: requestedResource(ctx.config.publicUrl, body.resource),
-        },
-        ctx.clock.now(),
-      );
+      const { organizationId, accessToken, expiresIn, refreshToken, scope } = issued;
       return {
         status: 200,
         body: {
@@ -184,6 +207,8 @@ function operations(ctx: AppContext): OAuthHandlers {
           cus: null,
           access_token: accessToken,
           token_type: 'bearer',
+          ...(expiresIn === undefined ? {} : { expires_in: expiresIn }),
+          ...(refreshToken === undefined ? {} : { refresh_token: refreshToken }),
           ...(scope === null ? {} : { scope }),
         },
         headers: { 'Cache-Control': 'no-store', Pragma: 'no-cache' },
@@ -193,7 +218,7 @@ function operations(ctx: AppContext): OAuthHandlers {
     revoke: async ({ req, body }) => {
       const credentials = readClientCredentials(req.headers.authorization, body);
       const app = await clients.authenticate(credentials, clientAddress(req));
-      await revokeAccessToken(ctx.db, app.id, body.token, ctx.clock.now());
+      await revokeToken(ctx.db, app.id, body.token, ctx.clock.now());
       return { status: 200, headers: { 'Cache-Control': 'no-store' } };
     },
 
@@ -205,7 +230,7 @@ function operations(ctx: AppContext): OAuthHandlers {
         token_endpoint: `${origin}${TOKEN_PATH}`,
         revocation_endpoint: `${origin}${REVOKE_PATH}`,
         response_types_supported: ['code'],
-        grant_types_supported: ['authorization_code'],
+        grant_types_supported: ['authorization_code', 'refresh_token'],
         token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
         revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
         code_challenge_methods_supported: ['S256'],

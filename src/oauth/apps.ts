@@ -20,6 +20,23 @@ export interface AppDetails {
   /** Empty for no picture. */
   pictureUrl: string;
   redirectUri: string;
+  /**
+   * Whether access tokens expire after `EXPIRING_ACCESS_TOKEN_SECONDS`, with refresh tokens; left out,
+   * a new app's do not and an app's choice stays as it is.
+   */
+  expiringTokens?: boolean;
+}
+
+/** The lifetime of an access token of an app that chose expiring tokens: one hour. */
+export const EXPIRING_ACCESS_TOKEN_SECONDS = 3600;
+
+/**
+ * How long the app's access tokens live, in seconds, each with a refresh token; `null`: they never
+ * expire and come without a refresh token, as for every app registered before tokens could expire.
+ * The one place that decides it: the token endpoint asks here for each token it issues.
+ */
+export function accessTokenLifetime(app: Pick<OAuthApp, 'access_token_lifetime_seconds'>): number | null {
+  return app.access_token_lifetime_seconds;
 }
 
 /** Checks the details that need no download; returns them as stored, and the problems found. */
@@ -44,9 +61,13 @@ function checkFields(details: AppDetails) {
     if (picture.ok) pictureUrl = picture.url;
     else problems.push({ path: 'pictureUrl', message: picture.message });
   }
+  const lifetime =
+    details.expiringTokens === undefined
+      ? {}
+      : { access_token_lifetime_seconds: details.expiringTokens ? EXPIRING_ACCESS_TOKEN_SECONDS : null };
   return {
     problems,
-    values: { name, description, picture_url: pictureUrl, redirect_uri: redirect.ok ? redirect.url : '' },
+    values: { name, description, picture_url: pictureUrl, redirect_uri: redirect.ok ? redirect.url : '', ...lifetime },
   };
 }
 
@@ -149,7 +170,8 @@ export async function updateApp(
 
 /**
  * Replaces the client secret. The old one stops working for the very next request, since only the
- * new hash is kept; access tokens already issued are not touched.
+ * new hash is kept; access and refresh tokens already issued are not touched (a refresh needs the
+ * client's secret too, so a refresh token that leaked with the old secret is of no use to anybody).
  */
 export async function rotateAppSecret(
   db: Db,
@@ -213,10 +235,15 @@ export function findAppByClientId(db: Db, clientId: string): Promise<OAuthApp | 
   return db.selectFrom('oauth_apps').selectAll().where('client_id', '=', clientId).executeTakeFirst();
 }
 
+/** Whether the app authenticates with a client secret; a public client (one without) does not. */
+export function hasSecret(app: { secret_hash: string | null }): boolean {
+  return app.secret_hash !== null;
+}
+
 /** The app whose id and secret these are, or `undefined`; unknown client and wrong secret are not told apart. */
 export async function authenticateApp(db: Db, clientId: string, clientSecret: string): Promise<OAuthApp | undefined> {
   const app = await findAppByClientId(db, clientId);
-  if (!app || !secretMatchesHash(clientSecret, app.secret_hash)) return undefined;
+  if (!app?.secret_hash || !secretMatchesHash(clientSecret, app.secret_hash)) return undefined;
   return app;
 }
 

@@ -2,13 +2,14 @@ import type { Clock } from '../core/clock.js';
 import type { Config } from '../core/config.js';
 import type { Db } from '../db/database.js';
 import { RateLimiter, startAttempt } from '../http/rate-limit.js';
-import { authenticateApp } from './apps.js';
+import { authenticateApp, findAppByClientId, hasSecret } from './apps.js';
 import { OAuthError, OAuthThrottledError } from './errors.js';
 import type { OAuthApp } from './tables.js';
 
 export interface ClientCredentials {
   clientId: string;
-  clientSecret: string;
+  /** `undefined`: none was sent, which only a client without a secret (a public client) may do. */
+  clientSecret: string | undefined;
   /** `basic` makes a failure answer carry `WWW-Authenticate: Basic` (RFC 6749 §5.2). */
   via: 'basic' | 'body';
 }
@@ -68,8 +69,7 @@ export function readClientCredentials(
     return { ...basic, via: 'basic' };
   }
   if (!body.client_id) throw new OAuthError('invalid_request', 'The client_id parameter is missing.');
-  if (!body.client_secret) throw new OAuthError('invalid_request', 'The client_secret parameter is missing.');
-  return { clientId: body.client_id, clientSecret: body.client_secret, via: 'body' };
+  return { clientId: body.client_id, clientSecret: body.client_secret || undefined, via: 'body' };
 }
 
 /**
@@ -99,6 +99,7 @@ export class ClientAuthenticator {
   }
 
   async authenticate(credentials: ClientCredentials, address: string): Promise<OAuthApp> {
+    if (credentials.clientSecret === undefined) return this.identifyPublicClient(credentials.clientId);
     // An address holds no space, so the pair cannot be mistaken for another.
     const clientKey = `${address} ${credentials.clientId}`;
     // Counted as a failure before the secret is checked; a successful attempt is taken back.
@@ -119,5 +120,15 @@ export class ClientAuthenticator {
       401,
       credentials.via === 'basic' ? { 'WWW-Authenticate': 'Basic realm="oauth"' } : {},
     );
+  }
+
+  /**
+   * A client that sent no secret: accepted by its client id when the app has no secret (a public
+   * client, RFC 6749 §2.1), which leaves nothing to guess; any other client must send its secret.
+   */
+  private async identifyPublicClient(clientId: string): Promise<OAuthApp> {
+    const app = await findAppByClientId(this.db, clientId);
+    if (app && !hasSecret(app)) return app;
+    throw new OAuthError('invalid_request', 'The client_secret parameter is missing.');
   }
 }

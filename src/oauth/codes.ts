@@ -4,7 +4,7 @@ import { OAuthError } from './errors.js';
 import { CODE_PREFIX } from './grants.js';
 import { verifierMatchesChallenge } from './pkce.js';
 import type { OAuthApp, OAuthCode } from './tables.js';
-import { issueAccessToken, revokeTokensOfCode } from './tokens.js';
+import { issueTokens, revokeChain, type IssuedTokens } from './tokens.js';
 import { transaction } from '../db/transaction.js';
 
 export interface CodeRedemption {
@@ -13,13 +13,16 @@ export interface CodeRedemption {
   codeVerifier: string | undefined;
   /** RFC 8707 `resource` of the token request, in its canonical form; `undefined` when not sent. */
   resource: string | undefined;
+  /** How long a refresh token issued beside the access token lives unused. */
+  refreshIdleMs: number;
 }
 
 const invalidGrant = (description: string) => new OAuthError('invalid_grant', description);
 const USED_TWICE = 'The authorization code has already been used; the token issued for it has been revoked.';
 
 /**
- * Exchanges an authorization code of an authenticated app for an access token. The code must be
+ * Exchanges an authorization code of an authenticated app for an access token (and a refresh token
+ * when the app's access tokens expire). The code must be
  * this app's (another app's code is unknown to it), unexpired, unused, and match the redirect URI
  * and PKCE challenge of its authorization request.
  */
@@ -36,7 +39,7 @@ export async function redeemCode(db: Db, app: OAuthApp, redemption: CodeRedempti
   // RFC 6749 §4.1.2 and §10.5: a code used twice has leaked, so the tokens it produced are revoked.
   // Only a client that authenticated gets this far: somebody holding just the code revokes nothing.
   if (code.consumed_at) {
-    await revokeTokensOfCode(db, code.id, now);
+    await revokeChain(db, code.id, now);
     throw invalidGrant(USED_TWICE);
   }
   if (code.expires_at.getTime() <= now.getTime()) throw invalidGrant('The authorization code has expired.');
@@ -44,13 +47,13 @@ export async function redeemCode(db: Db, app: OAuthApp, redemption: CodeRedempti
   assertSameRedirect(code, app, redemption);
   assertVerifierMatches(code, redemption);
   const resource = tokenResource(code, redemption);
-  const accessToken = await claimAndIssue(db, app, code, resource, now);
-  if (!accessToken) {
+  const tokens = await claimAndIssue(db, app, code, resource, now, redemption.refreshIdleMs);
+  if (!tokens) {
     // Lost the race to another redemption: that is a second use, so its token goes too.
-    await revokeTokensOfCode(db, code.id, now);
+    await revokeChain(db, code.id, now);
     throw invalidGrant(USED_TWICE);
   }
-  return { organizationId: code.organization_id, accessToken, scope: code.scope };
+  return { organizationId: code.organization_id, scope: code.scope, ...tokens };
 }
 
 // RFC 6749 §4.1.3: the redirect_uri of the authorization request must be sent again, identical.
@@ -91,10 +94,17 @@ function tokenResource(code: OAuthCode, redemption: CodeRedemption): string | nu
 }
 
 /** The origin is the resource of both the Public API and the MCP server: a token may be narrowed to one. */
-const covers = (granted: string, requested: string) => new URL(requested).origin === granted;
+export const covers = (granted: string, requested: string) => new URL(requested).origin === granted;
 
-/** Marks the code used and issues its token in one transaction; `undefined` when another redemption was first. */
-function claimAndIssue(db: Db, app: OAuthApp, code: OAuthCode, resource: string | null, now: Date) {
+/** Marks the code used and issues its tokens in one transaction; `undefined` when another redemption was first. */
+function claimAndIssue(
+  db: Db,
+  app: OAuthApp,
+  code: OAuthCode,
+  resource: string | null,
+  now: Date,
+  refreshIdleMs: number,
+): Promise<IssuedTokens | undefined> {
   return transaction(db, async (trx) => {
     // One atomic claim: of any number of concurrent redemptions exactly one sees the row unconsumed.
     const claimed = await trx
@@ -105,14 +115,21 @@ function claimAndIssue(db: Db, app: OAuthApp, code: OAuthCode, resource: string 
       .returning('id')
       .executeTakeFirst();
     if (!claimed) return undefined;
-    return issueAccessToken(trx, {
-      grantId: code.grant_id,
-      appId: app.id,
-      organizationId: code.organization_id,
-      codeId: code.id,
-      resource,
-      scope: code.scope,
-    });
+    return issueTokens(
+      trx,
+      app,
+      {
+        grantId: code.grant_id,
+        organizationId: code.organization_id,
+        codeId: code.id,
+        chainId: code.id,
+        resource,
+        scope: code.scope,
+        authorized: { resource: code.resource, scope: code.scope },
+      },
+      now,
+      refreshIdleMs,
+    );
   });
 }
 

@@ -19,6 +19,11 @@ export interface OAuthAppTable {
   secret_hash: string;
   secret_last_four: string;
   secret_rotated_at: Timestamp | null;
+  /**
+   * How long the app's access tokens live, in seconds, with a refresh token beside each; `null`: they
+   * never expire and no refresh token is issued (every app registered before expiry existed).
+   */
+  access_token_lifetime_seconds: number | null;
   created_at: CreatedAt;
   updated_at: Timestamp;
 }
@@ -94,12 +99,38 @@ export interface OAuthTokenTable {
   created_at: CreatedAt;
   last_used_at: Timestamp | null;
   revoked_at: Timestamp | null;
+  /** When the token stops working; `null`: never (its app's tokens do not expire). */
+  expires_at: Timestamp | null;
+  /** The authorization (its code's id) the token descends from, when it came with a refresh token. */
+  chain_id: string | null;
+}
+
+export interface OAuthRefreshTokenTable {
+  id: string;
+  /** SHA-256 of the `por_…` refresh token. */
+  token_hash: string;
+  grant_id: string;
+  app_id: string;
+  organization_id: string;
+  /** The authorization (its code's id) every token of this chain descends from. */
+  chain_id: string;
+  /** RFC 8707: the resource the user authorized; a refresh may narrow it for one access token. */
+  resource: string | null;
+  /** The scopes the user authorized; a refresh may narrow them for one access token (RFC 6749 §6). */
+  scope: string | null;
+  created_at: CreatedAt;
+  /** Unused until then, the token dies: each use issues a successor with a fresh idle time. */
+  expires_at: Timestamp;
+  /** When it was exchanged for its successor; presented again after that, it revokes its chain. */
+  spent_at: Timestamp | null;
+  revoked_at: Timestamp | null;
 }
 
 export type OAuthApp = Selectable<OAuthAppTable>;
 export type OAuthGrant = Selectable<OAuthGrantTable>;
 export type OAuthAuthorizationRequest = Selectable<OAuthAuthorizationRequestTable>;
 export type OAuthCode = Selectable<OAuthCodeTable>;
+export type OAuthRefreshToken = Selectable<OAuthRefreshTokenTable>;
 
 declare module '../db/schema.js' {
   // Adds this feature's tables to the database type (see src/db/schema.ts).
@@ -110,5 +141,6 @@ declare module '../db/schema.js' {
     oauth_authorization_requests: OAuthAuthorizationRequestTable;
     oauth_codes: OAuthCodeTable;
     oauth_tokens: OAuthTokenTable;
+    oauth_refresh_tokens: OAuthRefreshTokenTable;
   }
 }

@@ -3,6 +3,7 @@ import { NotFoundError } from '../core/errors.js';
 import type { AppContext } from '../http/context.js';
 import { AppPictureDownloader, appPicturePath } from '../oauth/app-pictures.js';
 import {
+  accessTokenLifetime,
   deleteApp,
   findApp,
   listApps,
@@ -23,6 +24,7 @@ function appDetailsFromForm(req: express.Request): AppDetails {
     description: field(req, 'description'),
     pictureUrl: field(req, 'pictureUrl'),
     redirectUri: field(req, 'redirectUri'),
+    expiringTokens: field(req, 'expiringTokens') === 'yes',
   };
 }
 
@@ -32,6 +34,7 @@ function appFormValues(app: OAuthApp): AppDetails {
     description: app.description,
     pictureUrl: app.picture_url ?? '',
     redirectUri: app.redirect_uri,
+    expiringTokens: accessTokenLifetime(app) !== null,
   };
 }
 

@@ -22,6 +22,11 @@ export interface LimitSettings {
     windowSeconds: number;
   };
   /**
+   * Days an OAuth refresh token stays usable without being used (OAUTH_REFRESH_TOKEN_IDLE_DAYS); each
+   * refresh issues a successor with the full time again.
+   */
+  oauthRefreshTokenIdleDays: number;
+  /**
    * Limits per client address on the web app's account forms, against password spraying across many
    * emails and floods of password hashing; past either, the form answers 429 until the window ends.
    */
@@ -70,6 +75,7 @@ export function readLimits(read: EnvReader): LimitSettings {
       perAddress: read.integer('OAUTH_AUTH_FAILURES_PER_ADDRESS', 50, 1, 1_000_000),
       windowSeconds: read.integer('OAUTH_AUTH_FAILURES_WINDOW_SECONDS', 300, 1, 86_400),
     },
+    oauthRefreshTokenIdleDays: read.integer('OAUTH_REFRESH_TOKEN_IDLE_DAYS', 30, 1, 3650),
     accountLimits: {
       loginFailuresPerAddress: read.integer('LOGIN_FAILURES_PER_ADDRESS', 50, 1, 1_000_000),
       signupsPerAddress: read.integer('SIGNUPS_PER_ADDRESS', 10, 1, 1_000_000),
