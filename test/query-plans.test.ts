@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect, sql, type CompiledQuery } from 'kysely';
+import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../src/db/database.js';
 import type { Database } from '../src/db/schema.js';
@@ -8,6 +8,7 @@ import { publicApi } from './support/api.js';
 import { BrowserSession } from './support/browser-session.js';
 import { createTestDatabase, DIALECT } from './support/database.js';
 import { eventually } from './support/eventually.js';
+import { growDatabase } from './support/grown-database.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -24,11 +25,8 @@ import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-re
 /** The tables that grow with use, as a plan names them (pg-boss's jobs are in its partition `job_common`). */
 const GROWING = new Set(['posts', 'post_events', 'media', 'webhook_deliveries', 'job', 'job_common']);
 
-const ORGANIZATIONS = 300;
-const POSTS = 45_000;
-const MEDIA = 20_000;
-const DELIVERIES = 30_000;
-const FINISHED_JOBS = 40_000;
+/** Enough rows that a missing index shows as a sequential scan; the organization under test has one in 30. */
+const SIZES = { organizations: 300, posts: 30_000, media: 10_000, deliveries: 15_000, finishedJobs: 25_000 };
 
 let network: FakeNetwork;
 let receiver: WebhookReceiver;
@@ -37,7 +35,6 @@ let server: TestServer;
 let org: TestOrganization;
 let channelId: string;
 let endpointId: string;
-let draftId: string;
 const sent: CompiledQuery[] = [];
 
 interface PlanNode {
@@ -78,63 +75,6 @@ const scanning = (plans: { sql: string; seqScans: string[] }[]) => plans.filter(
 const reading = (plans: { sql: string }[], table: string) =>
   plans.filter((plan) => new RegExp(`\\b(from|into|update) ("\\w+"\\.)?"?${table}\\b`, 'i').test(plan.sql));
 
-/**
- * Hundreds of other organizations with their channels, posts (published, scheduled, drafts), the
- * posts' events, media, webhook endpoints with deliveries, and the queue's finished jobs; the
- * organization under test gets a share of posts and media of its own.
- */
-async function seed(db: Db): Promise<void> {
-  await sql`insert into organizations (id, name) select 'org_seed' || n, 'Seed ' || n
-    from generate_series(1, ${ORGANIZATIONS}) n`.execute(db);
-  await sql`insert into channels (id, organization_id, provider, name)
-    select 'ch_seed' || n, 'org_seed' || (n % ${ORGANIZATIONS} + 1), 'sandbox', 'Seed channel ' || n
-    from generate_series(1, ${2 * ORGANIZATIONS}) n`.execute(db);
-  // A tenth are drafts, a fifth are scheduled ahead, the rest were published; one post in thirty is the
-  // organization's under test.
-  await sql`insert into posts (id, organization_id, group_id, channel_id, content, status, scheduled_at, published_at)
-    select 'post_seed' || n, organization_id, 'grp_seed' || n, channel_id, 'Seed post ' || n, status,
-      case status when 'draft' then null when 'scheduled' then now() + n * interval '1 minute'
-        else now() - n * interval '1 minute' end,
-      case status when 'published' then now() - n * interval '1 minute' end
-    from (
-      select n,
-        case when n % 30 = 0 then ${org.id} else 'org_seed' || (n % ${ORGANIZATIONS} + 1) end as organization_id,
-        case when n % 30 = 0 then ${channelId} else 'ch_seed' || (n % ${2 * ORGANIZATIONS} + 1) end as channel_id,
-        case when n % 10 = 1 then 'draft' when n % 10 in (2, 3) then 'scheduled' else 'published' end as status
-      from generate_series(1, ${POSTS}) n
-    ) seeded`.execute(db);
-  // Each event shows a post as the API does: the one of the draft made through the API.
-  await sql`insert into post_events (organization_id, post_id, type, at, post, webhooks_dispatched_at)
-    select organization_id, id, type, created_at, (select post from post_events where post_id = ${draftId} limit 1),
-      now()
-    from posts, (values ('created'), ('published')) t(type)
-    where id like 'post_seed%'`.execute(db);
-  await sql`insert into media (id, organization_id, file_name, content_type, kind, size, storage_key, created_at)
-    select 'med_seed' || n, case when n % 30 = 0 then ${org.id} else 'org_seed' || (n % ${ORGANIZATIONS} + 1) end,
-      'seed.png', 'image/png', 'image', 1000, 'seed/' || n, now() - n * interval '1 minute'
-    from generate_series(1, ${MEDIA}) n`.execute(db);
-  await sql`insert into webhook_endpoints (id, organization_id, url, event_types, enabled, secret)
-    select 'whe_seed' || n, 'org_seed' || n, 'https://example.com/hooks', '["post.published"]', false, 'unused'
-    from generate_series(1, ${ORGANIZATIONS}) n`.execute(db);
-  await sql`insert into webhook_deliveries (id, endpoint_id, event_type, payload, status, attempts, created_at)
-    select 'msg_seed' || n, case when n % 30 = 0 then ${endpointId} else 'whe_seed' || (n % ${ORGANIZATIONS} + 1) end,
-      'post.published', '{}', 'succeeded', 1, now() - n * interval '1 minute'
-    from generate_series(1, ${DELIVERIES}) n`.execute(db);
-  // The queue as a week of publications leaves it (pg-boss's table, written here as pg-boss writes it).
-  await sql`insert into pgboss.job (name, data, state, start_after, created_on, started_on, completed_on)
-    select 'publish-post', jsonb_build_object('postId', 'post_seed' || n), 'completed',
-      now() - n * interval '10 seconds', now() - n * interval '10 seconds', now() - n * interval '10 seconds',
-      now() - n * interval '10 seconds'
-    from generate_series(1, ${FINISHED_JOBS}) n`.execute(db);
-  await sql`insert into pgboss.job (name, data, start_after)
-    select 'publish-post', jsonb_build_object('postId', id), scheduled_at from posts where status = 'scheduled'
-    and id like 'post_seed%'`.execute(db);
-  for (const table of ['organizations', 'channels', 'posts', 'post_events', 'media', 'webhook_endpoints'])
-    await sql`analyze ${sql.table(table)}`.execute(db);
-  await sql`analyze webhook_deliveries`.execute(db);
-  await sql`analyze pgboss.job`.execute(db);
-}
-
 describe.skipIf(DIALECT !== 'postgres')('the hot paths on a database that has grown', () => {
   beforeAll(async () => {
     network = await startFakeNetwork();
@@ -165,8 +105,19 @@ describe.skipIf(DIALECT !== 'postgres')('the hot paths on a database that has gr
     const draft = await publicApi(server, org.auth).POST('/public/v1/posts', {
       body: { type: 'draft', content: 'As the API shows a post', channelIds: [channelId] },
     });
-    draftId = dataOf(draft, 201).data[0]!.id;
-    await seed(server.ctx.db);
+    // Each seeded event shows a post as the API does: the draft's.
+    const { post } = await server.ctx.db
+      .selectFrom('post_events')
+      .select('post')
+      .where('post_id', '=', dataOf(draft, 201).data[0]!.id)
+      .executeTakeFirstOrThrow();
+    await growDatabase(server.ctx.db, SIZES, {
+      organizationId: org.id,
+      channelId,
+      endpointId,
+      eventPost: JSON.stringify(post),
+      share: 30,
+    });
   });
   afterAll(async () => {
     await server?.close();

@@ -21,7 +21,7 @@ let org: TestOrganization;
 let channelIds: string[];
 
 const DAY_MS = 86_400_000;
-const CHANNELS = 8;
+const CHANNELS = 4;
 
 beforeAll(async () => {
   network = await startFakeNetwork();
