@@ -116,7 +116,10 @@ async function assemble(options: ComposeOptions, flushTraces: () => Promise<void
     options.providers,
   );
   const runsWorker = options.worker ?? config.role !== 'api';
-  const queue = new JobQueue(database, logger, clock, { runsSchedules: runsWorker });
+  const queue = new JobQueue(database, logger, clock, {
+    runsSchedules: runsWorker,
+    keepFinishedJobsDays: config.retention.jobsDays,
+  });
   await queue.start(QUEUES);
   base.metrics.watch({ queues: () => queue.load(), ...(database.pool ? { pool: database.pool } : {}) });
   const webhookCtx: WebhookContext = { ...base, queue };

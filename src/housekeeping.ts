@@ -17,8 +17,8 @@ import { sweepDeliveries } from './webhooks/delivery-sweep.js';
  * What the service forgets when it no longer serves anybody, as a scheduled job of the workers
  * (every 10 minutes) rather than inside requests: stale uploads and their bytes, rate-limit counts
  * of past windows, expired sessions, idempotency keys, OAuth codes, consent requests and expired OAuth
- * access and refresh tokens, connections
- * of accounts never finished, webhook deliveries older than 30 days; it asks the networks to revoke
+ * access and refresh tokens, connections of accounts never finished, settled webhook deliveries older
+ * than their retention (pg-boss deletes finished jobs itself, see JobQueue); it asks the networks to revoke
  * the tokens of removed channels, refreshes the tokens that a network refreshes only while they are
  * good before they run out, warns of channels whose access ends within a week, and plans again any
  * webhook delivery that lost its job.

@@ -88,4 +88,16 @@ describe('configuration', () => {
         /LINKEDIN_VERSION must be a LinkedIn API version/,
       );
   });
+
+  it('keeps finished jobs a week and settled webhook deliveries 30 days unless told otherwise', () => {
+    expect(loadConfig({}).retention).toEqual({ jobsDays: 7, webhookDeliveriesDays: 30 });
+    expect(loadConfig({ JOB_RETENTION_DAYS: '2', WEBHOOK_DELIVERY_RETENTION_DAYS: '90' }).retention).toEqual({
+      jobsDays: 2,
+      webhookDeliveriesDays: 90,
+    });
+    for (const days of ['0', '366', 'a week'])
+      expect(() => loadConfig({ JOB_RETENTION_DAYS: days, WEBHOOK_DELIVERY_RETENTION_DAYS: days })).toThrow(
+        /JOB_RETENTION_DAYS[\s\S]*WEBHOOK_DELIVERY_RETENTION_DAYS/,
+      );
+  });
 });

@@ -16,6 +16,7 @@ import { readMedia, type MediaConfig } from './config/media.js';
 import { readMetrics, type MetricsConfig } from './config/metrics.js';
 import { readPinterest, type PinterestConfig } from './config/pinterest.js';
 import { readPublisher, type PublisherConfig } from './config/publisher.js';
+import { readRetention, type RetentionSettings } from './config/retention.js';
 import { readRuntime, type RuntimeSettings } from './config/runtime.js';
 import { readSandbox, type SandboxConfig } from './config/sandbox.js';
 import { readServer, type ServerSettings } from './config/server.js';
@@ -68,6 +69,8 @@ export interface Config extends ServerSettings, DatabaseSettings, RuntimeSetting
   metrics: MetricsConfig;
   /** Set when OpenTelemetry traces are to be sent (see TracingConfig); off by default. */
   tracing: TracingConfig | undefined;
+  /** How long finished jobs and settled webhook deliveries are kept. */
+  retention: RetentionSettings;
 }
 
 export class ConfigError extends Error {
@@ -100,6 +103,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhooks: readWebhooks(read),
     metrics: readMetrics(read),
     tracing: readTracing(read),
+    retention: readRetention(read),
   };
   if (read.problems.length > 0) {
     throw new ConfigError(`Invalid configuration:\n  - ${read.problems.join('\n  - ')}`);

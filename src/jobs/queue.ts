@@ -69,15 +69,21 @@ export class JobQueue {
   private readonly db: Db;
   private readonly names: QueueName[] = [];
   private readonly clock: Clock;
+  private readonly deleteAfterSeconds: number;
 
   constructor(
     database: DatabaseHandle,
     private readonly logger: Logger,
     clock: Clock,
-    options: { runsSchedules: boolean },
+    options: {
+      runsSchedules: boolean;
+      /** Days a finished job (completed, failed or cancelled) is kept before pg-boss deletes it. */
+      keepFinishedJobsDays: number;
+    },
   ) {
     this.db = database.db;
     this.clock = clock;
+    this.deleteAfterSeconds = options.keepFinishedJobsDays * 86_400;
     const queueClock = queueClockOf(clock);
     const common = {
       schema: SCHEMA,
@@ -93,6 +99,10 @@ export class JobQueue {
       // for the heartbeat to lapse, up to 10 s until the next pass, 5 s of retryDelay), not 75.
       superviseIntervalSeconds: 10,
       monitorIntervalSeconds: 10,
+      // How often the workers delete the jobs kept long enough (each queue's deleteAfterSeconds, see
+      // `start`): every hour rather than pg-boss's daily default, so that each pass deletes an hour of
+      // jobs rather than a day's, and the table holds at most an hour more than the retention.
+      maintenanceIntervalSeconds: 3600,
       // One row per process in pg-boss's instance registry is of no use here.
       registerInstance: false,
       // The spans of jobs are this queue's own (see `plan` and JobConsumer): pg-boss's would add one for
@@ -114,10 +124,14 @@ export class JobQueue {
   async start(queues: { name: QueueName; options?: Parameters<PgBoss['createQueue']>[1] }[]): Promise<void> {
     await this.boss.start();
     this.names.push(...queues.map(({ name }) => name));
-    for (const { name, options } of queues) {
-      await this.boss.createQueue(name, options);
-      // A queue keeps the options it was created with; a new version's options apply from its first start.
-      if (options && Object.keys(options).length > 0) await this.boss.updateQueue(name, options);
+    for (const queue of queues) {
+      // The retention applies to every queue: pg-boss deletes a finished job that many seconds after it
+      // finished.
+      const options = { ...queue.options, deleteAfterSeconds: this.deleteAfterSeconds };
+      await this.boss.createQueue(queue.name, options);
+      // A queue keeps the options it was created with; a new version's options (or retention) apply
+      // from its first start.
+      await this.boss.updateQueue(queue.name, options);
     }
   }
 

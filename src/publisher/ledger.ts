@@ -178,10 +178,13 @@ async function writeClaims(
       post: event?.post ?? null,
     })),
   );
+  // The input's limit is its length: it tells the planner how many posts to expect (a set-returning
+  // function counts as 100), so that it finds each by its key rather than read the table whole.
   const { rows } = await sql<{ id: string }>`
     with input as (
       select * from jsonb_to_recordset(${input}::jsonb)
         as input(id text, version text, attempt integer, organization_id text, event_type text, details text, post text)
+      limit ${claims.length}
     ),
     claimed as (
       update posts set

@@ -62,6 +62,8 @@ export class DeliveryOutcomes {
         delivered_at: outcome.status === 'succeeded' ? now.toISOString() : null,
       })),
     );
+    // The input's limit is its length: it tells the planner how many rows to expect (a set-returning
+    // function counts as 100), so that it finds each delivery by its key rather than read the table whole.
     const { rows } = await sql<{ next_id: string | null; next_at: Date | null }>`
       with input as (
         select * from jsonb_to_recordset(${input}::jsonb)
@@ -69,6 +71,7 @@ export class DeliveryOutcomes {
             id text, status text, attempts integer, status_code integer, duration_ms integer, error text, body text,
             delivered_at timestamptz
           )
+        limit ${items.length}
       )
       update webhook_deliveries d set
         status = input.status, attempts = input.attempts, last_status_code = input.status_code,
