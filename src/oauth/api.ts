@@ -4,6 +4,7 @@ import { SPEC_FILES } from '../core/contract.js';
 import { NotFoundError } from '../core/errors.js';
 import { apiHeaders } from '../http/api-headers.js';
 import { clientAddress } from '../http/client-address.js';
+import { RateLimiter } from '../http/rate-limit.js';
 import type { AppContext } from '../http/context.js';
 import { contractRouter } from '../http/contract-router.js';
 import { databaseOutage, isUnreadableRequestError } from '../http/error-envelope.js';
@@ -30,10 +31,12 @@ import {
   sendTemporarilyUnavailable,
   sendThrottled,
 } from './errors.js';
+import { clientInformation, markClientUsed, registerClient } from './registration.js';
 import { revokeAccessToken } from './tokens.js';
 
 export const TOKEN_PATH = '/api/oauth/token';
 export const REVOKE_PATH = '/api/oauth/revoke';
+export const REGISTER_PATH = '/api/oauth/register';
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 
 /** The documents of RFC 8414 and RFC 9728, read with GET. */
@@ -137,7 +140,9 @@ export function oauthErrors(ctx: AppContext): ErrorRequestHandler {
           new OAuthError('invalid_request', 'Send the body as application/x-www-form-urlencoded or application/json.'),
         );
       }
-      return sendOAuthError(res, new OAuthError('invalid_request', describeViolation(error.errors[0])));
+      // RFC 7591 §3.2.2: metadata the registration endpoint cannot read is invalid_client_metadata.
+      const code = req.path === REGISTER_PATH ? 'invalid_client_metadata' : 'invalid_request';
+      return sendOAuthError(res, new OAuthError(code, describeViolation(error.errors[0])));
     }
     ctx.logger.error({ err: error, requestId: res.locals.requestId, path: req.path }, 'OAuth request failed');
     noStore(res);
@@ -156,6 +161,13 @@ function answerByPath(api: ErrorRequestHandler, page: ErrorRequestHandler): Erro
 /** The token endpoint, revocation (RFC 7009), the server metadata (RFC 8414) and the authorize page. */
 function operations(ctx: AppContext): OAuthHandlers {
   const clients = new ClientAuthenticator(ctx.db, ctx.config.oauthClientAuthFailures, ctx.clock);
+  const limits = ctx.config.oauthClients;
+  const registrations = new RateLimiter(
+    ctx.db,
+    'oauth-registration',
+    { max: limits.registrationsPerAddress, windowSeconds: limits.registrationWindowSeconds },
+    ctx.clock,
+  );
   return {
     authorize: authorizeOperation(ctx),
 
@@ -166,7 +178,7 @@ function operations(ctx: AppContext): OAuthHandlers {
       }
       if (!body.code) throw new OAuthError('invalid_request', 'The code parameter is missing.');
       const app = await clients.authenticate(credentials, clientAddress(req));
-      const { organizationId, accessToken, scope } = await redeemCode(
+      const { organizationId, accessToken, scope, appId } = await redeemCode(
         ctx.db,
         app,
         {
@@ -177,6 +189,7 @@ function operations(ctx: AppContext): OAuthHandlers {
         },
         ctx.clock.now(),
       );
+      await markClientUsed(ctx.db, appId, ctx.clock.now());
       return {
         status: 200,
         body: {
@@ -197,6 +210,18 @@ function operations(ctx: AppContext): OAuthHandlers {
       return { status: 200, headers: { 'Cache-Control': 'no-store' } };
     },
 
+    register: async ({ req, body }) => {
+      const throttle = await registrations.hit(clientAddress(req));
+      if (!throttle.allowed)
+        throw new OAuthThrottledError(throttle.resetSeconds, 'client registrations from this address');
+      const client = await registerClient(ctx.db, body, ctx.clock.now());
+      return {
+        status: 201,
+        body: clientInformation(client),
+        headers: { 'Cache-Control': 'no-store', Pragma: 'no-cache' },
+      };
+    },
+
     authorizationServerMetadata: () => {
       const origin = ctx.config.publicUrl;
       const metadata: components['schemas']['AuthorizationServerMetadata'] = {
@@ -204,12 +229,14 @@ function operations(ctx: AppContext): OAuthHandlers {
         authorization_endpoint: `${origin}${AUTHORIZE_PATH}`,
         token_endpoint: `${origin}${TOKEN_PATH}`,
         revocation_endpoint: `${origin}${REVOKE_PATH}`,
+        registration_endpoint: `${origin}${REGISTER_PATH}`,
         response_types_supported: ['code'],
         grant_types_supported: ['authorization_code'],
-        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-        revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+        revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
         code_challenge_methods_supported: ['S256'],
         authorization_response_iss_parameter_supported: true,
+        client_id_metadata_document_supported: true,
         service_documentation: `${origin}/docs/oauth`,
         scopes_supported: [...contractScopes().keys()],
       };

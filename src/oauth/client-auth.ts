@@ -2,13 +2,14 @@ import type { Clock } from '../core/clock.js';
 import type { Config } from '../core/config.js';
 import type { Db } from '../db/database.js';
 import { RateLimiter, startAttempt } from '../http/rate-limit.js';
-import { authenticateApp } from './apps.js';
+import { authenticateApp, findAppByClientId } from './apps.js';
 import { OAuthError, OAuthThrottledError } from './errors.js';
 import type { OAuthApp } from './tables.js';
 
 export interface ClientCredentials {
   clientId: string;
-  clientSecret: string;
+  /** `undefined`: a public client, which sends its client_id alone (`token_endpoint_auth_method: none`). */
+  clientSecret: string | undefined;
   /** `basic` makes a failure answer carry `WWW-Authenticate: Basic` (RFC 6749 §5.2). */
   via: 'basic' | 'body';
 }
@@ -68,7 +69,8 @@ export function readClientCredentials(
     return { ...basic, via: 'basic' };
   }
   if (!body.client_id) throw new OAuthError('invalid_request', 'The client_id parameter is missing.');
-  if (!body.client_secret) throw new OAuthError('invalid_request', 'The client_secret parameter is missing.');
+  // Without a secret this is a public client; a confidential one is then refused as invalid_client.
+  if (body.client_secret === '') throw new OAuthError('invalid_request', 'The client_secret parameter is empty.');
   return { clientId: body.client_id, clientSecret: body.client_secret, via: 'body' };
 }
 
@@ -101,6 +103,12 @@ export class ClientAuthenticator {
   async authenticate(credentials: ClientCredentials, address: string): Promise<OAuthApp> {
     // An address holds no space, so the pair cannot be mistaken for another.
     const clientKey = `${address} ${credentials.clientId}`;
+    if (credentials.clientSecret === undefined) {
+      // A confidential client that forgot its secret is told so, as before public clients existed.
+      const app = await findAppByClientId(this.db, credentials.clientId);
+      if (app && app.secret_hash !== null)
+        throw new OAuthError('invalid_request', 'The client_secret parameter is missing.');
+    }
     // Counted as a failure before the secret is checked; a successful attempt is taken back.
     const attempt = await startAttempt([
       { limiter: this.perClientAddress, key: clientKey },

@@ -50,7 +50,7 @@ export async function redeemCode(db: Db, app: OAuthApp, redemption: CodeRedempti
     await revokeTokensOfCode(db, code.id, now);
     throw invalidGrant(USED_TWICE);
   }
-  return { organizationId: code.organization_id, accessToken, scope: code.scope };
+  return { organizationId: code.organization_id, accessToken, scope: code.scope, appId: app.id };
 }
 
 // RFC 6749 §4.1.3: the redirect_uri of the authorization request must be sent again, identical.
