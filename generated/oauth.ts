@@ -169,8 +169,8 @@ export interface paths {
          *
          *     A client nobody approves within `OAUTH_UNUSED_CLIENT_DAYS` days (7 by default) is deleted.
          *     Registrations are limited per client address (`OAUTH_REGISTRATIONS_PER_ADDRESS` per
-         *     `OAUTH_REGISTRATIONS_WINDOW_SECONDS`, 20 per hour by default): past it, `429` with
-         *     `Retry-After`.
+         *     `OAUTH_REGISTRATIONS_WINDOW_SECONDS`, 20 per hour by default; fetches of metadata documents
+         *     count too): past it, `429` with `Retry-After`.
          *
          *     A client may instead use the https URL of its **Client ID Metadata Document** as its
          *     `client_id` at the authorize endpoint, without registering (see `authorize`).

@@ -346,6 +346,9 @@ describe('dynamic client registration (RFC 7591)', () => {
 });
 
 describe('client ID metadata documents', () => {
+  // Fetches count against the registrations of the address, which the tests above spent: a new window.
+  beforeAll(() => server.clock.advance(3_601_000));
+
   it('fetches the document, shows the client as unverified, and caches it for its max-age', async () => {
     const clientId = `${documentOrigin}/good.json`;
     const challenge = { code_challenge: s256(VERIFIER), code_challenge_method: 'S256' };
@@ -383,6 +386,21 @@ describe('client ID metadata documents', () => {
   ])('refuses the document at %s with an error page', async (path, message) => {
     const response = await authorize({ client_id: `${documentOrigin}${path}` });
     await expectErrorPage(response, message);
+  });
+
+  it('counts document fetches against the registrations of the address', async () => {
+    let html = '';
+    for (let i = 0; i < 30 && !html.includes('Too many new apps'); i++) {
+      html = await (await authorize({ client_id: `${documentOrigin}/missing-${i}.json` })).text();
+    }
+    expect(html).toContain('Too many new apps');
+    // A document still fresh in the cache is no fetch, and still works.
+    const fresh = await authorize({
+      client_id: `${documentOrigin}/good.json`,
+      code_challenge: s256(VERIFIER),
+      code_challenge_method: 'S256',
+    });
+    expect(fresh.status).toBe(200);
   });
 
   it('does not take a non-https URL as a client id', async () => {

@@ -4,7 +4,6 @@ import { SPEC_FILES } from '../core/contract.js';
 import { NotFoundError } from '../core/errors.js';
 import { apiHeaders } from '../http/api-headers.js';
 import { clientAddress } from '../http/client-address.js';
-import { RateLimiter } from '../http/rate-limit.js';
 import type { AppContext } from '../http/context.js';
 import { contractRouter } from '../http/contract-router.js';
 import { databaseOutage, isUnreadableRequestError } from '../http/error-envelope.js';
@@ -31,7 +30,7 @@ import {
   sendTemporarilyUnavailable,
   sendThrottled,
 } from './errors.js';
-import { clientInformation, markClientUsed, registerClient } from './registration.js';
+import { clientInformation, markClientUsed, registerClient, registrationLimiter } from './registration.js';
 import { revokeAccessToken } from './tokens.js';
 
 export const TOKEN_PATH = '/api/oauth/token';
@@ -161,13 +160,7 @@ function answerByPath(api: ErrorRequestHandler, page: ErrorRequestHandler): Erro
 /** The token endpoint, revocation (RFC 7009), the server metadata (RFC 8414) and the authorize page. */
 function operations(ctx: AppContext): OAuthHandlers {
   const clients = new ClientAuthenticator(ctx.db, ctx.config.oauthClientAuthFailures, ctx.clock);
-  const limits = ctx.config.oauthClients;
-  const registrations = new RateLimiter(
-    ctx.db,
-    'oauth-registration',
-    { max: limits.registrationsPerAddress, windowSeconds: limits.registrationWindowSeconds },
-    ctx.clock,
-  );
+  const registrations = registrationLimiter(ctx);
   return {
     authorize: authorizeOperation(ctx),
 

@@ -15,6 +15,8 @@ import {
 import { createAuthorizationRequest } from './authorization-requests.js';
 import { answerConsent } from './consent.js';
 import { ClientMetadataDocuments } from './metadata-documents.js';
+import { registrationLimiter } from './registration.js';
+import { clientAddress } from '../http/client-address.js';
 import { grantedAccess, scopedAccess } from './granted-access.js';
 import type { OAuthApp } from './tables.js';
 import { withQuery } from './urls.js';
@@ -36,9 +38,12 @@ export function authorizeOperation(ctx: AppContext): OAuthHandler<'authorize'> {
     ctx.config.oauthClients.metadataFetchSeconds,
     ctx.clock,
   );
+  const registrations = registrationLimiter(ctx);
   return async ({ req, res }) => {
     const query = req.query as AuthorizationQuery;
-    const client = await identifyClient(ctx.db, query, (clientId) => metadataDocuments.lookup(clientId));
+    // A document fetched counts as a registration of the visitor's address.
+    const mayFetch = async () => (await registrations.hit(clientAddress(req))).allowed;
+    const client = await identifyClient(ctx.db, query, (clientId) => metadataDocuments.lookup(clientId, mayFetch));
     // An authorization request that cannot be trusted: an error page, never a redirect.
     if (!client.ok)
       return { status: 400, html: errorPageHtml(res, 'This authorization link is not valid', client.message) };

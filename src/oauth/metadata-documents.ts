@@ -42,8 +42,12 @@ export class ClientMetadataDocuments {
     private readonly clock: Clock,
   ) {}
 
-  /** The client of this id when it is a metadata document's URL; `undefined` for any other id. */
-  async lookup(clientId: string): Promise<Lookup> {
+  /**
+   * The client of this id when it is a metadata document's URL; `undefined` for any other id.
+   * `mayFetch` is asked before a fetch (not for a document still fresh), so that fetches can be
+   * limited per client address like registrations.
+   */
+  async lookup(clientId: string, mayFetch: () => Promise<boolean>): Promise<Lookup> {
     if (!isMetadataDocumentUrl(clientId)) return undefined;
     const now = this.clock.now();
     const stored = await this.db
@@ -53,6 +57,9 @@ export class ClientMetadataDocuments {
       .where('registration', '=', 'metadata_document')
       .executeTakeFirst();
     if (stored?.metadata_expires_at && stored.metadata_expires_at.getTime() > now.getTime()) return { app: stored };
+    if (!(await mayFetch())) {
+      return { message: 'Too many new apps were looked up from your address; try again in a while.' };
+    }
     const fetched = await this.fetch(clientId);
     if ('message' in fetched) {
       return { message: `The app’s description at ${clientId} could not be used: ${fetched.message}` };
@@ -77,6 +84,7 @@ export class ClientMetadataDocuments {
         registration: 'metadata_document',
         token_endpoint_auth_method: 'none',
         created_at: now,
+        // When per-app access-token lifetimes exist, metadata-document clients get one-hour tokens: set it here.
         ...values,
       })
       .onConflict((oc) => oc.column('client_id').doUpdateSet(values))

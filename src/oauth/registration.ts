@@ -1,4 +1,7 @@
+import type { Clock } from '../core/clock.js';
+import type { Config } from '../core/config.js';
 import { newId, randomBase62 } from '../core/ids.js';
+import { RateLimiter } from '../http/rate-limit.js';
 import { generateCredential, hashSecret } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
 import { CLIENT_ID_PREFIX, CLIENT_ID_RANDOM_LENGTH } from './apps.js';
@@ -167,6 +170,20 @@ export function matchRedirectUri(
     return candidate.protocol === 'http:' && withoutPort(candidate) === withoutPort(url) && !url.username;
   });
   return matches ? given : undefined;
+}
+
+/**
+ * Registrations per client address and window (OAUTH_REGISTRATIONS_*): RFC 7591 registrations and
+ * fetches of metadata documents, the two ways a visitor makes this server store a new client.
+ */
+export function registrationLimiter(ctx: { db: Db; config: Config; clock: Clock }): RateLimiter {
+  const limits = ctx.config.oauthClients;
+  return new RateLimiter(
+    ctx.db,
+    'oauth-registration',
+    { max: limits.registrationsPerAddress, windowSeconds: limits.registrationWindowSeconds },
+    ctx.clock,
+  );
 }
 
 /** Records that a client redeemed a code, for the app's page and for operators. */
