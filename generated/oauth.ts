@@ -33,12 +33,15 @@ export interface paths {
          *
          *     Errors, with `state` when you sent one:
          *
-         *     - A missing or unknown `client_id` (a deleted app included), or a `redirect_uri` that is
-         *       not exactly the registered one (same scheme, host, port, path and query, character for
-         *       character), shows an error page (`400`) and never redirects, whatever else is wrong, so
+         *     - A missing or unknown `client_id` (a deleted app included), a metadata document that
+         *       cannot be used, or a `redirect_uri` that is not exactly a registered one (same scheme,
+         *       host, port, path and query, character for character; for a registered loopback `http`
+         *       URI of a client that registered itself, any port), or no `redirect_uri` when the client
+         *       registered several, shows an error page (`400`) and never redirects, whatever else is wrong, so
          *       nobody can use this endpoint to send users to an address of their choosing.
          *     - Otherwise the browser is redirected (`302`) to your redirect URL with
-         *       `error=invalid_request` (a missing `response_type`, a parameter given twice, a
+         *       `error=invalid_request` (a missing `response_type`, a parameter given twice, no
+         *       `code_challenge` from a public client, a
          *       `code_challenge` without `code_challenge_method=S256`, or one that is not 43–128
          *       characters of `A–Z a–z 0–9 - . _ ~`), `error=unsupported_response_type` (a
          *       `response_type` other than `code`) or `error=invalid_target` (a `resource` that is not
@@ -140,6 +143,50 @@ export interface paths {
          *     token of another app is left untouched. Send the body as JSON or form-encoded.
          */
         post: operations["revoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/oauth/register": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register a client (RFC 7591)
+         * @description Dynamic client registration (RFC 7591), for clients that cannot be registered by hand in
+         *     *Settings → Developers → Apps*, such as MCP clients. Send the client metadata as JSON; no
+         *     authentication is needed. The client belongs to no organization until a user approves it,
+         *     and its consent page marks it **unverified**: nobody checked who runs it.
+         *
+         *     - `redirect_uris` (required, 1 to 10): `https`, or `http` on a loopback host
+         *       (`127.0.0.1`, `[::1]`, `localhost`), without fragment, wildcard or user info. An
+         *       authorization request must name one of them exactly; a loopback `http` one matches on
+         *       any port (RFC 8252 §7.3). With several registered, `redirect_uri` is required at the
+         *       authorize endpoint.
+         *     - `token_endpoint_auth_method`: `client_secret_basic` (the default), `client_secret_post`
+         *       (a `client_secret` is issued, shown once in this answer, stored hashed; either method is
+         *       then accepted) or `none` (a public client: no secret, and PKCE with `S256` is required at
+         *       the authorize endpoint).
+         *     - `grant_types` and `response_types`, when sent, must include `authorization_code` and
+         *       `code`; the answer says what was registered. `client_name` is shown on the consent page
+         *       (the redirect host when absent). Other members are ignored; `logo_uri` is not shown.
+         *
+         *     A client nobody approves within `OAUTH_UNUSED_CLIENT_DAYS` days (7 by default) is deleted.
+         *     Registrations are limited per client address (`OAUTH_REGISTRATIONS_PER_ADDRESS` per
+         *     `OAUTH_REGISTRATIONS_WINDOW_SECONDS`, 20 per hour by default; fetches of metadata documents
+         *     count too): past it, `429` with `Retry-After`.
+         *
+         *     A client may instead use the https URL of its **Client ID Metadata Document** as its
+         *     `client_id` at the authorize endpoint, without registering (see `authorize`).
+         */
+        post: operations["register"];
         delete?: never;
         options?: never;
         head?: never;
@@ -266,9 +313,9 @@ export interface components {
              * @example posts:read
              */
             scope?: string;
-            /** @description Your client id (`pca_…`). Required unless the client authenticates with HTTP Basic. */
+            /** @description Your client id (`pca_…`, or your metadata document's URL). Required unless the client authenticates with HTTP Basic. */
             client_id?: string;
-            /** @description Your client secret (`pcs_…`). Required unless the client authenticates with HTTP Basic. */
+            /** @description Your client secret (`pcs_…`). Required unless the client authenticates with HTTP Basic, or is a public client (registered with `token_endpoint_auth_method` `none`, or known by its metadata document), which sends `client_id` alone. */
             client_secret?: string;
             /** @description Required when the authorization request carried a `redirect_uri`; must be the same value. */
             redirect_uri?: string;
@@ -372,8 +419,88 @@ export interface components {
             token_type_hint?: string;
             /** @description Your client id. Required unless the client authenticates with HTTP Basic. */
             client_id?: string;
-            /** @description Your client secret. Required unless the client authenticates with HTTP Basic. */
+            /** @description Your client secret. Required unless the client authenticates with HTTP Basic, or is a public client. */
             client_secret?: string;
+        };
+        /**
+         * @description RFC 7591 §2 client metadata. The server checks the members itself and answers
+         *     `invalid_redirect_uri` or `invalid_client_metadata`; members it does not know are ignored.
+         */
+        ClientRegistrationRequest: {
+            /**
+             * @description Required. 1 to 10 redirect URLs.
+             * @example [
+             *       "http://127.0.0.1:33418/callback"
+             *     ]
+             */
+            redirect_uris?: string[];
+            /**
+             * @description `client_secret_basic` (default), `client_secret_post` or `none`.
+             * @example none
+             */
+            token_endpoint_auth_method?: string;
+            /**
+             * @example [
+             *       "authorization_code"
+             *     ]
+             */
+            grant_types?: string[];
+            /**
+             * @example [
+             *       "code"
+             *     ]
+             */
+            response_types?: string[];
+            /**
+             * @description Shown on the consent page; at most 100 characters.
+             * @example Example MCP Client
+             */
+            client_name?: string;
+        };
+        /** @description RFC 7591 §3.2.1 client information. */
+        ClientInformation: {
+            /**
+             * @description The client id (`pca_…`).
+             * @example pca_3Fk9Lm2Qx7Vb4Nc8Td1R
+             */
+            client_id: string;
+            /**
+             * @description The client secret (`pcs_…`), for `client_secret_basic` and `client_secret_post` only. Shown this once.
+             * @example pcs_8Hq2Wm5Zr9Xc1Vb6Nt3Y4Lk7Pj0Ds2Fg
+             */
+            client_secret?: string;
+            /**
+             * @description `0`: the secret does not expire. Present with `client_secret`.
+             * @example 0
+             */
+            client_secret_expires_at?: number;
+            /**
+             * @description When the client was registered, in seconds since 1970-01-01 UTC.
+             * @example 1795000000
+             */
+            client_id_issued_at: number;
+            /** @example Example MCP Client */
+            client_name: string;
+            /**
+             * @example [
+             *       "http://127.0.0.1:33418/callback"
+             *     ]
+             */
+            redirect_uris: string[];
+            /** @example none */
+            token_endpoint_auth_method: string;
+            /**
+             * @example [
+             *       "authorization_code"
+             *     ]
+             */
+            grant_types: string[];
+            /**
+             * @example [
+             *       "code"
+             *     ]
+             */
+            response_types: string[];
         };
         /** @description RFC 8414 metadata. More members may be added. */
         AuthorizationServerMetadata: {
@@ -388,6 +515,11 @@ export interface components {
             token_endpoint: string;
             /** Format: uri */
             revocation_endpoint: string;
+            /**
+             * Format: uri
+             * @description Where clients register themselves (RFC 7591).
+             */
+            registration_endpoint?: string;
             /**
              * @example [
              *       "code"
@@ -428,6 +560,8 @@ export interface components {
              * @description This reference, for humans.
              */
             service_documentation: string;
+            /** @description `true`: a `client_id` may be the https URL of the client's metadata document (draft-ietf-oauth-client-id-metadata-document). */
+            client_id_metadata_document_supported?: boolean;
             /**
              * @description The scopes of the Public API and the MCP server that `scope` may ask for (RFC 8414 §2).
              * @example [
@@ -643,7 +777,15 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description Your app's client id.
+                 * @description Your app's client id (`pca_…`), or the https URL of your client's **Client ID Metadata
+                 *     Document** (draft-ietf-oauth-client-id-metadata-document, as MCP clients use): a JSON
+                 *     object with `client_id` (that same URL), `redirect_uris` (matched exactly), optionally
+                 *     `client_name`, and no secret (`token_endpoint_auth_method` absent or `none`). The server
+                 *     fetches it (at most 5 kB, within `OAUTH_CLIENT_METADATA_TIMEOUT_SECONDS`, 5 by default;
+                 *     redirects are not followed; public addresses only unless the operator allows others, as for
+                 *     media downloads) and keeps it for its `Cache-Control` `max-age`, between 1 minute and 1
+                 *     day (1 hour without). Such a client is public: PKCE is required. A document that cannot
+                 *     be fetched or used is an error page naming the problem.
                  * @example pca_3Fk9Lm2Qx7Vb4Nc8Td1R
                  */
                 client_id: string;
@@ -874,6 +1016,70 @@ export interface operations {
             401: components["responses"]["InvalidClient"];
             405: components["responses"]["MethodNotAllowedPost"];
             429: components["responses"]["TooManyFailedAttempts"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["TemporarilyUnavailable"];
+        };
+    };
+    register: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClientRegistrationRequest"];
+            };
+        };
+        responses: {
+            /** @description The client is registered. Keep `client_id`, and `client_secret` if one was issued (it is never shown again). */
+            201: {
+                headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Pragma: components["headers"]["Pragma"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientInformation"];
+                };
+            };
+            /**
+             * @description RFC 7591 §3.2.2: `invalid_redirect_uri` (a redirect URI is missing, not `https` nor
+             *     loopback `http`, has a fragment, a wildcard or user info) or `invalid_client_metadata`
+             *     (any other member is wrong, such as an unknown `token_endpoint_auth_method`, or the body
+             *     is not a JSON object).
+             */
+            400: {
+                headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Pragma: components["headers"]["Pragma"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowedPost"];
+            /** @description Too many registrations from this address; wait `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /**
+                     * @description Seconds to wait before trying again.
+                     * @example 600
+                     */
+                    "Retry-After": number;
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Pragma: components["headers"]["Pragma"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthRateLimited"];
+                };
+            };
             500: components["responses"]["ServerError"];
             503: components["responses"]["TemporarilyUnavailable"];
         };

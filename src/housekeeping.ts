@@ -4,6 +4,7 @@ import type { MediaContext } from './media/storage.js';
 import { forgetStaleUploads } from './media/upload-sweep.js';
 import { forgetExpiredCodes } from './oauth/codes.js';
 import { forgetExpiredTokens } from './oauth/tokens.js';
+import { forgetUnusedClients } from './oauth/registration.js';
 import { forgetExpiredKeys } from './posts/idempotency.js';
 import { forgetExpiredConnections } from './providers/account-connections.js';
 import { revokeRemovedAccounts } from './providers/account-revocations.js';
@@ -17,8 +18,9 @@ import { sweepDeliveries } from './webhooks/delivery-sweep.js';
  * What the service forgets when it no longer serves anybody, as a scheduled job of the workers
  * (every 10 minutes) rather than inside requests: stale uploads and their bytes, rate-limit counts
  * of past windows, expired sessions, idempotency keys, OAuth codes, consent requests and expired OAuth
- * access and refresh tokens, connections of accounts never finished, settled webhook deliveries older
- * than their retention (pg-boss deletes finished jobs itself, see JobQueue); it asks the networks to revoke
+ * access and refresh tokens, OAuth clients that registered themselves and that nobody approved,
+ * connections of accounts never finished, settled webhook deliveries older than their retention (pg-boss
+ * deletes finished jobs itself, see JobQueue); it asks the networks to revoke
  * the tokens of removed channels, refreshes the tokens that a network refreshes only while they are
  * good before they run out, warns of channels whose access ends within a week, and plans again any
  * webhook delivery that lost its job.
@@ -31,6 +33,7 @@ export async function keepHouse(ctx: MediaContext & ProvidersContext & { queue: 
   await forgetExpiredKeys(ctx.db, now);
   await forgetExpiredCodes(ctx.db, now);
   await forgetExpiredTokens(ctx.db, now);
+  await forgetUnusedClients(ctx.db, now, ctx.config.oauthClients.unusedClientDays);
   await forgetExpiredConnections(ctx.db, now);
   await revokeRemovedAccounts(ctx);
   await refreshTokensAhead(ctx);

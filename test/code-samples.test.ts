@@ -169,6 +169,7 @@ describe('every operation of the reference has its request samples', () => {
       'mcpProtectedResourceMetadata',
       'protectedResourceMetadata',
       'publicApiProtectedResourceMetadata',
+      'register',
       'revoke',
       'token',
     ]);
@@ -183,7 +184,7 @@ describe('every operation of the reference has its request samples', () => {
         .map((sample) => sample.source)
         .join(),
     ).toContain('new URLSearchParams(');
-    for (const id of ['token', 'revoke']) {
+    for (const id of ['token', 'revoke', 'register']) {
       const fetchSample = byId(id).samples.find(
         (sample) => sample.lang === 'TypeScript' && sample.label === 'TypeScript',
       );
@@ -418,6 +419,7 @@ const OAUTH_FIXTURES: Record<string, () => Env | Promise<Env>> = {
   protectedResourceMetadata: () => ({}),
   publicApiProtectedResourceMetadata: () => ({}),
   mcpProtectedResourceMetadata: () => ({}),
+  register: () => ({}),
 };
 
 const OAUTH_EFFECTS: Record<string, (env: Env) => Promise<void>> = {

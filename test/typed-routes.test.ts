@@ -101,6 +101,7 @@ describe('mountOperations', () => {
       token,
       revoke: () => Promise.resolve({ status: 200 }),
       authorize: () => Promise.resolve({ status: 302 }),
+      register: () => Promise.resolve({ status: 201 }),
     };
     expect(() => mountOperations(express.Router(), SPEC_FILES.oauth, handlers, noExtra)).toThrow(
       /authorizationServerMetadata.*has no handler/,

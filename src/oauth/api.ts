@@ -31,10 +31,13 @@ import {
   sendThrottled,
 } from './errors.js';
 import { refreshTokens } from './refresh.js';
+import type { OAuthApp } from './tables.js';
+import { clientInformation, markClientUsed, registerClient, registrationLimiter } from './registration.js';
 import { revokeToken } from './tokens.js';
 
 export const TOKEN_PATH = '/api/oauth/token';
 export const REVOKE_PATH = '/api/oauth/revoke';
+export const REGISTER_PATH = '/api/oauth/register';
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 
 /** The documents of RFC 8414 and RFC 9728, read with GET. */
@@ -138,7 +141,9 @@ export function oauthErrors(ctx: AppContext): ErrorRequestHandler {
           new OAuthError('invalid_request', 'Send the body as application/x-www-form-urlencoded or application/json.'),
         );
       }
-      return sendOAuthError(res, new OAuthError('invalid_request', describeViolation(error.errors[0])));
+      // RFC 7591 §3.2.2: metadata the registration endpoint cannot read is invalid_client_metadata.
+      const code = req.path === REGISTER_PATH ? 'invalid_client_metadata' : 'invalid_request';
+      return sendOAuthError(res, new OAuthError(code, describeViolation(error.errors[0])));
     }
     ctx.logger.error({ err: error, requestId: res.locals.requestId, path: req.path }, 'OAuth request failed');
     noStore(res);
@@ -157,6 +162,7 @@ function answerByPath(api: ErrorRequestHandler, page: ErrorRequestHandler): Erro
 /** The token endpoint, revocation (RFC 7009), the server metadata (RFC 8414) and the authorize page. */
 function operations(ctx: AppContext): OAuthHandlers {
   const clients = new ClientAuthenticator(ctx.db, ctx.config.oauthClientAuthFailures, ctx.clock);
+  const registrations = registrationLimiter(ctx);
   return {
     authorize: authorizeOperation(ctx),
 
@@ -164,9 +170,10 @@ function operations(ctx: AppContext): OAuthHandlers {
       const credentials = readClientCredentials(req.headers.authorization, body);
       const refreshIdleMs = ctx.config.oauthRefreshTokenIdleDays * 86_400_000;
       let issued: Awaited<ReturnType<typeof redeemCode>>;
+      let app: OAuthApp;
       if (body.grant_type === 'authorization_code') {
         if (!body.code) throw new OAuthError('invalid_request', 'The code parameter is missing.');
-        const app = await clients.authenticate(credentials, clientAddress(req));
+        app = await clients.authenticate(credentials, clientAddress(req));
         issued = await redeemCode(
           ctx.db,
           app,
@@ -181,7 +188,7 @@ function operations(ctx: AppContext): OAuthHandlers {
         );
       } else if (body.grant_type === 'refresh_token') {
         if (!body.refresh_token) throw new OAuthError('invalid_request', 'The refresh_token parameter is missing.');
-        const app = await clients.authenticate(credentials, clientAddress(req));
+        app = await clients.authenticate(credentials, clientAddress(req));
         issued = await refreshTokens(
           ctx.db,
           app,
@@ -199,6 +206,8 @@ function operations(ctx: AppContext): OAuthHandlers {
           'Only grant_type=authorization_code and grant_type=refresh_token are supported.',
         );
       }
+      // A client that registered itself counts as used: housekeeping keeps it.
+      await markClientUsed(ctx.db, app.id, ctx.clock.now());
       const { organizationId, accessToken, expiresIn, refreshToken, scope } = issued;
       return {
         status: 200,
@@ -222,6 +231,18 @@ function operations(ctx: AppContext): OAuthHandlers {
       return { status: 200, headers: { 'Cache-Control': 'no-store' } };
     },
 
+    register: async ({ req, body }) => {
+      const throttle = await registrations.hit(clientAddress(req));
+      if (!throttle.allowed)
+        throw new OAuthThrottledError(throttle.resetSeconds, 'client registrations from this address');
+      const client = await registerClient(ctx.db, body, ctx.clock.now());
+      return {
+        status: 201,
+        body: clientInformation(client),
+        headers: { 'Cache-Control': 'no-store', Pragma: 'no-cache' },
+      };
+    },
+
     authorizationServerMetadata: () => {
       const origin = ctx.config.publicUrl;
       const metadata: components['schemas']['AuthorizationServerMetadata'] = {
@@ -229,12 +250,14 @@ function operations(ctx: AppContext): OAuthHandlers {
         authorization_endpoint: `${origin}${AUTHORIZE_PATH}`,
         token_endpoint: `${origin}${TOKEN_PATH}`,
         revocation_endpoint: `${origin}${REVOKE_PATH}`,
+        registration_endpoint: `${origin}${REGISTER_PATH}`,
         response_types_supported: ['code'],
         grant_types_supported: ['authorization_code', 'refresh_token'],
-        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-        revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+        revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
         code_challenge_methods_supported: ['S256'],
         authorization_response_iss_parameter_supported: true,
+        client_id_metadata_document_supported: true,
         service_documentation: `${origin}/docs/oauth`,
         scopes_supported: [...contractScopes().keys()],
       };

@@ -4,11 +4,11 @@ import { generateCredential, hashSecret, secretMatchesHash } from '../crypto/iss
 import type { Db } from '../db/database.js';
 import type { AppPicture, AppPictureDownloader } from './app-pictures.js';
 import type { OAuthApp } from './tables.js';
-import { checkPictureUrl, checkRedirectUri } from './urls.js';
+import { checkPictureUrl, checkRedirectUri, isMetadataDocumentUrl } from './urls.js';
 import { transaction } from '../db/transaction.js';
 
 export const CLIENT_ID_PREFIX = 'pca_';
-const CLIENT_ID_RANDOM_LENGTH = 24;
+export const CLIENT_ID_RANDOM_LENGTH = 24;
 const CLIENT_ID = new RegExp(`^${CLIENT_ID_PREFIX}[0-9A-Za-z]{${CLIENT_ID_RANDOM_LENGTH}}$`);
 const MAX_NAME_LENGTH = 100;
 const MAX_DESCRIPTION_LENGTH = 1000;
@@ -67,7 +67,14 @@ function checkFields(details: AppDetails) {
       : { access_token_lifetime_seconds: details.expiringTokens ? EXPIRING_ACCESS_TOKEN_SECONDS : null };
   return {
     problems,
-    values: { name, description, picture_url: pictureUrl, redirect_uri: redirect.ok ? redirect.url : '', ...lifetime },
+    values: {
+      name,
+      description,
+      picture_url: pictureUrl,
+      redirect_uri: redirect.ok ? redirect.url : '',
+      redirect_uris: JSON.stringify(redirect.ok ? [redirect.url] : []),
+      ...lifetime,
+    },
   };
 }
 
@@ -227,23 +234,29 @@ export function findApp(db: Db, organizationId: string, appId: string): Promise<
 }
 
 /**
- * A value that does not have the shape of a client id is unknown without asking the database (it may
- * hold what no query can take, such as U+0000).
+ * A value that does not have the shape of a client id (`pca_…`, or the https URL of a client's
+ * metadata document) is unknown without asking the database (it may hold what no query can take,
+ * such as U+0000).
  */
 export function findAppByClientId(db: Db, clientId: string): Promise<OAuthApp | undefined> {
-  if (!CLIENT_ID.test(clientId)) return Promise.resolve(undefined);
+  if (!CLIENT_ID.test(clientId) && !isMetadataDocumentUrl(clientId)) return Promise.resolve(undefined);
   return db.selectFrom('oauth_apps').selectAll().where('client_id', '=', clientId).executeTakeFirst();
 }
 
-/** Whether the app authenticates with a client secret; a public client (one without) does not. */
-export function hasSecret(app: { secret_hash: string | null }): boolean {
-  return app.secret_hash !== null;
-}
-
-/** The app whose id and secret these are, or `undefined`; unknown client and wrong secret are not told apart. */
-export async function authenticateApp(db: Db, clientId: string, clientSecret: string): Promise<OAuthApp | undefined> {
+/**
+ * The app whose id and secret these are, or `undefined`; unknown client and wrong secret are not told
+ * apart. A public client (no secret) is authenticated by its client id alone, and only without a
+ * secret; a confidential one never without its secret.
+ */
+export async function authenticateApp(
+  db: Db,
+  clientId: string,
+  clientSecret: string | undefined,
+): Promise<OAuthApp | undefined> {
   const app = await findAppByClientId(db, clientId);
-  if (!app?.secret_hash || !secretMatchesHash(clientSecret, app.secret_hash)) return undefined;
+  if (!app) return undefined;
+  if (app.secret_hash === null) return clientSecret === undefined ? app : undefined;
+  if (clientSecret === undefined || !secretMatchesHash(clientSecret, app.secret_hash)) return undefined;
   return app;
 }
 

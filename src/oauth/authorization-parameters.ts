@@ -3,6 +3,7 @@ import { knownResource, MCP_RESOURCE_PATH, PUBLIC_API_RESOURCE_PATH } from '../h
 import { contractScopes } from '../http/scopes.js';
 import { findAppByClientId } from './apps.js';
 import { isWellFormedPkceValue } from './pkce.js';
+import { matchRedirectUri } from './registration.js';
 import type { OAuthApp } from './tables.js';
 
 /** The authorize query as the query parser leaves it: a repeated parameter is an array. */
@@ -22,14 +23,25 @@ const KNOWN_PARAMETERS = new Set([
   'resource',
 ]);
 
-export type ClientCheck = { ok: true; app: OAuthApp; redirectUriGiven: boolean } | { ok: false; message: string };
+export type ClientCheck =
+  | {
+      ok: true;
+      app: OAuthApp;
+      /** Where the answer goes: the registered redirect URI the request named, or the only one. */
+      redirectUri: string;
+      redirectUriGiven: boolean;
+    }
+  | { ok: false; message: string };
+
+/** Finds a client by its client id, fetching its metadata document when the id is one's URL. */
+export type ClientLookup = (clientId: string) => Promise<{ app: OAuthApp } | { message: string } | undefined>;
 
 /**
  * Who is asking, and may the answer go to them? RFC 6749 §4.1.2.1: when the client or the redirect
  * URI cannot be trusted, the user is told and never redirected, or the endpoint would be an open
  * redirector. The redirect URI must be the registered one exactly (RFC 9700 §2.1).
  */
-export async function identifyClient(db: Db, query: AuthorizationQuery): Promise<ClientCheck> {
+export async function identifyClient(db: Db, query: AuthorizationQuery, lookup?: ClientLookup): Promise<ClientCheck> {
   const clientId = query.client_id;
   if (typeof clientId !== 'string' || clientId === '') {
     return {
@@ -39,7 +51,9 @@ export async function identifyClient(db: Db, query: AuthorizationQuery): Promise
         'Ask the app’s developer to fix the link.',
     };
   }
-  const app = await findAppByClientId(db, clientId);
+  const found = lookup ? await lookup(clientId) : undefined;
+  if (found && 'message' in found) return { ok: false, message: found.message };
+  const app = found?.app ?? (await findAppByClientId(db, clientId));
   if (!app) {
     return {
       ok: false,
@@ -48,15 +62,27 @@ export async function identifyClient(db: Db, query: AuthorizationQuery): Promise
         'Ask the app’s developer to fix the link.',
     };
   }
-  const redirectUri = query.redirect_uri;
-  if (redirectUri !== undefined && redirectUri !== app.redirect_uri) {
+  const given = query.redirect_uri;
+  if (given === undefined) {
+    // RFC 6749 §3.1.2.3: with several registered, the request must say which.
+    if (app.redirect_uris.length > 1) {
+      return {
+        ok: false,
+        message:
+          'The link has no redirect_uri, and this app registered several: ask the app’s developer to fix the link.',
+      };
+    }
+    return { ok: true, app, redirectUri: app.redirect_uri, redirectUriGiven: false };
+  }
+  const redirectUri = typeof given === 'string' ? matchRedirectUri(app, given) : undefined;
+  if (redirectUri === undefined) {
     return {
       ok: false,
       message:
         'The link’s redirect_uri is not the redirect URL registered for this app, so you will not be sent there.',
     };
   }
-  return { ok: true, app, redirectUriGiven: redirectUri !== undefined };
+  return { ok: true, app, redirectUri, redirectUriGiven: true };
 }
 
 export type ParameterCheck =
@@ -81,7 +107,12 @@ type AuthorizationError = 'invalid_request' | 'unsupported_response_type' | 'inv
  * The rest of the request of a known app; its errors go back to the app with the state. `origin` is
  * this installation's, whose resources a `resource` (RFC 8707) may name.
  */
-export function checkAuthorizationParameters(query: AuthorizationQuery, origin: string): ParameterCheck {
+export function checkAuthorizationParameters(
+  query: AuthorizationQuery,
+  origin: string,
+  /** A public client (no secret): its code is protected by PKCE or by nothing, so PKCE is required. */
+  requirePkce = false,
+): ParameterCheck {
   const givenState = typeof query.state === 'string' ? query.state : undefined;
   const state = givenState !== undefined && givenState.length <= MAX_STATE_LENGTH ? givenState : undefined;
   const fail = (error: AuthorizationError, description: string): ParameterCheck => ({
@@ -111,6 +142,12 @@ export function checkAuthorizationParameters(query: AuthorizationQuery, origin: 
   const method = query.code_challenge_method as string | undefined;
   if (challenge === undefined && method !== undefined)
     return fail('invalid_request', 'code_challenge_method was sent without a code_challenge.');
+  if (challenge === undefined && requirePkce) {
+    return fail(
+      'invalid_request',
+      'This client has no secret, so PKCE is required: send code_challenge and code_challenge_method=S256.',
+    );
+  }
   if (challenge !== undefined) {
     // RFC 9700 §2.1.1: plain offers no protection once the request is seen, so only S256 is accepted.
     // RFC 7636 §4.3 reads a missing method as plain: refused too, rather than guessed to be S256.

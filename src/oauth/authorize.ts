@@ -14,6 +14,9 @@ import {
 } from './authorization-parameters.js';
 import { createAuthorizationRequest } from './authorization-requests.js';
 import { answerConsent } from './consent.js';
+import { ClientMetadataDocuments } from './metadata-documents.js';
+import { registrationLimiter } from './registration.js';
+import { clientAddress } from '../http/client-address.js';
 import { grantedAccess, scopedAccess } from './granted-access.js';
 import type { OAuthApp } from './tables.js';
 import { withQuery } from './urls.js';
@@ -29,16 +32,25 @@ const originOf = (url: string) => new URL(url).origin;
  * error of a known app goes back to the app.
  */
 export function authorizeOperation(ctx: AppContext): OAuthHandler<'authorize'> {
+  const metadataDocuments = new ClientMetadataDocuments(
+    ctx.db,
+    ctx.outbound,
+    ctx.config.oauthClients.metadataFetchSeconds,
+    ctx.clock,
+  );
+  const registrations = registrationLimiter(ctx);
   return async ({ req, res }) => {
     const query = req.query as AuthorizationQuery;
-    const client = await identifyClient(ctx.db, query);
+    // A document fetched counts as a registration of the visitor's address.
+    const mayFetch = async () => (await registrations.hit(clientAddress(req))).allowed;
+    const client = await identifyClient(ctx.db, query, (clientId) => metadataDocuments.lookup(clientId, mayFetch));
     // An authorization request that cannot be trusted: an error page, never a redirect.
     if (!client.ok)
       return { status: 400, html: errorPageHtml(res, 'This authorization link is not valid', client.message) };
     const { app } = client;
-    const checked = checkAuthorizationParameters(query, ctx.config.publicUrl);
+    const checked = checkAuthorizationParameters(query, ctx.config.publicUrl, app.secret_hash === null);
     if (!checked.ok) {
-      const location = withQuery(app.redirect_uri, {
+      const location = withQuery(client.redirectUri, {
         error: checked.error,
         error_description: checked.description,
         state: checked.state,
@@ -82,7 +94,7 @@ async function askConsent(
       sessionId: visitor.sessionId,
       appId: app.id,
       organizationId: visitor.organization.id,
-      redirectUri: app.redirect_uri,
+      redirectUri: client.redirectUri,
       redirectUriGiven: client.redirectUriGiven,
       state: checked.state ?? null,
       codeChallenge: checked.codeChallenge ?? null,
@@ -92,12 +104,16 @@ async function askConsent(
     ctx.clock.now(),
   );
   const access = checked.scope ? scopedAccess(checked.scope) : grantedAccess(ctx.config, visitor.organization.name);
-  return { status: 200, html: consentPage(res, app, requestId, checked.state, req.originalUrl, access) };
+  return {
+    status: 200,
+    html: consentPage(res, app, client.redirectUri, requestId, checked.state, req.originalUrl, access),
+  };
 }
 
 function consentPage(
   res: Response,
   app: OAuthApp,
+  redirectUri: string,
   requestId: string,
   state: string | undefined,
   path: string,
@@ -114,13 +130,16 @@ function consentPage(
       organization: visitor.organization,
       requestId,
       state: state ?? '',
-      redirectOrigin: originOf(app.redirect_uri),
+      redirectOrigin: originOf(redirectUri),
+      redirectHost: new URL(redirectUri).host,
+      // Nobody vouches for a client that registered itself or is known by its metadata document.
+      unverified: app.registration !== 'settings',
       picture: appPicturePath(app),
       access,
     },
     // After the answer the form leads to the app's redirect URL, which form-action must allow
     // (browsers apply it to redirects).
-    { formOrigins: [originOf(app.redirect_uri)] },
+    { formOrigins: [originOf(redirectUri)] },
   );
 }
 

@@ -2,13 +2,13 @@ import type { Clock } from '../core/clock.js';
 import type { Config } from '../core/config.js';
 import type { Db } from '../db/database.js';
 import { RateLimiter, startAttempt } from '../http/rate-limit.js';
-import { authenticateApp, findAppByClientId, hasSecret } from './apps.js';
+import { authenticateApp, findAppByClientId } from './apps.js';
 import { OAuthError, OAuthThrottledError } from './errors.js';
 import type { OAuthApp } from './tables.js';
 
 export interface ClientCredentials {
   clientId: string;
-  /** `undefined`: none was sent, which only a client without a secret (a public client) may do. */
+  /** `undefined`: a public client, which sends its client_id alone (`token_endpoint_auth_method: none`). */
   clientSecret: string | undefined;
   /** `basic` makes a failure answer carry `WWW-Authenticate: Basic` (RFC 6749 §5.2). */
   via: 'basic' | 'body';
@@ -69,7 +69,9 @@ export function readClientCredentials(
     return { ...basic, via: 'basic' };
   }
   if (!body.client_id) throw new OAuthError('invalid_request', 'The client_id parameter is missing.');
-  return { clientId: body.client_id, clientSecret: body.client_secret || undefined, via: 'body' };
+  // Without a secret this is a public client; a confidential one is then refused as invalid_client.
+  if (body.client_secret === '') throw new OAuthError('invalid_request', 'The client_secret parameter is empty.');
+  return { clientId: body.client_id, clientSecret: body.client_secret, via: 'body' };
 }
 
 /**
@@ -99,9 +101,14 @@ export class ClientAuthenticator {
   }
 
   async authenticate(credentials: ClientCredentials, address: string): Promise<OAuthApp> {
-    if (credentials.clientSecret === undefined) return this.identifyPublicClient(credentials.clientId);
     // An address holds no space, so the pair cannot be mistaken for another.
     const clientKey = `${address} ${credentials.clientId}`;
+    if (credentials.clientSecret === undefined) {
+      // A confidential client that forgot its secret is told so, as before public clients existed.
+      const app = await findAppByClientId(this.db, credentials.clientId);
+      if (app && app.secret_hash !== null)
+        throw new OAuthError('invalid_request', 'The client_secret parameter is missing.');
+    }
     // Counted as a failure before the secret is checked; a successful attempt is taken back.
     const attempt = await startAttempt([
       { limiter: this.perClientAddress, key: clientKey },
@@ -120,15 +127,5 @@ export class ClientAuthenticator {
       401,
       credentials.via === 'basic' ? { 'WWW-Authenticate': 'Basic realm="oauth"' } : {},
     );
-  }
-
-  /**
-   * A client that sent no secret: accepted by its client id when the app has no secret (a public
-   * client, RFC 6749 §2.1), which leaves nothing to guess; any other client must send its secret.
-   */
-  private async identifyPublicClient(clientId: string): Promise<OAuthApp> {
-    const app = await findAppByClientId(this.db, clientId);
-    if (app && !hasSecret(app)) return app;
-    throw new OAuthError('invalid_request', 'The client_secret parameter is missing.');
   }
 }

@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import { takeAuthorizationRequest } from './authorization-requests.js';
 import { approveApp } from './grants.js';
+import { matchRedirectUri } from './registration.js';
 import { withQuery } from './urls.js';
 
 /** What the consent form sends back; only `requestId` and `decision` decide anything. */
@@ -50,7 +51,7 @@ export async function answerConsent(
     answer.clientId !== app.client_id ||
     answer.organizationId !== pending.organization_id ||
     answer.state !== (pending.state ?? '') ||
-    pending.redirect_uri !== app.redirect_uri ||
+    matchRedirectUri(app, pending.redirect_uri) !== pending.redirect_uri ||
     !user.organizationIds.includes(pending.organization_id);
   if (tampered) {
     return {
@@ -64,7 +65,7 @@ export async function answerConsent(
   // RFC 9207: `iss` names this server in every answer, so an app talking to several servers can tell
   // which one answered (the mix-up defence RFC 9700 §4.4 recommends).
   if (answer.decision === 'deny')
-    return { redirectTo: withQuery(app.redirect_uri, { error: 'access_denied', state, iss: issuer }) };
+    return { redirectTo: withQuery(pending.redirect_uri, { error: 'access_denied', state, iss: issuer }) };
   if (answer.decision !== 'approve') return { refused: { title: 'No answer', message: 'Choose Approve or Deny.' } };
   const code = await approveApp(
     db,
@@ -79,5 +80,5 @@ export async function answerConsent(
     },
     now,
   );
-  return { redirectTo: withQuery(app.redirect_uri, { code, state, iss: issuer }) };
+  return { redirectTo: withQuery(pending.redirect_uri, { code, state, iss: issuer }) };
 }

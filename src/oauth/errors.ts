@@ -22,8 +22,11 @@ export class OAuthError extends Error {
 
 /** Failed client authentication has been throttled for this client id from this address, or for this address. */
 export class OAuthThrottledError extends Error {
-  constructor(readonly retryAfter: number) {
-    super(`Too many failed client authentications; try again in ${retryAfter} seconds.`);
+  constructor(
+    readonly retryAfter: number,
+    what = 'failed client authentications',
+  ) {
+    super(`Too many ${what}; try again in ${retryAfter} seconds.`);
     this.name = 'OAuthThrottledError';
   }
 }

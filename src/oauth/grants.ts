@@ -72,6 +72,8 @@ export interface ApprovedApp {
   appDescription: string;
   /** Where the page shows the app's stored picture from (this site), when it has one. */
   picture: string | undefined;
+  /** The app registered itself or is known by its metadata document: nobody vouches for it. */
+  unverified: boolean;
   approvedAt: Date;
   approvedBy: string | null;
   activeTokens: number;
@@ -100,6 +102,7 @@ export async function listApprovedApps(db: Db, userId: string): Promise<Approved
       'a.description as appDescription',
       'a.client_id as clientId',
       'a.picture_sha256 as pictureSha256',
+      'a.registration as registration',
       'g.approved_at as approvedAt',
       'u.name as approvedBy',
       eb.fn.count<string>('t.id').as('activeTokens'),
@@ -114,6 +117,7 @@ export async function listApprovedApps(db: Db, userId: string): Promise<Approved
       'a.description',
       'a.client_id',
       'a.picture_sha256',
+      'a.registration',
       'u.name',
       'm.created_at',
     ])
@@ -121,8 +125,9 @@ export async function listApprovedApps(db: Db, userId: string): Promise<Approved
     .orderBy('o.id')
     .orderBy('g.approved_at', 'desc')
     .execute();
-  return rows.map(({ clientId, pictureSha256, ...row }) => ({
+  return rows.map(({ clientId, pictureSha256, registration, ...row }) => ({
     ...row,
+    unverified: registration !== 'settings',
     picture: appPicturePath({ client_id: clientId, picture_sha256: pictureSha256 }),
     activeTokens: Number(row.activeTokens),
     lastUsedAt: row.lastUsedAt === null ? null : new Date(row.lastUsedAt),

@@ -1,11 +1,17 @@
-import type { Selectable } from 'kysely';
+import type { ColumnType, Selectable } from 'kysely';
 import type { CreatedAt, Timestamp } from '../db/columns.js';
+
+export type ClientRegistration = 'settings' | 'dynamic' | 'metadata_document';
+export type TokenEndpointAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post';
 
 export interface OAuthAppTable {
   id: string;
-  /** The organization that registered the app and manages it. */
-  organization_id: string;
-  /** `pca_…`: a public identifier. */
+  /**
+   * The organization that registered the app and manages it; `null` for a client that registered
+   * itself or is known by its metadata document (see `registration`).
+   */
+  organization_id: string | null;
+  /** `pca_…`: a public identifier; for a metadata-document client, the https URL of its document. */
   client_id: string;
   name: string;
   description: string;
@@ -13,11 +19,28 @@ export interface OAuthAppTable {
   picture_url: string | null;
   /** SHA-256 (hex) of the stored picture, its ETag; `null` when the app has no stored picture. */
   picture_sha256: string | null;
-  /** The one registered redirect URL, in canonical form; authorization requests must match it exactly. */
+  /**
+   * The first registered redirect URL, in canonical form: where an authorization request without
+   * `redirect_uri` is answered.
+   */
   redirect_uri: string;
-  /** SHA-256 of the current `pcs_…` client secret. */
-  secret_hash: string;
-  secret_last_four: string;
+  /** Every registered redirect URL (an app of Settings has one); see `matchRedirectUri`. */
+  redirect_uris: ColumnType<string[], string, string>;
+  /** SHA-256 of the current `pcs_…` client secret; `null` for a public client. */
+  secret_hash: string | null;
+  secret_last_four: string | null;
+  /**
+   * How the client came: `settings` (an organization's app), `dynamic` (RFC 7591 registration) or
+   * `metadata_document` (its client_id is the URL of its metadata document). The last two are shown
+   * as unverified on the consent page.
+   */
+  registration: ColumnType<ClientRegistration, ClientRegistration | undefined, ClientRegistration>;
+  /** RFC 7591 `token_endpoint_auth_method`: `none` is a public client, which must use PKCE. */
+  token_endpoint_auth_method: ColumnType<TokenEndpointAuthMethod, TokenEndpointAuthMethod | undefined, never>;
+  /** When the client last redeemed a code at the token endpoint. */
+  last_used_at: Timestamp | null;
+  /** Until when the fetched metadata document is fresh (a metadata-document client only). */
+  metadata_expires_at: Timestamp | null;
   secret_rotated_at: Timestamp | null;
   /**
    * How long the app's access tokens live, in seconds, with a refresh token beside each; `null`: they

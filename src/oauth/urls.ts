@@ -71,3 +71,20 @@ export function withQuery(redirectUri: string, params: Record<string, string | u
     .map(([name, value]) => `${name}=${encodeURIComponent(value)}`);
   return redirectUri + (redirectUri.includes('?') ? '&' : '?') + pairs.join('&');
 }
+
+/**
+ * Whether a client id is the URL of a client ID metadata document: `https`, with a path, without
+ * fragment, user info or dot segments (draft-ietf-oauth-client-id-metadata-document §3), at most 2048
+ * characters, and already in canonical form (so one client has one id).
+ */
+export function isMetadataDocumentUrl(clientId: string): boolean {
+  if (clientId.length > MAX_URL_LENGTH || !clientId.startsWith('https://')) return false;
+  let url: URL;
+  try {
+    url = new URL(clientId);
+  } catch {
+    return false;
+  }
+  // The parser removes dot segments and would keep a fragment: neither is then the same text.
+  return url.href === clientId && !url.hash && !url.username && !url.password && url.pathname !== '/';
+}

@@ -130,8 +130,9 @@ function showApp(ctx: AppContext, res: Response, app: OAuthApp, extra: object = 
 }
 
 /** The organization's app; 404 for another organization's or an unknown id. */
-async function appOf(ctx: AppContext, res: Response, appId: string): Promise<OAuthApp> {
-  const app = await findApp(ctx.db, signedIn(res).organization.id, appId);
+async function appOf(ctx: AppContext, res: Response, appId: string): Promise<OAuthApp & { organization_id: string }> {
+  const organizationId = signedIn(res).organization.id;
+  const app = await findApp(ctx.db, organizationId, appId);
   if (!app) throw new NotFoundError('There is no app with this id in your organization.');
-  return app;
+  return { ...app, organization_id: organizationId };
 }

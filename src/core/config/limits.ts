@@ -27,6 +27,17 @@ export interface LimitSettings {
    */
   oauthRefreshTokenIdleDays: number;
   /**
+   * OAuth clients that register themselves (RFC 7591) or are known by a metadata document: how many
+   * registrations one address may make per window (past it, 429 until the window ends), how long a
+   * client nobody approved is kept, and how long fetching a metadata document may take.
+   */
+  oauthClients: {
+    registrationsPerAddress: number;
+    registrationWindowSeconds: number;
+    unusedClientDays: number;
+    metadataFetchSeconds: number;
+  };
+  /**
    * Limits per client address on the web app's account forms, against password spraying across many
    * emails and floods of password hashing; past either, the form answers 429 until the window ends.
    */
@@ -76,6 +87,12 @@ export function readLimits(read: EnvReader): LimitSettings {
       windowSeconds: read.integer('OAUTH_AUTH_FAILURES_WINDOW_SECONDS', 300, 1, 86_400),
     },
     oauthRefreshTokenIdleDays: read.integer('OAUTH_REFRESH_TOKEN_IDLE_DAYS', 30, 1, 3650),
+    oauthClients: {
+      registrationsPerAddress: read.integer('OAUTH_REGISTRATIONS_PER_ADDRESS', 20, 1, 1_000_000),
+      registrationWindowSeconds: read.integer('OAUTH_REGISTRATIONS_WINDOW_SECONDS', 3600, 1, 86_400),
+      unusedClientDays: read.integer('OAUTH_UNUSED_CLIENT_DAYS', 7, 1, 3650),
+      metadataFetchSeconds: read.integer('OAUTH_CLIENT_METADATA_TIMEOUT_SECONDS', 5, 1, 60),
+    },
     accountLimits: {
       loginFailuresPerAddress: read.integer('LOGIN_FAILURES_PER_ADDRESS', 50, 1, 1_000_000),
       signupsPerAddress: read.integer('SIGNUPS_PER_ADDRESS', 10, 1, 1_000_000),

@@ -25,6 +25,7 @@ import * as pinterest from './2026-11-27-11-pinterest.js';
 import * as oauthResource from './2026-11-27-12-oauth-resource.js';
 import * as oauthScope from './2026-11-27-13-oauth-scope.js';
 import * as oauthRefresh from './2026-11-27-15-oauth-refresh.js';
+import * as oauthClients from './2026-11-27-16-oauth-clients.js';
 import * as retention from './2026-11-27-19-retention.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
@@ -55,5 +56,6 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-12-oauth-resource': oauthResource,
   '2026-11-27-13-oauth-scope': oauthScope,
   '2026-11-27-15-oauth-refresh': oauthRefresh,
+  '2026-11-27-16-oauth-clients': oauthClients,
   '2026-11-27-19-retention': retention,
 };
