@@ -1,3 +1,4 @@
+import { forgetExpiredMailTokens } from './accounts/mail-tokens.js';
 import { forgetExpiredSessions } from './accounts/sessions.js';
 import { forgetOldRateLimitWindows } from './http/rate-limit.js';
 import type { MediaContext } from './media/storage.js';
@@ -15,7 +16,7 @@ import { sweepDeliveries } from './webhooks/delivery-sweep.js';
 /**
  * What the service forgets when it no longer serves anybody, as a scheduled job of the workers
  * (every 10 minutes) rather than inside requests: stale uploads and their bytes, rate-limit counts
- * of past windows, expired sessions, idempotency keys, OAuth codes and consent requests, connections
+ * of past windows, expired sessions and mailed links, idempotency keys, OAuth codes and consent requests, connections
  * of accounts never finished, webhook deliveries older than 30 days; it asks the networks to revoke
  * the tokens of removed channels, refreshes the tokens that a network refreshes only while they are
  * good before they run out, warns of channels whose access ends within a week, and plans again any
@@ -26,6 +27,7 @@ export async function keepHouse(ctx: MediaContext & ProvidersContext & { queue: 
   await forgetStaleUploads(ctx, now);
   await forgetOldRateLimitWindows(ctx.db, now);
   await forgetExpiredSessions(ctx.db, now);
+  await forgetExpiredMailTokens(ctx.db, now);
   await forgetExpiredKeys(ctx.db, now);
   await forgetExpiredCodes(ctx.db, now);
   await forgetExpiredConnections(ctx.db, now);
