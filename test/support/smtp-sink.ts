@@ -11,10 +11,12 @@ export interface ReceivedMail {
   html: string;
   /** The links of the text part. */
   links: string[];
+  /** Whether the mail came over TLS (STARTTLS, or TLS from the start). */
+  secure: boolean;
 }
 
 export interface SmtpSink {
-  /** `smtp://127.0.0.1:<port>` */
+  /** `smtp://127.0.0.1:<port>`, or `smtps://` for a server that speaks TLS from the start. */
   url: string;
   received: ReceivedMail[];
   /** Waits for the next mail to `to` not taken yet, and takes it. */
@@ -56,6 +58,7 @@ export async function startSmtpSink(options: SMTPServerOptions = {}): Promise<Sm
             text,
             html: typeof mail.html === 'string' ? mail.html : '',
             links: text.match(/https?:\/\/\S+/g) ?? [],
+            secure: session.secure,
           });
           callback();
         },
@@ -63,10 +66,12 @@ export async function startSmtpSink(options: SMTPServerOptions = {}): Promise<Sm
       );
     },
   });
+  // A client that hangs up (one refusing the server's certificate) is the test's subject, not a failure.
+  server.on('error', () => {});
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.server.address() as AddressInfo;
   return {
-    url: `smtp://127.0.0.1:${port}`,
+    url: `${options.secure ? 'smtps' : 'smtp'}://127.0.0.1:${port}`,
     received,
     next: (to) =>
       eventually(() => {
