@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { markNeedsReconnect } from '../src/channels/channels.js';
 import { createLogger } from '../src/core/logger.js';
 import { BrowserSession } from './support/browser-session.js';
 import { eventually } from './support/eventually.js';
@@ -172,6 +173,49 @@ describe('mail', { timeout: 2 * TIMEOUTS.test }, () => {
     await server.clock.advance(5 * 60_000);
     const mail = await smtp.next('barbara@example.test');
     expect(mail.subject).toContain('Confirm your email address');
+  });
+});
+
+describe('notifications by mail', { timeout: 2 * TIMEOUTS.test }, () => {
+  it('tell members of a channel that needs reconnecting, with an unsubscribe link that works signed out', async () => {
+    const browser = await signUp('mary@example.test');
+    const welcome = await smtp.next('mary@example.test');
+    await browser.get(pathOf(welcome.links.find((one) => one.includes('/email/verify/'))!));
+    const channel = await server.ctx.db
+      .selectFrom('channels')
+      .innerJoin('memberships', 'memberships.organization_id', 'channels.organization_id')
+      .innerJoin('users', 'users.id', 'memberships.user_id')
+      .select('channels.id')
+      .where('users.email', '=', 'mary@example.test')
+      .executeTakeFirstOrThrow();
+
+    await markNeedsReconnect(server.ctx.db, channel.id, server.clock.now());
+    const mail = await smtp.next('mary@example.test');
+    expect(mail.subject).toBe('Sandbox needs to be connected again · Acme Scheduler');
+    expect(mail.links).toContain(`${server.baseUrl}/settings/channels`);
+    const unsubscribe = mail.links.find((one) => one.includes('/mail/unsubscribe/'))!;
+
+    const stranger = new BrowserSession(server);
+    const tampered = pathOf(unsubscribe).replace(/.$/, (last) => (last === 'A' ? 'B' : 'A'));
+    expect((await stranger.get(tampered)).status).toBe(404);
+    const done = await stranger.submit(pathOf(unsubscribe), pathOf(unsubscribe), {});
+    expect(done.status).toBe(200);
+    expect(await done.text()).toContain('You get no more mail about this');
+    expect(await (await browser.get('/account')).text()).not.toMatch(/name="channel-needs-reconnect" checked/);
+
+    // The next time, nothing: the event is dispatched, its mail planned for nobody.
+    await server.ctx.db.updateTable('channels').set({ status: 'active' }).where('id', '=', channel.id).execute();
+    await markNeedsReconnect(server.ctx.db, channel.id, server.clock.now());
+    await eventually(async () => {
+      const waiting = await server.ctx.db
+        .selectFrom('channel_events')
+        .select('id')
+        .where('webhooks_dispatched_at', 'is', null)
+        .execute();
+      expect(waiting).toEqual([]);
+    });
+    await mailQueueIdle();
+    expect(smtp.received.filter((one) => one.to.includes('mary@example.test'))).toHaveLength(2);
   });
 });
 

@@ -1,6 +1,7 @@
 import { issueMailToken } from '../accounts/mail-tokens.js';
 import { findUserByEmail } from '../accounts/organizations.js';
 import type { AppContext } from '../http/context.js';
+import { NOTIFICATIONS, unsubscribeToken, unwantedNotifications, type NotificationKind } from './preferences.js';
 
 /** What a mail's template reads besides the installation's name and PUBLIC_URL. */
 export type MailData = Record<string, string>;
@@ -12,6 +13,8 @@ export type MailData = Record<string, string>;
  */
 export interface MailKind {
   subject(data: MailData, installationName: string): string;
+  /** The templates' name when it is not the kind's. */
+  template?: string;
   prepare?(ctx: AppContext, to: string, data: MailData): Promise<MailData | undefined>;
 }
 
@@ -56,7 +59,42 @@ export const MAIL_KINDS = {
       };
     },
   },
+  'post-failed': notification(),
+  'channel-needs-reconnect': notification(),
+  'channel-expiring': notification(),
 } satisfies Record<string, MailKind>;
+
+/**
+ * A notification (see notifications.ts): its data says what happened (`headline`, `details`) and where to
+ * look (`path`); the worker adds the links, the unsubscribe link of its kind included. A member whose
+ * address is no longer confirmed, or who turned the kind off meanwhile, gets nothing.
+ */
+function notification(): MailKind {
+  return {
+    template: 'notification',
+    subject: (data, name) => `${data.headline ?? 'News'} · ${name}`,
+    prepare: async (ctx, to, data) => {
+      const userId = data.userId ?? '';
+      const kind = data.kind as NotificationKind;
+      const user = await ctx.db
+        .selectFrom('users')
+        .select(['email', 'email_verified_at'])
+        .where('id', '=', userId)
+        .executeTakeFirst();
+      if (!user || user.email !== to || !user.email_verified_at) return undefined;
+      if ((await unwantedNotifications(ctx.db, userId)).has(kind)) return undefined;
+      const origin = ctx.config.publicUrl;
+      return {
+        headline: data.headline ?? '',
+        details: data.details ?? '',
+        link: `${origin}${data.path ?? '/'}`,
+        about: NOTIFICATIONS[kind],
+        unsubscribe: `${origin}/mail/unsubscribe/${await unsubscribeToken(ctx.secrets, userId, kind)}`,
+        preferences: `${origin}/account`,
+      };
+    },
+  };
+}
 
 export type MailKindName = keyof typeof MAIL_KINDS;
 

@@ -1,11 +1,13 @@
 import { Eta } from 'eta';
 import { projectPath } from '../core/project-files.js';
-import { MAIL_KINDS, type MailData, type MailKindName } from './kinds.js';
+import { MAIL_KINDS, type MailData, type MailKind, type MailKindName } from './kinds.js';
 
 const TEMPLATES = projectPath('src', 'mail', 'templates');
-// The HTML part escapes every `<%= %>` (names people typed); the text part is plain text, escaped nowhere.
+// The HTML part escapes every `<%= %>` (names people typed); the text part is plain text, escaped nowhere,
+// and keeps its line ends as written (Eta's default trims the one after each tag, joining a link to the
+// next line).
 const html = new Eta({ views: TEMPLATES, autoEscape: true, cache: true });
-const text = new Eta({ views: TEMPLATES, autoEscape: false, cache: true });
+const text = new Eta({ views: TEMPLATES, autoEscape: false, autoTrim: false, cache: true });
 
 export interface RenderedMail {
   subject: string;
@@ -20,10 +22,12 @@ export function renderMail(
   site: { installationName: string; publicUrl: string },
 ): RenderedMail {
   const it = { ...data, installationName: site.installationName, publicUrl: site.publicUrl };
-  const subject = MAIL_KINDS[kind].subject(data, site.installationName);
+  const mailKind: MailKind = MAIL_KINDS[kind];
+  const subject = mailKind.subject(data, site.installationName);
+  const template = mailKind.template ?? kind;
   return {
     subject,
-    text: text.render(`./${kind}-text`, it),
-    html: html.render(`./${kind}-html`, { ...it, subject }),
+    text: text.render(`./${template}-text`, it),
+    html: html.render(`./${template}-html`, { ...it, subject }),
   };
 }

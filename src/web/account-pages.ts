@@ -63,7 +63,7 @@ export function accountPages(ctx: MailContext, cookies: BrowserCookies, csrf: Cs
   router.use(signupPages(ctx, { cookies, csrf }));
   router.use(sessionRoutes(ctx, { cookies, csrf }));
   router.use(passwordPages(ctx, cookies, csrf));
-  router.use(emailPages(ctx, csrf));
+  router.use(emailPages(ctx, cookies, csrf));
   return router;
 }
 

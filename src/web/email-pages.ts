@@ -4,17 +4,27 @@ import { verifyEmail } from '../accounts/mail-tokens.js';
 import { RateLimiter } from '../http/rate-limit.js';
 import type { CsrfTokens } from '../pages/csrf.js';
 import { attempt } from '../pages/forms.js';
-import { renderErrorPage, renderPage } from '../pages/render.js';
-import { field } from '../pages/visitor.js';
+import { formExpired, renderErrorPage, renderPage } from '../pages/render.js';
+import { anonymousFormToken, field, verifyAnonymousForm, type BrowserCookies } from '../pages/visitor.js';
 import { planMail } from '../mail/outbox.js';
+import {
+  NOTIFICATION_KINDS,
+  NOTIFICATIONS,
+  readUnsubscribeToken,
+  setNotificationWanted,
+  unwantedNotifications,
+} from '../mail/preferences.js';
 import type { MailContext } from '../mail/worker.js';
 import { requireSignIn, signedIn } from './signed-in.js';
 
 // Verification mails a user may ask for again, per hour.
 const RESENDS = { max: 5, windowSeconds: 60 * 60 };
 
-/** The account page (the address and its verification) and the verification links' landing page. */
-export function emailPages(ctx: MailContext, csrf: CsrfTokens): Router {
+/**
+ * The account page (the address and its verification, the notifications by mail), the verification
+ * links' landing page and the notifications' unsubscribe page.
+ */
+export function emailPages(ctx: MailContext, cookies: BrowserCookies, csrf: CsrfTokens): Router {
   const router = express.Router();
   const resends = new RateLimiter(ctx.db, 'verification-resend', RESENDS, ctx.clock);
   const sendsMail = () => ctx.config.mail.smtpUrl !== undefined;
@@ -36,11 +46,17 @@ export function emailPages(ctx: MailContext, csrf: CsrfTokens): Router {
         verified: user.email_verified_at !== null,
         pendingEmail: user.pending_email,
         sendsMail: sendsMail(),
+        notifications: await notificationChoices(visitor.user.id),
         values: {},
         ...extra,
       },
       status,
     );
+  };
+
+  const notificationChoices = async (userId: string) => {
+    const unwanted = await unwantedNotifications(ctx.db, userId);
+    return NOTIFICATION_KINDS.map((kind) => ({ kind, words: NOTIFICATIONS[kind], wanted: !unwanted.has(kind) }));
   };
 
   router.use('/account', requireSignIn(csrf));
@@ -100,6 +116,38 @@ export function emailPages(ctx: MailContext, csrf: CsrfTokens): Router {
     const { visitor } = signedIn(res);
     await ctx.db.updateTable('users').set({ pending_email: null }).where('id', '=', visitor.user.id).execute();
     res.redirect(303, '/account');
+  });
+
+  router.post('/account/notifications', async (req, res) => {
+    const { visitor } = signedIn(res);
+    for (const kind of NOTIFICATION_KINDS)
+      await setNotificationWanted(ctx.db, visitor.user.id, kind, field(req, kind) === 'on');
+    await showAccount(res, 200, { notice: 'Your notifications are saved.' });
+  });
+
+  // A notification's unsubscribe link works without signing in; it asks before it acts, so that a mail
+  // scanner following the link turns nothing off.
+  router.get('/mail/unsubscribe/:token', async (req, res) => {
+    const named = await readUnsubscribeToken(ctx.secrets, req.params.token);
+    if (!named) return renderErrorPage(res, 404, 'Unknown link', 'This unsubscribe link is not one of ours.');
+    renderPage(res, '/web/templates/unsubscribe', {
+      title: 'Stop these notifications',
+      csrfToken: await anonymousFormToken(req, res, cookies, csrf),
+      action: req.originalUrl,
+      words: NOTIFICATIONS[named.kind],
+    });
+  });
+
+  router.post('/mail/unsubscribe/:token', async (req, res) => {
+    if (!(await verifyAnonymousForm(req, cookies, csrf))) return formExpired(res);
+    const named = await readUnsubscribeToken(ctx.secrets, req.params.token);
+    if (!named) return renderErrorPage(res, 404, 'Unknown link', 'This unsubscribe link is not one of ours.');
+    await setNotificationWanted(ctx.db, named.userId, named.kind, false);
+    renderPage(res, '/web/templates/account-message', {
+      title: 'Unsubscribed',
+      message: `You get no more mail about this: ${NOTIFICATIONS[named.kind].toLowerCase()}.`,
+      link: { href: '/account', text: 'All your notifications' },
+    });
   });
 
   // Opened from a mail, signed in or not: the link alone proves that its reader has the mailbox.

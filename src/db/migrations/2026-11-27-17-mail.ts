@@ -4,7 +4,9 @@ import { sql, type Kysely } from 'kysely';
 //
 // Mail to people: a user's address is verified by a link mailed to it (a user who signed up before has
 // none verified yet), a new address waits in `pending_email` until its link is followed, and the links of
-// password resets and verifications are single-use tokens of which only the SHA-256 is kept.
+// password resets and verifications are single-use tokens of which only the SHA-256 is kept. A member's
+// choice of the notifications they get by mail (a post failed, a channel needs reconnecting or is about to
+// lose its access) is a row per kind they changed; without one, the kind is sent.
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .alterTable('users')
@@ -27,6 +29,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .columns(['user_id', 'purpose'])
     .execute();
   await db.schema
+    .createTable('mail_preferences')
+    .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+    .addColumn('kind', 'text', (c) => c.notNull())
+    .addColumn('wanted', 'boolean', (c) => c.notNull())
+    .addPrimaryKeyConstraint('mail_preferences_pkey', ['user_id', 'kind'])
+    .execute();
+  await db.schema
     .createIndex('account_mail_tokens_expires_idx')
     .on('account_mail_tokens')
     .column('expires_at')
@@ -34,6 +43,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.dropTable('mail_preferences').execute();
   await db.schema.dropTable('account_mail_tokens').execute();
   await db.schema.alterTable('users').dropColumn('pending_email').dropColumn('email_verified_at').execute();
 }
