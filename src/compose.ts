@@ -16,6 +16,8 @@ import { CursorCodec } from './http/cursors.js';
 import { answerMalformedRequests } from './http/malformed-requests.js';
 import { metricsRoute } from './http/metrics-routes.js';
 import { JobQueue } from './jobs/queue.js';
+import { MAIL_QUEUES } from './mail/outbox.js';
+import { MailWorker } from './mail/worker.js';
 import { createMediaStorage } from './media/create-storage.js';
 import type { MediaStorage } from './media/storage.js';
 import { OutboundClient } from './net/outbound-client.js';
@@ -39,6 +41,8 @@ export interface Service extends AppContext {
   publisher: Publisher | undefined;
   /** The webhooks' worker, which dispatches events and sends deliveries (with the publisher). */
   webhookWorker: WebhookWorker | undefined;
+  /** Sends the mail that features plan (roles `worker` and `all`). */
+  mailWorker: MailWorker | undefined;
   /** Manages webhook endpoints; their deliveries' jobs run in the worker. */
   webhooks: WebhookManagement;
   /** Serves the application on `host:port` (0 for any free port), and the metrics on METRICS_PORT if set. */
@@ -74,7 +78,12 @@ export interface ComposeOptions {
   worker?: boolean;
 }
 
-const QUEUES = [...PUBLISHER_QUEUES, ...WEBHOOK_QUEUES, { name: 'housekeeping' as const, options: { retryLimit: 0 } }];
+const QUEUES = [
+  ...PUBLISHER_QUEUES,
+  ...WEBHOOK_QUEUES,
+  ...MAIL_QUEUES,
+  { name: 'housekeeping' as const, options: { retryLimit: 0 } },
+];
 
 /**
  * The one place the service is put together from its configuration: `src/main.ts` and the tests both
@@ -128,7 +137,7 @@ async function assemble(options: ComposeOptions, flushTraces: () => Promise<void
   const app = createApp(ctx, { sandboxKey });
   const workers = runsWorker
     ? await startWorkers(ctx, webhookCtx, deliverer)
-    : { publisher: undefined, webhookWorker: undefined };
+    : { publisher: undefined, webhookWorker: undefined, mailWorker: undefined };
 
   let metricsServer: Server | undefined;
   const serveMetrics = async (host: string) => {
@@ -151,6 +160,7 @@ async function assemble(options: ComposeOptions, flushTraces: () => Promise<void
       await workers.publisher?.stop(graceMs);
       await workers.webhookWorker?.stop(graceMs);
       await queue.stop(graceMs);
+      workers.mailWorker?.stop();
       // After the workers: their last calls finish on their connections, which then close.
       outbound.close();
       webhookOutbound.close();
@@ -199,20 +209,22 @@ function webhookParts(ctx: WebhookContext, resolve: Resolver | undefined) {
   return { deliverer, webhookOutbound, webhooks: new WebhookManagement(ctx, deliverer, webhookOutbound) };
 }
 
-/** The worker's parts (roles `worker` and `all`): the publisher, the webhooks' worker and housekeeping. */
+/** The worker's parts (roles `worker` and `all`): the publisher, the webhooks' worker, mail and housekeeping. */
 async function startWorkers(
   ctx: AppContext & Pick<Service, 'storage' | 'providers' | 'queue' | 'webhooks'>,
   webhookCtx: WebhookContext,
   deliverer: WebhookDeliverer,
-): Promise<Pick<Service, 'publisher' | 'webhookWorker'>> {
+): Promise<Pick<Service, 'publisher' | 'webhookWorker' | 'mailWorker'>> {
   const { config, queue } = ctx;
   const publisher = new Publisher(ctx, config.publisher);
   await publisher.start();
   const webhookWorker = new WebhookWorker(webhookCtx, deliverer, config.webhooks);
   webhookWorker.start();
+  const mailWorker = new MailWorker(ctx);
+  await mailWorker.start();
   await queue.work('housekeeping', { pollingIntervalSeconds: 5 }, () => keepHouse(ctx));
   await queue.schedule('housekeeping', '*/10 * * * *');
-  return { publisher, webhookWorker };
+  return { publisher, webhookWorker, mailWorker };
 }
 
 /** `/metrics` alone on a port of its own (METRICS_PORT), for a scraper the main port's clients never see. */

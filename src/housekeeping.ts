@@ -1,3 +1,4 @@
+import { forgetExpiredMailTokens } from './accounts/mail-tokens.js';
 import { forgetExpiredSessions } from './accounts/sessions.js';
 import { forgetOldRateLimitWindows } from './http/rate-limit.js';
 import type { MediaContext } from './media/storage.js';
@@ -17,7 +18,7 @@ import { sweepDeliveries } from './webhooks/delivery-sweep.js';
 /**
  * What the service forgets when it no longer serves anybody, as a scheduled job of the workers
  * (every 10 minutes) rather than inside requests: stale uploads and their bytes, rate-limit counts
- * of past windows, expired sessions, idempotency keys, OAuth codes, consent requests and expired OAuth
+ * of past windows, expired sessions and mailed links, idempotency keys, OAuth codes, consent requests and expired OAuth
  * access and refresh tokens, OAuth clients that registered themselves and that nobody approved,
  * connections of accounts never finished, settled webhook deliveries older than their retention (pg-boss
  * deletes finished jobs itself, see JobQueue); it asks the networks to revoke
@@ -30,6 +31,7 @@ export async function keepHouse(ctx: MediaContext & ProvidersContext & { queue: 
   await forgetStaleUploads(ctx, now);
   await forgetOldRateLimitWindows(ctx.db, now);
   await forgetExpiredSessions(ctx.db, now);
+  await forgetExpiredMailTokens(ctx.db, now);
   await forgetExpiredKeys(ctx.db, now);
   await forgetExpiredCodes(ctx.db, now);
   await forgetExpiredTokens(ctx.db, now);

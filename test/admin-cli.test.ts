@@ -25,6 +25,14 @@ describe('admin CLI', () => {
       expect(org.code, org.stderr).toBe(0);
       expect(org.stdout).toMatch(/^org_[0-9A-Za-z]{20}$/);
 
+      // Without SMTP, the operator makes the link a "Forgot password?" mail would carry.
+      const reset = await admin('reset-password', '--email', 'owner@example.com');
+      expect(reset.code, reset.stderr).toBe(0);
+      expect(reset.stdout).toMatch(/^https?:\/\/[^/]+\/password\/reset\/[0-9A-Za-z]{43}$/);
+      const nobody = await admin('reset-password', '--email', 'nobody@example.com');
+      expect(nobody.code).toBe(1);
+      expect(nobody.stderr).toContain('There is no user with the email nobody@example.com.');
+
       const key = await admin('create-key', '--org', org.stdout, '--name', 'CI');
       expect(key.code, key.stderr).toBe(0);
       expect(key.stdout).toMatch(/^svc_live_[0-9A-Za-z]{30}$/);
@@ -45,6 +53,9 @@ describe('admin CLI', () => {
         );
         expect(response.status).toBe(200);
         expect(data?.data).toEqual([expect.objectContaining({ id: channel.stdout, name: 'Try it' })]);
+        const resetPage = await fetch(`${server.baseUrl}${new URL(reset.stdout).pathname}`);
+        expect(resetPage.status).toBe(200);
+        expect(await resetPage.text()).toContain('Choose a new password');
 
         if (!TEST_DATABASE_URL) {
           // The embedded database belongs to the server while it runs: the CLI is refused and changes nothing.

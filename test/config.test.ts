@@ -22,6 +22,21 @@ describe('configuration', () => {
     }
   });
 
+  it('reads the mail settings, and refuses an SMTP URL of another scheme without printing it', () => {
+    expect(loadConfig({ PUBLIC_URL: 'https://posts.example.com' }).mail).toEqual({
+      smtpUrl: undefined,
+      from: 'Post Scheduler <no-reply@posts.example.com>',
+      installationName: 'Post Scheduler',
+    });
+    const mail = loadConfig({ SMTP_URL: 'smtps://u:p@mail.example.com', INSTALLATION_NAME: 'Acme' }).mail;
+    expect(mail).toMatchObject({ smtpUrl: 'smtps://u:p@mail.example.com', from: 'Acme <no-reply@localhost>' });
+    expect(() => loadConfig({ SMTP_URL: 'https://user:s3cret@mail.example.com' })).toThrow(
+      /SMTP_URL must be an smtp:\/\/ or smtps:\/\/ URL$/m,
+    );
+    expect(() => loadConfig({ SMTP_URL: 'https://user:s3cret@mail.example.com' })).not.toThrow(/s3cret/);
+    expect(() => loadConfig({ MAIL_FROM: 'not an address' })).toThrow(/MAIL_FROM must be an email address/);
+  });
+
   it('refuses a public URL with a path', () => {
     expect(() => loadConfig({ PUBLIC_URL: 'https://example.com/app' })).toThrow(/PUBLIC_URL/);
   });

@@ -15,6 +15,11 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const MAX_EMAIL_LENGTH = 254;
 const MAX_NAME_LENGTH = 100;
 
+/** Whether a normalized address has the shape of one mail can be delivered to. */
+export function isEmailAddress(email: string): boolean {
+  return EMAIL.test(email) && email.length <= MAX_EMAIL_LENGTH;
+}
+
 export interface NewAccount {
   organizationName: string;
   email: string;
@@ -73,8 +78,7 @@ function checkNewAccount(account: NewAccount): { email: string; organizationName
   if (!organizationName) problems.push({ path: 'organizationName', message: 'must not be empty' });
   if (organizationName.length > MAX_NAME_LENGTH)
     problems.push({ path: 'organizationName', message: `must be at most ${MAX_NAME_LENGTH} characters` });
-  if (!EMAIL.test(email) || email.length > MAX_EMAIL_LENGTH)
-    problems.push({ path: 'email', message: 'must be an email address' });
+  if (!isEmailAddress(email)) problems.push({ path: 'email', message: 'must be an email address' });
   if (userName.length > MAX_NAME_LENGTH)
     problems.push({ path: 'name', message: `must be at most ${MAX_NAME_LENGTH} characters` });
   if (account.password.length < MIN_PASSWORD_LENGTH) {

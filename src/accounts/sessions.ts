@@ -32,7 +32,7 @@ export async function createSession(
 }
 
 /** Who a signed-in browser is; the password hash stays in the database. */
-export type SessionUser = Pick<User, 'id' | 'email' | 'name'>;
+export type SessionUser = Pick<User, 'id' | 'email' | 'name'> & { emailVerified: boolean };
 
 export async function findSession(
   db: Db,
@@ -43,13 +43,13 @@ export async function findSession(
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
     .selectAll('sessions')
-    .select(['users.email', 'users.name'])
+    .select(['users.email', 'users.name', 'users.email_verified_at'])
     .where('sessions.token_hash', '=', hashSecret(token))
     .where('sessions.expires_at', '>', now)
     .executeTakeFirst();
   if (!row) return undefined;
-  const { email, name, ...session } = row;
-  return { session, user: { id: session.user_id, email, name } };
+  const { email, name, email_verified_at, ...session } = row;
+  return { session, user: { id: session.user_id, email, name, emailVerified: email_verified_at !== null } };
 }
 
 export async function deleteSession(db: Db, sessionId: string): Promise<void> {

@@ -14,6 +14,10 @@ export interface UserTable {
   name: string;
   password_hash: string;
   created_at: CreatedAt;
+  /** When a link mailed to `email` was followed; `null` until then. */
+  email_verified_at: Timestamp | null;
+  /** An address the user changed to, used once its link is followed; `email` stays until then. */
+  pending_email: string | null;
 }
 
 export interface MembershipTable {
@@ -48,6 +52,19 @@ export interface SessionTable {
   expires_at: Timestamp;
 }
 
+/** A single-use link mailed to a user: a password reset, or the verification of an address. */
+export interface AccountMailTokenTable {
+  /** SHA-256 of the token in the link; the token itself is never stored. */
+  token_hash: string;
+  user_id: string;
+  purpose: 'password_reset' | 'email_verification';
+  /** The address the link was sent to (for a verification, the address it verifies). */
+  email: string;
+  expires_at: Timestamp;
+  used_at: Timestamp | null;
+  created_at: CreatedAt;
+}
+
 export type Organization = Selectable<OrganizationTable>;
 export type User = Selectable<UserTable>;
 export type NewUser = Insertable<UserTable>;
@@ -62,5 +79,6 @@ declare module '../db/schema.js' {
     memberships: MembershipTable;
     api_keys: ApiKeyTable;
     sessions: SessionTable;
+    account_mail_tokens: AccountMailTokenTable;
   }
 }

@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { createApiKey, findApiKeyByPrefix, listApiKeys, maskApiKey, revokeApiKey } from '../accounts/api-keys.js';
-import { createOrganizationWithOwner, findOrganization } from '../accounts/organizations.js';
+import { issueMailToken } from '../accounts/mail-tokens.js';
+import { createOrganizationWithOwner, findOrganization, findUserByEmail } from '../accounts/organizations.js';
 import { addChannel } from '../channels/channels.js';
 import { ConfigError, loadConfig, type Config } from '../core/config.js';
 import { PROVIDERS, type Provider } from '../core/contract.js';
@@ -30,6 +31,10 @@ Commands:
                Lists the organization's API keys, masked, with their last use.
   revoke-key   --org ORG_ID --key-prefix PREFIX
                Revokes the key whose shown prefix (e.g. svc_live_Ab12Cd34) or whole value is PREFIX.
+  reset-password --email EMAIL
+               Prints a link that lets the user with EMAIL choose a new password (once, within
+               30 minutes; every session of the user ends when it is used): what the
+               "Forgot password?" mail carries, for an installation that sends no mail.
   add-channel  --org ORG_ID --provider ${PROVIDERS.join('|')} --name NAME [--username HANDLE]
                Adds a channel to the organization and prints its id.
   rotate-encryption-key
@@ -97,6 +102,18 @@ const COMMANDS: Record<string, (db: Db, options: Options, config: Config) => Pro
     const key = await findApiKeyByPrefix(db, org, required(options, 'key-prefix'));
     await revokeApiKey(db, org, key.id, systemClock.now());
     return `revoked ${maskApiKey(key)}`;
+  },
+
+  'reset-password': async (db, options, config) => {
+    const email = required(options, 'email');
+    const user = await findUserByEmail(db, email);
+    if (!user) throw new NotFoundError(`There is no user with the email ${email}.`);
+    const token = await issueMailToken(
+      db,
+      { userId: user.id, purpose: 'password_reset', email: user.email },
+      systemClock.now(),
+    );
+    return `${config.publicUrl}/password/reset/${token}`;
   },
 
   'add-channel': async (db, options) => {

@@ -12,6 +12,7 @@ import {
   type MetaConfig,
   type ThreadsConfig,
 } from './config/meta.js';
+import { readMail, type MailConfig } from './config/mail.js';
 import { readMedia, type MediaConfig } from './config/media.js';
 import { readMetrics, type MetricsConfig } from './config/metrics.js';
 import { readPinterest, type PinterestConfig } from './config/pinterest.js';
@@ -30,6 +31,7 @@ export type { BlueskyConfig } from './config/bluesky.js';
 export type { LinkedInConfig } from './config/linkedin.js';
 export type { MastodonConfig } from './config/mastodon.js';
 export type { InstagramLoginConfig, MetaConfig, ThreadsConfig } from './config/meta.js';
+export type { MailConfig } from './config/mail.js';
 export type { MediaConfig, S3StorageConfig } from './config/media.js';
 export type { PinterestConfig } from './config/pinterest.js';
 export type { TikTokConfig } from './config/tiktok.js';
@@ -66,6 +68,8 @@ export interface Config extends ServerSettings, DatabaseSettings, RuntimeSetting
   sandbox: SandboxConfig;
   publisher: PublisherConfig;
   webhooks: WebhooksConfig;
+  /** Mail to people; without SMTP_URL it is logged instead of sent. */
+  mail: MailConfig;
   metrics: MetricsConfig;
   /** Set when OpenTelemetry traces are to be sent (see TracingConfig); off by default. */
   tracing: TracingConfig | undefined;
@@ -101,6 +105,7 @@ export function loadConfig(env: Env = process.env): Config {
     sandbox: readSandbox(read, server.publicUrl),
     publisher: readPublisher(read),
     webhooks: readWebhooks(read),
+    mail: readMail(read, server.publicUrl),
     metrics: readMetrics(read),
     tracing: readTracing(read),
     retention: readRetention(read),

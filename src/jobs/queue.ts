@@ -16,6 +16,8 @@ export interface Jobs {
   'reconcile-publications': Record<string, never>;
   /** Send (or send again) one webhook delivery; its row says where it stands. */
   'deliver-webhook': { deliveryId: string };
+  /** Send one mail: its kind and recipient, and its template's data encrypted (see src/mail/outbox.ts). */
+  'send-mail': { kind: string; to: string; sealed?: string };
   /** Housekeeping that used to run inside requests. */
   housekeeping: Record<string, never>;
 }

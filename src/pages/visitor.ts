@@ -12,7 +12,10 @@ export interface OrganizationChoice {
 /** A signed-in browser: who it is, the organizations they belong to and the one they act for. */
 export interface Visitor {
   sessionId: string;
-  user: { id: string; email: string; name: string };
+  /** `emailVerified`: a link mailed to the address was followed (the pages ask for it while mail is sent). */
+  user: { id: string; email: string; name: string; emailVerified: boolean };
+  /** The pages ask the user to verify their address: it is not, and this installation sends mail. */
+  asksVerification?: boolean;
   organizations: OrganizationChoice[];
   /** `undefined` only for a user who belongs to no organization any more. */
   organization: OrganizationChoice | undefined;

@@ -8,7 +8,6 @@ import {
 import { hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from '../accounts/passwords.js';
 import { createSession, deleteSession, SESSION_LIFETIME_MS, setSessionOrganization } from '../accounts/sessions.js';
 import { clientAddress } from '../http/client-address.js';
-import type { AppContext } from '../http/context.js';
 import { RateLimiter, startAttempt, type RateLimitState } from '../http/rate-limit.js';
 import type { CsrfTokens } from '../pages/csrf.js';
 import { attempt } from '../pages/forms.js';
@@ -22,6 +21,10 @@ import {
   visitorOf,
   type BrowserCookies,
 } from '../pages/visitor.js';
+import { planMail } from '../mail/outbox.js';
+import type { MailContext } from '../mail/worker.js';
+import { emailPages } from './email-pages.js';
+import { passwordPages } from './password-pages.js';
 import { LANDING_PAGE } from './signed-in.js';
 
 // The account checks say what is wrong with a field ("must be at least 8 characters"); the summary
@@ -50,8 +53,8 @@ interface FormTools {
   csrf: CsrfTokens;
 }
 
-/** Sign up, log in, log out and the organization switcher. */
-export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: CsrfTokens): Router {
+/** Sign up, log in, log out, the organization switcher, forgotten passwords and the account's address. */
+export function accountPages(ctx: MailContext, cookies: BrowserCookies, csrf: CsrfTokens): Router {
   const router = express.Router();
   router.get('/', (_req, res) => {
     res.redirect(302, visitorOf(res) ? LANDING_PAGE : '/login');
@@ -59,10 +62,12 @@ export function accountPages(ctx: AppContext, cookies: BrowserCookies, csrf: Csr
   router.use(loginPages(ctx, { cookies, csrf }));
   router.use(signupPages(ctx, { cookies, csrf }));
   router.use(sessionRoutes(ctx, { cookies, csrf }));
+  router.use(passwordPages(ctx, cookies, csrf));
+  router.use(emailPages(ctx, cookies, csrf));
   return router;
 }
 
-function loginPages(ctx: AppContext, forms: FormTools): Router {
+function loginPages(ctx: MailContext, forms: FormTools): Router {
   const router = express.Router();
   const { loginFailuresPerAddress, windowSeconds } = ctx.config.accountLimits;
   const loginFailures = new RateLimiter(ctx.db, '/web/templates/login', LOGIN_FAILURES, ctx.clock);
@@ -119,7 +124,7 @@ function loginThrottled(res: express.Response, attempt: { states: RateLimitState
     : { throttled: `Too many failed log-ins from your network address; try again in ${minutes(forAddress)} minutes.` };
 }
 
-function signupPages(ctx: AppContext, forms: FormTools): Router {
+function signupPages(ctx: MailContext, forms: FormTools): Router {
   const router = express.Router();
   const { signupsPerAddress, windowSeconds } = ctx.config.accountLimits;
   // Every sign-up hashes a password with scrypt (32 MiB, tens of milliseconds) and creates rows.
@@ -175,6 +180,11 @@ function signupPages(ctx: AppContext, forms: FormTools): Router {
         values,
         errors: withLabels(created.errors, SIGNUP_LABELS),
       });
+    }
+    // A new user is asked to confirm the address (a banner until then), and may do everything meanwhile.
+    if (created.value.createdUser && ctx.config.mail.smtpUrl) {
+      const { user } = created.value;
+      await planMail(ctx, ctx.db, { kind: 'email-verification', to: user.email, data: { userId: user.id } });
     }
     const { token } = await createSession(
       ctx.db,
@@ -239,7 +249,7 @@ async function showAccountForm(
 }
 
 /** Log out, and the organization switcher of a signed-in visitor. */
-function sessionRoutes(ctx: AppContext, { cookies, csrf }: FormTools): Router {
+function sessionRoutes(ctx: MailContext, { cookies, csrf }: FormTools): Router {
   const router = express.Router();
   router.post('/logout', async (req, res) => {
     const visitor = visitorOf(res);

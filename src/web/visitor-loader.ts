@@ -18,6 +18,7 @@ export function loadVisitor(ctx: AppContext, cookies: BrowserCookies, csrf: Csrf
         organizations,
         organization: organizations.find((o) => o.id === found.session.organization_id) ?? organizations[0],
         csrfToken: await csrf.token(sessionBinding(found.session.id)),
+        asksVerification: !found.user.emailVerified && ctx.config.mail.smtpUrl !== undefined,
       };
       res.locals.visitor = visitor;
     }

@@ -2,6 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { toExpiringChannelBody } from '../channels/access-warnings.js';
 import { toChannelBody } from '../channels/channels.js';
 import type { Db } from '../db/database.js';
+import { planNotifications, type Notification } from '../mail/notifications.js';
 import { createDeliveries, type WebhookContext } from './deliveries.js';
 import { transaction } from '../db/transaction.js';
 
@@ -41,6 +42,8 @@ interface EventSource {
   types: Record<string, string>;
   /** Reads what the batch's events carry, at once; `undefined` for an event with nothing left to say. */
   dataOf(trx: Db, events: OutboxEvent[]): Promise<(event: OutboxEvent) => unknown>;
+  /** The mail the organization's members get of an event (with what it carries), if any. */
+  notification(event: OutboxEvent, data: unknown): Notification | undefined;
 }
 
 const POSTS: EventSource = {
@@ -49,6 +52,20 @@ const POSTS: EventSource = {
   types: POST_EVENTS,
   // The post as the API showed it right after the event.
   dataOf: () => Promise.resolve((event: OutboxEvent) => event.post),
+  notification: (event, data) => {
+    if (event.type !== 'failed') return undefined;
+    const post = data as { id: string; error?: { code?: string; message?: string } | null };
+    const unknown = post.error?.code === 'outcome_unknown';
+    return {
+      organizationId: event.organization_id,
+      kind: 'post-failed',
+      data: {
+        headline: unknown ? 'Whether a post was published is unknown' : 'A post failed',
+        details: post.error?.message ?? '',
+        path: `/posts/${post.id}`,
+      },
+    };
+  },
 };
 
 const CHANNELS: EventSource = {
@@ -73,14 +90,41 @@ const CHANNELS: EventSource = {
         : toChannelBody(channel);
     };
   },
+  notification: (event, data) => {
+    const channel = data as { name: string; accessEndsAt?: string };
+    if (event.type === 'needs_reconnect')
+      return {
+        organizationId: event.organization_id,
+        kind: 'channel-needs-reconnect',
+        data: {
+          headline: `${channel.name} needs to be connected again`,
+          details: 'Its network no longer accepts this server’s access: connect it again in Settings → Channels.',
+          path: '/settings/channels',
+        },
+      };
+    if (event.type === 'expiring')
+      return {
+        organizationId: event.organization_id,
+        kind: 'channel-expiring',
+        data: {
+          headline: `${channel.name}’s access ends soon`,
+          details:
+            `Its access ends at ${channel.accessEndsAt ?? 'a date soon'} (UTC): ` +
+            'connect it again in Settings → Channels.',
+          path: '/settings/channels',
+        },
+      };
+    return undefined;
+  },
 };
 
 /**
- * Turns post and channel events into webhook deliveries. The events are the outbox, written in the
- * transactions that change the posts and channels: the dispatcher takes the ones not yet dispatched,
- * oldest first (several workers take disjoint batches), makes a delivery for every enabled endpoint of
- * the organization subscribed to the event's type, and stamps the events, all in one transaction. A
- * worker that dies midway leaves its batch for the next.
+ * Turns post and channel events into webhook deliveries, and into mail to the organization's members.
+ * The events are the outbox, written in the transactions that change the posts and channels: the
+ * dispatcher takes the ones not yet dispatched, oldest first (several workers take disjoint batches),
+ * makes a delivery for every enabled endpoint of the organization subscribed to the event's type, plans
+ * the members' mail, and stamps the events, all in one transaction. A worker that dies midway leaves its
+ * batch for the next.
  */
 export class WebhookDispatcher {
   private timer: NodeJS.Timeout | undefined;
@@ -148,6 +192,13 @@ export class WebhookDispatcher {
           : [{ endpointIds: subscribed, event: { type, at: event.at, data, orderingKey: event.subject } }];
       });
       await createDeliveries(trx, this.ctx.queue, deliveries, now);
+      // The members' mail of the same events, planned with the deliveries (see src/mail/notifications.ts).
+      const notifications = events.flatMap((event) => {
+        const data = dataOf(event);
+        const notification = data === undefined ? undefined : source.notification(event, data);
+        return notification ? [notification] : [];
+      });
+      await planNotifications(this.ctx, trx, notifications);
       await sql`update ${sql.table(source.table)} set webhooks_dispatched_at = ${now}
         where id in (${sql.join(events.map((event) => event.id))})`.execute(trx);
       return events.length;

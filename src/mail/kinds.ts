@@ -1,0 +1,103 @@
+import { issueMailToken } from '../accounts/mail-tokens.js';
+import { findUserByEmail } from '../accounts/organizations.js';
+import type { AppContext } from '../http/context.js';
+import { NOTIFICATIONS, unsubscribeToken, unwantedNotifications, type NotificationKind } from './preferences.js';
+
+/** What a mail's template reads besides the installation's name and PUBLIC_URL. */
+export type MailData = Record<string, string>;
+
+/**
+ * A kind of mail: its subject and templates (`src/mail/templates/<kind>-text.eta` and `-html.eta`), and
+ * what is read or made when it is sent. `prepare` runs in the worker, so a link's token is made when its
+ * mail goes out and never waits in the queue; it answers `undefined` when there is nothing to send.
+ */
+export interface MailKind {
+  subject(data: MailData, installationName: string): string;
+  /** The templates' name when it is not the kind's. */
+  template?: string;
+  prepare?(ctx: AppContext, to: string, data: MailData): Promise<MailData | undefined>;
+}
+
+export const MAIL_KINDS = {
+  /**
+   * Planned for any address typed on the "Forgot password?" form: the request does the same whether or
+   * not an account has it, and only here, in the worker, is the account looked up.
+   */
+  'password-reset': {
+    subject: (_data, name) => `Reset your ${name} password`,
+    prepare: async (ctx, to) => {
+      const user = await findUserByEmail(ctx.db, to);
+      if (!user) return undefined;
+      const token = await issueMailToken(
+        ctx.db,
+        { userId: user.id, purpose: 'password_reset', email: to },
+        ctx.clock.now(),
+      );
+      return { name: user.name, link: `${ctx.config.publicUrl}/password/reset/${token}`, minutes: '30' };
+    },
+  },
+  /** After sign-up, and for a new address: sent while the address is the user's or the one they asked for. */
+  'email-verification': {
+    subject: (_data, name) => `Confirm your email address for ${name}`,
+    prepare: async (ctx, to, data) => {
+      const user = await ctx.db
+        .selectFrom('users')
+        .select(['id', 'name', 'email', 'pending_email', 'email_verified_at'])
+        .where('id', '=', data.userId ?? '')
+        .executeTakeFirst();
+      const wanted = user && (user.pending_email === to || (user.email === to && !user.email_verified_at));
+      if (!wanted) return undefined;
+      const token = await issueMailToken(
+        ctx.db,
+        { userId: user.id, purpose: 'email_verification', email: to },
+        ctx.clock.now(),
+      );
+      return {
+        name: user.name,
+        link: `${ctx.config.publicUrl}/email/verify/${token}`,
+        newAddress: to === user.email ? '' : 'yes',
+      };
+    },
+  },
+  'post-failed': notification(),
+  'channel-needs-reconnect': notification(),
+  'channel-expiring': notification(),
+} satisfies Record<string, MailKind>;
+
+/**
+ * A notification (see notifications.ts): its data says what happened (`headline`, `details`) and where to
+ * look (`path`); the worker adds the links, the unsubscribe link of its kind included. A member whose
+ * address is no longer confirmed, or who turned the kind off meanwhile, gets nothing.
+ */
+function notification(): MailKind {
+  return {
+    template: 'notification',
+    subject: (data, name) => `${data.headline ?? 'News'} · ${name}`,
+    prepare: async (ctx, to, data) => {
+      const userId = data.userId ?? '';
+      const kind = data.kind as NotificationKind;
+      const user = await ctx.db
+        .selectFrom('users')
+        .select(['email', 'email_verified_at'])
+        .where('id', '=', userId)
+        .executeTakeFirst();
+      if (!user || user.email !== to || !user.email_verified_at) return undefined;
+      if ((await unwantedNotifications(ctx.db, userId)).has(kind)) return undefined;
+      const origin = ctx.config.publicUrl;
+      return {
+        headline: data.headline ?? '',
+        details: data.details ?? '',
+        link: `${origin}${data.path ?? '/'}`,
+        about: NOTIFICATIONS[kind],
+        unsubscribe: `${origin}/mail/unsubscribe/${await unsubscribeToken(ctx.secrets, userId, kind)}`,
+        preferences: `${origin}/account`,
+      };
+    },
+  };
+}
+
+export type MailKindName = keyof typeof MAIL_KINDS;
+
+export function isMailKind(kind: string): kind is MailKindName {
+  return Object.hasOwn(MAIL_KINDS, kind);
+}

@@ -1,0 +1,46 @@
+import type { Db } from '../db/database.js';
+import { planMail, type MailOutbox } from './outbox.js';
+import type { NotificationKind } from './preferences.js';
+
+/** Something an organization's members hear of: its kind, and what its mail says. */
+export interface Notification {
+  organizationId: string;
+  kind: NotificationKind;
+  /** `headline` and `details` say what happened, `path` the page to look at. */
+  data: { headline: string; details: string; path: string };
+}
+
+/**
+ * Plans the mail of each notification, in the caller's transaction (the one that dispatches the events
+ * it comes from), to every member of the organization whose address is confirmed and who did not turn
+ * the kind off.
+ */
+export async function planNotifications(ctx: MailOutbox, trx: Db, notifications: Notification[]): Promise<void> {
+  if (notifications.length === 0) return;
+  const organizations = [...new Set(notifications.map((one) => one.organizationId))];
+  const members = await trx
+    .selectFrom('memberships')
+    .innerJoin('users', 'users.id', 'memberships.user_id')
+    .leftJoin('mail_preferences as off', (join) =>
+      join.onRef('off.user_id', '=', 'users.id').on('off.wanted', '=', false),
+    )
+    .select(['memberships.organization_id', 'users.id', 'users.email', 'off.kind as off_kind'])
+    .where('memberships.organization_id', 'in', organizations)
+    .where('users.email_verified_at', 'is not', null)
+    .execute();
+  for (const notification of notifications) {
+    const recipients = new Map<string, string>();
+    for (const member of members) {
+      if (member.organization_id === notification.organizationId) recipients.set(member.id, member.email);
+    }
+    for (const member of members) {
+      if (member.off_kind === notification.kind) recipients.delete(member.id);
+    }
+    for (const [userId, email] of recipients)
+      await planMail(ctx, trx, {
+        kind: notification.kind,
+        to: email,
+        data: { ...notification.data, kind: notification.kind, userId },
+      });
+  }
+}
