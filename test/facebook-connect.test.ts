@@ -502,7 +502,9 @@ describe('a channel whose data access ends', () => {
     const session = new BrowserSession(server);
     await session.logIn(org.email, org.password);
     const settings = await (await session.get('/settings/channels')).text();
-    expect(settings.match(/Access ends on \d{4}-\d{2}-\d{2} \(UTC\): reconnect it before then/g)).toHaveLength(3);
+    expect(settings.match(/Access ends on \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC: reconnect it before then/g)).toHaveLength(
+      3,
+    );
 
     // Connected again: its new access lasts 90 days from now, and the warning is gone for it.
     const { choicePath, browser } = await connectThroughApi('renew');

@@ -5,6 +5,7 @@ import { formatTime } from '../pages/forms.js';
 import { renderPage } from '../pages/render.js';
 import { field } from '../pages/visitor.js';
 import { signedIn } from './signed-in.js';
+import { zoneOf } from './time-zone.js';
 
 /** Settings → Developers → Access: the organization's API keys. */
 export function apiKeyPages(ctx: AppContext): Router {
@@ -13,6 +14,7 @@ export function apiKeyPages(ctx: AppContext): Router {
   const showAccess = async (res: Response, extra: object = {}, status = 200) => {
     const { organization } = signedIn(res);
     const keys = await listApiKeys(ctx.db, organization.id);
+    const zone = zoneOf(res);
     renderPage(
       res,
       '/web/templates/developers-access',
@@ -24,10 +26,10 @@ export function apiKeyPages(ctx: AppContext): Router {
           name: key.name,
           masked: maskApiKey(key),
           createdAt: key.created_at.toISOString(),
-          createdAtText: formatTime(key.created_at),
-          lastUsedText: formatTime(key.last_used_at, 'never used'),
+          createdAtText: formatTime(key.created_at, zone),
+          lastUsedText: formatTime(key.last_used_at, zone, 'never used'),
           revoked: key.revoked_at !== null,
-          revokedAtText: formatTime(key.revoked_at),
+          revokedAtText: formatTime(key.revoked_at, zone),
         })),
         ...extra,
       },

@@ -10,6 +10,7 @@ import {
 import type { ChannelRemoval } from '../channels/removal.js';
 import { DomainError } from '../core/errors.js';
 import { field } from '../pages/visitor.js';
+import { formatTime } from '../pages/forms.js';
 import { renderErrorPage, renderPage } from '../pages/render.js';
 import { visitorOf } from '../pages/visitor.js';
 import { finishConnection, startConnection, type ConnectionFailure } from '../providers/account-connections.js';
@@ -24,6 +25,7 @@ import { connectedThrough } from '../providers/facebook/connection.js';
 import { capitalized, renderContinue } from './channel-site-pages.js';
 import { answerConnection } from './connection-outcome.js';
 import { signedIn } from './signed-in.js';
+import { zoneOf } from './time-zone.js';
 
 const STATUS_WORDS = {
   active: 'Active',
@@ -146,7 +148,10 @@ async function showChannels(
         statusText: STATUS_WORDS[channel.status],
         reconnectVia: reconnectVia(ctx, channel),
         // Warned of: the day its access ends, when the user should connect it again before.
-        accessEnds: channel.status === 'active' ? endingAccess.get(channel.id)?.toISOString().slice(0, 10) : undefined,
+        accessEnds:
+          channel.status === 'active' && endingAccess.has(channel.id)
+            ? formatTime(endingAccess.get(channel.id), zoneOf(res))
+            : undefined,
       })),
       // Connecting an account needs the operator's app at that network.
       networks: connectable(ctx.providers).map((network) => ({
