@@ -459,7 +459,9 @@ describe('removing a channel connected through Facebook', () => {
     await choose(session, pathOf(back), [`facebook:${BAKERY}`, `instagram:${BAKERY_INSTAGRAM}`]);
     const channels = await channelsOf(web.id);
     for (const channel of channels) {
-      const removed = await session.submit('/settings/channels', `/settings/channels/${channel.id}/remove`, {});
+      const removed = await session.submit('/settings/channels', `/settings/channels/${channel.id}/remove`, {
+        confirm: 'yes',
+      });
       expect(removed.headers.get('location')).toBe('/settings/channels?done=removed');
     }
     expect((await channelsOf(web.id)).map((c) => [c.status, c.credentials])).toEqual([

@@ -122,6 +122,13 @@ describe('the composer', () => {
     expect(decodeEntities(html)).toContain(
       'TikTok does not let this account post now: the account reached the number of posts TikTok allows it in a day; try again tomorrow (TikTok: spam_risk_too_many_posts).',
     );
+    // No Google app is configured on this server: its posts would fail, so YouTube cannot be ticked.
+    expect(html).toMatch(
+      new RegExp(`value="${channels.youtube}"[^>]* disabled aria-describedby="channel-${channels.youtube}-reason"`),
+    );
+    expect(decodeEntities(html)).toContain(
+      'YouTube publishing is not configured on this server, so its posts cannot be made; ask its operator.',
+    );
     // The networks' own limits, as their rules count them.
     expect(html).toContain('data-count-for="tiktok" data-max="2200" data-unit="characters"');
     expect(html).toContain('data-count-for="youtube" data-max="5000" data-unit="bytes"');

@@ -4,6 +4,7 @@ import type { AppContext } from '../http/context.js';
 import { formatTime } from '../pages/forms.js';
 import { renderPage } from '../pages/render.js';
 import { field } from '../pages/visitor.js';
+import { confirmedOrAsk } from './confirm-first.js';
 import { signedIn } from './signed-in.js';
 import { zoneOf } from './time-zone.js';
 
@@ -47,6 +48,15 @@ export function apiKeyPages(ctx: AppContext): Router {
 
   router.post('/settings/developers/access/:keyId/revoke', async (req, res) => {
     const { organization } = signedIn(res);
+    const key = (await listApiKeys(ctx.db, organization.id)).find((candidate) => candidate.id === req.params.keyId);
+    const confirmation = {
+      question: `Revoke the key ${key?.name ?? ''}?`.replace(' ?', '?'),
+      consequence: 'Every request made with it is refused from now on. This cannot be undone.',
+      button: 'Revoke the key',
+      back: '/settings/developers/access',
+      path: '/settings/developers/access',
+    };
+    if (key && key.revoked_at === null && !confirmedOrAsk(req, res, confirmation)) return;
     await revokeApiKey(ctx.db, organization.id, req.params.keyId, ctx.clock.now());
     res.redirect(303, '/settings/developers/access');
   });

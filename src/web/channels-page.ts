@@ -26,6 +26,7 @@ import { capitalized, renderContinue } from './channel-site-pages.js';
 import { answerConnection } from './connection-outcome.js';
 import { signedIn } from './signed-in.js';
 import { zoneOf } from './time-zone.js';
+import { confirmedOrAsk } from './confirm-first.js';
 
 const STATUS_WORDS = {
   active: 'Active',
@@ -106,6 +107,18 @@ export function channelsPage(ctx: PostsContext, channelRemoval: ChannelRemoval):
   router.post('/settings/channels/:id/:action', async (req: Request, res) => {
     const { organization } = signedIn(res);
     const action = String(req.params.action);
+    if (action === 'remove') {
+      const channel = await findChannel(ctx.db, organization.id, String(req.params.id));
+      const confirmation = {
+        question: `Remove ${channel?.name ?? 'this channel'}?`,
+        consequence:
+          'Its scheduled and failed posts become drafts (nothing of them is lost); nothing changes on the network.',
+        button: 'Remove the channel',
+        back: '/settings/channels',
+        path: '/settings/channels',
+      };
+      if (channel && !confirmedOrAsk(req, res, confirmation)) return;
+    }
     try {
       const refused = await channelAction(ctx, channelRemoval, organization.id, String(req.params.id), action);
       if (refused) return show(res, undefined, refused, 404);

@@ -1,3 +1,5 @@
+import { findMedia } from '../media/queries.js';
+import { confirmedOrAsk } from './confirm-first.js';
 import express, { type ErrorRequestHandler, type Response, type Router } from 'express';
 import { DomainError, ValidationError } from '../core/errors.js';
 import { databaseOutage, sendError } from '../http/error-envelope.js';
@@ -72,6 +74,15 @@ function libraryRoutes(ctx: MediaContext, policy: MediaPolicy): Router {
 
   router.post('/media/:id/delete', async (req, res) => {
     const { organization } = signedIn(res);
+    const media = await findMedia(ctx.db, organization.id, String(req.params.id));
+    const confirmation = {
+      question: `Delete ${media?.file_name ?? 'this media'}?`,
+      consequence: 'The file is deleted for good. This cannot be undone.',
+      button: 'Delete the media',
+      back: '/media',
+      path: '/media',
+    };
+    if (media && !confirmedOrAsk(req, res, confirmation)) return;
     try {
       await removeMedia(ctx, organization.id, String(req.params.id));
     } catch (error) {
