@@ -196,4 +196,32 @@ describeInChromium('a thread written in the composer, in Chromium', () => {
       ['And its reply'],
     ]);
   });
+
+  it('fixes a post the sandbox was told to refuse in the editor, and it is published', async () => {
+    const response = await server.fetch('/public/v1/posts', {
+      method: 'POST',
+      headers: { ...org.auth, 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        type: 'now',
+        posts: [
+          {
+            channelId: channels.sandbox,
+            content: 'Fails on purpose',
+            settings: { __type: 'sandbox', outcome: 'failed' },
+          },
+        ],
+      }),
+    });
+    expect(response.status).toBe(201);
+    const id = ((await response.json()) as { data: { id: string }[] }).data[0]!.id;
+    const statusOf = async () =>
+      (await server.ctx.db.selectFrom('posts').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
+    await eventually(async () => expect(await statusOf()).toBe('failed'));
+    await page.goto(`${server.baseUrl}/posts/${id}/edit`);
+    const outcome = page.getByLabel('How publishing ends');
+    expect(await outcome.inputValue()).toBe('failed');
+    await outcome.selectOption('published');
+    await page.getByRole('button', { name: 'Publish now' }).click();
+    await eventually(async () => expect(await statusOf()).toBe('published'));
+  });
 });

@@ -69,7 +69,8 @@ describe('the media library', () => {
     const html = decodeEntities(await refused.text());
     expect(html).toContain('The media was not deleted');
     expect(html).toContain('The media is used by 1 scheduled or publishing post; delete or edit those posts first.');
-    expect(html).toContain(`used by ${post.id} (scheduled)`);
+    // Each post that uses it is linked, to open it and change it.
+    expect(html).toContain(`<li>Used by <a href="/posts/${post.id}">a scheduled post</a></li>`);
     expect(card(html, image)).toContain('in-use.png');
 
     const removed = await publicApi(server, org.auth).DELETE('/public/v1/posts/{id}', {

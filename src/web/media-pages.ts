@@ -90,7 +90,11 @@ function libraryRoutes(ctx: MediaContext, policy: MediaPolicy): Router {
       const refused = {
         id: String(req.params.id),
         message: error.message,
-        details: (error.details ?? []).map((d) => d.message),
+        // Each post that uses it, to open and edit or delete: the domain names them as `used by <id> (<status>)`.
+        details: (error.details ?? []).map((d) => {
+          const user = /^used by (post_\w+) \((\w+)\)$/.exec(d.message);
+          return user ? { message: d.message, postId: user[1], status: user[2] } : { message: d.message };
+        }),
       };
       return showLibrary(ctx, policy, res, { cursor: undefined, refused }, error.status);
     }
@@ -103,7 +107,11 @@ async function showLibrary(
   ctx: MediaContext,
   policy: MediaPolicy,
   res: Response,
-  shown: { cursor: string | undefined; notice?: string; refused?: { id: string; message: string; details: string[] } },
+  shown: {
+    cursor: string | undefined;
+    notice?: string;
+    refused?: { id: string; message: string; details: { message: string; postId?: string; status?: string }[] };
+  },
   status = 200,
 ): Promise<void> {
   const { organization } = signedIn(res);
