@@ -1214,6 +1214,16 @@ describe('the signed upload from the pages', () => {
   });
 
   it('answers the API’s envelope and details for a bad declaration, and refuses without the token', async () => {
+    const zip = await browser.request('/media/uploads', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': await token() },
+      body: JSON.stringify({ fileName: 'photos.zip', contentType: 'application/zip', size: 10 }),
+    });
+    expect(zip.status).toBe(415);
+    expect((await errorOf(zip)).message).toBe(
+      'This kind of file (application/zip) is not accepted. ' +
+        'Accepted: JPEG, PNG, GIF, WebP images; MP4, QuickTime (MOV), WebM videos.',
+    );
     const refused = await browser.request('/media/uploads', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': await token() },
