@@ -96,9 +96,28 @@ describeInChromium('Settings → Channels in a real browser (Chromium)', () => {
     await page.getByRole('button', { name: 'Enable Second sandbox' }).click();
     await expect.poll(() => channelRow('Second sandbox').locator('.status').textContent(), PAGE_WAIT).toBe('Active');
 
+    // A network the operator did not configure: its button is disabled and looks it.
+    const unconfigured = page.getByRole('button', { name: 'Connect YouTube' });
+    expect(await unconfigured.isDisabled()).toBe(true);
+    // Compiled without DOM types: the expression runs in the page.
+    const look = await page.evaluate(`(() => {
+      const button = [...document.querySelectorAll('button')].find((b) => b.textContent.trim() === 'Connect YouTube');
+      const style = getComputedStyle(button);
+      return [style.cursor, style.borderStyle];
+    })()`);
+    expect(look).toEqual(['not-allowed', 'dashed']);
+
     expect(await page.getByText('Removing a channel turns its scheduled and failed posts into drafts').count()).toBe(1);
     await page.screenshot({ path: artifactPath('channels.png'), fullPage: true });
     await page.getByRole('button', { name: 'Remove Second sandbox' }).click();
+    // Asked first: Cancel keeps it, the page's own button removes it.
+    await expect
+      .poll(() => page.getByRole('heading', { level: 1 }).textContent(), PAGE_WAIT)
+      .toBe('Remove Second sandbox?');
+    await page.getByRole('link', { name: 'Cancel' }).click();
+    await expect.poll(() => channelRow('Second sandbox').count(), PAGE_WAIT).toBe(1);
+    await page.getByRole('button', { name: 'Remove Second sandbox' }).click();
+    await page.getByRole('button', { name: 'Remove the channel' }).click();
     await expect.poll(() => page.getByRole('status').textContent(), PAGE_WAIT).toContain('The channel is removed');
     expect(await channelRow('Second sandbox').count()).toBe(0);
     expect(await channelRow('Sandbox').count()).toBe(1);

@@ -14,7 +14,7 @@ import {
 import { eventually } from './support/eventually.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
 import { png } from './support/media-samples.js';
-import { startTestServer, type TestServer } from './support/server.js';
+import { UNUSED_APPS, startTestServer, type TestServer } from './support/server.js';
 import { TIMEOUTS } from './support/timeouts.js';
 import { stringMatching } from './support/typed-matchers.js';
 
@@ -38,7 +38,7 @@ describeInChromium('a first comment written in the composer, in Chromium', () =>
   beforeAll(async () => {
     fs.writeFileSync(PICTURES[0]!, png(120, 80, [200, 40, 40, 255]));
     fs.writeFileSync(PICTURES[1]!, png(80, 120, [40, 40, 200, 255]));
-    server = await startTestServer({ worker: true, env: { PUBLISH_RETRY_BASE_MS: '200' } });
+    server = await startTestServer({ worker: true, env: { PUBLISH_RETRY_BASE_MS: '200', ...UNUSED_APPS } });
     // The sandbox network of the server itself, whose pages show a post's comments.
     server.ctx.config.sandbox.networkUrl = server.baseUrl;
     org = await createOrganization(server.ctx.db, 'Comment Studio');

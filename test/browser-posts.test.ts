@@ -6,6 +6,7 @@ import {
   artifactPath,
   describeInChromium,
   openBrowser,
+  pageWidth,
   PAGE_WAIT,
   pathOf,
   untilAt,
@@ -25,6 +26,8 @@ describeInChromium('the Posts pages in a real browser (Chromium)', () => {
   let browser: BrowserWithPage;
   let page: Page;
   const ids: Record<'failed' | 'published' | 'scheduled', string> = { failed: '', published: '', scheduled: '' };
+  /** When the scheduled post is due. */
+  let tomorrow: string;
 
   async function create(organization: TestOrganization, body: RequestBody<'createPost'>): Promise<string> {
     const created = await dataOf(publicApi(server, organization.auth).POST('/public/v1/posts', { body }), 201);
@@ -56,7 +59,7 @@ describeInChromium('the Posts pages in a real browser (Chromium)', () => {
     await until(ids.failed, 'failed');
     ids.published = await create(org, { type: 'now', channelIds: [channel], content: 'Goes out at once' });
     await until(ids.published, 'published');
-    const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
+    tomorrow = new Date(Date.now() + 86_400_000).toISOString();
     ids.scheduled = await create(org, {
       type: 'schedule',
       date: tomorrow,
@@ -97,6 +100,11 @@ describeInChromium('the Posts pages in a real browser (Chromium)', () => {
     expect(await row(ids.published).textContent()).toContain('Studio sandbox');
     expect(await row(ids.published).getByRole('button', { name: 'Schedule again' }).count()).toBe(0);
     expect(await row(ids.scheduled).textContent()).toMatch(/due \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/);
+    // In the reader's zone once it is known: Kolkata is UTC+5:30.
+    await page.goto(`${server.baseUrl}/posts?tz=Asia/Kolkata`);
+    const due = new Date(Date.parse(tomorrow) + 330 * 60_000).toISOString().slice(0, 16).replace('T', ' ');
+    expect(await row(ids.scheduled).textContent()).toContain(`due ${due} GMT+5:30`);
+    await page.goto(`${server.baseUrl}/posts?tz=UTC`);
     await page.screenshot({ path: artifactPath('posts.png'), fullPage: true });
 
     await page.getByLabel('Status').selectOption('failed');
@@ -106,13 +114,24 @@ describeInChromium('the Posts pages in a real browser (Chromium)', () => {
     expect(await row(ids.failed).count()).toBe(1);
 
     // Tomorrow's date range holds only the post due tomorrow.
-    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
-    await page.goto(`${server.baseUrl}/posts?from=${tomorrow}&to=${tomorrow}`);
+    const day = tomorrow.slice(0, 10);
+    await page.goto(`${server.baseUrl}/posts?from=${day}&to=${day}`);
     expect(await page.locator('tbody tr').count()).toBe(1);
     expect(await row(ids.scheduled).count()).toBe(1);
     // A filter that is not one is refused, not ignored.
     const refused = await page.goto(`${server.baseUrl}/posts?status=lost`);
     expect(refused?.status()).toBe(400);
+
+    // On a phone's screen the list does not scroll sideways.
+    const desktop = page.viewportSize()!;
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.goto(`${server.baseUrl}/posts`);
+      const { scrollWidth, wider } = await pageWidth(page);
+      expect(scrollWidth, `wider than 390 px: ${wider.join(', ')}`).toBeLessThanOrEqual(390);
+    } finally {
+      await page.setViewportSize(desktop);
+    }
   });
 
   it('shows a failed post’s history, and Schedule again publishes it', async () => {

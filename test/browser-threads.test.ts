@@ -14,7 +14,7 @@ import {
 import { eventually } from './support/eventually.js';
 import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
 import { png } from './support/media-samples.js';
-import { startTestServer, type TestServer } from './support/server.js';
+import { UNUSED_APPS, startTestServer, type TestServer } from './support/server.js';
 import { TIMEOUTS } from './support/timeouts.js';
 import { stringMatching } from './support/typed-matchers.js';
 
@@ -36,7 +36,7 @@ describeInChromium('a thread written in the composer, in Chromium', () => {
 
   beforeAll(async () => {
     fs.writeFileSync(PICTURE, png(120, 80, [200, 40, 40, 255]));
-    server = await startTestServer({ worker: true, env: { PUBLISH_RETRY_BASE_MS: '200' } });
+    server = await startTestServer({ worker: true, env: { PUBLISH_RETRY_BASE_MS: '200', ...UNUSED_APPS } });
     // The sandbox network of the server itself, whose pages show each part and what it replies to.
     server.ctx.config.sandbox.networkUrl = server.baseUrl;
     org = await createOrganization(server.ctx.db, 'Thread Studio');
@@ -195,5 +195,33 @@ describeInChromium('a thread written in the composer, in Chromium', () => {
       'Entered',
       ['And its reply'],
     ]);
+  });
+
+  it('fixes a post the sandbox was told to refuse in the editor, and it is published', async () => {
+    const response = await server.fetch('/public/v1/posts', {
+      method: 'POST',
+      headers: { ...org.auth, 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        type: 'now',
+        posts: [
+          {
+            channelId: channels.sandbox,
+            content: 'Fails on purpose',
+            settings: { __type: 'sandbox', outcome: 'failed' },
+          },
+        ],
+      }),
+    });
+    expect(response.status).toBe(201);
+    const id = ((await response.json()) as { data: { id: string }[] }).data[0]!.id;
+    const statusOf = async () =>
+      (await server.ctx.db.selectFrom('posts').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
+    await eventually(async () => expect(await statusOf()).toBe('failed'));
+    await page.goto(`${server.baseUrl}/posts/${id}/edit`);
+    const outcome = page.getByLabel('How publishing ends');
+    expect(await outcome.inputValue()).toBe('failed');
+    await outcome.selectOption('published');
+    await page.getByRole('button', { name: 'Publish now' }).click();
+    await eventually(async () => expect(await statusOf()).toBe('published'));
   });
 });

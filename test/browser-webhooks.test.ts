@@ -5,6 +5,7 @@ import {
   artifactPath,
   describeInChromium,
   openBrowser,
+  pageWidth,
   PAGE_WAIT,
   signUp,
   type BrowserWithPage,
@@ -41,6 +42,19 @@ describeInChromium('Settings → Webhooks, in Chromium', () => {
     await browser?.close();
   });
 
+  /** The page as it is now, loaded again at a phone's width (390 px), does not scroll sideways. */
+  async function fitsAPhone(name: string) {
+    const desktop = page.viewportSize()!;
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.reload();
+      const { scrollWidth, wider } = await pageWidth(page);
+      expect(scrollWidth, `${name} is wider than 390 px: ${wider.join(', ')}`).toBeLessThanOrEqual(390);
+    } finally {
+      await page.setViewportSize(desktop);
+    }
+  }
+
   /** Reloads the endpoint's page until its newest delivery shows `outcome`. */
   async function untilNewest(outcome: string) {
     await eventually(
@@ -64,7 +78,7 @@ describeInChromium('Settings → Webhooks, in Chromium', () => {
     await page.getByRole('button', { name: 'Add endpoint' }).click();
     await expect
       .poll(() => page.getByRole('alert').textContent(), PAGE_WAIT)
-      .toMatch(/cannot be used: 10\.1\.2\.3 is a private address/);
+      .toMatch(/cannot be used: 10\.1\.2\.3 is a private address\. The operator .* WEBHOOK_ALLOW_RANGES/);
 
     await page.getByLabel('URL').fill(receiver.url);
     await page.getByLabel('Description').fill('My receiver');
@@ -89,6 +103,7 @@ describeInChromium('Settings → Webhooks, in Chromium', () => {
       .click();
     await expect.poll(() => page.getByRole('status').textContent(), PAGE_WAIT).toMatch(/on its way again/);
     await untilNewest('Delivered');
+    await fitsAPhone('the webhook’s page');
     expect(receiver.received.at(-1)!.headers['webhook-id']).toBe(receiver.received.at(-2)!.headers['webhook-id']);
 
     await page.getByRole('button', { name: 'Rotate the secret' }).click();
@@ -99,5 +114,13 @@ describeInChromium('Settings → Webhooks, in Chromium', () => {
     await page.getByRole('button', { name: 'Delete the endpoint' }).click();
     await expect.poll(() => page.getByRole('status').textContent(), PAGE_WAIT).toBe('The endpoint is deleted.');
     expect(await page.getByText('No endpoints yet.').count()).toBe(1);
+
+    // Settings → Developers → Access with a key fits a phone too.
+    await page.goto(`${server.baseUrl}/settings/developers/access`);
+    await page.getByLabel('Name').fill('Publishing server with a long name');
+    await page.getByRole('button', { name: /Create/ }).click();
+    await expect.poll(() => page.locator('tr').count(), PAGE_WAIT).toBeGreaterThan(1);
+    await page.goto(`${server.baseUrl}/settings/developers/access`);
+    await fitsAPhone('the API keys');
   });
 });

@@ -90,6 +90,26 @@ describeInChromium('YouTube from sign-up to a published video, in Chromium', () 
     expect(await row.locator('.status').textContent()).toBe('Active');
     await page.screenshot({ path: artifactPath('channels-youtube.png'), fullPage: true });
 
+    // The composer says what is missing in people's words, everything at once, next to each field.
+    await page.goto(`${server.baseUrl}/compose`);
+    await page.locator('#content').fill('My first video');
+    await page.getByRole('button', { name: 'Schedule', exact: true }).click();
+    await expect
+      .poll(() => page.locator('#channels-error').textContent(), PAGE_WAIT)
+      .toBe('Choose at least one channel.');
+    await page.getByRole('checkbox', { name: /Nora on YouTube/ }).check();
+    await page.getByRole('button', { name: 'Schedule', exact: true }).click();
+    const settings = page.locator('section.channel-settings');
+    await expect
+      .poll(() => settings.locator('.field-error').allTextContents(), PAGE_WAIT)
+      .toEqual([
+        'YouTube needs a title.',
+        'YouTube needs a privacy setting.',
+        'YouTube needs an answer to “Made for kids?”.',
+      ]);
+    expect(await page.locator('#media-error').textContent()).toMatch(/A YouTube post needs exactly one video/);
+    expect(await page.locator('body').textContent()).not.toMatch(/must (have|match|NOT)/);
+
     const organizationId = (
       await server.ctx.db
         .selectFrom('organizations')

@@ -459,7 +459,9 @@ describe('removing a channel connected through Facebook', () => {
     await choose(session, pathOf(back), [`facebook:${BAKERY}`, `instagram:${BAKERY_INSTAGRAM}`]);
     const channels = await channelsOf(web.id);
     for (const channel of channels) {
-      const removed = await session.submit('/settings/channels', `/settings/channels/${channel.id}/remove`, {});
+      const removed = await session.submit('/settings/channels', `/settings/channels/${channel.id}/remove`, {
+        confirm: 'yes',
+      });
       expect(removed.headers.get('location')).toBe('/settings/channels?done=removed');
     }
     expect((await channelsOf(web.id)).map((c) => [c.status, c.credentials])).toEqual([
@@ -502,7 +504,9 @@ describe('a channel whose data access ends', () => {
     const session = new BrowserSession(server);
     await session.logIn(org.email, org.password);
     const settings = await (await session.get('/settings/channels')).text();
-    expect(settings.match(/Access ends on \d{4}-\d{2}-\d{2} \(UTC\): reconnect it before then/g)).toHaveLength(3);
+    expect(settings.match(/Access ends on \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC: reconnect it before then/g)).toHaveLength(
+      3,
+    );
 
     // Connected again: its new access lasts 90 days from now, and the warning is gone for it.
     const { choicePath, browser } = await connectThroughApi('renew');

@@ -122,6 +122,13 @@ describe('the composer', () => {
     expect(decodeEntities(html)).toContain(
       'TikTok does not let this account post now: the account reached the number of posts TikTok allows it in a day; try again tomorrow (TikTok: spam_risk_too_many_posts).',
     );
+    // No Google app is configured on this server: its posts would fail, so YouTube cannot be ticked.
+    expect(html).toMatch(
+      new RegExp(`value="${channels.youtube}"[^>]* disabled aria-describedby="channel-${channels.youtube}-reason"`),
+    );
+    expect(decodeEntities(html)).toContain(
+      'YouTube publishing is not configured on this server, so its posts cannot be made; ask its operator.',
+    );
     // The networks' own limits, as their rules count them.
     expect(html).toContain('data-count-for="tiktok" data-max="2200" data-unit="characters"');
     expect(html).toContain('data-count-for="youtube" data-max="5000" data-unit="bytes"');
@@ -182,7 +189,7 @@ describe('the composer', () => {
     expect(new Set(listed.map((p) => p.group)).size).toBe(1);
   });
 
-  it('shows each of the contract’s complaints next to its field, with the API’s own paths and words', async () => {
+  it('shows every problem of the form at once, next to its field, in people’s words', async () => {
     const fields = {
       channel: [channels.sandbox, channels.youtube],
       content: 'Two channels',
@@ -190,12 +197,11 @@ describe('the composer', () => {
       time: '10:00',
       action: 'schedule',
       [`settings.${channels.youtube}.title`]: 'A <b>title</b>',
-      [`settings.${channels.youtube}.privacyStatus`]: 'public',
     };
     const refused = await compose(fields);
     expect(refused.status).toBe(400);
     const html = await refused.text();
-    // What the API says of the same body (which the contract's types refuse: it lacks madeForKids).
+    // The API says the same of the body in the validator's words, which integrators read.
     const api = await errorOf(
       await send(server, org.auth, 'POST', '/public/v1/posts', {
         type: 'schedule',
@@ -206,26 +212,33 @@ describe('the composer', () => {
             channelId: channels.youtube,
             content: 'Two channels',
             mediaIds: [],
-            settings: { __type: 'youtube', title: 'A <b>title</b>', privacyStatus: 'public' },
+            settings: { __type: 'youtube', title: 'A <b>title</b>' },
           },
         ],
       }),
     );
     const byPath = Object.fromEntries((api.details ?? []).map((d) => [d.path, d.message]));
-    expect(fieldError(html, `settings-${channels.youtube}-title`)).toBe(byPath['posts[1].settings.title']);
-    expect(fieldError(html, `settings-${channels.youtube}-madeForKids`)).toBe(byPath['posts[1].settings.madeForKids']);
-    expect(html).toMatch(
-      new RegExp(`<a href="#settings-${channels.youtube}-title">Studio YouTube: Title: must match pattern`),
+    expect(byPath['posts[1].settings.privacyStatus']).toBe("must have required property 'privacyStatus'");
+    expect(fieldError(html, `settings-${channels.youtube}-title`)).toBe('Cannot contain < or >.');
+    expect(fieldError(html, `settings-${channels.youtube}-privacyStatus`)).toBe('YouTube needs a privacy setting.');
+    expect(fieldError(html, `settings-${channels.youtube}-madeForKids`)).toBe(
+      'YouTube needs an answer to “Made for kids?”.',
     );
+    // The rules past the contract in the same round: YouTube needs one video.
+    expect(fieldError(html, 'media')).toMatch(/^Studio YouTube: A YouTube post needs exactly one video/);
+    expect(html).toMatch(
+      new RegExp(`<a href="#settings-${channels.youtube}-title">Studio YouTube: Title: Cannot contain`),
+    );
+    expect(html).not.toMatch(/must (have|match|NOT)/);
     // What was typed is kept.
     expect(inputValue(html, `settings.${channels.youtube}.title`)).toBe('A <b>title</b>');
     expect(html).toMatch(/<textarea id="content"[^>]*>Two channels<\/textarea>/);
     expect(await postsAt('2030-03-20T09:00:00Z')).toEqual([]);
 
-    // The rules past the contract: YouTube needs one video; a schedule needs a time; a post needs a channel.
     const rules = await compose({
       ...fields,
       [`settings.${channels.youtube}.title`]: 'Fine title',
+      [`settings.${channels.youtube}.privacyStatus`]: 'public',
       [`settings.${channels.youtube}.madeForKids`]: 'no',
     });
     expect(rules.status).toBe(422);
@@ -237,9 +250,10 @@ describe('the composer', () => {
       time: '',
       action: 'schedule',
     });
-    expect(fieldError(await noTime.text(), 'date')).toBe("must have required property 'date'");
+    expect(fieldError(await noTime.text(), 'date')).toBe('Choose a day and a time to publish at.');
     const noChannel = await compose({ content: 'Where?', date: '2030-03-20', time: '10:00', action: 'schedule' });
-    expect(fieldError(await noChannel.text(), 'channels')).toBe('must NOT have fewer than 1 items');
+    expect(fieldError(await noChannel.text(), 'channels')).toBe('Choose at least one channel.');
+    // The time that has passed is said in the reader's zone (Paris, UTC+1 in March).
     const past = await compose({
       channel: channels.sandbox,
       content: 'Too late',
@@ -248,7 +262,7 @@ describe('the composer', () => {
       action: 'schedule',
     });
     expect(past.status).toBe(422);
-    expect(fieldError(await past.text(), 'date')).toMatch(/^is more than 1 minute in the past/);
+    expect(fieldError(await past.text(), 'date')).toBe('This time has passed: it is 2030-03-13 13:00 GMT+1 now.');
   });
 
   it('sends TikTok settings as chosen, and refuses with TikTok’s rules next to the fields', async () => {
@@ -264,7 +278,7 @@ describe('the composer', () => {
     };
     const unchosen = await compose(base);
     expect(fieldError(await unchosen.text(), `settings-${channels.tiktok}-privacyLevel`)).toBe(
-      "must have required property 'privacyLevel'",
+      'TikTok needs a choice of who can see the video.',
     );
     const post = await postOf(
       await compose({
@@ -660,7 +674,9 @@ describe('threads, media per part and alternative texts for the text networks', 
 
     const refused = await compose({ ...fields, [`settings.${text.bluesky}.languages`]: 'English' });
     expect(refused.status).toBe(400);
-    expect(fieldError(await refused.text(), `settings-${text.bluesky}-languages`)).toMatch(/^must match pattern/);
+    expect(fieldError(await refused.text(), `settings-${text.bluesky}-languages`)).toBe(
+      'Needs language codes such as en or pt-BR.',
+    );
   });
 
   it('keeps the alternative text of an image older than the media the composer lists', async () => {
@@ -956,9 +972,10 @@ describe('first comments and the settings of Meta’s networks', () => {
     expect(fieldError(raw, `settings-${meta.instagram}-userTags-${first}`)).toBe(
       '“@ada 30” is not a username followed by where on the image, as @ada 30 70 (percent from the left, then from the top).',
     );
-    // The contract's words, for the second and third tags of the field.
+    // The contract's refusals of the second and third tags of the field, in people's words.
     expect(fieldError(raw, `settings-${meta.instagram}-userTags-${second}`)).toBe(
-      'must match pattern "^[A-Za-z0-9._]+$" must be <= 1',
+      'A username may hold only letters, digits, full stops and underscores. ' +
+        'A tag is placed within the image: from 0 to 100 percent from its left and from its top.',
     );
     expect(page).toMatch(new RegExp(`<details id="settings-${meta.instagram}-userTags" class="user-tags" open>`));
     expect(page).toContain(
@@ -1197,6 +1214,16 @@ describe('the signed upload from the pages', () => {
   });
 
   it('answers the API’s envelope and details for a bad declaration, and refuses without the token', async () => {
+    const zip = await browser.request('/media/uploads', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': await token() },
+      body: JSON.stringify({ fileName: 'photos.zip', contentType: 'application/zip', size: 10 }),
+    });
+    expect(zip.status).toBe(415);
+    expect((await errorOf(zip)).message).toBe(
+      'This kind of file (application/zip) is not accepted. ' +
+        'Accepted: JPEG, PNG, GIF, WebP images; MP4, QuickTime (MOV), WebM videos.',
+    );
     const refused = await browser.request('/media/uploads', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': await token() },

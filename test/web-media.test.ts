@@ -64,19 +64,27 @@ describe('the media library', () => {
     const post = created.data!.data[0]!;
 
     const token = inputValue(await (await browser.get('/media')).text(), 'csrf_token')!;
-    const refused = await browser.postForm(`/media/${image}/delete`, { csrf_token: token });
+    const refused = await browser.postForm(`/media/${image}/delete`, { csrf_token: token, confirm: 'yes' });
     expect(refused.status).toBe(409);
     const html = decodeEntities(await refused.text());
     expect(html).toContain('The media was not deleted');
     expect(html).toContain('The media is used by 1 scheduled or publishing post; delete or edit those posts first.');
-    expect(html).toContain(`used by ${post.id} (scheduled)`);
+    // Each post that uses it is linked, to open it and change it.
+    expect(html).toContain(`<li>Used by <a href="/posts/${post.id}">a scheduled post</a></li>`);
     expect(card(html, image)).toContain('in-use.png');
 
     const removed = await publicApi(server, org.auth).DELETE('/public/v1/posts/{id}', {
       params: { path: { id: post.id } },
     });
     expect(removed.response.status).toBe(204);
-    const deleted = await browser.postForm(`/media/${image}/delete`, { csrf_token: token });
+    // The button asks first, on a page of its own (no script needed); only its confirmation deletes.
+    const asked = await browser.postForm(`/media/${image}/delete`, { csrf_token: token });
+    expect(asked.status).toBe(200);
+    const question = await asked.text();
+    expect(question).toContain('<h1>Delete in-use.png?</h1>');
+    expect(question).toMatch(/<input type="hidden" name="confirm" value="yes">/);
+    expect(card(await (await browser.get('/media')).text(), image)).toContain('in-use.png');
+    const deleted = await browser.postForm(`/media/${image}/delete`, { csrf_token: token, confirm: 'yes' });
     expect(deleted.status).toBe(303);
     expect(deleted.headers.get('location')).toBe('/media?deleted=1');
     const after = await (await browser.get('/media?deleted=1')).text();

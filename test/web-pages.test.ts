@@ -446,10 +446,19 @@ describe('Settings → Developers → Access', () => {
       .select('id')
       .where('name', '=', 'Publishing server')
       .executeTakeFirstOrThrow();
-    const revoked = await browser.submit(
+    const asked = await browser.submit(
       '/settings/developers/access',
       `/settings/developers/access/${row.id}/revoke`,
       {},
+    );
+    expect(await asked.text()).toContain('<h1>Revoke the key Publishing server?</h1>');
+    expect((await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${key}` } })).status).toBe(
+      200,
+    );
+    const revoked = await browser.submit(
+      '/settings/developers/access',
+      `/settings/developers/access/${row.id}/revoke`,
+      { confirm: 'yes' },
     );
     expect(revoked.status).toBe(303);
     expect((await server.fetch('/public/v1/channels', { headers: { Authorization: `Bearer ${key}` } })).status).toBe(

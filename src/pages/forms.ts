@@ -1,3 +1,4 @@
+import { DateTime } from 'luxon';
 import { ConflictError, UnprocessableError, ValidationError } from '../core/errors.js';
 
 export type Attempt<T> =
@@ -23,8 +24,11 @@ export async function attempt<T>(action: () => Promise<T>): Promise<Attempt<T>> 
   }
 }
 
-/** Dates on the pages: UTC, to the minute, the same for every reader. */
-export function formatTime(date: Date | null | undefined, never = 'never'): string {
+/**
+ * Dates on the pages: in the reader's time zone, to the minute, with the zone's short name or offset
+ * (`2030-03-20 10:00 GMT+1`, `2030-03-20 09:00 UTC`), so a time copied elsewhere still says which it is.
+ */
+export function formatTime(date: Date | null | undefined, zone: string, never = 'never'): string {
   if (!date) return never;
-  return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  return DateTime.fromJSDate(date, { zone }).setLocale('en-US').toFormat('yyyy-MM-dd HH:mm ZZZZ');
 }

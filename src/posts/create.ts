@@ -165,13 +165,20 @@ export async function createPosts(
   });
 }
 
-/** Checks the request against every rule before anything is written; a request that breaks any is refused whole. */
-async function checkCreate(
+/**
+ * The rules a create request breaks beyond its contract, each once: what `createPosts` would refuse it
+ * for. The composer asks for them with the contract's problems, so that a person sees every problem of
+ * the form at once; the request need not keep the contract (the rules read what is there).
+ */
+export async function createRuleProblems(
   ctx: PostsContext,
   organizationId: string,
   request: CreatePostRequest,
-  now: Date,
-): Promise<CheckedCreate> {
+): Promise<ErrorDetail[]> {
+  return (await checkRules(ctx, organizationId, request, ctx.clock.now())).problems;
+}
+
+async function checkRules(ctx: PostsContext, organizationId: string, request: CreatePostRequest, now: Date) {
   const timing = timingOf(request, now);
   const problems: ErrorDetail[] = [];
   if (request.type === 'schedule' && timing.scheduledAt && isTooFarInThePast(timing.scheduledAt, now)) {
@@ -180,8 +187,19 @@ async function checkCreate(
   const drafts = draftsOf(request);
   const checked = await checkDrafts({ db: ctx.db, providers: ctx.providers }, organizationId, drafts);
   problems.push(...checked.problems);
+  return { timing, drafts, checked, problems: withoutRepeats(problems) };
+}
+
+/** Checks the request against every rule before anything is written; a request that breaks any is refused whole. */
+async function checkCreate(
+  ctx: PostsContext,
+  organizationId: string,
+  request: CreatePostRequest,
+  now: Date,
+): Promise<CheckedCreate> {
+  const { timing, drafts, checked, problems } = await checkRules(ctx, organizationId, request, now);
   if (problems.length > 0) {
-    const details = withoutRepeats(problems);
+    const details = problems;
     throw new UnprocessableError(
       `Nothing was created: the request breaks ${details.length === 1 ? 'a rule' : `${details.length} rules`}, ` +
         'listed in details.',

@@ -4,7 +4,9 @@ import type { AppContext } from '../http/context.js';
 import { formatTime } from '../pages/forms.js';
 import { renderPage } from '../pages/render.js';
 import { field } from '../pages/visitor.js';
+import { confirmedOrAsk } from './confirm-first.js';
 import { signedIn } from './signed-in.js';
+import { zoneOf } from './time-zone.js';
 
 /** Settings → Developers → Access: the organization's API keys. */
 export function apiKeyPages(ctx: AppContext): Router {
@@ -13,6 +15,7 @@ export function apiKeyPages(ctx: AppContext): Router {
   const showAccess = async (res: Response, extra: object = {}, status = 200) => {
     const { organization } = signedIn(res);
     const keys = await listApiKeys(ctx.db, organization.id);
+    const zone = zoneOf(res);
     renderPage(
       res,
       '/web/templates/developers-access',
@@ -24,10 +27,10 @@ export function apiKeyPages(ctx: AppContext): Router {
           name: key.name,
           masked: maskApiKey(key),
           createdAt: key.created_at.toISOString(),
-          createdAtText: formatTime(key.created_at),
-          lastUsedText: formatTime(key.last_used_at, 'never used'),
+          createdAtText: formatTime(key.created_at, zone),
+          lastUsedText: formatTime(key.last_used_at, zone, 'never used'),
           revoked: key.revoked_at !== null,
-          revokedAtText: formatTime(key.revoked_at),
+          revokedAtText: formatTime(key.revoked_at, zone),
         })),
         ...extra,
       },
@@ -45,6 +48,15 @@ export function apiKeyPages(ctx: AppContext): Router {
 
   router.post('/settings/developers/access/:keyId/revoke', async (req, res) => {
     const { organization } = signedIn(res);
+    const key = (await listApiKeys(ctx.db, organization.id)).find((candidate) => candidate.id === req.params.keyId);
+    const confirmation = {
+      question: `Revoke the key ${key?.name ?? ''}?`.replace(' ?', '?'),
+      consequence: 'Every request made with it is refused from now on. This cannot be undone.',
+      button: 'Revoke the key',
+      back: '/settings/developers/access',
+      path: '/settings/developers/access',
+    };
+    if (key && key.revoked_at === null && !confirmedOrAsk(req, res, confirmation)) return;
     await revokeApiKey(ctx.db, organization.id, req.params.keyId, ctx.clock.now());
     res.redirect(303, '/settings/developers/access');
   });

@@ -17,6 +17,7 @@ import { attempt, formatTime } from '../pages/forms.js';
 import { renderPage } from '../pages/render.js';
 import { field } from '../pages/visitor.js';
 import { signedIn } from './signed-in.js';
+import { zoneOf } from './time-zone.js';
 
 function appDetailsFromForm(req: express.Request): AppDetails {
   return {
@@ -121,7 +122,7 @@ function showApp(ctx: AppContext, res: Response, app: OAuthApp, extra: object = 
       app,
       picture: appPicturePath(app),
       values: appFormValues(app),
-      rotatedText: formatTime(app.secret_rotated_at),
+      rotatedText: formatTime(app.secret_rotated_at, zoneOf(res)),
       authorizeUrl: `${ctx.config.publicUrl}/oauth/authorize?client_id=${app.client_id}&response_type=code&state=…`,
       ...extra,
     },

@@ -4,6 +4,7 @@ import { listApprovedApps, revokeGrant, type ApprovedApp } from '../oauth/grants
 import { formatTime } from '../pages/forms.js';
 import { renderPage } from '../pages/render.js';
 import { signedIn } from './signed-in.js';
+import { zoneOf } from './time-zone.js';
 
 /** Settings → Approved apps: the apps approved for each of the user's organizations, with Revoke. */
 export function approvedAppsPage(ctx: AppContext): Router {
@@ -23,8 +24,8 @@ export function approvedAppsPage(ctx: AppContext): Router {
         groups.push((group = { organizationId: app.organizationId, organizationName: app.organizationName, apps: [] }));
       group.apps.push({
         ...app,
-        approvedText: formatTime(app.approvedAt),
-        lastUsedText: app.lastUsedAt ? `last used ${formatTime(app.lastUsedAt)}` : 'not used yet',
+        approvedText: formatTime(app.approvedAt, zoneOf(res)),
+        lastUsedText: app.lastUsedAt ? `last used ${formatTime(app.lastUsedAt, zoneOf(res))}` : 'not used yet',
       });
     }
     renderPage(res, '/web/templates/approved-apps', {

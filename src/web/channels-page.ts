@@ -10,6 +10,7 @@ import {
 import type { ChannelRemoval } from '../channels/removal.js';
 import { DomainError } from '../core/errors.js';
 import { field } from '../pages/visitor.js';
+import { formatTime } from '../pages/forms.js';
 import { renderErrorPage, renderPage } from '../pages/render.js';
 import { visitorOf } from '../pages/visitor.js';
 import { finishConnection, startConnection, type ConnectionFailure } from '../providers/account-connections.js';
@@ -24,6 +25,8 @@ import { connectedThrough } from '../providers/facebook/connection.js';
 import { capitalized, renderContinue } from './channel-site-pages.js';
 import { answerConnection } from './connection-outcome.js';
 import { signedIn } from './signed-in.js';
+import { zoneOf } from './time-zone.js';
+import { confirmedOrAsk } from './confirm-first.js';
 
 const STATUS_WORDS = {
   active: 'Active',
@@ -104,6 +107,18 @@ export function channelsPage(ctx: PostsContext, channelRemoval: ChannelRemoval):
   router.post('/settings/channels/:id/:action', async (req: Request, res) => {
     const { organization } = signedIn(res);
     const action = String(req.params.action);
+    if (action === 'remove') {
+      const channel = await findChannel(ctx.db, organization.id, String(req.params.id));
+      const confirmation = {
+        question: `Remove ${channel?.name ?? 'this channel'}?`,
+        consequence:
+          'Its scheduled and failed posts become drafts (nothing of them is lost); nothing changes on the network.',
+        button: 'Remove the channel',
+        back: '/settings/channels',
+        path: '/settings/channels',
+      };
+      if (channel && !confirmedOrAsk(req, res, confirmation)) return;
+    }
     try {
       const refused = await channelAction(ctx, channelRemoval, organization.id, String(req.params.id), action);
       if (refused) return show(res, undefined, refused, 404);
@@ -146,7 +161,10 @@ async function showChannels(
         statusText: STATUS_WORDS[channel.status],
         reconnectVia: reconnectVia(ctx, channel),
         // Warned of: the day its access ends, when the user should connect it again before.
-        accessEnds: channel.status === 'active' ? endingAccess.get(channel.id)?.toISOString().slice(0, 10) : undefined,
+        accessEnds:
+          channel.status === 'active' && endingAccess.has(channel.id)
+            ? formatTime(endingAccess.get(channel.id), zoneOf(res))
+            : undefined,
       })),
       // Connecting an account needs the operator's app at that network.
       networks: connectable(ctx.providers).map((network) => ({

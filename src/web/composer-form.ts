@@ -121,6 +121,15 @@ export function settingsFrom(
   const ticked = (name: string) => fields[name] === 'on';
   const chosen = <T extends string>(name: string) => (fields[name] ? { [name]: fields[name] as T } : {});
   switch (channel.provider) {
+    case 'sandbox':
+      // Offered on the edit form only: elsewhere a sandbox post keeps its default settings.
+      if (!fields.outcome) return undefined;
+      return {
+        __type: 'sandbox',
+        ...chosen('outcome'),
+        // Kept as the post had it: the part a failing thread fails at.
+        ...(/^\d{1,2}$/.test(fields.failingPart ?? '') ? { failingPart: Number(fields.failingPart) } : {}),
+      };
     case 'youtube': {
       const tags = listed(fields.tags);
       return {
@@ -346,6 +355,7 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
     'link',
     'postType',
     'replyControl',
+    'outcome',
   ]) {
     if (typeof settings[name] === 'string') fields[name] = settings[name];
   }
@@ -382,6 +392,7 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
     fields.board =
       typeof settings.boardSectionId === 'string' ? `${settings.boardId}/${settings.boardSectionId}` : settings.boardId;
   if (typeof settings.coverImageKeyFrameTime === 'number') fields.coverFrame = String(settings.coverImageKeyFrameTime);
+  if (typeof settings.failingPart === 'number') fields.failingPart = String(settings.failingPart);
   return fields;
 }
 

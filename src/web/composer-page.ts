@@ -8,7 +8,7 @@ import { randomBase62 } from '../core/ids.js';
 import type { RequestBodies } from '../http/request-bodies.js';
 import type { MediaContext } from '../media/storage.js';
 import { field, type BrowserCookies } from '../pages/visitor.js';
-import { createPosts } from '../posts/create.js';
+import { createPosts, createRuleProblems } from '../posts/create.js';
 import { editPost, getPost } from '../posts/lifecycle.js';
 import type { PostsContext } from '../posts/context.js';
 import { isEditable } from '../posts/transitions.js';
@@ -30,7 +30,8 @@ import {
 import { commentCounters, countText, textCounters } from './composer-counts.js';
 import { ComposerView, type ComposerMode } from './composer-view.js';
 import { signedIn } from './signed-in.js';
-import { readTimeZone } from './time-zone.js';
+import { inPeoplesWords } from './composer-messages.js';
+import { inReadersZone, readTimeZone } from './time-zone.js';
 
 type CreatePostRequest = components['schemas']['CreatePostRequest'];
 type UpdatePostRequest = components['schemas']['UpdatePostRequest'];
@@ -100,15 +101,32 @@ async function createFromForm({ ctx, cookies, bodies, view }: Composer, req: Req
   const body = createRequest(ctx, values, action, channels, wallClockInstant(values.date, values.time, zone));
   const names = new Map(channels.map((channel) => [channel.id, channel.name]));
   const tagImages = userTagImages(values, values.channels);
-  const refused = (details: ErrorDetail[], message?: string) =>
-    placeErrors(details, values.channels, names, message, tagImages);
-
   const chosen = values.channels.map((id) => channels.find((channel) => channel.id === id) ?? { id, provider: '' });
+  const network = (path: string) => {
+    const item = /^posts\[(\d+)\]/.exec(path);
+    const provider = item ? chosen[Number(item[1])]?.provider : undefined;
+    return provider ? ctx.providers[provider as keyof typeof ctx.providers]?.name : undefined;
+  };
+  const refused = (details: ErrorDetail[], message?: string) =>
+    placeErrors(
+      details.map((detail) => inPeoplesWords(detail, network, zone)),
+      values.channels,
+      names,
+      message && inReadersZone(message, zone),
+      tagImages,
+    );
+
   const details = [
     ...bodies.check('createPost', body),
     ...unreadableUserTags(values, chosen, (index) => `posts[${index}].`),
   ];
-  if (details.length > 0) return view.show(req, res, mode, values, refused(details), 400);
+  // Every problem at once: the rules' too, but for the fields the contract already refused.
+  if (details.length > 0) {
+    const refusedPaths = new Set(details.map((detail) => detail.path));
+    const rules = await createRuleProblems(ctx, organization.id, body);
+    details.push(...rules.filter((detail) => !refusedPaths.has(detail.path)));
+    return view.show(req, res, mode, values, refused(details), 400);
+  }
   let created;
   try {
     created = await createPosts(ctx, organization.id, body, IDEMPOTENCY_KEY.test(key) ? key : undefined);
@@ -267,9 +285,11 @@ async function saveEdit({ ctx, cookies, bodies, view }: Composer, req: Request, 
     ...bodies.check('updatePost', changes),
     ...unreadableUserTags(values, channel ? [channel] : [], () => ''),
   ];
-  if (action === 'schedule' && !at) details.push({ path: 'date', message: 'needs a day and a time to publish at' });
+  if (action === 'schedule' && !at) details.push({ path: 'date', message: "must have required property 'date'" });
+  const network = () => ctx.providers[post.provider].name;
+  const inWords = (problems: ErrorDetail[]) => problems.map((detail) => inPeoplesWords(detail, network, zone));
   if (details.length > 0) {
-    const errors = placeErrors(details, values.channels, names, undefined, tagImages);
+    const errors = placeErrors(inWords(details), values.channels, names, undefined, tagImages);
     return view.show(req, res, { kind: 'edit', post }, values, errors, 400);
   }
   try {
@@ -277,7 +297,8 @@ async function saveEdit({ ctx, cookies, bodies, view }: Composer, req: Request, 
   } catch (error) {
     if (!shownOnForm(error)) throw error;
     const current = await getPost(ctx.db, organization.id, post.id);
-    const errors = placeErrors(error.details ?? [], values.channels, names, error.message, tagImages);
+    const message = inReadersZone(error.message, zone);
+    const errors = placeErrors(inWords(error.details ?? []), values.channels, names, message, tagImages);
     return view.show(req, res, { kind: 'edit', post: current }, values, errors, error.status);
   }
   res.redirect(303, `/posts/${encodeURIComponent(post.id)}?saved=1`);

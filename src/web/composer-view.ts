@@ -173,6 +173,7 @@ export class ComposerView {
     tiktok: TikTokCreator | undefined,
     pinterest: PinterestBoards | undefined,
   ) {
+    const network = this.ctx.providers[channel.provider];
     const reason =
       channel.status === 'needs_reconnect'
         ? 'Needs reconnecting in Settings → Channels.'
@@ -182,12 +183,16 @@ export class ComposerView {
             ? (tiktok?.problem ?? pinterest?.problem)
             : tiktok?.info && !tiktok.info.canPost
               ? `TikTok does not let this account post now: ${tiktok.info.cannotPostReason ?? 'TikTok gave no reason'}.`
-              : undefined;
+              : // Its posts would fail at their time: the operator has not configured the network's app.
+                !network.publishing
+                ? `${network.name} publishing is not configured on this server, so its posts cannot be made; ` +
+                  'ask its operator.'
+                : undefined;
     return {
       id: channel.id,
       name: channel.name,
       provider: channel.provider,
-      network: this.ctx.providers[channel.provider].name,
+      network: network.name,
       available: reason === undefined,
       reason,
       checked: values.channels.includes(channel.id),

@@ -1,5 +1,7 @@
+import { findMedia } from '../media/queries.js';
+import { confirmedOrAsk } from './confirm-first.js';
 import express, { type ErrorRequestHandler, type Response, type Router } from 'express';
-import { DomainError, ValidationError } from '../core/errors.js';
+import { DomainError, UnsupportedMediaTypeError, ValidationError } from '../core/errors.js';
 import { databaseOutage, sendError } from '../http/error-envelope.js';
 import type { RequestBodies } from '../http/request-bodies.js';
 import { mediaPage, presentMedia, removeMedia } from '../media/library.js';
@@ -26,7 +28,29 @@ export function mediaPages(ctx: MediaContext, bodies: RequestBodies): Router {
   return router;
 }
 
-/** The upload's steps from the browser, answering as the API does. */
+/** The names people know file types by. */
+const TYPE_NAMES: Record<string, string> = {
+  'image/jpeg': 'JPEG',
+  'image/png': 'PNG',
+  'image/gif': 'GIF',
+  'image/webp': 'WebP',
+  'video/mp4': 'MP4',
+  'video/quicktime': 'QuickTime (MOV)',
+  'video/webm': 'WebM',
+  'application/pdf': 'PDF',
+};
+
+/** The accepted types in words: "JPEG, PNG images; MP4 videos". */
+export function acceptedTypesInWords(types: readonly string[]): string {
+  const groups = new Map<string, string[]>();
+  for (const type of types) {
+    const kind = type.split('/')[0] === 'image' ? 'images' : type.split('/')[0] === 'video' ? 'videos' : 'documents';
+    groups.set(kind, [...(groups.get(kind) ?? []), TYPE_NAMES[type] ?? type]);
+  }
+  return [...groups].map(([kind, names]) => `${names.join(', ')} ${kind}`).join('; ');
+}
+
+/** The upload's steps from the browser, answering as the API does (a refused type in people's words). */
 function uploadRoutes(ctx: MediaContext, bodies: RequestBodies, uploads: SignedUploads): Router {
   const router = express.Router();
   router.post('/media/uploads', express.json({ limit: '16kb' }), async (req, res) => {
@@ -34,8 +58,17 @@ function uploadRoutes(ctx: MediaContext, bodies: RequestBodies, uploads: SignedU
     const body: unknown = req.body;
     const details = bodies.check('createUpload', body);
     if (details.length > 0) throw new ValidationError('The request does not match the API contract.', details);
-    // The contract's check above is what makes it one.
-    res.status(201).json(await uploads.create(organization.id, body as CreateUploadRequest));
+    const declared = body as CreateUploadRequest; // The contract's check above is what makes it one.
+    try {
+      res.status(201).json(await uploads.create(organization.id, declared));
+    } catch (error) {
+      // Said for people choosing a file: what it is and what the library takes.
+      if (!(error instanceof UnsupportedMediaTypeError)) throw error;
+      throw new UnsupportedMediaTypeError(
+        `This kind of file (${declared.contentType}) is not accepted. ` +
+          `Accepted: ${acceptedTypesInWords(ctx.config.media.allowedTypes)}.`,
+      );
+    }
   });
 
   router.post('/media/uploads/:uploadId/complete', async (req, res) => {
@@ -72,6 +105,15 @@ function libraryRoutes(ctx: MediaContext, policy: MediaPolicy): Router {
 
   router.post('/media/:id/delete', async (req, res) => {
     const { organization } = signedIn(res);
+    const media = await findMedia(ctx.db, organization.id, String(req.params.id));
+    const confirmation = {
+      question: `Delete ${media?.file_name ?? 'this media'}?`,
+      consequence: 'The file is deleted for good. This cannot be undone.',
+      button: 'Delete the media',
+      back: '/media',
+      path: '/media',
+    };
+    if (media && !confirmedOrAsk(req, res, confirmation)) return;
     try {
       await removeMedia(ctx, organization.id, String(req.params.id));
     } catch (error) {
@@ -79,7 +121,11 @@ function libraryRoutes(ctx: MediaContext, policy: MediaPolicy): Router {
       const refused = {
         id: String(req.params.id),
         message: error.message,
-        details: (error.details ?? []).map((d) => d.message),
+        // Each post that uses it, to open and edit or delete: the domain names them as `used by <id> (<status>)`.
+        details: (error.details ?? []).map((d) => {
+          const user = /^used by (post_\w+) \((\w+)\)$/.exec(d.message);
+          return user ? { message: d.message, postId: user[1], status: user[2] } : { message: d.message };
+        }),
       };
       return showLibrary(ctx, policy, res, { cursor: undefined, refused }, error.status);
     }
@@ -92,7 +138,11 @@ async function showLibrary(
   ctx: MediaContext,
   policy: MediaPolicy,
   res: Response,
-  shown: { cursor: string | undefined; notice?: string; refused?: { id: string; message: string; details: string[] } },
+  shown: {
+    cursor: string | undefined;
+    notice?: string;
+    refused?: { id: string; message: string; details: { message: string; postId?: string; status?: string }[] };
+  },
   status = 200,
 ): Promise<void> {
   const { organization } = signedIn(res);

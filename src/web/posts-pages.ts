@@ -14,7 +14,7 @@ import { listPostPage } from '../posts/list.js';
 import { toPostBody, type PostBody } from '../posts/post-body.js';
 import type { PostsContext } from '../posts/context.js';
 import { signedIn } from './signed-in.js';
-import { readTimeZone } from './time-zone.js';
+import { inReadersZone, readTimeZone } from './time-zone.js';
 
 const PAGE_SIZE = 50;
 const HISTORY_PAGE_SIZE = 100;
@@ -43,7 +43,7 @@ const EVENT_WORDS: Record<string, string> = {
 export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
   const router = express.Router();
 
-  router.get('/posts', (req, res) => showPostList(ctx, req, res));
+  router.get('/posts', (req, res) => showPostList(ctx, req, res, readTimeZone(req, res, cookies).zone));
 
   router.get('/posts/:id', async (req, res) => {
     const { organization } = signedIn(res);
@@ -81,14 +81,15 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
 }
 
 /** The list of posts, filtered by status and dates, a page at a time. */
-async function showPostList(ctx: PostsContext, req: Request, res: Response): Promise<void> {
+async function showPostList(ctx: PostsContext, req: Request, res: Response, zone: string): Promise<void> {
   const { organization } = signedIn(res);
   const filter = readFilter(req);
   const query = {
     limit: PAGE_SIZE,
     ...(filter.status ? { status: [filter.status] } : {}),
-    ...(filter.from ? { from: `${filter.from}T00:00:00Z` } : {}),
-    ...(filter.to ? { to: `${filter.to}T23:59:59.999Z` } : {}),
+    // The days are the reader's.
+    ...(filter.from ? { from: DateTime.fromISO(filter.from, { zone }).startOf('day').toUTC().toISO()! } : {}),
+    ...(filter.to ? { to: DateTime.fromISO(filter.to, { zone }).endOf('day').toUTC().toISO()! } : {}),
     ...(filter.cursor ? { cursor: filter.cursor } : {}),
   };
   const [page, channels] = await Promise.all([
@@ -102,10 +103,11 @@ async function showPostList(ctx: PostsContext, req: Request, res: Response): Pro
   renderPage(res, '/web/templates/posts', {
     title: 'Posts',
     path: '/posts',
+    zone,
     filter,
     statuses: POST_STATUSES,
     posts: page.data.map((post) => ({
-      ...describe(post),
+      ...describe(post, zone),
       channelName: channelNames.get(post.channelId) ?? post.channelId,
     })),
     next,
@@ -151,7 +153,7 @@ export async function showPost(ctx: PostsContext, req: Request, res: Response, s
       path: '/posts',
       scripts: ['post.js'],
       post: {
-        ...describe(post),
+        ...describe(post, shown.zone),
         channelName: channels.find((channel) => channel.id === post.channelId)?.name ?? post.channelId,
         // Followed by post.js while it goes out: publishing, or scheduled within the next minute.
         follow:
@@ -163,10 +165,10 @@ export async function showPost(ctx: PostsContext, req: Request, res: Response, s
       movable: (['draft', 'scheduled', 'failed'] as string[]).includes(post.status),
       editable: isEditable(post.status),
       move: { date: local.toISODate(), time: local.toFormat('HH:mm'), zone: shown.zone },
-      events: history.data.map((event) => describeEvent(event, post.thread.length > 0)),
+      events: history.data.map((event) => describeEvent(event, post.thread.length > 0, shown.zone)),
       moreHistory: history.nextCursor ? `?history=${encodeURIComponent(history.nextCursor)}` : undefined,
       notice: shown.notice,
-      problem: shown.problem,
+      problem: shown.problem && inReadersZone(shown.problem, shown.zone),
     },
     shown.status ?? 200,
     // The page follows a post that is being published (post.js).
@@ -215,12 +217,12 @@ function withoutCursor({ cursor: _cursor, ...filter }: Filter): Record<string, s
 }
 
 /** A post as the pages show it: its times in words, its error, whether it can be scheduled again. */
-function describe(post: PostBody) {
+function describe(post: PostBody, zone: string) {
   const time =
     post.status === 'published'
-      ? `published ${formatTime(post.publishedAt ? new Date(post.publishedAt) : null)}`
+      ? `published ${formatTime(post.publishedAt ? new Date(post.publishedAt) : null, zone)}`
       : post.scheduledAt
-        ? `${post.status === 'draft' ? 'was due' : 'due'} ${formatTime(new Date(post.scheduledAt))}`
+        ? `${post.status === 'draft' ? 'was due' : 'due'} ${formatTime(new Date(post.scheduledAt), zone)}`
         : 'no time set';
   const releaseLink = webAddress(post.releaseUrl);
   // A thread's parts after the first, each with where it was published once it is.
@@ -245,20 +247,20 @@ function webAddress(url: string | null | undefined): string | undefined {
   return url && /^https?:\/\//i.test(url) ? url : undefined;
 }
 
-function describeEvent(event: PostEventBody, threaded: boolean) {
+function describeEvent(event: PostEventBody, threaded: boolean, zone: string) {
   // Without a thread, the one part recorded before the first comment is the post itself: no thread to name.
   const ownPart = event.type === 'part_published' && !threaded;
   const parts: string[] = [];
   if (event.attempt !== undefined) parts.push(`attempt ${event.attempt}`);
   if (event.part !== undefined && !ownPart) parts.push(`part ${event.part}`);
   if (event.reason) parts.push(event.reason);
-  if (event.nextAttemptAt) parts.push(`next try ${formatTime(new Date(event.nextAttemptAt))}`);
+  if (event.nextAttemptAt) parts.push(`next try ${formatTime(new Date(event.nextAttemptAt), zone)}`);
   if (event.error) parts.push(`${event.error.code}: ${event.error.message}`);
   if (event.note) parts.push(event.note);
   return {
     ...event,
     what: ownPart ? 'Post published, before its first comment' : (EVENT_WORDS[event.type] ?? event.type),
-    when: formatTime(new Date(event.at)),
+    when: formatTime(new Date(event.at), zone),
     detail: parts.join(' · '),
   };
 }

@@ -23,6 +23,7 @@ import { postsPages } from './posts-pages.js';
 import { settingsPages } from './settings-pages.js';
 import { requireSignIn } from './signed-in.js';
 import { loadVisitor } from './visitor-loader.js';
+import { readerZone } from './time-zone.js';
 import type { WebhookManagement } from '../webhooks/management.js';
 
 /** What the browser pages share. */
@@ -78,6 +79,7 @@ export function createWebApp(
   router.use(composerPages(ctx, tools.cookies, bodies));
   router.use(mediaPages(ctx, bodies));
   router.use(postsPages(ctx, tools.cookies));
+  router.use('/settings', readerZone(tools.cookies));
   router.use(settingsPages(ctx, tools.csrf, channelRemoval));
   router.use(consentRoutes(ctx, tools.csrf));
   router.use((_req, res) => renderErrorPage(res, 404, 'Not found', 'There is no page at this address.'));

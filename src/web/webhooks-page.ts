@@ -8,6 +8,7 @@ import { toDeliveryBody } from '../webhooks/delivery-body.js';
 import { findEndpoint, listEndpoints, MAX_ENDPOINTS, toWebhookBody, type WebhookOwner } from '../webhooks/endpoints.js';
 import type { WebhookManagement } from '../webhooks/management.js';
 import { signedIn } from './signed-in.js';
+import { zoneOf } from './time-zone.js';
 
 /** The event types a user can subscribe an endpoint to, in words. */
 const EVENT_TYPES = [
@@ -220,8 +221,8 @@ class WebhooksView {
         eventTypes: EVENT_TYPES,
         deliveries: deliveries.map((delivery) => ({
           ...toDeliveryBody(delivery),
-          createdText: formatTime(delivery.created_at),
-          nextText: delivery.next_attempt_at ? formatTime(delivery.next_attempt_at) : null,
+          createdText: formatTime(delivery.created_at, zoneOf(res)),
+          nextText: delivery.next_attempt_at ? formatTime(delivery.next_attempt_at, zoneOf(res)) : null,
         })),
         ...extra,
       },

@@ -29,8 +29,18 @@ export class WebhookManagement {
   /** A receiver's URL must be one this server may send to: refused now rather than failing at every delivery. */
   async checkUrl(url: string): Promise<void> {
     const problem = await this.outbound.destinationProblem(url);
-    if (problem)
-      throw new UnprocessableError(`The webhook URL cannot be used: ${problem}.`, [{ path: 'url', message: problem }]);
+    if (!problem) return;
+    // A receiver on the operator's own network is allowed by the operator: say how, where it may be.
+    const allowable = / is an? (loopback|private|shared \(carrier-grade NAT\)|link-local|unique-local) address$/.test(
+      problem,
+    );
+    throw new UnprocessableError(
+      `The webhook URL cannot be used: ${problem}.` +
+        (allowable
+          ? ' The operator of this server can allow receivers on their own network with WEBHOOK_ALLOW_RANGES.'
+          : ''),
+      [{ path: 'url', message: problem }],
+    );
   }
 
   async create(

@@ -132,3 +132,19 @@ export function artifactPath(name: string): string {
   fs.mkdirSync(directory, { recursive: true });
   return path.join(directory, name);
 }
+
+/**
+ * How wide the page is at the viewport's width, and what sticks out past its right edge (tag, class,
+ * width), so that a page that scrolls sideways on a phone says why.
+ */
+export async function pageWidth(page: Page): Promise<{ scrollWidth: number; wider: string[] }> {
+  // Compiled without DOM types: the function runs in the page.
+  return page.evaluate(`(() => {
+    const limit = document.documentElement.clientWidth;
+    const wider = [...document.body.querySelectorAll('*')]
+      .filter((element) => element.getBoundingClientRect().right > limit + 0.5)
+      .slice(0, 8)
+      .map((element) => element.tagName.toLowerCase() + (element.className ? '.' + String(element.className).replace(/ /g, '.') : '') + ' ' + Math.round(element.getBoundingClientRect().width));
+    return { scrollWidth: document.documentElement.scrollWidth, wider };
+  })()`);
+}

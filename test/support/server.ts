@@ -20,6 +20,30 @@ import { TestClock } from './test-clock.js';
  */
 export const TEST_ENCRYPTION_KEY = `test:${randomBytes(32).toString('base64')}`;
 
+/** A loopback address where nothing listens: a network's API there is never reached. */
+const NOWHERE = 'http://127.0.0.1:9';
+
+/**
+ * The apps of X, YouTube and Meta for the tests that choose those networks in the composer without
+ * publishing to them: configured, so the composer offers their channels, with every API of theirs at
+ * an address where nothing listens, so nothing leaves the machine.
+ */
+export const UNUSED_APPS: Record<string, string> = {
+  X_CLIENT_ID: 'unused-x-app',
+  X_CLIENT_SECRET: 'unused-x-secret',
+  X_API_URL: NOWHERE,
+  X_AUTHORIZE_URL: `${NOWHERE}/authorize`,
+  YOUTUBE_CLIENT_ID: 'unused-google-app',
+  YOUTUBE_CLIENT_SECRET: 'unused-google-secret',
+  YOUTUBE_ACCOUNTS_URL: NOWHERE,
+  YOUTUBE_OAUTH_URL: NOWHERE,
+  YOUTUBE_API_URL: NOWHERE,
+  META_APP_ID: 'unused-meta-app',
+  META_APP_SECRET: 'unused-meta-secret',
+  META_GRAPH_URL: NOWHERE,
+  META_DIALOG_URL: NOWHERE,
+};
+
 export interface TestServer {
   baseUrl: string;
   /** The service under test, as `src/compose.ts` built it. */
