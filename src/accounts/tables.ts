@@ -1,5 +1,6 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { CreatedAt, Timestamp } from '../db/columns.js';
+import type { Role } from '../core/roles.js';
 
 export interface OrganizationTable {
   id: string;
@@ -19,7 +20,7 @@ export interface UserTable {
 export interface MembershipTable {
   organization_id: string;
   user_id: string;
-  role: 'owner' | 'member';
+  role: Role;
   created_at: CreatedAt;
 }
 
@@ -32,6 +33,10 @@ export interface ApiKeyTable {
   /** The key's first characters, shown in lists to tell keys apart. */
   prefix: string;
   last_four: string;
+  /** The role the key acts with; `null`: a key made before roles or by an operator, which acts as an owner. */
+  role: Role | null;
+  /** The member who made the key; `null` for an operator's key, a key made before roles, or a deleted user. */
+  created_by_user_id: string | null;
   created_at: CreatedAt;
   last_used_at: Timestamp | null;
   revoked_at: Timestamp | null;

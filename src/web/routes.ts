@@ -21,7 +21,7 @@ import type { PageTools } from './page-tools.js';
 import { channelCallbackPage } from './channels-page.js';
 import { postsPages } from './posts-pages.js';
 import { settingsPages } from './settings-pages.js';
-import { requireSignIn } from './signed-in.js';
+import { requirePermission, requireSignIn } from './signed-in.js';
 import { loadVisitor } from './visitor-loader.js';
 import type { WebhookManagement } from '../webhooks/management.js';
 
@@ -71,9 +71,12 @@ export function createWebApp(
   router.use(channelSignInPages(ctx, tools));
   router.use(channelChoicePages(ctx, tools));
   router.use('/posts', requireSignIn(tools.csrf));
+  router.use('/posts/:id/edit', requirePermission('posts:draft', 'change posts'));
   router.use('/calendar', requireSignIn(tools.csrf));
   router.use('/compose', requireSignIn(tools.csrf));
+  router.use('/compose', requirePermission('posts:draft', 'write posts'));
   router.use('/media', requireSignIn(tools.csrf));
+  router.use('/media', requirePermission('media:write', 'upload or delete media', { changesOnly: true }));
   router.use(calendarPages(ctx, tools.cookies));
   router.use(composerPages(ctx, tools.cookies, bodies));
   router.use(mediaPages(ctx, bodies));
