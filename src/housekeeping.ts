@@ -1,3 +1,4 @@
+import { forgetSpentInvitations } from './accounts/invitations.js';
 import { forgetExpiredSessions } from './accounts/sessions.js';
 import { forgetOldRateLimitWindows } from './http/rate-limit.js';
 import type { MediaContext } from './media/storage.js';
@@ -15,17 +16,18 @@ import { sweepDeliveries } from './webhooks/delivery-sweep.js';
 /**
  * What the service forgets when it no longer serves anybody, as a scheduled job of the workers
  * (every 10 minutes) rather than inside requests: stale uploads and their bytes, rate-limit counts
- * of past windows, expired sessions, idempotency keys, OAuth codes and consent requests, connections
- * of accounts never finished, webhook deliveries older than 30 days; it asks the networks to revoke
- * the tokens of removed channels, refreshes the tokens that a network refreshes only while they are
- * good before they run out, warns of channels whose access ends within a week, and plans again any
- * webhook delivery that lost its job.
+ * of past windows, expired sessions, spent invitations (a week after), idempotency keys, OAuth codes
+ * and consent requests, connections of accounts never finished, webhook deliveries older than 30
+ * days; it asks the networks to revoke the tokens of removed channels, refreshes the tokens that a
+ * network refreshes only while they are good before they run out, warns of channels whose access
+ * ends within a week, and plans again any webhook delivery that lost its job.
  */
 export async function keepHouse(ctx: MediaContext & ProvidersContext & { queue: JobQueue }): Promise<void> {
   const now = ctx.clock.now();
   await forgetStaleUploads(ctx, now);
   await forgetOldRateLimitWindows(ctx.db, now);
   await forgetExpiredSessions(ctx.db, now);
+  await forgetSpentInvitations(ctx.db, now);
   await forgetExpiredKeys(ctx.db, now);
   await forgetExpiredCodes(ctx.db, now);
   await forgetExpiredConnections(ctx.db, now);

@@ -366,3 +366,94 @@ describe('Settings → Members', () => {
     );
   });
 });
+
+describe('invitations', () => {
+  /** An invitation made on the members page: the link shown once, as a path of this server. */
+  async function invite(browser: BrowserSession, email: string, role: Role) {
+    const answer = await browser.submit('/settings/members', '/settings/members/invitations', { email, role });
+    expect(answer.status).toBe(201);
+    const link = /id="new-secret"[^>]*value="([^"]+)"/.exec(await answer.text())![1]!;
+    expect(link).toMatch(/\/invitations\/accept\?token=inv_/);
+    return new URL(link.replace(/&amp;/g, '&')).pathname + new URL(link).search;
+  }
+
+  it('invites an email with a role; the invitee signs up through the link and joins, once', async () => {
+    const { owner, browser } = await team('Inviting Studio');
+    const link = await invite(browser, 'Newcomer@Example.com', 'contributor');
+    const members = await page(browser, '/settings/members');
+    expect(members.html).toContain('newcomer@example.com as contributor');
+    expect(members.html).not.toContain(link.split('token=')[1]!);
+
+    const invitee = new BrowserSession(server);
+    const landing = await page(invitee, link);
+    expect(landing.html).toContain('invited to <strong>Inviting Studio</strong> as <strong>contributor</strong>');
+    const signUp = /href="(\/signup\?next=[^"]+)"/.exec(landing.html)![1]!.replace(/&amp;/g, '&');
+    const next = new URL(signUp, server.baseUrl).searchParams.get('next')!;
+    const signedUp = await invitee.submit(signUp, '/signup', {
+      name: 'Newcomer',
+      email: 'newcomer@example.com',
+      password: 'a long enough password',
+      organizationName: 'Newcomer’s own',
+      next,
+    });
+    expect(signedUp.headers.get('location')).toBe(next);
+    const joined = await invitee.submit(next, '/invitations/accept', { token: next.split('token=')[1]! });
+    expect(joined.status).toBe(303);
+    const calendar = await page(invitee, '/calendar');
+    expect(calendar.html).toContain('Inviting Studio');
+    expect((await page(invitee, '/compose')).status).toBe(200);
+    expect((await page(invitee, '/settings/webhooks')).status).toBe(403);
+
+    const user = await server.ctx.db
+      .selectFrom('users')
+      .select('id')
+      .where('email', '=', 'newcomer@example.com')
+      .executeTakeFirstOrThrow();
+    expect(await roleOf(owner.id, user.id)).toBe('contributor');
+    // Single use: the link is spent.
+    expect((await page(new BrowserSession(server), link)).status).toBe(404);
+  });
+
+  it('lets an existing user accept by logging in; refuses expired and revoked links and invites above the inviter', async () => {
+    const { owner, browser } = await team('Second Studio');
+    const other = await createOrganization(server.ctx.db, 'Elsewhere');
+    const link = await invite(browser, other.email, 'viewer');
+    const invitee = new BrowserSession(server);
+    await invitee.logIn(other.email, other.password, link);
+    const token = new URL(link, server.baseUrl).searchParams.get('token')!;
+    expect((await invitee.submit(link, '/invitations/accept', { token })).status).toBe(303);
+    expect(await roleOf(owner.id, other.userId)).toBe('viewer');
+
+    const revokedLink = await invite(browser, 'revoked@example.com', 'editor');
+    const pending = await server.ctx.db
+      .selectFrom('invitations')
+      .select('id')
+      .where('email', '=', 'revoked@example.com')
+      .executeTakeFirstOrThrow();
+    await browser.submit('/settings/members', `/settings/members/invitations/${pending.id}/revoke`, {});
+    expect((await page(new BrowserSession(server), revokedLink)).status).toBe(404);
+
+    const expiring = await invite(browser, 'late@example.com', 'editor');
+    server.setNow(new Date(Date.now() + 8 * 24 * 60 * 60_000));
+    try {
+      const late = await page(new BrowserSession(server), expiring);
+      expect(late.status).toBe(404);
+      expect(late.html).toContain('has been used, revoked or has expired');
+    } finally {
+      server.setNow(undefined);
+    }
+
+    const admin = await join(owner.id, 'admin');
+    const tooHigh = await admin.browser.submit('/settings/members', '/settings/members/invitations', {
+      email: 'boss@example.com',
+      role: 'owner',
+    });
+    expect(tooHigh.status).toBe(400);
+    const editor = await join(owner.id, 'editor');
+    const byEditor = await editor.browser.submit('/settings/members', '/settings/members/invitations', {
+      email: 'friend@example.com',
+      role: 'viewer',
+    });
+    expect(byEditor.status).toBe(403);
+  });
+});

@@ -53,6 +53,22 @@ export interface SessionTable {
   expires_at: Timestamp;
 }
 
+/** An email invited to join an organization with a role, through a single-use link. */
+export interface InvitationTable {
+  id: string;
+  organization_id: string;
+  /** Stored lower-cased, as the inviter typed it; whoever opens the link may accept it. */
+  email: string;
+  role: Exclude<Role, 'owner'>;
+  /** SHA-256 of the `inv_…` token in the link; the token itself is never stored. */
+  token_hash: string;
+  invited_by_user_id: string | null;
+  created_at: CreatedAt;
+  expires_at: Timestamp;
+  accepted_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+}
+
 export type Organization = Selectable<OrganizationTable>;
 export type User = Selectable<UserTable>;
 export type NewUser = Insertable<UserTable>;
@@ -67,5 +83,6 @@ declare module '../db/schema.js' {
     memberships: MembershipTable;
     api_keys: ApiKeyTable;
     sessions: SessionTable;
+    invitations: InvitationTable;
   }
 }

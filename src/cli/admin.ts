@@ -1,7 +1,9 @@
 import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { createApiKey, findApiKeyByPrefix, listApiKeys, maskApiKey, revokeApiKey } from '../accounts/api-keys.js';
+import { createInvitation, invitationPath } from '../accounts/invitations.js';
 import { createOrganizationWithOwner, findOrganization } from '../accounts/organizations.js';
+import { isRole } from '../core/roles.js';
 import { addChannel } from '../channels/channels.js';
 import { ConfigError, loadConfig, type Config } from '../core/config.js';
 import { PROVIDERS, type Provider } from '../core/contract.js';
@@ -29,6 +31,9 @@ Commands:
                Lists the organization's API keys, masked, with their last use.
   revoke-key   --org ORG_ID --key-prefix PREFIX
                Revokes the key whose shown prefix (e.g. svc_live_Ab12Cd34) or whole value is PREFIX.
+  invite       --org ORG_ID --email EMAIL [--role admin|editor|contributor|viewer]
+               Invites EMAIL to the organization (as editor by default) and prints the link to
+               accept it, single-use, good for 7 days. It is shown this once only.
   add-channel  --org ORG_ID --provider ${PROVIDERS.join('|')} --name NAME [--username HANDLE]
                Adds a channel to the organization and prints its id.
   rotate-encryption-key
@@ -73,6 +78,19 @@ const COMMANDS: Record<string, (db: Db, options: Options, config: Config) => Pro
   'create-key': async (db, options) => {
     const { secret } = await createApiKey(db, await organizationId(db, options), options.name ?? 'API key');
     return secret;
+  },
+
+  invite: async (db, options, config) => {
+    const role = options.role ?? 'editor';
+    if (!isRole(role) || role === 'owner') throw new UsageError('--role must be admin, editor, contributor or viewer');
+    const organization = await organizationId(db, options);
+    const { token } = await createInvitation(
+      db,
+      { organizationId: organization, role: 'owner', userId: null },
+      { email: required(options, 'email'), role },
+      systemClock.now(),
+    );
+    return `${config.publicUrl}${invitationPath(token)}`;
   },
 
   'list-keys': async (db, options) => {
@@ -175,6 +193,7 @@ async function run(argv: string[]): Promise<number> {
         'user-name': { type: 'string' },
         org: { type: 'string' },
         'key-prefix': { type: 'string' },
+        role: { type: 'string' },
         provider: { type: 'string' },
         username: { type: 'string' },
       },

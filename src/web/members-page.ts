@@ -11,6 +11,8 @@ import { ValidationError } from '../core/errors.js';
 import { can, isRole, ROLE_DESCRIPTIONS, ROLES, type Role } from '../core/roles.js';
 import type { AppContext } from '../http/context.js';
 import { keepMemberGrants, revokeMemberGrants } from '../oauth/grants.js';
+import { createInvitation, invitationPath, listPendingInvitations, revokeInvitation } from '../accounts/invitations.js';
+import { normalizeEmail } from '../accounts/organizations.js';
 import { formatTime } from '../pages/forms.js';
 import { renderPage } from '../pages/render.js';
 import { field } from '../pages/visitor.js';
@@ -37,28 +39,58 @@ function roleField(value: string): Role {
 export function membersPage(ctx: AppContext): Router {
   const router = express.Router();
 
-  router.get('/settings/members', async (_req, res) => {
+  const showMembers = async (res: Response, extra: object = {}, status = 200) => {
     const { organization, visitor } = signedIn(res);
     const members = await listMembers(ctx.db, organization.id);
     const manages = can(organization.role, 'members:manage');
     const owns = can(organization.role, 'organization:own');
-    renderPage(res, '/web/templates/members', {
-      title: 'Members',
-      path: '/settings/members',
-      manages,
-      owns,
-      // An admin hands out the roles up to admin; an owner, every role.
-      roles: ROLES.filter((role) => owns || role !== 'owner').map((role) => ({
-        role,
-        description: ROLE_DESCRIPTIONS[role],
-      })),
-      members: members.map((member) => ({
-        ...member,
-        you: member.userId === visitor.user.id,
-        joinedText: formatTime(member.joinedAt),
-        changeable: manages && (owns || member.role !== 'owner'),
-      })),
-    });
+    renderPage(
+      res,
+      '/web/templates/members',
+      {
+        title: 'Members',
+        path: '/settings/members',
+        manages,
+        owns,
+        // An admin hands out the roles up to admin; an owner, every role.
+        roles: ROLES.filter((role) => owns || role !== 'owner').map((role) => ({
+          role,
+          description: ROLE_DESCRIPTIONS[role],
+        })),
+        members: members.map((member) => ({
+          ...member,
+          you: member.userId === visitor.user.id,
+          joinedText: formatTime(member.joinedAt),
+          changeable: manages && (owns || member.role !== 'owner'),
+        })),
+        invitations: manages
+          ? (await listPendingInvitations(ctx.db, organization.id, ctx.clock.now())).map((invitation) => ({
+              ...invitation,
+              expiresText: formatTime(invitation.expiresAt),
+            }))
+          : [],
+        ...extra,
+      },
+      status,
+    );
+  };
+
+  router.get('/settings/members', (_req, res) => showMembers(res));
+
+  router.post('/settings/members/invitations', async (req, res) => {
+    const role = roleField(field(req, 'role'));
+    if (role === 'owner')
+      throw new ValidationError('Owners are made among members: invite as admin, then make them owner.');
+    const email = field(req, 'email');
+    const { token } = await createInvitation(ctx.db, memberActor(res), { email, role }, ctx.clock.now());
+    const link = `${ctx.config.publicUrl}${invitationPath(token)}`;
+    // Mail: this is where the invitation's link is sent to `email` once the installation sends mail.
+    await showMembers(res, { invitationLink: link, invitedEmail: normalizeEmail(email) }, 201);
+  });
+
+  router.post('/settings/members/invitations/:id/revoke', async (req, res) => {
+    await revokeInvitation(ctx.db, memberActor(res), req.params.id, ctx.clock.now());
+    res.redirect(303, '/settings/members');
   });
 
   router.post('/settings/members/transfer', async (req, res) => {

@@ -9,6 +9,7 @@ import { consentRoutes } from '../oauth/authorize.js';
 import { pageErrors } from '../pages/errors.js';
 import { ASSETS_DIR, renderErrorPage, securityHeaders } from '../pages/render.js';
 import { accountPages } from './account-pages.js';
+import { invitationPages } from './invitation-pages.js';
 import { calendarPages } from './calendar-page.js';
 import { composerPages } from './composer-page.js';
 import { mediaPages } from './media-pages.js';
@@ -66,6 +67,7 @@ export function createWebApp(
   router.use(appPictureRoute(ctx));
   router.use(...pageInput(ctx, tools));
   router.use(accountPages(ctx, tools.cookies, tools.csrf));
+  router.use(invitationPages(ctx, tools.csrf));
   router.use(channelCallbackPage(ctx));
   router.use(channelSitePages(ctx, tools));
   router.use(channelSignInPages(ctx, tools));
