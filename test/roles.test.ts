@@ -186,7 +186,13 @@ describe('the permission table through the pages', () => {
 
     const channels = await page(viewer.browser, '/settings/channels');
     expect(channels.status).toBe(200);
+    expect(channels.html).not.toContain('Add sandbox channel');
+    expect(channels.html).toContain('does not let you connect or remove channels');
     expect(channels.html).not.toContain('href="/settings/webhooks"');
+    expect((await page(viewer.browser, '/media')).html).not.toContain('data-upload="library"');
+    const post = await page(viewer.browser, `/posts/${await draft()}`);
+    expect(post.status).toBe(200);
+    expect(post.html).not.toContain('Edit the post');
     expect(channels.html).not.toContain('href="/settings/developers/access"');
     expect((await page(viewer.browser, '/settings/webhooks')).status).toBe(403);
     expect((await page(viewer.browser, '/settings/developers/access')).status).toBe(403);
