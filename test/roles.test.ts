@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../src/accounts/api-keys.js';
+import { forgetSpentInvitations } from '../src/accounts/invitations.js';
 import { addMember } from '../src/accounts/members.js';
 import { createOrganizationWithOwner } from '../src/accounts/organizations.js';
 import { ROLES, type Role } from '../src/core/roles.js';
@@ -448,6 +449,16 @@ describe('invitations', () => {
     } finally {
       server.setNow(undefined);
     }
+
+    // Housekeeping forgets spent invitations a week after they were spent, not before.
+    const invitationsOf = async () =>
+      (await server.ctx.db.selectFrom('invitations').select('email').where('organization_id', '=', owner.id).execute())
+        .map((row) => row.email)
+        .sort();
+    await forgetSpentInvitations(server.ctx.db, new Date(Date.now() + 24 * 60 * 60_000));
+    expect(await invitationsOf()).toEqual(['late@example.com', other.email, 'revoked@example.com'].sort());
+    await forgetSpentInvitations(server.ctx.db, new Date(Date.now() + 15 * 24 * 60 * 60_000));
+    expect(await invitationsOf()).toEqual([]);
 
     const admin = await join(owner.id, 'admin');
     const tooHigh = await admin.browser.submit('/settings/members', '/settings/members/invitations', {
