@@ -1,3 +1,4 @@
+import type { ContractRole } from './contract.js';
 import { ForbiddenError } from './errors.js';
 
 /**
@@ -6,9 +7,12 @@ import { ForbiddenError } from './errors.js';
  * permission and the posts' own rules), so a role means the same wherever it acts.
  */
 
-/** The roles of a member, from the most to the least trusted. */
-export const ROLES = ['owner', 'admin', 'editor', 'contributor', 'viewer'] as const;
+/** The roles of a member, from the most to the least trusted: the contract's, in this order. */
+export const ROLES = ['owner', 'admin', 'editor', 'contributor', 'viewer'] as const satisfies readonly ContractRole[];
 export type Role = (typeof ROLES)[number];
+// tsc fails here when the contract gains a role that this table does not give permissions.
+const EVERY_CONTRACT_ROLE: ContractRole extends Role ? true : never = true;
+void EVERY_CONTRACT_ROLE;
 
 export type Permission =
   | 'posts:read'
