@@ -93,6 +93,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 "api_key",
                 "oauth_token"
               ]
+            },
+            "role": {
+              "type": "string",
+              "description": "The role the credential acts with in the organization, which decides the operations it may\ncall; another operation is answered `403` (`forbidden`). An API key has the role chosen when it\nwas created (at most its maker's); an OAuth access token acts with the role of the member who\napproved its app. Credentials made before roles existed act as `owner`.\n\n- `owner`, `admin`: every operation;\n- `editor`: posts (create, schedule, publish, change, delete) and media, and reads channels;\n- `contributor`: creates and changes drafts (not scheduled or published posts: `schedule` and\n  `now` are refused), deletes drafts, uploads media, and reads posts, media and channels;\n- `viewer`: reads posts, media and channels.\n\nWebhooks are for `owner` and `admin` only. More roles may be added within v1: treat an unknown\none like `viewer`.\n",
+              "anyOf": [
+                {
+                  "type": "string",
+                  "description": "The roles of this version of the contract.",
+                  "enum": [
+                    "owner",
+                    "admin",
+                    "editor",
+                    "contributor",
+                    "viewer"
+                  ]
+                },
+                {
+                  "type": "string",
+                  "description": "A role added after this version of the contract."
+                }
+              ]
             }
           }
         }

@@ -1265,8 +1265,30 @@ export interface components {
                  * @enum {string}
                  */
                 type: "api_key" | "oauth_token";
+                role?: components["schemas"]["Role"];
             };
         };
+        /**
+         * @description The role the credential acts with in the organization, which decides the operations it may
+         *     call; another operation is answered `403` (`forbidden`). An API key has the role chosen when it
+         *     was created (at most its maker's); an OAuth access token acts with the role of the member who
+         *     approved its app. Credentials made before roles existed act as `owner`.
+         *
+         *     - `owner`, `admin`: every operation;
+         *     - `editor`: posts (create, schedule, publish, change, delete) and media, and reads channels;
+         *     - `contributor`: creates and changes drafts (not scheduled or published posts: `schedule` and
+         *       `now` are refused), deletes drafts, uploads media, and reads posts, media and channels;
+         *     - `viewer`: reads posts, media and channels.
+         *
+         *     Webhooks are for `owner` and `admin` only. More roles may be added within v1: treat an unknown
+         *     one like `viewer`.
+         */
+        Role: string | components["schemas"]["KnownRole"];
+        /**
+         * @description The roles of this version of the contract.
+         * @enum {string}
+         */
+        KnownRole: "owner" | "admin" | "editor" | "contributor" | "viewer";
         /** @description A social account connected to the organization. */
         Channel: {
             /**

@@ -4,6 +4,7 @@ import { isConnectedOperations } from './accounts/routes.js';
 import { channelOperations } from './channels/routes.js';
 import type { ChannelRemoval } from './channels/removal.js';
 import { SPEC_FILES } from './core/contract.js';
+import { assertCan, operationPermission } from './core/roles.js';
 import type { CredentialPrefix } from './crypto/issued-secrets.js';
 import {
   authenticateAndLimit,
@@ -98,7 +99,8 @@ export function createPublicApi(
 
 /**
  * Each operation refuses a token whose scopes do not include the one the contract's `security` names
- * for it (`403`, `insufficient_scope`); credentials without scopes call every operation.
+ * for it (`403`, `insufficient_scope`); credentials without scopes call every operation. Then it refuses
+ * a credential whose role lacks the operation's permission (`403`, `forbidden`; `core/roles.ts`).
  */
 function scoped(handlers: PublicHandlers, resourceUrl: () => string): PublicHandlers {
   const needs = scopesByOperation();
@@ -108,7 +110,10 @@ function scoped(handlers: PublicHandlers, resourceUrl: () => string): PublicHand
       ([operationId, handler]) => [
         operationId,
         (input: Input) => {
-          assertScope(input.principal, needs.get(operationId), input.res, resourceUrl());
+          const scope = needs.get(operationId);
+          assertScope(input.principal, scope, input.res, resourceUrl());
+          const permission = operationPermission(operationId, scope);
+          if (permission) assertCan(input.principal, permission, `call ${operationId}`);
           return handler(input);
         },
       ],

@@ -46,6 +46,12 @@ describe('admin CLI', () => {
       expect(listed.stdout).not.toContain(key.stdout);
       expect(listed.stdout).toContain('never used');
 
+      const invited = await admin('invite', '--org', org.stdout, '--email', 'New@Example.com', '--role', 'viewer');
+      expect(invited.code, invited.stderr).toBe(0);
+      expect(invited.stdout).toMatch(/^https?:\/\/[^/]+\/invitations\/accept\?token=inv_[0-9A-Za-z]{30}$/);
+      const owner = await admin('invite', '--org', org.stdout, '--email', 'new@example.com', '--role', 'owner');
+      expect(owner.code).not.toBe(0);
+
       const server = await installation.start();
       try {
         const { data, response } = await publicApi(server, { Authorization: `Bearer ${key.stdout}` }).GET(

@@ -217,7 +217,7 @@ describeInChromium('the calendar, the composer and the media library in Chromium
     const channel = await createChannel(server.ctx.db, owner.id, 'sandbox', 'Week sandbox');
     const created = await createPosts(
       server.ctx,
-      owner.id,
+      { organizationId: owner.id, role: 'owner' },
       { type: 'schedule', date: '2030-06-12T07:45:00.000Z', channelIds: [channel.id], content: 'Mid-week' },
       undefined,
     );

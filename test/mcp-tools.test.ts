@@ -1,3 +1,4 @@
+import { createApiKey } from '../src/accounts/api-keys.js';
 import fs from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -255,6 +256,25 @@ describe('calling the tools', () => {
     expect(JSON.stringify(envelope.error.details)).toContain('posts[0].mediaIds[0]');
     const posts = resultOf(await call('listPosts', {})) as { data: { content: string }[] };
     expect(posts.data.map((post) => post.content)).not.toContain('Lost picture');
+  });
+
+  it("acts with the credential's role: a viewer's key reads, and its drafts are refused with forbidden", async () => {
+    const { secret } = await createApiKey(server.ctx.db, org.id, 'viewer', { role: 'viewer' });
+    const viewer = await connect({ Authorization: `Bearer ${secret}` });
+    try {
+      const viewerCall = (name: string, args: Record<string, unknown>) =>
+        viewer.callTool({ name, arguments: args }) as Promise<CallToolResult>;
+      expect(resultOf(await viewerCall('listPosts', {}))).toHaveProperty('data');
+      const refused = envelopeOf(
+        await viewerCall('createPost', {
+          body: { type: 'draft', posts: [{ channelId: sandboxId, content: 'Not mine to write' }] },
+        }),
+      );
+      expect(refused.error.code).toBe('forbidden');
+      expect(refused.error.message).toContain('viewer role may not');
+    } finally {
+      await viewer.close();
+    }
   });
 
   it("answers the contract's validation and not-found errors as tool errors", async () => {

@@ -102,7 +102,7 @@ describe('token endpoint: success', () => {
     expect(connected.data).toEqual({
       connected: true,
       organization: { id: org.id, name: org.name },
-      credential: { type: 'oauth_token' },
+      credential: { type: 'oauth_token', role: 'owner' },
     });
   });
 

@@ -362,7 +362,9 @@ describe('PATCH /public/v1/posts/{id}', () => {
       },
     });
     const { description: _dropped, ...withoutDescription } = withDescription;
-    const edited = editPost({ ...server.ctx, db }, acme.id, post.id, { settings: withoutDescription });
+    const edited = editPost({ ...server.ctx, db }, { organizationId: acme.id, role: 'owner' }, post.id, {
+      settings: withoutDescription,
+    });
     await expect(edited).rejects.toMatchObject({ status: 409, code: 'conflict' });
     const stored = dataOf(await get(post.id));
     expect(stored.settings).toMatchObject({ description: 'Short' });

@@ -34,7 +34,7 @@ describe('Public API authentication', () => {
     expect(bearer.data).toEqual({
       connected: true,
       organization: { id: org.id, name: org.name },
-      credential: { type: 'api_key' },
+      credential: { type: 'api_key', role: 'owner' },
     });
     const bare = await server.fetch('/public/v1/is-connected', { headers: { Authorization: org.apiKey } });
     expect(bare.status).toBe(200);

@@ -1,4 +1,5 @@
-import { NotFoundError, UnprocessableError } from '../core/errors.js';
+import { ForbiddenError, NotFoundError, UnprocessableError } from '../core/errors.js';
+import { assertCan, includesRole, type Actor, type Role } from '../core/roles.js';
 import { newId } from '../core/ids.js';
 import { generateCredential, hashSecret } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
@@ -13,12 +14,28 @@ export function maskApiKey(key: Pick<ApiKey, 'prefix' | 'last_four'>): string {
   return `${key.prefix}…${key.last_four}`;
 }
 
-/** Creates a key; the returned `secret` is the only time the whole key exists outside its holder's hands. */
+/**
+ * Creates a key; the returned `secret` is the only time the whole key exists outside its holder's hands.
+ * A member makes a key with a role of at most their own (their own by default) and is recorded as its
+ * maker; a key made without a member (the admin CLI, an operator) acts as an owner, like keys made before
+ * roles existed.
+ */
 export async function createApiKey(
   db: Db,
   organizationId: string,
   name: string,
+  options: { maker?: Actor & { userId: string }; role?: Role } = {},
 ): Promise<{ secret: string; apiKey: ApiKey }> {
+  const { maker } = options;
+  const role = options.role ?? maker?.role ?? null;
+  if (maker) {
+    assertCan(maker, 'developers:manage', 'create API keys');
+    if (role && !includesRole(maker.role, role)) {
+      throw new ForbiddenError(
+        `A key cannot have more rights than its maker: the ${maker.role} role may not give ${role}.`,
+      );
+    }
+  }
   const secret = generateCredential(API_KEY_PREFIX);
   const apiKey = await db
     .insertInto('api_keys')
@@ -29,19 +46,24 @@ export async function createApiKey(
       secret_hash: hashSecret(secret),
       prefix: secret.slice(0, SHOWN_PREFIX_LENGTH),
       last_four: secret.slice(-4),
+      role,
+      created_by_user_id: maker?.userId ?? null,
     })
     .returningAll()
     .executeTakeFirstOrThrow();
   return { secret, apiKey };
 }
 
-export function listApiKeys(db: Db, organizationId: string): Promise<ApiKey[]> {
+/** The organization's keys, newest first, with the email of the member who made each. */
+export function listApiKeys(db: Db, organizationId: string): Promise<(ApiKey & { created_by_email: string | null })[]> {
   return db
     .selectFrom('api_keys')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
+    .leftJoin('users', 'users.id', 'api_keys.created_by_user_id')
+    .selectAll('api_keys')
+    .select('users.email as created_by_email')
+    .where('api_keys.organization_id', '=', organizationId)
+    .orderBy('api_keys.created_at', 'desc')
+    .orderBy('api_keys.id', 'desc')
     .execute();
 }
 

@@ -14,7 +14,7 @@ export function isConnectedOperations(ctx: AppContext): Pick<PublicHandlers, 'is
         body: {
           connected: true,
           organization: { id: organization.id, name: organization.name },
-          credential: { type: principal.credential.type },
+          credential: { type: principal.credential.type, role: principal.role },
         },
       };
     },

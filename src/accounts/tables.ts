@@ -1,5 +1,6 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { CreatedAt, Timestamp } from '../db/columns.js';
+import type { Role } from '../core/roles.js';
 
 export interface OrganizationTable {
   id: string;
@@ -23,7 +24,7 @@ export interface UserTable {
 export interface MembershipTable {
   organization_id: string;
   user_id: string;
-  role: 'owner' | 'member';
+  role: Role;
   created_at: CreatedAt;
 }
 
@@ -36,6 +37,10 @@ export interface ApiKeyTable {
   /** The key's first characters, shown in lists to tell keys apart. */
   prefix: string;
   last_four: string;
+  /** The role the key acts with; `null`: a key made before roles or by an operator, which acts as an owner. */
+  role: Role | null;
+  /** The member who made the key; `null` for an operator's key, a key made before roles, or a deleted user. */
+  created_by_user_id: string | null;
   created_at: CreatedAt;
   last_used_at: Timestamp | null;
   revoked_at: Timestamp | null;
@@ -65,6 +70,22 @@ export interface AccountMailTokenTable {
   created_at: CreatedAt;
 }
 
+/** An email invited to join an organization with a role, through a single-use link. */
+export interface InvitationTable {
+  id: string;
+  organization_id: string;
+  /** Stored lower-cased, as the inviter typed it; whoever opens the link may accept it. */
+  email: string;
+  role: Exclude<Role, 'owner'>;
+  /** SHA-256 of the `inv_…` token in the link; the token itself is never stored. */
+  token_hash: string;
+  invited_by_user_id: string | null;
+  created_at: CreatedAt;
+  expires_at: Timestamp;
+  accepted_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+}
+
 export type Organization = Selectable<OrganizationTable>;
 export type User = Selectable<UserTable>;
 export type NewUser = Insertable<UserTable>;
@@ -80,5 +101,6 @@ declare module '../db/schema.js' {
     api_keys: ApiKeyTable;
     sessions: SessionTable;
     account_mail_tokens: AccountMailTokenTable;
+    invitations: InvitationTable;
   }
 }

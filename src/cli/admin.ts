@@ -1,8 +1,10 @@
 import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { createApiKey, findApiKeyByPrefix, listApiKeys, maskApiKey, revokeApiKey } from '../accounts/api-keys.js';
+import { createInvitation, invitationPath } from '../accounts/invitations.js';
 import { issueMailToken } from '../accounts/mail-tokens.js';
 import { createOrganizationWithOwner, findOrganization, findUserByEmail } from '../accounts/organizations.js';
+import { isRole } from '../core/roles.js';
 import { addChannel } from '../channels/channels.js';
 import { ConfigError, loadConfig, type Config } from '../core/config.js';
 import { PROVIDERS, type Provider } from '../core/contract.js';
@@ -35,6 +37,9 @@ Commands:
                Prints a link that lets the user with EMAIL choose a new password (once, within
                30 minutes; every session of the user ends when it is used): what the
                "Forgot password?" mail carries, for an installation that sends no mail.
+  invite       --org ORG_ID --email EMAIL [--role admin|editor|contributor|viewer]
+               Invites EMAIL to the organization (as editor by default) and prints the link to
+               accept it, single-use, good for 7 days. It is shown this once only.
   add-channel  --org ORG_ID --provider ${PROVIDERS.join('|')} --name NAME [--username HANDLE]
                Adds a channel to the organization and prints its id.
   rotate-encryption-key
@@ -79,6 +84,19 @@ const COMMANDS: Record<string, (db: Db, options: Options, config: Config) => Pro
   'create-key': async (db, options) => {
     const { secret } = await createApiKey(db, await organizationId(db, options), options.name ?? 'API key');
     return secret;
+  },
+
+  invite: async (db, options, config) => {
+    const role = options.role ?? 'editor';
+    if (!isRole(role) || role === 'owner') throw new UsageError('--role must be admin, editor, contributor or viewer');
+    const organization = await organizationId(db, options);
+    const { token } = await createInvitation(
+      db,
+      { organizationId: organization, role: 'owner', userId: null },
+      { email: required(options, 'email'), role },
+      systemClock.now(),
+    );
+    return `${config.publicUrl}${invitationPath(token)}`;
   },
 
   'list-keys': async (db, options) => {
@@ -193,6 +211,7 @@ async function run(argv: string[]): Promise<number> {
         'user-name': { type: 'string' },
         org: { type: 'string' },
         'key-prefix': { type: 'string' },
+        role: { type: 'string' },
         provider: { type: 'string' },
         username: { type: 'string' },
       },

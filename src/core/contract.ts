@@ -25,6 +25,8 @@ export type ChannelStatus = Schemas['KnownChannelStatus'];
 /** The file types media can have, recognised from their bytes. */
 export type MediaContentType = Schemas['MediaContentType'];
 export type MediaKind = Schemas['Media']['kind'];
+/** A member's role in an organization, as the contract names it. */
+export type ContractRole = Schemas['KnownRole'];
 /** What a credential of the Public API is: an API key or an OAuth access token. */
 export type CredentialType = Schemas['ConnectionStatus']['credential']['type'];
 /** The body of every non-2xx Public API response. */

@@ -29,6 +29,7 @@ export type IdPrefix =
   | 'org'
   | 'usr'
   | 'key'
+  | 'invite'
   | 'ch'
   | 'post'
   | 'grp'

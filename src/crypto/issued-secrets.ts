@@ -8,7 +8,7 @@ import { randomBase62, toBase62 } from '../core/ids.js';
  * checksum. The checksum lets a malformed or mistyped value be refused before any database read, and
  * the prefix lets secret scanners recognise a leaked credential.
  */
-export type CredentialPrefix = 'svc_live_' | 'pos_' | 'pcs_' | 'pac_' | 'por_';
+export type CredentialPrefix = 'svc_live_' | 'pos_' | 'pcs_' | 'pac_' | 'por_' | 'inv_';
 
 const RANDOM_LENGTH = 24;
 const CHECKSUM_LENGTH = 6;

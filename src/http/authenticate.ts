@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { RateLimitedError, UnauthorizedError } from '../core/errors.js';
 import { hashSecret, isWellFormedCredential, type CredentialPrefix } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
+import { isRole } from '../core/roles.js';
 import type { Principal } from './principal.js';
 import { audienceAccepts, protectedResourceChallenge } from './resource-challenge.js';
 import { countHit, type LimitWindow, type RateLimiter, type RateLimitState } from './rate-limit.js';
@@ -52,6 +53,7 @@ const CREDENTIAL_TABLES = {
     audience: sql<null>`null::text`,
     scope: sql<null>`null::text`,
     unexpired: () => sql<boolean>`true`,
+    role: sql<string | null>`role`,
   },
   // RFC 8707: the resource the token was issued for; an app's tokens may expire (RFC 6749 §5.1).
   oauth_token: {
@@ -60,6 +62,13 @@ const CREDENTIAL_TABLES = {
     audience: sql.ref<string | null>('resource'),
     scope: sql.ref<string | null>('scope'),
     unexpired: (now: Date) => sql<boolean>`(expires_at is null or expires_at > ${now})`,
+    // An access token acts with the role its approver has now; a grant kept when its approver left keeps
+    // the role they had, and a grant made before roles (no role) acts as an owner.
+    role: sql<string | null>`(
+      select case when g.role is null then null else coalesce(m.role, g.role) end
+      from oauth_grants g
+      left join memberships m on m.organization_id = g.organization_id and m.user_id = g.approved_by_user_id
+      where g.id = grant_id)`,
   },
 } as const;
 
@@ -69,17 +78,19 @@ const CREDENTIAL_TABLES = {
  * for them: the count is taken in the database, so every process counts against the same budget.
  */
 export function credentialResolver(type: Principal['credential']['type']): CredentialResolver {
-  const { table, hash, audience, scope, unexpired } = CREDENTIAL_TABLES[type];
+  const { table, hash, audience, scope, unexpired, role } = CREDENTIAL_TABLES[type];
   return async (db, secretHash, now, window) => {
     const { rows } = await sql<{
       id: string;
       organization_id: string;
       audience: string | null;
       scope: string | null;
+      role: string | null;
       count: number;
     }>`
       with credential as (
-        select id, organization_id, ${audience} as audience, ${scope} as scope from ${sql.table(table)}
+        select id, organization_id, ${audience} as audience, ${scope} as scope, ${role} as role
+        from ${sql.table(table)}
         where ${sql.ref(hash)} = ${secretHash} and revoked_at is null and ${unexpired(now)}
       ), used as (
         update ${sql.table(table)} set last_used_at = ${now}
@@ -88,7 +99,8 @@ export function credentialResolver(type: Principal['credential']['type']): Crede
       ), counted as (
         ${countHit(sql`${window.bucketPrefix} || organization_id`, window.start, sql`credential`)}
       )
-      select credential.id, credential.organization_id, credential.audience, credential.scope, counted.count
+      select credential.id, credential.organization_id, credential.audience, credential.scope, credential.role,
+        counted.count
       from credential, counted`.execute(db);
     const found = rows[0];
     if (!found) return undefined;
@@ -98,6 +110,8 @@ export function credentialResolver(type: Principal['credential']['type']): Crede
         credential: { type, id: found.id },
         audience: found.audience,
         scopes: found.scope === null ? null : found.scope.split(' ').filter(Boolean),
+        // A credential made before roles existed keeps acting as it always did: with every permission.
+        role: isRole(found.role) ? found.role : 'owner',
       },
       count: found.count,
     };

@@ -1,4 +1,5 @@
 import type { CredentialType } from '../core/contract.js';
+import type { Role } from '../core/roles.js';
 
 /** Who a Public API request acts for: always one organization, through one credential. */
 export interface Principal {
@@ -16,4 +17,9 @@ export interface Principal {
   audience?: string | null;
   /** The OAuth scopes of the token; absent or `null` for a credential that may call every operation. */
   scopes?: readonly string[] | null;
+  /**
+   * The role the credential acts with: an API key's own, an OAuth grant's (its approver's); `owner`
+   * for the credentials made before roles existed.
+   */
+  role: Role;
 }

@@ -1,4 +1,6 @@
+import { sql } from 'kysely';
 import { NotFoundError } from '../core/errors.js';
+import { can, ROLES, type Role } from '../core/roles.js';
 import { newId } from '../core/ids.js';
 import { generateCredential, hashSecret } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
@@ -28,6 +30,9 @@ export interface Approval {
  */
 export async function approveApp(db: Db, approval: Approval, now: Date): Promise<string> {
   const code = generateCredential(CODE_PREFIX);
+  // The app acts with the role its approver has in the organization, never more.
+  const role = sql<Role>`(select role from memberships
+    where organization_id = ${approval.organizationId} and user_id = ${approval.userId})`;
   await transaction(db, async (trx) => {
     const grant = await trx
       .insertInto('oauth_grants')
@@ -37,11 +42,12 @@ export async function approveApp(db: Db, approval: Approval, now: Date): Promise
         organization_id: approval.organizationId,
         approved_by_user_id: approval.userId,
         approved_at: now,
+        role,
       })
       .onConflict((oc) =>
         oc
           .columns(['app_id', 'organization_id'])
-          .doUpdateSet({ approved_by_user_id: approval.userId, approved_at: now }),
+          .doUpdateSet({ approved_by_user_id: approval.userId, approved_at: now, role }),
       )
       .returning('id')
       .executeTakeFirstOrThrow();
@@ -80,15 +86,21 @@ export interface ApprovedApp {
   lastUsedAt: Date | null;
 }
 
+// The roles that see and revoke the organization's approved apps.
+const MANAGING_ROLES = ROLES.filter((role) => can(role, 'developers:manage'));
+
 /**
- * The apps approved for the organizations this user belongs to. A Revoke acts for the whole
- * organization, so every member sees (and may revoke) what any member approved.
+ * The apps approved for the organizations this user manages the apps of. A Revoke acts for the whole
+ * organization, so every such member sees (and may revoke) what any member approved.
  */
 export async function listApprovedApps(db: Db, userId: string): Promise<ApprovedApp[]> {
   const rows = await db
     .selectFrom('oauth_grants as g')
     .innerJoin('memberships as m', (join) =>
-      join.onRef('m.organization_id', '=', 'g.organization_id').on('m.user_id', '=', userId),
+      join
+        .onRef('m.organization_id', '=', 'g.organization_id')
+        .on('m.user_id', '=', userId)
+        .on('m.role', 'in', MANAGING_ROLES),
     )
     .innerJoin('organizations as o', 'o.id', 'g.organization_id')
     .innerJoin('oauth_apps as a', 'a.id', 'g.app_id')
@@ -147,7 +159,11 @@ export async function revokeGrant(db: Db, userId: string, grantId: string): Prom
       .where(
         'organization_id',
         'in',
-        trx.selectFrom('memberships').select('organization_id').where('user_id', '=', userId),
+        trx
+          .selectFrom('memberships')
+          .select('organization_id')
+          .where('user_id', '=', userId)
+          .where('role', 'in', MANAGING_ROLES),
       )
       .returning(['organization_id', 'app_id'])
       .executeTakeFirst();
@@ -158,4 +174,37 @@ export async function revokeGrant(db: Db, userId: string, grantId: string): Prom
       .where('app_id', '=', deleted.app_id)
       .execute();
   });
+}
+
+/**
+ * A member leaves the organization and the apps they approved for it go with them: the grants (and,
+ * by the foreign keys, their tokens and codes) and the webhook endpoints those apps created.
+ */
+export async function revokeMemberGrants(trx: Db, organizationId: string, userId: string): Promise<void> {
+  const deleted = await trx
+    .deleteFrom('oauth_grants')
+    .where('organization_id', '=', organizationId)
+    .where('approved_by_user_id', '=', userId)
+    .returning('app_id')
+    .execute();
+  if (deleted.length === 0) return;
+  await trx
+    .deleteFrom('webhook_endpoints')
+    .where('organization_id', '=', organizationId)
+    .where(
+      'app_id',
+      'in',
+      deleted.map((grant) => grant.app_id),
+    )
+    .execute();
+}
+
+/** A member leaves and the apps they approved stay: each acts on with the role the member had. */
+export async function keepMemberGrants(trx: Db, organizationId: string, userId: string, role: Role): Promise<void> {
+  await trx
+    .updateTable('oauth_grants')
+    .set({ role })
+    .where('organization_id', '=', organizationId)
+    .where('approved_by_user_id', '=', userId)
+    .execute();
 }

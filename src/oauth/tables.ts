@@ -1,5 +1,6 @@
 import type { ColumnType, Selectable } from 'kysely';
 import type { CreatedAt, Timestamp } from '../db/columns.js';
+import type { Role } from '../core/roles.js';
 
 export type ClientRegistration = 'settings' | 'dynamic' | 'metadata_document';
 export type TokenEndpointAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post';
@@ -64,6 +65,8 @@ export interface OAuthGrantTable {
   app_id: string;
   organization_id: string;
   approved_by_user_id: string | null;
+  /** The role the app acts with: its approver's; `null` for a grant made before roles, which acts as an owner. */
+  role: Role | null;
   approved_at: Timestamp;
   created_at: CreatedAt;
 }

@@ -1,6 +1,7 @@
 import { Eta } from 'eta';
 import type { RequestHandler, Response } from 'express';
 import { projectPath } from '../core/project-files.js';
+import { can, type Permission } from '../core/roles.js';
 import { visitorOf, type Visitor } from './visitor.js';
 
 // Templates are named by their path in src/ (`/oauth/templates/consent`): each feature keeps its own.
@@ -74,7 +75,11 @@ export interface PageData {
  */
 export function pageHtml(res: Response, template: string, data: PageData, policy?: PagePolicy): string {
   setPageHeaders(res, policy);
-  return eta.render(template, { visitor: visitorOf(res), path: '/', ...data });
+  const visitor = visitorOf(res);
+  // What the visitor's role lets them do in the organization they act for: pages hide the rest.
+  const allowed = (permission: Permission) =>
+    visitor?.organization !== undefined && can(visitor.organization.role, permission);
+  return eta.render(template, { visitor, path: '/', can: allowed, ...data });
 }
 
 /** Writes a page with the headers above. */

@@ -1,12 +1,13 @@
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
 import type { Request, Response } from 'express';
 import { randomBase62 } from '../core/ids.js';
+import type { Role } from '../core/roles.js';
 import type { CsrfTokens } from './csrf.js';
 
 export interface OrganizationChoice {
   id: string;
   name: string;
-  role: 'owner' | 'member';
+  role: Role;
 }
 
 /** A signed-in browser: who it is, the organizations they belong to and the one they act for. */

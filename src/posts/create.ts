@@ -2,6 +2,7 @@ import { acceptsPosts } from '../channels/channels.js';
 import type { components } from '../../generated/public-v1.js';
 import type { PostStatus } from '../core/contract.js';
 import { UnprocessableError, type ErrorDetail } from '../core/errors.js';
+import { assertCan, type Actor } from '../core/roles.js';
 import { newId } from '../core/ids.js';
 import type { Db } from '../db/database.js';
 import type { Channel } from '../channels/tables.js';
@@ -123,10 +124,13 @@ interface CheckedCreate {
  */
 export async function createPosts(
   ctx: PostsContext,
-  organizationId: string,
+  actor: Actor,
   request: CreatePostRequest,
   idempotencyKey: string | undefined,
 ): Promise<CreateResult> {
+  const { organizationId } = actor;
+  if (request.type === 'draft') assertCan(actor, 'posts:draft', 'create posts');
+  else assertCan(actor, 'posts:publish', `create posts of type ${request.type}; create a draft instead`);
   const now = ctx.clock.now();
   const idempotent = idempotencyKey === undefined ? undefined : idempotentRequest(idempotencyKey, request);
   if (idempotent) {

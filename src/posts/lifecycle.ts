@@ -2,6 +2,7 @@ import type { components } from '../../generated/public-v1.js';
 import { acceptsPosts, lockChannels } from '../channels/channels.js';
 import { assertWithinDailyQuota, countsOnDay } from '../channels/quota.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
+import { assertCan, type Actor } from '../core/roles.js';
 import type { Db } from '../db/database.js';
 import { recordPostEvent } from './events.js';
 import type { PostsContext } from './context.js';
@@ -37,6 +38,11 @@ async function lockedPost(trx: Db, organizationId: string, postId: string): Prom
   return post;
 }
 
+/** A role that may only draft changes drafts, and nothing that is scheduled, published or failed. */
+function assertMayChange(actor: Actor, post: PostRow): void {
+  if (post.status !== 'draft') assertCan(actor, 'posts:publish', `change a post that is ${post.status}`);
+}
+
 function assertEditable(post: PostRow): void {
   assertNotOnTheNetwork(post.status);
   if (!isEditable(post.status)) throw new ConflictError(`A ${post.status} post cannot be edited.`);
@@ -62,7 +68,7 @@ const checkedParts = (post: PostRow) =>
  */
 export async function editPost(
   ctx: PostsContext,
-  organizationId: string,
+  actor: Actor,
   postId: string,
   changes: UpdatePostRequest,
   /**
@@ -71,13 +77,20 @@ export async function editPost(
    */
   moves: { before?: StatusRequest; after?: StatusRequest } = {},
 ): Promise<PostRow> {
+  const { organizationId } = actor;
+  assertCan(actor, 'posts:draft', 'change posts');
   const post = await getPost(ctx.db, organizationId, postId);
+  assertMayChange(actor, post);
+  if (moves.before?.status === 'scheduled' || moves.after?.status === 'scheduled') {
+    assertCan(actor, 'posts:publish', 'schedule posts');
+  }
   assertEditable(post);
   assertPublishedPartsKept(post, changes);
   const result = await checkEdit(ctx, post, changes);
   return transaction(ctx.db, async (trx) => {
     const now = ctx.clock.now();
     let current = await lockedPost(trx, organizationId, postId);
+    assertMayChange(actor, current);
     assertEditable(current);
     if (moves.before) current = await moveLockedPost(ctx, trx, current, moves.before, now);
     if (checkedParts(current) !== checkedParts(post)) {
@@ -235,23 +248,24 @@ async function retime(ctx: PostsContext, trx: Db, post: PostRow, scheduledAt: Da
  */
 export function schedulePostAt(
   ctx: PostsContext,
-  organizationId: string,
+  actor: Actor,
   postId: string,
   scheduledAt: Date,
   path = 'scheduledAt',
 ): Promise<PostRow> {
-  return movePost(ctx, organizationId, postId, { status: 'scheduled', scheduledAt, path });
+  return movePost(ctx, actor, postId, { status: 'scheduled', scheduledAt, path });
 }
 
 /** Moves a post as `nextState` allows; a move to `scheduled` also checks the channel's quota for that day. */
 export async function movePost(
   ctx: PostsContext,
-  organizationId: string,
+  actor: Actor,
   postId: string,
   request: StatusRequest,
 ): Promise<PostRow> {
+  assertCan(actor, 'posts:publish', request.status === 'scheduled' ? 'schedule posts' : 'unschedule posts');
   return transaction(ctx.db, async (trx) => {
-    const post = await lockedPost(trx, organizationId, postId);
+    const post = await lockedPost(trx, actor.organizationId, postId);
     return moveLockedPost(ctx, trx, post, request, ctx.clock.now());
   });
 }
@@ -313,9 +327,12 @@ async function moveLockedPost(
 }
 
 /** Deletes our record of the post. A published post stays on the network: only the record goes. */
-export async function removePost(ctx: PostsContext, organizationId: string, postId: string): Promise<void> {
+export async function removePost(ctx: PostsContext, actor: Actor, postId: string): Promise<void> {
+  const { organizationId } = actor;
+  assertCan(actor, 'posts:draft', 'delete posts');
   await transaction(ctx.db, async (trx) => {
     const post = await lockedPost(trx, organizationId, postId);
+    assertMayChange(actor, post);
     if (post.status === 'publishing') {
       throw new ConflictError('The post is publishing; wait until it is published or failed, then delete it.');
     }

@@ -19,7 +19,7 @@ type PostOperation =
 export function postOperations(ctx: PostsContext): Pick<PublicHandlers, PostOperation> {
   return {
     createPost: async ({ principal, body, headers }) => {
-      const result = await createPosts(ctx, principal.organizationId, body, headers['Idempotency-Key']);
+      const result = await createPosts(ctx, principal, body, headers['Idempotency-Key']);
       const replayed: Record<string, string> = result.replayed ? { 'Idempotent-Replayed': 'true' } : {};
       return { status: 201, body: result.body, headers: replayed };
     },
@@ -38,22 +38,22 @@ export function postOperations(ctx: PostsContext): Pick<PublicHandlers, PostOper
     },
 
     updatePost: async ({ principal, params, body }) => {
-      const post = await editPost(ctx, principal.organizationId, params.id, body);
+      const post = await editPost(ctx, principal, params.id, body);
       return { status: 200, body: toPostBody(post) };
     },
 
     schedulePost: async ({ principal, params, body }) => {
-      const post = await schedulePostAt(ctx, principal.organizationId, params.id, new Date(body.scheduledAt));
+      const post = await schedulePostAt(ctx, principal, params.id, new Date(body.scheduledAt));
       return { status: 200, body: toPostBody(post) };
     },
 
     changePostStatus: async ({ principal, params, body }) => {
-      const post = await movePost(ctx, principal.organizationId, params.id, { status: body.status });
+      const post = await movePost(ctx, principal, params.id, { status: body.status });
       return { status: 200, body: toPostBody(post) };
     },
 
     deletePost: async ({ principal, params }) => {
-      await removePost(ctx, principal.organizationId, params.id);
+      await removePost(ctx, principal, params.id);
       return { status: 204 };
     },
   };

@@ -1,5 +1,6 @@
 import express, { type Response, type Router } from 'express';
 import { createApiKey, listApiKeys, maskApiKey, revokeApiKey } from '../accounts/api-keys.js';
+import { includesRole, isRole, ROLE_DESCRIPTIONS, ROLES } from '../core/roles.js';
 import type { AppContext } from '../http/context.js';
 import { formatTime } from '../pages/forms.js';
 import { renderPage } from '../pages/render.js';
@@ -16,16 +17,20 @@ export function apiKeyPages(ctx: AppContext): Router {
     const { organization } = signedIn(res);
     const keys = await listApiKeys(ctx.db, organization.id);
     const zone = zoneOf(res);
+    const roles = ROLES.filter((role) => includesRole(organization.role, role));
     renderPage(
       res,
       '/web/templates/developers-access',
       {
         title: 'API keys',
         path: '/settings/developers/access',
+        roles: roles.map((role) => ({ role, description: ROLE_DESCRIPTIONS[role] })),
         keys: keys.map((key) => ({
           id: key.id,
           name: key.name,
           masked: maskApiKey(key),
+          role: key.role ?? 'owner',
+          createdBy: key.created_by_email,
           createdAt: key.created_at.toISOString(),
           createdAtText: formatTime(key.created_at, zone),
           lastUsedText: formatTime(key.last_used_at, zone, 'never used'),
@@ -41,8 +46,16 @@ export function apiKeyPages(ctx: AppContext): Router {
   router.get('/settings/developers/access', (_req, res) => showAccess(res));
 
   router.post('/settings/developers/access', async (req, res) => {
-    const { organization } = signedIn(res);
-    const { secret, apiKey } = await createApiKey(ctx.db, organization.id, field(req, 'name').slice(0, 100));
+    const { organization, visitor, actor } = signedIn(res);
+    // Without a choice the key acts with its maker's role.
+    const role = field(req, 'role') || organization.role;
+    if (!isRole(role)) {
+      return showAccess(res, { errors: { role: 'Choose the role the key acts with.' } }, 400);
+    }
+    const { secret, apiKey } = await createApiKey(ctx.db, organization.id, field(req, 'name').slice(0, 100), {
+      maker: { ...actor, userId: visitor.user.id },
+      role,
+    });
     await showAccess(res, { newKey: { name: apiKey.name, secret } }, 201);
   });
 

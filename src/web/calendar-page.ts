@@ -48,7 +48,7 @@ interface CalendarPage {
 /** Schedules a post at the day and time it was dragged or moved to, then shows the page it came from. */
 async function movePost(page: CalendarPage, req: Request, res: Response): Promise<void> {
   const { ctx, cookies } = page;
-  const { organization } = signedIn(res);
+  const { organization, actor } = signedIn(res);
   const postId = String(req.params.id);
   const back = safeNext(field(req, 'return'), '/calendar');
   const { zone } = readTimeZone(req, res, cookies);
@@ -58,7 +58,7 @@ async function movePost(page: CalendarPage, req: Request, res: Response): Promis
       throw new ValidationError('Choose a day and a time to move the post to.', [
         { path: 'scheduledAt', message: 'needs a day (YYYY-MM-DD) and a time (HH:MM)' },
       ]);
-    await schedulePostAt(ctx, organization.id, postId, at);
+    await schedulePostAt(ctx, actor, postId, at);
   } catch (error) {
     if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
     const problem = `The post could not be moved: ${error.message}`;

@@ -5,6 +5,7 @@ import { listChannels } from '../channels/channels.js';
 import type { Channel } from '../channels/tables.js';
 import { ConflictError, DomainError, ValidationError, type ErrorDetail } from '../core/errors.js';
 import { randomBase62 } from '../core/ids.js';
+import type { Actor } from '../core/roles.js';
 import type { RequestBodies } from '../http/request-bodies.js';
 import type { MediaContext } from '../media/storage.js';
 import { field, type BrowserCookies } from '../pages/visitor.js';
@@ -90,7 +91,7 @@ async function showNewPost({ ctx, cookies, view }: Composer, req: Request, res: 
 }
 
 async function createFromForm({ ctx, cookies, bodies, view }: Composer, req: Request, res: Response): Promise<void> {
-  const { organization } = signedIn(res);
+  const { organization, actor } = signedIn(res);
   const values = readComposerForm(req);
   const action = readAction(req);
   const key = field(req, 'idempotency_key');
@@ -129,7 +130,7 @@ async function createFromForm({ ctx, cookies, bodies, view }: Composer, req: Req
   }
   let created;
   try {
-    created = await createPosts(ctx, organization.id, body, IDEMPOTENCY_KEY.test(key) ? key : undefined);
+    created = await createPosts(ctx, actor, body, IDEMPOTENCY_KEY.test(key) ? key : undefined);
   } catch (error) {
     if (!shownOnForm(error)) throw error;
     return view.show(req, res, mode, values, refused(error.details ?? [], error.message), error.status);
@@ -246,7 +247,7 @@ async function showEdit({ ctx, cookies, view }: Composer, req: Request, res: Res
 }
 
 async function saveEdit({ ctx, cookies, bodies, view }: Composer, req: Request, res: Response): Promise<void> {
-  const { organization } = signedIn(res);
+  const { organization, actor } = signedIn(res);
   const post = await getPost(ctx.db, organization.id, String(req.params.id));
   // The parts already published are sent as they are, and a published comment not at all: the form shows
   // them without fields.
@@ -293,7 +294,7 @@ async function saveEdit({ ctx, cookies, bodies, view }: Composer, req: Request, 
     return view.show(req, res, { kind: 'edit', post }, values, errors, 400);
   }
   try {
-    await applyEdit(ctx, organization.id, post.id, changes, action, at);
+    await applyEdit(ctx, actor, post.id, changes, action, at);
   } catch (error) {
     if (!shownOnForm(error)) throw error;
     const current = await getPost(ctx.db, organization.id, post.id);
@@ -307,7 +308,7 @@ async function saveEdit({ ctx, cookies, bodies, view }: Composer, req: Request, 
 /** Saves the changes, then makes the post a draft, or schedules it at `at` or now, as the button asked. */
 async function applyEdit(
   ctx: PostsContext,
-  organizationId: string,
+  actor: Actor,
   postId: string,
   changes: UpdatePostRequest,
   action: Action,
@@ -316,14 +317,14 @@ async function applyEdit(
   if (action === 'draft') {
     await editPost(
       ctx,
-      organizationId,
+      actor,
       postId,
       { ...changes, ...(at ? { scheduledAt: at.toISOString() } : {}) },
       { before: { status: 'draft' } },
     );
   } else {
     const scheduledAt = action === 'now' ? ctx.clock.now() : at!;
-    await editPost(ctx, organizationId, postId, changes, { after: { status: 'scheduled', scheduledAt, path: 'date' } });
+    await editPost(ctx, actor, postId, changes, { after: { status: 'scheduled', scheduledAt, path: 'date' } });
   }
 }
 

@@ -60,9 +60,9 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
   });
 
   router.post('/posts/:id/schedule-again', async (req, res) => {
-    const { organization } = signedIn(res);
+    const { organization, actor } = signedIn(res);
     try {
-      await movePost(ctx, organization.id, String(req.params.id), { status: 'scheduled' });
+      await movePost(ctx, actor, String(req.params.id), { status: 'scheduled' });
     } catch (error) {
       if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
       const { zone } = readTimeZone(req, res, cookies);

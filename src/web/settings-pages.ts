@@ -6,11 +6,14 @@ import { apiKeyPages } from './api-key-pages.js';
 import { appPages } from './app-pages.js';
 import { approvedAppsPage } from './approved-apps-page.js';
 import { channelsPage } from './channels-page.js';
-import { requireSignIn } from './signed-in.js';
+import { membersPage } from './members-page.js';
+import { requirePermission, requireSignIn } from './signed-in.js';
 import { webhooksPage } from './webhooks-page.js';
 import type { WebhookManagement } from '../webhooks/management.js';
 
-/** Settings → Channels, Webhooks, Developers → Access and Apps, and Approved apps: signed-in users only. */
+const CHANGES = { changesOnly: true };
+
+/** Settings → Channels, Members, Webhooks, Developers → Access and Apps, and Approved apps: signed-in users only. */
 export function settingsPages(
   ctx: PostsContext & { webhooks: WebhookManagement },
   csrf: CsrfTokens,
@@ -18,12 +21,17 @@ export function settingsPages(
 ): Router {
   const router = express.Router();
   router.use('/settings', requireSignIn(csrf));
+  router.use('/settings/developers', requirePermission('developers:manage', 'manage API keys and apps'));
+  router.use('/settings/approved-apps', requirePermission('developers:manage', 'manage the approved apps'));
+  router.use('/settings/webhooks', requirePermission('webhooks:write', 'manage webhooks'));
+  router.use('/settings/channels', requirePermission('channels:write', 'connect or remove channels', CHANGES));
   router.get('/settings', (_req, res) => res.redirect(302, '/settings/channels'));
   router.get('/settings/developers', (_req, res) => res.redirect(302, '/settings/developers/access'));
   router.use(apiKeyPages(ctx));
   router.use(appPages(ctx));
   router.use(approvedAppsPage(ctx));
   router.use(channelsPage(ctx, channelRemoval));
+  router.use(membersPage(ctx));
   router.use(webhooksPage(ctx));
   return router;
 }

@@ -1,4 +1,5 @@
 import type { RequestHandler, Response } from 'express';
+import { can, type Actor, type Permission } from '../core/roles.js';
 import type { CsrfTokens } from '../pages/csrf.js';
 import { formExpired, renderErrorPage } from '../pages/render.js';
 import { verifySessionForm, visitorOf, type OrganizationChoice, type Visitor } from '../pages/visitor.js';
@@ -26,8 +27,37 @@ export function requireSignIn(csrf: CsrfTokens): RequestHandler {
   };
 }
 
-/** The visitor and organization that `requireSignIn` has made sure of. */
-export function signedIn(res: Response): { visitor: Visitor; organization: OrganizationChoice } {
+/**
+ * The visitor and organization that `requireSignIn` has made sure of, and the visitor as the domain
+ * code sees them: the organization and their role in it.
+ */
+export function signedIn(res: Response): { visitor: Visitor; organization: OrganizationChoice; actor: Actor } {
   const visitor = visitorOf(res)!;
-  return { visitor, organization: visitor.organization! };
+  const organization = visitor.organization!;
+  return { visitor, organization, actor: { organizationId: organization.id, role: organization.role } };
+}
+
+/**
+ * Refuses, with a page that says why, a visitor whose role in the organization they act for lacks
+ * `permission`; `changesOnly`: pages that every member may see, whose forms only some may send.
+ * Runs after `requireSignIn`.
+ */
+export function requirePermission(
+  permission: Permission,
+  what: string,
+  { changesOnly = false }: { changesOnly?: boolean } = {},
+): RequestHandler {
+  return (req, res, next) => {
+    const { organization } = signedIn(res);
+    if (can(organization.role, permission) || (changesOnly && (req.method === 'GET' || req.method === 'HEAD'))) {
+      return next();
+    }
+    renderErrorPage(
+      res,
+      403,
+      'Not allowed for your role',
+      `Your role in ${organization.name} is ${organization.role}, which does not let you ${what}. ` +
+        'An admin of the organization can change your role in Settings → Members.',
+    );
+  };
 }

@@ -178,7 +178,7 @@ describe('@service/sdk against the real server: answers that depend on its data'
     expect(status).toEqual({
       connected: true,
       organization: { id: org.id, name: org.name },
-      credential: { type: 'api_key' },
+      credential: { type: 'api_key', role: 'owner' },
     });
   });
 

@@ -26,8 +26,9 @@ import * as oauthResource from './2026-11-27-12-oauth-resource.js';
 import * as oauthScope from './2026-11-27-13-oauth-scope.js';
 import * as oauthRefresh from './2026-11-27-15-oauth-refresh.js';
 import * as oauthClients from './2026-11-27-16-oauth-clients.js';
-import * as retention from './2026-11-27-19-retention.js';
 import * as mail from './2026-11-27-17-mail.js';
+import * as roles from './2026-11-27-18-roles.js';
+import * as retention from './2026-11-27-19-retention.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -58,6 +59,7 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-13-oauth-scope': oauthScope,
   '2026-11-27-15-oauth-refresh': oauthRefresh,
   '2026-11-27-16-oauth-clients': oauthClients,
-  '2026-11-27-19-retention': retention,
   '2026-11-27-17-mail': mail,
+  '2026-11-27-18-roles': roles,
+  '2026-11-27-19-retention': retention,
 };

@@ -1,0 +1,476 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey } from '../src/accounts/api-keys.js';
+import { forgetSpentInvitations } from '../src/accounts/invitations.js';
+import { addMember } from '../src/accounts/members.js';
+import { createOrganizationWithOwner } from '../src/accounts/organizations.js';
+import { ROLES, type Role } from '../src/core/roles.js';
+import { publicApi } from './support/api.js';
+import { BrowserSession } from './support/browser-session.js';
+import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
+import { startTestServer, type TestServer } from './support/server.js';
+import { approve, createOAuthApp, exchange } from './support/oauth.js';
+import { dataOf, refusalOf } from './support/typed-answers.js';
+
+let server: TestServer;
+let org: TestOrganization;
+let channelId: string;
+const keys = {} as Record<Role, { Authorization: string }>;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  org = await createOrganization(server.ctx.db, 'Roles Studio');
+  channelId = (await createChannel(server.ctx.db, org.id, 'sandbox')).id;
+  for (const role of ROLES) {
+    const { secret } = await createApiKey(server.ctx.db, org.id, `${role} key`, { role });
+    keys[role] = { Authorization: `Bearer ${secret}` };
+  }
+});
+afterAll(() => server?.close());
+
+const LATER = '2031-01-05T10:00:00.000Z';
+
+async function draft(): Promise<string> {
+  const created = await publicApi(server, org.auth).POST('/public/v1/posts', {
+    body: { type: 'draft', content: 'A draft', channelIds: [channelId] },
+  });
+  return dataOf(created, 201).data[0]!.id;
+}
+
+async function scheduled(): Promise<string> {
+  const created = await publicApi(server, org.auth).POST('/public/v1/posts', {
+    body: { type: 'schedule', date: LATER, content: 'Planned', channelIds: [channelId] },
+  });
+  return dataOf(created, 201).data[0]!.id;
+}
+
+/** Whether the answer says the role may (any status but 403) or may not (403 `forbidden`, in the envelope). */
+function allowed(answer: { response: Response; error?: { error: { code: string } } }): boolean {
+  if (answer.response.status !== 403) return true;
+  expect(answer.error?.error.code).toBe('forbidden');
+  return false;
+}
+
+describe('the permission table through the Public API (a key per role)', () => {
+  it('tells a key its role, and a key made before roles acts as an owner', async () => {
+    for (const role of ROLES) {
+      const answer = dataOf(await publicApi(server, keys[role]).GET('/public/v1/is-connected'));
+      expect(answer.credential).toEqual({ type: 'api_key', role });
+    }
+    // The fixture's key is made as the CLI makes them: without a member, with no role of its own.
+    expect(dataOf(await publicApi(server, org.auth).GET('/public/v1/is-connected')).credential.role).toBe('owner');
+  });
+
+  it('lets every role read posts, media and channels, and only owners and admins see webhooks', async () => {
+    for (const role of ROLES) {
+      const api = publicApi(server, keys[role]);
+      dataOf(await api.GET('/public/v1/posts'));
+      dataOf(await api.GET('/public/v1/media'));
+      dataOf(await api.GET('/public/v1/channels'));
+      expect([role, allowed(await api.GET('/public/v1/webhooks'))]).toEqual([
+        role,
+        role === 'owner' || role === 'admin',
+      ]);
+    }
+  });
+
+  it('decides each change by the role: drafts from contributors up, publishing from editors, channels from admins', async () => {
+    const table: Record<string, boolean[]> = {};
+    for (const role of ROLES) {
+      const api = publicApi(server, keys[role]);
+      const unknown = { params: { path: { id: 'post_unknown' } } };
+      table[role] = [
+        allowed(
+          await api.POST('/public/v1/posts', { body: { type: 'draft', content: 'Mine', channelIds: [channelId] } }),
+        ),
+        allowed(
+          await api.POST('/public/v1/posts', {
+            body: { type: 'schedule', date: LATER, content: 'Mine', channelIds: [channelId] },
+          }),
+        ),
+        allowed(await api.POST('/public/v1/posts/{id}/schedule', { ...unknown, body: { scheduledAt: LATER } })),
+        allowed(await api.DELETE('/public/v1/media/{id}', { params: { path: { id: 'med_unknown' } } })),
+        allowed(await api.DELETE('/public/v1/channels/{id}', { params: { path: { id: 'ch_unknown' } } })),
+      ];
+    }
+    // Columns: create a draft, create a scheduled post, schedule a post, delete media, remove a channel.
+    expect(table).toEqual({
+      owner: [true, true, true, true, true],
+      admin: [true, true, true, true, true],
+      editor: [true, true, true, true, false],
+      contributor: [true, false, false, true, false],
+      viewer: [false, false, false, false, false],
+    });
+  });
+
+  it('lets a contributor change and delete drafts, never a scheduled post', async () => {
+    const api = publicApi(server, keys.contributor);
+    const mine = await draft();
+    const edited = await api.PATCH('/public/v1/posts/{id}', {
+      params: { path: { id: mine } },
+      body: { content: 'Better words' },
+    });
+    expect(dataOf(edited).content).toBe('Better words');
+    const refusal = refusalOf(
+      await api.PATCH('/public/v1/posts/{id}/status', {
+        params: { path: { id: mine } },
+        body: { status: 'scheduled' },
+      }),
+      403,
+      'forbidden',
+    );
+    expect(refusal.message).toMatch(/contributor role may not/);
+
+    const planned = await scheduled();
+    refusalOf(
+      await api.PATCH('/public/v1/posts/{id}', { params: { path: { id: planned } }, body: { content: 'Sneaky' } }),
+      403,
+      'forbidden',
+    );
+    refusalOf(await api.DELETE('/public/v1/posts/{id}', { params: { path: { id: planned } } }), 403, 'forbidden');
+    const still = dataOf(
+      await publicApi(server, org.auth).GET('/public/v1/posts/{id}', { params: { path: { id: planned } } }),
+    );
+    expect(still).toMatchObject({ status: 'scheduled', content: 'Planned' });
+
+    expect((await api.DELETE('/public/v1/posts/{id}', { params: { path: { id: mine } } })).response.status).toBe(204);
+  });
+});
+
+interface TestMember {
+  userId: string;
+  email: string;
+  browser: BrowserSession;
+}
+
+let members = 0;
+
+/**
+ * A user of their own organization who joins `organizationId` with `role`, signed in and switched to it
+ * with the organization switcher, as a person belonging to two organizations would.
+ */
+async function join(organizationId: string, role: Role): Promise<TestMember> {
+  const email = `${role}-${++members}@example.com`;
+  const password = 'correct horse battery staple';
+  const { user } = await createOrganizationWithOwner(server.ctx.db, {
+    organizationName: `${role}'s own`,
+    email,
+    password,
+  });
+  await addMember(server.ctx.db, organizationId, user.id, role);
+  const browser = new BrowserSession(server);
+  await browser.logIn(email, password);
+  const switched = await browser.submit('/calendar', '/session/organization', {
+    organization_id: organizationId,
+    next: '/settings/members',
+  });
+  expect(switched.headers.get('location')).toBe('/settings/members');
+  return { userId: user.id, email, browser };
+}
+
+const page = async (browser: BrowserSession, path: string) => {
+  const response = await browser.get(path);
+  return { status: response.status, html: await response.text() };
+};
+
+describe('the permission table through the pages', () => {
+  it('shows a viewer what they may see, hides the rest, and refuses it with a page that says why', async () => {
+    const viewer = await join(org.id, 'viewer');
+    const calendar = await page(viewer.browser, '/calendar');
+    expect(calendar.status).toBe(200);
+    expect(calendar.html).toContain('Roles Studio');
+    expect(calendar.html).not.toContain('<a class="button" href="/compose">New post</a>');
+
+    const compose = await page(viewer.browser, '/compose');
+    expect(compose.status).toBe(403);
+    expect(compose.html).toContain('Not allowed for your role');
+    expect(compose.html).toContain('Your role in Roles Studio is viewer, which does not let you write posts.');
+
+    const channels = await page(viewer.browser, '/settings/channels');
+    expect(channels.status).toBe(200);
+    expect(channels.html).not.toContain('Add sandbox channel');
+    expect(channels.html).toContain('does not let you connect or remove channels');
+    expect(channels.html).not.toContain('href="/settings/webhooks"');
+    expect((await page(viewer.browser, '/media')).html).not.toContain('data-upload="library"');
+    const post = await page(viewer.browser, `/posts/${await draft()}`);
+    expect(post.status).toBe(200);
+    expect(post.html).not.toContain('Edit the post');
+    expect(channels.html).not.toContain('href="/settings/developers/access"');
+    expect((await page(viewer.browser, '/settings/webhooks')).status).toBe(403);
+    expect((await page(viewer.browser, '/settings/developers/access')).status).toBe(403);
+    const connect = await viewer.browser.submit('/settings/channels', '/settings/channels/sandbox', {});
+    expect(connect.status).toBe(403);
+    expect(await connect.text()).toContain('does not let you connect or remove channels');
+  });
+
+  it('lets a contributor write but not schedule: moving a draft on the calendar is refused', async () => {
+    const contributor = await join(org.id, 'contributor');
+    expect((await page(contributor.browser, '/compose')).status).toBe(200);
+    const id = await draft();
+    const moved = await contributor.browser.submit('/calendar', `/posts/${id}/move`, {
+      date: '2031-01-06',
+      time: '09:00',
+      return: '/calendar',
+    });
+    expect(moved.status).toBe(403);
+    expect(await moved.text()).toContain('The contributor role may not schedule posts.');
+    const post = dataOf(await publicApi(server, org.auth).GET('/public/v1/posts/{id}', { params: { path: { id } } }));
+    expect(post.status).toBe('draft');
+  });
+
+  it('lets an admin make API keys with a role up to their own, and records who made them', async () => {
+    const admin = await join(org.id, 'admin');
+    const refused = await admin.browser.submit('/settings/developers/access', '/settings/developers/access', {
+      name: 'Too strong',
+      role: 'owner',
+    });
+    expect(refused.status).toBe(403);
+    const created = await admin.browser.submit('/settings/developers/access', '/settings/developers/access', {
+      name: 'Editor robot',
+      role: 'editor',
+    });
+    expect(created.status).toBe(201);
+    const secret = /id="new-secret"[^>]*value="([^"]+)"/.exec(await created.text())![1]!;
+    const connected = dataOf(
+      await publicApi(server, { Authorization: `Bearer ${secret}` }).GET('/public/v1/is-connected'),
+    );
+    expect(connected.credential.role).toBe('editor');
+    const list = await page(admin.browser, '/settings/developers/access');
+    expect(list.html).toMatch(new RegExp(`Editor robot[\\s\\S]*editor[\\s\\S]*by ${admin.email}`));
+  });
+});
+
+/** A new organization, its owner signed in. */
+async function team(name: string) {
+  const owner = await createOrganization(server.ctx.db, name);
+  const browser = new BrowserSession(server);
+  await browser.logIn(owner.email, owner.password);
+  return { owner, browser };
+}
+
+const roleOf = async (organizationId: string, userId: string) =>
+  (
+    await server.ctx.db
+      .selectFrom('memberships')
+      .select('role')
+      .where('organization_id', '=', organizationId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst()
+  )?.role;
+
+const connectedRole = async (credential: string) =>
+  dataOf(await publicApi(server, { Authorization: `Bearer ${credential}` }).GET('/public/v1/is-connected')).credential
+    .role;
+
+describe('Settings → Members', () => {
+  it('lets an admin change roles, and a lowered member’s keys and apps go down with them', async () => {
+    const { owner } = await team('Members Studio');
+    const admin = await join(owner.id, 'admin');
+    // Another admin, who makes an editor's key and approves an app (which acts with their role).
+    const editor = await join(owner.id, 'admin');
+    const { secret } = await createApiKey(server.ctx.db, owner.id, 'Editor key', {
+      maker: { organizationId: owner.id, role: 'admin', userId: editor.userId },
+      role: 'editor',
+    });
+    const app = await createOAuthApp(server.ctx.db, owner.id);
+    const token = await exchange(server, app, await approve(server.ctx.db, app, { ...owner, userId: editor.userId }));
+    expect([await connectedRole(secret), await connectedRole(token)]).toEqual(['editor', 'admin']);
+
+    const list = await page(admin.browser, '/settings/members');
+    expect(list.html).toContain(editor.email);
+    expect(list.html).toContain(`aria-label="Remove ${editor.email}"`);
+    // An admin hands out no ownership and cannot touch an owner.
+    expect(list.html).not.toContain(`aria-label="Change the role of ${owner.email}"`);
+    expect(list.html).not.toContain('<option value="owner"');
+
+    const changed = await admin.browser.submit('/settings/members', `/settings/members/${editor.userId}/role`, {
+      role: 'viewer',
+    });
+    expect(changed.status).toBe(303);
+    expect(await roleOf(owner.id, editor.userId)).toBe('viewer');
+    expect([await connectedRole(secret), await connectedRole(token)]).toEqual(['viewer', 'viewer']);
+
+    for (const [target, role] of [
+      [owner.userId, 'admin'],
+      [editor.userId, 'owner'],
+    ] as const) {
+      const refused = await admin.browser.submit('/settings/members', `/settings/members/${target}/role`, { role });
+      expect(refused.status).toBe(403);
+    }
+    expect(await roleOf(owner.id, owner.userId)).toBe('owner');
+
+    const byEditor = await editor.browser.submit('/settings/members', `/settings/members/${admin.userId}/role`, {
+      role: 'viewer',
+    });
+    expect(byEditor.status).toBe(403);
+    expect(await roleOf(owner.id, admin.userId)).toBe('admin');
+  });
+
+  it('removes a member, revoking or keeping what they made, and lets a member leave', async () => {
+    const { owner, browser } = await team('Parting Studio');
+    const keeper = await join(owner.id, 'admin');
+    const revoked = await join(owner.id, 'admin');
+    const keys = new Map<string, string>();
+    for (const member of [keeper, revoked]) {
+      const made = await createApiKey(server.ctx.db, owner.id, `Key of ${member.email}`, {
+        maker: { organizationId: owner.id, role: 'admin', userId: member.userId },
+        role: 'editor',
+      });
+      keys.set(member.userId, made.secret);
+    }
+
+    const confirm = await page(browser, `/settings/members/${keeper.userId}/remove`);
+    expect(confirm.html).toContain(`Key of ${keeper.email}`);
+    const kept = await browser.submit(
+      `/settings/members/${keeper.userId}/remove`,
+      `/settings/members/${keeper.userId}/remove`,
+      {
+        credentials: 'keep',
+      },
+    );
+    expect(kept.status).toBe(303);
+    expect(await roleOf(owner.id, keeper.userId)).toBeUndefined();
+    expect(await connectedRole(keys.get(keeper.userId)!)).toBe('editor');
+
+    await browser.submit(`/settings/members/${revoked.userId}/remove`, `/settings/members/${revoked.userId}/remove`, {
+      credentials: 'revoke',
+    });
+    const refused = await server.fetch('/public/v1/is-connected', {
+      headers: { Authorization: `Bearer ${keys.get(revoked.userId)!}` },
+    });
+    expect(refused.status).toBe(401);
+    // The removed member's browser goes on in their own organization.
+    const after = await page(revoked.browser, '/calendar');
+    expect(after.html).toContain('admin&#39;s own');
+
+    const viewer = await join(owner.id, 'viewer');
+    const left = await viewer.browser.submit('/settings/members', `/settings/members/${viewer.userId}/remove`, {});
+    expect(left.status).toBe(303);
+    expect(await roleOf(owner.id, viewer.userId)).toBeUndefined();
+  });
+
+  it('always keeps an owner: the last one can neither leave nor step down, and hands the organization over', async () => {
+    const { owner, browser } = await team('Owned Studio');
+    const leave = await browser.submit('/settings/members', `/settings/members/${owner.userId}/remove`, {});
+    expect(leave.status).toBe(422);
+    expect(await leave.text()).toContain('The organization needs an owner');
+    const stepDown = await browser.submit('/settings/members', `/settings/members/${owner.userId}/role`, {
+      role: 'admin',
+    });
+    expect(stepDown.status).toBe(422);
+    expect(await roleOf(owner.id, owner.userId)).toBe('owner');
+
+    const admin = await join(owner.id, 'admin');
+    const refused = await admin.browser.submit('/settings/members', '/settings/members/transfer', {
+      user_id: admin.userId,
+    });
+    expect(refused.status).toBe(403);
+    const handed = await browser.submit('/settings/members', '/settings/members/transfer', { user_id: admin.userId });
+    expect(handed.status).toBe(303);
+    expect([await roleOf(owner.id, admin.userId), await roleOf(owner.id, owner.userId)]).toEqual(['owner', 'admin']);
+    // Now the former owner may leave: another owner remains.
+    expect((await browser.submit('/settings/members', `/settings/members/${owner.userId}/remove`, {})).status).toBe(
+      303,
+    );
+  });
+});
+
+describe('invitations', () => {
+  /** An invitation made on the members page: the link shown once, as a path of this server. */
+  async function invite(browser: BrowserSession, email: string, role: Role) {
+    const answer = await browser.submit('/settings/members', '/settings/members/invitations', { email, role });
+    expect(answer.status).toBe(201);
+    const link = /id="new-secret"[^>]*value="([^"]+)"/.exec(await answer.text())![1]!;
+    expect(link).toMatch(/\/invitations\/accept\?token=inv_/);
+    return new URL(link.replace(/&amp;/g, '&')).pathname + new URL(link).search;
+  }
+
+  it('invites an email with a role; the invitee signs up through the link and joins, once', async () => {
+    const { owner, browser } = await team('Inviting Studio');
+    const link = await invite(browser, 'Newcomer@Example.com', 'contributor');
+    const members = await page(browser, '/settings/members');
+    expect(members.html).toContain('newcomer@example.com as contributor');
+    expect(members.html).not.toContain(link.split('token=')[1]!);
+
+    const invitee = new BrowserSession(server);
+    const landing = await page(invitee, link);
+    expect(landing.html).toContain('invited to <strong>Inviting Studio</strong> as <strong>contributor</strong>');
+    const signUp = /href="(\/signup\?next=[^"]+)"/.exec(landing.html)![1]!.replace(/&amp;/g, '&');
+    const next = new URL(signUp, server.baseUrl).searchParams.get('next')!;
+    const signedUp = await invitee.submit(signUp, '/signup', {
+      name: 'Newcomer',
+      email: 'newcomer@example.com',
+      password: 'a long enough password',
+      organizationName: 'Newcomer’s own',
+      next,
+    });
+    expect(signedUp.headers.get('location')).toBe(next);
+    const joined = await invitee.submit(next, '/invitations/accept', { token: next.split('token=')[1]! });
+    expect(joined.status).toBe(303);
+    const calendar = await page(invitee, '/calendar');
+    expect(calendar.html).toContain('Inviting Studio');
+    expect((await page(invitee, '/compose')).status).toBe(200);
+    expect((await page(invitee, '/settings/webhooks')).status).toBe(403);
+
+    const user = await server.ctx.db
+      .selectFrom('users')
+      .select('id')
+      .where('email', '=', 'newcomer@example.com')
+      .executeTakeFirstOrThrow();
+    expect(await roleOf(owner.id, user.id)).toBe('contributor');
+    // Single use: the link is spent.
+    expect((await page(new BrowserSession(server), link)).status).toBe(404);
+  });
+
+  it('lets an existing user accept by logging in; refuses expired and revoked links and invites above the inviter', async () => {
+    const { owner, browser } = await team('Second Studio');
+    const other = await createOrganization(server.ctx.db, 'Elsewhere');
+    const link = await invite(browser, other.email, 'viewer');
+    const invitee = new BrowserSession(server);
+    await invitee.logIn(other.email, other.password, link);
+    const token = new URL(link, server.baseUrl).searchParams.get('token')!;
+    expect((await invitee.submit(link, '/invitations/accept', { token })).status).toBe(303);
+    expect(await roleOf(owner.id, other.userId)).toBe('viewer');
+
+    const revokedLink = await invite(browser, 'revoked@example.com', 'editor');
+    const pending = await server.ctx.db
+      .selectFrom('invitations')
+      .select('id')
+      .where('email', '=', 'revoked@example.com')
+      .executeTakeFirstOrThrow();
+    await browser.submit('/settings/members', `/settings/members/invitations/${pending.id}/revoke`, {});
+    expect((await page(new BrowserSession(server), revokedLink)).status).toBe(404);
+
+    const expiring = await invite(browser, 'late@example.com', 'editor');
+    server.setNow(new Date(Date.now() + 8 * 24 * 60 * 60_000));
+    try {
+      const late = await page(new BrowserSession(server), expiring);
+      expect(late.status).toBe(404);
+      expect(late.html).toContain('has been used, revoked or has expired');
+    } finally {
+      server.setNow(undefined);
+    }
+
+    // Housekeeping forgets spent invitations a week after they were spent, not before.
+    const invitationsOf = async () =>
+      (await server.ctx.db.selectFrom('invitations').select('email').where('organization_id', '=', owner.id).execute())
+        .map((row) => row.email)
+        .sort();
+    await forgetSpentInvitations(server.ctx.db, new Date(Date.now() + 24 * 60 * 60_000));
+    expect(await invitationsOf()).toEqual(['late@example.com', other.email, 'revoked@example.com'].sort());
+    await forgetSpentInvitations(server.ctx.db, new Date(Date.now() + 15 * 24 * 60 * 60_000));
+    expect(await invitationsOf()).toEqual([]);
+
+    const admin = await join(owner.id, 'admin');
+    const tooHigh = await admin.browser.submit('/settings/members', '/settings/members/invitations', {
+      email: 'boss@example.com',
+      role: 'owner',
+    });
+    expect(tooHigh.status).toBe(400);
+    const editor = await join(owner.id, 'editor');
+    const byEditor = await editor.browser.submit('/settings/members', '/settings/members/invitations', {
+      email: 'friend@example.com',
+      role: 'viewer',
+    });
+    expect(byEditor.status).toBe(403);
+  });
+});
