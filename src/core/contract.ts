@@ -23,8 +23,8 @@ export type Provider = Schemas['KnownProvider'];
 export type PostStatus = Schemas['PostStatus'];
 export type ChannelStatus = Schemas['KnownChannelStatus'];
 /** The file types media can have, recognised from their bytes. */
-export type MediaContentType = Schemas['MediaContentType'];
-export type MediaKind = Schemas['Media']['kind'];
+export type MediaContentType = Schemas['KnownMediaContentType'];
+export type MediaKind = Schemas['KnownMediaKind'];
 /** What a credential of the Public API is: an API key or an OAuth access token. */
 export type CredentialType = Schemas['ConnectionStatus']['credential']['type'];
 /** The body of every non-2xx Public API response. */
@@ -66,4 +66,4 @@ export const POST_CONTENT_MAX_LENGTH = (() => {
   return spec.components.schemas.PostItem.properties.content.maxLength;
 })();
 export const POST_STATUSES = enumValues('PostStatus');
-export const MEDIA_CONTENT_TYPES = enumValues('MediaContentType');
+export const MEDIA_CONTENT_TYPES = enumValues('KnownMediaContentType');

@@ -24,6 +24,7 @@ import * as linkedin from './2026-11-27-10-linkedin.js';
 import * as pinterest from './2026-11-27-11-pinterest.js';
 import * as oauthResource from './2026-11-27-12-oauth-resource.js';
 import * as oauthScope from './2026-11-27-13-oauth-scope.js';
+import * as documents from './2026-11-27-14-documents.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -52,4 +53,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-11-pinterest': pinterest,
   '2026-11-27-12-oauth-resource': oauthResource,
   '2026-11-27-13-oauth-scope': oauthScope,
+  '2026-11-27-14-documents': documents,
 };
