@@ -102,13 +102,17 @@ async function publishNow(
 
 /**
  * The post once it is published or failed (its first comment too, when it has one); with `passing`, the
- * server's clock moves 5 seconds on at each look, so that a check asked for later (a video's processing)
- * comes without waiting for it.
+ * server's clock (and LinkedIn's) moves 5 seconds on at each look, so that a check asked for later (a
+ * video's processing) comes without waiting for it.
  */
 function settled(id: string, passing = false): Promise<Post> {
   return eventually(
     async () => {
-      if (passing) await server.clock.advance(5000);
+      if (passing) {
+        await server.clock.advance(5000);
+        // LinkedIn's clock moves with it: a later search reads the posts' times from LinkedIn's.
+        linkedin.advanceClock(5);
+      }
       const post = dataOf(await api().GET('/public/v1/posts/{id}', byId(id)));
       expect(['published', 'failed'], `post ${id} is ${post.status}`).toContain(post.status);
       if (post.firstComment && post.status === 'published') expect(post.firstComment.releaseId).toBeTruthy();
@@ -248,6 +252,7 @@ describe('publishing to LinkedIn', () => {
           { channelId: memberChannel, content: 'Long', mediaIds: [long] },
           { channelId: memberChannel, content: 'Big', mediaIds: [big] },
           { channelId: memberChannel, content: 'No deck', settings: { __type: 'linkedin', documentTitle: 'Deck' } },
+          { channelId: memberChannel, content: 'Described', mediaIds: [document], altTexts: { [document]: 'A deck' } },
         ],
       },
     });
@@ -266,6 +271,10 @@ describe('publishing to LinkedIn', () => {
         message: stringContaining('LinkedIn takes documents of up to 100 MB (104,857,600 bytes)'),
       },
       { path: 'posts[4].settings.documentTitle', message: stringContaining('A document title is for a post') },
+      {
+        path: `posts[5].altTexts.${document}`,
+        message: 'A document (PDF) has no alternative text on LinkedIn: its pages are shown.',
+      },
     ]);
   });
 

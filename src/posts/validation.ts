@@ -334,6 +334,11 @@ function altTextProblems(
       problems.push({ path, message: `${network.name} takes no alternative text for media.` });
     } else if (!item.mediaIds.includes(mediaId)) {
       problems.push({ path, message: `${mediaId} is not among the media of ${paths.mediaIds}.` });
+    } else if (mediaById.get(mediaId)?.kind === 'document') {
+      problems.push({
+        path,
+        message: `A document (PDF) has no alternative text on ${network.name}: its pages are shown.`,
+      });
     } else if (text.length > network.altTextMax) {
       problems.push({
         path,
