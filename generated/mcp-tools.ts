@@ -2045,7 +2045,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
                           {
                             "type": "object",
                             "title": "LinkedIn",
-                            "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                            "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
                             "additionalProperties": false,
                             "required": [
                               "__type"
@@ -2069,6 +2069,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
                                 "type": "boolean",
                                 "default": false,
                                 "description": "Whether others are kept from resharing the post."
+                              },
+                              "documentTitle": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 400,
+                                "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                                "examples": [
+                                  "Quarterly results"
+                                ]
                               }
                             }
                           },
@@ -2299,7 +2308,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
   {
     "name": "createPost",
     "title": "Create posts",
-    "description": "Create posts\n\nCreates one post per target channel and answers them all, tied by one `group` id. Two body\nforms are accepted (exactly one must match):\n\n- **Single content** (`content` + `channelIds`): the same text and media go to every\n  channel, with no provider settings (provider defaults apply). YouTube and TikTok channels\n  need settings, so use the per-channel form for them.\n- **Per channel** (`posts`): each item names its channel and carries its own content, media\n  and `settings`.\n\n`type` says what happens next: `schedule` publishes at `date` (required; a `date` more than\n1 minute in the past is refused with `422`), `now` queues the posts for immediate\npublishing (a `date` is ignored), `draft` saves them unpublished (a `date`, when given,\nis kept as their `scheduledAt`). If the body's shape is wrong (for example `schedule`\nwithout `date`) the answer is `400 validation_failed`.\n\n**Settings come from the user.** The values of `settings` (titles, privacy, interaction\ntoggles) are choices of the person posting: collect them in your UI, don't invent them.\nFor a TikTok direct post, first call\n`GET /public/v1/channels/{id}/tiktok/creator-info`, let the user choose among the options\nit allows, and send a TikTok item only when `canPost` is `true`.\n\nThe whole call succeeds or fails: when any item breaks a rule, no post is created and the\n`422` lists every problem in `details` with the field and the channel, e.g.\n`posts[1].settings.privacyLevel`. Refused with `422`:\n\n- an unknown, foreign or disabled channel, or an unknown or foreign media id;\n- a post with neither content (other than white space) nor media;\n- settings whose `__type` is not the channel's provider; no settings for a YouTube,\n  TikTok or Pinterest channel (they are optional for the sandbox only);\n- YouTube: not exactly one video; tags over 500 characters together (see `tags`); a\n  description (or, without one, the `content`) over 5000 bytes or with `<` or `>`;\n- TikTok: a caption (`content`) over 2200 characters; not exactly one video (photo posts\n  are not supported); `brandContentToggle` with `privacyLevel` `SELF_ONLY` (TikTok does\n  not allow private branded content); `canPost` false; a `privacyLevel` not among the\n  creator's `privacyLevelOptions`; an interaction the creator turned off\n  (`commentDisabled` etc.) left on; any TikTok item on a server where TikTok publishing is\n  not configured;\n- Bluesky, Mastodon, X: a text beyond the network's length as it counts it; more media in\n  a post or part than the network takes, or a video (X: also a GIF) with other media; a\n  media of a type, size or length the network does not take, named by its place, e.g.\n  `posts[0].mediaIds[2]` or `posts[0].thread[1].mediaIds[0]`. Media are refused, never\n  converted: make the file smaller or shorter and upload it again.\n  - Bluesky: up to 4 images (any image type) of at most 1,000,000 bytes each, or one MP4\n    video of at most 100,000,000 bytes and 3 minutes;\n  - X: up to 4 JPEG, PNG or WebP images of at most 5 MB (5,242,880 bytes) each, or one GIF\n    of at most 15 MB, or one MP4 or QuickTime video of at most 512 MB lasting 0.5 to 140\n    seconds (WebM is refused);\n  - Mastodon: the limits of the channel's instance, read from its `/api/v2/instance`:\n    `max_media_attachments` images or one video, of its `supported_mime_types`, within its\n    `image_size_limit` and `video_size_limit` (when the instance cannot be asked, Mastodon's\n    own: 4, JPEG, PNG, GIF, WebP, MP4, QuickTime, WebM, 16 MB and 99 MB);\n- Pinterest: a description (`content`) over 500 characters; not one image, one video or a\n  carousel of 2 to 5 images; a media of a type, size or length Pinterest does not take\n  (images JPEG, PNG, WebP, GIF, BMP or TIFF of 20 MB, only JPEG or PNG where Pinterest\n  cannot download this server's media; videos MP4, MOV or M4V of 2 GB lasting 4 seconds to\n  15 minutes); alternative text on a carousel; `coverImageKeyFrameTime` without a video;\n- a `thread` on a network without replies (YouTube, TikTok, Pinterest), more parts than the network\n  takes, or a part breaking the network's rules for a post (each part needs content or\n  media; the network's character and media limits apply to every part);\n- a post that would take its channel past its daily quota on the UTC day of its\n  `scheduledAt`, counting the other posts of the same request (drafts don't count);\n- an `Idempotency-Key` reused with a different body.\n\n`502` means TikTok creator info could not be read to check a TikTok item.",
+    "description": "Create posts\n\nCreates one post per target channel and answers them all, tied by one `group` id. Two body\nforms are accepted (exactly one must match):\n\n- **Single content** (`content` + `channelIds`): the same text and media go to every\n  channel, with no provider settings (provider defaults apply). YouTube and TikTok channels\n  need settings, so use the per-channel form for them.\n- **Per channel** (`posts`): each item names its channel and carries its own content, media\n  and `settings`.\n\n`type` says what happens next: `schedule` publishes at `date` (required; a `date` more than\n1 minute in the past is refused with `422`), `now` queues the posts for immediate\npublishing (a `date` is ignored), `draft` saves them unpublished (a `date`, when given,\nis kept as their `scheduledAt`). If the body's shape is wrong (for example `schedule`\nwithout `date`) the answer is `400 validation_failed`.\n\n**Settings come from the user.** The values of `settings` (titles, privacy, interaction\ntoggles) are choices of the person posting: collect them in your UI, don't invent them.\nFor a TikTok direct post, first call\n`GET /public/v1/channels/{id}/tiktok/creator-info`, let the user choose among the options\nit allows, and send a TikTok item only when `canPost` is `true`.\n\nThe whole call succeeds or fails: when any item breaks a rule, no post is created and the\n`422` lists every problem in `details` with the field and the channel, e.g.\n`posts[1].settings.privacyLevel`. Refused with `422`:\n\n- an unknown, foreign or disabled channel, or an unknown or foreign media id;\n- a post with neither content (other than white space) nor media;\n- settings whose `__type` is not the channel's provider; no settings for a YouTube,\n  TikTok or Pinterest channel (they are optional for the sandbox only);\n- YouTube: not exactly one video; tags over 500 characters together (see `tags`); a\n  description (or, without one, the `content`) over 5000 bytes or with `<` or `>`;\n- TikTok: a caption (`content`) over 2200 characters; not exactly one video (photo posts\n  are not supported); `brandContentToggle` with `privacyLevel` `SELF_ONLY` (TikTok does\n  not allow private branded content); `canPost` false; a `privacyLevel` not among the\n  creator's `privacyLevelOptions`; an interaction the creator turned off\n  (`commentDisabled` etc.) left on; any TikTok item on a server where TikTok publishing is\n  not configured;\n- Bluesky, Mastodon, X: a text beyond the network's length as it counts it; more media in\n  a post or part than the network takes, or a video (X: also a GIF) with other media; a\n  media of a type, size or length the network does not take, named by its place, e.g.\n  `posts[0].mediaIds[2]` or `posts[0].thread[1].mediaIds[0]`. Media are refused, never\n  converted: make the file smaller or shorter and upload it again.\n  - Bluesky: up to 4 images (any image type) of at most 1,000,000 bytes each, or one MP4\n    video of at most 100,000,000 bytes and 3 minutes;\n  - X: up to 4 JPEG, PNG or WebP images of at most 5 MB (5,242,880 bytes) each, or one GIF\n    of at most 15 MB, or one MP4 or QuickTime video of at most 512 MB lasting 0.5 to 140\n    seconds (WebM is refused);\n  - Mastodon: the limits of the channel's instance, read from its `/api/v2/instance`:\n    `max_media_attachments` images or one video, of its `supported_mime_types`, within its\n    `image_size_limit` and `video_size_limit` (when the instance cannot be asked, Mastodon's\n    own: 4, JPEG, PNG, GIF, WebP, MP4, QuickTime, WebM, 16 MB and 99 MB);\n- LinkedIn: commentary over 3,000 characters; more than 20 images, a video with other\n  media, a video under 75 KB; a document with any other media, a second document, a\n  document over 100 MB or 300 pages, `documentTitle` without a document;\n- a document (PDF) on a network that takes none (every network but LinkedIn);\n- Pinterest: a description (`content`) over 500 characters; not one image, one video or a\n  carousel of 2 to 5 images; a media of a type, size or length Pinterest does not take\n  (images JPEG, PNG, WebP, GIF, BMP or TIFF of 20 MB, only JPEG or PNG where Pinterest\n  cannot download this server's media; videos MP4, MOV or M4V of 2 GB lasting 4 seconds to\n  15 minutes); alternative text on a carousel; `coverImageKeyFrameTime` without a video;\n- a `thread` on a network without replies (YouTube, TikTok, Pinterest), more parts than the network\n  takes, or a part breaking the network's rules for a post (each part needs content or\n  media; the network's character and media limits apply to every part);\n- a post that would take its channel past its daily quota on the UTC day of its\n  `scheduledAt`, counting the other posts of the same request (drafts don't count);\n- an `Idempotency-Key` reused with a different body.\n\n`502` means TikTok creator info could not be read to check a TikTok item.",
     "operation": {
       "method": "post",
       "path": "/public/v1/posts",
@@ -2893,7 +2902,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
                               {
                                 "type": "object",
                                 "title": "LinkedIn",
-                                "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                                "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
                                 "additionalProperties": false,
                                 "required": [
                                   "__type"
@@ -2917,6 +2926,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
                                     "type": "boolean",
                                     "default": false,
                                     "description": "Whether others are kept from resharing the post."
+                                  },
+                                  "documentTitle": {
+                                    "type": "string",
+                                    "minLength": 1,
+                                    "maxLength": 400,
+                                    "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                                    "examples": [
+                                      "Quarterly results"
+                                    ]
                                   }
                                 }
                               },
@@ -3617,7 +3635,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
                               {
                                 "type": "object",
                                 "title": "LinkedIn",
-                                "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                                "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
                                 "additionalProperties": false,
                                 "required": [
                                   "__type"
@@ -3641,6 +3659,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
                                     "type": "boolean",
                                     "default": false,
                                     "description": "Whether others are kept from resharing the post."
+                                  },
+                                  "documentTitle": {
+                                    "type": "string",
+                                    "minLength": 1,
+                                    "maxLength": 400,
+                                    "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                                    "examples": [
+                                      "Quarterly results"
+                                    ]
                                   }
                                 }
                               },
@@ -4739,7 +4766,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
                           {
                             "type": "object",
                             "title": "LinkedIn",
-                            "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                            "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
                             "additionalProperties": false,
                             "required": [
                               "__type"
@@ -4763,6 +4790,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
                                 "type": "boolean",
                                 "default": false,
                                 "description": "Whether others are kept from resharing the post."
+                              },
+                              "documentTitle": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 400,
+                                "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                                "examples": [
+                                  "Quarterly results"
+                                ]
                               }
                             }
                           },
@@ -5956,7 +5992,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
                     {
                       "type": "object",
                       "title": "LinkedIn",
-                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
                       "additionalProperties": false,
                       "required": [
                         "__type"
@@ -5980,6 +6016,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
                           "type": "boolean",
                           "default": false,
                           "description": "Whether others are kept from resharing the post."
+                        },
+                        "documentTitle": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 400,
+                          "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                          "examples": [
+                            "Quarterly results"
+                          ]
                         }
                       }
                     },
@@ -6688,7 +6733,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 {
                   "type": "object",
                   "title": "LinkedIn",
-                  "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                  "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
                   "additionalProperties": false,
                   "required": [
                     "__type"
@@ -6712,6 +6757,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
                       "type": "boolean",
                       "default": false,
                       "description": "Whether others are kept from resharing the post."
+                    },
+                    "documentTitle": {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 400,
+                      "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                      "examples": [
+                        "Quarterly results"
+                      ]
                     }
                   }
                 },
@@ -7803,7 +7857,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
                     {
                       "type": "object",
                       "title": "LinkedIn",
-                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
                       "additionalProperties": false,
                       "required": [
                         "__type"
@@ -7827,6 +7881,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
                           "type": "boolean",
                           "default": false,
                           "description": "Whether others are kept from resharing the post."
+                        },
+                        "documentTitle": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 400,
+                          "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                          "examples": [
+                            "Quarterly results"
+                          ]
                         }
                       }
                     },
@@ -9286,7 +9349,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
                     {
                       "type": "object",
                       "title": "LinkedIn",
-                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
                       "additionalProperties": false,
                       "required": [
                         "__type"
@@ -9310,6 +9373,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
                           "type": "boolean",
                           "default": false,
                           "description": "Whether others are kept from resharing the post."
+                        },
+                        "documentTitle": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 400,
+                          "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                          "examples": [
+                            "Quarterly results"
+                          ]
                         }
                       }
                     },
@@ -10519,7 +10591,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
                     {
                       "type": "object",
                       "title": "LinkedIn",
-                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, or one video; a first\ncomment (`firstComment`) is published as the author's comment on it.\n",
+                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
                       "additionalProperties": false,
                       "required": [
                         "__type"
@@ -10543,6 +10615,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
                           "type": "boolean",
                           "default": false,
                           "description": "Whether others are kept from resharing the post."
+                        },
+                        "documentTitle": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 400,
+                          "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                          "examples": [
+                            "Quarterly results"
+                          ]
                         }
                       }
                     },
@@ -10806,7 +10887,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
           "type": "array",
           "items": {
             "type": "object",
-            "description": "An image or video that posts can attach.",
+            "description": "An image, video or document (PDF) that posts can attach.",
             "required": [
               "id",
               "fileName",
@@ -10814,6 +10895,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "kind",
               "size",
               "durationSec",
+              "pageCount",
               "url",
               "urlExpiresAt",
               "createdAt"
@@ -10831,24 +10913,46 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 "description": "The file name given at upload (or taken from the URL)."
               },
               "contentType": {
-                "type": "string",
-                "description": "The type detected from the bytes, one of the file types accepted as media.",
-                "enum": [
-                  "image/jpeg",
-                  "image/png",
-                  "image/gif",
-                  "image/webp",
-                  "video/mp4",
-                  "video/quicktime",
-                  "video/webm"
+                "description": "The type detected from the bytes, one of the file types accepted as media. Extensible: new\ntypes may be accepted within v1, so handle unknown values; the values this version knows\nare those of `KnownMediaContentType`.\n",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "description": "The media types of this version of the contract.",
+                    "enum": [
+                      "image/jpeg",
+                      "image/png",
+                      "image/gif",
+                      "image/webp",
+                      "video/mp4",
+                      "video/quicktime",
+                      "video/webm",
+                      "application/pdf"
+                    ]
+                  },
+                  {
+                    "type": "string",
+                    "maxLength": 255,
+                    "description": "A media type accepted after this version of the contract."
+                  }
                 ]
               },
               "kind": {
-                "type": "string",
-                "description": "Whether it is an image or a video.",
-                "enum": [
-                  "image",
-                  "video"
+                "description": "Whether the media is an image, a video or a document (a PDF, which LinkedIn publishes as a\ndocument post whose pages readers leaf through; the other networks take none). Extensible:\nnew kinds may be added within v1, so handle unknown values; the values this version knows\nare those of `KnownMediaKind`.\n",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "description": "The kinds of media of this version of the contract.",
+                    "enum": [
+                      "image",
+                      "video",
+                      "document"
+                    ]
+                  },
+                  {
+                    "type": "string",
+                    "maxLength": 64,
+                    "description": "A kind of media added after this version of the contract."
+                  }
                 ]
               },
               "size": {
@@ -10864,6 +10968,21 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 "anyOf": [
                   {
                     "type": "number",
+                    "minimum": 0
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
+              },
+              "pageCount": {
+                "description": "A document's number of pages, as its page tree states it; `null` for images and videos.\nLinkedIn takes documents of at most 300 pages.\n",
+                "examples": [
+                  12
+                ],
+                "anyOf": [
+                  {
+                    "type": "integer",
                     "minimum": 0
                   },
                   {
@@ -10914,7 +11033,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
   {
     "name": "uploadFromUrl",
     "title": "Create media from a URL",
-    "description": "Create media from a URL\n\nThe server downloads the file at `url` and stores it as media. The type is detected from\nthe bytes (not from the file name or the remote `Content-Type`) and must be one of the\nallowed image or video types (`415` otherwise); the size limit is that of the detected\ntype (`413`, as soon as the limit is passed). The download is refused with `422` when the\nURL is not `http` or `https`, when its host resolves to a loopback, private, link-local,\nunique-local, multicast, broadcast, unspecified or cloud-metadata address (checked again\nafter every redirect), after more than 5 redirects, when the server is silent for too long\n(15 seconds by default) or the whole download takes too long (5 minutes by default), or\nwhen the remote server answers with an error status. The file name is the last segment of\nthe URL's path.",
+    "description": "Create media from a URL\n\nThe server downloads the file at `url` and stores it as media. The type is detected from\nthe bytes (not from the file name or the remote `Content-Type`) and must be one of the\nallowed image, video or document types (`415` otherwise); the size limit is that of the detected\ntype (`413`, as soon as the limit is passed). The download is refused with `422` when the\nURL is not `http` or `https`, when its host resolves to a loopback, private, link-local,\nunique-local, multicast, broadcast, unspecified or cloud-metadata address (checked again\nafter every redirect), after more than 5 redirects, when the server is silent for too long\n(15 seconds by default) or the whole download takes too long (5 minutes by default), or\nwhen the remote server answers with an error status. The file name is the last segment of\nthe URL's path.",
     "operation": {
       "method": "post",
       "path": "/public/v1/media/upload-from-url",
@@ -10948,7 +11067,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
     },
     "outputSchema": {
       "type": "object",
-      "description": "An image or video that posts can attach.",
+      "description": "An image, video or document (PDF) that posts can attach.",
       "required": [
         "id",
         "fileName",
@@ -10956,6 +11075,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
         "kind",
         "size",
         "durationSec",
+        "pageCount",
         "url",
         "urlExpiresAt",
         "createdAt"
@@ -10973,24 +11093,46 @@ export const MCP_TOOLS: readonly McpTool[] = [
           "description": "The file name given at upload (or taken from the URL)."
         },
         "contentType": {
-          "type": "string",
-          "description": "The type detected from the bytes, one of the file types accepted as media.",
-          "enum": [
-            "image/jpeg",
-            "image/png",
-            "image/gif",
-            "image/webp",
-            "video/mp4",
-            "video/quicktime",
-            "video/webm"
+          "description": "The type detected from the bytes, one of the file types accepted as media. Extensible: new\ntypes may be accepted within v1, so handle unknown values; the values this version knows\nare those of `KnownMediaContentType`.\n",
+          "anyOf": [
+            {
+              "type": "string",
+              "description": "The media types of this version of the contract.",
+              "enum": [
+                "image/jpeg",
+                "image/png",
+                "image/gif",
+                "image/webp",
+                "video/mp4",
+                "video/quicktime",
+                "video/webm",
+                "application/pdf"
+              ]
+            },
+            {
+              "type": "string",
+              "maxLength": 255,
+              "description": "A media type accepted after this version of the contract."
+            }
           ]
         },
         "kind": {
-          "type": "string",
-          "description": "Whether it is an image or a video.",
-          "enum": [
-            "image",
-            "video"
+          "description": "Whether the media is an image, a video or a document (a PDF, which LinkedIn publishes as a\ndocument post whose pages readers leaf through; the other networks take none). Extensible:\nnew kinds may be added within v1, so handle unknown values; the values this version knows\nare those of `KnownMediaKind`.\n",
+          "anyOf": [
+            {
+              "type": "string",
+              "description": "The kinds of media of this version of the contract.",
+              "enum": [
+                "image",
+                "video",
+                "document"
+              ]
+            },
+            {
+              "type": "string",
+              "maxLength": 64,
+              "description": "A kind of media added after this version of the contract."
+            }
           ]
         },
         "size": {
@@ -11006,6 +11148,21 @@ export const MCP_TOOLS: readonly McpTool[] = [
           "anyOf": [
             {
               "type": "number",
+              "minimum": 0
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "pageCount": {
+          "description": "A document's number of pages, as its page tree states it; `null` for images and videos.\nLinkedIn takes documents of at most 300 pages.\n",
+          "examples": [
+            12
+          ],
+          "anyOf": [
+            {
+              "type": "integer",
               "minimum": 0
             },
             {
@@ -11042,7 +11199,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
   {
     "name": "createUpload",
     "title": "Start a signed upload",
-    "description": "Start a signed upload\n\nUploads a file from your side in three steps:\n\n1. **Create** the upload here with the file's name, content type and exact size in bytes.\n   The answer holds `uploadUrl`, `method` (`PUT`), the `headers` the PUT must carry and\n   `expiresAt`.\n2. **PUT the bytes** to `uploadUrl` with exactly those headers, before `expiresAt` (one\n   hour after the answer by default). The body must be exactly `size` bytes. Don't add an\n   `Authorization` header: the URL is signed (it may point at this server or at\n   S3-compatible object storage, whose errors are S3's XML). When it points at this\n   server, errors are this API's JSON envelope: `403` for an expired or altered URL, `400`\n   for another `Content-Type` or a body shorter than `size`, `413` for a longer body.\n3. **Complete** it with `POST /public/v1/media/uploads/{uploadId}/complete`, which checks\n   the bytes and answers the media. Complete it within an hour after `expiresAt`.\n\nThe accepted types are `image/jpeg`, `image/png`, `image/gif`, `image/webp`, `video/mp4`,\n`video/quicktime` and `video/webm` (the operator may accept fewer); another `contentType`\nis refused with `415`. The size limit depends on the type (by default 10 MB for images,\n1 GB for videos; the operator may change them): a larger `size` is refused with `413`.",
+    "description": "Start a signed upload\n\nUploads a file from your side in three steps:\n\n1. **Create** the upload here with the file's name, content type and exact size in bytes.\n   The answer holds `uploadUrl`, `method` (`PUT`), the `headers` the PUT must carry and\n   `expiresAt`.\n2. **PUT the bytes** to `uploadUrl` with exactly those headers, before `expiresAt` (one\n   hour after the answer by default). The body must be exactly `size` bytes. Don't add an\n   `Authorization` header: the URL is signed (it may point at this server or at\n   S3-compatible object storage, whose errors are S3's XML). When it points at this\n   server, errors are this API's JSON envelope: `403` for an expired or altered URL, `400`\n   for another `Content-Type` or a body shorter than `size`, `413` for a longer body.\n3. **Complete** it with `POST /public/v1/media/uploads/{uploadId}/complete`, which checks\n   the bytes and answers the media. Complete it within an hour after `expiresAt`.\n\nThe accepted types are `image/jpeg`, `image/png`, `image/gif`, `image/webp`, `video/mp4`,\n`video/quicktime`, `video/webm` and `application/pdf` (the operator may accept fewer);\nanother `contentType` is refused with `415`. The size limit depends on the type (by default\n10 MB for images, 1 GB for videos, 100 MB for documents; the operator may change them): a\nlarger `size` is refused with `413`. A PDF's pages are counted when the upload is\ncompleted (`pageCount`); a PDF whose pages cannot be read is refused with `422`.",
     "operation": {
       "method": "post",
       "path": "/public/v1/media/uploads",
@@ -11072,7 +11229,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "type": "string",
               "maxLength": 255,
               "pattern": "^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$",
-              "description": "The file's media type, without parameters (case does not matter). Accepted:\n`image/jpeg`, `image/png`, `image/gif`, `image/webp`, `video/mp4`, `video/quicktime`,\n`video/webm`, or fewer when the operator restricts them; another type is refused with\n`415`. The bytes must be of this type: it is checked when the upload is completed.\n",
+              "description": "The file's media type, without parameters (case does not matter). Accepted:\n`image/jpeg`, `image/png`, `image/gif`, `image/webp`, `video/mp4`, `video/quicktime`,\n`video/webm`, `application/pdf`, or fewer when the operator restricts them; another type is refused with\n`415`. The bytes must be of this type: it is checked when the upload is completed.\n",
               "examples": [
                 "video/mp4"
               ]
@@ -11082,7 +11239,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "format": "int64",
               "minimum": 1,
               "maximum": 5368709120,
-              "description": "The exact size of the file in bytes. The installation's limit depends on the type (by\ndefault 10 MB for images and 1 GB for videos; `413` beyond it) and is never above 5 GiB,\nthe largest size an operator can allow: a larger `size` is refused with `400`.\n"
+              "description": "The exact size of the file in bytes. The installation's limit depends on the type (by\ndefault 10 MB for images, 1 GB for videos and 100 MB for documents; `413` beyond it) and is never above 5 GiB,\nthe largest size an operator can allow: a larger `size` is refused with `400`.\n"
             }
           }
         }
@@ -11175,7 +11332,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
     },
     "outputSchema": {
       "type": "object",
-      "description": "An image or video that posts can attach.",
+      "description": "An image, video or document (PDF) that posts can attach.",
       "required": [
         "id",
         "fileName",
@@ -11183,6 +11340,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
         "kind",
         "size",
         "durationSec",
+        "pageCount",
         "url",
         "urlExpiresAt",
         "createdAt"
@@ -11200,24 +11358,46 @@ export const MCP_TOOLS: readonly McpTool[] = [
           "description": "The file name given at upload (or taken from the URL)."
         },
         "contentType": {
-          "type": "string",
-          "description": "The type detected from the bytes, one of the file types accepted as media.",
-          "enum": [
-            "image/jpeg",
-            "image/png",
-            "image/gif",
-            "image/webp",
-            "video/mp4",
-            "video/quicktime",
-            "video/webm"
+          "description": "The type detected from the bytes, one of the file types accepted as media. Extensible: new\ntypes may be accepted within v1, so handle unknown values; the values this version knows\nare those of `KnownMediaContentType`.\n",
+          "anyOf": [
+            {
+              "type": "string",
+              "description": "The media types of this version of the contract.",
+              "enum": [
+                "image/jpeg",
+                "image/png",
+                "image/gif",
+                "image/webp",
+                "video/mp4",
+                "video/quicktime",
+                "video/webm",
+                "application/pdf"
+              ]
+            },
+            {
+              "type": "string",
+              "maxLength": 255,
+              "description": "A media type accepted after this version of the contract."
+            }
           ]
         },
         "kind": {
-          "type": "string",
-          "description": "Whether it is an image or a video.",
-          "enum": [
-            "image",
-            "video"
+          "description": "Whether the media is an image, a video or a document (a PDF, which LinkedIn publishes as a\ndocument post whose pages readers leaf through; the other networks take none). Extensible:\nnew kinds may be added within v1, so handle unknown values; the values this version knows\nare those of `KnownMediaKind`.\n",
+          "anyOf": [
+            {
+              "type": "string",
+              "description": "The kinds of media of this version of the contract.",
+              "enum": [
+                "image",
+                "video",
+                "document"
+              ]
+            },
+            {
+              "type": "string",
+              "maxLength": 64,
+              "description": "A kind of media added after this version of the contract."
+            }
           ]
         },
         "size": {
@@ -11233,6 +11413,21 @@ export const MCP_TOOLS: readonly McpTool[] = [
           "anyOf": [
             {
               "type": "number",
+              "minimum": 0
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "pageCount": {
+          "description": "A document's number of pages, as its page tree states it; `null` for images and videos.\nLinkedIn takes documents of at most 300 pages.\n",
+          "examples": [
+            12
+          ],
+          "anyOf": [
+            {
+              "type": "integer",
               "minimum": 0
             },
             {

@@ -328,6 +328,10 @@ export interface paths {
          *         `max_media_attachments` images or one video, of its `supported_mime_types`, within its
          *         `image_size_limit` and `video_size_limit` (when the instance cannot be asked, Mastodon's
          *         own: 4, JPEG, PNG, GIF, WebP, MP4, QuickTime, WebM, 16 MB and 99 MB);
+         *     - LinkedIn: commentary over 3,000 characters; more than 20 images, a video with other
+         *       media, a video under 75 KB; a document with any other media, a second document, a
+         *       document over 100 MB or 300 pages, `documentTitle` without a document;
+         *     - a document (PDF) on a network that takes none (every network but LinkedIn);
          *     - Pinterest: a description (`content`) over 500 characters; not one image, one video or a
          *       carousel of 2 to 5 images; a media of a type, size or length Pinterest does not take
          *       (images JPEG, PNG, WebP, GIF, BMP or TIFF of 20 MB, only JPEG or PNG where Pinterest
@@ -527,7 +531,7 @@ export interface paths {
          * Create media from a URL
          * @description The server downloads the file at `url` and stores it as media. The type is detected from
          *     the bytes (not from the file name or the remote `Content-Type`) and must be one of the
-         *     allowed image or video types (`415` otherwise); the size limit is that of the detected
+         *     allowed image, video or document types (`415` otherwise); the size limit is that of the detected
          *     type (`413`, as soon as the limit is passed). The download is refused with `422` when the
          *     URL is not `http` or `https`, when its host resolves to a loopback, private, link-local,
          *     unique-local, multicast, broadcast, unspecified or cloud-metadata address (checked again
@@ -569,9 +573,11 @@ export interface paths {
          *        the bytes and answers the media. Complete it within an hour after `expiresAt`.
          *
          *     The accepted types are `image/jpeg`, `image/png`, `image/gif`, `image/webp`, `video/mp4`,
-         *     `video/quicktime` and `video/webm` (the operator may accept fewer); another `contentType`
-         *     is refused with `415`. The size limit depends on the type (by default 10 MB for images,
-         *     1 GB for videos; the operator may change them): a larger `size` is refused with `413`.
+         *     `video/quicktime`, `video/webm` and `application/pdf` (the operator may accept fewer);
+         *     another `contentType` is refused with `415`. The size limit depends on the type (by default
+         *     10 MB for images, 1 GB for videos, 100 MB for documents; the operator may change them): a
+         *     larger `size` is refused with `413`. A PDF's pages are counted when the upload is
+         *     completed (`pageCount`); a PDF whose pages cannot be read is refused with `422`.
          */
         post: operations["createUpload"];
         delete?: never;
@@ -2279,8 +2285,10 @@ export interface components {
          * LinkedIn
          * @description How the post is published on LinkedIn, by a member or a company page: its commentary (up
          *     to 3,000 characters, published as written: the characters LinkedIn reserves for its markup
-         *     are escaped), with at most one image, 2 to 20 images shown together, or one video; a first
-         *     comment (`firstComment`) is published as the author's comment on it.
+         *     are escaped), with at most one image, 2 to 20 images shown together, one video, or one
+         *     document (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,
+         *     with `documentTitle`); a first comment (`firstComment`) is published as the author's
+         *     comment on it.
          */
         LinkedInSettings: {
             /**
@@ -2301,13 +2309,37 @@ export interface components {
              * @default false
              */
             disableReshare?: boolean;
+            /**
+             * @description The title LinkedIn shows over a document post's pages; the document's file name without
+             *     its extension when omitted. Only for a post with a document (`422` otherwise).
+             * @example Quarterly results
+             */
+            documentTitle?: string;
         };
         /**
-         * @description The type detected from the bytes, one of the file types accepted as media.
+         * @description The type detected from the bytes, one of the file types accepted as media. Extensible: new
+         *     types may be accepted within v1, so handle unknown values; the values this version knows
+         *     are those of `KnownMediaContentType`.
+         */
+        MediaContentType: components["schemas"]["KnownMediaContentType"] | string;
+        /**
+         * @description The media types of this version of the contract.
          * @enum {string}
          */
-        MediaContentType: "image/jpeg" | "image/png" | "image/gif" | "image/webp" | "video/mp4" | "video/quicktime" | "video/webm";
-        /** @description An image or video that posts can attach. */
+        KnownMediaContentType: "image/jpeg" | "image/png" | "image/gif" | "image/webp" | "video/mp4" | "video/quicktime" | "video/webm" | "application/pdf";
+        /**
+         * @description Whether the media is an image, a video or a document (a PDF, which LinkedIn publishes as a
+         *     document post whose pages readers leaf through; the other networks take none). Extensible:
+         *     new kinds may be added within v1, so handle unknown values; the values this version knows
+         *     are those of `KnownMediaKind`.
+         */
+        MediaKind: components["schemas"]["KnownMediaKind"] | string;
+        /**
+         * @description The kinds of media of this version of the contract.
+         * @enum {string}
+         */
+        KnownMediaKind: "image" | "video" | "document";
+        /** @description An image, video or document (PDF) that posts can attach. */
         Media: {
             /**
              * @description The media id (`med_…`).
@@ -2317,11 +2349,7 @@ export interface components {
             /** @description The file name given at upload (or taken from the URL). */
             fileName: string;
             contentType: components["schemas"]["MediaContentType"];
-            /**
-             * @description Whether it is an image or a video.
-             * @enum {string}
-             */
-            kind: "image" | "video";
+            kind: components["schemas"]["MediaKind"];
             /** @description Size in bytes. */
             size: number;
             /**
@@ -2332,6 +2360,12 @@ export interface components {
              * @example 42.5
              */
             durationSec: number | null;
+            /**
+             * @description A document's number of pages, as its page tree states it; `null` for images and videos.
+             *     LinkedIn takes documents of at most 300 pages.
+             * @example 12
+             */
+            pageCount: number | null;
             /**
              * Format: uri
              * @description A signed download address, valid until `urlExpiresAt`.
@@ -2363,7 +2397,7 @@ export interface components {
             /**
              * @description The file's media type, without parameters (case does not matter). Accepted:
              *     `image/jpeg`, `image/png`, `image/gif`, `image/webp`, `video/mp4`, `video/quicktime`,
-             *     `video/webm`, or fewer when the operator restricts them; another type is refused with
+             *     `video/webm`, `application/pdf`, or fewer when the operator restricts them; another type is refused with
              *     `415`. The bytes must be of this type: it is checked when the upload is completed.
              * @example video/mp4
              */
@@ -2371,7 +2405,7 @@ export interface components {
             /**
              * Format: int64
              * @description The exact size of the file in bytes. The installation's limit depends on the type (by
-             *     default 10 MB for images and 1 GB for videos; `413` beyond it) and is never above 5 GiB,
+             *     default 10 MB for images, 1 GB for videos and 100 MB for documents; `413` beyond it) and is never above 5 GiB,
              *     the largest size an operator can allow: a larger `size` is refused with `400`.
              */
             size: number;

@@ -105,7 +105,7 @@ describeInChromium('the calendar, the composer and the media library in Chromium
     await scan('composer');
     await page.getByRole('checkbox', { name: 'Sandbox' }).check();
     await page.getByLabel('Text', { exact: true }).fill(`Hello from ${who}`);
-    await page.getByLabel('Upload images or videos').setInputFiles(PICTURE);
+    await page.getByLabel('Upload images, videos or PDFs').setInputFiles(PICTURE);
     await expect.poll(() => page.locator('.upload-row').textContent(), PAGE_WAIT).toBe('calendar-upload.png: uploaded');
     const media = page.locator('input[name="media"]').first();
     expect(await media.isChecked()).toBe(true);

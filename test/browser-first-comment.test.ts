@@ -104,7 +104,7 @@ describeInChromium('a first comment written in the composer, in Chromium', () =>
 
     // Two images, uploaded one after the other: each is chosen and numbered after the one before, though
     // the newest is listed first.
-    const upload = page.getByLabel('Upload images or videos', { exact: true });
+    const upload = page.getByLabel('Upload images, videos or PDFs', { exact: true });
     await upload.setInputFiles(PICTURES[0]!);
     await expect
       .poll(() => page.locator('.upload-row').last().textContent(), PAGE_WAIT)

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { seriousViolations } from './support/axe.js';
@@ -12,15 +13,18 @@ import {
 } from './support/chromium.js';
 import { startFakeLinkedIn, type FakeLinkedIn } from './support/fake-linkedin.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
+import { pdfDocument } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { TIMEOUTS } from './support/timeouts.js';
+import { stringMatching } from './support/typed-matchers.js';
 
 /**
  * LinkedIn the way a user meets it, in Chromium, against the fake LinkedIn: Connect LinkedIn in Settings →
  * Channels, LinkedIn's consent, then this server's page where the member and the company page they
  * administer are chosen (one channel each); then a post written in the composer for the page, with
  * characters LinkedIn's little text reserves, a first comment and who may see it, published now and
- * linked to on LinkedIn, as written. Every page is scanned with axe-core on the way.
+ * linked to on LinkedIn, as written; then a PDF uploaded in the composer and published for the page as a
+ * document post under the title typed. Every page is scanned with axe-core on the way.
  */
 describeInChromium('LinkedIn from Settings → Channels to a published post, in Chromium', () => {
   let linkedin: FakeLinkedIn;
@@ -113,5 +117,27 @@ describeInChromium('LinkedIn from Settings → Channels to a published post, in 
     );
     await expect.poll(() => linkedin.comments.map((c) => c.text), PAGE_WAIT).toEqual(['Order at acme.example']);
     await page.screenshot({ path: artifactPath('linkedin-published.png'), fullPage: true });
+
+    // A PDF: uploaded in the composer, shown with its pages, published as a document post with its title.
+    const deck = artifactPath('linkedin-menu.pdf');
+    fs.writeFileSync(deck, await pdfDocument(3));
+    await page.goto(`${server.baseUrl}/compose`);
+    await page.getByRole('checkbox', { name: 'Acme Bakery' }).check();
+    await page.getByLabel('Text', { exact: true }).fill('Our menu, page by page');
+    await page.getByLabel('Upload images, videos or PDFs').setInputFiles(deck);
+    await expect.poll(() => page.locator('.upload-row').textContent(), PAGE_WAIT).toBe('linkedin-menu.pdf: uploaded');
+    expect(await page.locator('input[name="media"]').first().isChecked()).toBe(true);
+    await page.locator(`#settings-${bakery.id}-documentTitle`).fill('Spring menu');
+    // LinkedIn has processed the document by the first look (the wait between looks is not this walk's subject).
+    linkedin.processingChecks(0);
+    await scan('composer (LinkedIn document)');
+    await page.getByRole('button', { name: 'Publish now' }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent(), PAGE_WAIT).toBe('The post is created.');
+    await expect
+      .poll(() => page.locator('dd .status').textContent(), { timeout: 2 * TIMEOUTS.browser, interval: 200 })
+      .toBe('published');
+    const document = linkedin.posts.find((post) => linkedin.shownText(post) === 'Our menu, page by page');
+    expect(document?.content.media).toEqual({ id: stringMatching(/^urn:li:document:/), title: 'Spring menu' });
+    expect(linkedin.documents.find((d) => d.urn === document!.content.media!.id)?.status).toBe('AVAILABLE');
   });
 });

@@ -165,7 +165,7 @@ describeInChromium(
       await page.goto(`${server.baseUrl}/compose`);
       await page.getByRole('checkbox', { name: channel, exact: true }).check();
       await page.getByLabel('Text', { exact: true }).fill(text);
-      const upload = page.getByLabel('Upload images or videos', { exact: true });
+      const upload = page.getByLabel('Upload images, videos or PDFs', { exact: true });
       for (const [index, file] of files.entries()) {
         await upload.setInputFiles(artifactPath(file.name));
         await expect

@@ -66,7 +66,7 @@ describeInChromium('Pinterest in Settings → Channels and the composer, in Chro
     await page.goto(`${server.baseUrl}/compose`);
     await page.getByRole('checkbox', { name: 'Nora Pins (Pinterest)', exact: true }).check();
     await page.getByLabel('Text', { exact: true }).fill('Basil, mint and thyme on one sill');
-    await page.getByLabel('Upload images or videos', { exact: true }).setInputFiles(PICTURE);
+    await page.getByLabel('Upload images, videos or PDFs', { exact: true }).setInputFiles(PICTURE);
     await expect
       .poll(() => page.locator('.upload-row').textContent(), PAGE_WAIT)
       .toBe('pinterest-picture.png: uploaded');

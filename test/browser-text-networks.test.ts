@@ -175,7 +175,7 @@ describeInChromium('Bluesky, Mastodon and X from Settings → Channels to publis
     await page.getByRole('checkbox', { name: channel }).check();
     await page.getByLabel('Text', { exact: true }).fill(texts[0]);
     const files = PICTURES.map((picture) => pictureFile(network, picture));
-    await page.getByLabel('Upload images or videos', { exact: true }).setInputFiles(files);
+    await page.getByLabel('Upload images, videos or PDFs', { exact: true }).setInputFiles(files);
     await expect
       .poll(() => page.locator('[data-part="0"] .upload-row').allTextContents(), PAGE_WAIT)
       .toEqual(PICTURES.map((picture) => `${fileName(network, picture)}: uploaded`));

@@ -82,7 +82,7 @@ describeInChromium('a thread written in the composer, in Chromium', () => {
     expect(await page.locator('#content-counts [data-count-for="x"]').isHidden()).toBe(true);
 
     // Its image, uploaded, and what the image shows.
-    await page.getByLabel('Upload images or videos', { exact: true }).setInputFiles(PICTURE);
+    await page.getByLabel('Upload images, videos or PDFs', { exact: true }).setInputFiles(PICTURE);
     await expect.poll(() => page.locator('.upload-row').textContent(), PAGE_WAIT).toBe('thread-picture.png: uploaded');
     const media = page.locator('input[name="media"]').first();
     expect(await media.isChecked()).toBe(true);

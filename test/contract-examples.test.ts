@@ -9,7 +9,7 @@ import {
   insertPost,
   type TestOrganization,
 } from './support/fixtures.js';
-import { pdf } from './support/media-samples.js';
+import { zip } from './support/media-samples.js';
 import { FakeTikTok, send } from './support/posts.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -44,7 +44,7 @@ let sandbox: string;
 
 beforeAll(async () => {
   files = await startRemoteServer(
-    (_req, res) => void res.writeHead(200, { 'Content-Type': 'application/pdf' }).end(pdf()),
+    (_req, res) => void res.writeHead(200, { 'Content-Type': 'application/zip' }).end(zip()),
   );
   server = await startTestServer({
     env: { RATE_LIMIT_MAX: '1000000', DAILY_POST_LIMIT_TIKTOK: '15', MEDIA_FETCH_ALLOW_RANGES: '127.0.0.1/32' },
@@ -131,7 +131,7 @@ describe('the error examples of the contract are answers of the real server', ()
     expect(tooLarge.status).toBe(413);
     expect(await refusal(tooLarge)).toEqual(anyId(errorExample('PayloadTooLarge', 'tooLarge')));
     const unsupported = await send(server, acme.auth, 'POST', '/public/v1/media/upload-from-url', {
-      url: `${files.origin}/brochure.pdf`,
+      url: `${files.origin}/brochure.zip`,
     });
     expect(unsupported.status).toBe(415);
     expect(await refusal(unsupported)).toEqual(anyId(errorExample('UnsupportedMediaType', 'unsupportedType')));

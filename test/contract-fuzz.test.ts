@@ -168,7 +168,7 @@ beforeAll(async () => {
           if (key === 'client_id') return app.clientId;
           if (key === 'client_secret') return app.secret;
           if (key === 'contentType' && op.id === 'createUpload')
-            return rotate(['image/jpeg', 'image/png', 'video/mp4', 'application/pdf']);
+            return rotate(['image/jpeg', 'image/png', 'video/mp4', 'application/pdf', 'application/zip']);
           return node;
         };
         return swap(value);

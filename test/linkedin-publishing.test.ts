@@ -1,14 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
+import Service from '../src/sdk/src/index.js';
 import { publicApi, type Schemas } from './support/api.js';
 import { BrowserSession, inputValue } from './support/browser-session.js';
 import { eventually } from './support/eventually.js';
 import { startFakeLinkedIn, type FakeLinkedIn } from './support/fake-linkedin.js';
-import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { jpeg, mp4WithDuration, png } from './support/media-samples.js';
+import { createOrganization, insertMedia, type TestOrganization } from './support/fixtures.js';
+import { jpeg, mp4WithDuration, pdfDocument, png } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { scaled, TIMEOUTS } from './support/timeouts.js';
 import { dataOf } from './support/typed-answers.js';
+import { stringContaining, stringMatching } from './support/typed-matchers.js';
 import { startUpload } from './support/uploads.js';
 
 // LinkedIn end to end against the fake LinkedIn: a member and a company page connected through the Public
@@ -100,13 +102,17 @@ async function publishNow(
 
 /**
  * The post once it is published or failed (its first comment too, when it has one); with `passing`, the
- * server's clock moves 5 seconds on at each look, so that a check asked for later (a video's processing)
- * comes without waiting for it.
+ * server's clock (and LinkedIn's) moves 5 seconds on at each look, so that a check asked for later (a
+ * video's processing) comes without waiting for it.
  */
 function settled(id: string, passing = false): Promise<Post> {
   return eventually(
     async () => {
-      if (passing) await server.clock.advance(5000);
+      if (passing) {
+        await server.clock.advance(5000);
+        // LinkedIn's clock moves with it: a later search reads the posts' times from LinkedIn's.
+        linkedin.advanceClock(5);
+      }
       const post = dataOf(await api().GET('/public/v1/posts/{id}', byId(id)));
       expect(['published', 'failed'], `post ${id} is ${post.status}`).toContain(post.status);
       if (post.firstComment && post.status === 'published') expect(post.firstComment.releaseId).toBeTruthy();
@@ -181,6 +187,95 @@ describe('publishing to LinkedIn', () => {
       linkedin.partSize(4 * 1024 * 1024);
       linkedin.processingChecks(1);
     }
+  });
+
+  it('publishes a PDF as a document post through the SDK, titled by its file name or by documentTitle', async () => {
+    const bytes = await pdfDocument(4);
+    const sdk = new Service(org.apiKey, server.baseUrl);
+    const media = await sdk.upload(bytes, 'Spring menu.pdf');
+    expect(media).toMatchObject({ kind: 'document', contentType: 'application/pdf', pageCount: 4 });
+    linkedin.processingChecks(2);
+    try {
+      const created = await sdk.createPost({
+        type: 'now',
+        posts: [{ channelId: pageChannel, content: 'Our spring menu', mediaIds: [media.id] }],
+      });
+      const post = await settled(created.data[0]!.id, true);
+      expect(post.status, JSON.stringify(post.error)).toBe('published');
+      const [made] = sent('Our spring menu');
+      expect(made!.content.media).toEqual({ id: stringMatching(/^urn:li:document:/), title: 'Spring menu' });
+      const document = linkedin.documents.find((d) => d.urn === made!.content.media!.id)!;
+      expect(document).toMatchObject({ owner: BAKERY, status: 'AVAILABLE' });
+      expect(document.bytes).toEqual(bytes);
+    } finally {
+      linkedin.processingChecks(1);
+    }
+
+    const titled = await settled(
+      await publishNow({
+        content: 'The menu, titled',
+        mediaIds: [media.id],
+        settings: { __type: 'linkedin', documentTitle: 'Spring menu 2027' },
+      }),
+      true,
+    );
+    expect(titled.status).toBe('published');
+    expect(titled.settings).toMatchObject({ __type: 'linkedin', documentTitle: 'Spring menu 2027' });
+    expect(sent('The menu, titled')[0]!.content.media!.title).toBe('Spring menu 2027');
+  });
+
+  it('fails a document whose processing failed at LinkedIn, and posts nothing', async () => {
+    const document = await upload('menu.pdf', await pdfDocument(2), 'application/pdf');
+    linkedin.failNextProcessing();
+    const failed = await settled(await publishNow({ content: 'Broken menu', mediaIds: [document] }), true);
+    expect(failed).toMatchObject({
+      status: 'failed',
+      error: {
+        code: 'rejected_by_network',
+        message: stringContaining('LinkedIn could not process the document'),
+      },
+    });
+    expect(sent('Broken menu')).toHaveLength(0);
+  });
+
+  it('refuses at create a document with other media, two documents, too many pages or bytes, and a title without one', async () => {
+    const document = await upload('deck.pdf', await pdfDocument(1), 'application/pdf');
+    const image = await upload('photo.png', png(), 'image/png');
+    const long = await insertMedia(server.ctx.db, org.id, 'document', null, { pageCount: 301 });
+    const big = await insertMedia(server.ctx.db, org.id, 'document', null, { size: 100 * 1024 * 1024 + 1 });
+    const answer = await api().POST('/public/v1/posts', {
+      body: {
+        type: 'now',
+        posts: [
+          { channelId: memberChannel, content: 'With a photo', mediaIds: [document, image] },
+          { channelId: memberChannel, content: 'Two decks', mediaIds: [document, long] },
+          { channelId: memberChannel, content: 'Long', mediaIds: [long] },
+          { channelId: memberChannel, content: 'Big', mediaIds: [big] },
+          { channelId: memberChannel, content: 'No deck', settings: { __type: 'linkedin', documentTitle: 'Deck' } },
+          { channelId: memberChannel, content: 'Described', mediaIds: [document], altTexts: { [document]: 'A deck' } },
+        ],
+      },
+    });
+    expect(answer.response.status).toBe(422);
+    const details = (answer.error as { error: { details: { path: string; message: string }[] } }).error.details;
+    expect(details).toEqual([
+      {
+        path: 'posts[0].mediaIds',
+        message: stringContaining('LinkedIn takes a document (PDF) alone in a post, without other media'),
+      },
+      { path: 'posts[1].mediaIds', message: stringContaining('this post has 2 media') },
+      { path: 'posts[1].mediaIds[1]', message: stringContaining('LinkedIn takes documents of up to 300 pages') },
+      { path: 'posts[2].mediaIds[0]', message: stringContaining('this one has 301') },
+      {
+        path: 'posts[3].mediaIds[0]',
+        message: stringContaining('LinkedIn takes documents of up to 100 MB (104,857,600 bytes)'),
+      },
+      { path: 'posts[4].settings.documentTitle', message: stringContaining('A document title is for a post') },
+      {
+        path: `posts[5].altTexts.${document}`,
+        message: 'A document (PDF) has no alternative text on LinkedIn: its pages are shown.',
+      },
+    ]);
   });
 
   it('publishes a first comment as the page, on the page’s post', async () => {

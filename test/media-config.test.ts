@@ -3,7 +3,7 @@ import { loadConfig } from '../src/core/config.js';
 import { MediaPolicy } from '../src/media/media-types.js';
 
 describe('media configuration', () => {
-  it('defaults to local disk, all types, 10 MB images, 1 GB videos and public addresses only', () => {
+  it('defaults to local disk, all types, 10 MB images, 1 GB videos, 100 MB documents and public addresses only', () => {
     const { media, dataDir } = loadConfig({});
     expect(media.storage).toEqual({ kind: 'local' });
     expect(dataDir).toMatch(/\/data$/);
@@ -15,8 +15,9 @@ describe('media configuration', () => {
       'video/mp4',
       'video/quicktime',
       'video/webm',
+      'application/pdf',
     ]);
-    expect(media.maxBytes).toEqual({ image: 10 * 1024 * 1024, video: 1024 * 1024 * 1024 });
+    expect(media.maxBytes).toEqual({ image: 10 * 1024 * 1024, video: 1024 * 1024 * 1024, document: 100 * 1024 * 1024 });
     expect(media.fetch).toEqual({
       idleTimeoutSeconds: 15,
       maxDurationSeconds: 300,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publicApi } from './support/api.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { mp4WithDuration, pdf, png } from './support/media-samples.js';
+import { mp4WithDuration, png, zip } from './support/media-samples.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { dataOf, refusalOf, type TypedAnswer } from './support/typed-answers.js';
@@ -171,8 +171,8 @@ describe('upload from URL where private addresses are allowed', () => {
         case '/missing.png':
           res.writeHead(404).end('not here');
           return;
-        case '/report.pdf':
-          res.end(pdf());
+        case '/notes.zip':
+          res.end(zip());
           return;
         case '/clip.mp4':
           res.end(video);
@@ -268,10 +268,10 @@ describe('upload from URL where private addresses are allowed', () => {
 
   it('refuses a file that is not an accepted type, whatever its name (415)', async () => {
     expectRefusal(
-      await uploadFromUrl(open, acmeOpen, `${remote.origin}/report.pdf`),
+      await uploadFromUrl(open, acmeOpen, `${remote.origin}/notes.zip`),
       415,
       'unsupported_media_type',
-      'The file is application/pdf, which is not accepted',
+      'The file is application/zip, which is not accepted',
     );
   });
 

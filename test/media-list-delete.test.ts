@@ -93,6 +93,7 @@ describe('GET /public/v1/media', () => {
       kind: 'image',
       size: png().length,
       durationSec: null,
+      pageCount: null,
       url: stringMatching(/\/media-files\/media\/.+\?expires=\d+&type=image%2Fpng&signature=/),
       urlExpiresAt: anyString(),
       createdAt: '2026-11-20T10:00:00.000Z',

@@ -7,7 +7,7 @@ import { keepHouse } from '../src/housekeeping.js';
 import { errorOf, publicApi, type Schemas } from './support/api.js';
 import { eventually } from './support/eventually.js';
 import { createOrganization, type TestOrganization } from './support/fixtures.js';
-import { jpeg, mp4, mp4WithDuration, pdf, png } from './support/media-samples.js';
+import { jpeg, mp4, mp4WithDuration, pdf, pdfDocument, png, zip } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { dataOf, refusalOf } from './support/typed-answers.js';
 import { startUpload, type UploadAnswer } from './support/uploads.js';
@@ -17,7 +17,7 @@ let acme: TestOrganization;
 let globex: TestOrganization;
 
 beforeAll(async () => {
-  server = await startTestServer({ env: { MEDIA_MAX_IMAGE_BYTES: '100000' } });
+  server = await startTestServer({ env: { MEDIA_MAX_IMAGE_BYTES: '100000', MEDIA_MAX_DOCUMENT_BYTES: '300000' } });
   acme = await createOrganization(server.ctx.db, 'Acme');
   globex = await createOrganization(server.ctx.db, 'Globex');
 });
@@ -103,6 +103,39 @@ describe('signed upload on local disk', () => {
     });
   });
 
+  it('takes a PDF as a document and counts its pages, those kept in object streams too', async () => {
+    for (const objectStreams of [false, true]) {
+      const bytes = await pdfDocument(7, { objectStreams });
+      const upload = await startUpload(server, acme, 'Quarterly results.pdf', 'application/pdf', bytes.length);
+      expect((await put(upload, bytes)).status).toBe(200);
+      const media = dataOf(await complete(acme, upload.uploadId));
+      expect(media).toMatchObject({
+        fileName: 'Quarterly results.pdf',
+        contentType: 'application/pdf',
+        kind: 'document',
+        size: bytes.length,
+        durationSec: null,
+        pageCount: 7,
+      });
+      const listed = dataOf(await publicApi(server, acme.auth).GET('/public/v1/media', { params: { query: {} } }));
+      expect(listed.data.find((one) => one.id === media.id)).toMatchObject({ kind: 'document', pageCount: 7 });
+    }
+    const image = await startUpload(server, acme, 'photo.png', 'image/png', png().length);
+    expect((await put(image, png())).status).toBe(200);
+    expect(dataOf(await complete(acme, image.uploadId))).toMatchObject({ kind: 'image', pageCount: null });
+  });
+
+  it('refuses a PDF whose pages cannot be read, and keeps nothing of it', async () => {
+    const bytes = pdf();
+    const upload = await startUpload(server, acme, 'broken.pdf', 'application/pdf', bytes.length);
+    expect((await put(upload, bytes)).status).toBe(200);
+    const before = await countMedia(acme);
+    const error = refusalOf(await complete(acme, upload.uploadId), 422, 'unprocessable');
+    expect(error.message).toContain('The PDF cannot be read: its pages could not be counted');
+    expect(await countMedia(acme)).toBe(before);
+    expect(storedFiles()).not.toContain(`uploads/${acme.id}/${upload.uploadId}`);
+  });
+
   it('answers 409 while the bytes have not arrived, and completes once they have', async () => {
     const bytes = png();
     const upload = await startUpload(server, acme, 'late.png', 'image/png', bytes.length);
@@ -155,10 +188,10 @@ describe('signed upload on local disk', () => {
   });
 
   it('refuses bytes that are no media at all', async () => {
-    const bytes = pdf();
+    const bytes = zip();
     const upload = await startUpload(server, acme, 'doc.png', 'image/png', bytes.length);
     await put(upload, bytes);
-    expect(refusalOf(await complete(acme, upload.uploadId), 422).message).toContain('application/pdf');
+    expect(refusalOf(await complete(acme, upload.uploadId), 422).message).toContain('application/zip');
   });
 
   it('refuses a PUT of another size than declared and keeps nothing of it', async () => {
@@ -329,11 +362,13 @@ describe('signed upload on local disk', () => {
 
     const video = await createUpload(acme, { fileName: 'big.mp4', contentType: 'video/mp4', size: 500_000_000 });
     dataOf(video, 201);
+    const document = await createUpload(acme, { fileName: 'deck.pdf', contentType: 'application/pdf', size: 300_001 });
+    expect(refusalOf(document, 413).message).toBe('Documents may be at most 300000 bytes; this one has 300001.');
 
-    const unsupported = await createUpload(acme, { fileName: 'doc.pdf', contentType: 'application/pdf', size: 1000 });
+    const unsupported = await createUpload(acme, { fileName: 'notes.zip', contentType: 'application/zip', size: 1000 });
     const error = refusalOf(unsupported, 415, 'unsupported_media_type');
     expect(error.message).toBe(
-      'The content type application/pdf is not accepted; allowed: image/jpeg, image/png, image/gif, image/webp, video/mp4, video/quicktime, video/webm.',
+      'The content type application/zip is not accepted; allowed: image/jpeg, image/png, image/gif, image/webp, video/mp4, video/quicktime, video/webm, application/pdf.',
     );
 
     const malformed = await createUpload(acme, { fileName: 'x', contentType: 'png', size: 10 });

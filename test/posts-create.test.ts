@@ -355,6 +355,32 @@ describe('POST /public/v1/posts: YouTube', () => {
     ]);
   });
 
+  it('refuses a document (PDF) on every network but LinkedIn, naming the network', async () => {
+    const document = await insertMedia(server.ctx.db, acme.id, 'document');
+    const details = await refused({
+      type: 'now',
+      posts: [
+        youtubeItem({ mediaIds: [document] }),
+        tiktokItem({ mediaIds: [media.video, document] }),
+        { channelId: ch.sandbox, content: 'Deck', mediaIds: [document] },
+      ],
+    });
+    expect(details).toEqual([
+      {
+        path: 'posts[0].mediaIds[0]',
+        message: `YouTube takes no documents (PDF): only LinkedIn publishes them (channel ${ch.youtube}).`,
+      },
+      {
+        path: 'posts[1].mediaIds[1]',
+        message: `TikTok takes no documents (PDF): only LinkedIn publishes them (channel ${ch.tiktok}).`,
+      },
+      {
+        path: 'posts[2].mediaIds[0]',
+        message: `sandbox takes no documents (PDF): only LinkedIn publishes them (channel ${ch.sandbox}).`,
+      },
+    ]);
+  });
+
   it('needs a title (the contract requires it)', async () => {
     const { title: _title, ...withoutTitle } = youtubeSettings;
     const response = await sendCreate({ type: 'now', posts: [{ ...youtubeItem(), settings: withoutTitle }] });

@@ -1237,7 +1237,7 @@ describe('the signed upload from the pages', () => {
     const unsupported = await browser.request('/media/uploads', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': await token() },
-      body: JSON.stringify({ ...uploadBody(10), contentType: 'application/pdf' }),
+      body: JSON.stringify({ ...uploadBody(10), contentType: 'application/zip' }),
     });
     expect(unsupported.status).toBe(415);
     const forged = await browser.request('/media/uploads', {

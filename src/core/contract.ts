@@ -23,8 +23,8 @@ export type Provider = Schemas['KnownProvider'];
 export type PostStatus = Schemas['PostStatus'];
 export type ChannelStatus = Schemas['KnownChannelStatus'];
 /** The file types media can have, recognised from their bytes. */
-export type MediaContentType = Schemas['MediaContentType'];
-export type MediaKind = Schemas['Media']['kind'];
+export type MediaContentType = Schemas['KnownMediaContentType'];
+export type MediaKind = Schemas['KnownMediaKind'];
 /** A member's role in an organization, as the contract names it. */
 export type ContractRole = Schemas['KnownRole'];
 /** What a credential of the Public API is: an API key or an OAuth access token. */
@@ -68,4 +68,4 @@ export const POST_CONTENT_MAX_LENGTH = (() => {
   return spec.components.schemas.PostItem.properties.content.maxLength;
 })();
 export const POST_STATUSES = enumValues('PostStatus');
-export const MEDIA_CONTENT_TYPES = enumValues('MediaContentType');
+export const MEDIA_CONTENT_TYPES = enumValues('KnownMediaContentType');

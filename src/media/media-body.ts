@@ -19,6 +19,7 @@ export async function toMediaBody(storage: MediaStorage, media: Media, urlExpire
     kind: media.kind,
     size: Number(media.size),
     durationSec: media.duration_ms === null ? null : media.duration_ms / 1000,
+    pageCount: media.page_count,
     url: await storage.signedGetUrl(media.storage_key, { contentType, expiresAt: urlExpiresAt }),
     urlExpiresAt: urlExpiresAt.toISOString(),
     createdAt: media.created_at.toISOString(),

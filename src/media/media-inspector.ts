@@ -1,7 +1,7 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import type { MediaContentType } from '../core/contract.js';
 import { PayloadTooLargeError } from '../core/errors.js';
-import { SNIFF_BYTES, sniffContentType, type MediaPolicy } from './media-types.js';
+import { kindOf, kindPlural, SNIFF_BYTES, sniffContentType, type MediaPolicy } from './media-types.js';
 
 /**
  * Passes a download through while recognising its type from the first bytes (415 at once when the
@@ -55,7 +55,7 @@ export class MediaInspector extends Transform {
   }
 
   private tooLarge(size?: number): PayloadTooLargeError {
-    const what = this.contentType ? (this.contentType.startsWith('image/') ? 'Images' : 'Videos') : 'Files';
+    const what = this.contentType ? kindPlural(kindOf(this.contentType)) : 'Files';
     return new PayloadTooLargeError(`${what} may be at most ${this.limit} bytes; this one has ${size ?? 'more'}.`);
   }
 }

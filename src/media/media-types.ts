@@ -14,6 +14,7 @@ const EXTENSION: Record<MediaContentType, string> = {
   'video/mp4': 'mp4',
   'video/quicktime': 'mov',
   'video/webm': 'webm',
+  'application/pdf': 'pdf',
 };
 
 const KIND: Record<MediaContentType, MediaKind> = {
@@ -24,6 +25,7 @@ const KIND: Record<MediaContentType, MediaKind> = {
   'video/mp4': 'video',
   'video/quicktime': 'video',
   'video/webm': 'video',
+  'application/pdf': 'document',
 };
 
 // Variants that file-type names on their own but that are files of an accepted type: an animated PNG
@@ -35,6 +37,11 @@ const ALIASES: Record<string, MediaContentType> = {
 
 export function kindOf(contentType: MediaContentType): MediaKind {
   return KIND[contentType];
+}
+
+/** The kind's name in a sentence about its limit: "Images may be at most …". */
+export function kindPlural(kind: MediaKind): string {
+  return { image: 'Images', video: 'Videos', document: 'Documents' }[kind];
 }
 
 export function extensionOf(contentType: MediaContentType): string {
@@ -88,8 +95,9 @@ export class MediaPolicy {
   checkSize(contentType: MediaContentType, size: number): void {
     const limit = this.maxBytes(contentType);
     if (size > limit) {
-      const kind = kindOf(contentType) === 'image' ? 'Images' : 'Videos';
-      throw new PayloadTooLargeError(`${kind} may be at most ${limit} bytes; this one has ${size}.`);
+      throw new PayloadTooLargeError(
+        `${kindPlural(kindOf(contentType))} may be at most ${limit} bytes; this one has ${size}.`,
+      );
     }
   }
 

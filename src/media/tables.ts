@@ -18,6 +18,8 @@ export interface MediaTable {
    */
   width: Generated<number | null>;
   height: Generated<number | null>;
+  /** A document's number of pages, as its page tree states it; null for images and videos. */
+  page_count: Generated<number | null>;
   created_at: CreatedAt;
 }
 

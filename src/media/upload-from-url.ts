@@ -12,6 +12,8 @@ import { insertMedia } from './queries.js';
 import type { MediaContext } from './storage.js';
 import type { Media } from './tables.js';
 import { readImageDimensions } from './image-dimensions.js';
+import { readPageCount, UNREADABLE_DOCUMENT } from './document-pages.js';
+import { UnprocessableError } from '../core/errors.js';
 import { readVideoDuration, type RangeReader } from './video-duration.js';
 
 /** Downloads a file from a caller's URL into storage as media, within the limits of the configuration. */
@@ -34,9 +36,11 @@ export class UrlDownloads {
           await pipeline(remote.body, inspector, fs.createWriteStream(staging));
           const contentType = inspector.contentType!;
           const size = inspector.received;
-          const video = kindOf(contentType) === 'video';
-          const durationMs = video ? await readVideoDuration(fileRanges(staging), size, contentType) : null;
-          const dimensions = video ? undefined : await readImageDimensions(fileRanges(staging));
+          const kind = kindOf(contentType);
+          const durationMs = kind === 'video' ? await readVideoDuration(fileRanges(staging), size, contentType) : null;
+          const dimensions = kind === 'image' ? await readImageDimensions(fileRanges(staging)) : undefined;
+          const pageCount = kind === 'document' ? await readPageCount(fileRanges(staging), size) : null;
+          if (pageCount === undefined) throw new UnprocessableError(UNREADABLE_DOCUMENT);
 
           const mediaId = newId('med');
           const key = mediaKey(organizationId, mediaId);
@@ -53,6 +57,7 @@ export class UrlDownloads {
               duration_ms: durationMs,
               width: dimensions?.width ?? null,
               height: dimensions?.height ?? null,
+              page_count: pageCount,
               created_at: this.ctx.clock.now(),
             });
           } catch (error) {
@@ -60,7 +65,7 @@ export class UrlDownloads {
             throw error;
           }
         },
-        { accept: 'image/*, video/*' },
+        { accept: 'image/*, video/*, application/pdf' },
       );
     } finally {
       await fsp.rm(staging, { force: true });

@@ -55,10 +55,11 @@ export function recordUploadedMedia(
     size: number;
     durationMs: number | null;
     dimensions: ImageDimensions | undefined;
+    pageCount: number | null;
     now: Date;
   },
 ): Promise<Media> {
-  const { mediaId, key, mediaType, size, durationMs, dimensions, now } = stored;
+  const { mediaId, key, mediaType, size, durationMs, dimensions, pageCount, now } = stored;
   return transaction(db, async (trx) => {
     const media = await insertMedia(trx, {
       id: mediaId,
@@ -71,6 +72,7 @@ export function recordUploadedMedia(
       duration_ms: durationMs,
       width: dimensions?.width ?? null,
       height: dimensions?.height ?? null,
+      page_count: pageCount,
       created_at: now,
     });
     await trx

@@ -6,6 +6,7 @@ import { mediaKey } from './media-body.js';
 import { kindOf, SNIFF_BYTES, sniffContentType, type MediaPolicy } from './media-types.js';
 import { readVideoDuration, storedRanges } from './video-duration.js';
 import { readImageDimensions, type ImageDimensions } from './image-dimensions.js';
+import { readPageCount, UNREADABLE_DOCUMENT } from './document-pages.js';
 import { findMedia } from './queries.js';
 import { ObjectMissingError, type MediaContext } from './storage.js';
 import type { Media, Upload } from './tables.js';
@@ -33,12 +34,16 @@ export function uploadKey(organizationId: string, uploadId: string): string {
 
 const wholeSeconds = (ms: number) => new Date(Math.floor(ms / 1000) * 1000);
 
-/** Bytes of an upload found as declared: their size and type, a video's duration and an image's dimensions. */
+/**
+ * Bytes of an upload found as declared: their size and type, a video's duration, an image's dimensions
+ * and a document's number of pages.
+ */
 interface CheckedBytes {
   size: number;
   mediaType: MediaContentType;
   durationMs: number | null;
   dimensions: ImageDimensions | undefined;
+  pageCount: number | null;
 }
 
 /**
@@ -157,10 +162,16 @@ export class SignedUploads {
     }
 
     const ranges = storedRanges((range) => storage.get(upload.storage_key, range), stored.size);
-    const video = kindOf(mediaType) === 'video';
-    const durationMs = video ? await readVideoDuration(ranges, stored.size, mediaType) : null;
-    const dimensions = video ? undefined : await readImageDimensions(ranges);
-    return { size: declaredSize, mediaType, durationMs, dimensions };
+    const kind = kindOf(mediaType);
+    const durationMs = kind === 'video' ? await readVideoDuration(ranges, stored.size, mediaType) : null;
+    const dimensions = kind === 'image' ? await readImageDimensions(ranges) : undefined;
+    let pageCount: number | null = null;
+    if (kind === 'document') {
+      const pages = await readPageCount(ranges, stored.size);
+      if (pages === undefined) throw await this.refuse(upload, UNREADABLE_DOCUMENT);
+      pageCount = pages;
+    }
+    return { size: declaredSize, mediaType, durationMs, dimensions, pageCount };
   }
 
   /** Records checked bytes as media, under a key of their own. */

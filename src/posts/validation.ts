@@ -71,7 +71,7 @@ function loadMedia(db: Db, organizationId: string, ids: string[]): Promise<Media
   if (ids.length === 0) return Promise.resolve([]);
   return db
     .selectFrom('media')
-    .select(['id', 'kind', 'content_type', 'size', 'duration_ms', 'width', 'height'])
+    .select(['id', 'kind', 'content_type', 'size', 'duration_ms', 'width', 'height', 'page_count'])
     .where('organization_id', '=', organizationId)
     .where('id', 'in', ids)
     .execute();
@@ -121,9 +121,7 @@ export async function checkDrafts(
       const facts: ItemFacts = {
         channelId: channel.id,
         content: draft.content,
-        media: draft.mediaIds.every((id) => mediaById.has(id))
-          ? draft.mediaIds.map((id) => mediaById.get(id)!)
-          : undefined,
+        media: judgedMedia(network, draft.mediaIds, mediaById),
         paths: draft.paths,
         hasFirstComment: draft.firstComment !== null,
         hasAltTexts: Object.keys(draft.altTexts).length > 0,
@@ -139,6 +137,7 @@ export async function checkDrafts(
         ),
         ...threadProblems(network, draft, channel, mediaById),
         ...firstCommentProblems(network, draft, channel),
+        ...documentProblems(network, draft, channel, mediaById),
       );
     }
     problems.push(...itemProblems);
@@ -232,9 +231,7 @@ function threadProblems(
         message: `Part ${index + 2} of the thread needs content or media (channel ${channel.id}).`,
       });
     }
-    const media = part.mediaIds.every((id) => mediaById.has(id))
-      ? part.mediaIds.map((id) => mediaById.get(id)!)
-      : undefined;
+    const media = judgedMedia(network, part.mediaIds, mediaById);
     problems.push(
       ...rules.partProblems({
         channelId: channel.id,
@@ -245,6 +242,54 @@ function threadProblems(
     );
   });
   return problems;
+}
+
+/**
+ * Documents on a network that publishes none, each named by its place: in the post's media or in a part
+ * of its thread (documents are posts of their own on LinkedIn, never a part of a thread).
+ */
+function documentProblems(
+  network: ProviderAdapter,
+  draft: PostDraft,
+  channel: Channel,
+  mediaById: Map<string, MediaOfPost>,
+): ErrorDetail[] {
+  const problems: ErrorDetail[] = [];
+  const refuse = (ids: string[], path: string, message: string) =>
+    ids.forEach((id, index) => {
+      if (mediaById.get(id)?.kind === 'document') problems.push({ path: `${path}[${index}]`, message });
+    });
+  if (!network.takesDocuments)
+    refuse(
+      draft.mediaIds,
+      draft.paths.mediaIds,
+      `${network.name} takes no documents (PDF): only LinkedIn publishes them (channel ${channel.id}).`,
+    );
+  const thread = draft.paths.thread;
+  if (thread !== undefined)
+    draft.thread.forEach((part, index) =>
+      refuse(
+        part.mediaIds,
+        `${thread}[${index}].mediaIds`,
+        `A document (PDF) is a post of its own, not a part of a thread (channel ${channel.id}).`,
+      ),
+    );
+  return problems;
+}
+
+/**
+ * The media of a post or part for the network's own rules, in order; `undefined` (nothing to judge, as the
+ * rules take it) when a media id is unknown or a document is on a network that takes none: both are
+ * reported already, and the rules would only add a misleading word about the rest.
+ */
+function judgedMedia(
+  network: ProviderAdapter,
+  ids: string[],
+  mediaById: Map<string, MediaOfPost>,
+): MediaOfPost[] | undefined {
+  const media = ids.map((id) => mediaById.get(id));
+  if (media.some((one) => one === undefined || (one.kind === 'document' && !network.takesDocuments))) return undefined;
+  return media as MediaOfPost[];
 }
 
 /** A first comment, on a network with comments, within its length. */
@@ -289,6 +334,11 @@ function altTextProblems(
       problems.push({ path, message: `${network.name} takes no alternative text for media.` });
     } else if (!item.mediaIds.includes(mediaId)) {
       problems.push({ path, message: `${mediaId} is not among the media of ${paths.mediaIds}.` });
+    } else if (mediaById.get(mediaId)?.kind === 'document') {
+      problems.push({
+        path,
+        message: `A document (PDF) has no alternative text on ${network.name}: its pages are shown.`,
+      });
     } else if (text.length > network.altTextMax) {
       problems.push({
         path,

@@ -94,9 +94,12 @@ export interface ThreadRules {
  * What the rules know of one media: its kind, its type as sniffed from its bytes, its size in bytes
  * (the stored column's text, see `mediaBytes`), a video's length when its container states it, and an
  * image's width and height when its header states them (read once, when it is stored; media stored
- * before that was done has none, and its shape is then left to the network).
+ * before that was done has none, and its shape is then left to the network), and a document's pages.
  */
-export type MediaFacts = Pick<Media, 'id' | 'kind' | 'content_type' | 'size' | 'duration_ms' | 'width' | 'height'>;
+export type MediaFacts = Pick<
+  Media,
+  'id' | 'kind' | 'content_type' | 'size' | 'duration_ms' | 'width' | 'height' | 'page_count'
+>;
 
 /** A media's size in bytes. */
 export const mediaBytes = (media: Pick<MediaFacts, 'size'>): number => Number(media.size);
@@ -171,6 +174,11 @@ export interface ProviderAdapter<P extends Provider = Provider> {
   readonly firstComment?: { maxLength: number };
   /** How the network takes threads (parts published as replies); absent on a network without replies. */
   readonly thread?: ThreadRules;
+  /**
+   * Whether the network publishes documents (PDF) as posts of their own (LinkedIn's document posts); a
+   * network without them is refused every document at create, and its rules never see one.
+   */
+  readonly takesDocuments?: boolean;
   /** The longest alternative text of an image the network takes; absent on a network without any. */
   readonly altTextMax?: number;
   /** The longest alternative text of a video in graphemes, where the network takes less than `altTextMax` for one. */

@@ -189,6 +189,7 @@ export function settingsFrom(
         __type: 'linkedin',
         ...chosen('visibility'),
         disableReshare: ticked('disableReshare'),
+        ...(fields.documentTitle?.trim() ? { documentTitle: fields.documentTitle.trim() } : {}),
       };
     case 'pinterest': {
       // One choice names the board, or a section of it: `<board id>/<section id>`.
@@ -356,6 +357,7 @@ export function settingsFields(post: Pick<PostRow, 'settings'>): Record<string, 
     'postType',
     'replyControl',
     'outcome',
+    'documentTitle',
   ]) {
     if (typeof settings[name] === 'string') fields[name] = settings[name];
   }
@@ -432,6 +434,7 @@ const FIELD_LABELS: Record<string, string> = {
   userTags: 'Instagram user tags',
   replyControl: 'Who can reply on Threads',
   disableReshare: 'LinkedIn resharing',
+  documentTitle: 'LinkedIn document title',
   board: 'Pinterest board',
   coverFrame: 'Video cover frame',
 };

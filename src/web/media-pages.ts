@@ -173,6 +173,7 @@ export function describeMedia(media: MediaBody) {
     ...media,
     sizeText: sizeInWords(media.size),
     durationText: media.durationSec === null ? undefined : `${Math.round(media.durationSec)} s`,
+    pagesText: media.pageCount === null ? undefined : `${media.pageCount} page${media.pageCount === 1 ? '' : 's'}`,
   };
 }
 

@@ -150,7 +150,8 @@ describe('content type detection', () => {
     expect(sniffContentType(bytes(0, 0, 0, 0x14, 'ftypqt  '))).toBe('video/quicktime');
     expect(sniffContentType(bytes(0, 0, 0, 0x08, 'wide'))).toBe('video/quicktime');
     expect(sniffContentType(bytes(0x1a, 0x45, 0xdf, 0xa3))).toBe('video/webm');
-    expect(sniffContentType(bytes('%PDF-1.7'))).toBeUndefined();
+    expect(sniffContentType(bytes('%PDF-1.7'))).toBe('application/pdf');
+    expect(sniffContentType(bytes('PK\x03\x04'))).toBeUndefined();
     expect(sniffContentType(bytes('RIFF', 0, 0, 0, 0, 'WAVE'))).toBeUndefined();
     expect(sniffContentType(new Uint8Array())).toBeUndefined();
   });

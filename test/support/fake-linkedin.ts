@@ -49,6 +49,17 @@ export interface FakeLinkedInVideo {
   fails: boolean;
 }
 
+/** A document (Documents API): its bytes once PUT, then processed like a video. */
+export interface FakeLinkedInDocument {
+  urn: string;
+  owner: string;
+  bytes: Buffer | null;
+  status: FakeLinkedInVideoStatus;
+  /** Status reads left before an uploaded document's processing settles. */
+  checksLeft: number;
+  fails: boolean;
+}
+
 export interface FakeLinkedInPost {
   id: string;
   author: string;
@@ -57,7 +68,10 @@ export interface FakeLinkedInPost {
   visibility: string;
   lifecycleState: string;
   isReshareDisabledByAuthor: boolean;
-  content: { media?: { id: string; altText?: string }; multiImage?: { images: { id: string; altText?: string }[] } };
+  content: {
+    media?: { id: string; altText?: string; title?: string };
+    multiImage?: { images: { id: string; altText?: string }[] };
+  };
   createdAt: number;
 }
 
@@ -83,6 +97,9 @@ export type FakeLinkedInOperation =
   | 'uploadVideoPart'
   | 'finalizeVideo'
   | 'getVideo'
+  | 'initializeDocument'
+  | 'uploadDocument'
+  | 'getDocument'
   | 'createPost'
   | 'findPosts'
   | 'createComment'
@@ -105,7 +122,9 @@ export interface FakeLinkedInRequest {
  * pages a member administers (`/rest/organizationAcls?q=roleAssignee`, `/rest/organizations/{id}`), the
  * Images API (initializeUpload, then a PUT of the bytes), the Videos API (initializeUpload answering parts
  * of 4 MB, each PUT answering its ETag, finalizeUpload with them, the status read PROCESSING then
- * AVAILABLE or PROCESSING_FAILED), the Posts API (create, answered 201 with `x-restli-id`; the author's posts
+ * AVAILABLE or PROCESSING_FAILED), the Documents API (initializeUpload, a PUT of the file, its status read
+ * PROCESSING then AVAILABLE or PROCESSING_FAILED; up to 100 MB; a post of it needs its `title`), the Posts
+ * API (create, answered 201 with `x-restli-id`; the author's posts
  * with `q=author`) and the comments of socialActions.
  *
  * Strict where LinkedIn is: every /rest call sends `Linkedin-Version` (YYYYMM; a retired one is answered
@@ -127,6 +146,7 @@ export interface FakeLinkedIn {
   tokens: FakeLinkedInToken[];
   images: FakeLinkedInImage[];
   videos: FakeLinkedInVideo[];
+  documents: FakeLinkedInDocument[];
   posts: FakeLinkedInPost[];
   comments: FakeLinkedInComment[];
   requests: FakeLinkedInRequest[];
@@ -157,9 +177,9 @@ export interface FakeLinkedIn {
   holdNextAnswer(operation: FakeLinkedInOperation, options?: { ms?: number; skip?: number }): void;
   /** Answers held back now: their work done, not sent yet, their callers still waiting. */
   heldAnswers(): number;
-  /** Status reads a finalized video answers PROCESSING before it settles (default 1). */
+  /** Status reads a finalized video or an uploaded document answers PROCESSING before it settles (default 1). */
   processingChecks(count: number): void;
-  /** The next video to settle fails its processing (PROCESSING_FAILED). */
+  /** The next video or document to settle fails its processing (PROCESSING_FAILED). */
   failNextProcessing(): void;
   /** The size of a video's upload parts (LinkedIn's: 4 MB). */
   partSize(bytes: number): void;
@@ -198,6 +218,9 @@ const ROUTES: { method: string; path: RegExp; operation: FakeLinkedInOperation; 
   { method: 'POST', path: /^\/rest\/videos$/, operation: 'initializeVideo', versioned: true },
   { method: 'PUT', path: /^\/upload\/videos\/([^/]+)\/(\d+)$/, operation: 'uploadVideoPart', versioned: false },
   { method: 'GET', path: /^\/rest\/videos\/([^/]+)$/, operation: 'getVideo', versioned: true },
+  { method: 'POST', path: /^\/rest\/documents$/, operation: 'initializeDocument', versioned: true },
+  { method: 'PUT', path: /^\/upload\/documents\/([^/]+)$/, operation: 'uploadDocument', versioned: false },
+  { method: 'GET', path: /^\/rest\/documents\/([^/]+)$/, operation: 'getDocument', versioned: true },
   { method: 'POST', path: /^\/rest\/posts$/, operation: 'createPost', versioned: true },
   { method: 'GET', path: /^\/rest\/posts$/, operation: 'findPosts', versioned: true },
   { method: 'POST', path: /^\/rest\/socialActions\/([^/]+)\/comments$/, operation: 'createComment', versioned: true },
@@ -293,6 +316,7 @@ export async function startFakeLinkedIn(
   const tokens: FakeLinkedInToken[] = [];
   const images: FakeLinkedInImage[] = [];
   const videos: FakeLinkedInVideo[] = [];
+  const documents: FakeLinkedInDocument[] = [];
   const posts: FakeLinkedInPost[] = [];
   const comments: FakeLinkedInComment[] = [];
   const requests: FakeLinkedInRequest[] = [];
@@ -561,6 +585,61 @@ export async function startFakeLinkedIn(
     };
   }
 
+  function initializeDocument(scopes: string[], query: URLSearchParams, body: Record<string, unknown>): Answer {
+    if (query.get('action') !== 'initializeUpload')
+      return { status: 400, body: { status: 400, message: 'Unknown action' } };
+    const request = body.initializeUploadRequest as Record<string, unknown> | undefined;
+    const owner = mayActAs(scopes, request?.owner);
+    const id = `D${randomBytes(9).toString('hex').toUpperCase()}`;
+    const urn = `urn:li:document:${id}`;
+    documents.push({ urn, owner, bytes: null, status: 'WAITING_UPLOAD', checksLeft: 0, fails: false });
+    return {
+      status: 200,
+      body: {
+        value: {
+          uploadUrlExpiresAt: clockNow() + DAY * 1000,
+          uploadUrl: `${url}/upload/documents/${id}`,
+          document: urn,
+        },
+      },
+    };
+  }
+
+  /** The file of a document: processing starts at once; LinkedIn takes PDF, PPT(X) and DOC(X) of up to 100 MB. */
+  function uploadDocument(req: IncomingMessage, bytes: Buffer, match: RegExpExecArray): Answer {
+    scopesOf(req);
+    const document = documents.find((d) => d.urn === `urn:li:document:${match[1]}`);
+    if (!document || document.status !== 'WAITING_UPLOAD') return { status: 404 };
+    if (bytes.length > 100 * 1024 * 1024) return { status: 413 };
+    document.bytes = bytes;
+    document.status = 'PROCESSING';
+    document.checksLeft = videoChecks;
+    document.fails = failProcessing || bytes.subarray(0, 5).toString('latin1') !== '%PDF-';
+    failProcessing = false;
+    return { status: 201 };
+  }
+
+  function getDocument(scopes: string[], encoded: string): Answer {
+    const document = documents.find((d) => d.urn === decodeURIComponent(encoded));
+    if (!document) throw new LinkedInError(404, 'NOT_FOUND', 'Document not found');
+    mayActAs(scopes, document.owner);
+    if (document.status === 'PROCESSING') {
+      if (document.checksLeft > 0) document.checksLeft -= 1;
+      else document.status = document.fails ? 'PROCESSING_FAILED' : 'AVAILABLE';
+    }
+    return {
+      status: 200,
+      body: {
+        id: document.urn,
+        owner: document.owner,
+        status: document.status,
+        ...(document.status === 'AVAILABLE'
+          ? { downloadUrl: `${url}/download/documents/${document.urn}`, downloadUrlExpiresAt: clockNow() + DAY * 1000 }
+          : {}),
+      },
+    };
+  }
+
   function upload(req: IncomingMessage, bytes: Buffer, match: RegExpExecArray, kind: 'image' | 'video'): Answer {
     scopesOf(req);
     if (kind === 'image') {
@@ -580,7 +659,7 @@ export async function startFakeLinkedIn(
 
   function mediaReady(author: string, id: unknown, isImage: boolean): void {
     const image = isImage ? images.find((i) => i.urn === id) : undefined;
-    const video = isImage ? undefined : videos.find((v) => v.urn === id);
+    const video = isImage ? undefined : (videos.find((v) => v.urn === id) ?? documents.find((d) => d.urn === id));
     const found = image ?? video;
     if (!found || found.owner !== author)
       throw new LinkedInError(400, 'ILLEGAL_ARGUMENT', `Media ${String(id)} is not the author's`);
@@ -602,6 +681,8 @@ export async function startFakeLinkedIn(
       throw new LinkedInError(422, 'FIELD_MISSING', '/lifecycleState and /distribution are required');
     const content = (body.content ?? {}) as FakeLinkedInPost['content'];
     if (content.media) mediaReady(author, content.media.id, content.media.id.startsWith('urn:li:image:'));
+    if (content.media?.id.startsWith('urn:li:document:') && !content.media.title)
+      throw new LinkedInError(422, 'FIELD_MISSING', '/content/media/title is required for a document');
     if (content.multiImage) {
       const list = content.multiImage.images;
       if (!Array.isArray(list) || list.length < 2 || list.length > 20)
@@ -708,6 +789,8 @@ export async function startFakeLinkedIn(
         return upload(req, bytes, match, 'image');
       case 'uploadVideoPart':
         return upload(req, bytes, match, 'video');
+      case 'uploadDocument':
+        return uploadDocument(req, bytes, match);
       default:
         break;
     }
@@ -725,6 +808,10 @@ export async function startFakeLinkedIn(
         return initialize(scopes, query, json(), 'video');
       case 'getVideo':
         return getVideo(scopes, match[1]!);
+      case 'initializeDocument':
+        return initializeDocument(scopes, query, json());
+      case 'getDocument':
+        return getDocument(scopes, match[1]!);
       case 'createPost':
         return createPost(scopes, json());
       case 'findPosts':
@@ -819,6 +906,7 @@ export async function startFakeLinkedIn(
     tokens,
     images,
     videos,
+    documents,
     posts,
     comments,
     requests,

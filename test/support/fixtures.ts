@@ -79,18 +79,19 @@ export async function createMastodonChannel(
 export async function insertMedia(
   db: Db,
   organizationId: string,
-  kind: 'image' | 'video',
+  kind: 'image' | 'video' | 'document',
   durationMs: number | null = null,
-  file: { contentType?: string; size?: number; width?: number; height?: number } = {},
+  file: { contentType?: string; size?: number; width?: number; height?: number; pageCount?: number } = {},
 ): Promise<string> {
   const id = newId('med');
-  const contentType = file.contentType ?? (kind === 'video' ? 'video/mp4' : 'image/jpeg');
+  const contentType =
+    file.contentType ?? { video: 'video/mp4', image: 'image/jpeg', document: 'application/pdf' }[kind];
   await db
     .insertInto('media')
     .values({
       id,
       organization_id: organizationId,
-      file_name: kind === 'video' ? 'clip.mp4' : 'photo.jpg',
+      file_name: { video: 'clip.mp4', image: 'photo.jpg', document: 'deck.pdf' }[kind],
       content_type: contentType,
       kind,
       size: file.size ?? 1024,
@@ -98,6 +99,7 @@ export async function insertMedia(
       duration_ms: durationMs,
       width: file.width ?? null,
       height: file.height ?? null,
+      page_count: kind === 'document' ? (file.pageCount ?? 1) : null,
     })
     .execute();
   return id;

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { deflateSync } from 'node:zlib';
+import { PDFDocument } from 'pdf-lib';
 
 /** Small files whose first bytes are those of real files of each type (what the server sniffs). */
 
@@ -93,9 +94,53 @@ export function isoMedia(brand: 'isom' | 'qt  ', size = 4096): Buffer {
 
 export const mp4 = (size?: number) => isoMedia('isom', size);
 
-/** A PDF, which is not media. */
+/** A PDF by its first bytes whose pages cannot be read: its catalog has no page tree. */
 export function pdf(): Buffer {
   return Buffer.from('%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n');
+}
+
+/** A real PDF of `pages` pages (written by pdf-lib), optionally padded to at least `size` bytes by a comment. */
+export async function pdfDocument(
+  pages: number,
+  options: { size?: number; objectStreams?: boolean } = {},
+): Promise<Buffer> {
+  const document = await PDFDocument.create();
+  for (let page = 0; page < pages; page++) document.addPage([595, 842]);
+  const bytes = Buffer.from(await document.save({ useObjectStreams: options.objectStreams ?? false }));
+  const missing = (options.size ?? 0) - bytes.length;
+  // A comment line after the header: the file stays a PDF whose cross-reference offsets are shifted, which
+  // readers repair; pdf-lib reads objects by scanning, so the pages are still found.
+  if (missing <= 0) return bytes;
+  const head = bytes.indexOf('\n') + 1;
+  return Buffer.concat([bytes.subarray(0, head), Buffer.from(`%${'x'.repeat(missing - 2)}\n`), bytes.subarray(head)]);
+}
+
+/** A ZIP archive holding one text file: a file type that is not media. */
+export function zip(): Buffer {
+  const name = Buffer.from('notes.txt', 'latin1');
+  const data = Buffer.from('not media\n', 'latin1');
+  const local = Buffer.alloc(30);
+  local.writeUInt32LE(0x04034b50, 0);
+  local.writeUInt16LE(20, 4);
+  local.writeUInt32LE(crc32(data), 14);
+  local.writeUInt32LE(data.length, 18);
+  local.writeUInt32LE(data.length, 22);
+  local.writeUInt16LE(name.length, 26);
+  const central = Buffer.alloc(46);
+  central.writeUInt32LE(0x02014b50, 0);
+  central.writeUInt16LE(20, 4);
+  central.writeUInt16LE(20, 6);
+  central.writeUInt32LE(crc32(data), 16);
+  central.writeUInt32LE(data.length, 20);
+  central.writeUInt32LE(data.length, 24);
+  central.writeUInt16LE(name.length, 28);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(1, 8);
+  end.writeUInt16LE(1, 10);
+  end.writeUInt32LE(central.length + name.length, 12);
+  end.writeUInt32LE(local.length + name.length + data.length, 16);
+  return Buffer.concat([local, name, data, central, name, end]);
 }
 
 /**

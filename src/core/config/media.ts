@@ -17,7 +17,7 @@ export interface MediaConfig {
   storage: { kind: 'local' } | ({ kind: 's3' } & S3StorageConfig);
   /** Types accepted for new media; a subset of MEDIA_CONTENT_TYPES. */
   allowedTypes: MediaContentType[];
-  maxBytes: { image: number; video: number };
+  maxBytes: { image: number; video: number; document: number };
   /** How long a signed upload URL accepts bytes. */
   uploadUrlTtlSeconds: number;
   /** How long a signed download URL works. */
@@ -41,6 +41,8 @@ export interface MediaConfig {
 
 // S3 takes a single PUT (and a single server-side copy) of at most 5 GiB; larger files would need multipart.
 const MAX_MEDIA_BYTES = 5 * 1024 ** 3;
+// A document's pages are counted with the whole file in memory (see src/media/document-pages.ts).
+const MAX_DOCUMENT_BYTES = 1024 ** 3;
 // S3 refuses presigned URLs valid for more than 7 days.
 const MAX_SIGNED_URL_SECONDS = 7 * 86_400;
 
@@ -51,6 +53,8 @@ export function readMedia(read: EnvReader): MediaConfig {
     maxBytes: {
       image: read.integer('MEDIA_MAX_IMAGE_BYTES', 10 * 1024 ** 2, 1, MAX_MEDIA_BYTES),
       video: read.integer('MEDIA_MAX_VIDEO_BYTES', 1024 ** 3, 1, MAX_MEDIA_BYTES),
+      // LinkedIn's limit, the one network that takes documents; their pages are counted in memory.
+      document: read.integer('MEDIA_MAX_DOCUMENT_BYTES', 100 * 1024 ** 2, 1, MAX_DOCUMENT_BYTES),
     },
     uploadUrlTtlSeconds: read.integer('MEDIA_UPLOAD_URL_TTL_SECONDS', 3600, 60, MAX_SIGNED_URL_SECONDS),
     downloadUrlTtlSeconds: read.integer('MEDIA_DOWNLOAD_URL_TTL_SECONDS', 3600, 60, MAX_SIGNED_URL_SECONDS),

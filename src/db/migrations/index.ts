@@ -24,6 +24,7 @@ import * as linkedin from './2026-11-27-10-linkedin.js';
 import * as pinterest from './2026-11-27-11-pinterest.js';
 import * as oauthResource from './2026-11-27-12-oauth-resource.js';
 import * as oauthScope from './2026-11-27-13-oauth-scope.js';
+import * as documents from './2026-11-27-14-documents.js';
 import * as oauthRefresh from './2026-11-27-15-oauth-refresh.js';
 import * as oauthClients from './2026-11-27-16-oauth-clients.js';
 import * as mail from './2026-11-27-17-mail.js';
@@ -57,6 +58,7 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-11-pinterest': pinterest,
   '2026-11-27-12-oauth-resource': oauthResource,
   '2026-11-27-13-oauth-scope': oauthScope,
+  '2026-11-27-14-documents': documents,
   '2026-11-27-15-oauth-refresh': oauthRefresh,
   '2026-11-27-16-oauth-clients': oauthClients,
   '2026-11-27-17-mail': mail,

@@ -24,7 +24,7 @@ const UPLOAD_TIMEOUT_SECONDS = 600;
 const SETTLE_SECONDS = 60;
 /** How far a search reaches before the step began: LinkedIn's clock and this server's may differ. */
 const CLOCK_SKEW_MS = 2 * 60_000;
-/** How often a video LinkedIn is processing is asked about. */
+/** How often a video or document LinkedIn is processing is asked about. */
 const PROCESSING_POLL_SECONDS = 10;
 /** The author's newest posts (or the post's comments) read in a search after a lost answer. */
 const SEARCH_COUNT = 50;
@@ -42,6 +42,8 @@ interface LinkedInReference extends Record<string, unknown> {
   /** LinkedIn's URNs of the media uploaded, in the post's order. */
   media: string[];
   video?: VideoUpload;
+  /** LinkedIn's URN of the document uploaded, while LinkedIn processes it. */
+  document?: string;
   /** When the post or comment step was last recorded to be sent: a lost one is sought from then. */
   startedAt?: string;
 }
@@ -67,9 +69,11 @@ interface ListedComment {
  * up first, each call a step of its own: an image with the Images API (`initializeUpload`, then its bytes
  * PUT to the upload URL); a video with the Videos API (`initializeUpload` with the file's size, which
  * answers the parts to PUT, each a step whose ETag is kept, then `finalizeUpload` with them, then
- * LinkedIn's processing, asked about as a queued job until AVAILABLE). Then `POST /rest/posts` with the
- * commentary in little text (reserved characters escaped, so the text is published as written), the
- * visibility, and the media: one image or video, or several images as a multi-image post. LinkedIn
+ * LinkedIn's processing, asked about as a queued job until AVAILABLE); a document (PDF) with the Documents
+ * API (`initializeUpload`, its bytes PUT to the upload URL, then LinkedIn's processing, asked about like a
+ * video's). Then `POST /rest/posts` with the commentary in little text (reserved characters escaped, so the
+ * text is published as written), the visibility, and the media: one image, video or document (with its
+ * title), or several images as a multi-image post. LinkedIn
  * answers 201 with the post's URN in `x-restli-id`. A first comment is a publication of its own: `POST
  * /rest/socialActions/{post}/comments` as the author.
  *
@@ -115,6 +119,12 @@ export class LinkedInAdapter implements PublishingAdapter {
         return { next: this.step('video-status', reference) };
       case 'video-status':
         return this.videoStatus(input, reference);
+      case 'document':
+        return {
+          next: this.step('document-status', { ...reference, document: await this.uploadDocument(input, reference) }),
+        };
+      case 'document-status':
+        return this.documentStatus(input, reference);
       case 'post':
         return this.post(input, reference);
       case 'comment':
@@ -147,7 +157,7 @@ export class LinkedInAdapter implements PublishingAdapter {
   /** The next media's first step, or the post (or comment) once every media is up. */
   private afterMedia(input: PublicationInput, reference: LinkedInReference): Progress {
     const next = input.comment ? undefined : input.media[reference.media.length];
-    if (next) return this.step(next.kind === 'video' ? 'video-init' : 'image', { media: reference.media });
+    if (next) return this.step(FIRST_STEP[next.kind], { media: reference.media });
     return this.step(
       input.comment ? 'comment' : 'post',
       { media: reference.media, startedAt: this.clock.now().toISOString() },
@@ -186,6 +196,33 @@ export class LinkedInAdapter implements PublishingAdapter {
     if (answer.status !== 200 || !value?.uploadUrl || !value.image) throw this.fail(answer, 'image upload');
     await this.put(input, value.uploadUrl, await readAll(await image.open()), 'image');
     return value.image;
+  }
+
+  private async uploadDocument(input: PublicationInput, reference: LinkedInReference): Promise<string> {
+    const document = input.media[reference.media.length]!;
+    const answer = await this.call(input, '/rest/documents?action=initializeUpload', 'POST', {
+      initializeUploadRequest: { owner: this.author(input) },
+    });
+    const value = jsonOf<{ value?: { uploadUrl?: string; document?: string } }>(answer)?.value;
+    if (answer.status !== 200 || !value?.uploadUrl || !value.document) throw this.fail(answer, 'document upload');
+    await this.put(input, value.uploadUrl, await readAll(await document.open()), 'document');
+    return value.document;
+  }
+
+  /** Where LinkedIn's processing of the document stands: available (on to the post), still going, or failed. */
+  private async documentStatus(input: PublicationInput, reference: LinkedInReference): Promise<StepResult> {
+    const urn = reference.document!;
+    const answer = await this.call(input, `/rest/documents/${encodeURIComponent(urn)}`, 'GET');
+    const document = jsonOf<{ status?: string }>(answer);
+    if (answer.status !== 200 || !document) throw this.fail(answer, 'document');
+    if (document.status === 'AVAILABLE') return { next: this.afterMedia(input, { media: [...reference.media, urn] }) };
+    if (document.status === 'PROCESSING_FAILED')
+      throw new PermanentPublishError(
+        'rejected_by_network',
+        'LinkedIn could not process the document (a damaged or protected PDF, or more than 300 pages)',
+        linkedinLogId(answer),
+      );
+    return { pending: { checkAgainInSeconds: PROCESSING_POLL_SECONDS } };
   }
 
   private async initializeVideo(input: PublicationInput, reference: LinkedInReference): Promise<VideoUpload> {
@@ -271,7 +308,7 @@ export class LinkedInAdapter implements PublishingAdapter {
         commentary: littleText(input.post.content),
         visibility: settings.visibility,
         distribution: { feedDistribution: 'MAIN_FEED', targetEntities: [], thirdPartyDistributionChannels: [] },
-        ...contentOf(input.media, reference.media),
+        ...contentOf(input.media, reference.media, settings.documentTitle),
         lifecycleState: 'PUBLISHED',
         isReshareDisabledByAuthor: settings.disableReshare,
       },
@@ -431,12 +468,38 @@ function settingsOf(input: PublicationInput): StoredLinkedInSettings {
     __type: 'linkedin',
     visibility: settings?.visibility ?? 'PUBLIC',
     disableReshare: settings?.disableReshare ?? false,
+    ...(settings?.documentTitle === undefined ? {} : { documentTitle: settings.documentTitle }),
   };
 }
 
-/** The post's `content`: none, one image or video, or several images together, each with its alt text. */
-function contentOf(media: PublishableMedia[], urns: string[]): { content?: unknown } {
+/** The first step of uploading each kind of media. */
+const FIRST_STEP: Record<PublishableMedia['kind'], string> = {
+  image: 'image',
+  video: 'video-init',
+  document: 'document',
+};
+
+/** A document post's title: the one chosen, else the file's name without its extension. */
+export function documentTitleOf(fileName: string, chosen: string | undefined): string {
+  if (chosen) return chosen;
+  const dot = fileName.lastIndexOf('.');
+  const name = (dot > 0 ? fileName.slice(0, dot) : fileName).trim();
+  return (name || fileName).slice(0, 400);
+}
+
+/**
+ * The post's `content`: none, one image or video, or several images together, each with its alt text; or a
+ * document with its title.
+ */
+function contentOf(
+  media: PublishableMedia[],
+  urns: string[],
+  documentTitle: string | undefined,
+): { content?: unknown } {
   if (urns.length === 0) return {};
+  const first = media[0];
+  if (first?.kind === 'document')
+    return { content: { media: { id: urns[0]!, title: documentTitleOf(first.fileName, documentTitle) } } };
   const item = (index: number) => ({
     id: urns[index]!,
     ...(media[index]?.altText ? { altText: media[index].altText } : {}),

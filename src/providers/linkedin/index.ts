@@ -13,7 +13,7 @@ import {
 import { LinkedInTokens } from './tokens.js';
 
 /**
- * LinkedIn (the versioned Posts, Images and Videos APIs): members and the company pages they administer.
+ * LinkedIn (the versioned Posts, Images, Videos and Documents APIs): members and the company pages they administer.
  * Its rules hold on every server; connecting accounts and publishing need the operator's LinkedIn app
  * (LINKEDIN_CLIENT_ID and LINKEDIN_CLIENT_SECRET).
  */
@@ -25,6 +25,7 @@ export const linkedinNetwork: ProviderFactory<'linkedin'> = ({ config, outbound,
     needsSettings: false,
     contentLimit: LINKEDIN_CONTENT_LIMIT,
     firstComment: { maxLength: LINKEDIN_COMMENT_MAX },
+    takesDocuments: true,
     altTextMax: LINKEDIN_ALT_TEXT_MAX,
     settingsProblems: linkedinProblems,
     withDefaults: linkedinDefaults,

@@ -445,7 +445,7 @@ export default class Service {
     if (contentType === undefined) {
       throw new TypeError(
         `upload: cannot tell the type of "${fileName}" from its bytes or its name; ` +
-          'accepted are JPEG, PNG, GIF, WebP, MP4, QuickTime and WebM (or pass options.contentType).',
+          'accepted are JPEG, PNG, GIF, WebP, MP4, QuickTime, WebM and PDF (or pass options.contentType).',
       );
     }
     const upload = dataOf(

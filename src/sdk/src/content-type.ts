@@ -1,4 +1,4 @@
-import type { MediaContentType } from './types.js';
+import type { KnownMediaContentType as MediaContentType } from './types.js';
 
 function startsWith(bytes: Uint8Array, signature: readonly number[], offset = 0): boolean {
   if (bytes.length < offset + signature.length) return false;
@@ -23,6 +23,7 @@ export function sniffContentType(bytes: Uint8Array): MediaContentType | undefine
   if (QUICKTIME_BOXES.some((box) => startsWith(bytes, box, 4))) return 'video/quicktime';
   // EBML header; WebM is the Matroska profile the API accepts.
   if (startsWith(bytes, [0x1a, 0x45, 0xdf, 0xa3])) return 'video/webm';
+  if (startsWith(bytes, ascii('%PDF-'))) return 'application/pdf';
   return undefined;
 }
 
@@ -37,6 +38,7 @@ const BY_EXTENSION: Record<string, MediaContentType> = {
   mov: 'video/quicktime',
   qt: 'video/quicktime',
   webm: 'video/webm',
+  pdf: 'application/pdf',
 };
 
 /** The media type told by the file name's extension, when it is one the API accepts. */

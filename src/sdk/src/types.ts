@@ -158,14 +158,20 @@ export type StoredProviderSettings = Schemas['StoredProviderSettings'];
 /** Who can see a TikTok post. */
 export type TikTokPrivacyLevel = Schemas['TikTokPrivacyLevel'];
 
-/** An image or video that posts can attach. */
+/** An image, video or document (PDF) that posts can attach. */
 export type Media = Schemas['Media'];
 
 /** One page of media: `{ data, nextCursor }`. */
 export type MediaPage = Schemas['MediaPage'];
 
-/** The file types accepted as media. */
+/** The file types accepted as media (extensible: a type added later is another string). */
 export type MediaContentType = Schemas['MediaContentType'];
+
+/** The file types accepted as media that this version of the contract knows. */
+export type KnownMediaContentType = Schemas['KnownMediaContentType'];
+
+/** Whether media is an image, a video or a document (extensible: a kind added later is another string). */
+export type MediaKind = Schemas['MediaKind'];
 
 /** The page of `Service.listMedia`: `limit` and `cursor`. */
 export type MediaListQuery = NonNullable<operations['listMedia']['parameters']['query']>;
