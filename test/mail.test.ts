@@ -109,6 +109,26 @@ describe('mail', { timeout: 2 * TIMEOUTS.test }, () => {
     expect(smtp.received.some((one) => one.to.includes('nobody@example.test'))).toBe(false);
   });
 
+  it('mails an invitation with its link, which leads to the invitation', async () => {
+    const owner = await signUp('lin@example.test');
+    await smtp.next('lin@example.test');
+    const answer = await owner.submit('/settings/members', '/settings/members/invitations', {
+      email: 'Colleague@Example.test',
+      role: 'editor',
+    });
+    expect(answer.status).toBe(201);
+    const mail = await smtp.next('colleague@example.test');
+    expect(mail.subject).toBe('Join Ada’s studio on Acme Scheduler');
+    expect(mail.text).toContain('Ada invites you to join Ada’s studio on Acme Scheduler as editor.');
+    const link = mail.links.find((one) => one.includes('/invitations/accept?token=inv_'))!;
+    expect(link.startsWith(server.baseUrl)).toBe(true);
+    // The same link as the page showed once.
+    expect(await answer.text()).toContain(link.replace(/&/g, '&amp;'));
+    const landing = await new BrowserSession(server).get(new URL(link).pathname + new URL(link).search);
+    expect(landing.status).toBe(200);
+    expect(await landing.text()).toContain('invited to <strong>Ada’s studio</strong> as <strong>editor</strong>');
+  });
+
   it('lets a reset link expire after 30 minutes', async () => {
     await signUp('hedy@example.test');
     await smtp.next('hedy@example.test');

@@ -1,3 +1,4 @@
+import { findInvitation, invitationPath } from '../accounts/invitations.js';
 import { issueMailToken } from '../accounts/mail-tokens.js';
 import { findUserByEmail } from '../accounts/organizations.js';
 import type { AppContext } from '../http/context.js';
@@ -56,6 +57,24 @@ export const MAIL_KINDS = {
         name: user.name,
         link: `${ctx.config.publicUrl}/email/verify/${token}`,
         newAddress: to === user.email ? '' : 'yes',
+      };
+    },
+  },
+  /**
+   * An invitation to join an organization: its link is sealed in the queue like any mail's data, and
+   * not sent once the invitation was revoked, accepted or has expired.
+   */
+  invitation: {
+    subject: (data, name) => `Join ${data.organizationName ?? 'an organization'} on ${name}`,
+    prepare: async (ctx, _to, data) => {
+      const invitation = await findInvitation(ctx.db, data.token ?? '', ctx.clock.now());
+      if (!invitation) return undefined;
+      return {
+        organizationName: invitation.organizationName,
+        role: invitation.role,
+        inviter: data.inviter ?? '',
+        link: `${ctx.config.publicUrl}${invitationPath(data.token ?? '')}`,
+        expires: invitation.expiresAt.toISOString().slice(0, 10),
       };
     },
   },

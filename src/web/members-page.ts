@@ -9,10 +9,12 @@ import {
 } from '../accounts/members.js';
 import { ValidationError } from '../core/errors.js';
 import { can, isRole, ROLE_DESCRIPTIONS, ROLES, type Role } from '../core/roles.js';
-import type { AppContext } from '../http/context.js';
+import type { MailContext } from '../mail/worker.js';
 import { keepMemberGrants, revokeMemberGrants } from '../oauth/grants.js';
 import { createInvitation, invitationPath, listPendingInvitations, revokeInvitation } from '../accounts/invitations.js';
 import { normalizeEmail } from '../accounts/organizations.js';
+import { transaction } from '../db/transaction.js';
+import { planMail } from '../mail/outbox.js';
 import { formatTime } from '../pages/forms.js';
 import { renderPage } from '../pages/render.js';
 import { field } from '../pages/visitor.js';
@@ -37,7 +39,7 @@ function roleField(value: string): Role {
  * Settings → Members: every member sees who belongs to the organization and may leave it; admins
  * change roles and remove members; owners make owners and hand the organization over.
  */
-export function membersPage(ctx: AppContext): Router {
+export function membersPage(ctx: MailContext): Router {
   const router = express.Router();
 
   const showMembers = async (res: Response, extra: object = {}, status = 200) => {
@@ -84,9 +86,19 @@ export function membersPage(ctx: AppContext): Router {
     if (role === 'owner')
       throw new ValidationError('Owners are made among members: invite as admin, then make them owner.');
     const email = field(req, 'email');
-    const { token } = await createInvitation(ctx.db, memberActor(res), { email, role }, ctx.clock.now());
+    const { visitor, organization } = signedIn(res);
+    // The invitation and its mail in one transaction: both or neither. The link is also shown here once,
+    // for an installation that sends no mail or an invitee who did not get it.
+    const { token } = await transaction(ctx.db, async (trx) => {
+      const invited = await createInvitation(trx, memberActor(res), { email, role }, ctx.clock.now());
+      await planMail(ctx, trx, {
+        kind: 'invitation',
+        to: normalizeEmail(email),
+        data: { token: invited.token, inviter: visitor.user.name, organizationName: organization.name },
+      });
+      return invited;
+    });
     const link = `${ctx.config.publicUrl}${invitationPath(token)}`;
-    // Mail: this is where the invitation's link is sent to `email` once the installation sends mail.
     await showMembers(res, { invitationLink: link, invitedEmail: normalizeEmail(email) }, 201);
   });
 
