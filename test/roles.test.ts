@@ -261,6 +261,33 @@ const connectedRole = async (credential: string) =>
   dataOf(await publicApi(server, { Authorization: `Bearer ${credential}` }).GET('/public/v1/is-connected')).credential
     .role;
 
+describe('an app approved by two members of one organization', () => {
+  it('acts for the last approver only: the tokens the other approved end, and are never raised to their role', async () => {
+    const { owner } = await team('Shared Agent Studio');
+    const contributor = await join(owner.id, 'contributor');
+    const app = await createOAuthApp(server.ctx.db, owner.id);
+    const byContributor = { ...owner, userId: contributor.userId };
+    const contributorToken = await exchange(server, app, await approve(server.ctx.db, app, byContributor));
+    expect(await connectedRole(contributorToken)).toBe('contributor');
+
+    const ownerToken = await exchange(server, app, await approve(server.ctx.db, app, owner));
+    expect(await connectedRole(ownerToken)).toBe('owner');
+    const ended = await publicApi(server, { Authorization: `Bearer ${contributorToken}` }).GET(
+      '/public/v1/is-connected',
+    );
+    expect(ended.response.status).toBe(401);
+
+    // Someone who is no longer a member approves nothing (removed while the consent page was open).
+    await server.ctx.db
+      .deleteFrom('memberships')
+      .where('organization_id', '=', owner.id)
+      .where('user_id', '=', contributor.userId)
+      .execute();
+    await expect(approve(server.ctx.db, app, byContributor)).rejects.toThrow(/no longer a member/);
+    expect(await connectedRole(ownerToken)).toBe('owner');
+  });
+});
+
 describe('Settings → Members', () => {
   it('lets an admin change roles, and a lowered member’s keys and apps go down with them', async () => {
     const { owner } = await team('Members Studio');

@@ -1,5 +1,4 @@
-import { sql } from 'kysely';
-import { NotFoundError } from '../core/errors.js';
+import { ForbiddenError, NotFoundError } from '../core/errors.js';
 import { can, ROLES, type Role } from '../core/roles.js';
 import { newId } from '../core/ids.js';
 import { generateCredential, hashSecret } from '../crypto/issued-secrets.js';
@@ -30,10 +29,43 @@ export interface Approval {
  */
 export async function approveApp(db: Db, approval: Approval, now: Date): Promise<string> {
   const code = generateCredential(CODE_PREFIX);
-  // The app acts with the role its approver has in the organization, never more.
-  const role = sql<Role>`(select role from memberships
-    where organization_id = ${approval.organizationId} and user_id = ${approval.userId})`;
   await transaction(db, async (trx) => {
+    // The app acts with the role its approver has in the organization, never more; a user who is no
+    // longer a member (removed while the consent page was open) approves nothing.
+    const membership = await trx
+      .selectFrom('memberships')
+      .select('role')
+      .where('organization_id', '=', approval.organizationId)
+      .where('user_id', '=', approval.userId)
+      .forShare()
+      .executeTakeFirst();
+    if (!membership) throw new ForbiddenError('You are no longer a member of this organization.');
+    // One grant per app and organization, acting with its approver's role: when another member
+    // approves the app, the access the previous approver gave ends (their tokens, refresh tokens and
+    // pending codes), so no token ever acts with a role its holder was not given.
+    const previous = await trx
+      .selectFrom('oauth_grants')
+      .select(['id', 'approved_by_user_id'])
+      .where('app_id', '=', approval.appId)
+      .where('organization_id', '=', approval.organizationId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (previous && previous.approved_by_user_id !== approval.userId) {
+      await trx
+        .updateTable('oauth_tokens')
+        .set({ revoked_at: now })
+        .where('grant_id', '=', previous.id)
+        .where('revoked_at', 'is', null)
+        .execute();
+      await trx
+        .updateTable('oauth_refresh_tokens')
+        .set({ revoked_at: now })
+        .where('grant_id', '=', previous.id)
+        .where('revoked_at', 'is', null)
+        .execute();
+      await trx.deleteFrom('oauth_codes').where('grant_id', '=', previous.id).execute();
+    }
+    const role = membership.role;
     const grant = await trx
       .insertInto('oauth_grants')
       .values({
