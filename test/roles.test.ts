@@ -373,6 +373,26 @@ describe('Settings → Members', () => {
     const left = await viewer.browser.submit('/settings/members', `/settings/members/${viewer.userId}/remove`, {});
     expect(left.status).toBe(303);
     expect(await roleOf(owner.id, viewer.userId)).toBeUndefined();
+
+    // A member who leaves keeps nothing acting for the organization, even asking to: they hold its secrets.
+    const leaver = await join(owner.id, 'admin');
+    const { secret } = await createApiKey(server.ctx.db, owner.id, 'Leaver key', {
+      maker: { organizationId: owner.id, role: 'admin', userId: leaver.userId },
+      role: 'editor',
+    });
+    const leavePage = await page(leaver.browser, `/settings/members/${leaver.userId}/remove`);
+    expect(leavePage.html).toContain('They are revoked when you leave');
+    expect(leavePage.html).not.toContain('value="keep"');
+    const gone = await leaver.browser.submit(
+      `/settings/members/${leaver.userId}/remove`,
+      `/settings/members/${leaver.userId}/remove`,
+      { credentials: 'keep' },
+    );
+    expect(gone.status).toBe(303);
+    const afterLeaving = await server.fetch('/public/v1/is-connected', {
+      headers: { Authorization: `Bearer ${secret}` },
+    });
+    expect(afterLeaving.status).toBe(401);
   });
 
   it('always keeps an owner: the last one can neither leave nor step down, and hands the organization over', async () => {

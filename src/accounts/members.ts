@@ -142,7 +142,9 @@ export async function changeMemberRole(db: Db, actor: MemberActor, userId: strin
 
 /**
  * Removes a member (or, with their own id, the actor leaves). Their API keys and the apps they
- * approved are revoked or kept, as asked; kept ones keep acting with the role they had. Their
+ * approved are revoked or kept, as the manager removing them asks; kept ones keep acting with the role
+ * they had. A member who leaves keeps nothing: they hold the keys' secrets, so only someone who stays
+ * may decide that an integration of theirs goes on. Their
  * sessions acting for the organization go on acting for another of theirs, or none.
  */
 export async function removeMember(
@@ -157,7 +159,7 @@ export async function removeMember(
     const role = memberRole(members, userId);
     if (!leaving) assertMayManage(actor, role, 'remove');
     if (role === 'owner') assertAnotherOwner(members, userId, leaving ? 'leaving as' : 'removing');
-    if (options.revokeCredentials) {
+    if (options.revokeCredentials || leaving) {
       await trx
         .updateTable('api_keys')
         .set({ revoked_at: options.now })
