@@ -84,7 +84,7 @@ describe('a standard OAuth client library (oauth4webapi)', () => {
       const connected = await publicApi(server, { Authorization: `Bearer ${tokens.access_token}` }).GET(
         '/public/v1/is-connected',
       );
-      expect(connected.data?.credential).toEqual({ type: 'oauth_token' });
+      expect(connected.data?.credential).toEqual({ type: 'oauth_token', role: 'owner' });
 
       const revocation = await oauth.revocationRequest(as, client, clientAuth(), tokens.access_token, insecure);
       await oauth.processRevocationResponse(revocation);

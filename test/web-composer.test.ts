@@ -1222,7 +1222,7 @@ describe('the signed upload from the pages', () => {
     expect(zip.status).toBe(415);
     expect((await errorOf(zip)).message).toBe(
       'This kind of file (application/zip) is not accepted. ' +
-        'Accepted: JPEG, PNG, GIF, WebP images; MP4, QuickTime (MOV), WebM videos.',
+        'Accepted: JPEG, PNG, GIF, WebP images; MP4, QuickTime (MOV), WebM videos; PDF documents.',
     );
     const refused = await browser.request('/media/uploads', {
       method: 'POST',
