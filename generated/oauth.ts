@@ -175,7 +175,8 @@ export interface paths {
          *       then accepted) or `none` (a public client: no secret, and PKCE with `S256` is required at
          *       the authorize endpoint).
          *     - `grant_types` and `response_types`, when sent, must include `authorization_code` and
-         *       `code`; the answer says what was registered. `client_name` is shown on the consent page
+         *       `code`; the answer says what the client has: `authorization_code` and `refresh_token`
+         *       (a registered client's access tokens last an hour and come with a rotating refresh token). `client_name` is shown on the consent page
          *       (the redirect host when absent). Other members are ignored; `logo_uri` is not shown.
          *
          *     A client nobody approves within `OAUTH_UNUSED_CLIENT_DAYS` days (7 by default) is deleted.
@@ -491,7 +492,8 @@ export interface components {
             token_endpoint_auth_method: string;
             /**
              * @example [
-             *       "authorization_code"
+             *       "authorization_code",
+             *       "refresh_token"
              *     ]
              */
             grant_types: string[];

@@ -50,6 +50,14 @@ export function authorizeOperation(ctx: AppContext): OAuthHandler<'authorize'> {
     const { app } = client;
     const checked = checkAuthorizationParameters(query, ctx.config.publicUrl, app.secret_hash === null);
     if (!checked.ok) {
+      // A client nobody vouches for (it registered itself, or is a metadata document) is not sent its
+      // error: anyone could make this server redirect to any address of theirs (RFC 9700 §4.11.1).
+      if (app.registration !== 'settings') {
+        return {
+          status: 400,
+          html: errorPageHtml(res, 'This authorization link is not valid', checked.description),
+        };
+      }
       const location = withQuery(client.redirectUri, {
         error: checked.error,
         error_description: checked.description,

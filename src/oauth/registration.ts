@@ -12,8 +12,11 @@ import { checkRedirectUri, isLoopbackHost } from './urls.js';
 const MAX_NAME_LENGTH = 100;
 const MAX_REDIRECT_URIS = 10;
 const AUTH_METHODS: readonly TokenEndpointAuthMethod[] = ['none', 'client_secret_basic', 'client_secret_post'];
-/** Grant types a client may ask for; the registration answers the ones this server issues. */
-const GRANT_TYPES_ISSUED = ['authorization_code'];
+/**
+ * The grants a registered client has, whatever it asked for: the code, and the refresh tokens that come
+ * with its one-hour access tokens.
+ */
+const GRANT_TYPES_ISSUED = ['authorization_code', 'refresh_token'];
 
 /** RFC 7591 §2: the client metadata this server reads; any other member is ignored. */
 export interface ClientMetadata {
@@ -73,7 +76,7 @@ function checkFlows(metadata: ClientMetadata): void {
     metadata.grant_types !== undefined &&
     !stringList(metadata.grant_types, 'grant_types').includes('authorization_code')
   )
-    throw invalidMetadata('grant_types must include authorization_code, the only grant of this server.');
+    throw invalidMetadata('grant_types must include authorization_code, the grant a client starts with here.');
   if (metadata.response_types !== undefined && !stringList(metadata.response_types, 'response_types').includes('code'))
     throw invalidMetadata('response_types must include code, the only response type of this server.');
 }
