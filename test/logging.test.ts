@@ -60,5 +60,10 @@ describe('request logs', () => {
       '/cb?code=%5BREDACTED%5D&state=%5BREDACTED%5D&client_secret=%5BREDACTED%5D',
     );
     expect(redactUrl('/public/v1/posts?limit=5')).toBe('/public/v1/posts?limit=5');
+    // The single-use secrets that mails carry in their links' paths.
+    expect(redactUrl('/password/reset/pmt_abc123')).toBe('/password/reset/[REDACTED]');
+    expect(redactUrl('/email/verify/pmt_abc123?x=1')).toBe('/email/verify/[REDACTED]?x=1');
+    expect(redactUrl('/mail/unsubscribe/abc.def')).toBe('/mail/unsubscribe/[REDACTED]');
+    expect(redactUrl('/password/forgot')).toBe('/password/forgot');
   });
 });

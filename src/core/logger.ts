@@ -13,8 +13,13 @@ const REDACTED_PATHS = [
 // `state` too: it binds an authorization in progress (ours at the networks, an app's at our consent page).
 const SENSITIVE_QUERY = /token|secret|code|password|key|signature|state/i;
 
-/** A URL for logs: query values whose names look sensitive are replaced. */
+// Pages whose address carries a mailed single-use secret as its segment after the prefix: a password
+// reset, the confirmation of an address, an unsubscribe link.
+const SECRET_PATH = /^(\/(?:password\/reset|email\/verify|mail\/unsubscribe)\/)[^/?#]+/;
+
+/** A URL for logs: the secrets mailed in paths, and query values whose names look sensitive, are replaced. */
 export function redactUrl(url: string): string {
+  url = url.replace(SECRET_PATH, '$1[REDACTED]');
   const index = url.indexOf('?');
   if (index < 0) return url;
   const params = new URLSearchParams(url.slice(index + 1));
