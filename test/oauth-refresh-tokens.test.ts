@@ -133,6 +133,32 @@ describe('an app whose tokens expire', () => {
     await tokens(await refresh(expiring, untouched.refresh_token));
   });
 
+  it('ends the token a refresh gave after the app stopped expiring its tokens, when that refresh token is reused', async () => {
+    // Another app, so that the token left revoked without expiry is no other test's.
+    const code = await approve(server.ctx.db, other, user, { now: server.clock.now() });
+    const first = await tokens(await tokenRequest(server, codeGrant(other, code)));
+    await server.ctx.db
+      .updateTable('oauth_apps')
+      .set({ access_token_lifetime_seconds: null })
+      .where('id', '=', other.app.id)
+      .execute();
+    try {
+      const lasting = await tokens(await refresh(other, first.refresh_token));
+      expect(lasting.expires_in).toBeUndefined();
+      expect(lasting.refresh_token).toBeUndefined();
+      expect(await channelsStatus(server, lasting.access_token)).toBe(200);
+      // The spent refresh token again: the token that never expires goes with its chain.
+      await refused(await refresh(other, first.refresh_token), 'invalid_grant');
+      expect(await channelsStatus(server, lasting.access_token)).toBe(401);
+    } finally {
+      await server.ctx.db
+        .updateTable('oauth_apps')
+        .set({ access_token_lifetime_seconds: 3600 })
+        .where('id', '=', other.app.id)
+        .execute();
+    }
+  });
+
   it('lets a concurrent second use of one refresh token win nothing', async () => {
     const first = await authorize();
     const answers = await Promise.all([refresh(expiring, first.refresh_token), refresh(expiring, first.refresh_token)]);

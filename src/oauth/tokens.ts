@@ -55,7 +55,8 @@ export async function issueTokens(
       app_id: app.id,
       organization_id: issue.organizationId,
       code_id: issue.codeId,
-      chain_id: lifetime === null ? null : issue.chainId,
+      // Always in its chain: a refresh token's reuse or revocation ends it, even one issued without expiry.
+      chain_id: issue.chainId,
       resource: issue.resource,
       scope: issue.scope,
       expires_at: lifetime === null ? null : new Date(now.getTime() + lifetime * 1000),
