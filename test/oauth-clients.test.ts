@@ -47,6 +47,8 @@ function documents(path: string): { status?: number; body?: string; cacheControl
       return { body: JSON.stringify({ ...good, padding: 'x'.repeat(6000) }) };
     case '/secret.json':
       return { body: JSON.stringify({ ...good, token_endpoint_auth_method: 'client_secret_basic' }) };
+    case '/nul-name.json':
+      return { body: JSON.stringify({ ...good, client_name: 'Docs\u0000Client' }) };
     case '/slow.json':
       return { hang: true };
     default:
@@ -382,6 +384,7 @@ describe('client ID metadata documents', () => {
     ['/big.json', 'larger than 5120 bytes'],
     ['/secret.json', 'public client'],
     ['/missing.json', 'HTTP 404'],
+    ['/nul-name.json', 'without control characters'],
     ['/slow.json', 'could not be fetched within 1 seconds'],
   ])('refuses the document at %s with an error page', async (path, message) => {
     const response = await authorize({ client_id: `${documentOrigin}${path}` });

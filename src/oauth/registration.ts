@@ -4,6 +4,7 @@ import { newId, randomBase62 } from '../core/ids.js';
 import { RateLimiter } from '../http/rate-limit.js';
 import { generateCredential, hashSecret } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
+import { isStorableText } from '../http/storable-text.js';
 import { CLIENT_ID_PREFIX, CLIENT_ID_RANDOM_LENGTH, EXPIRING_ACCESS_TOKEN_SECONDS } from './apps.js';
 import { OAuthError } from './errors.js';
 import type { OAuthApp, TokenEndpointAuthMethod } from './tables.js';
@@ -63,6 +64,11 @@ export function checkClientName(value: unknown, redirectUris: string[]): string 
   if (!name) return new URL(redirectUris[0]!).host;
   if (name.length > MAX_NAME_LENGTH)
     throw invalidMetadata(`client_name must be at most ${MAX_NAME_LENGTH} characters.`);
+  // Shown on the consent page as the app's name: no control characters (a NUL could not even be stored)
+  // and no lone surrogates.
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(name) || !isStorableText(name))
+    throw invalidMetadata('client_name must be plain text, without control characters.');
   return name;
 }
 
