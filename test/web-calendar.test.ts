@@ -81,6 +81,17 @@ describe('landing', () => {
   });
 });
 
+describe('the Posts list', () => {
+  it('refuses a day that is not in the calendar instead of listing from 1970', async () => {
+    for (const query of ['from=2026-02-30', 'to=2026-13-01', 'from=tomorrow']) {
+      const { status, html } = await page(`/posts?${query}`);
+      expect(status, query).toBe(400);
+      expect(html).toContain('must be a date such as 2026-12-01.');
+    }
+    expect((await page('/posts?from=2028-02-29&to=2028-03-01')).status).toBe(200);
+  });
+});
+
 describe('the calendar', () => {
   it('explains what to do when nothing is planned, and when there is no channel', async () => {
     const { status, html } = await page('/calendar?date=2031-06-04');

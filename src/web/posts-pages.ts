@@ -201,7 +201,8 @@ function readFilter(req: Request): Filter {
   for (const name of ['from', 'to'] as const) {
     const day = text(name);
     if (day === undefined) continue;
-    if (!/^\d{4}-\d{2}-\d{2}$/.test(day) || Number.isNaN(Date.parse(`${day}T00:00:00Z`)))
+    // A day of the calendar (2026-02-30 is none, though Date.parse takes it).
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(day) || !DateTime.fromISO(day, { zone: 'UTC' }).isValid)
       throw new ValidationError(`${name} must be a date such as 2026-12-01.`);
     filter[name] = day;
   }
