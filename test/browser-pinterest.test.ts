@@ -13,18 +13,20 @@ import {
 } from './support/chromium.js';
 import { eventually } from './support/eventually.js';
 import { pinterestEnv, startFakePinterest, type FakePinterest } from './support/fake-pinterest.js';
-import { png } from './support/media-samples.js';
+import { mp4WithDuration, png } from './support/media-samples.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { TIMEOUTS } from './support/timeouts.js';
 
 const PICTURE = artifactPath('pinterest-picture.png');
+const VIDEO = artifactPath('pinterest-video.mp4');
 
 /**
  * Pinterest the way a user meets it, in one Chromium walk: Connect Pinterest in Settings → Channels
  * (Pinterest's consent page, which the fake gives at once) and back with the account; then the composer,
  * which offers the account's boards and their sections, an image uploaded with its alternative text, a
  * title and a link, published now: the pin is on the chosen section, made from the image Pinterest
- * downloaded. Every page is scanned with axe-core on the way.
+ * downloaded; then a video pin, whose video Pinterest registers, receives and processes over several
+ * status reads. Every page is scanned with axe-core on the way.
  */
 describeInChromium('Pinterest in Settings → Channels and the composer, in Chromium', () => {
   let pinterest: FakePinterest;
@@ -34,6 +36,7 @@ describeInChromium('Pinterest in Settings → Channels and the composer, in Chro
 
   beforeAll(async () => {
     fs.writeFileSync(PICTURE, png(60, 90, [40, 120, 40, 255]));
+    fs.writeFileSync(VIDEO, mp4WithDuration(6));
     pinterest = await startFakePinterest({ account: { username: 'nora.pins', businessName: 'Nora Pins' } });
     pinterest.addBoard({ name: 'Garden', sections: ['Herbs', 'Trees'] });
     pinterest.addBoard({ name: 'Kitchen' });
@@ -111,5 +114,46 @@ describeInChromium('Pinterest in Settings → Channels and the composer, in Chro
       mediaType: 'image',
     });
     expect(pin.images[0]!.bytes.equals(fs.readFileSync(PICTURE))).toBe(true);
+  });
+
+  it('publishes a video pin from the composer: registered, uploaded and processed over polls', async () => {
+    pinterest.processingChecks(2);
+    await page.goto(`${server.baseUrl}/compose`);
+    await page.getByRole('checkbox', { name: 'Nora Pins (Pinterest)', exact: true }).check();
+    await page.getByLabel('Text', { exact: true }).fill('Pruning a plum tree, step by step');
+    await page.getByLabel('Upload images, videos or PDFs', { exact: true }).setInputFiles(VIDEO);
+    await expect.poll(() => page.locator('.upload-row').textContent(), PAGE_WAIT).toBe('pinterest-video.mp4: uploaded');
+    const garden = pinterest.boards[0]!;
+    const trees = garden.sections[1]!;
+    await page.getByLabel('Board').selectOption(`${garden.id}/${trees.id}`);
+    await page.getByLabel('Title').fill('Plum pruning');
+    await page.getByRole('button', { name: 'Publish now' }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent(), PAGE_WAIT).toBe('The post is created.');
+    const postId = pathOf(page).split('/')[2]!;
+    // Each status read of the processing video is a queued job a few seconds on: the clocks move instead.
+    await eventually(
+      async () => {
+        await server.clock.advance(60_000);
+        pinterest.advanceClock(60);
+        const stored = await server.ctx.db
+          .selectFrom('posts')
+          .select(['status', 'release_id'])
+          .where('id', '=', postId)
+          .executeTakeFirstOrThrow();
+        expect(stored.status).toBe('published');
+      },
+      { timeout: TIMEOUTS.browser, interval: 200 },
+    );
+    const pin = pinterest.pins.at(-1)!;
+    expect(pin).toMatchObject({
+      boardId: garden.id,
+      boardSectionId: trees.id,
+      title: 'Plum pruning',
+      mediaType: 'video',
+    });
+    const registered = pinterest.media.find((one) => one.id === pin.video!.mediaId)!;
+    expect(registered.bytes!.equals(fs.readFileSync(VIDEO))).toBe(true);
+    await page.reload();
+    expect(await page.getByText('published', { exact: false }).count()).toBeGreaterThan(0);
   });
 });
