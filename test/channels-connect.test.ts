@@ -262,6 +262,37 @@ describe('removing a connected channel', () => {
     expect((await bodyOf<{ error: string }>(refused)).error).toBe('invalid_grant');
   });
 
+  it('has Google revoke the tokens of an organization deleted with its channel connected', async () => {
+    const owner = await createOrganization(server.ctx.db, 'Closing Studio');
+    const channel = await connectedChannel(owner);
+    const { refreshToken } = channelCredentials(server.ctx.keyring, channel)!;
+    const session = await signedIn(owner);
+    const deleted = await session.submit('/settings/organization/delete', '/settings/organization/delete', {
+      name: 'Closing Studio',
+    });
+    expect(deleted.status).toBe(200);
+    expect(await server.ctx.db.selectFrom('channels').select('id').where('id', '=', channel.id).execute()).toEqual([]);
+    // The tokens outlive the organization, encrypted, until Google has revoked them.
+    const waiting = await server.ctx.db
+      .selectFrom('account_revocations')
+      .selectAll()
+      .where('organization_id', '=', owner.id)
+      .execute();
+    expect(waiting).toHaveLength(1);
+    expect(waiting[0]!.credentials).not.toContain(refreshToken!);
+    expect((await refreshAtGoogle(refreshToken!)).status).toBe(200);
+
+    await revokeRemovedAccounts(server.ctx);
+    expect((await refreshAtGoogle(refreshToken!)).status).toBe(400);
+    expect(
+      await server.ctx.db
+        .selectFrom('account_revocations')
+        .select('id')
+        .where('organization_id', '=', owner.id)
+        .execute(),
+    ).toEqual([]);
+  });
+
   it('revokes nothing when the account is connected again before housekeeping ran', async () => {
     const owner = await createOrganization(server.ctx.db, 'Returners');
     const channel = await connectedChannel(owner);

@@ -31,7 +31,9 @@ export type Permission =
   | 'developers:manage'
   /** Invite, change the role of and remove members. */
   | 'members:manage'
-  /** Hand the organization over to another member. */
+  /** Download the organization's data (posts with history, channels, media list, members). */
+  | 'organization:export'
+  /** Hand the organization over to another member, and delete it. */
   | 'organization:own';
 
 const READ: Permission[] = ['posts:read', 'media:read', 'channels:read', 'analytics:read'];
@@ -44,6 +46,7 @@ const ADMINISTER: Permission[] = [
   'webhooks:write',
   'developers:manage',
   'members:manage',
+  'organization:export',
 ];
 
 export const PERMISSIONS: Readonly<Record<Role, ReadonlySet<Permission>>> = {
@@ -56,8 +59,8 @@ export const PERMISSIONS: Readonly<Record<Role, ReadonlySet<Permission>>> = {
 
 /** What each role is, in the words the pages use. */
 export const ROLE_DESCRIPTIONS: Readonly<Record<Role, string>> = {
-  owner: 'Everything an admin may, and hands the organization over',
-  admin: 'Members, channels, API keys, apps and webhooks, and every post',
+  owner: 'Everything an admin may, hands the organization over and deletes it',
+  admin: 'Members, channels, API keys, apps and webhooks, every post, and the data export',
   editor: 'Creates, schedules and publishes posts; uploads media',
   contributor: 'Writes drafts and uploads media; an editor schedules them',
   viewer: 'Sees posts, media and channels; changes nothing',

@@ -78,6 +78,14 @@ export const MAIL_KINDS = {
       };
     },
   },
+  /** To every member with a confirmed address, planned in the transaction that deletes the organization. */
+  'organization-deleted': {
+    subject: (data, name) => `${data.organizationName ?? 'An organization'} was deleted · ${name}`,
+  },
+  /** To the address of an account that was deleted, in the transaction that deletes it. */
+  'account-deleted': {
+    subject: (_data, name) => `Your ${name} account was deleted`,
+  },
   'post-failed': notification(),
   'channel-needs-reconnect': notification(),
   'channel-expiring': notification(),

@@ -44,6 +44,14 @@ export interface UploadTable {
   created_at: CreatedAt;
 }
 
+/** A stored file whose media or upload was deleted with its organization: the housekeeping removes it. */
+export interface StoredFileDeletionTable {
+  storage_key: string;
+  attempts: Generated<number>;
+  created_at: CreatedAt;
+  next_attempt_at: Generated<Date>;
+}
+
 export type Media = Selectable<MediaTable>;
 export type NewMedia = Insertable<MediaTable>;
 export type Upload = Selectable<UploadTable>;
@@ -54,5 +62,6 @@ declare module '../db/schema.js' {
   interface Database {
     media: MediaTable;
     uploads: UploadTable;
+    stored_file_deletions: StoredFileDeletionTable;
   }
 }

@@ -24,6 +24,7 @@ import {
 import { planMail } from '../mail/outbox.js';
 import type { MailContext } from '../mail/worker.js';
 import { emailPages } from './email-pages.js';
+import { accountDeletionPages } from './organization-pages.js';
 import { passwordPages } from './password-pages.js';
 import { LANDING_PAGE } from './signed-in.js';
 
@@ -63,6 +64,7 @@ export function accountPages(ctx: MailContext, cookies: BrowserCookies, csrf: Cs
   router.use(signupPages(ctx, { cookies, csrf }));
   router.use(sessionRoutes(ctx, { cookies, csrf }));
   router.use(passwordPages(ctx, cookies, csrf));
+  router.use(accountDeletionPages(ctx, cookies, csrf));
   router.use(emailPages(ctx, cookies, csrf));
   return router;
 }

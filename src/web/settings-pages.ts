@@ -7,6 +7,7 @@ import { appPages } from './app-pages.js';
 import { approvedAppsPage } from './approved-apps-page.js';
 import { channelsPage } from './channels-page.js';
 import { membersPage } from './members-page.js';
+import { organizationPages } from './organization-pages.js';
 import { requirePermission, requireSignIn } from './signed-in.js';
 import { webhooksPage } from './webhooks-page.js';
 import type { WebhookManagement } from '../webhooks/management.js';
@@ -32,6 +33,7 @@ export function settingsPages(
   router.use(approvedAppsPage(ctx));
   router.use(channelsPage(ctx, channelRemoval));
   router.use(membersPage(ctx));
+  router.use(organizationPages(ctx));
   router.use(webhooksPage(ctx));
   return router;
 }
