@@ -3,12 +3,18 @@ import { createApiKey } from '../src/accounts/api-keys.js';
 import { forgetSpentInvitations } from '../src/accounts/invitations.js';
 import { addMember } from '../src/accounts/members.js';
 import { createOrganizationWithOwner } from '../src/accounts/organizations.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { newId } from '../src/core/ids.js';
 import { ROLES, type Role } from '../src/core/roles.js';
+import { SPEC_FILES } from '../src/core/contract.js';
+import { readOperationRoutes } from '../src/http/spec.js';
 import { publicApi } from './support/api.js';
-import { BrowserSession } from './support/browser-session.js';
-import { createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
+import { BrowserSession, inputValue } from './support/browser-session.js';
+import { createChannel, createOrganization, insertPost, type TestOrganization } from './support/fixtures.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { approve, createOAuthApp, exchange } from './support/oauth.js';
+import { TIMEOUTS } from './support/timeouts.js';
 import { dataOf, refusalOf } from './support/typed-answers.js';
 
 let server: TestServer;
@@ -133,6 +139,81 @@ describe('the permission table through the Public API (a key per role)', () => {
     expect(still).toMatchObject({ status: 'scheduled', content: 'Planned' });
 
     expect((await api.DELETE('/public/v1/posts/{id}', { params: { path: { id: mine } } })).response.status).toBe(204);
+  });
+});
+
+const EVERYONE: readonly Role[] = ROLES;
+const WRITERS: readonly Role[] = ['owner', 'admin', 'editor', 'contributor'];
+const EDITORS: readonly Role[] = ['owner', 'admin', 'editor'];
+const ADMINS: readonly Role[] = ['owner', 'admin'];
+const OWNERS: readonly Role[] = ['owner'];
+
+/**
+ * Every operation of the Public API: a request the contract accepts (ids of nothing, so that a role
+ * that may gets past the permission check to a 404 or a refusal of its own, and changes little) and
+ * the roles that may call it. An operation added to the contract without a row here fails the test.
+ */
+const OPERATIONS: Record<string, { path?: Record<string, string>; body?: unknown; roles: readonly Role[] }> = {
+  isConnected: { roles: EVERYONE },
+  listChannels: { roles: EVERYONE },
+  getQuota: { roles: EVERYONE },
+  tiktokCreatorInfo: { path: { id: 'ch_unknown' }, roles: EVERYONE },
+  tiktokAnalytics: { path: { id: 'ch_unknown' }, roles: EVERYONE },
+  pinterestBoards: { path: { id: 'ch_unknown' }, roles: EVERYONE },
+  deleteChannel: { path: { id: 'ch_unknown' }, roles: ADMINS },
+  connectChannel: { body: { provider: 'mastodon', returnUrl: 'https://nowhere.example/back' }, roles: ADMINS },
+  listPosts: { roles: EVERYONE },
+  getPost: { path: { id: 'post_unknown' }, roles: EVERYONE },
+  getPostHistory: { path: { id: 'post_unknown' }, roles: EVERYONE },
+  createPost: { body: { type: 'draft', content: 'A row of the table', channelIds: ['ch_unknown'] }, roles: WRITERS },
+  updatePost: { path: { id: 'post_unknown' }, body: { content: 'Changed' }, roles: WRITERS },
+  deletePost: { path: { id: 'post_unknown' }, roles: WRITERS },
+  schedulePost: { path: { id: 'post_unknown' }, body: { scheduledAt: LATER }, roles: EDITORS },
+  changePostStatus: { path: { id: 'post_unknown' }, body: { status: 'draft' }, roles: EDITORS },
+  listMedia: { roles: EVERYONE },
+  uploadFromUrl: { body: { url: 'http://127.0.0.1:9/photo.png' }, roles: WRITERS },
+  createUpload: { body: { fileName: 'photo.png', contentType: 'image/png', size: 100 }, roles: WRITERS },
+  completeUpload: { path: { uploadId: 'upl_unknown' }, roles: WRITERS },
+  deleteMedia: { path: { id: 'med_unknown' }, roles: WRITERS },
+  listWebhooks: { roles: ADMINS },
+  getWebhook: { path: { id: 'wh_unknown' }, roles: ADMINS },
+  listWebhookDeliveries: { path: { id: 'wh_unknown' }, roles: ADMINS },
+  createWebhook: { body: { url: 'http://127.0.0.1:9/hook', eventTypes: ['post.published'] }, roles: ADMINS },
+  updateWebhook: { path: { id: 'wh_unknown' }, body: { enabled: false }, roles: ADMINS },
+  deleteWebhook: { path: { id: 'wh_unknown' }, roles: ADMINS },
+  testWebhook: { path: { id: 'wh_unknown' }, roles: ADMINS },
+  rotateWebhookSecret: { path: { id: 'wh_unknown' }, roles: ADMINS },
+  retryWebhookDelivery: { path: { id: 'wh_unknown', deliveryId: 'dlv_unknown' }, roles: ADMINS },
+};
+
+describe('every Public API operation, for every role', () => {
+  it('has a row for each operation of the contract', () => {
+    expect(Object.keys(OPERATIONS).sort()).toEqual([...readOperationRoutes(SPEC_FILES.publicV1).keys()].sort());
+  });
+
+  it('lets exactly the roles of its row call each operation, and refuses the others with 403 forbidden', async () => {
+    const actual: Record<string, Role[]> = {};
+    const expected: Record<string, Role[]> = {};
+    for (const operation of readOperationRoutes(SPEC_FILES.publicV1).values()) {
+      const row = OPERATIONS[operation.operationId]!;
+      const url = operation.path.replace(/\{(\w+)\}/g, (_, name: string) => row.path?.[name] ?? `missing-${name}`);
+      expected[operation.operationId] = [...row.roles];
+      actual[operation.operationId] = [];
+      for (const role of ROLES) {
+        const response = await server.fetch(url, {
+          method: operation.method.toUpperCase(),
+          headers: { ...keys[role], ...(row.body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+          ...(row.body === undefined ? {} : { body: JSON.stringify(row.body) }),
+        });
+        const answer = (await response.json().catch(() => undefined)) as { error?: { code: string } } | undefined;
+        // A request the contract refuses would say nothing of the role: each row's request is valid.
+        expect([operation.operationId, role, response.status]).not.toEqual([operation.operationId, role, 400]);
+        if (response.status === 403)
+          expect([operation.operationId, answer?.error?.code]).toEqual([operation.operationId, 'forbidden']);
+        else actual[operation.operationId]!.push(role);
+      }
+    }
+    expect(actual).toEqual(expected);
   });
 });
 
@@ -519,5 +600,153 @@ describe('invitations', () => {
       role: 'viewer',
     });
     expect(byEditor.status).toBe(403);
+  });
+});
+
+/** Every path a page's form is posted to, as the routers of src/web and src/oauth declare them. */
+function pageFormRoutes(): string[] {
+  const routes = new Set<string>();
+  for (const folder of ['src/web', 'src/oauth']) {
+    for (const file of fs.readdirSync(folder).filter((name) => name.endsWith('.ts'))) {
+      const source = fs.readFileSync(path.join(folder, file), 'utf8');
+      for (const match of source.matchAll(/router\.(?:post|put|patch|delete)\(\s*(?:'([^']+)'|([A-Z_]+))/g))
+        routes.add(match[1] ?? match[2]!);
+    }
+  }
+  return [...routes].sort();
+}
+
+/**
+ * The forms of the pages that are no action in an organization, so no role decides them: the
+ * anonymous ones (signing up and in, password resets, unsubscribing, accepting an invitation, the
+ * network sign-in and site forms of a connection started by someone who may, the OAuth consent,
+ * checked by its own test) and logging out.
+ */
+const NOT_BY_ROLE = [
+  '/login',
+  '/signup',
+  '/logout',
+  '/password/forgot',
+  '/password/reset/:token',
+  '/mail/unsubscribe/:token',
+  '/invitations/accept',
+  '/channels/choose/:provider',
+  '/channels/sign-in/:provider',
+  '/channels/site/:provider',
+  'CONSENT_PATH',
+];
+
+interface FormRow {
+  roles: readonly Role[];
+  fields?: Record<string, string>;
+  /** The path's ids: of nothing by default, so that a role that may gets a 404 or a refusal of the form. */
+  params?: () => Promise<Record<string, string>>;
+}
+
+/**
+ * Every form of the pages acting in an organization, and the roles that may send it. A form that acts
+ * on somebody gets a member made for it each time (`params`), so that a role that may does it to them.
+ */
+function formTable(organizationId: string): Record<string, FormRow> {
+  // A member nobody signs in as: a user row (its password hash copied, none is computed) and a membership.
+  const victim = async () => {
+    const hash = await server.ctx.db.selectFrom('users').select('password_hash').executeTakeFirstOrThrow();
+    const userId = newId('usr');
+    await server.ctx.db
+      .insertInto('users')
+      .values({ id: userId, email: `${userId}@example.com`, name: 'Victim', password_hash: hash.password_hash })
+      .execute();
+    await addMember(server.ctx.db, organizationId, userId, 'viewer');
+    return { userId };
+  };
+  // A draft of its own for each attempt: the role decides before the post's state does.
+  let channel: Promise<{ id: string }> | undefined;
+  const post = async () => {
+    channel ??= createChannel(server.ctx.db, organizationId, 'sandbox');
+    const channelId = (await channel).id;
+    return { id: await insertPost(server.ctx.db, { organizationId, channelId, status: 'failed', scheduledAt: LATER }) };
+  };
+  return {
+    // The visitor's own account and session: every member.
+    '/account/delete': { roles: EVERYONE, fields: { password: 'not the password' } },
+    '/account/email': { roles: EVERYONE, fields: { email: 'other@example.com', password: 'not the password' } },
+    '/account/notifications': { roles: EVERYONE },
+    '/account/pending-email/cancel': { roles: EVERYONE },
+    '/account/verification': { roles: EVERYONE },
+    '/session/organization': { roles: EVERYONE, fields: { organization_id: organizationId, next: '/calendar' } },
+    // Posts.
+    '/compose': { roles: WRITERS },
+    '/compose/counts': { roles: WRITERS },
+    '/posts/:id/edit': { roles: WRITERS },
+    '/posts/:id/move': { roles: EDITORS, fields: { date: '2031-01-06', time: '09:00', return: '/calendar' } },
+    '/posts/:id/schedule-again': { roles: EDITORS, params: post },
+    // Media.
+    '/media/uploads': { roles: WRITERS },
+    '/media/uploads/:uploadId/complete': { roles: WRITERS },
+    '/media/:id/delete': { roles: WRITERS },
+    // Channels.
+    '/settings/channels/sandbox': { roles: ADMINS },
+    '/settings/channels/connect/:provider': { roles: ADMINS },
+    '/settings/channels/:id/:action': { roles: ADMINS },
+    '/settings/channels/return-origins': { roles: ADMINS },
+    '/settings/channels/return-origins/remove': { roles: ADMINS },
+    // Members.
+    '/settings/members/invitations': { roles: ADMINS, fields: { email: 'invitee@example.com', role: 'viewer' } },
+    '/settings/members/invitations/:id/revoke': { roles: ADMINS },
+    '/settings/members/:userId/role': { roles: ADMINS, fields: { role: 'contributor' }, params: victim },
+    '/settings/members/:userId/remove': { roles: ADMINS, fields: { credentials: 'keep' }, params: victim },
+    '/settings/members/transfer': { roles: OWNERS },
+    // The organization.
+    '/settings/organization/delete': { roles: OWNERS, fields: { name: 'Not its name' } },
+    // Webhooks, API keys, apps.
+    '/settings/webhooks': { roles: ADMINS },
+    '/settings/webhooks/:id': { roles: ADMINS },
+    '/settings/webhooks/:id/:action': { roles: ADMINS },
+    '/settings/webhooks/:id/deliveries/:deliveryId/retry': { roles: ADMINS },
+    '/settings/developers/access': { roles: ADMINS },
+    '/settings/developers/access/:keyId/revoke': { roles: ADMINS },
+    '/settings/developers/apps': { roles: ADMINS },
+    '/settings/developers/apps/:appId': { roles: ADMINS },
+    '/settings/developers/apps/:appId/delete': { roles: ADMINS },
+    '/settings/developers/apps/:appId/rotate-secret': { roles: ADMINS },
+    '/settings/approved-apps/:grantId/revoke': { roles: ADMINS },
+  };
+}
+
+const UNKNOWN: Record<string, string> = { provider: 'sandbox', action: 'remove' };
+
+describe('every form of the pages, for every role', { timeout: 3 * TIMEOUTS.test }, () => {
+  it('names each form a router declares, as decided by a role or as none of a role', () => {
+    const { id } = org;
+    expect([...Object.keys(formTable(id)), ...NOT_BY_ROLE].sort()).toEqual(pageFormRoutes());
+  });
+
+  it('lets exactly the roles of its row send each form, and refuses the others with a page that says why', async () => {
+    const { owner } = await team('Every Form Studio');
+    const browsers = { owner: new BrowserSession(server) } as Record<Role, BrowserSession>;
+    await browsers.owner.logIn(owner.email, owner.password);
+    for (const role of ROLES.filter((role) => role !== 'owner')) browsers[role] = (await join(owner.id, role)).browser;
+    const tokens = {} as Record<Role, string>;
+    for (const role of ROLES)
+      tokens[role] = inputValue(await (await browsers[role].get('/calendar')).text(), 'csrf_token')!;
+
+    const table = formTable(owner.id);
+    const actual: Record<string, Role[]> = {};
+    const expected: Record<string, Role[]> = {};
+    for (const [route, row] of Object.entries(table)) {
+      expected[route] = [...row.roles];
+      actual[route] = [];
+      for (const role of ROLES) {
+        const params = { ...UNKNOWN, ...(await row.params?.()) };
+        const url = route.replace(/:(\w+)/g, (_, name: string) => params[name] ?? `unknown_${name}`);
+        const response = await browsers[role].postForm(url, { csrf_token: tokens[role], ...row.fields });
+        const html = await response.text();
+        expect([route, role, html]).not.toEqual([route, role, expect.stringContaining('This form has expired')]);
+        if (response.status === 403) {
+          expect([route, role, html]).toEqual([route, role, expect.stringMatching(/role/)]);
+        } else actual[route].push(role);
+      }
+    }
+    expect(actual).toEqual(expected);
   });
 });
