@@ -214,10 +214,20 @@ describe('removing a connected channel', () => {
       }),
     });
 
-  async function connectedChannel(owner: TestOrganization) {
+  /**
+   * The organization's YouTube channel, connected through the fake Google: of a Google account of the
+   * organization's own unless `channelId` names one another organization connected too.
+   */
+  async function connectedChannel(owner: TestOrganization, channelId = `UC_of_${owner.id}`) {
     const session = await signedIn(owner);
-    const back = await consent(await connect(session));
-    expect((await session.get(back.pathname + back.search)).status).toBe(303);
+    const usual = google.account.channelId;
+    google.account.channelId = channelId;
+    try {
+      const back = await consent(await connect(session));
+      expect((await session.get(back.pathname + back.search)).status).toBe(303);
+    } finally {
+      google.account.channelId = usual;
+    }
     return server.ctx.db
       .selectFrom('channels')
       .selectAll()
@@ -289,6 +299,28 @@ describe('removing a connected channel', () => {
         .selectFrom('account_revocations')
         .select('id')
         .where('organization_id', '=', owner.id)
+        .execute(),
+    ).toEqual([]);
+  });
+
+  it('revokes nothing of a deleted organization whose account another organization connected since', async () => {
+    const first = await createOrganization(server.ctx.db, 'Started Over');
+    await connectedChannel(first, 'UC_started_over');
+    const session = await signedIn(first);
+    const deleted = await session.submit('/settings/organization/delete', '/settings/organization/delete', {
+      name: 'Started Over',
+    });
+    expect(deleted.status).toBe(200);
+    const second = await createOrganization(server.ctx.db, 'Started Over Again');
+    const { refreshToken } = channelCredentials(server.ctx.keyring, await connectedChannel(second, 'UC_started_over'))!;
+    await revokeRemovedAccounts(server.ctx);
+    // Revoking the old grant at Google would have ended the new one too.
+    expect((await refreshAtGoogle(refreshToken!)).status).toBe(200);
+    expect(
+      await server.ctx.db
+        .selectFrom('account_revocations')
+        .select('id')
+        .where('organization_id', '=', first.id)
         .execute(),
     ).toEqual([]);
   });

@@ -37,6 +37,7 @@ export async function deleteOrganization(ctx: MailContext, actor: MemberActor, t
       .select(['memberships.role', 'users.name', 'users.email'])
       .where('organization_id', '=', organization.id)
       .where('user_id', '=', actor.userId)
+      .forUpdate()
       .executeTakeFirst();
     if (membership?.role !== 'owner') throw new ForbiddenError('Only an owner deletes the organization.');
     if (typedName.trim() !== organization.name) {
@@ -64,6 +65,8 @@ async function dismantleOrganization(
     .execute();
   for (const channel of channels) await queueRevocation(trx, channel);
   await planOrganizationFileDeletions(trx, organization.id);
+  // What the sandbox network shows publicly of the organization's posts goes with them.
+  await trx.deleteFrom('sandbox_releases').where('organization_id', '=', organization.id).execute();
   const told = await trx
     .selectFrom('memberships')
     .innerJoin('users', 'users.id', 'memberships.user_id')
@@ -135,6 +138,17 @@ export async function deleteAccount(ctx: MailContext, userId: string, password: 
     throw new UnprocessableError('The password is not right.', [{ path: 'password', message: 'is not right' }]);
   const now = ctx.clock.now();
   return transaction(ctx.db, async (trx) => {
+    // The user first (no key or grant of theirs is made meanwhile), then their organizations in the
+    // order deleting an organization locks them (the organization, then its members), so the two never
+    // wait on each other; nothing joins an organization that is about to go.
+    await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute();
+    await trx
+      .selectFrom('organizations')
+      .select('id')
+      .where('id', 'in', (eb) => eb.selectFrom('memberships').select('organization_id').where('user_id', '=', userId))
+      .orderBy('id')
+      .forUpdate()
+      .execute();
     // The memberships of the user's organizations locked, as every change of a member locks them: no one
     // hands one over, joins or leaves meanwhile.
     await trx

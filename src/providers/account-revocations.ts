@@ -70,6 +70,19 @@ export async function revokeRemovedAccounts(ctx: ProvidersContext): Promise<void
     .execute();
   for (const revocation of claimed) {
     try {
+      // The account is connected here again, maybe in another organization (one deleted and started
+      // over): revoking its old tokens could end the grant it is connected with now.
+      const connectedAgain = await ctx.db
+        .selectFrom('channels')
+        .select('id')
+        .where('provider', '=', revocation.provider)
+        .where('external_id', '=', revocation.external_id)
+        .where('credentials', 'is not', null)
+        .executeTakeFirst();
+      if (connectedAgain) {
+        await ctx.db.deleteFrom('account_revocations').where('id', '=', revocation.id).execute();
+        continue;
+      }
       const context = credentialsContext(revocation.organization_id, revocation.provider, revocation.external_id);
       const credentials = JSON.parse(ctx.keyring.decrypt(revocation.credentials, context)) as AccountCredentials;
       // Revoked where it was connected (an Instagram account's Page token at Facebook).
