@@ -1,43 +1,46 @@
 /**
- * How the hot paths' reads grow with the database: the same operations on a small and on a big
- * database, seeded as use fills one (test/support/grown-database.ts: posts with their history, media,
- * webhook deliveries, the queue's finished jobs, over many organizations; the one measured holds one
- * row in 30), their p50 and p99, and how much the p99 grew. On indexes a read grows with the page it
- * returns, not with the table: a ratio far above 1 names a read to look at (with `EXPLAIN`, as
- * test/query-plans.test.ts does). Prints numbers; asserts nothing.
+ * What the service costs as the data grows: every Public API list and get, the calendar's week and month,
+ * the Posts page and the quota, through HTTP against the real service, on a small database (the
+ * organization measured alone) and on a grown one (the same organization among a thousand, with a
+ * million posts, ten million events of history, a hundred thousand media and a million finished jobs),
+ * both in one run, the requests to the two alternating so that the machine's load weighs on both
+ * alike. Prints the p50 and p99 of each, the ratio grown / small (goal: p99 within 1.5×), and what
+ * the request's statements cost PostgreSQL on each (pages read and execution time, from `EXPLAIN
+ * (ANALYZE, BUFFERS)`: unlike the times, the pages do not depend on the machine's load). Asserts nothing.
+ * Then, unless `--growth-only`, the publisher's 9 o'clock spike at 0 ms and 1 s of network latency and
+ * the hour (scripts/bench-publisher.ts a a1 h, 1,000 channels, 2 worker processes; `--hour-seconds=N`
+ * runs the hour's rate for N seconds instead of 3,600).
  *
- *   npx tsx scripts/bench-scale.ts [postgresql://postgres@127.0.0.1:5432/test]
- *   BENCH_SCALE_POSTS=30000,1000000 npx tsx scripts/bench-scale.ts
+ *   npx tsx scripts/bench-scale.ts [postgresql://postgres@127.0.0.1:5432/test] [--scale=1] [--runs=300]
+ *     [--growth-only] [--hour-seconds=3600]
  *
- * BENCH_SCALE_POSTS lists the sizes in posts (20,000 and 200,000 by default); the other tables grow
- * with them (media a third, deliveries a half, finished jobs as many). For each size it creates a
- * scratch database next to the one named, and drops it at the end.
+ * `--scale` multiplies the grown database's organizations and finished jobs (0.01: 10 organizations,
+ * 10,000 posts; 1, the default: 1,000 organizations, 10,000 channels, 1,000,000 posts, 10,000,000
+ * events, 100,000 media, 1,000,000 finished jobs, about 10 GB on disk and half an hour of seeding on
+ * a 2-core machine). Every organization holds the same rows (scripts/bench/scale-seed.ts), so the
+ * organization measured reads the same page on both databases. Each database is a scratch one
+ * (`bench_scale_…`) next to the one named, dropped at the end.
  */
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { createOrganizationWithOwner } from '../src/accounts/organizations.js';
-import { addChannel, listChannels } from '../src/channels/channels.js';
-import { systemClock } from '../src/core/clock.js';
-import { createLogger } from '../src/core/logger.js';
 import { openDatabase, type DatabaseHandle } from '../src/db/database.js';
-import { migrateToLatest } from '../src/db/migrate.js';
-import { JobQueue } from '../src/jobs/queue.js';
-import { listMediaPage } from '../src/media/queries.js';
-import { listPostEvents } from '../src/posts/events.js';
-import { listPosts } from '../src/posts/queries.js';
-import { postsWithoutLiveJob } from '../src/publisher/ledger.js';
-import { listDeliveries } from '../src/webhooks/delivery-list.js';
-import { growDatabase } from '../test/support/grown-database.js';
+import { BrowserSession } from '../test/support/browser-session.js';
+import { createChannel, createOrganization, type TestOrganization } from '../test/support/fixtures.js';
+import { startTestServer, type TestServer } from '../test/support/server.js';
+import { PER_ORGANIZATION, seedScale } from './bench/scale-seed.js';
 
+const args = process.argv.slice(2);
+const option = (name: string) => args.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1];
 const url =
-  process.argv.slice(2).find((arg) => arg.startsWith('postgres')) ??
+  args.find((arg) => arg.startsWith('postgres')) ??
   process.env.BENCH_DATABASE_URL ??
   'postgresql://postgres@127.0.0.1:5432/test';
-const sizes = (process.env.BENCH_SCALE_POSTS ?? '20000,200000').split(',').map(Number);
-const RUNS = 200;
-const PAGE = 51;
-const SHARE = 30;
+const scale = Number(option('scale') ?? 1);
+const RUNS = Number(option('runs') ?? 300);
+const WARM_UP = 20;
 
 async function withAdmin(statement: string): Promise<void> {
   const admin = new pg.Client({ connectionString: url });
@@ -54,7 +57,7 @@ async function scratchDatabase(): Promise<DatabaseHandle> {
   await withAdmin(`create database ${name}`);
   const scratch = new URL(url);
   scratch.pathname = `/${name}`;
-  const handle = await openDatabase({ databaseUrl: scratch.toString() });
+  const handle = await openDatabase({ databaseUrl: scratch.toString(), poolSize: 10 });
   return {
     ...handle,
     close: async () => {
@@ -64,116 +67,298 @@ async function scratchDatabase(): Promise<DatabaseHandle> {
   };
 }
 
+/**
+ * The statements this process sends while `recording` (text and parameters), to measure what each
+ * request costs PostgreSQL in pages read (shared buffers), which the machine's load does not change.
+ */
+const sent: { text: string; values: unknown[] }[] = [];
+let recording = false;
+// eslint-disable-next-line @typescript-eslint/unbound-method -- called with its client as `this`, below
+const sendQuery = pg.Client.prototype.query;
+pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+  const [config, values] = args as [string | { text?: string; values?: unknown[] } | undefined, unknown];
+  const text = typeof config === 'string' ? config : config?.text;
+  if (recording && text) {
+    const parameters = typeof config === 'object' && config.values ? config.values : values;
+    sent.push({ text, values: Array.isArray(parameters) ? (parameters as unknown[]) : [] });
+  }
+  return (sendQuery as (...a: unknown[]) => unknown).apply(this, args);
+} as typeof pg.Client.prototype.query;
+
+interface Plan {
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
+}
+
+/**
+ * The shared buffers (8 kB pages, from cache or disk) and the execution time of the statements that one
+ * request sends, as `EXPLAIN (ANALYZE, BUFFERS)` reports them, each in a transaction rolled back.
+ */
+async function databaseCost(installation: Installation, name: string): Promise<{ pages: number; ms: number }> {
+  sent.length = 0;
+  recording = true;
+  try {
+    await timed(installation, name);
+  } finally {
+    recording = false;
+  }
+  // What the request sent; pg-boss's own polling, which may fall in the same moment, is not the request's.
+  const statements = sent
+    .splice(0)
+    .filter(({ text }) => /^\s*(select|with|insert|update|delete)\b/i.test(text) && !text.includes('pgboss'));
+  const client = await installation.server.ctx.database.pool!.connect();
+  let pages = 0;
+  let ms = 0;
+  try {
+    for (const { text, values } of statements) {
+      await client.query('begin');
+      const { rows } = await client.query<{ 'QUERY PLAN': { Plan: Plan; 'Execution Time': number }[] }>(
+        `explain (analyze, buffers, format json) ${text}`,
+        values,
+      );
+      await client.query('rollback');
+      const [{ Plan: plan, 'Execution Time': executionTime }] = rows[0]!['QUERY PLAN'] as [
+        { Plan: Plan; 'Execution Time': number },
+      ];
+      pages += (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
+      ms += executionTime;
+    }
+  } finally {
+    client.release();
+  }
+  return { pages, ms };
+}
+
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+const loadAverage = () =>
+  os
+    .loadavg()
+    .map((n) => n.toFixed(1))
+    .join(' ');
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
-/** p50 and p99 of `RUNS` runs of each operation, in ms, on a database grown to `posts` posts. */
-async function measure(posts: number): Promise<Map<string, { p50: number; p99: number }>> {
+interface Installation {
+  label: string;
+  server: TestServer;
+  org: TestOrganization;
+  browser: BrowserSession;
+  /** The requests measured, by name: a path (and whether it is a page, sent with the session). */
+  requests: Map<string, { path: string; page: boolean }>;
+}
+
+/** A service on a scratch database seeded with `otherOrganizations` besides the one measured. */
+async function install(label: string, otherOrganizations: number, finishedJobs: number): Promise<Installation> {
   const database = await scratchDatabase();
-  const { db } = database;
-  const queue = new JobQueue(database, createLogger({ logLevel: 'silent' }), systemClock, {
-    runsSchedules: false,
-    keepFinishedJobsDays: 7,
-  });
+  let server: TestServer;
   try {
-    await migrateToLatest(db);
-    await queue.start([{ name: 'publish-post' }]);
-    const { organization } = await createOrganizationWithOwner(db, {
-      organizationName: 'Measured',
-      email: 'scale@example.com',
-      password: 'correct horse battery staple',
-    });
-    const channel = await addChannel(db, {
-      organization_id: organization.id,
-      provider: 'sandbox',
-      name: 'Measured',
-      username: null,
-      picture: null,
-    });
-    await db
-      .insertInto('webhook_endpoints')
-      .values({
-        id: 'whe_measured',
-        organization_id: organization.id,
-        url: 'https://example.com/hooks',
-        event_types: JSON.stringify(['post.published']),
-        enabled: false,
-        secret: 'unused',
-      })
-      .execute();
-    const started = performance.now();
-    const sizes = {
-      organizations: Math.max(100, Math.round(posts / 150)),
-      posts,
-      media: Math.round(posts / 3),
-      deliveries: Math.round(posts / 2),
-      finishedJobs: posts,
-    };
-    await growDatabase(db, sizes, {
-      organizationId: organization.id,
-      channelId: channel.id,
-      endpointId: 'whe_measured',
-      eventPost: '{}',
-      share: SHARE,
-    });
-    console.log(`${posts} posts: seeded ${JSON.stringify(sizes)} in ${Math.round(performance.now() - started)} ms`);
-
-    const middle = await listPosts(db, organization.id, {}, undefined, Math.round(posts / SHARE / 2));
-    const deep = middle.at(-1)!;
-    const now = new Date();
-    const week = { from: now, to: new Date(now.getTime() + 7 * 86_400_000) };
-    const operations: [string, () => Promise<unknown>][] = [
-      ['posts, first page', () => listPosts(db, organization.id, {}, undefined, PAGE)],
-      [
-        'posts, a page halfway',
-        () => listPosts(db, organization.id, {}, { scheduledAt: deep.scheduled_at, id: deep.id }, PAGE),
-      ],
-      ['posts of a week (calendar)', () => listPosts(db, organization.id, week, undefined, PAGE)],
-      ['posts, scheduled only', () => listPosts(db, organization.id, { statuses: ['scheduled'] }, undefined, PAGE)],
-      ["a post's history", () => listPostEvents(db, deep.id, undefined, PAGE)],
-      ['media, first page', () => listMediaPage(db, organization.id, PAGE, undefined)],
-      ['channels', () => listChannels(db, organization.id)],
-      ["an endpoint's deliveries", () => listDeliveries(db, 'whe_measured', undefined, PAGE)],
-      [
-        'reconciliation (lost jobs)',
-        () => postsWithoutLiveJob(db, (id) => queue.noLiveJob('publish-post', 'postId', id), 60, 100, new Date()),
-      ],
-      ["the queue's load", () => queue.load()],
-    ];
-    const results = new Map<string, { p50: number; p99: number }>();
-    for (const [name, run] of operations) {
-      for (let i = 0; i < 10; i++) await run();
-      const times: number[] = [];
-      for (let i = 0; i < RUNS; i++) {
-        const t = performance.now();
-        await run();
-        times.push(performance.now() - t);
-      }
-      times.sort((a, b) => a - b);
-      results.set(name, { p50: percentile(times, 50), p99: percentile(times, 99) });
-    }
-    return results;
-  } finally {
-    await queue.stop(1000);
+    server = await startTestServer({ database, env: { RATE_LIMIT_MAX: '1000000' } });
+  } catch (error) {
     await database.close();
+    throw error;
+  }
+  try {
+    return await seeded(label, server, otherOrganizations, finishedJobs);
+  } catch (error) {
+    await server.close();
+    throw error;
   }
 }
 
-async function main() {
-  const measured = [];
-  for (const posts of sizes) measured.push({ posts, results: await measure(posts) });
-  const header = measured.map(({ posts }) => `p50 / p99 at ${posts}`);
-  console.log(`\n| operation | ${header.join(' | ')} | p99 growth |`);
-  console.log(`|---|${header.map(() => '---|').join('')}---|`);
-  for (const name of measured[0]!.results.keys()) {
-    const cells = measured.map(({ results }) => {
-      const { p50, p99 } = results.get(name)!;
-      return `${p50.toFixed(2)} / ${p99.toFixed(2)} ms`;
-    });
-    const first = measured[0]!.results.get(name)!.p99;
-    const last = measured.at(-1)!.results.get(name)!.p99;
-    console.log(`| ${name} | ${cells.join(' | ')} | ×${(last / first).toFixed(2)} |`);
+async function seeded(
+  label: string,
+  server: TestServer,
+  otherOrganizations: number,
+  finishedJobs: number,
+): Promise<Installation> {
+  const database = server.ctx.database;
+  const org = await createOrganization(server.ctx.db, 'Measured');
+  const api = (path: string, init?: RequestInit) =>
+    server.fetch(`/public/v1${path}`, { ...init, headers: { ...org.auth, 'Content-Type': 'application/json' } });
+  // Each seeded event shows a post as the API does: a draft's, made through the API.
+  const channel = await createChannel(server.ctx.db, org.id, 'sandbox', 'Example');
+  const draft = await api('/posts', {
+    method: 'POST',
+    body: JSON.stringify({ type: 'draft', content: 'As the API shows a post', channelIds: [channel.id] }),
+  });
+  if (draft.status !== 201) throw new Error(`the draft: ${draft.status} ${await draft.text()}`);
+  const draftId = ((await draft.json()) as { data: { id: string }[] }).data[0]!.id;
+  const { post } = await server.ctx.db
+    .selectFrom('post_events')
+    .select('post')
+    .where('post_id', '=', draftId)
+    .executeTakeFirstOrThrow();
+  await server.ctx.db.deleteFrom('posts').where('organization_id', '=', org.id).execute();
+  await server.ctx.db.deleteFrom('channels').where('organization_id', '=', org.id).execute();
+
+  const started = performance.now();
+  await seedScale(server.ctx.db, {
+    otherOrganizations,
+    finishedJobs,
+    eventPost: JSON.stringify(post),
+    progress: (step, ms) => console.log(`${label}: ${step} in ${seconds(ms)}`),
+  });
+  const counts = await server.ctx.db
+    .selectNoFrom((eb) => [
+      eb.selectFrom('organizations').select(eb.fn.countAll<string>().as('n')).as('organizations'),
+      eb.selectFrom('channels').select(eb.fn.countAll<string>().as('n')).as('channels'),
+      eb.selectFrom('posts').select(eb.fn.countAll<string>().as('n')).as('posts'),
+      eb.selectFrom('post_events').select(eb.fn.countAll<string>().as('n')).as('events'),
+      eb.selectFrom('media').select(eb.fn.countAll<string>().as('n')).as('media'),
+      eb.selectFrom('webhook_deliveries').select(eb.fn.countAll<string>().as('n')).as('deliveries'),
+    ])
+    .executeTakeFirstOrThrow();
+  const { rows } = await database.pool!.query<{ state: string; n: string }>(
+    'select state, count(*) as n from pgboss.job group by state order by state',
+  );
+  const size = await database.pool!.query<{ size: string }>(
+    'select pg_size_pretty(pg_database_size(current_database())) as size',
+  );
+  console.log(
+    `${label}: seeded in ${seconds(performance.now() - started)}: ${Object.entries(counts)
+      .map(([table, n]) => `${Number(n).toLocaleString('en')} ${table}`)
+      .join(', ')}, jobs ${rows.map(({ state, n }) => `${Number(n).toLocaleString('en')} ${state}`).join(', ')}; ${
+      size.rows[0]!.size
+    }`,
+  );
+
+  // What the measured requests name: a post deep in the list (a cursor halfway), a channel, a post.
+  let cursor: string | null = null;
+  const total = PER_ORGANIZATION.channels * PER_ORGANIZATION.postsPerChannel;
+  for (let seen = 0; seen < total / 2; seen += 100) {
+    const page = await api(`/posts?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    cursor = ((await page.json()) as { nextCursor: string | null }).nextCursor;
   }
+  const channels = (await (await api('/channels')).json()) as { data: { id: string }[] };
+  const published = await server.ctx.db
+    .selectFrom('posts')
+    .select('id')
+    .where('organization_id', '=', org.id)
+    .where('status', '=', 'published')
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirstOrThrow();
+  const endpoint = await server.ctx.db
+    .selectFrom('webhook_endpoints')
+    .select('id')
+    .where('organization_id', '=', org.id)
+    .executeTakeFirstOrThrow();
+  const now = Date.now();
+  const week = `from=${new Date(now).toISOString()}&to=${new Date(now + 7 * 86_400_000).toISOString()}`;
+  const api_ = (path: string) => ({ path: `/public/v1${path}`, page: false });
+  const page = (path: string) => ({ path, page: true });
+  const requests = new Map([
+    ['GET /is-connected', api_('/is-connected')],
+    ['GET /channels', api_('/channels')],
+    ['GET /channels/quota', api_('/channels/quota')],
+    ['GET /posts (first page)', api_('/posts?limit=20')],
+    ['GET /posts (a page halfway)', api_(`/posts?limit=20&cursor=${encodeURIComponent(cursor!)}`)],
+    ['GET /posts?status=scheduled', api_('/posts?limit=20&status=scheduled')],
+    ['GET /posts?channelId=…', api_(`/posts?limit=20&channelId=${channels.data[0]!.id}`)],
+    ['GET /posts?from=…&to=… (a week)', api_(`/posts?limit=100&${week}`)],
+    ['GET /posts/{id}', api_(`/posts/${published.id}`)],
+    ['GET /posts/{id}/history', api_(`/posts/${published.id}/history`)],
+    ['GET /media', api_('/media?limit=20')],
+    ['GET /webhooks', api_('/webhooks')],
+    ['GET /webhooks/{id}', api_(`/webhooks/${endpoint.id}`)],
+    ['GET /webhooks/{id}/deliveries', api_(`/webhooks/${endpoint.id}/deliveries`)],
+    ['calendar, week', page('/calendar?view=week')],
+    ['calendar, month', page('/calendar?view=month')],
+    ['Posts page', page('/posts')],
+  ]);
+  const browser = new BrowserSession(server);
+  await browser.logIn(org.email, org.password);
+  return { label, server, org, browser, requests };
+}
+
+/** One request, its time in ms (the body read whole); throws on anything but 200. */
+async function timed(installation: Installation, name: string): Promise<number> {
+  const { path, page } = installation.requests.get(name)!;
+  const started = performance.now();
+  const response = page
+    ? await installation.browser.get(path)
+    : await installation.server.fetch(path, { headers: installation.org.auth });
+  await response.arrayBuffer();
+  const took = performance.now() - started;
+  if (response.status !== 200) throw new Error(`${installation.label} ${name}: ${response.status}`);
+  return took;
+}
+
+async function growth(): Promise<void> {
+  const otherOrganizations = Math.max(1, Math.round(1000 * scale) - 1);
+  const finishedJobs = Math.max(1000, Math.round(1_000_000 * scale));
+  console.log(
+    `growth: Node ${process.version}, PostgreSQL at ${new URL(url).host}; scale ${scale}; ${RUNS} runs per request ` +
+      `and database, alternating; load average ${loadAverage()}`,
+  );
+  const small = await install('small', 0, 1000);
+  let grown: Installation;
+  try {
+    grown = await install('grown', otherOrganizations, finishedJobs);
+  } catch (error) {
+    await small.server.close();
+    throw error;
+  }
+  try {
+    console.log(`measuring; load average ${loadAverage()}`);
+    const rows: string[] = [];
+    for (const name of small.requests.keys()) {
+      for (let i = 0; i < WARM_UP; i++) {
+        await timed(small, name);
+        await timed(grown, name);
+      }
+      const times = { small: [] as number[], grown: [] as number[] };
+      for (let i = 0; i < RUNS; i++) {
+        // In turn, and which goes first alternates, so that both meet the machine's moments alike.
+        const order = i % 2 === 0 ? [small, grown] : [grown, small];
+        for (const installation of order)
+          times[installation.label as 'small' | 'grown'].push(await timed(installation, name));
+      }
+      times.small.sort((a, b) => a - b);
+      times.grown.sort((a, b) => a - b);
+      const [s50, s99, g50, g99] = [
+        percentile(times.small, 50),
+        percentile(times.small, 99),
+        percentile(times.grown, 50),
+        percentile(times.grown, 99),
+      ];
+      // Warm: the pages the request reads are in the cache, as they are for a request that runs often.
+      const cost = { small: await databaseCost(small, name), grown: await databaseCost(grown, name) };
+      rows.push(
+        `| ${name} | ${s50.toFixed(2)} / ${s99.toFixed(2)} ms | ${g50.toFixed(2)} / ${g99.toFixed(2)} ms | ` +
+          `${(g50 / s50).toFixed(2)} | ${(g99 / s99).toFixed(2)} | ${cost.small.pages} / ${cost.grown.pages} | ` +
+          `${cost.small.ms.toFixed(2)} / ${cost.grown.ms.toFixed(2)} ms |`,
+      );
+    }
+    console.log(`load average ${loadAverage()}\n`);
+    console.log(
+      '| request | small: p50 / p99 | grown: p50 / p99 | p50 ratio | p99 ratio | pages read: small / grown | ' +
+        'execution: small / grown |',
+    );
+    console.log('|---|---|---|---|---|---|---|');
+    for (const row of rows) console.log(row);
+    console.log();
+  } finally {
+    await small.server.close();
+    await grown.server.close();
+  }
+}
+
+/** The publisher's spike and hour, in a process of their own (it starts worker processes of the build). */
+function publisher(): void {
+  const hourSeconds = option('hour-seconds') ?? '3600';
+  console.log(`publisher: the 9 o'clock spike and the hour (${hourSeconds} s); load average ${loadAverage()}`);
+  const result = spawnSync(process.execPath, [...process.execArgv, 'scripts/bench-publisher.ts', url, 'a', 'a1', 'h'], {
+    stdio: 'inherit',
+    env: { ...process.env, BENCH_CHANNELS: '1000', BENCH_HOUR_SECONDS: hourSeconds },
+  });
+  console.log(`load average ${loadAverage()}`);
+  if (result.status !== 0) throw new Error(`the publisher's benchmark ended with ${result.status ?? result.signal}`);
+}
+
+async function main() {
+  await growth();
+  if (!args.includes('--growth-only')) publisher();
 }
 
 main().catch((error: unknown) => {

@@ -28,7 +28,8 @@ export interface MeasuredOrganization {
  * Fills a migrated database (whose job queue has started: pg-boss's tables exist) as use fills it, with
  * generate_series, then analyzes it: other organizations with their channels, posts and the posts'
  * history, media, webhook endpoints with deliveries, and the queue's finished jobs and the jobs of the
- * posts scheduled ahead. Used by the test of the hot paths' plans and by `scripts/bench-scale.ts`.
+ * posts scheduled ahead. Used by the test of the hot paths' plans (`npm run bench:scale` seeds with
+ * scripts/bench/scale-seed.ts, every organization alike).
  */
 export async function growDatabase(db: Db, sizes: GrowthSizes, measured: MeasuredOrganization): Promise<void> {
   const { organizations, posts, media, deliveries, finishedJobs } = sizes;
