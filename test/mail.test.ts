@@ -9,7 +9,8 @@ import { startTestServer, type TestServer } from './support/server.js';
 import { TIMEOUTS } from './support/timeouts.js';
 
 // Mail through a real SMTP server on loopback, sent by the worker from the job queue: the sign-up's
-// confirmation, the forgotten password, the change of address; and, without SMTP, the log instead.
+// confirmation, the forgotten password, the change of address (and the notice to the old one); and,
+// without SMTP, the log instead.
 let smtp: SmtpSink;
 let server: TestServer;
 const PASSWORD = 'correct horse battery';
@@ -184,6 +185,12 @@ describe('mail', { timeout: 2 * TIMEOUTS.test }, () => {
     expect(await (await browser.get('/account')).text()).toContain(
       'You sign in with <strong>turing@example.test</strong> (confirmed)',
     );
+    // The old address hears of the change, with where to turn if it was not its owner who made it.
+    const notice = await smtp.next('alan@example.test');
+    expect(notice.subject).toBe('Your Acme Scheduler address was changed');
+    expect(notice.text).toContain('was changed from this one to turing@example.test');
+    expect(notice.text).toContain("If this wasn't you");
+    expect(notice.html).toContain('<strong>turing@example.test</strong>');
   });
 
   it('tries again later when the SMTP server refuses for now', async () => {

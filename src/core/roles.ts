@@ -31,6 +31,8 @@ export type Permission =
   | 'developers:manage'
   /** Invite, change the role of and remove members. */
   | 'members:manage'
+  /** Read and export the organization's audit log (who changed members, keys, apps, webhooks, channels). */
+  | 'audit:read'
   /** Hand the organization over to another member. */
   | 'organization:own';
 
@@ -44,6 +46,7 @@ const ADMINISTER: Permission[] = [
   'webhooks:write',
   'developers:manage',
   'members:manage',
+  'audit:read',
 ];
 
 export const PERMISSIONS: Readonly<Record<Role, ReadonlySet<Permission>>> = {

@@ -78,6 +78,19 @@ export const MAIL_KINDS = {
       };
     },
   },
+  /**
+   * To the address an account had, once it changed to another: whoever holds the old mailbox learns of
+   * the change (and where to turn) should it not be the account's owner who made it.
+   */
+  'email-changed': {
+    subject: (_data, name) => `Your ${name} address was changed`,
+    prepare: (ctx, _to, data) =>
+      Promise.resolve({
+        name: data.name ?? '',
+        newAddress: data.newAddress ?? '',
+        link: `${ctx.config.publicUrl}/login`,
+      }),
+  },
   'post-failed': notification(),
   'channel-needs-reconnect': notification(),
   'channel-expiring': notification(),
