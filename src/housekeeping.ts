@@ -1,4 +1,5 @@
 import { forgetOldAuditEntries } from './audit/log.js';
+import { forgetOldDigests } from './mail/digest.js';
 import { forgetExpiredMailTokens } from './accounts/mail-tokens.js';
 import { forgetSpentInvitations } from './accounts/invitations.js';
 import { forgetExpiredSessions } from './accounts/sessions.js';
@@ -22,8 +23,9 @@ import { sweepDeliveries } from './webhooks/delivery-sweep.js';
  * (every 10 minutes) rather than inside requests: stale uploads and their bytes, rate-limit counts
  * of past windows, expired sessions and mailed links, spent invitations (a week after), idempotency
  * keys, OAuth codes, consent requests and expired OAuth access and refresh tokens, OAuth clients that
- * registered themselves and that nobody approved, audit log entries older than their retention,
- * connections of accounts never finished, settled webhook deliveries older than their retention
+ * registered themselves and that nobody approved, audit log entries older than their retention, the
+ * record of the daily digests sent after a week, connections of accounts never finished, settled
+ * webhook deliveries older than their retention
  * (pg-boss deletes finished jobs itself, see JobQueue); it asks the networks to revoke the tokens of
  * removed channels, refreshes the tokens that a network refreshes only while they are good before they
  * run out, warns of channels whose access ends within a week, and plans again any webhook delivery
@@ -42,6 +44,7 @@ export async function keepHouse(ctx: MediaContext & ProvidersContext & { queue: 
   await forgetUnusedClients(ctx.db, now, ctx.config.oauthClients.unusedClientDays);
   await forgetExpiredConnections(ctx.db, now);
   await forgetOldAuditEntries(ctx.db, now, ctx.config.retention.auditLogDays);
+  await forgetOldDigests(ctx.db, now);
   await revokeRemovedAccounts(ctx);
   await refreshTokensAhead(ctx);
   await warnOfEndingAccess(ctx.db, now);

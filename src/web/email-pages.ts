@@ -6,6 +6,7 @@ import type { CsrfTokens } from '../pages/csrf.js';
 import { attempt } from '../pages/forms.js';
 import { formExpired, renderErrorPage, renderPage } from '../pages/render.js';
 import { anonymousFormToken, field, verifyAnonymousForm, type BrowserCookies } from '../pages/visitor.js';
+import { setDigestWanted, wantsDigest } from '../mail/digest.js';
 import { planMail } from '../mail/outbox.js';
 import {
   NOTIFICATION_KINDS,
@@ -55,6 +56,7 @@ export function emailPages(ctx: MailContext, cookies: BrowserCookies, csrf: Csrf
         pendingEmail: user.pending_email,
         sendsMail: sendsMail(),
         notifications: await notificationChoices(visitor.user.id),
+        digest: await wantsDigest(ctx.db, visitor.user.id),
         values: {},
         ...extra,
       },
@@ -135,6 +137,7 @@ export function emailPages(ctx: MailContext, cookies: BrowserCookies, csrf: Csrf
     const { visitor } = signedIn(res);
     for (const kind of NOTIFICATION_KINDS)
       await setNotificationWanted(ctx.db, visitor.user.id, kind, field(req, kind) === 'on');
+    await setDigestWanted(ctx.db, visitor.user.id, field(req, 'delivery') === 'digest');
     await showAccount(res, 200, { notice: 'Your notifications are saved.' });
   });
 

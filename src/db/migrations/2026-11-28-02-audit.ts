@@ -9,7 +9,33 @@ import { sql, type Kysely } from 'kysely';
 // newest first per organization; deleted by age (the retention) on the index by time. A channel
 // connection started through the Public API with an API key keeps the key's id, so that the channel's
 // connection is recorded as that key's doing when the user comes back from the network.
+//
+// The daily digest of notifications: a member who chose it (a `daily-digest` row of mail_preferences)
+// has each notification kept as an item until the day's digest mail takes them all; a row per member
+// and day says the day's digest was planned, so it is planned once whatever runs the job again.
 export async function up(db: Kysely<unknown>): Promise<void> {
+  await db.schema
+    .createTable('notification_digest_items')
+    .addColumn('id', 'bigint', (c) => c.primaryKey().generatedAlwaysAsIdentity())
+    .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+    .addColumn('organization_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+    .addColumn('kind', 'text', (c) => c.notNull())
+    .addColumn('headline', 'text', (c) => c.notNull())
+    .addColumn('details', 'text', (c) => c.notNull())
+    .addColumn('path', 'text', (c) => c.notNull())
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .execute();
+  await db.schema
+    .createIndex('notification_digest_items_user_idx')
+    .on('notification_digest_items')
+    .columns(['user_id', 'created_at'])
+    .execute();
+  await db.schema
+    .createTable('notification_digests')
+    .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+    .addColumn('day', 'date', (c) => c.notNull())
+    .addPrimaryKeyConstraint('notification_digests_pkey', ['user_id', 'day'])
+    .execute();
   await db.schema.alterTable('channel_connections').addColumn('api_key_id', 'text').execute();
   await db.schema
     .createTable('audit_log')
@@ -36,6 +62,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.dropTable('notification_digests').execute();
+  await db.schema.dropTable('notification_digest_items').execute();
   await db.schema.dropTable('audit_log').execute();
   await db.schema.alterTable('channel_connections').dropColumn('api_key_id').execute();
 }
