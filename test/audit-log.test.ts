@@ -9,6 +9,7 @@ import { publicApi } from './support/api.js';
 import { BrowserSession, decodeEntities } from './support/browser-session.js';
 import { createChannel } from './support/fixtures.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { TIMEOUTS } from './support/timeouts.js';
 import { dataOf } from './support/typed-answers.js';
 
 // The audit log: every change to members, keys, apps, webhooks and channels, and every post deleted, is
@@ -57,7 +58,8 @@ async function rows(browser: BrowserSession, path = '/settings/audit-log'): Prom
   );
 }
 
-describe('the audit log', () => {
+// Members sign up and log in (scrypt) and click through several pages: on a busy machine that takes a while.
+describe('the audit log', { timeout: 2 * TIMEOUTS.test }, () => {
   it('records who did what, in the same transaction as the change, and shows it newest first', async () => {
     // An invitation, accepted from its link by a new user.
     const invited = await owner.submit('/settings/members', '/settings/members/invitations', {
