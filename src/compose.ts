@@ -11,6 +11,7 @@ import { loadKeys } from './crypto/key-source.js';
 import { InstanceSecrets } from './db/instance-secrets.js';
 import { migrateToLatest } from './db/migrate.js';
 import { keepHouse } from './housekeeping.js';
+import { DIGEST_CRON, sendDigests } from './mail/digest.js';
 import type { AppContext } from './http/context.js';
 import { CursorCodec } from './http/cursors.js';
 import { answerMalformedRequests } from './http/malformed-requests.js';
@@ -224,6 +225,10 @@ async function startWorkers(
   await mailWorker.start();
   await queue.work('housekeeping', { pollingIntervalSeconds: 5 }, () => keepHouse(ctx));
   await queue.schedule('housekeeping', '*/10 * * * *');
+  await queue.work('mail-digest', { pollingIntervalSeconds: 30 }, async () => {
+    await sendDigests(ctx, ctx.clock.now());
+  });
+  await queue.schedule('mail-digest', DIGEST_CRON);
   return { publisher, webhookWorker, mailWorker };
 }
 

@@ -1,3 +1,5 @@
+import { forgetOldAuditEntries } from './audit/log.js';
+import { forgetOldDigests } from './mail/digest.js';
 import { forgetExpiredMailTokens } from './accounts/mail-tokens.js';
 import { forgetSpentInvitations } from './accounts/invitations.js';
 import { forgetExpiredSessions } from './accounts/sessions.js';
@@ -23,6 +25,7 @@ import { sweepDeliveries } from './webhooks/delivery-sweep.js';
  * of past windows, the files of deleted organizations, expired sessions and mailed links, spent
  * invitations (a week after), idempotency keys, OAuth codes, consent requests and expired OAuth
  * access and refresh tokens, OAuth clients that registered themselves and that nobody approved,
+ * audit log entries older than their retention, the record of the daily digests sent after a week,
  * connections of accounts never finished, settled webhook deliveries older than their retention
  * (pg-boss deletes finished jobs itself, see JobQueue); it asks the networks to revoke the tokens of
  * removed channels and deleted organizations, refreshes the tokens that a network
@@ -42,6 +45,8 @@ export async function keepHouse(ctx: MediaContext & ProvidersContext & { queue: 
   await forgetExpiredTokens(ctx.db, now);
   await forgetUnusedClients(ctx.db, now, ctx.config.oauthClients.unusedClientDays);
   await forgetExpiredConnections(ctx.db, now);
+  await forgetOldAuditEntries(ctx.db, now, ctx.config.retention.auditLogDays);
+  await forgetOldDigests(ctx.db, now);
   await revokeRemovedAccounts(ctx);
   await refreshTokensAhead(ctx);
   await warnOfEndingAccess(ctx.db, now);

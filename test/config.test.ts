@@ -104,15 +104,17 @@ describe('configuration', () => {
       );
   });
 
-  it('keeps finished jobs a week and settled webhook deliveries 30 days unless told otherwise', () => {
-    expect(loadConfig({}).retention).toEqual({ jobsDays: 7, webhookDeliveriesDays: 30 });
-    expect(loadConfig({ JOB_RETENTION_DAYS: '2', WEBHOOK_DELIVERY_RETENTION_DAYS: '90' }).retention).toEqual({
-      jobsDays: 2,
-      webhookDeliveriesDays: 90,
-    });
+  it('keeps finished jobs a week, settled webhook deliveries 30 days and the audit log a year unless told otherwise', () => {
+    expect(loadConfig({}).retention).toEqual({ jobsDays: 7, webhookDeliveriesDays: 30, auditLogDays: 365 });
+    expect(
+      loadConfig({ JOB_RETENTION_DAYS: '2', WEBHOOK_DELIVERY_RETENTION_DAYS: '90', AUDIT_LOG_RETENTION_DAYS: '730' })
+        .retention,
+    ).toEqual({ jobsDays: 2, webhookDeliveriesDays: 90, auditLogDays: 730 });
     for (const days of ['0', '366', 'a week'])
       expect(() => loadConfig({ JOB_RETENTION_DAYS: days, WEBHOOK_DELIVERY_RETENTION_DAYS: days })).toThrow(
         /JOB_RETENTION_DAYS[\s\S]*WEBHOOK_DELIVERY_RETENTION_DAYS/,
       );
+    for (const days of ['0', '3651', 'a year'])
+      expect(() => loadConfig({ AUDIT_LOG_RETENTION_DAYS: days })).toThrow(/AUDIT_LOG_RETENTION_DAYS/);
   });
 });

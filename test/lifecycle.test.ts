@@ -289,6 +289,20 @@ describe('deleting one’s account', { timeout: 2 * TIMEOUTS.test }, () => {
     expect(
       (await server.fetch('/public/v1/is-connected', { headers: { Authorization: `Bearer ${secret}` } })).status,
     ).toBe(401);
+    // Host Studio's audit log says who left, and that their credentials went with them.
+    const left = await server.ctx.db
+      .selectFrom('audit_log')
+      .select(['action', 'actor_label', 'details'])
+      .where('organization_id', '=', host.id)
+      .where('action', '=', 'member.left')
+      .execute();
+    expect(left).toEqual([
+      {
+        action: 'member.left',
+        actor_label: guest.email,
+        details: { role: 'admin', credentials: 'revoked', accountDeleted: true },
+      },
+    ]);
     const mail = await smtp.next(guest.email);
     const both = [mail, await smtp.next(guest.email)];
     expect(both.map((m) => m.subject).sort()).toEqual(

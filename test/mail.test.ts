@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markNeedsReconnect } from '../src/channels/channels.js';
 import { createLogger } from '../src/core/logger.js';
+import { sendDigests } from '../src/mail/digest.js';
 import { BrowserSession } from './support/browser-session.js';
 import { eventually } from './support/eventually.js';
 import { startSmtpSink, type SmtpSink } from './support/smtp-sink.js';
@@ -9,7 +10,8 @@ import { startTestServer, type TestServer } from './support/server.js';
 import { TIMEOUTS } from './support/timeouts.js';
 
 // Mail through a real SMTP server on loopback, sent by the worker from the job queue: the sign-up's
-// confirmation, the forgotten password, the change of address; and, without SMTP, the log instead.
+// confirmation, the forgotten password, the change of address (and the notice to the old one); and,
+// without SMTP, the log instead.
 let smtp: SmtpSink;
 let server: TestServer;
 const PASSWORD = 'correct horse battery';
@@ -184,6 +186,12 @@ describe('mail', { timeout: 2 * TIMEOUTS.test }, () => {
     expect(await (await browser.get('/account')).text()).toContain(
       'You sign in with <strong>turing@example.test</strong> (confirmed)',
     );
+    // The old address hears of the change, with where to turn if it was not its owner who made it.
+    const notice = await smtp.next('alan@example.test');
+    expect(notice.subject).toBe('Your Acme Scheduler address was changed');
+    expect(notice.text).toContain('was changed from this one to turing@example.test');
+    expect(notice.text).toContain("If this wasn't you");
+    expect(notice.html).toContain('<strong>turing@example.test</strong>');
   });
 
   it('tries again later when the SMTP server refuses for now', async () => {
@@ -236,6 +244,58 @@ describe('notifications by mail', { timeout: 2 * TIMEOUTS.test }, () => {
     });
     await mailQueueIdle();
     expect(smtp.received.filter((one) => one.to.includes('mary@example.test'))).toHaveLength(2);
+  });
+
+  it("gathers the day's notifications in one mail for a member who chose the daily digest, once a day", async () => {
+    const browser = await signUp('dora@example.test');
+    const welcome = await smtp.next('dora@example.test');
+    await browser.get(pathOf(welcome.links.find((one) => one.includes('/email/verify/'))!));
+    const saved = await browser.submit('/account', '/account/notifications', {
+      'post-failed': 'on',
+      'channel-needs-reconnect': 'on',
+      'channel-expiring': 'on',
+      delivery: 'digest',
+    });
+    expect(await saved.text()).toMatch(/name="delivery" value="digest" checked/);
+    const channel = await server.ctx.db
+      .selectFrom('channels')
+      .innerJoin('memberships', 'memberships.organization_id', 'channels.organization_id')
+      .innerJoin('users', 'users.id', 'memberships.user_id')
+      .select('channels.id')
+      .where('users.email', '=', 'dora@example.test')
+      .executeTakeFirstOrThrow();
+    /** The channel needs connecting again (once more), and `waiting` notifications wait for the digest. */
+    const notify = async (waiting: number) => {
+      await server.ctx.db.updateTable('channels').set({ status: 'active' }).where('id', '=', channel.id).execute();
+      await markNeedsReconnect(server.ctx.db, channel.id, server.clock.now());
+      await eventually(async () => {
+        const items = await server.ctx.db
+          .selectFrom('notification_digest_items')
+          .innerJoin('users', 'users.id', 'notification_digest_items.user_id')
+          .select('notification_digest_items.id')
+          .where('users.email', '=', 'dora@example.test')
+          .execute();
+        expect(items).toHaveLength(waiting);
+      });
+    };
+    await notify(1);
+    await notify(2);
+    await mailQueueIdle();
+    // Nothing of its own: the notifications wait for the digest.
+    expect(smtp.received.filter((one) => one.to.includes('dora@example.test'))).toHaveLength(1);
+
+    expect(await sendDigests(server.ctx, server.clock.now())).toBe(1);
+    const digest = await smtp.next('dora@example.test');
+    expect(digest.subject).toBe('Your Acme Scheduler digest: 2 notifications');
+    expect(digest.text.match(/Sandbox needs to be connected again/g)).toHaveLength(2);
+    expect(digest.links).toContain(`${server.baseUrl}/settings/channels`);
+
+    // The same day again (the job run twice, or by two workers): no second digest; the new one waits.
+    await notify(1);
+    expect(await sendDigests(server.ctx, server.clock.now())).toBe(0);
+    await server.clock.advance(86_400_000);
+    expect(await sendDigests(server.ctx, server.clock.now())).toBe(1);
+    expect((await smtp.next('dora@example.test')).subject).toBe('Your Acme Scheduler digest: 1 notification');
   });
 });
 

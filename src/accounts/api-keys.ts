@@ -3,6 +3,8 @@ import { assertCan, includesRole, type Actor, type Role } from '../core/roles.js
 import { newId } from '../core/ids.js';
 import { generateCredential, hashSecret } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
+import { transaction } from '../db/transaction.js';
+import { recordAudit, type AuditActor } from '../audit/log.js';
 import type { ApiKey } from './tables.js';
 
 export const API_KEY_PREFIX = 'svc_live_';
@@ -37,21 +39,30 @@ export async function createApiKey(
     }
   }
   const secret = generateCredential(API_KEY_PREFIX);
-  const apiKey = await db
-    .insertInto('api_keys')
-    .values({
-      id: newId('key'),
-      organization_id: organizationId,
-      name: name.trim() || 'API key',
-      secret_hash: hashSecret(secret),
-      prefix: secret.slice(0, SHOWN_PREFIX_LENGTH),
-      last_four: secret.slice(-4),
-      role,
-      created_by_user_id: maker?.userId ?? null,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  return { secret, apiKey };
+  return transaction(db, async (trx) => {
+    const apiKey = await trx
+      .insertInto('api_keys')
+      .values({
+        id: newId('key'),
+        organization_id: organizationId,
+        name: name.trim() || 'API key',
+        secret_hash: hashSecret(secret),
+        prefix: secret.slice(0, SHOWN_PREFIX_LENGTH),
+        last_four: secret.slice(-4),
+        role,
+        created_by_user_id: maker?.userId ?? null,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordAudit(trx, {
+      organizationId,
+      actor: maker ? { user: maker.userId } : 'operator',
+      action: 'api_key.created',
+      subject: { type: 'api_key', id: apiKey.id, label: apiKey.name },
+      details: { role: apiKey.role ?? 'owner' },
+    });
+    return { secret, apiKey };
+  });
 }
 
 /** The organization's keys, newest first, with the email of the member who made each. */
@@ -67,17 +78,37 @@ export function listApiKeys(db: Db, organizationId: string): Promise<(ApiKey & {
     .execute();
 }
 
-/** Revokes one key of the organization by id. Revoking twice is harmless. */
-export async function revokeApiKey(db: Db, organizationId: string, keyId: string, now: Date): Promise<ApiKey> {
-  const key = await db
-    .updateTable('api_keys')
-    .set((eb) => ({ revoked_at: eb.fn.coalesce('revoked_at', eb.val(now)) }))
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', keyId)
-    .returningAll()
-    .executeTakeFirst();
-  if (!key) throw new NotFoundError('No API key with this id in the organization.');
-  return key;
+/** Revokes one key of the organization by id, for `actor`. Revoking twice is harmless (and recorded once). */
+export async function revokeApiKey(
+  db: Db,
+  organizationId: string,
+  keyId: string,
+  now: Date,
+  actor: AuditActor = 'operator',
+): Promise<ApiKey> {
+  return transaction(db, async (trx) => {
+    const key = await trx
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('organization_id', '=', organizationId)
+      .where('id', '=', keyId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!key) throw new NotFoundError('No API key with this id in the organization.');
+    if (key.revoked_at !== null) return key;
+    await recordAudit(trx, {
+      organizationId,
+      actor,
+      action: 'api_key.revoked',
+      subject: { type: 'api_key', id: key.id, label: key.name },
+    });
+    return trx
+      .updateTable('api_keys')
+      .set({ revoked_at: now })
+      .where('id', '=', key.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
 }
 
 /**

@@ -1,5 +1,7 @@
 import { ConflictError, UnprocessableError, ValidationError } from '../core/errors.js';
 import type { Db } from '../db/database.js';
+import { transaction } from '../db/transaction.js';
+import type { AddressChangeStep } from './mail-tokens.js';
 import { findUserByEmail, isEmailAddress, normalizeEmail } from './organizations.js';
 import { verifyPassword } from './passwords.js';
 
@@ -14,6 +16,8 @@ export async function changeEmail(
   db: Db,
   userId: string,
   change: { email: string; password: string; verifyFirst: boolean },
+  /** Runs when the address changes at once (without `verifyFirst`), in the change's transaction. */
+  onChange?: AddressChangeStep,
 ): Promise<{ email: string; pending: boolean }> {
   const email = normalizeEmail(change.email);
   if (!isEmailAddress(email))
@@ -32,10 +36,13 @@ export async function changeEmail(
     await db.updateTable('users').set({ pending_email: email }).where('id', '=', userId).execute();
     return { email, pending: true };
   }
-  await db
-    .updateTable('users')
-    .set({ email, pending_email: null, email_verified_at: null })
-    .where('id', '=', userId)
-    .execute();
+  await transaction(db, async (trx) => {
+    await trx
+      .updateTable('users')
+      .set({ email, pending_email: null, email_verified_at: null })
+      .where('id', '=', userId)
+      .execute();
+    await onChange?.(trx, { userId, name: user.name, previous: user.email, email });
+  });
   return { email, pending: false };
 }

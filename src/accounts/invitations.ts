@@ -4,7 +4,8 @@ import { newId } from '../core/ids.js';
 import { assertCan, includesRole, type Role } from '../core/roles.js';
 import { generateCredential, hashSecret, isWellFormedCredential } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
-import { transaction } from '../db/transaction.js';
+import { inTransaction, transaction } from '../db/transaction.js';
+import { recordAudit } from '../audit/log.js';
 import { addMember, type MemberActor } from './members.js';
 import { normalizeEmail } from './organizations.js';
 
@@ -46,20 +47,29 @@ export async function createInvitation(
     throw new ValidationError('The email is not valid.', [{ path: 'email', message: 'must be an email address' }]);
   }
   const token = generateCredential(INVITATION_PREFIX);
-  const { id } = await db
-    .insertInto('invitations')
-    .values({
-      id: newId('invite'),
-      organization_id: actor.organizationId,
-      email,
-      role: invitation.role,
-      token_hash: hashSecret(token),
-      invited_by_user_id: actor.userId,
-      expires_at: new Date(now.getTime() + INVITATION_LIFETIME_MS),
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  return { token, id };
+  return inTransaction(db, async (trx) => {
+    const { id } = await trx
+      .insertInto('invitations')
+      .values({
+        id: newId('invite'),
+        organization_id: actor.organizationId,
+        email,
+        role: invitation.role,
+        token_hash: hashSecret(token),
+        invited_by_user_id: actor.userId,
+        expires_at: new Date(now.getTime() + INVITATION_LIFETIME_MS),
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await recordAudit(trx, {
+      organizationId: actor.organizationId,
+      actor: actor.userId === null ? 'operator' : { user: actor.userId },
+      action: 'member.invited',
+      subject: { type: 'invitation', id, label: email },
+      details: { role: invitation.role },
+    });
+    return { token, id };
+  });
 }
 
 /** The organization's invitations that can still be accepted, newest first. */
@@ -111,20 +121,35 @@ export async function acceptInvitation(db: Db, token: string, userId: string, no
       .executeTakeFirst();
     if (!spent) throw gone();
     await addMember(trx, spent.organization_id, userId, spent.role);
+    await recordAudit(trx, {
+      organizationId: spent.organization_id,
+      actor: { user: userId },
+      action: 'member.joined',
+      subject: { type: 'member', id: userId },
+      details: { role: spent.role },
+    });
     return spent.organization_id;
   });
 }
 
 export async function revokeInvitation(db: Db, actor: MemberActor, invitationId: string, now: Date): Promise<void> {
   assertCan(actor, 'members:manage', 'revoke invitations');
-  const revoked = await db
-    .updateTable('invitations')
-    .set((eb) => ({ revoked_at: eb.fn.coalesce('revoked_at', eb.val(now)) }))
-    .where('organization_id', '=', actor.organizationId)
-    .where('id', '=', invitationId)
-    .returning('id')
-    .executeTakeFirst();
-  if (!revoked) throw new NotFoundError('No invitation with this id in the organization.');
+  await transaction(db, async (trx) => {
+    const revoked = await trx
+      .updateTable('invitations')
+      .set((eb) => ({ revoked_at: eb.fn.coalesce('revoked_at', eb.val(now)) }))
+      .where('organization_id', '=', actor.organizationId)
+      .where('id', '=', invitationId)
+      .returning(['id', 'email'])
+      .executeTakeFirst();
+    if (!revoked) throw new NotFoundError('No invitation with this id in the organization.');
+    await recordAudit(trx, {
+      organizationId: actor.organizationId,
+      actor: { user: actor.userId },
+      action: 'member.invitation_revoked',
+      subject: { type: 'invitation', id: revoked.id, label: revoked.email },
+    });
+  });
 }
 
 /** Housekeeping: invitations accepted, revoked or expired more than `keepMs` ago are forgotten. */

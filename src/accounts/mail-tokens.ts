@@ -112,17 +112,28 @@ export type VerificationOutcome =
   /** The new address belongs to another account since the link was sent. */
   | { verified: false; reason: 'taken'; email: string };
 
+/** A step of an account's change of address, run in the change's transaction (e.g. a notice to the old address). */
+export type AddressChangeStep = (
+  trx: Db,
+  change: { userId: string; name: string; previous: string; email: string },
+) => Promise<void>;
+
 /**
  * Follows a verification link: the user's address is verified, or the pending new address becomes the
- * user's address, verified.
+ * user's address, verified (and `onChange` runs with the change).
  */
-export async function verifyEmail(db: Db, token: string, now: Date): Promise<VerificationOutcome> {
+export async function verifyEmail(
+  db: Db,
+  token: string,
+  now: Date,
+  onChange?: AddressChangeStep,
+): Promise<VerificationOutcome> {
   return transaction(db, async (trx) => {
     const spent = await spend(trx, token, 'email_verification', now);
     if (!spent) return { verified: false, reason: 'invalid' };
     const user = await trx
       .selectFrom('users')
-      .select(['id', 'email', 'pending_email'])
+      .select(['id', 'name', 'email', 'pending_email'])
       .where('id', '=', spent.user_id)
       .forUpdate()
       .executeTakeFirstOrThrow();
@@ -138,6 +149,7 @@ export async function verifyEmail(db: Db, token: string, now: Date): Promise<Ver
       .set({ email: spent.email, pending_email: null, email_verified_at: now })
       .where('id', '=', user.id)
       .execute();
+    await onChange?.(trx, { userId: user.id, name: user.name, previous: user.email, email: spent.email });
     return { verified: true, email: spent.email };
   });
 }

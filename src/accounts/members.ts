@@ -3,6 +3,7 @@ import { ForbiddenError, NotFoundError, UnprocessableError } from '../core/error
 import { assertCan, can, includesRole, ROLES, type Actor, type Role } from '../core/roles.js';
 import type { Db } from '../db/database.js';
 import { transaction } from '../db/transaction.js';
+import { recordAudit } from '../audit/log.js';
 
 /** A member acting in the organization: who they are and their role there. */
 export type MemberActor = Actor & { userId: string };
@@ -128,6 +129,15 @@ export async function changeMemberRole(db: Db, actor: MemberActor, userId: strin
       .where('organization_id', '=', actor.organizationId)
       .where('user_id', '=', userId)
       .execute();
+    if (current !== role) {
+      await recordAudit(trx, {
+        organizationId: actor.organizationId,
+        actor: { user: actor.userId },
+        action: 'member.role_changed',
+        subject: { type: 'member', id: userId },
+        details: { from: current, to: role },
+      });
+    }
     const above = ROLES.filter((other) => !includesRole(role, other));
     if (above.length === 0) return;
     await trx
@@ -171,6 +181,13 @@ export async function removeMember(
     } else {
       await options.grants.keep(trx, actor.organizationId, userId, role);
     }
+    await recordAudit(trx, {
+      organizationId: actor.organizationId,
+      actor: { user: actor.userId },
+      action: leaving ? 'member.left' : 'member.removed',
+      subject: { type: 'member', id: userId },
+      details: { role, credentials: options.revokeCredentials || leaving ? 'revoked' : 'kept' },
+    });
     await trx
       .deleteFrom('memberships')
       .where('organization_id', '=', actor.organizationId)
@@ -205,6 +222,12 @@ export async function transferOwnership(db: Db, actor: MemberActor, userId: stri
       .where('organization_id', '=', actor.organizationId)
       .where('user_id', '=', actor.userId)
       .execute();
+    await recordAudit(trx, {
+      organizationId: actor.organizationId,
+      actor: { user: actor.userId },
+      action: 'organization.ownership_transferred',
+      subject: { type: 'member', id: userId },
+    });
   });
 }
 

@@ -4,6 +4,7 @@ import type { Db } from '../db/database.js';
 import { lockChannels } from './channels.js';
 import type { Channel } from './tables.js';
 import { transaction } from '../db/transaction.js';
+import { recordAudit, type AuditActor } from '../audit/log.js';
 
 /**
  * A feature's part in removing a channel (its posts', its account's), run in the removal's transaction
@@ -22,7 +23,8 @@ export class ChannelRemoval {
     private readonly steps: readonly ChannelRemovalStep[],
   ) {}
 
-  async remove(organizationId: string, channelId: string): Promise<void> {
+  /** Removes the channel for `actor` (recorded in the audit log with the removal). */
+  async remove(organizationId: string, channelId: string, actor: AuditActor): Promise<void> {
     await transaction(this.ctx.db, async (trx) => {
       const [channel] = await lockChannels(trx, organizationId, [channelId]);
       if (!channel || channel.status === 'removed')
@@ -30,6 +32,12 @@ export class ChannelRemoval {
       const now = this.ctx.clock.now();
       for (const step of this.steps) await step(trx, channel, now);
       await trx.updateTable('channels').set({ status: 'removed' }).where('id', '=', channelId).execute();
+      await recordAudit(trx, {
+        organizationId,
+        actor,
+        action: 'channel.removed',
+        subject: { type: 'channel', id: channel.id, label: `${channel.name} (${channel.provider})` },
+      });
     });
   }
 }

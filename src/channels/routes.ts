@@ -20,7 +20,7 @@ export function channelOperations(
     },
 
     deleteChannel: async ({ principal, params }) => {
-      await removal.remove(principal.organizationId, params.id);
+      await removal.remove(principal.organizationId, params.id, { credential: principal.credential });
       return { status: 204 };
     },
   };

@@ -45,6 +45,8 @@ export interface ChannelConnectionTable {
   client_state: Generated<string | null>;
   /** The OAuth app that started it, when its access token did. */
   app_id: Generated<string | null>;
+  /** The API key that started it, when one did (for the audit log). */
+  api_key_id: Generated<string | null>;
   /**
    * The server the account lives on, for a network whose accounts live on servers of their own (a
    * Mastodon instance's origin); null until the user named it, and for the other networks.

@@ -118,7 +118,7 @@ const COMMANDS: Record<string, (db: Db, options: Options, config: Config) => Pro
   'revoke-key': async (db, options) => {
     const org = await organizationId(db, options);
     const key = await findApiKeyByPrefix(db, org, required(options, 'key-prefix'));
-    await revokeApiKey(db, org, key.id, systemClock.now());
+    await revokeApiKey(db, org, key.id, systemClock.now(), 'operator');
     return `revoked ${maskApiKey(key)}`;
   },
 

@@ -48,7 +48,8 @@ export type IdPrefix =
   | 'rev'
   | 'whk'
   | 'msg'
-  | 'mapp';
+  | 'mapp'
+  | 'aud';
 
 /** A record id: a type prefix and 20 random base62 characters (about 119 bits), e.g. `post_4Zc…`. */
 export function newId(prefix: IdPrefix): string {

@@ -33,6 +33,8 @@ export type Permission =
   | 'members:manage'
   /** Download the organization's data (posts with history, channels, media list, members). */
   | 'organization:export'
+  /** Read and export the organization's audit log (who changed members, keys, apps, webhooks, channels). */
+  | 'audit:read'
   /** Hand the organization over to another member, and delete it. */
   | 'organization:own';
 
@@ -47,6 +49,7 @@ const ADMINISTER: Permission[] = [
   'developers:manage',
   'members:manage',
   'organization:export',
+  'audit:read',
 ];
 
 export const PERMISSIONS: Readonly<Record<Role, ReadonlySet<Permission>>> = {

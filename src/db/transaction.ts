@@ -15,3 +15,8 @@ export const TRANSACTION_SPAN = { kind: SpanKind.INTERNAL, attributes: { 'db.sys
 export function transaction<T>(db: Db, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
   return traced('transaction', TRANSACTION_SPAN, () => db.transaction().execute(work));
 }
+
+/** Runs `work` in the transaction `db` is, or in a new one: for a change that may be part of a larger one. */
+export function inTransaction<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
+  return db.isTransaction ? work(db) : transaction(db, work);
+}

@@ -18,6 +18,8 @@ export interface Jobs {
   'deliver-webhook': { deliveryId: string };
   /** Send one mail: its kind and recipient, and its template's data encrypted (see src/mail/outbox.ts). */
   'send-mail': { kind: string; to: string; sealed?: string };
+  /** Plan the day's digest mail of every member who chose it and has notifications waiting (see src/mail/digest.ts). */
+  'mail-digest': Record<string, never>;
   /** Housekeeping that used to run inside requests. */
   housekeeping: Record<string, never>;
 }

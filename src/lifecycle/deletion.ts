@@ -1,4 +1,5 @@
 import type { MemberActor } from '../accounts/members.js';
+import { recordAudit } from '../audit/log.js';
 import { verifyPassword } from '../accounts/passwords.js';
 import type { Organization } from '../accounts/tables.js';
 import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../core/errors.js';
@@ -177,6 +178,13 @@ export async function deleteAccount(ctx: MailContext, userId: string, password: 
         .where('revoked_at', 'is', null)
         .execute();
       await revokeMemberGrants(trx, organization.id, userId);
+      await recordAudit(trx, {
+        organizationId: organization.id,
+        actor: { user: userId },
+        action: 'member.left',
+        subject: { type: 'member', id: userId },
+        details: { role: organization.role, credentials: 'revoked', accountDeleted: true },
+      });
     }
     const deletedBy = `${user.name} (${user.email})`;
     for (const { id } of plan.deleted) {

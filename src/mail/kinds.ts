@@ -2,7 +2,13 @@ import { findInvitation, invitationPath } from '../accounts/invitations.js';
 import { issueMailToken } from '../accounts/mail-tokens.js';
 import { findUserByEmail } from '../accounts/organizations.js';
 import type { AppContext } from '../http/context.js';
-import { NOTIFICATIONS, unsubscribeToken, unwantedNotifications, type NotificationKind } from './preferences.js';
+import {
+  isNotificationKind,
+  NOTIFICATIONS,
+  unsubscribeToken,
+  unwantedNotifications,
+  type NotificationKind,
+} from './preferences.js';
 
 /** What a mail's template reads besides the installation's name and PUBLIC_URL. */
 export type MailData = Record<string, string>;
@@ -85,6 +91,50 @@ export const MAIL_KINDS = {
   /** To the address of an account that was deleted, in the transaction that deletes it. */
   'account-deleted': {
     subject: (_data, name) => `Your ${name} account was deleted`,
+  },
+  /**
+   * To the address an account had, once it changed to another: whoever holds the old mailbox learns of
+   * the change (and where to turn) should it not be the account's owner who made it.
+   */
+  'email-changed': {
+    subject: (_data, name) => `Your ${name} address was changed`,
+    prepare: (ctx, _to, data) =>
+      Promise.resolve({
+        name: data.name ?? '',
+        newAddress: data.newAddress ?? '',
+        link: `${ctx.config.publicUrl}/login`,
+      }),
+  },
+  /**
+   * The day's notifications in one mail, for a member who chose the daily digest: those of a kind they
+   * turned off since are left out, and nothing is sent when none is left or the address is no longer
+   * theirs and confirmed.
+   */
+  'notification-digest': {
+    subject: (data, name) => `Your ${name} digest: ${data.count ?? ''} notification${data.count === '1' ? '' : 's'}`,
+    prepare: async (ctx, to, data) => {
+      const userId = data.userId ?? '';
+      const user = await ctx.db
+        .selectFrom('users')
+        .select(['email', 'email_verified_at'])
+        .where('id', '=', userId)
+        .executeTakeFirst();
+      if (!user || user.email !== to || !user.email_verified_at) return undefined;
+      const unwanted = await unwantedNotifications(ctx.db, userId);
+      const origin = ctx.config.publicUrl;
+      const items = (
+        JSON.parse(data.items ?? '[]') as { kind: string; headline: string; details: string; path: string }[]
+      )
+        .filter((item) => isNotificationKind(item.kind) && !unwanted.has(item.kind))
+        .map((item) => ({ headline: item.headline, details: item.details, link: `${origin}${item.path}` }));
+      if (items.length === 0) return undefined;
+      return {
+        day: data.day ?? '',
+        count: String(items.length),
+        items: JSON.stringify(items),
+        preferences: `${origin}/account`,
+      };
+    },
   },
   'post-failed': notification(),
   'channel-needs-reconnect': notification(),

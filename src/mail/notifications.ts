@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import { addDigestItems, digestReaders } from './digest.js';
 import { planMail, type MailOutbox } from './outbox.js';
 import type { NotificationKind } from './preferences.js';
 
@@ -13,7 +14,7 @@ export interface Notification {
 /**
  * Plans the mail of each notification, in the caller's transaction (the one that dispatches the events
  * it comes from), to every member of the organization whose address is confirmed and who did not turn
- * the kind off.
+ * the kind off; a member who chose the daily digest gets it in their next digest instead.
  */
 export async function planNotifications(ctx: MailOutbox, trx: Db, notifications: Notification[]): Promise<void> {
   if (notifications.length === 0) return;
@@ -36,11 +37,19 @@ export async function planNotifications(ctx: MailOutbox, trx: Db, notifications:
     for (const member of members) {
       if (member.off_kind === notification.kind) recipients.delete(member.id);
     }
-    for (const [userId, email] of recipients)
-      await planMail(ctx, trx, {
-        kind: notification.kind,
-        to: email,
-        data: { ...notification.data, kind: notification.kind, userId },
-      });
+    const digest = await digestReaders(trx, [...recipients.keys()]);
+    for (const [userId, email] of recipients) {
+      // A member who chose the daily digest gets it there instead of in a mail of its own.
+      if (digest.has(userId))
+        await addDigestItems(trx, userId, [
+          { organizationId: notification.organizationId, kind: notification.kind, ...notification.data },
+        ]);
+      else
+        await planMail(ctx, trx, {
+          kind: notification.kind,
+          to: email,
+          data: { ...notification.data, kind: notification.kind, userId },
+        });
+    }
   }
 }

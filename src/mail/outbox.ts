@@ -12,6 +12,8 @@ export const MAIL_QUEUES = [
     name: SEND_MAIL,
     options: { retryLimit: 12, retryDelay: 30, retryBackoff: true, retryDelayMax: 3600, expireInSeconds: 120 },
   },
+  // Once a day; a run that failed is tried again within the hour (each member's digest is planned once a day).
+  { name: 'mail-digest', options: { retryLimit: 6, retryDelay: 600 } },
 ] as const;
 
 /** A mail to send: its kind, its one recipient and what its template reads. */

@@ -2,6 +2,7 @@ import { NotFoundError, ValidationError, type ErrorDetail } from '../core/errors
 import { newId, randomBase62 } from '../core/ids.js';
 import { generateCredential, hashSecret, secretMatchesHash } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
+import { recordAudit, type AuditActor } from '../audit/log.js';
 import type { AppPicture, AppPictureDownloader } from './app-pictures.js';
 import type { OAuthApp } from './tables.js';
 import { checkPictureUrl, checkRedirectUri, isMetadataDocumentUrl } from './urls.js';
@@ -122,6 +123,8 @@ export async function registerApp(
   details: AppDetails,
   pictures: AppPictureDownloader,
   now: Date,
+  /** Who registers it; the operator when no member does (the admin CLI, fixtures). */
+  actor: AuditActor = 'operator',
 ): Promise<{ app: OAuthApp; secret: string }> {
   const { values, picture } = await checkDetails(details, pictures);
   const secret = generateCredential('pcs_');
@@ -140,6 +143,12 @@ export async function registerApp(
       .returningAll()
       .executeTakeFirstOrThrow();
     if (picture) await replacePicture(trx, inserted.id, picture);
+    await recordAudit(trx, {
+      organizationId,
+      actor,
+      action: 'oauth_app.registered',
+      subject: { type: 'oauth_app', id: inserted.id, label: inserted.name },
+    });
     return inserted;
   });
   return { app, secret };
@@ -185,32 +194,58 @@ export async function rotateAppSecret(
   organizationId: string,
   appId: string,
   now: Date,
+  actor: AuditActor = 'operator',
 ): Promise<{ app: OAuthApp; secret: string }> {
   const secret = generateCredential('pcs_');
-  const app = await db
-    .updateTable('oauth_apps')
-    .set({
-      secret_hash: hashSecret(secret),
-      secret_last_four: secret.slice(-4),
-      secret_rotated_at: now,
-      updated_at: now,
-    })
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', appId)
-    .returningAll()
-    .executeTakeFirst();
+  const app = await transaction(db, async (trx) => {
+    const rotated = await trx
+      .updateTable('oauth_apps')
+      .set({
+        secret_hash: hashSecret(secret),
+        secret_last_four: secret.slice(-4),
+        secret_rotated_at: now,
+        updated_at: now,
+      })
+      .where('organization_id', '=', organizationId)
+      .where('id', '=', appId)
+      .returningAll()
+      .executeTakeFirst();
+    if (rotated) {
+      await recordAudit(trx, {
+        organizationId,
+        actor,
+        action: 'oauth_app.secret_rotated',
+        subject: { type: 'oauth_app', id: rotated.id, label: rotated.name },
+      });
+    }
+    return rotated;
+  });
   if (!app) throw new NotFoundError('No app with this id in the organization.');
   return { app, secret };
 }
 
 /** Deletes the app with its grants, pending consent requests, codes and tokens (the foreign keys cascade). */
-export async function deleteApp(db: Db, organizationId: string, appId: string): Promise<void> {
-  const deleted = await db
-    .deleteFrom('oauth_apps')
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', appId)
-    .executeTakeFirst();
-  if (deleted.numDeletedRows === 0n) throw new NotFoundError('No app with this id in the organization.');
+export async function deleteApp(
+  db: Db,
+  organizationId: string,
+  appId: string,
+  actor: AuditActor = 'operator',
+): Promise<void> {
+  await transaction(db, async (trx) => {
+    const deleted = await trx
+      .deleteFrom('oauth_apps')
+      .where('organization_id', '=', organizationId)
+      .where('id', '=', appId)
+      .returning(['id', 'name'])
+      .executeTakeFirst();
+    if (!deleted) throw new NotFoundError('No app with this id in the organization.');
+    await recordAudit(trx, {
+      organizationId,
+      actor,
+      action: 'oauth_app.deleted',
+      subject: { type: 'oauth_app', id: deleted.id, label: deleted.name },
+    });
+  });
 }
 
 export function listApps(db: Db, organizationId: string): Promise<OAuthApp[]> {

@@ -3,6 +3,7 @@ import { can, ROLES, type Role } from '../core/roles.js';
 import { newId } from '../core/ids.js';
 import { generateCredential, hashSecret } from '../crypto/issued-secrets.js';
 import type { Db } from '../db/database.js';
+import { recordAudit } from '../audit/log.js';
 import { appPicturePath } from './app-pictures.js';
 import { transaction } from '../db/transaction.js';
 
@@ -83,6 +84,18 @@ export async function approveApp(db: Db, approval: Approval, now: Date): Promise
       )
       .returning('id')
       .executeTakeFirstOrThrow();
+    const app = await trx
+      .selectFrom('oauth_apps')
+      .select('name')
+      .where('id', '=', approval.appId)
+      .executeTakeFirstOrThrow();
+    await recordAudit(trx, {
+      organizationId: approval.organizationId,
+      actor: { user: approval.userId },
+      action: 'approved_app.approved',
+      subject: { type: 'approved_app', id: grant.id, label: app.name },
+      details: { role, scope: approval.scope ?? 'every operation' },
+    });
     await trx
       .insertInto('oauth_codes')
       .values({
@@ -200,6 +213,17 @@ export async function revokeGrant(db: Db, userId: string, grantId: string): Prom
       .returning(['organization_id', 'app_id'])
       .executeTakeFirst();
     if (!deleted) throw new NotFoundError('No approved app with this id for your organizations.');
+    const app = await trx
+      .selectFrom('oauth_apps')
+      .select('name')
+      .where('id', '=', deleted.app_id)
+      .executeTakeFirstOrThrow();
+    await recordAudit(trx, {
+      organizationId: deleted.organization_id,
+      actor: { user: userId },
+      action: 'approved_app.revoked',
+      subject: { type: 'approved_app', id: grantId, label: app.name },
+    });
     await trx
       .deleteFrom('webhook_endpoints')
       .where('organization_id', '=', deleted.organization_id)

@@ -20,6 +20,7 @@ import {
 import type { StoredThreadPart } from './tables.js';
 import { assertNotInThePast, assertNotOnTheNetwork, isEditable, nextState, type StatusRequest } from './transitions.js';
 import { checkDrafts, type CheckedPost } from './validation.js';
+import { recordAudit, type AuditActor } from '../audit/log.js';
 import { transaction } from '../db/transaction.js';
 
 type UpdatePostRequest = components['schemas']['UpdatePostRequest'];
@@ -326,8 +327,17 @@ async function moveLockedPost(
   return moved;
 }
 
-/** Deletes our record of the post. A published post stays on the network: only the record goes. */
-export async function removePost(ctx: PostsContext, actor: Actor, postId: string): Promise<void> {
+/** How the audit log names a post: the start of its text. */
+export function postLabel(content: string): string {
+  const text = content.replace(/\s+/g, ' ').trim();
+  return text.length > 60 ? `${text.slice(0, 59)}…` : text || '(no text)';
+}
+
+/**
+ * Deletes our record of the post. A published post stays on the network: only the record goes. `by`
+ * is who deletes it, as the organization's audit log records it.
+ */
+export async function removePost(ctx: PostsContext, actor: Actor, postId: string, by: AuditActor): Promise<void> {
   const { organizationId } = actor;
   assertCan(actor, 'posts:draft', 'delete posts');
   await transaction(ctx.db, async (trx) => {
@@ -337,6 +347,13 @@ export async function removePost(ctx: PostsContext, actor: Actor, postId: string
       throw new ConflictError('The post is publishing; wait until it is published or failed, then delete it.');
     }
     await recordPostEvent(trx, post, 'deleted', ctx.clock.now());
+    await recordAudit(trx, {
+      organizationId,
+      actor: by,
+      action: 'post.deleted',
+      subject: { type: 'post', id: post.id, label: postLabel(post.content) },
+      details: { status: post.status, channelId: post.channel_id },
+    });
     await deletePost(trx, organizationId, postId);
   });
 }

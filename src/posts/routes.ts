@@ -53,7 +53,7 @@ export function postOperations(ctx: PostsContext): Pick<PublicHandlers, PostOper
     },
 
     deletePost: async ({ principal, params }) => {
-      await removePost(ctx, principal, params.id);
+      await removePost(ctx, principal, params.id, { credential: principal.credential });
       return { status: 204 };
     },
   };

@@ -25,6 +25,7 @@ import { credentialsContext, grantedAccountsContext, verifierContext } from './a
 import { cancelRevocations } from './account-revocations.js';
 import { plainText } from './network-text.js';
 import { transaction } from '../db/transaction.js';
+import { recordAudit, type AuditActor } from '../audit/log.js';
 
 /** How long a user may stay at the network's consent page. */
 const CONNECTION_LIFETIME_MS = 15 * 60_000;
@@ -40,6 +41,8 @@ export interface ConnectionReturn {
   state: string | null;
   /** The OAuth app whose access token started it, if one did. */
   appId: string | null;
+  /** The API key that started it, if one did. */
+  apiKeyId?: string | null;
 }
 
 /** Where a network whose accounts live on servers of their own asks the user which one: a page of this server. */
@@ -98,6 +101,7 @@ export async function startConnection(
       return_url: returnTo?.url ?? null,
       client_state: returnTo?.state ?? null,
       app_id: returnTo?.appId ?? null,
+      api_key_id: returnTo?.apiKeyId ?? null,
       site: site ?? null,
       expires_at: expiresAt,
     })
@@ -346,6 +350,7 @@ export async function finishSignIn(
   // Another try that signed in at the same moment used the connection up: this one saves nothing.
   if (!(await takePendingConnection(ctx.db, provider, state))) return UNKNOWN_CONNECTION;
   const { channel, reconnected } = await saveConnectedChannel(ctx.db, ctx.keyring, {
+    startedBy: pending,
     organizationId,
     provider,
     identity: signedIn.identity,
@@ -471,6 +476,7 @@ async function connectAccount(
   }
   const identity = await adapter.identity(credentials);
   return saveConnectedChannel(ctx.db, ctx.keyring, {
+    startedBy: pending,
     organizationId: pending.organization_id,
     provider: pending.provider,
     identity,
@@ -621,6 +627,7 @@ export async function chooseAccounts(
     for (const account of chosen)
       channels.push(
         await upsertChannel(trx, ctx.keyring, {
+          startedBy: pending,
           organizationId,
           provider: account.provider,
           identity: account.identity,
@@ -653,6 +660,8 @@ function saveConnectedChannel(
 }
 
 interface ChannelToSave {
+  /** The connection it finishes: who started it is who connected the channel, for the audit log. */
+  startedBy: Pick<PendingConnection, 'session_id' | 'app_id' | 'api_key_id'>;
   organizationId: string;
   provider: Provider;
   identity: { externalId: string; name: string; username: string | null; picture: string | null };
@@ -709,7 +718,40 @@ async function upsertChannel(
       webhooks_dispatched_at: null,
     })
     .execute();
+  await recordAudit(trx, {
+    organizationId,
+    actor: await connectionActor(trx, organizationId, input.startedBy),
+    action: inserted ? 'channel.connected' : 'channel.reconnected',
+    subject: { type: 'channel', id: channel.id, label: `${channel.name} (${channel.provider})` },
+  });
   return { channel, reconnected: !inserted };
+}
+
+/** Who started a connection: the member of its browser session, the OAuth app or the API key that asked for it. */
+async function connectionActor(
+  trx: Db,
+  organizationId: string,
+  startedBy: ChannelToSave['startedBy'],
+): Promise<AuditActor> {
+  if (startedBy.session_id) {
+    const session = await trx
+      .selectFrom('sessions')
+      .select('user_id')
+      .where('id', '=', startedBy.session_id)
+      .executeTakeFirst();
+    if (session) return { user: session.user_id };
+  }
+  if (startedBy.app_id) {
+    const grant = await trx
+      .selectFrom('oauth_grants')
+      .select('id')
+      .where('app_id', '=', startedBy.app_id)
+      .where('organization_id', '=', organizationId)
+      .executeTakeFirst();
+    if (grant) return { grant: grant.id };
+  }
+  if (startedBy.api_key_id) return { credential: { type: 'api_key', id: startedBy.api_key_id } };
+  return 'operator';
 }
 
 /** Forgets connections whose user never came back. */

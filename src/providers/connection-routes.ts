@@ -50,7 +50,12 @@ export function channelConnectOperations(ctx: ProvidersContext): Pick<PublicHand
         organizationId: principal.organizationId,
         provider: body.provider,
         ...(body.instance === undefined ? {} : { site: body.instance }),
-        returnTo: { url: url.href, state: body.state ?? null, appId },
+        returnTo: {
+          url: url.href,
+          state: body.state ?? null,
+          appId,
+          apiKeyId: principal.credential.type === 'api_key' ? principal.credential.id : null,
+        },
       }).catch((error: unknown) => {
         if (!(error instanceof SiteRefusedError)) throw error;
         throw new UnprocessableError(`instance cannot be used: ${error.message}.`, [

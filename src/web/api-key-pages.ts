@@ -60,7 +60,7 @@ export function apiKeyPages(ctx: AppContext): Router {
   });
 
   router.post('/settings/developers/access/:keyId/revoke', async (req, res) => {
-    const { organization } = signedIn(res);
+    const { organization, visitor } = signedIn(res);
     const key = (await listApiKeys(ctx.db, organization.id)).find((candidate) => candidate.id === req.params.keyId);
     const confirmation = {
       question: `Revoke the key ${key?.name ?? ''}?`.replace(' ?', '?'),
@@ -70,7 +70,7 @@ export function apiKeyPages(ctx: AppContext): Router {
       path: '/settings/developers/access',
     };
     if (key && key.revoked_at === null && !confirmedOrAsk(req, res, confirmation)) return;
-    await revokeApiKey(ctx.db, organization.id, req.params.keyId, ctx.clock.now());
+    await revokeApiKey(ctx.db, organization.id, req.params.keyId, ctx.clock.now(), { user: visitor.user.id });
     res.redirect(303, '/settings/developers/access');
   });
 

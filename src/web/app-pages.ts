@@ -47,9 +47,11 @@ export function appPages(ctx: AppContext): Router {
   router.get('/settings/developers/apps', (_req, res) => showApps(ctx, res));
 
   router.post('/settings/developers/apps', async (req, res) => {
-    const { organization } = signedIn(res);
+    const { organization, visitor } = signedIn(res);
     const details = appDetailsFromForm(req);
-    const registered = await attempt(() => registerApp(ctx.db, organization.id, details, pictures, ctx.clock.now()));
+    const registered = await attempt(() =>
+      registerApp(ctx.db, organization.id, details, pictures, ctx.clock.now(), { user: visitor.user.id }),
+    );
     if (!registered.ok) return showApps(ctx, res, { values: details, errors: registered.errors }, 400);
     showApp(
       ctx,
@@ -76,7 +78,9 @@ export function appPages(ctx: AppContext): Router {
 
   router.post('/settings/developers/apps/:appId/rotate-secret', async (req, res) => {
     const app = await appOf(ctx, res, req.params.appId);
-    const rotated = await rotateAppSecret(ctx.db, app.organization_id, app.id, ctx.clock.now());
+    const rotated = await rotateAppSecret(ctx.db, app.organization_id, app.id, ctx.clock.now(), {
+      user: signedIn(res).visitor.user.id,
+    });
     showApp(ctx, res, rotated.app, {
       secret: rotated.secret,
       secretHint: 'This is the new client secret; the previous one no longer works.',
@@ -94,7 +98,7 @@ export function appPages(ctx: AppContext): Router {
         400,
       );
     }
-    await deleteApp(ctx.db, app.organization_id, app.id);
+    await deleteApp(ctx.db, app.organization_id, app.id, { user: signedIn(res).visitor.user.id });
     res.redirect(303, '/settings/developers/apps');
   });
 

@@ -7,6 +7,7 @@ import {
   parseReturnOrigin,
   removeReturnOrigin,
 } from '../channels/return-origins.js';
+import type { AuditActor } from '../audit/log.js';
 import type { ChannelRemoval } from '../channels/removal.js';
 import { DomainError } from '../core/errors.js';
 import { field } from '../pages/visitor.js';
@@ -120,7 +121,9 @@ export function channelsPage(ctx: PostsContext, channelRemoval: ChannelRemoval):
       if (channel && !confirmedOrAsk(req, res, confirmation)) return;
     }
     try {
-      const refused = await channelAction(ctx, channelRemoval, organization.id, String(req.params.id), action);
+      const refused = await channelAction(ctx, channelRemoval, organization.id, String(req.params.id), action, {
+        user: signedIn(res).visitor.user.id,
+      });
       if (refused) return show(res, undefined, refused, 404);
     } catch (error) {
       if (!(error instanceof DomainError) || error.status >= 500) throw error;
@@ -244,8 +247,9 @@ async function channelAction(
   organizationId: string,
   id: string,
   action: string,
+  actor: AuditActor,
 ): Promise<string | undefined> {
-  if (action === 'remove') await channelRemoval.remove(organizationId, id);
+  if (action === 'remove') await channelRemoval.remove(organizationId, id, actor);
   else if (action === 'disable' || action === 'enable') {
     if (!(await setChannelEnabled(ctx.db, organizationId, id, action === 'enable'))) return 'There is no such channel.';
   } else return 'There is no such action.';

@@ -1,11 +1,12 @@
 import express, { type Response, type Router } from 'express';
 import { changeEmail } from '../accounts/email-change.js';
-import { verifyEmail } from '../accounts/mail-tokens.js';
+import { verifyEmail, type AddressChangeStep } from '../accounts/mail-tokens.js';
 import { RateLimiter } from '../http/rate-limit.js';
 import type { CsrfTokens } from '../pages/csrf.js';
 import { attempt } from '../pages/forms.js';
 import { formExpired, renderErrorPage, renderPage } from '../pages/render.js';
 import { anonymousFormToken, field, verifyAnonymousForm, type BrowserCookies } from '../pages/visitor.js';
+import { setDigestWanted, wantsDigest } from '../mail/digest.js';
 import { planMail } from '../mail/outbox.js';
 import {
   NOTIFICATION_KINDS,
@@ -26,6 +27,14 @@ const RESENDS = { max: 5, windowSeconds: 60 * 60 };
  */
 export function emailPages(ctx: MailContext, cookies: BrowserCookies, csrf: CsrfTokens): Router {
   const router = express.Router();
+  // Once an address changed, the old one hears of it, in the same transaction: if it wasn't the
+  // account's owner who changed it, whoever reads the old mailbox knows.
+  const noticeToOldAddress: AddressChangeStep = (trx, change) =>
+    planMail(ctx, trx, {
+      kind: 'email-changed',
+      to: change.previous,
+      data: { name: change.name, newAddress: change.email },
+    });
   const resends = new RateLimiter(ctx.db, 'verification-resend', RESENDS, ctx.clock);
   const sendsMail = () => ctx.config.mail.smtpUrl !== undefined;
 
@@ -47,6 +56,7 @@ export function emailPages(ctx: MailContext, cookies: BrowserCookies, csrf: Csrf
         pendingEmail: user.pending_email,
         sendsMail: sendsMail(),
         notifications: await notificationChoices(visitor.user.id),
+        digest: await wantsDigest(ctx.db, visitor.user.id),
         values: {},
         ...extra,
       },
@@ -66,11 +76,16 @@ export function emailPages(ctx: MailContext, cookies: BrowserCookies, csrf: Csrf
     const { visitor } = signedIn(res);
     const values = { email: field(req, 'email') };
     const changed = await attempt(() =>
-      changeEmail(ctx.db, visitor.user.id, {
-        email: values.email,
-        password: field(req, 'password'),
-        verifyFirst: sendsMail(),
-      }),
+      changeEmail(
+        ctx.db,
+        visitor.user.id,
+        {
+          email: values.email,
+          password: field(req, 'password'),
+          verifyFirst: sendsMail(),
+        },
+        noticeToOldAddress,
+      ),
     );
     if (!changed.ok) {
       const labels: Record<string, string> = { email: 'New email', password: 'Your password' };
@@ -122,6 +137,7 @@ export function emailPages(ctx: MailContext, cookies: BrowserCookies, csrf: Csrf
     const { visitor } = signedIn(res);
     for (const kind of NOTIFICATION_KINDS)
       await setNotificationWanted(ctx.db, visitor.user.id, kind, field(req, kind) === 'on');
+    await setDigestWanted(ctx.db, visitor.user.id, field(req, 'delivery') === 'digest');
     await showAccount(res, 200, { notice: 'Your notifications are saved.' });
   });
 
@@ -152,7 +168,7 @@ export function emailPages(ctx: MailContext, cookies: BrowserCookies, csrf: Csrf
 
   // Opened from a mail, signed in or not: the link alone proves that its reader has the mailbox.
   router.get('/email/verify/:token', async (req, res) => {
-    const outcome = await verifyEmail(ctx.db, req.params.token, ctx.clock.now());
+    const outcome = await verifyEmail(ctx.db, req.params.token, ctx.clock.now(), noticeToOldAddress);
     if (outcome.verified) {
       return renderPage(res, '/web/templates/account-message', {
         title: 'Address confirmed',

@@ -4,6 +4,7 @@ import type { PostsContext } from '../posts/context.js';
 import type { CsrfTokens } from '../pages/csrf.js';
 import { apiKeyPages } from './api-key-pages.js';
 import { appPages } from './app-pages.js';
+import { auditLogPage } from './audit-log-page.js';
 import { approvedAppsPage } from './approved-apps-page.js';
 import { channelsPage } from './channels-page.js';
 import { membersPage } from './members-page.js';
@@ -14,7 +15,10 @@ import type { WebhookManagement } from '../webhooks/management.js';
 
 const CHANGES = { changesOnly: true };
 
-/** Settings → Channels, Members, Webhooks, Developers → Access and Apps, and Approved apps: signed-in users only. */
+/**
+ * Settings → Channels, Members, Audit log, Webhooks, Developers → Access and Apps, and Approved apps:
+ * signed-in users only.
+ */
 export function settingsPages(
   ctx: PostsContext & { webhooks: WebhookManagement },
   csrf: CsrfTokens,
@@ -24,11 +28,13 @@ export function settingsPages(
   router.use('/settings', requireSignIn(csrf));
   router.use('/settings/developers', requirePermission('developers:manage', 'manage API keys and apps'));
   router.use('/settings/approved-apps', requirePermission('developers:manage', 'manage the approved apps'));
+  router.use('/settings/audit-log', requirePermission('audit:read', 'read the audit log'));
   router.use('/settings/webhooks', requirePermission('webhooks:write', 'manage webhooks'));
   router.use('/settings/channels', requirePermission('channels:write', 'connect or remove channels', CHANGES));
   router.get('/settings', (_req, res) => res.redirect(302, '/settings/channels'));
   router.get('/settings/developers', (_req, res) => res.redirect(302, '/settings/developers/access'));
   router.use(apiKeyPages(ctx));
+  router.use(auditLogPage(ctx));
   router.use(appPages(ctx));
   router.use(approvedAppsPage(ctx));
   router.use(channelsPage(ctx, channelRemoval));

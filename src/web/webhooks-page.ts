@@ -127,7 +127,10 @@ async function endpointAction(
   return view.list(res, { problem: 'There is no such action.' }, 404);
 }
 
-const ownerOf = (res: Response): WebhookOwner => ({ organizationId: signedIn(res).organization.id, appId: null });
+const ownerOf = (res: Response): WebhookOwner => {
+  const { organization, visitor } = signedIn(res);
+  return { organizationId: organization.id, appId: null, actor: { user: visitor.user.id } };
+};
 
 /** The notice of a change just done, named by the redirect's `done`. */
 function noticeOf(req: Request): string | undefined {

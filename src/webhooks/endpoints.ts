@@ -5,6 +5,7 @@ import { ConflictError, NotFoundError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { Keyring } from '../crypto/keyring.js';
 import type { Db } from '../db/database.js';
+import { recordAudit, type AuditActor } from '../audit/log.js';
 import type { WebhookEndpointTable } from './tables.js';
 import { transaction } from '../db/transaction.js';
 
@@ -23,6 +24,8 @@ export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
 export interface WebhookOwner {
   organizationId: string;
   appId: string | null;
+  /** Who acts through this owner, as the audit log records the changes. */
+  actor: AuditActor;
 }
 
 /** A new signing secret, as the Standard Webhooks specification shapes them: `whsec_` and base64 of 24 random bytes. */
@@ -116,6 +119,13 @@ export async function createEndpoint(
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    await recordAudit(trx, {
+      organizationId: owner.organizationId,
+      actor: owner.actor,
+      action: 'webhook.created',
+      subject: { type: 'webhook', id, label: input.url },
+      details: { eventTypes: input.eventTypes },
+    });
     return { row, secret };
   });
 }

@@ -13,6 +13,7 @@ import {
   type WebhookOwner,
 } from './endpoints.js';
 import { transaction } from '../db/transaction.js';
+import { recordAudit } from '../audit/log.js';
 
 /**
  * What a user or an integrator does with webhook endpoints, for the Public API and the web app
@@ -58,12 +59,31 @@ export class WebhookManagement {
   ): Promise<WebhookEndpoint> {
     const row = await findEndpoint(this.ctx.db, owner, id);
     if (changes.url !== undefined) await this.checkUrl(changes.url);
-    return updateEndpoint(this.ctx.db, row, changes, this.ctx.clock.now());
+    return transaction(this.ctx.db, async (trx) => {
+      const updated = await updateEndpoint(trx, row, changes, this.ctx.clock.now());
+      await recordAudit(trx, {
+        organizationId: owner.organizationId,
+        actor: owner.actor,
+        action: 'webhook.updated',
+        subject: { type: 'webhook', id: row.id, label: updated.url },
+        details: Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined)),
+      });
+      return updated;
+    });
   }
 
   async remove(owner: WebhookOwner, id: string): Promise<void> {
     const row = await findEndpoint(this.ctx.db, owner, id);
-    await this.ctx.db.deleteFrom('webhook_endpoints').where('id', '=', row.id).execute();
+    await transaction(this.ctx.db, async (trx) => {
+      const deleted = await trx.deleteFrom('webhook_endpoints').where('id', '=', row.id).executeTakeFirst();
+      if (deleted.numDeletedRows === 0n) return;
+      await recordAudit(trx, {
+        organizationId: owner.organizationId,
+        actor: owner.actor,
+        action: 'webhook.deleted',
+        subject: { type: 'webhook', id: row.id, label: row.url },
+      });
+    });
   }
 
   /** Sends a `webhook.test` event to the endpoint, whatever it subscribed to. */
@@ -88,7 +108,16 @@ export class WebhookManagement {
 
   async rotate(owner: WebhookOwner, id: string): Promise<{ row: WebhookEndpoint; secret: string }> {
     const row = await findEndpoint(this.ctx.db, owner, id);
-    return rotateSecret(this.ctx.db, this.ctx.keyring, row, this.ctx.clock.now());
+    return transaction(this.ctx.db, async (trx) => {
+      const rotated = await rotateSecret(trx, this.ctx.keyring, row, this.ctx.clock.now());
+      await recordAudit(trx, {
+        organizationId: owner.organizationId,
+        actor: owner.actor,
+        action: 'webhook.secret_rotated',
+        subject: { type: 'webhook', id: row.id, label: row.url },
+      });
+      return rotated;
+    });
   }
 
   /** A page of the endpoint's deliveries, newest first; the cursor is checked before the endpoint is found. */

@@ -19,13 +19,15 @@ type WebhookOperations =
 
 /** An API key manages all the organization's endpoints; an OAuth app's token those of its app. */
 async function ownerOf(db: Db, principal: Principal): Promise<WebhookOwner> {
-  if (principal.credential.type !== 'oauth_token') return { organizationId: principal.organizationId, appId: null };
+  const actor = { credential: principal.credential };
+  if (principal.credential.type !== 'oauth_token')
+    return { organizationId: principal.organizationId, appId: null, actor };
   const token = await db
     .selectFrom('oauth_tokens')
     .select('app_id')
     .where('id', '=', principal.credential.id)
     .executeTakeFirstOrThrow();
-  return { organizationId: principal.organizationId, appId: token.app_id };
+  return { organizationId: principal.organizationId, appId: token.app_id, actor };
 }
 
 export function webhookOperations(

@@ -9,11 +9,14 @@ export interface RetentionSettings {
   jobsDays: number;
   /** Days a settled webhook delivery stays listed (`GET /webhooks/{id}/deliveries`) before it is deleted. */
   webhookDeliveriesDays: number;
+  /** Days an entry of an organization's audit log is kept (a year by default) before it is deleted. */
+  auditLogDays: number;
 }
 
 export function readRetention(read: EnvReader): RetentionSettings {
   return {
     jobsDays: read.integer('JOB_RETENTION_DAYS', 7, 1, 365),
     webhookDeliveriesDays: read.integer('WEBHOOK_DELIVERY_RETENTION_DAYS', 30, 1, 365),
+    auditLogDays: read.integer('AUDIT_LOG_RETENTION_DAYS', 365, 1, 3650),
   };
 }
