@@ -24,6 +24,7 @@ import { OutboundClient } from './net/outbound-client.js';
 import type { Resolver } from './net/remote-fetch.js';
 import { createProviders, type ProviderOverrides, type Providers } from './providers/registry.js';
 import { Publisher, PUBLISHER_QUEUES } from './publisher/worker.js';
+import { planDueSeries } from './recurring/planning.js';
 import type { WebhookContext } from './webhooks/deliveries.js';
 import { WebhookDeliverer } from './webhooks/deliverer.js';
 import { WebhookManagement } from './webhooks/management.js';
@@ -83,6 +84,7 @@ const QUEUES = [
   ...WEBHOOK_QUEUES,
   ...MAIL_QUEUES,
   { name: 'housekeeping' as const, options: { retryLimit: 0 } },
+  { name: 'plan-series' as const, options: { retryLimit: 0 } },
 ];
 
 /**
@@ -224,6 +226,8 @@ async function startWorkers(
   await mailWorker.start();
   await queue.work('housekeeping', { pollingIntervalSeconds: 5 }, () => keepHouse(ctx));
   await queue.schedule('housekeeping', '*/10 * * * *');
+  await queue.work('plan-series', { pollingIntervalSeconds: 5 }, () => planDueSeries(ctx));
+  await queue.schedule('plan-series', '*/15 * * * *');
   return { publisher, webhookWorker, mailWorker };
 }
 

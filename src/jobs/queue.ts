@@ -18,6 +18,8 @@ export interface Jobs {
   'deliver-webhook': { deliveryId: string };
   /** Send one mail: its kind and recipient, and its template's data encrypted (see src/mail/outbox.ts). */
   'send-mail': { kind: string; to: string; sealed?: string };
+  /** Create the occurrences of recurring series up to their horizon. */
+  'plan-series': Record<string, never>;
   /** Housekeeping that used to run inside requests. */
   housekeeping: Record<string, never>;
 }
