@@ -1053,16 +1053,17 @@ export const MCP_TOOLS: readonly McpTool[] = [
         "status": {
           "description": "Only posts in these statuses; repeat the parameter, e.g. `?status=scheduled&status=failed`.",
           "type": "array",
-          "maxItems": 5,
+          "maxItems": 6,
           "items": {
             "type": "string",
-            "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`).\n",
+            "description": "The statuses of this version of the contract.",
             "enum": [
               "draft",
               "scheduled",
               "publishing",
               "published",
-              "failed"
+              "failed",
+              "skipped"
             ]
           }
         },
@@ -2182,14 +2183,24 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 ]
               },
               "status": {
-                "type": "string",
-                "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`).\n",
-                "enum": [
-                  "draft",
-                  "scheduled",
-                  "publishing",
-                  "published",
-                  "failed"
+                "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why);\n- `skipped`: an occurrence of a series that will not be published: skipped by a person\n  (`POST /public/v1/posts/{id}/skip`), or missed by more than the grace period while the\n  server was down, or refused by the channel's daily quota (its `skipped` event says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`), nor can a `skipped` one.\n\nExtensible: statuses may be added within v1, so handle unknown values (for example by\nshowing the post without its actions); the values this version knows are those of\n`KnownPostStatus`.\n",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "description": "The statuses of this version of the contract.",
+                    "enum": [
+                      "draft",
+                      "scheduled",
+                      "publishing",
+                      "published",
+                      "failed",
+                      "skipped"
+                    ]
+                  },
+                  {
+                    "type": "string",
+                    "description": "A status added after this version of the contract."
+                  }
                 ]
               },
               "scheduledAt": {
@@ -2270,6 +2281,25 @@ export const MCP_TOOLS: readonly McpTool[] = [
                     "type": "null"
                   }
                 ]
+              },
+              "series": {
+                "type": "object",
+                "description": "The series the post is an occurrence of; absent on a post of no series.",
+                "required": [
+                  "id",
+                  "occurrenceAt"
+                ],
+                "properties": {
+                  "id": {
+                    "type": "string",
+                    "description": "The series id (`ser_…`)."
+                  },
+                  "occurrenceAt": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "The occurrence the post is, by the series' rule; it stays when the post is moved to another time."
+                  }
+                }
               },
               "createdAt": {
                 "type": "string",
@@ -4903,14 +4933,24 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 ]
               },
               "status": {
-                "type": "string",
-                "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`).\n",
-                "enum": [
-                  "draft",
-                  "scheduled",
-                  "publishing",
-                  "published",
-                  "failed"
+                "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why);\n- `skipped`: an occurrence of a series that will not be published: skipped by a person\n  (`POST /public/v1/posts/{id}/skip`), or missed by more than the grace period while the\n  server was down, or refused by the channel's daily quota (its `skipped` event says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`), nor can a `skipped` one.\n\nExtensible: statuses may be added within v1, so handle unknown values (for example by\nshowing the post without its actions); the values this version knows are those of\n`KnownPostStatus`.\n",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "description": "The statuses of this version of the contract.",
+                    "enum": [
+                      "draft",
+                      "scheduled",
+                      "publishing",
+                      "published",
+                      "failed",
+                      "skipped"
+                    ]
+                  },
+                  {
+                    "type": "string",
+                    "description": "A status added after this version of the contract."
+                  }
                 ]
               },
               "scheduledAt": {
@@ -4991,6 +5031,25 @@ export const MCP_TOOLS: readonly McpTool[] = [
                     "type": "null"
                   }
                 ]
+              },
+              "series": {
+                "type": "object",
+                "description": "The series the post is an occurrence of; absent on a post of no series.",
+                "required": [
+                  "id",
+                  "occurrenceAt"
+                ],
+                "properties": {
+                  "id": {
+                    "type": "string",
+                    "description": "The series id (`ser_…`)."
+                  },
+                  "occurrenceAt": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "The occurrence the post is, by the series' rule; it stays when the post is moved to another time."
+                  }
+                }
               },
               "createdAt": {
                 "type": "string",
@@ -6129,14 +6188,24 @@ export const MCP_TOOLS: readonly McpTool[] = [
           ]
         },
         "status": {
-          "type": "string",
-          "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`).\n",
-          "enum": [
-            "draft",
-            "scheduled",
-            "publishing",
-            "published",
-            "failed"
+          "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why);\n- `skipped`: an occurrence of a series that will not be published: skipped by a person\n  (`POST /public/v1/posts/{id}/skip`), or missed by more than the grace period while the\n  server was down, or refused by the channel's daily quota (its `skipped` event says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`), nor can a `skipped` one.\n\nExtensible: statuses may be added within v1, so handle unknown values (for example by\nshowing the post without its actions); the values this version knows are those of\n`KnownPostStatus`.\n",
+          "anyOf": [
+            {
+              "type": "string",
+              "description": "The statuses of this version of the contract.",
+              "enum": [
+                "draft",
+                "scheduled",
+                "publishing",
+                "published",
+                "failed",
+                "skipped"
+              ]
+            },
+            {
+              "type": "string",
+              "description": "A status added after this version of the contract."
+            }
           ]
         },
         "scheduledAt": {
@@ -6217,6 +6286,25 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "type": "null"
             }
           ]
+        },
+        "series": {
+          "type": "object",
+          "description": "The series the post is an occurrence of; absent on a post of no series.",
+          "required": [
+            "id",
+            "occurrenceAt"
+          ],
+          "properties": {
+            "id": {
+              "type": "string",
+              "description": "The series id (`ser_…`)."
+            },
+            "occurrenceAt": {
+              "type": "string",
+              "format": "date-time",
+              "description": "The occurrence the post is, by the series' rule; it stays when the post is moved to another time."
+            }
+          }
         },
         "createdAt": {
           "type": "string",
@@ -7994,14 +8082,24 @@ export const MCP_TOOLS: readonly McpTool[] = [
           ]
         },
         "status": {
-          "type": "string",
-          "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`).\n",
-          "enum": [
-            "draft",
-            "scheduled",
-            "publishing",
-            "published",
-            "failed"
+          "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why);\n- `skipped`: an occurrence of a series that will not be published: skipped by a person\n  (`POST /public/v1/posts/{id}/skip`), or missed by more than the grace period while the\n  server was down, or refused by the channel's daily quota (its `skipped` event says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`), nor can a `skipped` one.\n\nExtensible: statuses may be added within v1, so handle unknown values (for example by\nshowing the post without its actions); the values this version knows are those of\n`KnownPostStatus`.\n",
+          "anyOf": [
+            {
+              "type": "string",
+              "description": "The statuses of this version of the contract.",
+              "enum": [
+                "draft",
+                "scheduled",
+                "publishing",
+                "published",
+                "failed",
+                "skipped"
+              ]
+            },
+            {
+              "type": "string",
+              "description": "A status added after this version of the contract."
+            }
           ]
         },
         "scheduledAt": {
@@ -8082,6 +8180,25 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "type": "null"
             }
           ]
+        },
+        "series": {
+          "type": "object",
+          "description": "The series the post is an occurrence of; absent on a post of no series.",
+          "required": [
+            "id",
+            "occurrenceAt"
+          ],
+          "properties": {
+            "id": {
+              "type": "string",
+              "description": "The series id (`ser_…`)."
+            },
+            "occurrenceAt": {
+              "type": "string",
+              "format": "date-time",
+              "description": "The occurrence the post is, by the series' rule; it stays when the post is moved to another time."
+            }
+          }
         },
         "createdAt": {
           "type": "string",
@@ -8229,7 +8346,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
               },
               "type": {
                 "type": "string",
-                "description": "What happened to a post: `created`; `scheduled` (it became due at `scheduledAt`);\n`rescheduled` (a new time); `drafted` (taken off the schedule); `edited`; `publishing` (a\nworker started an attempt); `retrying` (the attempt met a passing failure, `reason`, and goes\non at `nextAttemptAt`); `part_published` (one part of a thread, `part`, was published, with\nits `releaseId` and `releaseUrl`, as is the post's own content before its first comment;\n`published` follows the last part's); `comment_published`\n(the first comment was published, with its `releaseId` and `releaseUrl`); `published`;\n`failed` (`error`); `deleted`. More types may be added within v1.\n",
+                "description": "What happened to a post: `created`; `scheduled` (it became due at `scheduledAt`);\n`rescheduled` (a new time); `drafted` (taken off the schedule); `edited`; `publishing` (a\nworker started an attempt); `retrying` (the attempt met a passing failure, `reason`, and goes\non at `nextAttemptAt`); `part_published` (one part of a thread, `part`, was published, with\nits `releaseId` and `releaseUrl`, as is the post's own content before its first comment;\n`published` follows the last part's); `comment_published`\n(the first comment was published, with its `releaseId` and `releaseUrl`); `published`;\n`failed` (`error`); `deleted`; `skipped` (an occurrence of a series will not be published,\n`reason` says why). More types may be added within v1.\n",
                 "examples": [
                   "published"
                 ]
@@ -8240,14 +8357,24 @@ export const MCP_TOOLS: readonly McpTool[] = [
                 "description": "When it happened."
               },
               "status": {
-                "type": "string",
-                "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`).\n",
-                "enum": [
-                  "draft",
-                  "scheduled",
-                  "publishing",
-                  "published",
-                  "failed"
+                "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why);\n- `skipped`: an occurrence of a series that will not be published: skipped by a person\n  (`POST /public/v1/posts/{id}/skip`), or missed by more than the grace period while the\n  server was down, or refused by the channel's daily quota (its `skipped` event says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`), nor can a `skipped` one.\n\nExtensible: statuses may be added within v1, so handle unknown values (for example by\nshowing the post without its actions); the values this version knows are those of\n`KnownPostStatus`.\n",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "description": "The statuses of this version of the contract.",
+                    "enum": [
+                      "draft",
+                      "scheduled",
+                      "publishing",
+                      "published",
+                      "failed",
+                      "skipped"
+                    ]
+                  },
+                  {
+                    "type": "string",
+                    "description": "A status added after this version of the contract."
+                  }
                 ]
               },
               "scheduledAt": {
@@ -9486,14 +9613,24 @@ export const MCP_TOOLS: readonly McpTool[] = [
           ]
         },
         "status": {
-          "type": "string",
-          "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`).\n",
-          "enum": [
-            "draft",
-            "scheduled",
-            "publishing",
-            "published",
-            "failed"
+          "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why);\n- `skipped`: an occurrence of a series that will not be published: skipped by a person\n  (`POST /public/v1/posts/{id}/skip`), or missed by more than the grace period while the\n  server was down, or refused by the channel's daily quota (its `skipped` event says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`), nor can a `skipped` one.\n\nExtensible: statuses may be added within v1, so handle unknown values (for example by\nshowing the post without its actions); the values this version knows are those of\n`KnownPostStatus`.\n",
+          "anyOf": [
+            {
+              "type": "string",
+              "description": "The statuses of this version of the contract.",
+              "enum": [
+                "draft",
+                "scheduled",
+                "publishing",
+                "published",
+                "failed",
+                "skipped"
+              ]
+            },
+            {
+              "type": "string",
+              "description": "A status added after this version of the contract."
+            }
           ]
         },
         "scheduledAt": {
@@ -9574,6 +9711,25 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "type": "null"
             }
           ]
+        },
+        "series": {
+          "type": "object",
+          "description": "The series the post is an occurrence of; absent on a post of no series.",
+          "required": [
+            "id",
+            "occurrenceAt"
+          ],
+          "properties": {
+            "id": {
+              "type": "string",
+              "description": "The series id (`ser_…`)."
+            },
+            "occurrenceAt": {
+              "type": "string",
+              "format": "date-time",
+              "description": "The occurrence the post is, by the series' rule; it stays when the post is moved to another time."
+            }
+          }
         },
         "createdAt": {
           "type": "string",
@@ -10728,14 +10884,24 @@ export const MCP_TOOLS: readonly McpTool[] = [
           ]
         },
         "status": {
-          "type": "string",
-          "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`).\n",
-          "enum": [
-            "draft",
-            "scheduled",
-            "publishing",
-            "published",
-            "failed"
+          "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why);\n- `skipped`: an occurrence of a series that will not be published: skipped by a person\n  (`POST /public/v1/posts/{id}/skip`), or missed by more than the grace period while the\n  server was down, or refused by the channel's daily quota (its `skipped` event says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`), nor can a `skipped` one.\n\nExtensible: statuses may be added within v1, so handle unknown values (for example by\nshowing the post without its actions); the values this version knows are those of\n`KnownPostStatus`.\n",
+          "anyOf": [
+            {
+              "type": "string",
+              "description": "The statuses of this version of the contract.",
+              "enum": [
+                "draft",
+                "scheduled",
+                "publishing",
+                "published",
+                "failed",
+                "skipped"
+              ]
+            },
+            {
+              "type": "string",
+              "description": "A status added after this version of the contract."
+            }
           ]
         },
         "scheduledAt": {
@@ -10811,6 +10977,5676 @@ export const MCP_TOOLS: readonly McpTool[] = [
                   ]
                 }
               }
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "series": {
+          "type": "object",
+          "description": "The series the post is an occurrence of; absent on a post of no series.",
+          "required": [
+            "id",
+            "occurrenceAt"
+          ],
+          "properties": {
+            "id": {
+              "type": "string",
+              "description": "The series id (`ser_…`)."
+            },
+            "occurrenceAt": {
+              "type": "string",
+              "format": "date-time",
+              "description": "The occurrence the post is, by the series' rule; it stays when the post is moved to another time."
+            }
+          }
+        },
+        "createdAt": {
+          "type": "string",
+          "format": "date-time"
+        },
+        "updatedAt": {
+          "type": "string",
+          "format": "date-time"
+        }
+      }
+    },
+    "annotations": {
+      "readOnlyHint": false,
+      "destructiveHint": false,
+      "idempotentHint": false,
+      "openWorldHint": true
+    },
+    "scopes": [
+      "posts:write"
+    ]
+  },
+  {
+    "name": "skipPost",
+    "title": "Skip an occurrence of a series",
+    "description": "Skip an occurrence of a series\n\nMakes one occurrence of a series (a post with `series`) `skipped`: it is not published, and\nthe series never creates it again. The post stays, with a `skipped` event in its history.\nSkipping a `skipped` post changes nothing. Refused with `409` for a post that is no\noccurrence of a series (make it a `draft` or delete it instead) and for a post that is\n`publishing` or `published`.",
+    "operation": {
+      "method": "post",
+      "path": "/public/v1/posts/{id}/skip",
+      "parameters": [
+        {
+          "name": "id",
+          "in": "path"
+        }
+      ],
+      "hasBody": false
+    },
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "id": {
+          "description": "The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.",
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 100
+        }
+      },
+      "required": [
+        "id"
+      ],
+      "additionalProperties": false
+    },
+    "outputSchema": {
+      "type": "object",
+      "description": "One post to one channel.",
+      "required": [
+        "id",
+        "group",
+        "channelId",
+        "provider",
+        "content",
+        "mediaIds",
+        "altTexts",
+        "thread",
+        "firstComment",
+        "settings",
+        "status",
+        "scheduledAt",
+        "publishedAt",
+        "releaseId",
+        "releaseUrl",
+        "error",
+        "createdAt",
+        "updatedAt"
+      ],
+      "properties": {
+        "id": {
+          "type": "string",
+          "description": "The post id (`post_…`).",
+          "examples": [
+            "post_4Ki7Lo1Pm3Nj8Bh5Gv2C"
+          ]
+        },
+        "group": {
+          "type": "string",
+          "description": "The group id (`grp_…`) shared by all posts created by one create call.",
+          "examples": [
+            "grp_6Nm1Bv8Cx3Zl5Kj9Hg2F"
+          ]
+        },
+        "channelId": {
+          "type": "string",
+          "description": "The target channel (`ch_…`)."
+        },
+        "provider": {
+          "description": "The social network of a channel. Extensible: new providers may be added within v1, so\nhandle unknown values (for example by showing the channel without provider-specific\nfeatures); the values this version knows are those of `KnownProvider`. `sandbox` is built\nin: it publishes to a page of this server (`/sandbox/releases/{id}`, the post's\n`releaseUrl`) and lets you try the whole flow without a third-party account.\n",
+          "anyOf": [
+            {
+              "type": "string",
+              "description": "The providers of this version of the contract.",
+              "enum": [
+                "youtube",
+                "tiktok",
+                "sandbox",
+                "bluesky",
+                "mastodon",
+                "x",
+                "facebook",
+                "instagram",
+                "threads",
+                "linkedin",
+                "pinterest"
+              ]
+            },
+            {
+              "type": "string",
+              "description": "A provider added after this version of the contract."
+            }
+          ]
+        },
+        "content": {
+          "type": "string",
+          "description": "The text of the post (the caption, or the YouTube description when `settings.description` is not set); may be empty."
+        },
+        "mediaIds": {
+          "type": "array",
+          "description": "The attached media, in order.",
+          "items": {
+            "type": "string"
+          }
+        },
+        "altTexts": {
+          "type": "object",
+          "description": "The alternative text of the post's images, by media id (`{}` when none).",
+          "additionalProperties": {
+            "type": "string"
+          }
+        },
+        "thread": {
+          "type": "array",
+          "description": "The parts published after the post's own content as replies, in order (`[]` for a single\npost). The post is `published` when every part is; `releaseId` and `releaseUrl` are the\nfirst part's, set as soon as it is published. When a part fails, the post is `failed`\nwith the parts before it published (each with its `releaseId`): scheduling it again\ngoes on from the first part not published, never sending a published part again.\n",
+          "items": {
+            "type": "object",
+            "description": "One part of a thread after the first, and where it was published.",
+            "required": [
+              "content",
+              "mediaIds",
+              "altTexts",
+              "releaseId",
+              "releaseUrl"
+            ],
+            "properties": {
+              "content": {
+                "type": "string",
+                "description": "The part's text; may be empty."
+              },
+              "mediaIds": {
+                "type": "array",
+                "description": "The part's media, in order.",
+                "items": {
+                  "type": "string"
+                }
+              },
+              "altTexts": {
+                "type": "object",
+                "description": "The alternative text of the part's images, by media id (`{}` when none).",
+                "additionalProperties": {
+                  "type": "string"
+                }
+              },
+              "releaseId": {
+                "description": "The network's id of the published part; `null` until the part is published.",
+                "anyOf": [
+                  {
+                    "type": "string"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
+              },
+              "releaseUrl": {
+                "description": "Where the published part can be seen, when the network tells.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "uri"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
+              }
+            }
+          }
+        },
+        "firstComment": {
+          "description": "The comment published on the post right after it (`null` when it has none). Like a\nthread's part: when it fails, the post is `failed` with its content published, and\nscheduling it again publishes the comment only.\n",
+          "oneOf": [
+            {
+              "type": "object",
+              "description": "A post's first comment, and where it was published.",
+              "required": [
+                "content",
+                "releaseId",
+                "releaseUrl"
+              ],
+              "properties": {
+                "content": {
+                  "type": "string",
+                  "description": "The comment's text."
+                },
+                "releaseId": {
+                  "description": "The network's id of the published comment; `null` until it is published.",
+                  "anyOf": [
+                    {
+                      "type": "string"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
+                },
+                "releaseUrl": {
+                  "description": "Where the published comment can be seen, when the network tells.",
+                  "anyOf": [
+                    {
+                      "type": "string",
+                      "format": "uri"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
+                }
+              }
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "settings": {
+          "description": "The provider settings as stored, every default filled in. `null` only on sandbox posts\ncreated by the single-content form before it stored the sandbox's defaults.\n",
+          "oneOf": [
+            {
+              "type": "object",
+              "description": "A post's settings as the server answers them: those sent, with every optional choice the\nrequest left out filled in with its documented default, so each field below is present.\n",
+              "oneOf": [
+                {
+                  "title": "YouTube",
+                  "description": "YouTube settings as stored; `tags` is always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "YouTube",
+                      "description": "How the video is published on YouTube. The post needs exactly one video.",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type",
+                        "title",
+                        "privacyStatus",
+                        "madeForKids"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "youtube"
+                        },
+                        "title": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 100,
+                          "pattern": "^[^<>]*$",
+                          "description": "The video title (YouTube refuses `<` and `>`)."
+                        },
+                        "description": {
+                          "type": "string",
+                          "maxLength": 5000,
+                          "pattern": "^[^<>]*$",
+                          "description": "The video description; the post's `content` when omitted."
+                        },
+                        "privacyStatus": {
+                          "type": "string",
+                          "description": "`public`, `unlisted` (anyone with the link) or `private`.",
+                          "enum": [
+                            "public",
+                            "unlisted",
+                            "private"
+                          ]
+                        },
+                        "madeForKids": {
+                          "type": "boolean",
+                          "description": "Whether the video is made for children (a declaration YouTube requires)."
+                        },
+                        "tags": {
+                          "type": "array",
+                          "description": "Keywords. YouTube limits all tags together to 500 characters, counting a comma between\ntwo tags and quotation marks around a tag that contains a space (`422` beyond). Stored\nas `[]` when omitted.\n",
+                          "default": [],
+                          "maxItems": 250,
+                          "items": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 100
+                          }
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "tags"
+                      ],
+                      "properties": {
+                        "tags": {
+                          "type": "array",
+                          "maxItems": 250,
+                          "items": {
+                            "type": "string"
+                          },
+                          "description": "The tags sent, `[]` when none were."
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "youtube"
+                    }
+                  }
+                },
+                {
+                  "title": "TikTok",
+                  "description": "TikTok settings as stored; every toggle is present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "TikTok",
+                      "description": "How the video is posted to TikTok. Read the channel's creator info first and offer only\nwhat it allows; send the item only when `canPost` is `true`.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type",
+                        "postMode",
+                        "privacyLevel"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "tiktok"
+                        },
+                        "postMode": {
+                          "type": "string",
+                          "description": "`direct` publishes to the profile; `inbox` sends the video to the creator's TikTok inbox to finish and post in the TikTok app.",
+                          "enum": [
+                            "direct",
+                            "inbox"
+                          ]
+                        },
+                        "privacyLevel": {
+                          "type": "string",
+                          "description": "Who can see the post; must be one of the creator's `privacyLevelOptions`, chosen by the user.",
+                          "enum": [
+                            "PUBLIC_TO_EVERYONE",
+                            "MUTUAL_FOLLOW_FRIENDS",
+                            "FOLLOWER_OF_CREATOR",
+                            "SELF_ONLY"
+                          ]
+                        },
+                        "disableComment": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Turn comments off. Must be `true` when the creator info says `commentDisabled`. Omitted means `false`."
+                        },
+                        "disableDuet": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Turn duets off. Must be `true` when the creator info says `duetDisabled`. Omitted means `false`."
+                        },
+                        "disableStitch": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Turn stitches off. Must be `true` when the creator info says `stitchDisabled`. Omitted means `false`."
+                        },
+                        "brandContentToggle": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "The post is a paid partnership promoting a third-party brand. Omitted means `false`."
+                        },
+                        "brandOrganicToggle": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "The post promotes the creator's own business. Omitted means `false`."
+                        },
+                        "isAiGenerated": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "The content was generated with AI. Omitted means `false`."
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "disableComment",
+                        "disableDuet",
+                        "disableStitch",
+                        "brandContentToggle",
+                        "brandOrganicToggle",
+                        "isAiGenerated"
+                      ],
+                      "properties": {
+                        "disableComment": {
+                          "type": "boolean"
+                        },
+                        "disableDuet": {
+                          "type": "boolean"
+                        },
+                        "disableStitch": {
+                          "type": "boolean"
+                        },
+                        "brandContentToggle": {
+                          "type": "boolean"
+                        },
+                        "brandOrganicToggle": {
+                          "type": "boolean"
+                        },
+                        "isAiGenerated": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "tiktok"
+                    }
+                  }
+                },
+                {
+                  "title": "Sandbox",
+                  "description": "Sandbox settings as stored; `outcome` and `failingPart` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Sandbox",
+                      "description": "Settings of the built-in sandbox provider, which publishes to a page of this server.",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "sandbox"
+                        },
+                        "outcome": {
+                          "type": "string",
+                          "description": "How publishing ends; `failed` lets you try the failure path. Omitted means `published`.",
+                          "enum": [
+                            "published",
+                            "failed"
+                          ],
+                          "default": "published"
+                        },
+                        "failingPart": {
+                          "type": "integer",
+                          "format": "int32",
+                          "minimum": 1,
+                          "maximum": 25,
+                          "default": 1,
+                          "description": "With `outcome` `failed`, the part of a thread the sandbox refuses (1, the default, is the\npost itself; a first comment is the part after the thread's last); the parts before it\nare published. Lets you try a thread or a first comment that fails midway, and\nscheduling it again after changing this.\n"
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "outcome",
+                        "failingPart"
+                      ],
+                      "properties": {
+                        "outcome": {
+                          "type": "string",
+                          "enum": [
+                            "published",
+                            "failed"
+                          ]
+                        },
+                        "failingPart": {
+                          "type": "integer",
+                          "format": "int32",
+                          "minimum": 1,
+                          "maximum": 25
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "sandbox"
+                    }
+                  }
+                },
+                {
+                  "title": "Bluesky",
+                  "description": "Bluesky settings as stored; `languages` and `linkCard` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Bluesky",
+                      "description": "How the post is published on Bluesky: text of up to 300 graphemes (links, mentions and\nhashtags become rich-text facets), up to 4 images of at most 1,000,000 bytes each with its\nalt text (`altTexts`) or one MP4 video of at most 100,000,000 bytes and 3 minutes, and, for\na thread, up to 25 parts.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "bluesky"
+                        },
+                        "languages": {
+                          "type": "array",
+                          "description": "The post's languages as BCP 47 tags (e.g. `en`, `pt-BR`), at most 3; none when omitted.",
+                          "maxItems": 3,
+                          "uniqueItems": true,
+                          "items": {
+                            "type": "string",
+                            "maxLength": 35,
+                            "pattern": "^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$"
+                          }
+                        },
+                        "linkCard": {
+                          "type": "boolean",
+                          "default": true,
+                          "description": "Whether a post without images shows a card (title, description) of the first link in its\ntext, read from that page when the post is published.\n"
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "languages",
+                        "linkCard"
+                      ],
+                      "properties": {
+                        "languages": {
+                          "type": "array",
+                          "maxItems": 3,
+                          "items": {
+                            "type": "string",
+                            "maxLength": 35
+                          }
+                        },
+                        "linkCard": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "bluesky"
+                    }
+                  }
+                },
+                {
+                  "title": "Mastodon",
+                  "description": "Mastodon settings as stored; `visibility`, `spoilerText` and `sensitive` are always present,\n`language` when one was sent (without it the instance guesses).\n",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Mastodon",
+                      "description": "How the status is published on Mastodon. The limits are the instance's own (characters,\nmedia per status, their types and sizes), read from it; every URL counts as the instance\nsays (23 characters by default).\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "mastodon"
+                        },
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "public",
+                            "unlisted",
+                            "private",
+                            "direct"
+                          ],
+                          "default": "public",
+                          "description": "Who sees it: `public` (everyone, in public timelines), `unlisted` (everyone, not in\npublic timelines), `private` (followers only), `direct` (the mentioned accounts only).\n"
+                        },
+                        "spoilerText": {
+                          "type": "string",
+                          "maxLength": 1000,
+                          "default": "",
+                          "description": "A content warning shown before the text; counts toward the instance's character limit."
+                        },
+                        "sensitive": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Hides the media behind a warning."
+                        },
+                        "language": {
+                          "type": "string",
+                          "maxLength": 35,
+                          "pattern": "^[a-z]{2,3}$",
+                          "description": "The text's language as an ISO 639 code (e.g. `en`); the instance guesses when omitted."
+                        },
+                        "focus": {
+                          "type": "object",
+                          "description": "The focal point of images, by media id (each one of the post's or its thread's parts'\n`mediaIds`): the instance crops its previews around it. Leave an image out to crop around\nits centre.\n",
+                          "maxProperties": 100,
+                          "propertyNames": {
+                            "type": "string",
+                            "maxLength": 100
+                          },
+                          "additionalProperties": {
+                            "type": "object",
+                            "description": "A point of an image, from its centre: `x` from -1 (left edge) to 1 (right edge), `y` from\n-1 (bottom edge) to 1 (top edge).\n",
+                            "additionalProperties": false,
+                            "required": [
+                              "x",
+                              "y"
+                            ],
+                            "properties": {
+                              "x": {
+                                "type": "number",
+                                "minimum": -1,
+                                "maximum": 1
+                              },
+                              "y": {
+                                "type": "number",
+                                "minimum": -1,
+                                "maximum": 1
+                              }
+                            }
+                          },
+                          "examples": [
+                            {
+                              "med_3Qw7Er1Ty5Ui9Op2As6D": {
+                                "x": -0.5,
+                                "y": 0.25
+                              }
+                            }
+                          ]
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "visibility",
+                        "spoilerText",
+                        "sensitive"
+                      ],
+                      "properties": {
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "public",
+                            "unlisted",
+                            "private",
+                            "direct"
+                          ]
+                        },
+                        "spoilerText": {
+                          "type": "string",
+                          "maxLength": 1000
+                        },
+                        "sensitive": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "mastodon"
+                    }
+                  }
+                },
+                {
+                  "title": "X",
+                  "description": "X settings as stored; `replySettings` is always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "X",
+                      "description": "How the post is published on X: text of up to 280 characters as X weighs them (most CJK\ncharacters and emoji count twice, every URL 23), up to 4 JPEG, PNG or WebP images of at\nmost 5 MB each with its alt text (`altTexts`), or one GIF of at most 15 MB, or one MP4 or\nQuickTime video of at most 512 MB lasting 0.5 to 140 seconds, and threads as replies.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "x"
+                        },
+                        "replySettings": {
+                          "type": "string",
+                          "enum": [
+                            "everyone",
+                            "following",
+                            "mentionedUsers",
+                            "subscribers",
+                            "verified"
+                          ],
+                          "default": "everyone",
+                          "description": "Who may reply to the post (each part of a thread alike)."
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "replySettings"
+                      ],
+                      "properties": {
+                        "replySettings": {
+                          "type": "string",
+                          "enum": [
+                            "everyone",
+                            "following",
+                            "mentionedUsers",
+                            "subscribers",
+                            "verified"
+                          ]
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "x"
+                    }
+                  }
+                },
+                {
+                  "title": "Facebook",
+                  "description": "Facebook settings as stored; `link` when one was sent.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Facebook",
+                      "description": "How the post is published on a Facebook Page: its text (up to 63,206 characters) with, at\nmost, one of a link, up to 10 photos, or one video; a first comment (`firstComment`) is\npublished as the Page's comment on it.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "facebook"
+                        },
+                        "link": {
+                          "type": "string",
+                          "format": "uri",
+                          "maxLength": 2000,
+                          "description": "A web page shared with the post, shown as a card. Only on a post without media; without\nit, Facebook shows a card of the first link of the text.\n"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "facebook"
+                    }
+                  }
+                },
+                {
+                  "title": "Instagram",
+                  "description": "Instagram settings as stored; `postType`, `shareToFeed`, `collaborators` and `userTags` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Instagram",
+                      "description": "How the post is published on an Instagram professional account: its caption (up to 2,200\ncharacters and 30 hashtags), the kind of post, and who it is made with. A first comment\n(`firstComment`) is published as the account's comment on it (not on a story).\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "instagram"
+                        },
+                        "postType": {
+                          "type": "string",
+                          "enum": [
+                            "feed",
+                            "reel",
+                            "story"
+                          ],
+                          "default": "feed",
+                          "description": "`feed`: one image, or a carousel of 2 to 10 images and videos in the order of\n`mediaIds` (a single video is published as a reel, as Instagram does); `reel`: one\nvideo; `story`: one image or video, shown for 24 hours, without its caption.\n"
+                        },
+                        "shareToFeed": {
+                          "type": "boolean",
+                          "default": true,
+                          "description": "Whether a reel is shown in the account's feed too, not only among its reels."
+                        },
+                        "collaborators": {
+                          "type": "array",
+                          "description": "Instagram usernames invited as collaborators (a feed post or reel), at most 3.",
+                          "maxItems": 3,
+                          "uniqueItems": true,
+                          "items": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 30,
+                            "pattern": "^[A-Za-z0-9._]+$"
+                          }
+                        },
+                        "userTags": {
+                          "type": "array",
+                          "description": "Accounts tagged on the post's images: each names an image of `mediaIds` and where on it\nthe tag is, from its top left corner (`x`, `y` from 0 to 1). At most 20.\n",
+                          "maxItems": 20,
+                          "items": {
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": [
+                              "mediaId",
+                              "username",
+                              "x",
+                              "y"
+                            ],
+                            "properties": {
+                              "mediaId": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 100,
+                                "description": "The image tagged (one of the post's `mediaIds`)."
+                              },
+                              "username": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 30,
+                                "pattern": "^[A-Za-z0-9._]+$"
+                              },
+                              "x": {
+                                "type": "number",
+                                "minimum": 0,
+                                "maximum": 1
+                              },
+                              "y": {
+                                "type": "number",
+                                "minimum": 0,
+                                "maximum": 1
+                              }
+                            }
+                          }
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "postType",
+                        "shareToFeed",
+                        "collaborators",
+                        "userTags"
+                      ],
+                      "properties": {
+                        "postType": {
+                          "type": "string",
+                          "enum": [
+                            "feed",
+                            "reel",
+                            "story"
+                          ]
+                        },
+                        "shareToFeed": {
+                          "type": "boolean"
+                        },
+                        "collaborators": {
+                          "type": "array",
+                          "maxItems": 3,
+                          "items": {
+                            "type": "string",
+                            "maxLength": 30
+                          }
+                        },
+                        "userTags": {
+                          "type": "array",
+                          "maxItems": 20,
+                          "items": {
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": [
+                              "mediaId",
+                              "username",
+                              "x",
+                              "y"
+                            ],
+                            "properties": {
+                              "mediaId": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 100,
+                                "description": "The image tagged (one of the post's `mediaIds`)."
+                              },
+                              "username": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 30,
+                                "pattern": "^[A-Za-z0-9._]+$"
+                              },
+                              "x": {
+                                "type": "number",
+                                "minimum": 0,
+                                "maximum": 1
+                              },
+                              "y": {
+                                "type": "number",
+                                "minimum": 0,
+                                "maximum": 1
+                              }
+                            }
+                          }
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "instagram"
+                    }
+                  }
+                },
+                {
+                  "title": "Threads",
+                  "description": "Threads settings as stored; `replyControl` is always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Threads",
+                      "description": "How the post is published on Threads: text of up to 500 characters (an emoji counted as its\nUTF-8 bytes) with at most 5 links, one image or video or a carousel of 2 to 20 images and\nvideos, and a `thread` of replies (no `firstComment`).\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "threads"
+                        },
+                        "replyControl": {
+                          "type": "string",
+                          "enum": [
+                            "everyone",
+                            "accounts_you_follow",
+                            "mentioned_only"
+                          ],
+                          "default": "everyone",
+                          "description": "Who may reply to the post (each part of a thread alike)."
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "replyControl"
+                      ],
+                      "properties": {
+                        "replyControl": {
+                          "type": "string",
+                          "enum": [
+                            "everyone",
+                            "accounts_you_follow",
+                            "mentioned_only"
+                          ]
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "threads"
+                    }
+                  }
+                },
+                {
+                  "title": "LinkedIn",
+                  "description": "LinkedIn settings as stored; `visibility` and `disableReshare` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "LinkedIn",
+                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "linkedin"
+                        },
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "PUBLIC",
+                            "CONNECTIONS",
+                            "LOGGED_IN"
+                          ],
+                          "default": "PUBLIC",
+                          "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                        },
+                        "disableReshare": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Whether others are kept from resharing the post."
+                        },
+                        "documentTitle": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 400,
+                          "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                          "examples": [
+                            "Quarterly results"
+                          ]
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "visibility",
+                        "disableReshare"
+                      ],
+                      "properties": {
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "PUBLIC",
+                            "CONNECTIONS",
+                            "LOGGED_IN"
+                          ]
+                        },
+                        "disableReshare": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "linkedin"
+                    }
+                  }
+                },
+                {
+                  "title": "Pinterest",
+                  "description": "Pinterest settings as stored, as they were sent (no choice has a default).",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Pinterest",
+                      "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type",
+                        "boardId"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "pinterest"
+                        },
+                        "boardId": {
+                          "type": "string",
+                          "maxLength": 30,
+                          "pattern": "^\\d{1,30}$",
+                          "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                          "examples": [
+                            "549755885175"
+                          ]
+                        },
+                        "boardSectionId": {
+                          "type": "string",
+                          "maxLength": 30,
+                          "pattern": "^\\d{1,30}$",
+                          "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                          "examples": [
+                            "5027629787972154693"
+                          ]
+                        },
+                        "title": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 100,
+                          "description": "The pin's title."
+                        },
+                        "link": {
+                          "type": "string",
+                          "format": "uri",
+                          "maxLength": 2048,
+                          "description": "The web page the pin leads to."
+                        },
+                        "coverImageKeyFrameTime": {
+                          "type": "integer",
+                          "format": "int32",
+                          "minimum": 0,
+                          "maximum": 900,
+                          "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "pinterest"
+                    }
+                  }
+                }
+              ]
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "status": {
+          "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why);\n- `skipped`: an occurrence of a series that will not be published: skipped by a person\n  (`POST /public/v1/posts/{id}/skip`), or missed by more than the grace period while the\n  server was down, or refused by the channel's daily quota (its `skipped` event says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. `publishing`, `published` and\n`failed` are set by the publisher only; a `publishing` or `published` post cannot be\nchanged (`409`), nor can a `skipped` one.\n\nExtensible: statuses may be added within v1, so handle unknown values (for example by\nshowing the post without its actions); the values this version knows are those of\n`KnownPostStatus`.\n",
+          "anyOf": [
+            {
+              "type": "string",
+              "description": "The statuses of this version of the contract.",
+              "enum": [
+                "draft",
+                "scheduled",
+                "publishing",
+                "published",
+                "failed",
+                "skipped"
+              ]
+            },
+            {
+              "type": "string",
+              "description": "A status added after this version of the contract."
+            }
+          ]
+        },
+        "scheduledAt": {
+          "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "publishedAt": {
+          "description": "When the network accepted the post; `null` until `published`.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "releaseId": {
+          "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "releaseUrl": {
+          "description": "Where the published item can be seen, when the network tells.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "uri"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "error": {
+          "description": "Why publishing failed, with a code for programs and a message for people; `null` unless `failed`.",
+          "oneOf": [
+            {
+              "type": "object",
+              "description": "Why a post failed to publish.",
+              "required": [
+                "code",
+                "message"
+              ],
+              "properties": {
+                "code": {
+                  "type": "string",
+                  "description": "What went wrong, for programs to branch on:\n\n- `channel_needs_reconnect`: the network refused the channel's credentials (revoked,\n  expired); a user reconnects the channel, then schedules the post again.\n- `channel_disabled`: the channel was disabled after the post was scheduled.\n- `provider_not_configured`: this server has no app of the network configured.\n- `provider_unavailable`: the network kept failing (errors, timeouts) past the retries.\n- `rejected_by_network`: the network refused the post; `message` says why.\n- `media_missing`: a media file of the post could not be read.\n- `quota_exceeded`: the network's own quota for the account is used up; `message` says when it resets.\n- `outcome_unknown`: the post was sent, and neither the network nor this server can tell\n  whether it was published: check the channel before scheduling it again.\n\nMore codes may be added within v1: treat an unknown code as a failure to show to the user.\n",
+                  "examples": [
+                    "rejected_by_network"
+                  ]
+                },
+                "message": {
+                  "type": "string",
+                  "description": "For people, what happened and what to do about it.",
+                  "examples": [
+                    "The sandbox refused the post, as its settings ask (outcome: failed)."
+                  ]
+                }
+              }
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "series": {
+          "type": "object",
+          "description": "The series the post is an occurrence of; absent on a post of no series.",
+          "required": [
+            "id",
+            "occurrenceAt"
+          ],
+          "properties": {
+            "id": {
+              "type": "string",
+              "description": "The series id (`ser_…`)."
+            },
+            "occurrenceAt": {
+              "type": "string",
+              "format": "date-time",
+              "description": "The occurrence the post is, by the series' rule; it stays when the post is moved to another time."
+            }
+          }
+        },
+        "createdAt": {
+          "type": "string",
+          "format": "date-time"
+        },
+        "updatedAt": {
+          "type": "string",
+          "format": "date-time"
+        }
+      }
+    },
+    "annotations": {
+      "readOnlyHint": false,
+      "destructiveHint": false,
+      "idempotentHint": false,
+      "openWorldHint": true
+    },
+    "scopes": [
+      "posts:write"
+    ]
+  },
+  {
+    "name": "createSeries",
+    "title": "Create a recurring series",
+    "description": "Create a recurring series\n\nPosts that repeat by an RFC 5545 recurrence rule (`rule`) in a time zone (`timeZone`): every\noccurrence is created as its own post per channel of `posts` (each a `scheduled` post with\n`series`), ahead of time up to the server's horizon (`RECURRING_HORIZON_DAYS`, 14 days by\ndefault), and the series goes on creating them as time passes. The first occurrence is at\n`startsAt`, and the others at its local time of day in `timeZone` (a rule may set\n`BYHOUR` and `BYMINUTE` instead), also across daylight-saving changes.\n\nEach occurrence can be edited (`PATCH /public/v1/posts/{id}`), moved or skipped\n(`POST /public/v1/posts/{id}/skip`) on its own; `POST /public/v1/series/{id}/split` changes\nthe series from an occurrence on and `POST /public/v1/series/{id}/end` ends it.\n\n**Never a burst.** An occurrence that could not be published within the grace period after\nits time (`RECURRING_GRACE_MINUTES`, 30 by default), because the server was down, is\n`skipped` with a `skipped` event saying why, and never published late in a row with others.\nEach occurrence is checked like a post of `POST /public/v1/posts` (the networks' rules, and\nthe channel's daily quota: an occurrence the quota has no room for is `skipped`).\n\nThe rule is `RRULE` text (with or without the `RRULE:` prefix) without `DTSTART`, which\n`startsAt` gives; `FREQ` is `HOURLY` at the most frequent, and `COUNT` and `UNTIL` end the\nseries as `endsAt` does. A rule that is not valid is refused with `422` naming `rule`.",
+    "operation": {
+      "method": "post",
+      "path": "/public/v1/series",
+      "parameters": [],
+      "hasBody": true
+    },
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "body": {
+          "description": "A series: its rule, its time zone, its first occurrence and the post each occurrence makes per channel.",
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "rule",
+            "timeZone",
+            "startsAt",
+            "posts"
+          ],
+          "properties": {
+            "rule": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 500,
+              "description": "The RFC 5545 recurrence rule (`RRULE` text without `DTSTART`), e.g. `FREQ=WEEKLY;BYDAY=MO,TH` or `FREQ=MONTHLY;BYMONTHDAY=1`.",
+              "examples": [
+                "FREQ=WEEKLY;BYDAY=MO"
+              ]
+            },
+            "timeZone": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 64,
+              "description": "An IANA time zone name (`Europe/Berlin`, `America/New_York`, `UTC`).",
+              "examples": [
+                "Europe/Berlin"
+              ]
+            },
+            "startsAt": {
+              "type": "string",
+              "format": "date-time",
+              "maxLength": 64,
+              "description": "The first occurrence; more than 1 minute in the past is refused with `422`.",
+              "examples": [
+                "2026-12-07T08:00:00.000Z"
+              ]
+            },
+            "endsAt": {
+              "type": "string",
+              "format": "date-time",
+              "maxLength": 64,
+              "description": "No occurrence at or after this instant; omitted, the series goes on until ended."
+            },
+            "posts": {
+              "type": "array",
+              "description": "The post each occurrence makes, one item per channel, checked like the items of `POST /public/v1/posts`.",
+              "minItems": 1,
+              "maxItems": 50,
+              "items": {
+                "type": "object",
+                "description": "The post for one channel.",
+                "additionalProperties": false,
+                "required": [
+                  "channelId"
+                ],
+                "properties": {
+                  "channelId": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 100,
+                    "description": "The target channel (`ch_…`)."
+                  },
+                  "content": {
+                    "type": "string",
+                    "maxLength": 20000,
+                    "description": "The text of the post; empty when omitted. Provider limits apply (TikTok 2200 characters)."
+                  },
+                  "mediaIds": {
+                    "type": "array",
+                    "description": "Media to attach, in order (YouTube and TikTok take exactly one video; Bluesky, Mastodon\nand X up to 4 images or one video, of the types and sizes they take).\nA problem with one media names it: `posts[0].mediaIds[2]`.\n",
+                    "maxItems": 20,
+                    "uniqueItems": true,
+                    "items": {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 100
+                    }
+                  },
+                  "altTexts": {
+                    "type": "object",
+                    "description": "The alternative text of images, by media id (each one of the item's or part's `mediaIds`):\nwhat the image shows, for people who cannot see it. The network's own limit applies\n(Bluesky 2000, Mastodon the instance's, usually 1500, X 1000 characters).\n",
+                    "maxProperties": 20,
+                    "propertyNames": {
+                      "type": "string",
+                      "maxLength": 100
+                    },
+                    "additionalProperties": {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 2000
+                    },
+                    "examples": [
+                      {
+                        "med_3Qw7Er1Ty5Ui9Op2As6D": "A wool coat in dark green, on a hanger against a white wall"
+                      }
+                    ]
+                  },
+                  "settings": {
+                    "type": "object",
+                    "description": "Settings for one provider, told apart by `__type`, which must match the channel's\nprovider (`422` otherwise). Required for YouTube and TikTok channels, optional for the\nsandbox. The values are the user's choices: collect them in your UI. Optional choices left\nout are stored with their documented defaults.\n",
+                    "oneOf": [
+                      {
+                        "type": "object",
+                        "title": "YouTube",
+                        "description": "How the video is published on YouTube. The post needs exactly one video.",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type",
+                          "title",
+                          "privacyStatus",
+                          "madeForKids"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "youtube"
+                          },
+                          "title": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 100,
+                            "pattern": "^[^<>]*$",
+                            "description": "The video title (YouTube refuses `<` and `>`)."
+                          },
+                          "description": {
+                            "type": "string",
+                            "maxLength": 5000,
+                            "pattern": "^[^<>]*$",
+                            "description": "The video description; the post's `content` when omitted."
+                          },
+                          "privacyStatus": {
+                            "type": "string",
+                            "description": "`public`, `unlisted` (anyone with the link) or `private`.",
+                            "enum": [
+                              "public",
+                              "unlisted",
+                              "private"
+                            ]
+                          },
+                          "madeForKids": {
+                            "type": "boolean",
+                            "description": "Whether the video is made for children (a declaration YouTube requires)."
+                          },
+                          "tags": {
+                            "type": "array",
+                            "description": "Keywords. YouTube limits all tags together to 500 characters, counting a comma between\ntwo tags and quotation marks around a tag that contains a space (`422` beyond). Stored\nas `[]` when omitted.\n",
+                            "default": [],
+                            "maxItems": 250,
+                            "items": {
+                              "type": "string",
+                              "minLength": 1,
+                              "maxLength": 100
+                            }
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "TikTok",
+                        "description": "How the video is posted to TikTok. Read the channel's creator info first and offer only\nwhat it allows; send the item only when `canPost` is `true`.\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type",
+                          "postMode",
+                          "privacyLevel"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "tiktok"
+                          },
+                          "postMode": {
+                            "type": "string",
+                            "description": "`direct` publishes to the profile; `inbox` sends the video to the creator's TikTok inbox to finish and post in the TikTok app.",
+                            "enum": [
+                              "direct",
+                              "inbox"
+                            ]
+                          },
+                          "privacyLevel": {
+                            "type": "string",
+                            "description": "Who can see the post; must be one of the creator's `privacyLevelOptions`, chosen by the user.",
+                            "enum": [
+                              "PUBLIC_TO_EVERYONE",
+                              "MUTUAL_FOLLOW_FRIENDS",
+                              "FOLLOWER_OF_CREATOR",
+                              "SELF_ONLY"
+                            ]
+                          },
+                          "disableComment": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "Turn comments off. Must be `true` when the creator info says `commentDisabled`. Omitted means `false`."
+                          },
+                          "disableDuet": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "Turn duets off. Must be `true` when the creator info says `duetDisabled`. Omitted means `false`."
+                          },
+                          "disableStitch": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "Turn stitches off. Must be `true` when the creator info says `stitchDisabled`. Omitted means `false`."
+                          },
+                          "brandContentToggle": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "The post is a paid partnership promoting a third-party brand. Omitted means `false`."
+                          },
+                          "brandOrganicToggle": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "The post promotes the creator's own business. Omitted means `false`."
+                          },
+                          "isAiGenerated": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "The content was generated with AI. Omitted means `false`."
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "Sandbox",
+                        "description": "Settings of the built-in sandbox provider, which publishes to a page of this server.",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "sandbox"
+                          },
+                          "outcome": {
+                            "type": "string",
+                            "description": "How publishing ends; `failed` lets you try the failure path. Omitted means `published`.",
+                            "enum": [
+                              "published",
+                              "failed"
+                            ],
+                            "default": "published"
+                          },
+                          "failingPart": {
+                            "type": "integer",
+                            "format": "int32",
+                            "minimum": 1,
+                            "maximum": 25,
+                            "default": 1,
+                            "description": "With `outcome` `failed`, the part of a thread the sandbox refuses (1, the default, is the\npost itself; a first comment is the part after the thread's last); the parts before it\nare published. Lets you try a thread or a first comment that fails midway, and\nscheduling it again after changing this.\n"
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "Bluesky",
+                        "description": "How the post is published on Bluesky: text of up to 300 graphemes (links, mentions and\nhashtags become rich-text facets), up to 4 images of at most 1,000,000 bytes each with its\nalt text (`altTexts`) or one MP4 video of at most 100,000,000 bytes and 3 minutes, and, for\na thread, up to 25 parts.\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "bluesky"
+                          },
+                          "languages": {
+                            "type": "array",
+                            "description": "The post's languages as BCP 47 tags (e.g. `en`, `pt-BR`), at most 3; none when omitted.",
+                            "maxItems": 3,
+                            "uniqueItems": true,
+                            "items": {
+                              "type": "string",
+                              "maxLength": 35,
+                              "pattern": "^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$"
+                            }
+                          },
+                          "linkCard": {
+                            "type": "boolean",
+                            "default": true,
+                            "description": "Whether a post without images shows a card (title, description) of the first link in its\ntext, read from that page when the post is published.\n"
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "Mastodon",
+                        "description": "How the status is published on Mastodon. The limits are the instance's own (characters,\nmedia per status, their types and sizes), read from it; every URL counts as the instance\nsays (23 characters by default).\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "mastodon"
+                          },
+                          "visibility": {
+                            "type": "string",
+                            "enum": [
+                              "public",
+                              "unlisted",
+                              "private",
+                              "direct"
+                            ],
+                            "default": "public",
+                            "description": "Who sees it: `public` (everyone, in public timelines), `unlisted` (everyone, not in\npublic timelines), `private` (followers only), `direct` (the mentioned accounts only).\n"
+                          },
+                          "spoilerText": {
+                            "type": "string",
+                            "maxLength": 1000,
+                            "default": "",
+                            "description": "A content warning shown before the text; counts toward the instance's character limit."
+                          },
+                          "sensitive": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "Hides the media behind a warning."
+                          },
+                          "language": {
+                            "type": "string",
+                            "maxLength": 35,
+                            "pattern": "^[a-z]{2,3}$",
+                            "description": "The text's language as an ISO 639 code (e.g. `en`); the instance guesses when omitted."
+                          },
+                          "focus": {
+                            "type": "object",
+                            "description": "The focal point of images, by media id (each one of the post's or its thread's parts'\n`mediaIds`): the instance crops its previews around it. Leave an image out to crop around\nits centre.\n",
+                            "maxProperties": 100,
+                            "propertyNames": {
+                              "type": "string",
+                              "maxLength": 100
+                            },
+                            "additionalProperties": {
+                              "type": "object",
+                              "description": "A point of an image, from its centre: `x` from -1 (left edge) to 1 (right edge), `y` from\n-1 (bottom edge) to 1 (top edge).\n",
+                              "additionalProperties": false,
+                              "required": [
+                                "x",
+                                "y"
+                              ],
+                              "properties": {
+                                "x": {
+                                  "type": "number",
+                                  "minimum": -1,
+                                  "maximum": 1
+                                },
+                                "y": {
+                                  "type": "number",
+                                  "minimum": -1,
+                                  "maximum": 1
+                                }
+                              }
+                            },
+                            "examples": [
+                              {
+                                "med_3Qw7Er1Ty5Ui9Op2As6D": {
+                                  "x": -0.5,
+                                  "y": 0.25
+                                }
+                              }
+                            ]
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "X",
+                        "description": "How the post is published on X: text of up to 280 characters as X weighs them (most CJK\ncharacters and emoji count twice, every URL 23), up to 4 JPEG, PNG or WebP images of at\nmost 5 MB each with its alt text (`altTexts`), or one GIF of at most 15 MB, or one MP4 or\nQuickTime video of at most 512 MB lasting 0.5 to 140 seconds, and threads as replies.\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "x"
+                          },
+                          "replySettings": {
+                            "type": "string",
+                            "enum": [
+                              "everyone",
+                              "following",
+                              "mentionedUsers",
+                              "subscribers",
+                              "verified"
+                            ],
+                            "default": "everyone",
+                            "description": "Who may reply to the post (each part of a thread alike)."
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "Facebook",
+                        "description": "How the post is published on a Facebook Page: its text (up to 63,206 characters) with, at\nmost, one of a link, up to 10 photos, or one video; a first comment (`firstComment`) is\npublished as the Page's comment on it.\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "facebook"
+                          },
+                          "link": {
+                            "type": "string",
+                            "format": "uri",
+                            "maxLength": 2000,
+                            "description": "A web page shared with the post, shown as a card. Only on a post without media; without\nit, Facebook shows a card of the first link of the text.\n"
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "Instagram",
+                        "description": "How the post is published on an Instagram professional account: its caption (up to 2,200\ncharacters and 30 hashtags), the kind of post, and who it is made with. A first comment\n(`firstComment`) is published as the account's comment on it (not on a story).\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "instagram"
+                          },
+                          "postType": {
+                            "type": "string",
+                            "enum": [
+                              "feed",
+                              "reel",
+                              "story"
+                            ],
+                            "default": "feed",
+                            "description": "`feed`: one image, or a carousel of 2 to 10 images and videos in the order of\n`mediaIds` (a single video is published as a reel, as Instagram does); `reel`: one\nvideo; `story`: one image or video, shown for 24 hours, without its caption.\n"
+                          },
+                          "shareToFeed": {
+                            "type": "boolean",
+                            "default": true,
+                            "description": "Whether a reel is shown in the account's feed too, not only among its reels."
+                          },
+                          "collaborators": {
+                            "type": "array",
+                            "description": "Instagram usernames invited as collaborators (a feed post or reel), at most 3.",
+                            "maxItems": 3,
+                            "uniqueItems": true,
+                            "items": {
+                              "type": "string",
+                              "minLength": 1,
+                              "maxLength": 30,
+                              "pattern": "^[A-Za-z0-9._]+$"
+                            }
+                          },
+                          "userTags": {
+                            "type": "array",
+                            "description": "Accounts tagged on the post's images: each names an image of `mediaIds` and where on it\nthe tag is, from its top left corner (`x`, `y` from 0 to 1). At most 20.\n",
+                            "maxItems": 20,
+                            "items": {
+                              "type": "object",
+                              "additionalProperties": false,
+                              "required": [
+                                "mediaId",
+                                "username",
+                                "x",
+                                "y"
+                              ],
+                              "properties": {
+                                "mediaId": {
+                                  "type": "string",
+                                  "minLength": 1,
+                                  "maxLength": 100,
+                                  "description": "The image tagged (one of the post's `mediaIds`)."
+                                },
+                                "username": {
+                                  "type": "string",
+                                  "minLength": 1,
+                                  "maxLength": 30,
+                                  "pattern": "^[A-Za-z0-9._]+$"
+                                },
+                                "x": {
+                                  "type": "number",
+                                  "minimum": 0,
+                                  "maximum": 1
+                                },
+                                "y": {
+                                  "type": "number",
+                                  "minimum": 0,
+                                  "maximum": 1
+                                }
+                              }
+                            }
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "Threads",
+                        "description": "How the post is published on Threads: text of up to 500 characters (an emoji counted as its\nUTF-8 bytes) with at most 5 links, one image or video or a carousel of 2 to 20 images and\nvideos, and a `thread` of replies (no `firstComment`).\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "threads"
+                          },
+                          "replyControl": {
+                            "type": "string",
+                            "enum": [
+                              "everyone",
+                              "accounts_you_follow",
+                              "mentioned_only"
+                            ],
+                            "default": "everyone",
+                            "description": "Who may reply to the post (each part of a thread alike)."
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "LinkedIn",
+                        "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "linkedin"
+                          },
+                          "visibility": {
+                            "type": "string",
+                            "enum": [
+                              "PUBLIC",
+                              "CONNECTIONS",
+                              "LOGGED_IN"
+                            ],
+                            "default": "PUBLIC",
+                            "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                          },
+                          "disableReshare": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "Whether others are kept from resharing the post."
+                          },
+                          "documentTitle": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 400,
+                            "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                            "examples": [
+                              "Quarterly results"
+                            ]
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "Pinterest",
+                        "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type",
+                          "boardId"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "pinterest"
+                          },
+                          "boardId": {
+                            "type": "string",
+                            "maxLength": 30,
+                            "pattern": "^\\d{1,30}$",
+                            "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                            "examples": [
+                              "549755885175"
+                            ]
+                          },
+                          "boardSectionId": {
+                            "type": "string",
+                            "maxLength": 30,
+                            "pattern": "^\\d{1,30}$",
+                            "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                            "examples": [
+                              "5027629787972154693"
+                            ]
+                          },
+                          "title": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 100,
+                            "description": "The pin's title."
+                          },
+                          "link": {
+                            "type": "string",
+                            "format": "uri",
+                            "maxLength": 2048,
+                            "description": "The web page the pin leads to."
+                          },
+                          "coverImageKeyFrameTime": {
+                            "type": "integer",
+                            "format": "int32",
+                            "minimum": 0,
+                            "maximum": 900,
+                            "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                          }
+                        }
+                      }
+                    ]
+                  },
+                  "thread": {
+                    "type": "array",
+                    "description": "The parts that follow the post's own `content` and `mediaIds` as a thread: each is\npublished, in order, as a reply to the part before it. Only on networks with replies\n(the sandbox so far, up to 10 parts; YouTube and TikTok refuse a `thread` with `422`); each network's\nlimits apply to every part (parts, characters, media per part), and a problem names the\npart, e.g. `posts[0].thread[1].content`. Omitted or empty: a single post.\n",
+                    "maxItems": 24,
+                    "items": {
+                      "type": "object",
+                      "description": "One part of a thread after the first.",
+                      "additionalProperties": false,
+                      "properties": {
+                        "content": {
+                          "type": "string",
+                          "maxLength": 20000,
+                          "description": "The part's text; empty when omitted. The part needs content or media."
+                        },
+                        "mediaIds": {
+                          "type": "array",
+                          "description": "Media to attach to the part, in order.",
+                          "maxItems": 20,
+                          "uniqueItems": true,
+                          "items": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 100
+                          }
+                        },
+                        "altTexts": {
+                          "type": "object",
+                          "description": "The alternative text of images, by media id (each one of the item's or part's `mediaIds`):\nwhat the image shows, for people who cannot see it. The network's own limit applies\n(Bluesky 2000, Mastodon the instance's, usually 1500, X 1000 characters).\n",
+                          "maxProperties": 20,
+                          "propertyNames": {
+                            "type": "string",
+                            "maxLength": 100
+                          },
+                          "additionalProperties": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 2000
+                          },
+                          "examples": [
+                            {
+                              "med_3Qw7Er1Ty5Ui9Op2As6D": "A wool coat in dark green, on a hanger against a white wall"
+                            }
+                          ]
+                        }
+                      }
+                    }
+                  },
+                  "firstComment": {
+                    "type": "object",
+                    "description": "A comment of the account's own, published on the post right after it (a link, hashtags, a\ncall to action kept out of the caption). Only on networks with comments (Facebook,\nInstagram, LinkedIn and the sandbox); the others refuse it with `422` naming `firstComment` (a\nnetwork with replies takes a `thread` instead). The network's own limit of a comment's\nlength applies.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "content"
+                    ],
+                    "properties": {
+                      "content": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 8000,
+                        "description": "The comment's text."
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      },
+      "required": [
+        "body"
+      ],
+      "additionalProperties": false
+    },
+    "outputSchema": {
+      "type": "object",
+      "description": "Posts that repeat by a recurrence rule; each occurrence is a post of its own (`series` on the post).",
+      "required": [
+        "id",
+        "rule",
+        "timeZone",
+        "startsAt",
+        "endsAt",
+        "summary",
+        "posts",
+        "nextOccurrences",
+        "splitFrom",
+        "createdAt",
+        "updatedAt"
+      ],
+      "properties": {
+        "id": {
+          "type": "string",
+          "description": "The series id (`ser_…`).",
+          "examples": [
+            "ser_5Tg2Hy7Uj1Ik4Ol8Pz3X"
+          ]
+        },
+        "rule": {
+          "type": "string",
+          "description": "The RFC 5545 recurrence rule, as `RRULE` text without `DTSTART` (`startsAt`).",
+          "examples": [
+            "FREQ=WEEKLY;BYDAY=MO"
+          ]
+        },
+        "timeZone": {
+          "type": "string",
+          "description": "The IANA time zone the rule counts in (its days, and the local time of day of `startsAt`).",
+          "examples": [
+            "Europe/Berlin"
+          ]
+        },
+        "startsAt": {
+          "type": "string",
+          "format": "date-time",
+          "description": "The first occurrence; the others are at its local time of day unless the rule says otherwise."
+        },
+        "endsAt": {
+          "description": "No occurrence at or after this instant; `null` while the series goes on.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "summary": {
+          "type": "string",
+          "description": "The rule in English words, e.g. `every week on Monday`.",
+          "examples": [
+            "every week on Monday"
+          ]
+        },
+        "posts": {
+          "type": "array",
+          "description": "The post each occurrence makes, per channel, as the request gave it.",
+          "items": {
+            "type": "object",
+            "description": "The post for one channel.",
+            "additionalProperties": false,
+            "required": [
+              "channelId"
+            ],
+            "properties": {
+              "channelId": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 100,
+                "description": "The target channel (`ch_…`)."
+              },
+              "content": {
+                "type": "string",
+                "maxLength": 20000,
+                "description": "The text of the post; empty when omitted. Provider limits apply (TikTok 2200 characters)."
+              },
+              "mediaIds": {
+                "type": "array",
+                "description": "Media to attach, in order (YouTube and TikTok take exactly one video; Bluesky, Mastodon\nand X up to 4 images or one video, of the types and sizes they take).\nA problem with one media names it: `posts[0].mediaIds[2]`.\n",
+                "maxItems": 20,
+                "uniqueItems": true,
+                "items": {
+                  "type": "string",
+                  "minLength": 1,
+                  "maxLength": 100
+                }
+              },
+              "altTexts": {
+                "type": "object",
+                "description": "The alternative text of images, by media id (each one of the item's or part's `mediaIds`):\nwhat the image shows, for people who cannot see it. The network's own limit applies\n(Bluesky 2000, Mastodon the instance's, usually 1500, X 1000 characters).\n",
+                "maxProperties": 20,
+                "propertyNames": {
+                  "type": "string",
+                  "maxLength": 100
+                },
+                "additionalProperties": {
+                  "type": "string",
+                  "minLength": 1,
+                  "maxLength": 2000
+                },
+                "examples": [
+                  {
+                    "med_3Qw7Er1Ty5Ui9Op2As6D": "A wool coat in dark green, on a hanger against a white wall"
+                  }
+                ]
+              },
+              "settings": {
+                "type": "object",
+                "description": "Settings for one provider, told apart by `__type`, which must match the channel's\nprovider (`422` otherwise). Required for YouTube and TikTok channels, optional for the\nsandbox. The values are the user's choices: collect them in your UI. Optional choices left\nout are stored with their documented defaults.\n",
+                "oneOf": [
+                  {
+                    "type": "object",
+                    "title": "YouTube",
+                    "description": "How the video is published on YouTube. The post needs exactly one video.",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type",
+                      "title",
+                      "privacyStatus",
+                      "madeForKids"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "youtube"
+                      },
+                      "title": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 100,
+                        "pattern": "^[^<>]*$",
+                        "description": "The video title (YouTube refuses `<` and `>`)."
+                      },
+                      "description": {
+                        "type": "string",
+                        "maxLength": 5000,
+                        "pattern": "^[^<>]*$",
+                        "description": "The video description; the post's `content` when omitted."
+                      },
+                      "privacyStatus": {
+                        "type": "string",
+                        "description": "`public`, `unlisted` (anyone with the link) or `private`.",
+                        "enum": [
+                          "public",
+                          "unlisted",
+                          "private"
+                        ]
+                      },
+                      "madeForKids": {
+                        "type": "boolean",
+                        "description": "Whether the video is made for children (a declaration YouTube requires)."
+                      },
+                      "tags": {
+                        "type": "array",
+                        "description": "Keywords. YouTube limits all tags together to 500 characters, counting a comma between\ntwo tags and quotation marks around a tag that contains a space (`422` beyond). Stored\nas `[]` when omitted.\n",
+                        "default": [],
+                        "maxItems": 250,
+                        "items": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 100
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "TikTok",
+                    "description": "How the video is posted to TikTok. Read the channel's creator info first and offer only\nwhat it allows; send the item only when `canPost` is `true`.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type",
+                      "postMode",
+                      "privacyLevel"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "tiktok"
+                      },
+                      "postMode": {
+                        "type": "string",
+                        "description": "`direct` publishes to the profile; `inbox` sends the video to the creator's TikTok inbox to finish and post in the TikTok app.",
+                        "enum": [
+                          "direct",
+                          "inbox"
+                        ]
+                      },
+                      "privacyLevel": {
+                        "type": "string",
+                        "description": "Who can see the post; must be one of the creator's `privacyLevelOptions`, chosen by the user.",
+                        "enum": [
+                          "PUBLIC_TO_EVERYONE",
+                          "MUTUAL_FOLLOW_FRIENDS",
+                          "FOLLOWER_OF_CREATOR",
+                          "SELF_ONLY"
+                        ]
+                      },
+                      "disableComment": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Turn comments off. Must be `true` when the creator info says `commentDisabled`. Omitted means `false`."
+                      },
+                      "disableDuet": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Turn duets off. Must be `true` when the creator info says `duetDisabled`. Omitted means `false`."
+                      },
+                      "disableStitch": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Turn stitches off. Must be `true` when the creator info says `stitchDisabled`. Omitted means `false`."
+                      },
+                      "brandContentToggle": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "The post is a paid partnership promoting a third-party brand. Omitted means `false`."
+                      },
+                      "brandOrganicToggle": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "The post promotes the creator's own business. Omitted means `false`."
+                      },
+                      "isAiGenerated": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "The content was generated with AI. Omitted means `false`."
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Sandbox",
+                    "description": "Settings of the built-in sandbox provider, which publishes to a page of this server.",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "sandbox"
+                      },
+                      "outcome": {
+                        "type": "string",
+                        "description": "How publishing ends; `failed` lets you try the failure path. Omitted means `published`.",
+                        "enum": [
+                          "published",
+                          "failed"
+                        ],
+                        "default": "published"
+                      },
+                      "failingPart": {
+                        "type": "integer",
+                        "format": "int32",
+                        "minimum": 1,
+                        "maximum": 25,
+                        "default": 1,
+                        "description": "With `outcome` `failed`, the part of a thread the sandbox refuses (1, the default, is the\npost itself; a first comment is the part after the thread's last); the parts before it\nare published. Lets you try a thread or a first comment that fails midway, and\nscheduling it again after changing this.\n"
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Bluesky",
+                    "description": "How the post is published on Bluesky: text of up to 300 graphemes (links, mentions and\nhashtags become rich-text facets), up to 4 images of at most 1,000,000 bytes each with its\nalt text (`altTexts`) or one MP4 video of at most 100,000,000 bytes and 3 minutes, and, for\na thread, up to 25 parts.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "bluesky"
+                      },
+                      "languages": {
+                        "type": "array",
+                        "description": "The post's languages as BCP 47 tags (e.g. `en`, `pt-BR`), at most 3; none when omitted.",
+                        "maxItems": 3,
+                        "uniqueItems": true,
+                        "items": {
+                          "type": "string",
+                          "maxLength": 35,
+                          "pattern": "^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$"
+                        }
+                      },
+                      "linkCard": {
+                        "type": "boolean",
+                        "default": true,
+                        "description": "Whether a post without images shows a card (title, description) of the first link in its\ntext, read from that page when the post is published.\n"
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Mastodon",
+                    "description": "How the status is published on Mastodon. The limits are the instance's own (characters,\nmedia per status, their types and sizes), read from it; every URL counts as the instance\nsays (23 characters by default).\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "mastodon"
+                      },
+                      "visibility": {
+                        "type": "string",
+                        "enum": [
+                          "public",
+                          "unlisted",
+                          "private",
+                          "direct"
+                        ],
+                        "default": "public",
+                        "description": "Who sees it: `public` (everyone, in public timelines), `unlisted` (everyone, not in\npublic timelines), `private` (followers only), `direct` (the mentioned accounts only).\n"
+                      },
+                      "spoilerText": {
+                        "type": "string",
+                        "maxLength": 1000,
+                        "default": "",
+                        "description": "A content warning shown before the text; counts toward the instance's character limit."
+                      },
+                      "sensitive": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Hides the media behind a warning."
+                      },
+                      "language": {
+                        "type": "string",
+                        "maxLength": 35,
+                        "pattern": "^[a-z]{2,3}$",
+                        "description": "The text's language as an ISO 639 code (e.g. `en`); the instance guesses when omitted."
+                      },
+                      "focus": {
+                        "type": "object",
+                        "description": "The focal point of images, by media id (each one of the post's or its thread's parts'\n`mediaIds`): the instance crops its previews around it. Leave an image out to crop around\nits centre.\n",
+                        "maxProperties": 100,
+                        "propertyNames": {
+                          "type": "string",
+                          "maxLength": 100
+                        },
+                        "additionalProperties": {
+                          "type": "object",
+                          "description": "A point of an image, from its centre: `x` from -1 (left edge) to 1 (right edge), `y` from\n-1 (bottom edge) to 1 (top edge).\n",
+                          "additionalProperties": false,
+                          "required": [
+                            "x",
+                            "y"
+                          ],
+                          "properties": {
+                            "x": {
+                              "type": "number",
+                              "minimum": -1,
+                              "maximum": 1
+                            },
+                            "y": {
+                              "type": "number",
+                              "minimum": -1,
+                              "maximum": 1
+                            }
+                          }
+                        },
+                        "examples": [
+                          {
+                            "med_3Qw7Er1Ty5Ui9Op2As6D": {
+                              "x": -0.5,
+                              "y": 0.25
+                            }
+                          }
+                        ]
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "X",
+                    "description": "How the post is published on X: text of up to 280 characters as X weighs them (most CJK\ncharacters and emoji count twice, every URL 23), up to 4 JPEG, PNG or WebP images of at\nmost 5 MB each with its alt text (`altTexts`), or one GIF of at most 15 MB, or one MP4 or\nQuickTime video of at most 512 MB lasting 0.5 to 140 seconds, and threads as replies.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "x"
+                      },
+                      "replySettings": {
+                        "type": "string",
+                        "enum": [
+                          "everyone",
+                          "following",
+                          "mentionedUsers",
+                          "subscribers",
+                          "verified"
+                        ],
+                        "default": "everyone",
+                        "description": "Who may reply to the post (each part of a thread alike)."
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Facebook",
+                    "description": "How the post is published on a Facebook Page: its text (up to 63,206 characters) with, at\nmost, one of a link, up to 10 photos, or one video; a first comment (`firstComment`) is\npublished as the Page's comment on it.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "facebook"
+                      },
+                      "link": {
+                        "type": "string",
+                        "format": "uri",
+                        "maxLength": 2000,
+                        "description": "A web page shared with the post, shown as a card. Only on a post without media; without\nit, Facebook shows a card of the first link of the text.\n"
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Instagram",
+                    "description": "How the post is published on an Instagram professional account: its caption (up to 2,200\ncharacters and 30 hashtags), the kind of post, and who it is made with. A first comment\n(`firstComment`) is published as the account's comment on it (not on a story).\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "instagram"
+                      },
+                      "postType": {
+                        "type": "string",
+                        "enum": [
+                          "feed",
+                          "reel",
+                          "story"
+                        ],
+                        "default": "feed",
+                        "description": "`feed`: one image, or a carousel of 2 to 10 images and videos in the order of\n`mediaIds` (a single video is published as a reel, as Instagram does); `reel`: one\nvideo; `story`: one image or video, shown for 24 hours, without its caption.\n"
+                      },
+                      "shareToFeed": {
+                        "type": "boolean",
+                        "default": true,
+                        "description": "Whether a reel is shown in the account's feed too, not only among its reels."
+                      },
+                      "collaborators": {
+                        "type": "array",
+                        "description": "Instagram usernames invited as collaborators (a feed post or reel), at most 3.",
+                        "maxItems": 3,
+                        "uniqueItems": true,
+                        "items": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 30,
+                          "pattern": "^[A-Za-z0-9._]+$"
+                        }
+                      },
+                      "userTags": {
+                        "type": "array",
+                        "description": "Accounts tagged on the post's images: each names an image of `mediaIds` and where on it\nthe tag is, from its top left corner (`x`, `y` from 0 to 1). At most 20.\n",
+                        "maxItems": 20,
+                        "items": {
+                          "type": "object",
+                          "additionalProperties": false,
+                          "required": [
+                            "mediaId",
+                            "username",
+                            "x",
+                            "y"
+                          ],
+                          "properties": {
+                            "mediaId": {
+                              "type": "string",
+                              "minLength": 1,
+                              "maxLength": 100,
+                              "description": "The image tagged (one of the post's `mediaIds`)."
+                            },
+                            "username": {
+                              "type": "string",
+                              "minLength": 1,
+                              "maxLength": 30,
+                              "pattern": "^[A-Za-z0-9._]+$"
+                            },
+                            "x": {
+                              "type": "number",
+                              "minimum": 0,
+                              "maximum": 1
+                            },
+                            "y": {
+                              "type": "number",
+                              "minimum": 0,
+                              "maximum": 1
+                            }
+                          }
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Threads",
+                    "description": "How the post is published on Threads: text of up to 500 characters (an emoji counted as its\nUTF-8 bytes) with at most 5 links, one image or video or a carousel of 2 to 20 images and\nvideos, and a `thread` of replies (no `firstComment`).\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "threads"
+                      },
+                      "replyControl": {
+                        "type": "string",
+                        "enum": [
+                          "everyone",
+                          "accounts_you_follow",
+                          "mentioned_only"
+                        ],
+                        "default": "everyone",
+                        "description": "Who may reply to the post (each part of a thread alike)."
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "LinkedIn",
+                    "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "linkedin"
+                      },
+                      "visibility": {
+                        "type": "string",
+                        "enum": [
+                          "PUBLIC",
+                          "CONNECTIONS",
+                          "LOGGED_IN"
+                        ],
+                        "default": "PUBLIC",
+                        "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                      },
+                      "disableReshare": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Whether others are kept from resharing the post."
+                      },
+                      "documentTitle": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 400,
+                        "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                        "examples": [
+                          "Quarterly results"
+                        ]
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Pinterest",
+                    "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type",
+                      "boardId"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "pinterest"
+                      },
+                      "boardId": {
+                        "type": "string",
+                        "maxLength": 30,
+                        "pattern": "^\\d{1,30}$",
+                        "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                        "examples": [
+                          "549755885175"
+                        ]
+                      },
+                      "boardSectionId": {
+                        "type": "string",
+                        "maxLength": 30,
+                        "pattern": "^\\d{1,30}$",
+                        "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                        "examples": [
+                          "5027629787972154693"
+                        ]
+                      },
+                      "title": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 100,
+                        "description": "The pin's title."
+                      },
+                      "link": {
+                        "type": "string",
+                        "format": "uri",
+                        "maxLength": 2048,
+                        "description": "The web page the pin leads to."
+                      },
+                      "coverImageKeyFrameTime": {
+                        "type": "integer",
+                        "format": "int32",
+                        "minimum": 0,
+                        "maximum": 900,
+                        "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                      }
+                    }
+                  }
+                ]
+              },
+              "thread": {
+                "type": "array",
+                "description": "The parts that follow the post's own `content` and `mediaIds` as a thread: each is\npublished, in order, as a reply to the part before it. Only on networks with replies\n(the sandbox so far, up to 10 parts; YouTube and TikTok refuse a `thread` with `422`); each network's\nlimits apply to every part (parts, characters, media per part), and a problem names the\npart, e.g. `posts[0].thread[1].content`. Omitted or empty: a single post.\n",
+                "maxItems": 24,
+                "items": {
+                  "type": "object",
+                  "description": "One part of a thread after the first.",
+                  "additionalProperties": false,
+                  "properties": {
+                    "content": {
+                      "type": "string",
+                      "maxLength": 20000,
+                      "description": "The part's text; empty when omitted. The part needs content or media."
+                    },
+                    "mediaIds": {
+                      "type": "array",
+                      "description": "Media to attach to the part, in order.",
+                      "maxItems": 20,
+                      "uniqueItems": true,
+                      "items": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 100
+                      }
+                    },
+                    "altTexts": {
+                      "type": "object",
+                      "description": "The alternative text of images, by media id (each one of the item's or part's `mediaIds`):\nwhat the image shows, for people who cannot see it. The network's own limit applies\n(Bluesky 2000, Mastodon the instance's, usually 1500, X 1000 characters).\n",
+                      "maxProperties": 20,
+                      "propertyNames": {
+                        "type": "string",
+                        "maxLength": 100
+                      },
+                      "additionalProperties": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 2000
+                      },
+                      "examples": [
+                        {
+                          "med_3Qw7Er1Ty5Ui9Op2As6D": "A wool coat in dark green, on a hanger against a white wall"
+                        }
+                      ]
+                    }
+                  }
+                }
+              },
+              "firstComment": {
+                "type": "object",
+                "description": "A comment of the account's own, published on the post right after it (a link, hashtags, a\ncall to action kept out of the caption). Only on networks with comments (Facebook,\nInstagram, LinkedIn and the sandbox); the others refuse it with `422` naming `firstComment` (a\nnetwork with replies takes a `thread` instead). The network's own limit of a comment's\nlength applies.\n",
+                "additionalProperties": false,
+                "required": [
+                  "content"
+                ],
+                "properties": {
+                  "content": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 8000,
+                    "description": "The comment's text."
+                  }
+                }
+              }
+            }
+          }
+        },
+        "nextOccurrences": {
+          "type": "array",
+          "description": "The next occurrences from now (up to 5), before `endsAt`; `[]` when the series is over.",
+          "items": {
+            "type": "string",
+            "format": "date-time"
+          }
+        },
+        "splitFrom": {
+          "description": "The series this one continues (`POST /public/v1/series/{id}/split`); `null` for a new series.",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "createdAt": {
+          "type": "string",
+          "format": "date-time"
+        },
+        "updatedAt": {
+          "type": "string",
+          "format": "date-time"
+        }
+      }
+    },
+    "annotations": {
+      "readOnlyHint": false,
+      "destructiveHint": false,
+      "idempotentHint": false,
+      "openWorldHint": true
+    },
+    "scopes": [
+      "posts:write"
+    ]
+  },
+  {
+    "name": "getSeries",
+    "title": "Get a series",
+    "description": "Get a series\n\nA series with its next occurrences. Its posts are listed by `GET /public/v1/posts`, each\nwith `series`.",
+    "operation": {
+      "method": "get",
+      "path": "/public/v1/series/{id}",
+      "parameters": [
+        {
+          "name": "id",
+          "in": "path"
+        }
+      ],
+      "hasBody": false
+    },
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "id": {
+          "description": "The series id (`ser_…`). An id of another organization is answered `404` exactly like an unknown id.",
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 100
+        }
+      },
+      "required": [
+        "id"
+      ],
+      "additionalProperties": false
+    },
+    "outputSchema": {
+      "type": "object",
+      "description": "Posts that repeat by a recurrence rule; each occurrence is a post of its own (`series` on the post).",
+      "required": [
+        "id",
+        "rule",
+        "timeZone",
+        "startsAt",
+        "endsAt",
+        "summary",
+        "posts",
+        "nextOccurrences",
+        "splitFrom",
+        "createdAt",
+        "updatedAt"
+      ],
+      "properties": {
+        "id": {
+          "type": "string",
+          "description": "The series id (`ser_…`).",
+          "examples": [
+            "ser_5Tg2Hy7Uj1Ik4Ol8Pz3X"
+          ]
+        },
+        "rule": {
+          "type": "string",
+          "description": "The RFC 5545 recurrence rule, as `RRULE` text without `DTSTART` (`startsAt`).",
+          "examples": [
+            "FREQ=WEEKLY;BYDAY=MO"
+          ]
+        },
+        "timeZone": {
+          "type": "string",
+          "description": "The IANA time zone the rule counts in (its days, and the local time of day of `startsAt`).",
+          "examples": [
+            "Europe/Berlin"
+          ]
+        },
+        "startsAt": {
+          "type": "string",
+          "format": "date-time",
+          "description": "The first occurrence; the others are at its local time of day unless the rule says otherwise."
+        },
+        "endsAt": {
+          "description": "No occurrence at or after this instant; `null` while the series goes on.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "summary": {
+          "type": "string",
+          "description": "The rule in English words, e.g. `every week on Monday`.",
+          "examples": [
+            "every week on Monday"
+          ]
+        },
+        "posts": {
+          "type": "array",
+          "description": "The post each occurrence makes, per channel, as the request gave it.",
+          "items": {
+            "type": "object",
+            "description": "The post for one channel.",
+            "additionalProperties": false,
+            "required": [
+              "channelId"
+            ],
+            "properties": {
+              "channelId": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 100,
+                "description": "The target channel (`ch_…`)."
+              },
+              "content": {
+                "type": "string",
+                "maxLength": 20000,
+                "description": "The text of the post; empty when omitted. Provider limits apply (TikTok 2200 characters)."
+              },
+              "mediaIds": {
+                "type": "array",
+                "description": "Media to attach, in order (YouTube and TikTok take exactly one video; Bluesky, Mastodon\nand X up to 4 images or one video, of the types and sizes they take).\nA problem with one media names it: `posts[0].mediaIds[2]`.\n",
+                "maxItems": 20,
+                "uniqueItems": true,
+                "items": {
+                  "type": "string",
+                  "minLength": 1,
+                  "maxLength": 100
+                }
+              },
+              "altTexts": {
+                "type": "object",
+                "description": "The alternative text of images, by media id (each one of the item's or part's `mediaIds`):\nwhat the image shows, for people who cannot see it. The network's own limit applies\n(Bluesky 2000, Mastodon the instance's, usually 1500, X 1000 characters).\n",
+                "maxProperties": 20,
+                "propertyNames": {
+                  "type": "string",
+                  "maxLength": 100
+                },
+                "additionalProperties": {
+                  "type": "string",
+                  "minLength": 1,
+                  "maxLength": 2000
+                },
+                "examples": [
+                  {
+                    "med_3Qw7Er1Ty5Ui9Op2As6D": "A wool coat in dark green, on a hanger against a white wall"
+                  }
+                ]
+              },
+              "settings": {
+                "type": "object",
+                "description": "Settings for one provider, told apart by `__type`, which must match the channel's\nprovider (`422` otherwise). Required for YouTube and TikTok channels, optional for the\nsandbox. The values are the user's choices: collect them in your UI. Optional choices left\nout are stored with their documented defaults.\n",
+                "oneOf": [
+                  {
+                    "type": "object",
+                    "title": "YouTube",
+                    "description": "How the video is published on YouTube. The post needs exactly one video.",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type",
+                      "title",
+                      "privacyStatus",
+                      "madeForKids"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "youtube"
+                      },
+                      "title": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 100,
+                        "pattern": "^[^<>]*$",
+                        "description": "The video title (YouTube refuses `<` and `>`)."
+                      },
+                      "description": {
+                        "type": "string",
+                        "maxLength": 5000,
+                        "pattern": "^[^<>]*$",
+                        "description": "The video description; the post's `content` when omitted."
+                      },
+                      "privacyStatus": {
+                        "type": "string",
+                        "description": "`public`, `unlisted` (anyone with the link) or `private`.",
+                        "enum": [
+                          "public",
+                          "unlisted",
+                          "private"
+                        ]
+                      },
+                      "madeForKids": {
+                        "type": "boolean",
+                        "description": "Whether the video is made for children (a declaration YouTube requires)."
+                      },
+                      "tags": {
+                        "type": "array",
+                        "description": "Keywords. YouTube limits all tags together to 500 characters, counting a comma between\ntwo tags and quotation marks around a tag that contains a space (`422` beyond). Stored\nas `[]` when omitted.\n",
+                        "default": [],
+                        "maxItems": 250,
+                        "items": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 100
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "TikTok",
+                    "description": "How the video is posted to TikTok. Read the channel's creator info first and offer only\nwhat it allows; send the item only when `canPost` is `true`.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type",
+                      "postMode",
+                      "privacyLevel"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "tiktok"
+                      },
+                      "postMode": {
+                        "type": "string",
+                        "description": "`direct` publishes to the profile; `inbox` sends the video to the creator's TikTok inbox to finish and post in the TikTok app.",
+                        "enum": [
+                          "direct",
+                          "inbox"
+                        ]
+                      },
+                      "privacyLevel": {
+                        "type": "string",
+                        "description": "Who can see the post; must be one of the creator's `privacyLevelOptions`, chosen by the user.",
+                        "enum": [
+                          "PUBLIC_TO_EVERYONE",
+                          "MUTUAL_FOLLOW_FRIENDS",
+                          "FOLLOWER_OF_CREATOR",
+                          "SELF_ONLY"
+                        ]
+                      },
+                      "disableComment": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Turn comments off. Must be `true` when the creator info says `commentDisabled`. Omitted means `false`."
+                      },
+                      "disableDuet": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Turn duets off. Must be `true` when the creator info says `duetDisabled`. Omitted means `false`."
+                      },
+                      "disableStitch": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Turn stitches off. Must be `true` when the creator info says `stitchDisabled`. Omitted means `false`."
+                      },
+                      "brandContentToggle": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "The post is a paid partnership promoting a third-party brand. Omitted means `false`."
+                      },
+                      "brandOrganicToggle": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "The post promotes the creator's own business. Omitted means `false`."
+                      },
+                      "isAiGenerated": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "The content was generated with AI. Omitted means `false`."
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Sandbox",
+                    "description": "Settings of the built-in sandbox provider, which publishes to a page of this server.",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "sandbox"
+                      },
+                      "outcome": {
+                        "type": "string",
+                        "description": "How publishing ends; `failed` lets you try the failure path. Omitted means `published`.",
+                        "enum": [
+                          "published",
+                          "failed"
+                        ],
+                        "default": "published"
+                      },
+                      "failingPart": {
+                        "type": "integer",
+                        "format": "int32",
+                        "minimum": 1,
+                        "maximum": 25,
+                        "default": 1,
+                        "description": "With `outcome` `failed`, the part of a thread the sandbox refuses (1, the default, is the\npost itself; a first comment is the part after the thread's last); the parts before it\nare published. Lets you try a thread or a first comment that fails midway, and\nscheduling it again after changing this.\n"
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Bluesky",
+                    "description": "How the post is published on Bluesky: text of up to 300 graphemes (links, mentions and\nhashtags become rich-text facets), up to 4 images of at most 1,000,000 bytes each with its\nalt text (`altTexts`) or one MP4 video of at most 100,000,000 bytes and 3 minutes, and, for\na thread, up to 25 parts.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "bluesky"
+                      },
+                      "languages": {
+                        "type": "array",
+                        "description": "The post's languages as BCP 47 tags (e.g. `en`, `pt-BR`), at most 3; none when omitted.",
+                        "maxItems": 3,
+                        "uniqueItems": true,
+                        "items": {
+                          "type": "string",
+                          "maxLength": 35,
+                          "pattern": "^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$"
+                        }
+                      },
+                      "linkCard": {
+                        "type": "boolean",
+                        "default": true,
+                        "description": "Whether a post without images shows a card (title, description) of the first link in its\ntext, read from that page when the post is published.\n"
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Mastodon",
+                    "description": "How the status is published on Mastodon. The limits are the instance's own (characters,\nmedia per status, their types and sizes), read from it; every URL counts as the instance\nsays (23 characters by default).\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "mastodon"
+                      },
+                      "visibility": {
+                        "type": "string",
+                        "enum": [
+                          "public",
+                          "unlisted",
+                          "private",
+                          "direct"
+                        ],
+                        "default": "public",
+                        "description": "Who sees it: `public` (everyone, in public timelines), `unlisted` (everyone, not in\npublic timelines), `private` (followers only), `direct` (the mentioned accounts only).\n"
+                      },
+                      "spoilerText": {
+                        "type": "string",
+                        "maxLength": 1000,
+                        "default": "",
+                        "description": "A content warning shown before the text; counts toward the instance's character limit."
+                      },
+                      "sensitive": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Hides the media behind a warning."
+                      },
+                      "language": {
+                        "type": "string",
+                        "maxLength": 35,
+                        "pattern": "^[a-z]{2,3}$",
+                        "description": "The text's language as an ISO 639 code (e.g. `en`); the instance guesses when omitted."
+                      },
+                      "focus": {
+                        "type": "object",
+                        "description": "The focal point of images, by media id (each one of the post's or its thread's parts'\n`mediaIds`): the instance crops its previews around it. Leave an image out to crop around\nits centre.\n",
+                        "maxProperties": 100,
+                        "propertyNames": {
+                          "type": "string",
+                          "maxLength": 100
+                        },
+                        "additionalProperties": {
+                          "type": "object",
+                          "description": "A point of an image, from its centre: `x` from -1 (left edge) to 1 (right edge), `y` from\n-1 (bottom edge) to 1 (top edge).\n",
+                          "additionalProperties": false,
+                          "required": [
+                            "x",
+                            "y"
+                          ],
+                          "properties": {
+                            "x": {
+                              "type": "number",
+                              "minimum": -1,
+                              "maximum": 1
+                            },
+                            "y": {
+                              "type": "number",
+                              "minimum": -1,
+                              "maximum": 1
+                            }
+                          }
+                        },
+                        "examples": [
+                          {
+                            "med_3Qw7Er1Ty5Ui9Op2As6D": {
+                              "x": -0.5,
+                              "y": 0.25
+                            }
+                          }
+                        ]
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "X",
+                    "description": "How the post is published on X: text of up to 280 characters as X weighs them (most CJK\ncharacters and emoji count twice, every URL 23), up to 4 JPEG, PNG or WebP images of at\nmost 5 MB each with its alt text (`altTexts`), or one GIF of at most 15 MB, or one MP4 or\nQuickTime video of at most 512 MB lasting 0.5 to 140 seconds, and threads as replies.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "x"
+                      },
+                      "replySettings": {
+                        "type": "string",
+                        "enum": [
+                          "everyone",
+                          "following",
+                          "mentionedUsers",
+                          "subscribers",
+                          "verified"
+                        ],
+                        "default": "everyone",
+                        "description": "Who may reply to the post (each part of a thread alike)."
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Facebook",
+                    "description": "How the post is published on a Facebook Page: its text (up to 63,206 characters) with, at\nmost, one of a link, up to 10 photos, or one video; a first comment (`firstComment`) is\npublished as the Page's comment on it.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "facebook"
+                      },
+                      "link": {
+                        "type": "string",
+                        "format": "uri",
+                        "maxLength": 2000,
+                        "description": "A web page shared with the post, shown as a card. Only on a post without media; without\nit, Facebook shows a card of the first link of the text.\n"
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Instagram",
+                    "description": "How the post is published on an Instagram professional account: its caption (up to 2,200\ncharacters and 30 hashtags), the kind of post, and who it is made with. A first comment\n(`firstComment`) is published as the account's comment on it (not on a story).\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "instagram"
+                      },
+                      "postType": {
+                        "type": "string",
+                        "enum": [
+                          "feed",
+                          "reel",
+                          "story"
+                        ],
+                        "default": "feed",
+                        "description": "`feed`: one image, or a carousel of 2 to 10 images and videos in the order of\n`mediaIds` (a single video is published as a reel, as Instagram does); `reel`: one\nvideo; `story`: one image or video, shown for 24 hours, without its caption.\n"
+                      },
+                      "shareToFeed": {
+                        "type": "boolean",
+                        "default": true,
+                        "description": "Whether a reel is shown in the account's feed too, not only among its reels."
+                      },
+                      "collaborators": {
+                        "type": "array",
+                        "description": "Instagram usernames invited as collaborators (a feed post or reel), at most 3.",
+                        "maxItems": 3,
+                        "uniqueItems": true,
+                        "items": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 30,
+                          "pattern": "^[A-Za-z0-9._]+$"
+                        }
+                      },
+                      "userTags": {
+                        "type": "array",
+                        "description": "Accounts tagged on the post's images: each names an image of `mediaIds` and where on it\nthe tag is, from its top left corner (`x`, `y` from 0 to 1). At most 20.\n",
+                        "maxItems": 20,
+                        "items": {
+                          "type": "object",
+                          "additionalProperties": false,
+                          "required": [
+                            "mediaId",
+                            "username",
+                            "x",
+                            "y"
+                          ],
+                          "properties": {
+                            "mediaId": {
+                              "type": "string",
+                              "minLength": 1,
+                              "maxLength": 100,
+                              "description": "The image tagged (one of the post's `mediaIds`)."
+                            },
+                            "username": {
+                              "type": "string",
+                              "minLength": 1,
+                              "maxLength": 30,
+                              "pattern": "^[A-Za-z0-9._]+$"
+                            },
+                            "x": {
+                              "type": "number",
+                              "minimum": 0,
+                              "maximum": 1
+                            },
+                            "y": {
+                              "type": "number",
+                              "minimum": 0,
+                              "maximum": 1
+                            }
+                          }
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Threads",
+                    "description": "How the post is published on Threads: text of up to 500 characters (an emoji counted as its\nUTF-8 bytes) with at most 5 links, one image or video or a carousel of 2 to 20 images and\nvideos, and a `thread` of replies (no `firstComment`).\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "threads"
+                      },
+                      "replyControl": {
+                        "type": "string",
+                        "enum": [
+                          "everyone",
+                          "accounts_you_follow",
+                          "mentioned_only"
+                        ],
+                        "default": "everyone",
+                        "description": "Who may reply to the post (each part of a thread alike)."
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "LinkedIn",
+                    "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "linkedin"
+                      },
+                      "visibility": {
+                        "type": "string",
+                        "enum": [
+                          "PUBLIC",
+                          "CONNECTIONS",
+                          "LOGGED_IN"
+                        ],
+                        "default": "PUBLIC",
+                        "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                      },
+                      "disableReshare": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Whether others are kept from resharing the post."
+                      },
+                      "documentTitle": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 400,
+                        "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                        "examples": [
+                          "Quarterly results"
+                        ]
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Pinterest",
+                    "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type",
+                      "boardId"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "pinterest"
+                      },
+                      "boardId": {
+                        "type": "string",
+                        "maxLength": 30,
+                        "pattern": "^\\d{1,30}$",
+                        "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                        "examples": [
+                          "549755885175"
+                        ]
+                      },
+                      "boardSectionId": {
+                        "type": "string",
+                        "maxLength": 30,
+                        "pattern": "^\\d{1,30}$",
+                        "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                        "examples": [
+                          "5027629787972154693"
+                        ]
+                      },
+                      "title": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 100,
+                        "description": "The pin's title."
+                      },
+                      "link": {
+                        "type": "string",
+                        "format": "uri",
+                        "maxLength": 2048,
+                        "description": "The web page the pin leads to."
+                      },
+                      "coverImageKeyFrameTime": {
+                        "type": "integer",
+                        "format": "int32",
+                        "minimum": 0,
+                        "maximum": 900,
+                        "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                      }
+                    }
+                  }
+                ]
+              },
+              "thread": {
+                "type": "array",
+                "description": "The parts that follow the post's own `content` and `mediaIds` as a thread: each is\npublished, in order, as a reply to the part before it. Only on networks with replies\n(the sandbox so far, up to 10 parts; YouTube and TikTok refuse a `thread` with `422`); each network's\nlimits apply to every part (parts, characters, media per part), and a problem names the\npart, e.g. `posts[0].thread[1].content`. Omitted or empty: a single post.\n",
+                "maxItems": 24,
+                "items": {
+                  "type": "object",
+                  "description": "One part of a thread after the first.",
+                  "additionalProperties": false,
+                  "properties": {
+                    "content": {
+                      "type": "string",
+                      "maxLength": 20000,
+                      "description": "The part's text; empty when omitted. The part needs content or media."
+                    },
+                    "mediaIds": {
+                      "type": "array",
+                      "description": "Media to attach to the part, in order.",
+                      "maxItems": 20,
+                      "uniqueItems": true,
+                      "items": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 100
+                      }
+                    },
+                    "altTexts": {
+                      "type": "object",
+                      "description": "The alternative text of images, by media id (each one of the item's or part's `mediaIds`):\nwhat the image shows, for people who cannot see it. The network's own limit applies\n(Bluesky 2000, Mastodon the instance's, usually 1500, X 1000 characters).\n",
+                      "maxProperties": 20,
+                      "propertyNames": {
+                        "type": "string",
+                        "maxLength": 100
+                      },
+                      "additionalProperties": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 2000
+                      },
+                      "examples": [
+                        {
+                          "med_3Qw7Er1Ty5Ui9Op2As6D": "A wool coat in dark green, on a hanger against a white wall"
+                        }
+                      ]
+                    }
+                  }
+                }
+              },
+              "firstComment": {
+                "type": "object",
+                "description": "A comment of the account's own, published on the post right after it (a link, hashtags, a\ncall to action kept out of the caption). Only on networks with comments (Facebook,\nInstagram, LinkedIn and the sandbox); the others refuse it with `422` naming `firstComment` (a\nnetwork with replies takes a `thread` instead). The network's own limit of a comment's\nlength applies.\n",
+                "additionalProperties": false,
+                "required": [
+                  "content"
+                ],
+                "properties": {
+                  "content": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 8000,
+                    "description": "The comment's text."
+                  }
+                }
+              }
+            }
+          }
+        },
+        "nextOccurrences": {
+          "type": "array",
+          "description": "The next occurrences from now (up to 5), before `endsAt`; `[]` when the series is over.",
+          "items": {
+            "type": "string",
+            "format": "date-time"
+          }
+        },
+        "splitFrom": {
+          "description": "The series this one continues (`POST /public/v1/series/{id}/split`); `null` for a new series.",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "createdAt": {
+          "type": "string",
+          "format": "date-time"
+        },
+        "updatedAt": {
+          "type": "string",
+          "format": "date-time"
+        }
+      }
+    },
+    "annotations": {
+      "readOnlyHint": true,
+      "destructiveHint": false,
+      "idempotentHint": true,
+      "openWorldHint": false
+    },
+    "scopes": [
+      "posts:read"
+    ]
+  },
+  {
+    "name": "splitSeries",
+    "title": "Change a series from an occurrence on",
+    "description": "Change a series from an occurrence on\n\nEnds the series at `from` and continues it from there as a new series, with the `rule`,\n`timeZone` and `posts` given (each omitted one is kept). The occurrences at or after `from`\nthat are not `publishing` or `published` are deleted and created again by the new series\n(a `deleted` event each); the earlier ones, and every published one, stay as they are.\n`from` is usually an occurrence's `series.occurrenceAt`, and the new series' first\noccurrence: its local time of day is the new series' time of day. `from` more than 1\nminute in the past is refused with `422`, as is a series already ended before `from`\n(`409`).",
+    "operation": {
+      "method": "post",
+      "path": "/public/v1/series/{id}/split",
+      "parameters": [
+        {
+          "name": "id",
+          "in": "path"
+        }
+      ],
+      "hasBody": true
+    },
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "id": {
+          "description": "The series id (`ser_…`). An id of another organization is answered `404` exactly like an unknown id.",
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 100
+        },
+        "body": {
+          "description": "The series from `from` on; each field omitted is kept.",
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "from"
+          ],
+          "properties": {
+            "from": {
+              "type": "string",
+              "format": "date-time",
+              "maxLength": 64,
+              "description": "The first occurrence of the new series (usually an occurrence's `series.occurrenceAt`).",
+              "examples": [
+                "2026-12-14T08:00:00.000Z"
+              ]
+            },
+            "rule": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 500,
+              "description": "The new recurrence rule."
+            },
+            "timeZone": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 64,
+              "description": "The new time zone."
+            },
+            "posts": {
+              "type": "array",
+              "description": "The new post of each occurrence, per channel.",
+              "minItems": 1,
+              "maxItems": 50,
+              "items": {
+                "type": "object",
+                "description": "The post for one channel.",
+                "additionalProperties": false,
+                "required": [
+                  "channelId"
+                ],
+                "properties": {
+                  "channelId": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 100,
+                    "description": "The target channel (`ch_…`)."
+                  },
+                  "content": {
+                    "type": "string",
+                    "maxLength": 20000,
+                    "description": "The text of the post; empty when omitted. Provider limits apply (TikTok 2200 characters)."
+                  },
+                  "mediaIds": {
+                    "type": "array",
+                    "description": "Media to attach, in order (YouTube and TikTok take exactly one video; Bluesky, Mastodon\nand X up to 4 images or one video, of the types and sizes they take).\nA problem with one media names it: `posts[0].mediaIds[2]`.\n",
+                    "maxItems": 20,
+                    "uniqueItems": true,
+                    "items": {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 100
+                    }
+                  },
+                  "altTexts": {
+                    "type": "object",
+                    "description": "The alternative text of images, by media id (each one of the item's or part's `mediaIds`):\nwhat the image shows, for people who cannot see it. The network's own limit applies\n(Bluesky 2000, Mastodon the instance's, usually 1500, X 1000 characters).\n",
+                    "maxProperties": 20,
+                    "propertyNames": {
+                      "type": "string",
+                      "maxLength": 100
+                    },
+                    "additionalProperties": {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 2000
+                    },
+                    "examples": [
+                      {
+                        "med_3Qw7Er1Ty5Ui9Op2As6D": "A wool coat in dark green, on a hanger against a white wall"
+                      }
+                    ]
+                  },
+                  "settings": {
+                    "type": "object",
+                    "description": "Settings for one provider, told apart by `__type`, which must match the channel's\nprovider (`422` otherwise). Required for YouTube and TikTok channels, optional for the\nsandbox. The values are the user's choices: collect them in your UI. Optional choices left\nout are stored with their documented defaults.\n",
+                    "oneOf": [
+                      {
+                        "type": "object",
+                        "title": "YouTube",
+                        "description": "How the video is published on YouTube. The post needs exactly one video.",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type",
+                          "title",
+                          "privacyStatus",
+                          "madeForKids"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "youtube"
+                          },
+                          "title": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 100,
+                            "pattern": "^[^<>]*$",
+                            "description": "The video title (YouTube refuses `<` and `>`)."
+                          },
+                          "description": {
+                            "type": "string",
+                            "maxLength": 5000,
+                            "pattern": "^[^<>]*$",
+                            "description": "The video description; the post's `content` when omitted."
+                          },
+                          "privacyStatus": {
+                            "type": "string",
+                            "description": "`public`, `unlisted` (anyone with the link) or `private`.",
+                            "enum": [
+                              "public",
+                              "unlisted",
+                              "private"
+                            ]
+                          },
+                          "madeForKids": {
+                            "type": "boolean",
+                            "description": "Whether the video is made for children (a declaration YouTube requires)."
+                          },
+                          "tags": {
+                            "type": "array",
+                            "description": "Keywords. YouTube limits all tags together to 500 characters, counting a comma between\ntwo tags and quotation marks around a tag that contains a space (`422` beyond). Stored\nas `[]` when omitted.\n",
+                            "default": [],
+                            "maxItems": 250,
+                            "items": {
+                              "type": "string",
+                              "minLength": 1,
+                              "maxLength": 100
+                            }
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "TikTok",
+                        "description": "How the video is posted to TikTok. Read the channel's creator info first and offer only\nwhat it allows; send the item only when `canPost` is `true`.\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type",
+                          "postMode",
+                          "privacyLevel"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "tiktok"
+                          },
+                          "postMode": {
+                            "type": "string",
+                            "description": "`direct` publishes to the profile; `inbox` sends the video to the creator's TikTok inbox to finish and post in the TikTok app.",
+                            "enum": [
+                              "direct",
+                              "inbox"
+                            ]
+                          },
+                          "privacyLevel": {
+                            "type": "string",
+                            "description": "Who can see the post; must be one of the creator's `privacyLevelOptions`, chosen by the user.",
+                            "enum": [
+                              "PUBLIC_TO_EVERYONE",
+                              "MUTUAL_FOLLOW_FRIENDS",
+                              "FOLLOWER_OF_CREATOR",
+                              "SELF_ONLY"
+                            ]
+                          },
+                          "disableComment": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "Turn comments off. Must be `true` when the creator info says `commentDisabled`. Omitted means `false`."
+                          },
+                          "disableDuet": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "Turn duets off. Must be `true` when the creator info says `duetDisabled`. Omitted means `false`."
+                          },
+                          "disableStitch": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "Turn stitches off. Must be `true` when the creator info says `stitchDisabled`. Omitted means `false`."
+                          },
+                          "brandContentToggle": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "The post is a paid partnership promoting a third-party brand. Omitted means `false`."
+                          },
+                          "brandOrganicToggle": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "The post promotes the creator's own business. Omitted means `false`."
+                          },
+                          "isAiGenerated": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "The content was generated with AI. Omitted means `false`."
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "Sandbox",
+                        "description": "Settings of the built-in sandbox provider, which publishes to a page of this server.",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "sandbox"
+                          },
+                          "outcome": {
+                            "type": "string",
+                            "description": "How publishing ends; `failed` lets you try the failure path. Omitted means `published`.",
+                            "enum": [
+                              "published",
+                              "failed"
+                            ],
+                            "default": "published"
+                          },
+                          "failingPart": {
+                            "type": "integer",
+                            "format": "int32",
+                            "minimum": 1,
+                            "maximum": 25,
+                            "default": 1,
+                            "description": "With `outcome` `failed`, the part of a thread the sandbox refuses (1, the default, is the\npost itself; a first comment is the part after the thread's last); the parts before it\nare published. Lets you try a thread or a first comment that fails midway, and\nscheduling it again after changing this.\n"
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "Bluesky",
+                        "description": "How the post is published on Bluesky: text of up to 300 graphemes (links, mentions and\nhashtags become rich-text facets), up to 4 images of at most 1,000,000 bytes each with its\nalt text (`altTexts`) or one MP4 video of at most 100,000,000 bytes and 3 minutes, and, for\na thread, up to 25 parts.\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "bluesky"
+                          },
+                          "languages": {
+                            "type": "array",
+                            "description": "The post's languages as BCP 47 tags (e.g. `en`, `pt-BR`), at most 3; none when omitted.",
+                            "maxItems": 3,
+                            "uniqueItems": true,
+                            "items": {
+                              "type": "string",
+                              "maxLength": 35,
+                              "pattern": "^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$"
+                            }
+                          },
+                          "linkCard": {
+                            "type": "boolean",
+                            "default": true,
+                            "description": "Whether a post without images shows a card (title, description) of the first link in its\ntext, read from that page when the post is published.\n"
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "Mastodon",
+                        "description": "How the status is published on Mastodon. The limits are the instance's own (characters,\nmedia per status, their types and sizes), read from it; every URL counts as the instance\nsays (23 characters by default).\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "mastodon"
+                          },
+                          "visibility": {
+                            "type": "string",
+                            "enum": [
+                              "public",
+                              "unlisted",
+                              "private",
+                              "direct"
+                            ],
+                            "default": "public",
+                            "description": "Who sees it: `public` (everyone, in public timelines), `unlisted` (everyone, not in\npublic timelines), `private` (followers only), `direct` (the mentioned accounts only).\n"
+                          },
+                          "spoilerText": {
+                            "type": "string",
+                            "maxLength": 1000,
+                            "default": "",
+                            "description": "A content warning shown before the text; counts toward the instance's character limit."
+                          },
+                          "sensitive": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "Hides the media behind a warning."
+                          },
+                          "language": {
+                            "type": "string",
+                            "maxLength": 35,
+                            "pattern": "^[a-z]{2,3}$",
+                            "description": "The text's language as an ISO 639 code (e.g. `en`); the instance guesses when omitted."
+                          },
+                          "focus": {
+                            "type": "object",
+                            "description": "The focal point of images, by media id (each one of the post's or its thread's parts'\n`mediaIds`): the instance crops its previews around it. Leave an image out to crop around\nits centre.\n",
+                            "maxProperties": 100,
+                            "propertyNames": {
+                              "type": "string",
+                              "maxLength": 100
+                            },
+                            "additionalProperties": {
+                              "type": "object",
+                              "description": "A point of an image, from its centre: `x` from -1 (left edge) to 1 (right edge), `y` from\n-1 (bottom edge) to 1 (top edge).\n",
+                              "additionalProperties": false,
+                              "required": [
+                                "x",
+                                "y"
+                              ],
+                              "properties": {
+                                "x": {
+                                  "type": "number",
+                                  "minimum": -1,
+                                  "maximum": 1
+                                },
+                                "y": {
+                                  "type": "number",
+                                  "minimum": -1,
+                                  "maximum": 1
+                                }
+                              }
+                            },
+                            "examples": [
+                              {
+                                "med_3Qw7Er1Ty5Ui9Op2As6D": {
+                                  "x": -0.5,
+                                  "y": 0.25
+                                }
+                              }
+                            ]
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "X",
+                        "description": "How the post is published on X: text of up to 280 characters as X weighs them (most CJK\ncharacters and emoji count twice, every URL 23), up to 4 JPEG, PNG or WebP images of at\nmost 5 MB each with its alt text (`altTexts`), or one GIF of at most 15 MB, or one MP4 or\nQuickTime video of at most 512 MB lasting 0.5 to 140 seconds, and threads as replies.\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "x"
+                          },
+                          "replySettings": {
+                            "type": "string",
+                            "enum": [
+                              "everyone",
+                              "following",
+                              "mentionedUsers",
+                              "subscribers",
+                              "verified"
+                            ],
+                            "default": "everyone",
+                            "description": "Who may reply to the post (each part of a thread alike)."
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "Facebook",
+                        "description": "How the post is published on a Facebook Page: its text (up to 63,206 characters) with, at\nmost, one of a link, up to 10 photos, or one video; a first comment (`firstComment`) is\npublished as the Page's comment on it.\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "facebook"
+                          },
+                          "link": {
+                            "type": "string",
+                            "format": "uri",
+                            "maxLength": 2000,
+                            "description": "A web page shared with the post, shown as a card. Only on a post without media; without\nit, Facebook shows a card of the first link of the text.\n"
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "Instagram",
+                        "description": "How the post is published on an Instagram professional account: its caption (up to 2,200\ncharacters and 30 hashtags), the kind of post, and who it is made with. A first comment\n(`firstComment`) is published as the account's comment on it (not on a story).\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "instagram"
+                          },
+                          "postType": {
+                            "type": "string",
+                            "enum": [
+                              "feed",
+                              "reel",
+                              "story"
+                            ],
+                            "default": "feed",
+                            "description": "`feed`: one image, or a carousel of 2 to 10 images and videos in the order of\n`mediaIds` (a single video is published as a reel, as Instagram does); `reel`: one\nvideo; `story`: one image or video, shown for 24 hours, without its caption.\n"
+                          },
+                          "shareToFeed": {
+                            "type": "boolean",
+                            "default": true,
+                            "description": "Whether a reel is shown in the account's feed too, not only among its reels."
+                          },
+                          "collaborators": {
+                            "type": "array",
+                            "description": "Instagram usernames invited as collaborators (a feed post or reel), at most 3.",
+                            "maxItems": 3,
+                            "uniqueItems": true,
+                            "items": {
+                              "type": "string",
+                              "minLength": 1,
+                              "maxLength": 30,
+                              "pattern": "^[A-Za-z0-9._]+$"
+                            }
+                          },
+                          "userTags": {
+                            "type": "array",
+                            "description": "Accounts tagged on the post's images: each names an image of `mediaIds` and where on it\nthe tag is, from its top left corner (`x`, `y` from 0 to 1). At most 20.\n",
+                            "maxItems": 20,
+                            "items": {
+                              "type": "object",
+                              "additionalProperties": false,
+                              "required": [
+                                "mediaId",
+                                "username",
+                                "x",
+                                "y"
+                              ],
+                              "properties": {
+                                "mediaId": {
+                                  "type": "string",
+                                  "minLength": 1,
+                                  "maxLength": 100,
+                                  "description": "The image tagged (one of the post's `mediaIds`)."
+                                },
+                                "username": {
+                                  "type": "string",
+                                  "minLength": 1,
+                                  "maxLength": 30,
+                                  "pattern": "^[A-Za-z0-9._]+$"
+                                },
+                                "x": {
+                                  "type": "number",
+                                  "minimum": 0,
+                                  "maximum": 1
+                                },
+                                "y": {
+                                  "type": "number",
+                                  "minimum": 0,
+                                  "maximum": 1
+                                }
+                              }
+                            }
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "Threads",
+                        "description": "How the post is published on Threads: text of up to 500 characters (an emoji counted as its\nUTF-8 bytes) with at most 5 links, one image or video or a carousel of 2 to 20 images and\nvideos, and a `thread` of replies (no `firstComment`).\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "threads"
+                          },
+                          "replyControl": {
+                            "type": "string",
+                            "enum": [
+                              "everyone",
+                              "accounts_you_follow",
+                              "mentioned_only"
+                            ],
+                            "default": "everyone",
+                            "description": "Who may reply to the post (each part of a thread alike)."
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "LinkedIn",
+                        "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "linkedin"
+                          },
+                          "visibility": {
+                            "type": "string",
+                            "enum": [
+                              "PUBLIC",
+                              "CONNECTIONS",
+                              "LOGGED_IN"
+                            ],
+                            "default": "PUBLIC",
+                            "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                          },
+                          "disableReshare": {
+                            "type": "boolean",
+                            "default": false,
+                            "description": "Whether others are kept from resharing the post."
+                          },
+                          "documentTitle": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 400,
+                            "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                            "examples": [
+                              "Quarterly results"
+                            ]
+                          }
+                        }
+                      },
+                      {
+                        "type": "object",
+                        "title": "Pinterest",
+                        "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                        "additionalProperties": false,
+                        "required": [
+                          "__type",
+                          "boardId"
+                        ],
+                        "properties": {
+                          "__type": {
+                            "type": "string",
+                            "const": "pinterest"
+                          },
+                          "boardId": {
+                            "type": "string",
+                            "maxLength": 30,
+                            "pattern": "^\\d{1,30}$",
+                            "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                            "examples": [
+                              "549755885175"
+                            ]
+                          },
+                          "boardSectionId": {
+                            "type": "string",
+                            "maxLength": 30,
+                            "pattern": "^\\d{1,30}$",
+                            "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                            "examples": [
+                              "5027629787972154693"
+                            ]
+                          },
+                          "title": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 100,
+                            "description": "The pin's title."
+                          },
+                          "link": {
+                            "type": "string",
+                            "format": "uri",
+                            "maxLength": 2048,
+                            "description": "The web page the pin leads to."
+                          },
+                          "coverImageKeyFrameTime": {
+                            "type": "integer",
+                            "format": "int32",
+                            "minimum": 0,
+                            "maximum": 900,
+                            "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                          }
+                        }
+                      }
+                    ]
+                  },
+                  "thread": {
+                    "type": "array",
+                    "description": "The parts that follow the post's own `content` and `mediaIds` as a thread: each is\npublished, in order, as a reply to the part before it. Only on networks with replies\n(the sandbox so far, up to 10 parts; YouTube and TikTok refuse a `thread` with `422`); each network's\nlimits apply to every part (parts, characters, media per part), and a problem names the\npart, e.g. `posts[0].thread[1].content`. Omitted or empty: a single post.\n",
+                    "maxItems": 24,
+                    "items": {
+                      "type": "object",
+                      "description": "One part of a thread after the first.",
+                      "additionalProperties": false,
+                      "properties": {
+                        "content": {
+                          "type": "string",
+                          "maxLength": 20000,
+                          "description": "The part's text; empty when omitted. The part needs content or media."
+                        },
+                        "mediaIds": {
+                          "type": "array",
+                          "description": "Media to attach to the part, in order.",
+                          "maxItems": 20,
+                          "uniqueItems": true,
+                          "items": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 100
+                          }
+                        },
+                        "altTexts": {
+                          "type": "object",
+                          "description": "The alternative text of images, by media id (each one of the item's or part's `mediaIds`):\nwhat the image shows, for people who cannot see it. The network's own limit applies\n(Bluesky 2000, Mastodon the instance's, usually 1500, X 1000 characters).\n",
+                          "maxProperties": 20,
+                          "propertyNames": {
+                            "type": "string",
+                            "maxLength": 100
+                          },
+                          "additionalProperties": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 2000
+                          },
+                          "examples": [
+                            {
+                              "med_3Qw7Er1Ty5Ui9Op2As6D": "A wool coat in dark green, on a hanger against a white wall"
+                            }
+                          ]
+                        }
+                      }
+                    }
+                  },
+                  "firstComment": {
+                    "type": "object",
+                    "description": "A comment of the account's own, published on the post right after it (a link, hashtags, a\ncall to action kept out of the caption). Only on networks with comments (Facebook,\nInstagram, LinkedIn and the sandbox); the others refuse it with `422` naming `firstComment` (a\nnetwork with replies takes a `thread` instead). The network's own limit of a comment's\nlength applies.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "content"
+                    ],
+                    "properties": {
+                      "content": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 8000,
+                        "description": "The comment's text."
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      },
+      "required": [
+        "id",
+        "body"
+      ],
+      "additionalProperties": false
+    },
+    "outputSchema": {
+      "type": "object",
+      "description": "Posts that repeat by a recurrence rule; each occurrence is a post of its own (`series` on the post).",
+      "required": [
+        "id",
+        "rule",
+        "timeZone",
+        "startsAt",
+        "endsAt",
+        "summary",
+        "posts",
+        "nextOccurrences",
+        "splitFrom",
+        "createdAt",
+        "updatedAt"
+      ],
+      "properties": {
+        "id": {
+          "type": "string",
+          "description": "The series id (`ser_…`).",
+          "examples": [
+            "ser_5Tg2Hy7Uj1Ik4Ol8Pz3X"
+          ]
+        },
+        "rule": {
+          "type": "string",
+          "description": "The RFC 5545 recurrence rule, as `RRULE` text without `DTSTART` (`startsAt`).",
+          "examples": [
+            "FREQ=WEEKLY;BYDAY=MO"
+          ]
+        },
+        "timeZone": {
+          "type": "string",
+          "description": "The IANA time zone the rule counts in (its days, and the local time of day of `startsAt`).",
+          "examples": [
+            "Europe/Berlin"
+          ]
+        },
+        "startsAt": {
+          "type": "string",
+          "format": "date-time",
+          "description": "The first occurrence; the others are at its local time of day unless the rule says otherwise."
+        },
+        "endsAt": {
+          "description": "No occurrence at or after this instant; `null` while the series goes on.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "summary": {
+          "type": "string",
+          "description": "The rule in English words, e.g. `every week on Monday`.",
+          "examples": [
+            "every week on Monday"
+          ]
+        },
+        "posts": {
+          "type": "array",
+          "description": "The post each occurrence makes, per channel, as the request gave it.",
+          "items": {
+            "type": "object",
+            "description": "The post for one channel.",
+            "additionalProperties": false,
+            "required": [
+              "channelId"
+            ],
+            "properties": {
+              "channelId": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 100,
+                "description": "The target channel (`ch_…`)."
+              },
+              "content": {
+                "type": "string",
+                "maxLength": 20000,
+                "description": "The text of the post; empty when omitted. Provider limits apply (TikTok 2200 characters)."
+              },
+              "mediaIds": {
+                "type": "array",
+                "description": "Media to attach, in order (YouTube and TikTok take exactly one video; Bluesky, Mastodon\nand X up to 4 images or one video, of the types and sizes they take).\nA problem with one media names it: `posts[0].mediaIds[2]`.\n",
+                "maxItems": 20,
+                "uniqueItems": true,
+                "items": {
+                  "type": "string",
+                  "minLength": 1,
+                  "maxLength": 100
+                }
+              },
+              "altTexts": {
+                "type": "object",
+                "description": "The alternative text of images, by media id (each one of the item's or part's `mediaIds`):\nwhat the image shows, for people who cannot see it. The network's own limit applies\n(Bluesky 2000, Mastodon the instance's, usually 1500, X 1000 characters).\n",
+                "maxProperties": 20,
+                "propertyNames": {
+                  "type": "string",
+                  "maxLength": 100
+                },
+                "additionalProperties": {
+                  "type": "string",
+                  "minLength": 1,
+                  "maxLength": 2000
+                },
+                "examples": [
+                  {
+                    "med_3Qw7Er1Ty5Ui9Op2As6D": "A wool coat in dark green, on a hanger against a white wall"
+                  }
+                ]
+              },
+              "settings": {
+                "type": "object",
+                "description": "Settings for one provider, told apart by `__type`, which must match the channel's\nprovider (`422` otherwise). Required for YouTube and TikTok channels, optional for the\nsandbox. The values are the user's choices: collect them in your UI. Optional choices left\nout are stored with their documented defaults.\n",
+                "oneOf": [
+                  {
+                    "type": "object",
+                    "title": "YouTube",
+                    "description": "How the video is published on YouTube. The post needs exactly one video.",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type",
+                      "title",
+                      "privacyStatus",
+                      "madeForKids"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "youtube"
+                      },
+                      "title": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 100,
+                        "pattern": "^[^<>]*$",
+                        "description": "The video title (YouTube refuses `<` and `>`)."
+                      },
+                      "description": {
+                        "type": "string",
+                        "maxLength": 5000,
+                        "pattern": "^[^<>]*$",
+                        "description": "The video description; the post's `content` when omitted."
+                      },
+                      "privacyStatus": {
+                        "type": "string",
+                        "description": "`public`, `unlisted` (anyone with the link) or `private`.",
+                        "enum": [
+                          "public",
+                          "unlisted",
+                          "private"
+                        ]
+                      },
+                      "madeForKids": {
+                        "type": "boolean",
+                        "description": "Whether the video is made for children (a declaration YouTube requires)."
+                      },
+                      "tags": {
+                        "type": "array",
+                        "description": "Keywords. YouTube limits all tags together to 500 characters, counting a comma between\ntwo tags and quotation marks around a tag that contains a space (`422` beyond). Stored\nas `[]` when omitted.\n",
+                        "default": [],
+                        "maxItems": 250,
+                        "items": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 100
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "TikTok",
+                    "description": "How the video is posted to TikTok. Read the channel's creator info first and offer only\nwhat it allows; send the item only when `canPost` is `true`.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type",
+                      "postMode",
+                      "privacyLevel"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "tiktok"
+                      },
+                      "postMode": {
+                        "type": "string",
+                        "description": "`direct` publishes to the profile; `inbox` sends the video to the creator's TikTok inbox to finish and post in the TikTok app.",
+                        "enum": [
+                          "direct",
+                          "inbox"
+                        ]
+                      },
+                      "privacyLevel": {
+                        "type": "string",
+                        "description": "Who can see the post; must be one of the creator's `privacyLevelOptions`, chosen by the user.",
+                        "enum": [
+                          "PUBLIC_TO_EVERYONE",
+                          "MUTUAL_FOLLOW_FRIENDS",
+                          "FOLLOWER_OF_CREATOR",
+                          "SELF_ONLY"
+                        ]
+                      },
+                      "disableComment": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Turn comments off. Must be `true` when the creator info says `commentDisabled`. Omitted means `false`."
+                      },
+                      "disableDuet": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Turn duets off. Must be `true` when the creator info says `duetDisabled`. Omitted means `false`."
+                      },
+                      "disableStitch": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Turn stitches off. Must be `true` when the creator info says `stitchDisabled`. Omitted means `false`."
+                      },
+                      "brandContentToggle": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "The post is a paid partnership promoting a third-party brand. Omitted means `false`."
+                      },
+                      "brandOrganicToggle": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "The post promotes the creator's own business. Omitted means `false`."
+                      },
+                      "isAiGenerated": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "The content was generated with AI. Omitted means `false`."
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Sandbox",
+                    "description": "Settings of the built-in sandbox provider, which publishes to a page of this server.",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "sandbox"
+                      },
+                      "outcome": {
+                        "type": "string",
+                        "description": "How publishing ends; `failed` lets you try the failure path. Omitted means `published`.",
+                        "enum": [
+                          "published",
+                          "failed"
+                        ],
+                        "default": "published"
+                      },
+                      "failingPart": {
+                        "type": "integer",
+                        "format": "int32",
+                        "minimum": 1,
+                        "maximum": 25,
+                        "default": 1,
+                        "description": "With `outcome` `failed`, the part of a thread the sandbox refuses (1, the default, is the\npost itself; a first comment is the part after the thread's last); the parts before it\nare published. Lets you try a thread or a first comment that fails midway, and\nscheduling it again after changing this.\n"
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Bluesky",
+                    "description": "How the post is published on Bluesky: text of up to 300 graphemes (links, mentions and\nhashtags become rich-text facets), up to 4 images of at most 1,000,000 bytes each with its\nalt text (`altTexts`) or one MP4 video of at most 100,000,000 bytes and 3 minutes, and, for\na thread, up to 25 parts.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "bluesky"
+                      },
+                      "languages": {
+                        "type": "array",
+                        "description": "The post's languages as BCP 47 tags (e.g. `en`, `pt-BR`), at most 3; none when omitted.",
+                        "maxItems": 3,
+                        "uniqueItems": true,
+                        "items": {
+                          "type": "string",
+                          "maxLength": 35,
+                          "pattern": "^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$"
+                        }
+                      },
+                      "linkCard": {
+                        "type": "boolean",
+                        "default": true,
+                        "description": "Whether a post without images shows a card (title, description) of the first link in its\ntext, read from that page when the post is published.\n"
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Mastodon",
+                    "description": "How the status is published on Mastodon. The limits are the instance's own (characters,\nmedia per status, their types and sizes), read from it; every URL counts as the instance\nsays (23 characters by default).\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "mastodon"
+                      },
+                      "visibility": {
+                        "type": "string",
+                        "enum": [
+                          "public",
+                          "unlisted",
+                          "private",
+                          "direct"
+                        ],
+                        "default": "public",
+                        "description": "Who sees it: `public` (everyone, in public timelines), `unlisted` (everyone, not in\npublic timelines), `private` (followers only), `direct` (the mentioned accounts only).\n"
+                      },
+                      "spoilerText": {
+                        "type": "string",
+                        "maxLength": 1000,
+                        "default": "",
+                        "description": "A content warning shown before the text; counts toward the instance's character limit."
+                      },
+                      "sensitive": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Hides the media behind a warning."
+                      },
+                      "language": {
+                        "type": "string",
+                        "maxLength": 35,
+                        "pattern": "^[a-z]{2,3}$",
+                        "description": "The text's language as an ISO 639 code (e.g. `en`); the instance guesses when omitted."
+                      },
+                      "focus": {
+                        "type": "object",
+                        "description": "The focal point of images, by media id (each one of the post's or its thread's parts'\n`mediaIds`): the instance crops its previews around it. Leave an image out to crop around\nits centre.\n",
+                        "maxProperties": 100,
+                        "propertyNames": {
+                          "type": "string",
+                          "maxLength": 100
+                        },
+                        "additionalProperties": {
+                          "type": "object",
+                          "description": "A point of an image, from its centre: `x` from -1 (left edge) to 1 (right edge), `y` from\n-1 (bottom edge) to 1 (top edge).\n",
+                          "additionalProperties": false,
+                          "required": [
+                            "x",
+                            "y"
+                          ],
+                          "properties": {
+                            "x": {
+                              "type": "number",
+                              "minimum": -1,
+                              "maximum": 1
+                            },
+                            "y": {
+                              "type": "number",
+                              "minimum": -1,
+                              "maximum": 1
+                            }
+                          }
+                        },
+                        "examples": [
+                          {
+                            "med_3Qw7Er1Ty5Ui9Op2As6D": {
+                              "x": -0.5,
+                              "y": 0.25
+                            }
+                          }
+                        ]
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "X",
+                    "description": "How the post is published on X: text of up to 280 characters as X weighs them (most CJK\ncharacters and emoji count twice, every URL 23), up to 4 JPEG, PNG or WebP images of at\nmost 5 MB each with its alt text (`altTexts`), or one GIF of at most 15 MB, or one MP4 or\nQuickTime video of at most 512 MB lasting 0.5 to 140 seconds, and threads as replies.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "x"
+                      },
+                      "replySettings": {
+                        "type": "string",
+                        "enum": [
+                          "everyone",
+                          "following",
+                          "mentionedUsers",
+                          "subscribers",
+                          "verified"
+                        ],
+                        "default": "everyone",
+                        "description": "Who may reply to the post (each part of a thread alike)."
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Facebook",
+                    "description": "How the post is published on a Facebook Page: its text (up to 63,206 characters) with, at\nmost, one of a link, up to 10 photos, or one video; a first comment (`firstComment`) is\npublished as the Page's comment on it.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "facebook"
+                      },
+                      "link": {
+                        "type": "string",
+                        "format": "uri",
+                        "maxLength": 2000,
+                        "description": "A web page shared with the post, shown as a card. Only on a post without media; without\nit, Facebook shows a card of the first link of the text.\n"
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Instagram",
+                    "description": "How the post is published on an Instagram professional account: its caption (up to 2,200\ncharacters and 30 hashtags), the kind of post, and who it is made with. A first comment\n(`firstComment`) is published as the account's comment on it (not on a story).\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "instagram"
+                      },
+                      "postType": {
+                        "type": "string",
+                        "enum": [
+                          "feed",
+                          "reel",
+                          "story"
+                        ],
+                        "default": "feed",
+                        "description": "`feed`: one image, or a carousel of 2 to 10 images and videos in the order of\n`mediaIds` (a single video is published as a reel, as Instagram does); `reel`: one\nvideo; `story`: one image or video, shown for 24 hours, without its caption.\n"
+                      },
+                      "shareToFeed": {
+                        "type": "boolean",
+                        "default": true,
+                        "description": "Whether a reel is shown in the account's feed too, not only among its reels."
+                      },
+                      "collaborators": {
+                        "type": "array",
+                        "description": "Instagram usernames invited as collaborators (a feed post or reel), at most 3.",
+                        "maxItems": 3,
+                        "uniqueItems": true,
+                        "items": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 30,
+                          "pattern": "^[A-Za-z0-9._]+$"
+                        }
+                      },
+                      "userTags": {
+                        "type": "array",
+                        "description": "Accounts tagged on the post's images: each names an image of `mediaIds` and where on it\nthe tag is, from its top left corner (`x`, `y` from 0 to 1). At most 20.\n",
+                        "maxItems": 20,
+                        "items": {
+                          "type": "object",
+                          "additionalProperties": false,
+                          "required": [
+                            "mediaId",
+                            "username",
+                            "x",
+                            "y"
+                          ],
+                          "properties": {
+                            "mediaId": {
+                              "type": "string",
+                              "minLength": 1,
+                              "maxLength": 100,
+                              "description": "The image tagged (one of the post's `mediaIds`)."
+                            },
+                            "username": {
+                              "type": "string",
+                              "minLength": 1,
+                              "maxLength": 30,
+                              "pattern": "^[A-Za-z0-9._]+$"
+                            },
+                            "x": {
+                              "type": "number",
+                              "minimum": 0,
+                              "maximum": 1
+                            },
+                            "y": {
+                              "type": "number",
+                              "minimum": 0,
+                              "maximum": 1
+                            }
+                          }
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Threads",
+                    "description": "How the post is published on Threads: text of up to 500 characters (an emoji counted as its\nUTF-8 bytes) with at most 5 links, one image or video or a carousel of 2 to 20 images and\nvideos, and a `thread` of replies (no `firstComment`).\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "threads"
+                      },
+                      "replyControl": {
+                        "type": "string",
+                        "enum": [
+                          "everyone",
+                          "accounts_you_follow",
+                          "mentioned_only"
+                        ],
+                        "default": "everyone",
+                        "description": "Who may reply to the post (each part of a thread alike)."
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "LinkedIn",
+                    "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "linkedin"
+                      },
+                      "visibility": {
+                        "type": "string",
+                        "enum": [
+                          "PUBLIC",
+                          "CONNECTIONS",
+                          "LOGGED_IN"
+                        ],
+                        "default": "PUBLIC",
+                        "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                      },
+                      "disableReshare": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Whether others are kept from resharing the post."
+                      },
+                      "documentTitle": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 400,
+                        "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                        "examples": [
+                          "Quarterly results"
+                        ]
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Pinterest",
+                    "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type",
+                      "boardId"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "pinterest"
+                      },
+                      "boardId": {
+                        "type": "string",
+                        "maxLength": 30,
+                        "pattern": "^\\d{1,30}$",
+                        "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                        "examples": [
+                          "549755885175"
+                        ]
+                      },
+                      "boardSectionId": {
+                        "type": "string",
+                        "maxLength": 30,
+                        "pattern": "^\\d{1,30}$",
+                        "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                        "examples": [
+                          "5027629787972154693"
+                        ]
+                      },
+                      "title": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 100,
+                        "description": "The pin's title."
+                      },
+                      "link": {
+                        "type": "string",
+                        "format": "uri",
+                        "maxLength": 2048,
+                        "description": "The web page the pin leads to."
+                      },
+                      "coverImageKeyFrameTime": {
+                        "type": "integer",
+                        "format": "int32",
+                        "minimum": 0,
+                        "maximum": 900,
+                        "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                      }
+                    }
+                  }
+                ]
+              },
+              "thread": {
+                "type": "array",
+                "description": "The parts that follow the post's own `content` and `mediaIds` as a thread: each is\npublished, in order, as a reply to the part before it. Only on networks with replies\n(the sandbox so far, up to 10 parts; YouTube and TikTok refuse a `thread` with `422`); each network's\nlimits apply to every part (parts, characters, media per part), and a problem names the\npart, e.g. `posts[0].thread[1].content`. Omitted or empty: a single post.\n",
+                "maxItems": 24,
+                "items": {
+                  "type": "object",
+                  "description": "One part of a thread after the first.",
+                  "additionalProperties": false,
+                  "properties": {
+                    "content": {
+                      "type": "string",
+                      "maxLength": 20000,
+                      "description": "The part's text; empty when omitted. The part needs content or media."
+                    },
+                    "mediaIds": {
+                      "type": "array",
+                      "description": "Media to attach to the part, in order.",
+                      "maxItems": 20,
+                      "uniqueItems": true,
+                      "items": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 100
+                      }
+                    },
+                    "altTexts": {
+                      "type": "object",
+                      "description": "The alternative text of images, by media id (each one of the item's or part's `mediaIds`):\nwhat the image shows, for people who cannot see it. The network's own limit applies\n(Bluesky 2000, Mastodon the instance's, usually 1500, X 1000 characters).\n",
+                      "maxProperties": 20,
+                      "propertyNames": {
+                        "type": "string",
+                        "maxLength": 100
+                      },
+                      "additionalProperties": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 2000
+                      },
+                      "examples": [
+                        {
+                          "med_3Qw7Er1Ty5Ui9Op2As6D": "A wool coat in dark green, on a hanger against a white wall"
+                        }
+                      ]
+                    }
+                  }
+                }
+              },
+              "firstComment": {
+                "type": "object",
+                "description": "A comment of the account's own, published on the post right after it (a link, hashtags, a\ncall to action kept out of the caption). Only on networks with comments (Facebook,\nInstagram, LinkedIn and the sandbox); the others refuse it with `422` naming `firstComment` (a\nnetwork with replies takes a `thread` instead). The network's own limit of a comment's\nlength applies.\n",
+                "additionalProperties": false,
+                "required": [
+                  "content"
+                ],
+                "properties": {
+                  "content": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 8000,
+                    "description": "The comment's text."
+                  }
+                }
+              }
+            }
+          }
+        },
+        "nextOccurrences": {
+          "type": "array",
+          "description": "The next occurrences from now (up to 5), before `endsAt`; `[]` when the series is over.",
+          "items": {
+            "type": "string",
+            "format": "date-time"
+          }
+        },
+        "splitFrom": {
+          "description": "The series this one continues (`POST /public/v1/series/{id}/split`); `null` for a new series.",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "createdAt": {
+          "type": "string",
+          "format": "date-time"
+        },
+        "updatedAt": {
+          "type": "string",
+          "format": "date-time"
+        }
+      }
+    },
+    "annotations": {
+      "readOnlyHint": false,
+      "destructiveHint": false,
+      "idempotentHint": false,
+      "openWorldHint": true
+    },
+    "scopes": [
+      "posts:write"
+    ]
+  },
+  {
+    "name": "endSeries",
+    "title": "End a series",
+    "description": "End a series\n\nEnds the series now: no occurrence is created any more, and the ones still ahead that are\nnot `publishing` are deleted (a `deleted` event each). Published occurrences stay. Ending an\nended series changes nothing.",
+    "operation": {
+      "method": "post",
+      "path": "/public/v1/series/{id}/end",
+      "parameters": [
+        {
+          "name": "id",
+          "in": "path"
+        }
+      ],
+      "hasBody": false
+    },
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "id": {
+          "description": "The series id (`ser_…`). An id of another organization is answered `404` exactly like an unknown id.",
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 100
+        }
+      },
+      "required": [
+        "id"
+      ],
+      "additionalProperties": false
+    },
+    "outputSchema": {
+      "type": "object",
+      "description": "Posts that repeat by a recurrence rule; each occurrence is a post of its own (`series` on the post).",
+      "required": [
+        "id",
+        "rule",
+        "timeZone",
+        "startsAt",
+        "endsAt",
+        "summary",
+        "posts",
+        "nextOccurrences",
+        "splitFrom",
+        "createdAt",
+        "updatedAt"
+      ],
+      "properties": {
+        "id": {
+          "type": "string",
+          "description": "The series id (`ser_…`).",
+          "examples": [
+            "ser_5Tg2Hy7Uj1Ik4Ol8Pz3X"
+          ]
+        },
+        "rule": {
+          "type": "string",
+          "description": "The RFC 5545 recurrence rule, as `RRULE` text without `DTSTART` (`startsAt`).",
+          "examples": [
+            "FREQ=WEEKLY;BYDAY=MO"
+          ]
+        },
+        "timeZone": {
+          "type": "string",
+          "description": "The IANA time zone the rule counts in (its days, and the local time of day of `startsAt`).",
+          "examples": [
+            "Europe/Berlin"
+          ]
+        },
+        "startsAt": {
+          "type": "string",
+          "format": "date-time",
+          "description": "The first occurrence; the others are at its local time of day unless the rule says otherwise."
+        },
+        "endsAt": {
+          "description": "No occurrence at or after this instant; `null` while the series goes on.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "summary": {
+          "type": "string",
+          "description": "The rule in English words, e.g. `every week on Monday`.",
+          "examples": [
+            "every week on Monday"
+          ]
+        },
+        "posts": {
+          "type": "array",
+          "description": "The post each occurrence makes, per channel, as the request gave it.",
+          "items": {
+            "type": "object",
+            "description": "The post for one channel.",
+            "additionalProperties": false,
+            "required": [
+              "channelId"
+            ],
+            "properties": {
+              "channelId": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 100,
+                "description": "The target channel (`ch_…`)."
+              },
+              "content": {
+                "type": "string",
+                "maxLength": 20000,
+                "description": "The text of the post; empty when omitted. Provider limits apply (TikTok 2200 characters)."
+              },
+              "mediaIds": {
+                "type": "array",
+                "description": "Media to attach, in order (YouTube and TikTok take exactly one video; Bluesky, Mastodon\nand X up to 4 images or one video, of the types and sizes they take).\nA problem with one media names it: `posts[0].mediaIds[2]`.\n",
+                "maxItems": 20,
+                "uniqueItems": true,
+                "items": {
+                  "type": "string",
+                  "minLength": 1,
+                  "maxLength": 100
+                }
+              },
+              "altTexts": {
+                "type": "object",
+                "description": "The alternative text of images, by media id (each one of the item's or part's `mediaIds`):\nwhat the image shows, for people who cannot see it. The network's own limit applies\n(Bluesky 2000, Mastodon the instance's, usually 1500, X 1000 characters).\n",
+                "maxProperties": 20,
+                "propertyNames": {
+                  "type": "string",
+                  "maxLength": 100
+                },
+                "additionalProperties": {
+                  "type": "string",
+                  "minLength": 1,
+                  "maxLength": 2000
+                },
+                "examples": [
+                  {
+                    "med_3Qw7Er1Ty5Ui9Op2As6D": "A wool coat in dark green, on a hanger against a white wall"
+                  }
+                ]
+              },
+              "settings": {
+                "type": "object",
+                "description": "Settings for one provider, told apart by `__type`, which must match the channel's\nprovider (`422` otherwise). Required for YouTube and TikTok channels, optional for the\nsandbox. The values are the user's choices: collect them in your UI. Optional choices left\nout are stored with their documented defaults.\n",
+                "oneOf": [
+                  {
+                    "type": "object",
+                    "title": "YouTube",
+                    "description": "How the video is published on YouTube. The post needs exactly one video.",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type",
+                      "title",
+                      "privacyStatus",
+                      "madeForKids"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "youtube"
+                      },
+                      "title": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 100,
+                        "pattern": "^[^<>]*$",
+                        "description": "The video title (YouTube refuses `<` and `>`)."
+                      },
+                      "description": {
+                        "type": "string",
+                        "maxLength": 5000,
+                        "pattern": "^[^<>]*$",
+                        "description": "The video description; the post's `content` when omitted."
+                      },
+                      "privacyStatus": {
+                        "type": "string",
+                        "description": "`public`, `unlisted` (anyone with the link) or `private`.",
+                        "enum": [
+                          "public",
+                          "unlisted",
+                          "private"
+                        ]
+                      },
+                      "madeForKids": {
+                        "type": "boolean",
+                        "description": "Whether the video is made for children (a declaration YouTube requires)."
+                      },
+                      "tags": {
+                        "type": "array",
+                        "description": "Keywords. YouTube limits all tags together to 500 characters, counting a comma between\ntwo tags and quotation marks around a tag that contains a space (`422` beyond). Stored\nas `[]` when omitted.\n",
+                        "default": [],
+                        "maxItems": 250,
+                        "items": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 100
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "TikTok",
+                    "description": "How the video is posted to TikTok. Read the channel's creator info first and offer only\nwhat it allows; send the item only when `canPost` is `true`.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type",
+                      "postMode",
+                      "privacyLevel"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "tiktok"
+                      },
+                      "postMode": {
+                        "type": "string",
+                        "description": "`direct` publishes to the profile; `inbox` sends the video to the creator's TikTok inbox to finish and post in the TikTok app.",
+                        "enum": [
+                          "direct",
+                          "inbox"
+                        ]
+                      },
+                      "privacyLevel": {
+                        "type": "string",
+                        "description": "Who can see the post; must be one of the creator's `privacyLevelOptions`, chosen by the user.",
+                        "enum": [
+                          "PUBLIC_TO_EVERYONE",
+                          "MUTUAL_FOLLOW_FRIENDS",
+                          "FOLLOWER_OF_CREATOR",
+                          "SELF_ONLY"
+                        ]
+                      },
+                      "disableComment": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Turn comments off. Must be `true` when the creator info says `commentDisabled`. Omitted means `false`."
+                      },
+                      "disableDuet": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Turn duets off. Must be `true` when the creator info says `duetDisabled`. Omitted means `false`."
+                      },
+                      "disableStitch": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Turn stitches off. Must be `true` when the creator info says `stitchDisabled`. Omitted means `false`."
+                      },
+                      "brandContentToggle": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "The post is a paid partnership promoting a third-party brand. Omitted means `false`."
+                      },
+                      "brandOrganicToggle": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "The post promotes the creator's own business. Omitted means `false`."
+                      },
+                      "isAiGenerated": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "The content was generated with AI. Omitted means `false`."
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Sandbox",
+                    "description": "Settings of the built-in sandbox provider, which publishes to a page of this server.",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "sandbox"
+                      },
+                      "outcome": {
+                        "type": "string",
+                        "description": "How publishing ends; `failed` lets you try the failure path. Omitted means `published`.",
+                        "enum": [
+                          "published",
+                          "failed"
+                        ],
+                        "default": "published"
+                      },
+                      "failingPart": {
+                        "type": "integer",
+                        "format": "int32",
+                        "minimum": 1,
+                        "maximum": 25,
+                        "default": 1,
+                        "description": "With `outcome` `failed`, the part of a thread the sandbox refuses (1, the default, is the\npost itself; a first comment is the part after the thread's last); the parts before it\nare published. Lets you try a thread or a first comment that fails midway, and\nscheduling it again after changing this.\n"
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Bluesky",
+                    "description": "How the post is published on Bluesky: text of up to 300 graphemes (links, mentions and\nhashtags become rich-text facets), up to 4 images of at most 1,000,000 bytes each with its\nalt text (`altTexts`) or one MP4 video of at most 100,000,000 bytes and 3 minutes, and, for\na thread, up to 25 parts.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "bluesky"
+                      },
+                      "languages": {
+                        "type": "array",
+                        "description": "The post's languages as BCP 47 tags (e.g. `en`, `pt-BR`), at most 3; none when omitted.",
+                        "maxItems": 3,
+                        "uniqueItems": true,
+                        "items": {
+                          "type": "string",
+                          "maxLength": 35,
+                          "pattern": "^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$"
+                        }
+                      },
+                      "linkCard": {
+                        "type": "boolean",
+                        "default": true,
+                        "description": "Whether a post without images shows a card (title, description) of the first link in its\ntext, read from that page when the post is published.\n"
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Mastodon",
+                    "description": "How the status is published on Mastodon. The limits are the instance's own (characters,\nmedia per status, their types and sizes), read from it; every URL counts as the instance\nsays (23 characters by default).\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "mastodon"
+                      },
+                      "visibility": {
+                        "type": "string",
+                        "enum": [
+                          "public",
+                          "unlisted",
+                          "private",
+                          "direct"
+                        ],
+                        "default": "public",
+                        "description": "Who sees it: `public` (everyone, in public timelines), `unlisted` (everyone, not in\npublic timelines), `private` (followers only), `direct` (the mentioned accounts only).\n"
+                      },
+                      "spoilerText": {
+                        "type": "string",
+                        "maxLength": 1000,
+                        "default": "",
+                        "description": "A content warning shown before the text; counts toward the instance's character limit."
+                      },
+                      "sensitive": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Hides the media behind a warning."
+                      },
+                      "language": {
+                        "type": "string",
+                        "maxLength": 35,
+                        "pattern": "^[a-z]{2,3}$",
+                        "description": "The text's language as an ISO 639 code (e.g. `en`); the instance guesses when omitted."
+                      },
+                      "focus": {
+                        "type": "object",
+                        "description": "The focal point of images, by media id (each one of the post's or its thread's parts'\n`mediaIds`): the instance crops its previews around it. Leave an image out to crop around\nits centre.\n",
+                        "maxProperties": 100,
+                        "propertyNames": {
+                          "type": "string",
+                          "maxLength": 100
+                        },
+                        "additionalProperties": {
+                          "type": "object",
+                          "description": "A point of an image, from its centre: `x` from -1 (left edge) to 1 (right edge), `y` from\n-1 (bottom edge) to 1 (top edge).\n",
+                          "additionalProperties": false,
+                          "required": [
+                            "x",
+                            "y"
+                          ],
+                          "properties": {
+                            "x": {
+                              "type": "number",
+                              "minimum": -1,
+                              "maximum": 1
+                            },
+                            "y": {
+                              "type": "number",
+                              "minimum": -1,
+                              "maximum": 1
+                            }
+                          }
+                        },
+                        "examples": [
+                          {
+                            "med_3Qw7Er1Ty5Ui9Op2As6D": {
+                              "x": -0.5,
+                              "y": 0.25
+                            }
+                          }
+                        ]
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "X",
+                    "description": "How the post is published on X: text of up to 280 characters as X weighs them (most CJK\ncharacters and emoji count twice, every URL 23), up to 4 JPEG, PNG or WebP images of at\nmost 5 MB each with its alt text (`altTexts`), or one GIF of at most 15 MB, or one MP4 or\nQuickTime video of at most 512 MB lasting 0.5 to 140 seconds, and threads as replies.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "x"
+                      },
+                      "replySettings": {
+                        "type": "string",
+                        "enum": [
+                          "everyone",
+                          "following",
+                          "mentionedUsers",
+                          "subscribers",
+                          "verified"
+                        ],
+                        "default": "everyone",
+                        "description": "Who may reply to the post (each part of a thread alike)."
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Facebook",
+                    "description": "How the post is published on a Facebook Page: its text (up to 63,206 characters) with, at\nmost, one of a link, up to 10 photos, or one video; a first comment (`firstComment`) is\npublished as the Page's comment on it.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "facebook"
+                      },
+                      "link": {
+                        "type": "string",
+                        "format": "uri",
+                        "maxLength": 2000,
+                        "description": "A web page shared with the post, shown as a card. Only on a post without media; without\nit, Facebook shows a card of the first link of the text.\n"
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Instagram",
+                    "description": "How the post is published on an Instagram professional account: its caption (up to 2,200\ncharacters and 30 hashtags), the kind of post, and who it is made with. A first comment\n(`firstComment`) is published as the account's comment on it (not on a story).\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "instagram"
+                      },
+                      "postType": {
+                        "type": "string",
+                        "enum": [
+                          "feed",
+                          "reel",
+                          "story"
+                        ],
+                        "default": "feed",
+                        "description": "`feed`: one image, or a carousel of 2 to 10 images and videos in the order of\n`mediaIds` (a single video is published as a reel, as Instagram does); `reel`: one\nvideo; `story`: one image or video, shown for 24 hours, without its caption.\n"
+                      },
+                      "shareToFeed": {
+                        "type": "boolean",
+                        "default": true,
+                        "description": "Whether a reel is shown in the account's feed too, not only among its reels."
+                      },
+                      "collaborators": {
+                        "type": "array",
+                        "description": "Instagram usernames invited as collaborators (a feed post or reel), at most 3.",
+                        "maxItems": 3,
+                        "uniqueItems": true,
+                        "items": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 30,
+                          "pattern": "^[A-Za-z0-9._]+$"
+                        }
+                      },
+                      "userTags": {
+                        "type": "array",
+                        "description": "Accounts tagged on the post's images: each names an image of `mediaIds` and where on it\nthe tag is, from its top left corner (`x`, `y` from 0 to 1). At most 20.\n",
+                        "maxItems": 20,
+                        "items": {
+                          "type": "object",
+                          "additionalProperties": false,
+                          "required": [
+                            "mediaId",
+                            "username",
+                            "x",
+                            "y"
+                          ],
+                          "properties": {
+                            "mediaId": {
+                              "type": "string",
+                              "minLength": 1,
+                              "maxLength": 100,
+                              "description": "The image tagged (one of the post's `mediaIds`)."
+                            },
+                            "username": {
+                              "type": "string",
+                              "minLength": 1,
+                              "maxLength": 30,
+                              "pattern": "^[A-Za-z0-9._]+$"
+                            },
+                            "x": {
+                              "type": "number",
+                              "minimum": 0,
+                              "maximum": 1
+                            },
+                            "y": {
+                              "type": "number",
+                              "minimum": 0,
+                              "maximum": 1
+                            }
+                          }
+                        }
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Threads",
+                    "description": "How the post is published on Threads: text of up to 500 characters (an emoji counted as its\nUTF-8 bytes) with at most 5 links, one image or video or a carousel of 2 to 20 images and\nvideos, and a `thread` of replies (no `firstComment`).\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "threads"
+                      },
+                      "replyControl": {
+                        "type": "string",
+                        "enum": [
+                          "everyone",
+                          "accounts_you_follow",
+                          "mentioned_only"
+                        ],
+                        "default": "everyone",
+                        "description": "Who may reply to the post (each part of a thread alike)."
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "LinkedIn",
+                    "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "linkedin"
+                      },
+                      "visibility": {
+                        "type": "string",
+                        "enum": [
+                          "PUBLIC",
+                          "CONNECTIONS",
+                          "LOGGED_IN"
+                        ],
+                        "default": "PUBLIC",
+                        "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                      },
+                      "disableReshare": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Whether others are kept from resharing the post."
+                      },
+                      "documentTitle": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 400,
+                        "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                        "examples": [
+                          "Quarterly results"
+                        ]
+                      }
+                    }
+                  },
+                  {
+                    "type": "object",
+                    "title": "Pinterest",
+                    "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                    "additionalProperties": false,
+                    "required": [
+                      "__type",
+                      "boardId"
+                    ],
+                    "properties": {
+                      "__type": {
+                        "type": "string",
+                        "const": "pinterest"
+                      },
+                      "boardId": {
+                        "type": "string",
+                        "maxLength": 30,
+                        "pattern": "^\\d{1,30}$",
+                        "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                        "examples": [
+                          "549755885175"
+                        ]
+                      },
+                      "boardSectionId": {
+                        "type": "string",
+                        "maxLength": 30,
+                        "pattern": "^\\d{1,30}$",
+                        "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                        "examples": [
+                          "5027629787972154693"
+                        ]
+                      },
+                      "title": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 100,
+                        "description": "The pin's title."
+                      },
+                      "link": {
+                        "type": "string",
+                        "format": "uri",
+                        "maxLength": 2048,
+                        "description": "The web page the pin leads to."
+                      },
+                      "coverImageKeyFrameTime": {
+                        "type": "integer",
+                        "format": "int32",
+                        "minimum": 0,
+                        "maximum": 900,
+                        "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                      }
+                    }
+                  }
+                ]
+              },
+              "thread": {
+                "type": "array",
+                "description": "The parts that follow the post's own `content` and `mediaIds` as a thread: each is\npublished, in order, as a reply to the part before it. Only on networks with replies\n(the sandbox so far, up to 10 parts; YouTube and TikTok refuse a `thread` with `422`); each network's\nlimits apply to every part (parts, characters, media per part), and a problem names the\npart, e.g. `posts[0].thread[1].content`. Omitted or empty: a single post.\n",
+                "maxItems": 24,
+                "items": {
+                  "type": "object",
+                  "description": "One part of a thread after the first.",
+                  "additionalProperties": false,
+                  "properties": {
+                    "content": {
+                      "type": "string",
+                      "maxLength": 20000,
+                      "description": "The part's text; empty when omitted. The part needs content or media."
+                    },
+                    "mediaIds": {
+                      "type": "array",
+                      "description": "Media to attach to the part, in order.",
+                      "maxItems": 20,
+                      "uniqueItems": true,
+                      "items": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 100
+                      }
+                    },
+                    "altTexts": {
+                      "type": "object",
+                      "description": "The alternative text of images, by media id (each one of the item's or part's `mediaIds`):\nwhat the image shows, for people who cannot see it. The network's own limit applies\n(Bluesky 2000, Mastodon the instance's, usually 1500, X 1000 characters).\n",
+                      "maxProperties": 20,
+                      "propertyNames": {
+                        "type": "string",
+                        "maxLength": 100
+                      },
+                      "additionalProperties": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 2000
+                      },
+                      "examples": [
+                        {
+                          "med_3Qw7Er1Ty5Ui9Op2As6D": "A wool coat in dark green, on a hanger against a white wall"
+                        }
+                      ]
+                    }
+                  }
+                }
+              },
+              "firstComment": {
+                "type": "object",
+                "description": "A comment of the account's own, published on the post right after it (a link, hashtags, a\ncall to action kept out of the caption). Only on networks with comments (Facebook,\nInstagram, LinkedIn and the sandbox); the others refuse it with `422` naming `firstComment` (a\nnetwork with replies takes a `thread` instead). The network's own limit of a comment's\nlength applies.\n",
+                "additionalProperties": false,
+                "required": [
+                  "content"
+                ],
+                "properties": {
+                  "content": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 8000,
+                    "description": "The comment's text."
+                  }
+                }
+              }
+            }
+          }
+        },
+        "nextOccurrences": {
+          "type": "array",
+          "description": "The next occurrences from now (up to 5), before `endsAt`; `[]` when the series is over.",
+          "items": {
+            "type": "string",
+            "format": "date-time"
+          }
+        },
+        "splitFrom": {
+          "description": "The series this one continues (`POST /public/v1/series/{id}/split`); `null` for a new series.",
+          "anyOf": [
+            {
+              "type": "string"
             },
             {
               "type": "null"

@@ -495,6 +495,163 @@ export interface paths {
         patch: operations["changePostStatus"];
         trace?: never;
     };
+    "/public/v1/posts/{id}/skip": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example post_4Ki7Lo1Pm3Nj8Bh5Gv2C
+                 */
+                id: components["parameters"]["PostId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Skip an occurrence of a series
+         * @description Makes one occurrence of a series (a post with `series`) `skipped`: it is not published, and
+         *     the series never creates it again. The post stays, with a `skipped` event in its history.
+         *     Skipping a `skipped` post changes nothing. Refused with `409` for a post that is no
+         *     occurrence of a series (make it a `draft` or delete it instead) and for a post that is
+         *     `publishing` or `published`.
+         */
+        post: operations["skipPost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a recurring series
+         * @description Posts that repeat by an RFC 5545 recurrence rule (`rule`) in a time zone (`timeZone`): every
+         *     occurrence is created as its own post per channel of `posts` (each a `scheduled` post with
+         *     `series`), ahead of time up to the server's horizon (`RECURRING_HORIZON_DAYS`, 14 days by
+         *     default), and the series goes on creating them as time passes. The first occurrence is at
+         *     `startsAt`, and the others at its local time of day in `timeZone` (a rule may set
+         *     `BYHOUR` and `BYMINUTE` instead), also across daylight-saving changes.
+         *
+         *     Each occurrence can be edited (`PATCH /public/v1/posts/{id}`), moved or skipped
+         *     (`POST /public/v1/posts/{id}/skip`) on its own; `POST /public/v1/series/{id}/split` changes
+         *     the series from an occurrence on and `POST /public/v1/series/{id}/end` ends it.
+         *
+         *     **Never a burst.** An occurrence that could not be published within the grace period after
+         *     its time (`RECURRING_GRACE_MINUTES`, 30 by default), because the server was down, is
+         *     `skipped` with a `skipped` event saying why, and never published late in a row with others.
+         *     Each occurrence is checked like a post of `POST /public/v1/posts` (the networks' rules, and
+         *     the channel's daily quota: an occurrence the quota has no room for is `skipped`).
+         *
+         *     The rule is `RRULE` text (with or without the `RRULE:` prefix) without `DTSTART`, which
+         *     `startsAt` gives; `FREQ` is `HOURLY` at the most frequent, and `COUNT` and `UNTIL` end the
+         *     series as `endsAt` does. A rule that is not valid is refused with `422` naming `rule`.
+         */
+        post: operations["createSeries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/series/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The series id (`ser_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example ser_5Tg2Hy7Uj1Ik4Ol8Pz3X
+                 */
+                id: components["parameters"]["SeriesId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a series
+         * @description A series with its next occurrences. Its posts are listed by `GET /public/v1/posts`, each
+         *     with `series`.
+         */
+        get: operations["getSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/series/{id}/split": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The series id (`ser_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example ser_5Tg2Hy7Uj1Ik4Ol8Pz3X
+                 */
+                id: components["parameters"]["SeriesId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change a series from an occurrence on
+         * @description Ends the series at `from` and continues it from there as a new series, with the `rule`,
+         *     `timeZone` and `posts` given (each omitted one is kept). The occurrences at or after `from`
+         *     that are not `publishing` or `published` are deleted and created again by the new series
+         *     (a `deleted` event each); the earlier ones, and every published one, stay as they are.
+         *     `from` is usually an occurrence's `series.occurrenceAt`, and the new series' first
+         *     occurrence: its local time of day is the new series' time of day. `from` more than 1
+         *     minute in the past is refused with `422`, as is a series already ended before `from`
+         *     (`409`).
+         */
+        post: operations["splitSeries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/series/{id}/end": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The series id (`ser_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example ser_5Tg2Hy7Uj1Ik4Ol8Pz3X
+                 */
+                id: components["parameters"]["SeriesId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End a series
+         * @description Ends the series now: no occurrence is created any more, and the ones still ahead that are
+         *     not `publishing` are deleted (a `deleted` event each). Published occurrences stay. Ending an
+         *     ended series changes nothing.
+         */
+        post: operations["endSeries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/public/v1/media": {
         parameters: {
             query?: never;
@@ -1414,17 +1571,28 @@ export interface components {
          *     - `scheduled`: will be published at `scheduledAt`;
          *     - `publishing`: being sent to the network now;
          *     - `published`: on the network (`releaseId`, `releaseUrl`);
-         *     - `failed`: publishing failed (`error` says why).
+         *     - `failed`: publishing failed (`error` says why);
+         *     - `skipped`: an occurrence of a series that will not be published: skipped by a person
+         *       (`POST /public/v1/posts/{id}/skip`), or missed by more than the grace period while the
+         *       server was down, or refused by the channel's daily quota (its `skipped` event says why).
          *
          *     You can move a post between `draft` and `scheduled` (`draft → scheduled` needs a
          *     `scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a
          *     failed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it
          *     (`failed → draft`); the same status again changes nothing. `publishing`, `published` and
          *     `failed` are set by the publisher only; a `publishing` or `published` post cannot be
-         *     changed (`409`).
+         *     changed (`409`), nor can a `skipped` one.
+         *
+         *     Extensible: statuses may be added within v1, so handle unknown values (for example by
+         *     showing the post without its actions); the values this version knows are those of
+         *     `KnownPostStatus`.
+         */
+        PostStatus: components["schemas"]["KnownPostStatus"] | string;
+        /**
+         * @description The statuses of this version of the contract.
          * @enum {string}
          */
-        PostStatus: "draft" | "scheduled" | "publishing" | "published" | "failed";
+        KnownPostStatus: "draft" | "scheduled" | "publishing" | "published" | "failed" | "skipped";
         /** @description One post to one channel. */
         Post: {
             /**
@@ -1490,6 +1658,8 @@ export interface components {
             releaseUrl: string | null;
             /** @description Why publishing failed, with a code for programs and a message for people; `null` unless `failed`. */
             error: components["schemas"]["PostError"] | null;
+            /** @description The series the post is an occurrence of; absent on a post of no series. */
+            series?: components["schemas"]["PostSeries"];
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1529,7 +1699,8 @@ export interface components {
          *     its `releaseId` and `releaseUrl`, as is the post's own content before its first comment;
          *     `published` follows the last part's); `comment_published`
          *     (the first comment was published, with its `releaseId` and `releaseUrl`); `published`;
-         *     `failed` (`error`); `deleted`. More types may be added within v1.
+         *     `failed` (`error`); `deleted`; `skipped` (an occurrence of a series will not be published,
+         *     `reason` says why). More types may be added within v1.
          * @example published
          */
         PostEventType: string;
@@ -1591,6 +1762,100 @@ export interface components {
             data: components["schemas"]["Post"][];
             /** @description Pass it as `cursor` for the next page; `null` on the last page. */
             nextCursor: string | null;
+        };
+        /** @description Posts that repeat by a recurrence rule; each occurrence is a post of its own (`series` on the post). */
+        Series: {
+            /**
+             * @description The series id (`ser_…`).
+             * @example ser_5Tg2Hy7Uj1Ik4Ol8Pz3X
+             */
+            id: string;
+            /**
+             * @description The RFC 5545 recurrence rule, as `RRULE` text without `DTSTART` (`startsAt`).
+             * @example FREQ=WEEKLY;BYDAY=MO
+             */
+            rule: string;
+            /**
+             * @description The IANA time zone the rule counts in (its days, and the local time of day of `startsAt`).
+             * @example Europe/Berlin
+             */
+            timeZone: string;
+            /**
+             * Format: date-time
+             * @description The first occurrence; the others are at its local time of day unless the rule says otherwise.
+             */
+            startsAt: string;
+            /**
+             * Format: date-time
+             * @description No occurrence at or after this instant; `null` while the series goes on.
+             */
+            endsAt: string | null;
+            /**
+             * @description The rule in English words, e.g. `every week on Monday`.
+             * @example every week on Monday
+             */
+            summary: string;
+            /** @description The post each occurrence makes, per channel, as the request gave it. */
+            posts: components["schemas"]["PostItem"][];
+            /** @description The next occurrences from now (up to 5), before `endsAt`; `[]` when the series is over. */
+            nextOccurrences: string[];
+            /** @description The series this one continues (`POST /public/v1/series/{id}/split`); `null` for a new series. */
+            splitFrom: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description The series a post is an occurrence of. */
+        PostSeries: {
+            /** @description The series id (`ser_…`). */
+            id: string;
+            /**
+             * Format: date-time
+             * @description The occurrence the post is, by the series' rule; it stays when the post is moved to another time.
+             */
+            occurrenceAt: string;
+        };
+        /** @description A series: its rule, its time zone, its first occurrence and the post each occurrence makes per channel. */
+        CreateSeriesRequest: {
+            /**
+             * @description The RFC 5545 recurrence rule (`RRULE` text without `DTSTART`), e.g. `FREQ=WEEKLY;BYDAY=MO,TH` or `FREQ=MONTHLY;BYMONTHDAY=1`.
+             * @example FREQ=WEEKLY;BYDAY=MO
+             */
+            rule: string;
+            /**
+             * @description An IANA time zone name (`Europe/Berlin`, `America/New_York`, `UTC`).
+             * @example Europe/Berlin
+             */
+            timeZone: string;
+            /**
+             * Format: date-time
+             * @description The first occurrence; more than 1 minute in the past is refused with `422`.
+             * @example 2026-12-07T08:00:00.000Z
+             */
+            startsAt: string;
+            /**
+             * Format: date-time
+             * @description No occurrence at or after this instant; omitted, the series goes on until ended.
+             */
+            endsAt?: string;
+            /** @description The post each occurrence makes, one item per channel, checked like the items of `POST /public/v1/posts`. */
+            posts: components["schemas"]["PostItem"][];
+        };
+        /** @description The series from `from` on; each field omitted is kept. */
+        SplitSeriesRequest: {
+            /**
+             * Format: date-time
+             * @description The first occurrence of the new series (usually an occurrence's `series.occurrenceAt`).
+             * @example 2026-12-14T08:00:00.000Z
+             */
+            from: string;
+            /** @description The new recurrence rule. */
+            rule?: string;
+            /** @description The new time zone. */
+            timeZone?: string;
+            /** @description The new post of each occurrence, per channel. */
+            posts?: components["schemas"]["PostItem"][];
         };
         /**
          * @description A union discriminated by `type`: `schedule` requires `date`; `now` and `draft` take it
@@ -2784,6 +3049,11 @@ export interface components {
     };
     parameters: {
         /**
+         * @description The series id (`ser_…`). An id of another organization is answered `404` exactly like an unknown id.
+         * @example ser_5Tg2Hy7Uj1Ik4Ol8Pz3X
+         */
+        SeriesId: string;
+        /**
          * @description The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.
          * @example post_4Ki7Lo1Pm3Nj8Bh5Gv2C
          */
@@ -3242,7 +3512,7 @@ export interface operations {
                  *       "failed"
                  *     ]
                  */
-                status?: components["schemas"]["PostStatus"][];
+                status?: components["schemas"]["KnownPostStatus"][];
                 /**
                  * @description Only the posts created by one create call.
                  * @example grp_6Nm1Bv8Cx3Zl5Kj9Hg2F
@@ -3601,6 +3871,205 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    skipPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example post_4Ki7Lo1Pm3Nj8Bh5Gv2C
+                 */
+                id: components["parameters"]["PostId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The post, now `skipped`. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Post"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createSeries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSeriesRequest"];
+            };
+        };
+        responses: {
+            /** @description The series; its occurrences within the horizon exist as posts. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSeries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The series id (`ser_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example ser_5Tg2Hy7Uj1Ik4Ol8Pz3X
+                 */
+                id: components["parameters"]["SeriesId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The series. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    splitSeries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The series id (`ser_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example ser_5Tg2Hy7Uj1Ik4Ol8Pz3X
+                 */
+                id: components["parameters"]["SeriesId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SplitSeriesRequest"];
+            };
+        };
+        responses: {
+            /** @description The new series, which continues the old one from `from` (`splitFrom`). */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    endSeries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The series id (`ser_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example ser_5Tg2Hy7Uj1Ik4Ol8Pz3X
+                 */
+                id: components["parameters"]["SeriesId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The series, with its `endsAt`. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

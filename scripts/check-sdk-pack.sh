@@ -48,6 +48,7 @@ import Service, {
   type Media,
   type Post,
   type PostStatus,
+  type Series,
   type TikTokCreatorInfo,
   type TikTokSettings,
   type YouTubeSettings,
@@ -93,6 +94,16 @@ export async function everyMethod(video: Uint8Array): Promise<void> {
   // @ts-expect-error only draft and scheduled can be set
   await service.changePostStatus(post.id, 'published');
   const deleted: void = await service.deletePost(post.id);
+  const series: Series = await service.createSeries({
+    rule: 'FREQ=WEEKLY;BYDAY=MO',
+    timeZone: 'Europe/Berlin',
+    startsAt: '2030-12-02T08:00:00.000Z',
+    posts: [{ channelId: 'ch_sandbox', content: 'Monday tip' }],
+  });
+  const next: string[] = (await service.getSeries(series.id)).nextOccurrences;
+  const split: Series = await service.splitSeries(series.id, { from: '2030-12-16T08:00:00.000Z', rule: 'FREQ=WEEKLY;BYDAY=WE' });
+  const ended: string | null = (await service.endSeries(split.id)).endsAt;
+  const skipped: PostStatus = (await service.skipPost(post.id)).status;
 
   const media: Media = await service.upload(video, 'winter.mp4', { signal: AbortSignal.timeout(60_000) });
   const fromUrl: Media = await service.uploadFromUrl('https://cdn.example.org/poster.jpg');

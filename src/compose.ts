@@ -25,6 +25,7 @@ import { OutboundClient } from './net/outbound-client.js';
 import type { Resolver } from './net/remote-fetch.js';
 import { createProviders, type ProviderOverrides, type Providers } from './providers/registry.js';
 import { Publisher, PUBLISHER_QUEUES } from './publisher/worker.js';
+import { planDueSeries } from './recurring/planning.js';
 import type { WebhookContext } from './webhooks/deliveries.js';
 import { WebhookDeliverer } from './webhooks/deliverer.js';
 import { WebhookManagement } from './webhooks/management.js';
@@ -84,6 +85,7 @@ const QUEUES = [
   ...WEBHOOK_QUEUES,
   ...MAIL_QUEUES,
   { name: 'housekeeping' as const, options: { retryLimit: 0 } },
+  { name: 'plan-series' as const, options: { retryLimit: 0 } },
 ];
 
 /**
@@ -229,6 +231,8 @@ async function startWorkers(
     await sendDigests(ctx, ctx.clock.now());
   });
   await queue.schedule('mail-digest', DIGEST_CRON);
+  await queue.work('plan-series', { pollingIntervalSeconds: 5 }, () => planDueSeries(ctx));
+  await queue.schedule('plan-series', '*/15 * * * *');
   return { publisher, webhookWorker, mailWorker };
 }
 

@@ -88,6 +88,11 @@ const SDK_METHODS: Record<string, string> = {
   getPostHistory: 'postHistory',
   schedulePost: 'schedulePost',
   changePostStatus: 'changePostStatus',
+  skipPost: 'skipPost',
+  createSeries: 'createSeries',
+  getSeries: 'getSeries',
+  splitSeries: 'splitSeries',
+  endSeries: 'endSeries',
   listMedia: 'listMedia',
   uploadFromUrl: 'uploadFromUrl',
   createUpload: 'upload',
@@ -140,7 +145,7 @@ function requestPathMatches(requested: string, template: string): boolean {
 
 describe('every operation of the reference has its request samples', () => {
   it('a curl sample and an @service/sdk sample on each Public API operation, each sending the request of its operation', () => {
-    expect(PUBLIC).toHaveLength(30);
+    expect(PUBLIC).toHaveLength(35);
     for (const operation of PUBLIC) {
       const curl = operation.samples.filter(isCurl);
       const sdk = operation.samples.filter((sample) => sample.lang === 'TypeScript' && sample.label === '@service/sdk');
@@ -307,6 +312,28 @@ async function newPost(type: 'draft' | 'schedule'): Promise<string> {
   return created.data[0]!.id;
 }
 
+/** A weekly series on the sandbox channel, starting at `startsAt`. */
+function newSeries(startsAt = '2030-12-02T08:00:00.000Z'): Promise<Schemas['Series']> {
+  return dataOf(
+    api.POST('/public/v1/series', {
+      body: {
+        rule: 'FREQ=WEEKLY',
+        timeZone: 'Europe/Berlin',
+        startsAt,
+        posts: [{ channelId: sandboxChannel, content: 'A series of the samples' }],
+      },
+    }),
+    201,
+  );
+}
+
+/** The first occurrence of a new series that starts tomorrow (within the horizon, so it exists as a post). */
+async function newOccurrence(): Promise<string> {
+  const series = await newSeries(new Date(server.clock.now().getTime() + 86_400_000).toISOString());
+  const posts = await dataOf(api.GET('/public/v1/posts', { params: { query: { limit: 100 } } }), 200);
+  return posts.data.find((post) => post.series?.id === series.id)!.id;
+}
+
 /** A signed upload whose bytes arrived, not completed yet. */
 async function uploadedBytes(): Promise<string> {
   const bytes = fs.readFileSync(videoFile);
@@ -369,6 +396,11 @@ const PUBLIC_FIXTURES: Record<string, () => Env | Promise<Env>> = {
   getPostHistory: async () => ({ POST: await newPost('schedule') }),
   schedulePost: async () => ({ POST: await newPost('draft') }),
   changePostStatus: async () => ({ POST: await newPost('schedule') }),
+  skipPost: async () => ({ POST: await newOccurrence() }),
+  createSeries: () => ({ CHANNEL: sandboxChannel }),
+  getSeries: async () => ({ SERIES: (await newSeries()).id }),
+  splitSeries: async () => ({ SERIES: (await newSeries()).id }),
+  endSeries: async () => ({ SERIES: (await newSeries()).id }),
   listMedia: () => ({}),
   uploadFromUrl: () => ({ FILE_URL: `${files.origin}/campaigns/winter/poster.png` }),
   createUpload: () => ({ FILE: videoFile }),
@@ -398,6 +430,7 @@ const PUBLIC_EFFECTS: Record<string, (env: Env) => Promise<void>> = {
     expect(media.data.map(({ id }) => id)).not.toContain(env.MEDIA);
   },
   changePostStatus: async (env) => expect((await dataOf(post(env.POST), 200)).status).toBe('draft'),
+  skipPost: async (env) => expect((await dataOf(post(env.POST), 200)).status).toBe('skipped'),
 };
 
 /** Each OAuth sample's variables: a registered app, and a code or a token issued to it. */

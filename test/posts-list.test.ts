@@ -19,7 +19,7 @@ afterAll(() => server?.close());
 interface Listed {
   id: string;
   channelId: string;
-  status: PostStatus;
+  status: string;
   scheduledAt: string | null;
   group: string;
 }

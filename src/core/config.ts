@@ -17,6 +17,7 @@ import { readMedia, type MediaConfig } from './config/media.js';
 import { readMetrics, type MetricsConfig } from './config/metrics.js';
 import { readPinterest, type PinterestConfig } from './config/pinterest.js';
 import { readPublisher, type PublisherConfig } from './config/publisher.js';
+import { readRecurring, type RecurringConfig } from './config/recurring.js';
 import { readRetention, type RetentionSettings } from './config/retention.js';
 import { readRuntime, type RuntimeSettings } from './config/runtime.js';
 import { readSandbox, type SandboxConfig } from './config/sandbox.js';
@@ -75,6 +76,7 @@ export interface Config extends ServerSettings, DatabaseSettings, RuntimeSetting
   tracing: TracingConfig | undefined;
   /** How long finished jobs and settled webhook deliveries are kept. */
   retention: RetentionSettings;
+  recurring: RecurringConfig;
 }
 
 export class ConfigError extends Error {
@@ -109,6 +111,7 @@ export function loadConfig(env: Env = process.env): Config {
     metrics: readMetrics(read),
     tracing: readTracing(read),
     retention: readRetention(read),
+    recurring: readRecurring(read),
   };
   if (read.problems.length > 0) {
     throw new ConfigError(`Invalid configuration:\n  - ${read.problems.join('\n  - ')}`);

@@ -31,6 +31,7 @@ export type IdPrefix =
   | 'key'
   | 'invite'
   | 'ch'
+  | 'ser'
   | 'post'
   | 'grp'
   | 'med'

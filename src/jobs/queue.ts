@@ -20,6 +20,8 @@ export interface Jobs {
   'send-mail': { kind: string; to: string; sealed?: string };
   /** Plan the day's digest mail of every member who chose it and has notifications waiting (see src/mail/digest.ts). */
   'mail-digest': Record<string, never>;
+  /** Create the occurrences of recurring series up to their horizon. */
+  'plan-series': Record<string, never>;
   /** Housekeeping that used to run inside requests. */
   housekeeping: Record<string, never>;
 }

@@ -18,7 +18,9 @@ export type PostEventType =
   | 'comment_published'
   | 'published'
   | 'failed'
-  | 'deleted';
+  | 'deleted'
+  /** An occurrence of a series that will not be published (`reason` says why). */
+  | 'skipped';
 
 /** What an event says beyond its type. */
 export interface PostEventDetails {

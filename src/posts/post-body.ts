@@ -38,6 +38,9 @@ export function toPostBody(post: PostRow): PostBody {
     releaseId: post.release_id,
     releaseUrl: post.release_url,
     error: post.error_code === null ? null : { code: post.error_code, message: post.error_message ?? '' },
+    ...(post.series_id && post.occurrence_at
+      ? { series: { id: post.series_id, occurrenceAt: post.occurrence_at.toISOString() } }
+      : {}),
     createdAt: post.created_at.toISOString(),
     updatedAt: post.updated_at.toISOString(),
   };

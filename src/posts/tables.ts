@@ -33,6 +33,9 @@ export interface PostTable {
   lease_until: Timestamp | null;
   /** When an attempt that met a passing failure goes on. */
   next_attempt_at: Timestamp | null;
+  /** The series the post is an occurrence of, and which occurrence (`null` for a post of no series). */
+  series_id: ColumnType<string | null, string | null | undefined, string | null>;
+  occurrence_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   created_at: CreatedAt;
   updated_at: Timestamp;
 }

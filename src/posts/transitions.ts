@@ -13,6 +13,8 @@ export const USER_TRANSITIONS: Readonly<Record<PostStatus, readonly PostStatus[]
   failed: ['scheduled', 'draft'],
   publishing: [],
   published: [],
+  // An occurrence of a series that will not be published; the series never creates it again.
+  skipped: [],
 };
 
 /** A post's content, media and settings may be edited until it is on its way to the network. */
@@ -41,6 +43,9 @@ export function assertNotOnTheNetwork(status: PostStatus): void {
     throw new ConflictError(
       'The post is published; it can no longer be changed (deleting it removes our record only).',
     );
+  }
+  if (status === 'skipped') {
+    throw new ConflictError('The post is a skipped occurrence of its series; it can no longer be changed.');
   }
 }
 

@@ -8,6 +8,7 @@ import type { MediaContext } from '../media/storage.js';
 import { recordPostEvent } from '../posts/events.js';
 import type { Outcome } from '../providers/publishing-contract.js';
 import { allNetworks, type ProvidersContext } from '../providers/registry.js';
+import { isMissedOccurrence, skipMissedOccurrences } from './missed-occurrences.js';
 import {
   claimPosts,
   countRetry,
@@ -183,9 +184,13 @@ export class Publisher {
   }
 
   /** Claims the loaded posts that are free to take (see claimPosts), each with the event of its claim. */
-  private claim(loaded: LoadedPost[]): Promise<Map<string, ClaimedPost>> {
-    const { db, clock } = this.ctx;
-    return claimPosts(db, loaded, this.id, this.settings.leaseMs, clock.now(), (post) => this.claimEvent(post));
+  private async claim(loaded: LoadedPost[]): Promise<Map<string, ClaimedPost>> {
+    const { db, clock, config } = this.ctx;
+    const now = clock.now();
+    const missed = loaded.filter(({ post }) => isMissedOccurrence(post, now, config.recurring.graceMs));
+    await skipMissedOccurrences(db, missed, now, config.recurring.graceMs);
+    const due = loaded.filter((entry) => !missed.includes(entry));
+    return claimPosts(db, due, this.id, this.settings.leaseMs, now, (post) => this.claimEvent(post));
   }
 
   /** Renews the post's lease every third of its length while this worker publishes it. */

@@ -38,6 +38,15 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   deletePost: { method: 'DELETE', path: '/public/v1/posts/post_probe' },
   schedulePost: { method: 'POST', path: '/public/v1/posts/post_probe/schedule', body: { scheduledAt: FAR_FUTURE } },
   changePostStatus: { method: 'PATCH', path: '/public/v1/posts/post_probe/status', body: { status: 'draft' } },
+  skipPost: { method: 'POST', path: '/public/v1/posts/post_probe/skip' },
+  createSeries: {
+    method: 'POST',
+    path: '/public/v1/series',
+    body: { rule: 'FREQ=WEEKLY', timeZone: 'UTC', startsAt: FAR_FUTURE, posts: [{ channelId: 'ch_probe' }] },
+  },
+  getSeries: { method: 'GET', path: '/public/v1/series/ser_probe' },
+  splitSeries: { method: 'POST', path: '/public/v1/series/ser_probe/split', body: { from: FAR_FUTURE } },
+  endSeries: { method: 'POST', path: '/public/v1/series/ser_probe/end' },
   listMedia: { method: 'GET', path: '/public/v1/media' },
   uploadFromUrl: {
     method: 'POST',

@@ -32,6 +32,7 @@ import * as roles from './2026-11-27-18-roles.js';
 import * as retention from './2026-11-27-19-retention.js';
 import * as audit from './2026-11-28-02-audit.js';
 import * as lifecycle from './2026-11-28-03-lifecycle.js';
+import * as recurring from './2026-11-28-05-recurring.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -68,4 +69,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-19-retention': retention,
   '2026-11-28-02-audit': audit,
   '2026-11-28-03-lifecycle': lifecycle,
+  '2026-11-28-05-recurring': recurring,
 };

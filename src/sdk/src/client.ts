@@ -12,6 +12,7 @@ import type {
   ConnectionStatus,
   CreatePostRequest,
   CreatePostResponse,
+  CreateSeriesRequest,
   Media,
   MediaContentType,
   MediaListQuery,
@@ -25,6 +26,8 @@ import type {
   PostFilters,
   PostHistoryQuery,
   PostPage,
+  Series,
+  SplitSeriesRequest,
   TikTokAnalytics,
   TikTokAnalyticsQuery,
   TikTokCreatorInfo,
@@ -409,6 +412,63 @@ export default class Service {
    */
   async deletePost(id: string, options?: RequestOptions): Promise<void> {
     await this.api.DELETE('/public/v1/posts/{id}', { ...this.init(options), params: { path: { id } } });
+  }
+
+  /**
+   * Skips one occurrence of a series: it is not published, and the series never creates it again.
+   *
+   * `POST /public/v1/posts/{id}/skip`
+   */
+  async skipPost(id: string, options?: RequestOptions): Promise<Post> {
+    return dataOf(
+      await this.api.POST('/public/v1/posts/{id}/skip', { ...this.init(options), params: { path: { id } } }),
+    );
+  }
+
+  /**
+   * Creates a recurring series: posts repeated by an RFC 5545 rule in a time zone, each occurrence a
+   * post of its own, created ahead of time.
+   *
+   * `POST /public/v1/series`
+   */
+  async createSeries(series: CreateSeriesRequest, options?: RequestOptions): Promise<Series> {
+    return dataOf(await this.api.POST('/public/v1/series', { ...this.init(options), body: series }));
+  }
+
+  /**
+   * A series, with its next occurrences.
+   *
+   * `GET /public/v1/series/{id}`
+   */
+  async getSeries(id: string, options?: RequestOptions): Promise<Series> {
+    return dataOf(await this.api.GET('/public/v1/series/{id}', { ...this.init(options), params: { path: { id } } }));
+  }
+
+  /**
+   * Changes a series from an occurrence on: the series ends at `from`, and the new one it answers
+   * continues it with the changes.
+   *
+   * `POST /public/v1/series/{id}/split`
+   */
+  async splitSeries(id: string, changes: SplitSeriesRequest, options?: RequestOptions): Promise<Series> {
+    return dataOf(
+      await this.api.POST('/public/v1/series/{id}/split', {
+        ...this.init(options),
+        params: { path: { id } },
+        body: changes,
+      }),
+    );
+  }
+
+  /**
+   * Ends a series now; its occurrences still ahead are deleted.
+   *
+   * `POST /public/v1/series/{id}/end`
+   */
+  async endSeries(id: string, options?: RequestOptions): Promise<Series> {
+    return dataOf(
+      await this.api.POST('/public/v1/series/{id}/end', { ...this.init(options), params: { path: { id } } }),
+    );
   }
 
   /**

@@ -39,8 +39,23 @@ export type ChannelQuota = Schemas['ChannelQuota'];
 /** The answer of `Service.quota`: `{ data: ChannelQuota[] }`. */
 export type ChannelQuotaList = Schemas['ChannelQuotaList'];
 
-/** Where a post is in its life: `draft`, `scheduled`, `publishing`, `published` or `failed`. */
-export type PostStatus = Schemas['PostStatus'];
+/**
+ * Where a post is in its life: `draft`, `scheduled`, `publishing`, `published`, `failed` or `skipped`,
+ * or a status added within v1 after this version.
+ */
+export type PostStatus = KnownPostStatus | (string & {});
+
+/** The statuses this version of the contract knows. */
+export type KnownPostStatus = Schemas['KnownPostStatus'];
+
+/** Posts repeated by a recurrence rule (`Service.createSeries`); each occurrence is a post of its own. */
+export type Series = Schemas['Series'];
+
+/** The body of `Service.createSeries`: the rule, its time zone, the first occurrence and the posts. */
+export type CreateSeriesRequest = Schemas['CreateSeriesRequest'];
+
+/** The body of `Service.splitSeries`: from which occurrence on, and what changes. */
+export type SplitSeriesRequest = Schemas['SplitSeriesRequest'];
 
 /** One post to one channel. */
 export type Post = Schemas['Post'];
