@@ -34,7 +34,7 @@ describeInChromium('the Posts pages in a real browser (Chromium)', () => {
     return created.data[0]!.id;
   }
 
-  async function statusOf(id: string): Promise<PostStatus> {
+  async function statusOf(id: string): Promise<string> {
     const api = publicApi(server, org.auth);
     return (await dataOf(api.GET('/public/v1/posts/{id}', { params: { path: { id } } }), 200)).status;
   }

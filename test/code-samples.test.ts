@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createApiKey } from '../src/accounts/api-keys.js';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
 import { parseYaml, SPEC_FILES } from '../src/core/contract.js';
 import type { Client } from 'openapi-fetch';
@@ -88,6 +89,8 @@ const SDK_METHODS: Record<string, string> = {
   getPostHistory: 'postHistory',
   schedulePost: 'schedulePost',
   changePostStatus: 'changePostStatus',
+  approvePost: 'approvePost',
+  rejectPost: 'rejectPost',
   listMedia: 'listMedia',
   uploadFromUrl: 'uploadFromUrl',
   createUpload: 'upload',
@@ -307,6 +310,20 @@ async function newPost(type: 'draft' | 'schedule'): Promise<string> {
   return created.data[0]!.id;
 }
 
+let contributorApi: Client<paths> | undefined;
+
+/** A post a contributor asked to publish, waiting for approval. */
+async function pendingPost(): Promise<string> {
+  if (!contributorApi) {
+    const { secret } = await createApiKey(server.ctx.db, org.id, 'Contributor of the samples', { role: 'contributor' });
+    contributorApi = publicApi(server, { Authorization: `Bearer ${secret}` });
+  }
+  const post = { date: '2030-12-01T09:30:00.000Z', content: 'A post of the samples', channelIds: [sandboxChannel] };
+  const created = await dataOf(contributorApi.POST('/public/v1/posts', { body: { type: 'schedule', ...post } }), 201);
+  expect(created.data[0]!.status).toBe('pending_approval');
+  return created.data[0]!.id;
+}
+
 /** A signed upload whose bytes arrived, not completed yet. */
 async function uploadedBytes(): Promise<string> {
   const bytes = fs.readFileSync(videoFile);
@@ -369,6 +386,8 @@ const PUBLIC_FIXTURES: Record<string, () => Env | Promise<Env>> = {
   getPostHistory: async () => ({ POST: await newPost('schedule') }),
   schedulePost: async () => ({ POST: await newPost('draft') }),
   changePostStatus: async () => ({ POST: await newPost('schedule') }),
+  approvePost: async () => ({ POST: await pendingPost() }),
+  rejectPost: async () => ({ POST: await pendingPost() }),
   listMedia: () => ({}),
   uploadFromUrl: () => ({ FILE_URL: `${files.origin}/campaigns/winter/poster.png` }),
   createUpload: () => ({ FILE: videoFile }),
@@ -398,6 +417,8 @@ const PUBLIC_EFFECTS: Record<string, (env: Env) => Promise<void>> = {
     expect(media.data.map(({ id }) => id)).not.toContain(env.MEDIA);
   },
   changePostStatus: async (env) => expect((await dataOf(post(env.POST), 200)).status).toBe('draft'),
+  approvePost: async (env) => expect((await dataOf(post(env.POST), 200)).status).toBe('scheduled'),
+  rejectPost: async (env) => expect((await dataOf(post(env.POST), 200)).status).toBe('draft'),
 };
 
 /** Each OAuth sample's variables: a registered app, and a code or a token issued to it. */

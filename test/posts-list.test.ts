@@ -19,7 +19,8 @@ afterAll(() => server?.close());
 interface Listed {
   id: string;
   channelId: string;
-  status: PostStatus;
+  /** An extensible value: the statuses of `PostStatus` and any added later. */
+  status: string;
   scheduledAt: string | null;
   group: string;
 }

@@ -1,5 +1,4 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
-import type { PostStatus } from '../src/core/contract.js';
 import { START_WINDOW_MS } from '../src/publisher/start-limit.js';
 import type { JobQueue } from '../src/jobs/queue.js';
 import { publicApi } from './support/api.js';
@@ -52,7 +51,7 @@ async function createNow(channelId: string, count: number): Promise<string[]> {
   return dataOf(created, 201).data.map((post) => post.id);
 }
 
-async function statuses(ids: string[]): Promise<PostStatus[]> {
+async function statuses(ids: string[]): Promise<string[]> {
   return Promise.all(ids.map(async (id) => dataOf(await api().GET('/public/v1/posts/{id}', byId(id))).status));
 }
 

@@ -20,7 +20,7 @@ type Schemas = components['schemas'];
 /** The social networks a channel can belong to. */
 export type Provider = Schemas['KnownProvider'];
 /** Where a post is in its life. */
-export type PostStatus = Schemas['PostStatus'];
+export type PostStatus = Schemas['KnownPostStatus'];
 export type ChannelStatus = Schemas['KnownChannelStatus'];
 /** The file types media can have, recognised from their bytes. */
 export type MediaContentType = Schemas['KnownMediaContentType'];
@@ -67,5 +67,5 @@ export const POST_CONTENT_MAX_LENGTH = (() => {
   };
   return spec.components.schemas.PostItem.properties.content.maxLength;
 })();
-export const POST_STATUSES = enumValues('PostStatus');
+export const POST_STATUSES = enumValues('KnownPostStatus');
 export const MEDIA_CONTENT_TYPES = enumValues('KnownMediaContentType');

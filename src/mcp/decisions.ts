@@ -34,6 +34,9 @@ export const TOOL_DECISIONS: Readonly<Record<string, ToolDecision>> = {
   getPostHistory: tool,
   schedulePost: tool,
   changePostStatus: tool,
+  // An agent acts with the role of the member who approved it: an editor's agent reviews as they may.
+  approvePost: tool,
+  rejectPost: tool,
   listMedia: tool,
   uploadFromUrl: tool,
   createUpload: tool,

@@ -18,7 +18,10 @@ export type PostEventType =
   | 'comment_published'
   | 'published'
   | 'failed'
-  | 'deleted';
+  | 'deleted'
+  | 'pending_approval'
+  | 'approved'
+  | 'rejected';
 
 /** What an event says beyond its type. */
 export interface PostEventDetails {
@@ -32,6 +35,8 @@ export interface PostEventDetails {
   logId?: string;
   /** The part of a thread, from 1 (the post's own content). */
   part?: number;
+  /** What the reviewer said to the author (`rejected`). */
+  comment?: string;
 }
 
 /**

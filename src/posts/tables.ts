@@ -33,6 +33,8 @@ export interface PostTable {
   lease_until: Timestamp | null;
   /** When an attempt that met a passing failure goes on. */
   next_attempt_at: Timestamp | null;
+  /** Who asked for the post to be published when it went to `pending_approval` (see approval.ts). */
+  submitted_by_user_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: Timestamp;
 }

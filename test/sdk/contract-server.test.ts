@@ -38,6 +38,8 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   deletePost: { method: 'DELETE', path: '/public/v1/posts/post_probe' },
   schedulePost: { method: 'POST', path: '/public/v1/posts/post_probe/schedule', body: { scheduledAt: FAR_FUTURE } },
   changePostStatus: { method: 'PATCH', path: '/public/v1/posts/post_probe/status', body: { status: 'draft' } },
+  approvePost: { method: 'POST', path: '/public/v1/posts/post_probe/approve', body: {} },
+  rejectPost: { method: 'POST', path: '/public/v1/posts/post_probe/reject', body: { comment: 'Probe' } },
   listMedia: { method: 'GET', path: '/public/v1/media' },
   uploadFromUrl: {
     method: 'POST',

@@ -39,8 +39,14 @@ export type ChannelQuota = Schemas['ChannelQuota'];
 /** The answer of `Service.quota`: `{ data: ChannelQuota[] }`. */
 export type ChannelQuotaList = Schemas['ChannelQuotaList'];
 
-/** Where a post is in its life: `draft`, `scheduled`, `publishing`, `published` or `failed`. */
+/**
+ * Where a post is in its life: `draft`, `pending_approval`, `scheduled`, `publishing`, `published` or
+ * `failed`, or a status added later (extensible: handle unknown values).
+ */
 export type PostStatus = Schemas['PostStatus'];
+
+/** The statuses this version of the contract knows (`PostStatus` may name others). */
+export type KnownPostStatus = Schemas['KnownPostStatus'];
 
 /** One post to one channel. */
 export type Post = Schemas['Post'];
@@ -95,6 +101,12 @@ export type UpdatePostRequest = Schemas['UpdatePostRequest'];
 
 /** The body of `Service.changePostStatus`: the status to move a post to, `draft` or `scheduled`. */
 export type ChangePostStatusRequest = Schemas['ChangePostStatusRequest'];
+
+/** The body of `Service.approvePost`: publish at the post's `scheduledAt` (the default) or `now`. */
+export type ApprovePostRequest = Schemas['ApprovePostRequest'];
+
+/** The body of `Service.rejectPost`: the comment for the post's author. */
+export type RejectPostRequest = Schemas['RejectPostRequest'];
 
 /** The body of `Service.schedulePost`: when to publish. */
 export type SchedulePostRequest = Schemas['SchedulePostRequest'];
