@@ -102,8 +102,9 @@ export function assertCan(actor: Pick<Actor, 'role'>, permission: Permission, wh
 /**
  * The permission each Public API operation needs, from the OAuth scope the contract names for it: a
  * `read` scope is the permission of the same name, `posts:write` is drafting for the operations that
- * a contributor may call on drafts (the posts' own rules then refuse the rest) and publishing for the
- * others. `undefined`: any credential may call it.
+ * a contributor may call on drafts, where asking to schedule means asking for approval (the posts' own
+ * rules then refuse the rest), and publishing for the others (approving and rejecting among them).
+ * `undefined`: any credential may call it.
  */
 export function operationPermission(operationId: string, scope: string | undefined): Permission | undefined {
   if (scope === undefined) return undefined;
