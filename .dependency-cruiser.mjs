@@ -5,7 +5,8 @@
 const CORE = '^src/core/';
 const INFRASTRUCTURE = '^src/(db|crypto|net|jobs)/';
 const FRAMEWORK = '^src/(http|pages)/';
-const FEATURES = '^src/(accounts|channels|media|providers|posts|publisher|webhooks|oauth|mcp|mail|lifecycle|audit|recurring)/';
+const FEATURES =
+  '^src/(accounts|channels|media|providers|posts|publisher|webhooks|oauth|mcp|mail|lifecycle|audit|recurring)/';
 const PEOPLE = '^src/web/';
 const COMPOSITION = '^src/[^/]+\\.ts$';
 const ENTRY = '^src/(main\\.ts|cli/)';

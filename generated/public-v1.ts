@@ -292,6 +292,10 @@ export interface paths {
          *     is kept as their `scheduledAt`). If the body's shape is wrong (for example `schedule`
          *     without `date`) the answer is `400 validation_failed`.
          *
+         *     A credential acting with the `contributor` role may create `schedule` and `now` posts: they
+         *     are created `pending_approval` (with `date`, or now, as their `scheduledAt`) and published
+         *     only once an editor approves them (`POST /public/v1/posts/{id}/approve`).
+         *
          *     **Settings come from the user.** The values of `settings` (titles, privacy, interaction
          *     toggles) are choices of the person posting: collect them in your UI, don't invent them.
          *     For a TikTok direct post, first call
@@ -646,6 +650,70 @@ export interface paths {
          *     ended series changes nothing.
          */
         post: operations["endSeries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/posts/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example post_4Ki7Lo1Pm3Nj8Bh5Gv2C
+                 */
+                id: components["parameters"]["PostId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a post waiting for approval
+         * @description Approves a `pending_approval` post (a contributor's): it becomes `scheduled` and is published
+         *     at its `scheduledAt` (`when: scheduled`, the default), or at once (`when: now`). Approving at
+         *     a `scheduledAt` more than 1 minute in the past is refused (`422`): approve it for now, or
+         *     set a new time with `POST /public/v1/posts/{id}/schedule` (which approves it too). The
+         *     channel's daily quota is checked as for any scheduling (`422`).
+         *
+         *     Needs the `editor` role or above (`403` for a contributor or viewer). A post that is not
+         *     `pending_approval` is `409`. The post's history records `approved` then `scheduled`.
+         */
+        post: operations["approvePost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/posts/{id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example post_4Ki7Lo1Pm3Nj8Bh5Gv2C
+                 */
+                id: components["parameters"]["PostId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a post waiting for approval
+         * @description Rejects a `pending_approval` post with a comment for its author: the post becomes a `draft`
+         *     again, keeping its content and `scheduledAt`, and its history records `rejected` with the
+         *     `comment`. The author may change it and ask again.
+         *
+         *     Needs the `editor` role or above (`403` for a contributor or viewer). A post that is not
+         *     `pending_approval` is `409`.
+         */
+        post: operations["rejectPost"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1007,6 +1075,69 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "post.pending_approval": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A post waits for approval
+         * @description A contributor asked for the post to be published: it is `pending_approval` until an editor approves or rejects it. The body is the post as `GET /public/v1/posts/{id}` returns it
+         *     right after the change. Events of one post reach one endpoint in the order they happened.
+         */
+        post: operations["eventPostPendingApproval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "post.approved": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A post is approved
+         * @description An editor approved a post that waited for approval; it is `scheduled` (a `post.scheduled` event follows). The body is the post as `GET /public/v1/posts/{id}` returns it
+         *     right after the change. Events of one post reach one endpoint in the order they happened.
+         */
+        post: operations["eventPostApproved"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "post.rejected": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A post is rejected
+         * @description An editor rejected a post that waited for approval; it is a `draft` again (the comment is in its history). The body is the post as `GET /public/v1/posts/{id}` returns it
+         *     right after the change. Events of one post reach one endpoint in the order they happened.
+         */
+        post: operations["eventPostRejected"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "post.publishing": {
         parameters: {
             query?: never;
@@ -1225,7 +1356,8 @@ export interface components {
         };
         /**
          * @description An event a webhook endpoint can receive: `post.scheduled`, `post.publishing`,
-         *     `post.published`, `post.failed`, `post.deleted`, `channel.connected`,
+         *     `post.published`, `post.failed`, `post.deleted`, `post.pending_approval`, `post.approved`,
+         *     `post.rejected`, `channel.connected`,
          *     `channel.needs_reconnect`, `channel.expiring`, or `webhook.test` (sent by the test operation only). More types may be added within v1: ignore a type you don't know.
          * @example post.published
          */
@@ -1277,14 +1409,14 @@ export interface components {
              * @description An absolute `https://` or `http://` URL, without credentials.
              */
             url: string;
-            eventTypes: ("post.scheduled" | "post.publishing" | "post.published" | "post.failed" | "post.deleted" | "channel.connected" | "channel.needs_reconnect" | "channel.expiring")[];
+            eventTypes: ("post.scheduled" | "post.publishing" | "post.published" | "post.failed" | "post.deleted" | "post.pending_approval" | "post.approved" | "post.rejected" | "channel.connected" | "channel.needs_reconnect" | "channel.expiring")[];
             /** @description Your note about the endpoint (an empty string is none). */
             description?: string;
         };
         UpdateWebhookRequest: {
             /** Format: uri */
             url?: string;
-            eventTypes?: ("post.scheduled" | "post.publishing" | "post.published" | "post.failed" | "post.deleted" | "channel.connected" | "channel.needs_reconnect" | "channel.expiring")[];
+            eventTypes?: ("post.scheduled" | "post.publishing" | "post.published" | "post.failed" | "post.deleted" | "post.pending_approval" | "post.approved" | "post.rejected" | "channel.connected" | "channel.needs_reconnect" | "channel.expiring")[];
             /** @description Your note about the endpoint; an empty string removes it. */
             description?: string;
             enabled?: boolean;
@@ -1345,7 +1477,7 @@ export interface components {
         /** @description A change of a post, with the post as the API returns it right after the change. */
         PostWebhookEvent: {
             /** @enum {string} */
-            type: "post.scheduled" | "post.publishing" | "post.published" | "post.failed" | "post.deleted";
+            type: "post.scheduled" | "post.publishing" | "post.published" | "post.failed" | "post.deleted" | "post.pending_approval" | "post.approved" | "post.rejected";
             /**
              * Format: date-time
              * @description When it happened.
@@ -1438,9 +1570,12 @@ export interface components {
          *     approved its app. Credentials made before roles existed act as `owner`.
          *
          *     - `owner`, `admin`: every operation;
-         *     - `editor`: posts (create, schedule, publish, change, delete) and media, and reads channels;
-         *     - `contributor`: creates and changes drafts (not scheduled or published posts: `schedule` and
-         *       `now` are refused), deletes drafts, uploads media, and reads posts, media and channels;
+         *     - `editor`: posts (create, schedule, publish, change, delete, approve and reject) and media,
+         *       and reads channels;
+         *     - `contributor`: creates and changes drafts and submits them for approval (a create of type
+         *       `schedule` or `now`, or a move to `scheduled`, makes the post `pending_approval`, which an
+         *       editor approves or rejects), takes its pending posts back, deletes drafts, uploads media, and
+         *       reads posts, media and channels; it cannot change scheduled, published or failed posts;
          *     - `viewer`: reads posts, media and channels.
          *
          *     Webhooks are for `owner` and `admin` only. More roles may be added within v1: treat an unknown
@@ -1568,6 +1703,9 @@ export interface components {
          * @description Where a post is in its life:
          *
          *     - `draft`: saved, will not be published;
+         *     - `pending_approval`: a contributor asked for it to be published (at `scheduledAt`); it waits
+         *       for an editor, admin or owner to approve it (`POST /public/v1/posts/{id}/approve`) or
+         *       reject it (`POST /public/v1/posts/{id}/reject`), and is not published until approved;
          *     - `scheduled`: will be published at `scheduledAt`;
          *     - `publishing`: being sent to the network now;
          *     - `published`: on the network (`releaseId`, `releaseUrl`);
@@ -1579,9 +1717,11 @@ export interface components {
          *     You can move a post between `draft` and `scheduled` (`draft → scheduled` needs a
          *     `scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a
          *     failed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it
-         *     (`failed → draft`); the same status again changes nothing. `publishing`, `published` and
-         *     `failed` are set by the publisher only; a `publishing` or `published` post cannot be
-         *     changed (`409`), nor can a `skipped` one.
+         *     (`failed → draft`); the same status again changes nothing. A credential acting with the
+         *     `contributor` role that asks for `scheduled` (or creates a post of type `schedule` or `now`)
+         *     gets `pending_approval` instead, and may take a pending post back (`pending_approval → draft`).
+         *     `publishing`, `published` and `failed` are set by the publisher only; a `publishing` or
+         *     `published` post cannot be changed (`409`), nor can a `skipped` one.
          *
          *     Extensible: statuses may be added within v1, so handle unknown values (for example by
          *     showing the post without its actions); the values this version knows are those of
@@ -1592,7 +1732,7 @@ export interface components {
          * @description The statuses of this version of the contract.
          * @enum {string}
          */
-        KnownPostStatus: "draft" | "scheduled" | "publishing" | "published" | "failed" | "skipped";
+        KnownPostStatus: "draft" | "pending_approval" | "scheduled" | "publishing" | "published" | "failed" | "skipped";
         /** @description One post to one channel. */
         Post: {
             /**
@@ -1700,7 +1840,9 @@ export interface components {
          *     `published` follows the last part's); `comment_published`
          *     (the first comment was published, with its `releaseId` and `releaseUrl`); `published`;
          *     `failed` (`error`); `deleted`; `skipped` (an occurrence of a series will not be published,
-         *     `reason` says why). More types may be added within v1.
+         *     `reason` says why); `pending_approval` (a contributor asked for it to be published: it waits
+         *     for approval); `approved` (an editor approved it: `scheduled` follows); `rejected` (an editor
+         *     sent it back to draft, with a `comment`). More types may be added within v1.
          * @example published
          */
         PostEventType: string;
@@ -1748,6 +1890,8 @@ export interface components {
             part?: number;
             /** @description What the network said besides (`published`), e.g. that the creator finishes the post in the app. */
             note?: string;
+            /** @description What the reviewer said to the author (`rejected`). */
+            comment?: string;
             error?: components["schemas"]["PostError"];
             /** @description The network's reference of the exchange, for its support (`retrying`, `failed`). */
             logId?: string;
@@ -2048,6 +2192,19 @@ export interface components {
              * @description When to publish; at most 1 minute in the past.
              */
             scheduledAt: string;
+        };
+        ApprovePostRequest: {
+            /**
+             * @description `scheduled` (the default): publish at the post's `scheduledAt`, which must be at most 1
+             *     minute in the past; `now`: publish at once.
+             * @default scheduled
+             * @enum {string}
+             */
+            when?: "scheduled" | "now";
+        };
+        RejectPostRequest: {
+            /** @description Why, for the post's author; it is in the post's history (`rejected`). */
+            comment: string;
         };
         ChangePostStatusRequest: {
             /**
@@ -4075,6 +4232,98 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    approvePost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example post_4Ki7Lo1Pm3Nj8Bh5Gv2C
+                 */
+                id: components["parameters"]["PostId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ApprovePostRequest"];
+            };
+        };
+        responses: {
+            /** @description The post, now scheduled. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Post"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rejectPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example post_4Ki7Lo1Pm3Nj8Bh5Gv2C
+                 */
+                id: components["parameters"]["PostId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RejectPostRequest"];
+            };
+        };
+        responses: {
+            /** @description The post, a draft again. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Post"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listMedia: {
         parameters: {
             query?: {
@@ -4630,6 +4879,129 @@ export interface operations {
         };
     };
     eventPostScheduled: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id (`msg_…`), the same on every attempt of it: drop a delivery whose id you processed already.
+                 * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When the attempt was signed, in seconds since the epoch; refuse one far from your clock (5 minutes) to stop replays.
+                 * @example 1795281123
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}" with the secret>`, per
+                 *     the Standard Webhooks specification; during the 24 hours after a rotation, a second
+                 *     signature, with the previous secret, follows after a space. Verify with a Standard Webhooks
+                 *     library or the SDK's `verifyWebhook`.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostWebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Answer within 10 seconds; any other answer, or none, is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventPostPendingApproval: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id (`msg_…`), the same on every attempt of it: drop a delivery whose id you processed already.
+                 * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When the attempt was signed, in seconds since the epoch; refuse one far from your clock (5 minutes) to stop replays.
+                 * @example 1795281123
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}" with the secret>`, per
+                 *     the Standard Webhooks specification; during the 24 hours after a rotation, a second
+                 *     signature, with the previous secret, follows after a space. Verify with a Standard Webhooks
+                 *     library or the SDK's `verifyWebhook`.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostWebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Answer within 10 seconds; any other answer, or none, is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventPostApproved: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id (`msg_…`), the same on every attempt of it: drop a delivery whose id you processed already.
+                 * @example msg_2Lk9Jh3Gf7Ds1A8Rt2Yp5
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When the attempt was signed, in seconds since the epoch; refuse one far from your clock (5 minutes) to stop replays.
+                 * @example 1795281123
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}" with the secret>`, per
+                 *     the Standard Webhooks specification; during the 24 hours after a rotation, a second
+                 *     signature, with the previous secret, follows after a space. Verify with a Standard Webhooks
+                 *     library or the SDK's `verifyWebhook`.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostWebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received. Answer within 10 seconds; any other answer, or none, is retried. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    eventPostRejected: {
         parameters: {
             query?: never;
             header: {

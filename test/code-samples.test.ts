@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createApiKey } from '../src/accounts/api-keys.js';
 import { addReturnOrigin } from '../src/channels/return-origins.js';
 import { parseYaml, SPEC_FILES } from '../src/core/contract.js';
 import type { Client } from 'openapi-fetch';
@@ -93,6 +94,8 @@ const SDK_METHODS: Record<string, string> = {
   getSeries: 'getSeries',
   splitSeries: 'splitSeries',
   endSeries: 'endSeries',
+  approvePost: 'approvePost',
+  rejectPost: 'rejectPost',
   listMedia: 'listMedia',
   uploadFromUrl: 'uploadFromUrl',
   createUpload: 'upload',
@@ -145,7 +148,7 @@ function requestPathMatches(requested: string, template: string): boolean {
 
 describe('every operation of the reference has its request samples', () => {
   it('a curl sample and an @service/sdk sample on each Public API operation, each sending the request of its operation', () => {
-    expect(PUBLIC).toHaveLength(35);
+    expect(PUBLIC).toHaveLength(37);
     for (const operation of PUBLIC) {
       const curl = operation.samples.filter(isCurl);
       const sdk = operation.samples.filter((sample) => sample.lang === 'TypeScript' && sample.label === '@service/sdk');
@@ -334,6 +337,20 @@ async function newOccurrence(): Promise<string> {
   return posts.data.find((post) => post.series?.id === series.id)!.id;
 }
 
+let contributorApi: Client<paths> | undefined;
+
+/** A post a contributor asked to publish, waiting for approval. */
+async function pendingPost(): Promise<string> {
+  if (!contributorApi) {
+    const { secret } = await createApiKey(server.ctx.db, org.id, 'Contributor of the samples', { role: 'contributor' });
+    contributorApi = publicApi(server, { Authorization: `Bearer ${secret}` });
+  }
+  const post = { date: '2030-12-01T09:30:00.000Z', content: 'A post of the samples', channelIds: [sandboxChannel] };
+  const created = await dataOf(contributorApi.POST('/public/v1/posts', { body: { type: 'schedule', ...post } }), 201);
+  expect(created.data[0]!.status).toBe('pending_approval');
+  return created.data[0]!.id;
+}
+
 /** A signed upload whose bytes arrived, not completed yet. */
 async function uploadedBytes(): Promise<string> {
   const bytes = fs.readFileSync(videoFile);
@@ -401,6 +418,8 @@ const PUBLIC_FIXTURES: Record<string, () => Env | Promise<Env>> = {
   getSeries: async () => ({ SERIES: (await newSeries()).id }),
   splitSeries: async () => ({ SERIES: (await newSeries()).id }),
   endSeries: async () => ({ SERIES: (await newSeries()).id }),
+  approvePost: async () => ({ POST: await pendingPost() }),
+  rejectPost: async () => ({ POST: await pendingPost() }),
   listMedia: () => ({}),
   uploadFromUrl: () => ({ FILE_URL: `${files.origin}/campaigns/winter/poster.png` }),
   createUpload: () => ({ FILE: videoFile }),
@@ -431,6 +450,8 @@ const PUBLIC_EFFECTS: Record<string, (env: Env) => Promise<void>> = {
   },
   changePostStatus: async (env) => expect((await dataOf(post(env.POST), 200)).status).toBe('draft'),
   skipPost: async (env) => expect((await dataOf(post(env.POST), 200)).status).toBe('skipped'),
+  approvePost: async (env) => expect((await dataOf(post(env.POST), 200)).status).toBe('scheduled'),
+  rejectPost: async (env) => expect((await dataOf(post(env.POST), 200)).status).toBe('draft'),
 };
 
 /** Each OAuth sample's variables: a registered app, and a code or a token issued to it. */

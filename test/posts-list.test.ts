@@ -19,6 +19,7 @@ afterAll(() => server?.close());
 interface Listed {
   id: string;
   channelId: string;
+  /** An extensible value: the statuses of `PostStatus` and any added later. */
   status: string;
   scheduledAt: string | null;
   group: string;

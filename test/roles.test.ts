@@ -94,17 +94,20 @@ describe('the permission table through the Public API (a key per role)', () => {
           }),
         ),
         allowed(await api.POST('/public/v1/posts/{id}/schedule', { ...unknown, body: { scheduledAt: LATER } })),
+        allowed(await api.POST('/public/v1/posts/{id}/approve', { ...unknown, body: {} })),
+        allowed(await api.POST('/public/v1/posts/{id}/reject', { ...unknown, body: { comment: 'Not yet' } })),
         allowed(await api.DELETE('/public/v1/media/{id}', { params: { path: { id: 'med_unknown' } } })),
         allowed(await api.DELETE('/public/v1/channels/{id}', { params: { path: { id: 'ch_unknown' } } })),
       ];
     }
-    // Columns: create a draft, create a scheduled post, schedule a post, delete media, remove a channel.
+    // Columns: create a draft, create a scheduled post (a contributor's waits for approval), schedule a post
+    // (likewise), approve a post, reject a post, delete media, remove a channel.
     expect(table).toEqual({
-      owner: [true, true, true, true, true],
-      admin: [true, true, true, true, true],
-      editor: [true, true, true, true, false],
-      contributor: [true, false, false, true, false],
-      viewer: [false, false, false, false, false],
+      owner: [true, true, true, true, true, true, true],
+      admin: [true, true, true, true, true, true, true],
+      editor: [true, true, true, true, true, true, false],
+      contributor: [true, true, true, false, false, true, false],
+      viewer: [false, false, false, false, false, false, false],
     });
   });
 
@@ -116,15 +119,20 @@ describe('the permission table through the Public API (a key per role)', () => {
       body: { content: 'Better words' },
     });
     expect(dataOf(edited).content).toBe('Better words');
-    const refusal = refusalOf(
-      await api.PATCH('/public/v1/posts/{id}/status', {
+    // Asking to schedule it asks for approval: it waits, and only an editor or above may approve it.
+    const submitted = dataOf(
+      await api.POST('/public/v1/posts/{id}/schedule', {
         params: { path: { id: mine } },
-        body: { status: 'scheduled' },
+        body: { scheduledAt: LATER },
       }),
+    );
+    expect(submitted).toMatchObject({ status: 'pending_approval', scheduledAt: LATER });
+    const refusal = refusalOf(
+      await api.POST('/public/v1/posts/{id}/approve', { params: { path: { id: mine } }, body: {} }),
       403,
       'forbidden',
     );
-    expect(refusal.message).toMatch(/contributor role may not/);
+    expect(refusal.message).toMatch(/contributor role may not call approvePost/);
 
     const planned = await scheduled();
     refusalOf(
@@ -283,19 +291,28 @@ describe('the permission table through the pages', () => {
     expect(await connect.text()).toContain('does not let you connect or remove channels');
   });
 
-  it('lets a contributor write but not schedule: moving a draft on the calendar is refused', async () => {
+  it('lets a contributor write but not schedule: moving a draft on the calendar submits it for approval', async () => {
     const contributor = await join(org.id, 'contributor');
-    expect((await page(contributor.browser, '/compose')).status).toBe(200);
+    const compose = await page(contributor.browser, '/compose');
+    expect(compose.status).toBe(200);
+    expect(compose.html).toContain('Submit for approval');
+    expect(compose.html).not.toContain('Publish now</button>');
     const id = await draft();
     const moved = await contributor.browser.submit('/calendar', `/posts/${id}/move`, {
       date: '2031-01-06',
       time: '09:00',
       return: '/calendar',
     });
-    expect(moved.status).toBe(403);
-    expect(await moved.text()).toContain('The contributor role may not schedule posts.');
+    expect(moved.status).toBe(303);
     const post = dataOf(await publicApi(server, org.auth).GET('/public/v1/posts/{id}', { params: { path: { id } } }));
-    expect(post.status).toBe('draft');
+    expect(post.status).toBe('pending_approval');
+    // Their page offers no approval, which the server refuses them anyway.
+    const shown = await page(contributor.browser, `/posts/${id}`);
+    expect(shown.html).toContain('Take back to drafts');
+    expect(shown.html).not.toContain('Approve and publish now');
+    const approval = await contributor.browser.submit(`/posts/${id}`, `/posts/${id}/approve`, { when: 'now' });
+    expect(approval.status).toBe(403);
+    expect(await approval.text()).toContain('The contributor role may not approve posts.');
   });
 
   it('lets an admin make API keys with a role up to their own, and records who made them', async () => {

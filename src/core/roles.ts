@@ -16,9 +16,12 @@ void EVERY_CONTRACT_ROLE;
 
 export type Permission =
   | 'posts:read'
-  /** Create drafts and change drafts (a contributor's posts wait for an editor to schedule them). */
+  /**
+   * Create drafts and change drafts, and ask for them to be published: a post of a role without
+   * `posts:publish` waits in `pending_approval` for one with it.
+   */
   | 'posts:draft'
-  /** Schedule, publish, move, edit scheduled posts and delete posts. */
+  /** Schedule, publish, move, edit scheduled posts, delete posts, and approve or reject pending ones. */
   | 'posts:publish'
   | 'media:read'
   | 'media:write'
@@ -65,7 +68,7 @@ export const ROLE_DESCRIPTIONS: Readonly<Record<Role, string>> = {
   owner: 'Everything an admin may, hands the organization over and deletes it',
   admin: 'Members, channels, API keys, apps and webhooks, every post, and the data export',
   editor: 'Creates, schedules and publishes posts; uploads media',
-  contributor: 'Writes drafts and uploads media; an editor schedules them',
+  contributor: 'Writes drafts and uploads media; submits posts, which an editor approves',
   viewer: 'Sees posts, media and channels; changes nothing',
 };
 
@@ -91,6 +94,8 @@ export function lesserRole(a: Role, b: Role): Role {
 export interface Actor {
   organizationId: string;
   role: Role;
+  /** The person acting, when a signed-in member acts through the pages (a credential names its maker). */
+  userId?: string;
 }
 
 /** `403 forbidden` unless the role may; `what` says in a few words what was refused. */
@@ -103,13 +108,16 @@ export function assertCan(actor: Pick<Actor, 'role'>, permission: Permission, wh
 /**
  * The permission each Public API operation needs, from the OAuth scope the contract names for it: a
  * `read` scope is the permission of the same name, `posts:write` is drafting for the operations that
- * a contributor may call on drafts (the posts' own rules then refuse the rest) and publishing for the
- * others. `undefined`: any credential may call it.
+ * a contributor may call on drafts, where asking to schedule means asking for approval (the posts' own
+ * rules then refuse the rest), and publishing for the others (approving and rejecting among them).
+ * `undefined`: any credential may call it.
  */
 export function operationPermission(operationId: string, scope: string | undefined): Permission | undefined {
   if (scope === undefined) return undefined;
   if (scope === 'posts:write') {
-    return ['createPost', 'updatePost', 'deletePost'].includes(operationId) ? 'posts:draft' : 'posts:publish';
+    return ['createPost', 'updatePost', 'deletePost', 'schedulePost', 'changePostStatus'].includes(operationId)
+      ? 'posts:draft'
+      : 'posts:publish';
   }
   if (!PERMISSIONS.owner.has(scope as Permission)) throw new Error(`The scope ${scope} is no permission of a role.`);
   return scope as Permission;

@@ -139,6 +139,8 @@ export const MAIL_KINDS = {
   'post-failed': notification(),
   'channel-needs-reconnect': notification(),
   'channel-expiring': notification(),
+  'post-awaits-approval': notification(),
+  'post-reviewed': notification(),
 } satisfies Record<string, MailKind>;
 
 /**

@@ -8,6 +8,8 @@ export const NOTIFICATIONS = {
   'post-failed': 'A post failed, or its outcome is unknown',
   'channel-needs-reconnect': 'A channel needs to be connected again',
   'channel-expiring': 'A channel’s access ends soon',
+  'post-awaits-approval': 'A post awaits your approval (editors, admins and owners)',
+  'post-reviewed': 'Your post was approved or rejected',
 } as const;
 export type NotificationKind = keyof typeof NOTIFICATIONS;
 export const NOTIFICATION_KINDS = Object.keys(NOTIFICATIONS) as NotificationKind[];

@@ -39,6 +39,9 @@ export const TOOL_DECISIONS: Readonly<Record<string, ToolDecision>> = {
   getSeries: tool,
   splitSeries: tool,
   endSeries: tool,
+  // An agent acts with the role of the member who approved it: an editor's agent reviews as they may.
+  approvePost: tool,
+  rejectPost: tool,
   listMedia: tool,
   uploadFromUrl: tool,
   createUpload: tool,

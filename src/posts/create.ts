@@ -2,7 +2,7 @@ import { acceptsPosts } from '../channels/channels.js';
 import type { components } from '../../generated/public-v1.js';
 import type { PostStatus } from '../core/contract.js';
 import { UnprocessableError, type ErrorDetail } from '../core/errors.js';
-import { assertCan, type Actor } from '../core/roles.js';
+import { assertCan, can, type Actor } from '../core/roles.js';
 import { newId } from '../core/ids.js';
 import type { Db } from '../db/database.js';
 import type { Channel } from '../channels/tables.js';
@@ -15,6 +15,7 @@ import {
   type IdempotentRequest,
 } from './idempotency.js';
 import { toPostBody, type PostRow } from './post-body.js';
+import { submitterOf } from './approval-submitter.js';
 import { recordPostEvents } from './events.js';
 import type { PostsContext } from './context.js';
 import { assertMediaStillPresent, mediaOf, unpublishedComment, unpublishedPart } from './queries.js';
@@ -129,8 +130,9 @@ export async function createPosts(
   idempotencyKey: string | undefined,
 ): Promise<CreateResult> {
   const { organizationId } = actor;
-  if (request.type === 'draft') assertCan(actor, 'posts:draft', 'create posts');
-  else assertCan(actor, 'posts:publish', `create posts of type ${request.type}; create a draft instead`);
+  assertCan(actor, 'posts:draft', 'create posts');
+  // A role that may not publish asks for it: its `schedule` and `now` posts wait for approval.
+  const approval = request.type !== 'draft' && !can(actor.role, 'posts:publish');
   const now = ctx.clock.now();
   const idempotent = idempotencyKey === undefined ? undefined : idempotentRequest(idempotencyKey, request);
   if (idempotent) {
@@ -139,6 +141,8 @@ export async function createPosts(
     if (stored) return { body: stored.body as CreatePostResponse, replayed: true };
   }
   const checked = await checkCreate(ctx, organizationId, request, now);
+  if (approval) checked.timing = { ...checked.timing, status: 'pending_approval' };
+  const submitter = approval ? await submitterOf(ctx.db, actor) : null;
 
   // Two round trips: BEGIN, the locks and the insert; then the events, the jobs and COMMIT.
   return pipelinedTransaction(ctx.db, async ({ trx, commit }) => {
@@ -147,14 +151,16 @@ export async function createPosts(
       await commit();
       return replay;
     }
-    const { group, posts } = await insertPosts(ctx, trx, checked);
+    const { group, posts } = await insertPosts(ctx, trx, checked, submitter);
     const scheduled = posts.filter((post) => post.status === 'scheduled');
+    const pending = posts.filter((post) => post.status === 'pending_approval');
     const body: CreatePostResponse = { group, data: posts.map(toPostBody) };
     await commit(
       () =>
         recordPostEvents(trx, [
           ...posts.map((post) => ({ post, type: 'created' as const, at: now })),
           ...scheduled.map((post) => ({ post, type: 'scheduled' as const, at: now })),
+          ...pending.map((post) => ({ post, type: 'pending_approval' as const, at: now })),
         ]),
       async () => {
         if (idempotent) await storeResponse(trx, organizationId, idempotent, { status: 201, body });
@@ -222,6 +228,7 @@ async function insertPosts(
   ctx: PostsContext,
   trx: Db,
   { organizationId, now, timing, drafts, posts }: CheckedCreate,
+  submitter: string | null,
 ): Promise<{ group: string; posts: PostRow[] }> {
   const claims =
     timing.status === 'scheduled' && timing.scheduledAt
@@ -229,7 +236,7 @@ async function insertPosts(
       : [];
   const group = newId('grp');
   const planned = posts.map((post) => ({
-    row: newPostRow(post, organizationId, group, timing, now),
+    row: { ...newPostRow(post, organizationId, group, timing, now), submitted_by_user_id: submitter },
     provider: post.channel.provider,
   }));
   // Without claims (drafts) the day is not read: any day will do.

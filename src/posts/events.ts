@@ -20,7 +20,10 @@ export type PostEventType =
   | 'failed'
   | 'deleted'
   /** An occurrence of a series that will not be published (`reason` says why). */
-  | 'skipped';
+  | 'skipped'
+  | 'pending_approval'
+  | 'approved'
+  | 'rejected';
 
 /** What an event says beyond its type. */
 export interface PostEventDetails {
@@ -34,6 +37,8 @@ export interface PostEventDetails {
   logId?: string;
   /** The part of a thread, from 1 (the post's own content). */
   part?: number;
+  /** What the reviewer said to the author (`rejected`). */
+  comment?: string;
 }
 
 /**

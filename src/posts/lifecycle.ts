@@ -2,8 +2,9 @@ import type { components } from '../../generated/public-v1.js';
 import { acceptsPosts, lockChannels } from '../channels/channels.js';
 import { assertWithinDailyQuota, countsOnDay } from '../channels/quota.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
-import { assertCan, type Actor } from '../core/roles.js';
+import { assertCan, can, type Actor } from '../core/roles.js';
 import type { Db } from '../db/database.js';
+import { submitterOf } from './approval-submitter.js';
 import { recordPostEvent } from './events.js';
 import type { PostsContext } from './context.js';
 import type { PostRow, ProviderSettings } from './post-body.js';
@@ -33,15 +34,19 @@ export async function getPost(db: Db, organizationId: string, postId: string): P
   return post;
 }
 
-async function lockedPost(trx: Db, organizationId: string, postId: string): Promise<PostRow> {
+export async function lockedPost(trx: Db, organizationId: string, postId: string): Promise<PostRow> {
   const post = await lockPost(trx, organizationId, postId);
   if (!post) throw notFound(postId);
   return post;
 }
 
-/** A role that may only draft changes drafts, and nothing that is scheduled, published or failed. */
+/**
+ * A role that may only draft changes drafts and the posts waiting for approval (its own requests), and
+ * nothing that is scheduled, published or failed.
+ */
 function assertMayChange(actor: Actor, post: PostRow): void {
-  if (post.status !== 'draft') assertCan(actor, 'posts:publish', `change a post that is ${post.status}`);
+  if (post.status !== 'draft' && post.status !== 'pending_approval')
+    assertCan(actor, 'posts:publish', `change a post that is ${post.status}`);
 }
 
 function assertEditable(post: PostRow): void {
@@ -82,9 +87,6 @@ export async function editPost(
   assertCan(actor, 'posts:draft', 'change posts');
   const post = await getPost(ctx.db, organizationId, postId);
   assertMayChange(actor, post);
-  if (moves.before?.status === 'scheduled' || moves.after?.status === 'scheduled') {
-    assertCan(actor, 'posts:publish', 'schedule posts');
-  }
   assertEditable(post);
   assertPublishedPartsKept(post, changes);
   const result = await checkEdit(ctx, post, changes);
@@ -93,7 +95,7 @@ export async function editPost(
     let current = await lockedPost(trx, organizationId, postId);
     assertMayChange(actor, current);
     assertEditable(current);
-    if (moves.before) current = await moveLockedPost(ctx, trx, current, moves.before, now);
+    if (moves.before) current = await moveLockedPost(ctx, trx, actor, current, moves.before, now);
     if (checkedParts(current) !== checkedParts(post)) {
       throw new ConflictError(
         'The post was changed by another request while this edit was being checked; read it again and retry.',
@@ -103,8 +105,9 @@ export async function editPost(
       await assertMediaStillPresent(trx, organizationId, mediaOf(result));
     }
     let edited = await writeEdit(trx, current, changes, result, now);
-    if (changes.scheduledAt !== undefined) edited = await retime(ctx, trx, edited, new Date(changes.scheduledAt), now);
-    return moves.after ? moveLockedPost(ctx, trx, edited, moves.after, now) : edited;
+    if (changes.scheduledAt !== undefined)
+      edited = await retime(ctx, trx, actor, edited, new Date(changes.scheduledAt), now);
+    return moves.after ? moveLockedPost(ctx, trx, actor, edited, moves.after, now) : edited;
   });
 }
 
@@ -230,12 +233,19 @@ async function writeEdit(
 }
 
 /**
- * A new time: a scheduled post moves to it; a draft or a failed post keeps its status and gets the time
- * it will be scheduled at.
+ * A new time: a scheduled post moves to it; a draft, a failed post or one waiting for approval keeps its
+ * status and gets the time it will be scheduled at.
  */
-async function retime(ctx: PostsContext, trx: Db, post: PostRow, scheduledAt: Date, now: Date): Promise<PostRow> {
+async function retime(
+  ctx: PostsContext,
+  trx: Db,
+  actor: Actor,
+  post: PostRow,
+  scheduledAt: Date,
+  now: Date,
+): Promise<PostRow> {
   if (post.status === 'scheduled')
-    return moveLockedPost(ctx, trx, post, { status: 'scheduled', scheduledAt, path: 'scheduledAt' }, now);
+    return moveLockedPost(ctx, trx, actor, post, { status: 'scheduled', scheduledAt, path: 'scheduledAt' }, now);
   assertNotInThePast(scheduledAt, now, 'scheduledAt');
   const edited = await updatePost(trx, post.organization_id, post.id, { scheduled_at: scheduledAt, updated_at: now });
   await recordPostEvent(trx, edited, 'edited', now);
@@ -257,33 +267,44 @@ export function schedulePostAt(
   return movePost(ctx, actor, postId, { status: 'scheduled', scheduledAt, path });
 }
 
-/** Moves a post as `nextState` allows; a move to `scheduled` also checks the channel's quota for that day. */
+/**
+ * Moves a post as `nextState` allows; a move to `scheduled` also checks the channel's quota for that day.
+ * A role that may only draft asks for approval instead of scheduling (see `moveLockedPost`).
+ */
 export async function movePost(
   ctx: PostsContext,
   actor: Actor,
   postId: string,
   request: StatusRequest,
 ): Promise<PostRow> {
-  assertCan(actor, 'posts:publish', request.status === 'scheduled' ? 'schedule posts' : 'unschedule posts');
+  assertCan(actor, 'posts:draft', request.status === 'scheduled' ? 'schedule posts' : 'unschedule posts');
   return transaction(ctx.db, async (trx) => {
     const post = await lockedPost(trx, actor.organizationId, postId);
-    return moveLockedPost(ctx, trx, post, request, ctx.clock.now());
+    assertMayChange(actor, post);
+    return moveLockedPost(ctx, trx, actor, post, request, ctx.clock.now());
   });
 }
 
 /**
  * `movePost` on a post the transaction holds: the change, its event and, for a move to `scheduled`,
- * the plan of its publication.
+ * the plan of its publication. A move to `scheduled` asked by a role that may not publish makes the
+ * post wait for approval (`pending_approval`, at the time it would have been scheduled at), with
+ * neither quota nor publication yet: both come with the approval, which is a pending post moved to
+ * `scheduled` by a role that may publish.
  */
-async function moveLockedPost(
+export async function moveLockedPost(
   ctx: PostsContext,
   trx: Db,
+  actor: Actor,
   post: PostRow,
   request: StatusRequest,
   now: Date,
 ): Promise<PostRow> {
   const next = nextState({ status: post.status, scheduledAt: post.scheduled_at }, request, now);
   if (!next) return post;
+  if (next.status === 'scheduled' && !can(actor.role, 'posts:publish')) {
+    return submitLockedPost(trx, actor, post, next.scheduledAt, now);
+  }
   if (next.status === 'scheduled' && next.scheduledAt) {
     // A draft's media may have been deleted meanwhile (only scheduled posts hold media back).
     await assertMediaStillPresent(
@@ -319,12 +340,41 @@ async function moveLockedPost(
     updated_at: now,
   });
   if (next.status === 'scheduled') {
+    if (post.status === 'pending_approval') await recordPostEvent(trx, moved, 'approved', now);
     await recordPostEvent(trx, moved, post.status === 'scheduled' ? 'rescheduled' : 'scheduled', now);
     await ctx.queue.planPublish(trx, [{ ...moved, at: moved.scheduled_at }]);
   } else {
     await recordPostEvent(trx, moved, 'drafted', now);
   }
   return moved;
+}
+
+/**
+ * A role that may not publish asks for the post to be published at `scheduledAt`: it waits for approval
+ * (a new request, or a new time for one that waits already), and its author is told of the decision.
+ */
+async function submitLockedPost(
+  trx: Db,
+  actor: Actor,
+  post: PostRow,
+  scheduledAt: Date | null,
+  now: Date,
+): Promise<PostRow> {
+  const waiting = post.status === 'pending_approval';
+  if (waiting && post.scheduled_at?.getTime() === scheduledAt?.getTime()) return post;
+  await assertMediaStillPresent(
+    trx,
+    post.organization_id,
+    mediaOf({ mediaIds: post.media_ids, thread: post.thread, paths: { mediaIds: 'mediaIds', thread: 'thread' } }),
+  );
+  const submitted = await updatePost(trx, post.organization_id, post.id, {
+    status: 'pending_approval',
+    scheduled_at: scheduledAt,
+    submitted_by_user_id: waiting ? post.submitted_by_user_id : await submitterOf(trx, actor),
+    updated_at: now,
+  });
+  await recordPostEvent(trx, submitted, waiting ? 'rescheduled' : 'pending_approval', now);
+  return submitted;
 }
 
 /** How the audit log names a post: the start of its text. */

@@ -1,8 +1,9 @@
 import type { components } from '../../generated/public-v1.js';
-import type { Provider } from '../core/contract.js';
+import type { PostStatus, Provider } from '../core/contract.js';
 import type { Post } from './tables.js';
 
-export type PostBody = components['schemas']['Post'];
+/** A post as the API shows it; this server's posts are in the statuses it knows (the contract's may grow). */
+export type PostBody = Omit<components['schemas']['Post'], 'status'> & { status: PostStatus };
 export type ProviderSettings = components['schemas']['ProviderSettings'];
 /** Settings as stored: what `withDefaults` of the channel's network made of the request's. */
 export type StoredProviderSettings = components['schemas']['StoredProviderSettings'];

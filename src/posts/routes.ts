@@ -1,4 +1,5 @@
 import type { PublicHandlers } from '../http/typed-routes.js';
+import { approvePost, rejectPost } from './approval.js';
 import { postHistoryPage } from './history.js';
 import type { PostsContext } from './context.js';
 import { createPosts } from './create.js';
@@ -14,6 +15,8 @@ type PostOperation =
   | 'updatePost'
   | 'schedulePost'
   | 'changePostStatus'
+  | 'approvePost'
+  | 'rejectPost'
   | 'deletePost';
 
 export function postOperations(ctx: PostsContext): Pick<PublicHandlers, PostOperation> {
@@ -49,6 +52,20 @@ export function postOperations(ctx: PostsContext): Pick<PublicHandlers, PostOper
 
     changePostStatus: async ({ principal, params, body }) => {
       const post = await movePost(ctx, principal, params.id, { status: body.status });
+      return { status: 200, body: toPostBody(post) };
+    },
+
+    approvePost: async ({ principal, params, body }) => {
+      const post = await approvePost(ctx, principal, params.id, body?.when ?? 'scheduled', {
+        credential: principal.credential,
+      });
+      return { status: 200, body: toPostBody(post) };
+    },
+
+    rejectPost: async ({ principal, params, body }) => {
+      const post = await rejectPost(ctx, principal, params.id, body.comment, {
+        credential: principal.credential,
+      });
       return { status: 200, body: toPostBody(post) };
     },
 

@@ -36,6 +36,8 @@ export interface PostTable {
   /** The series the post is an occurrence of, and which occurrence (`null` for a post of no series). */
   series_id: ColumnType<string | null, string | null | undefined, string | null>;
   occurrence_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** Who asked for the post to be published when it went to `pending_approval` (see approval.ts). */
+  submitted_by_user_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: Timestamp;
 }

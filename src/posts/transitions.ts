@@ -5,10 +5,13 @@ import { ConflictError, UnprocessableError } from '../core/errors.js';
 /**
  * The statuses a user may move a post to, from each status; the contract's `changePostStatus`
  * documents the same table. `publishing`, `published` and `failed` are reached through the
- * publisher only, and a post that is `publishing` or `published` belongs to the network.
+ * publisher only, and a post that is `publishing` or `published` belongs to the network. A move to
+ * `scheduled` by a role that may not publish asks for approval instead (`pending_approval`, see
+ * approval.ts); a pending post moved to `scheduled` by one that may is approved.
  */
 export const USER_TRANSITIONS: Readonly<Record<PostStatus, readonly PostStatus[]>> = {
   draft: ['scheduled'],
+  pending_approval: ['scheduled', 'draft'],
   scheduled: ['draft'],
   failed: ['scheduled', 'draft'],
   publishing: [],
@@ -89,6 +92,7 @@ export function nextState(post: PostState, request: StatusRequest, now: Date): P
     return { status: 'scheduled', scheduledAt: at };
   }
   if (!post.scheduledAt || isTooFarInThePast(post.scheduledAt, now)) {
+    if (post.status === 'pending_approval') throw approvalTooLate(post.scheduledAt, 'status');
     throw new UnprocessableError(
       post.scheduledAt
         ? `The post's scheduledAt (${post.scheduledAt.toISOString()}) is in the past; ` +
@@ -103,4 +107,18 @@ export function nextState(post: PostState, request: StatusRequest, now: Date): P
     );
   }
   return { status: 'scheduled', scheduledAt: post.scheduledAt };
+}
+
+/**
+ * `422` for approving a pending post at its `scheduledAt` when that has passed: the approver chooses
+ * between now and a new time.
+ */
+export function approvalTooLate(scheduledAt: Date | null, path: string): UnprocessableError {
+  const when = scheduledAt
+    ? `The post's scheduledAt (${scheduledAt.toISOString()}) has passed`
+    : 'The post has no scheduledAt';
+  return new UnprocessableError(
+    `${when}; approve it to be published now (when: now), or set a new time with POST /public/v1/posts/{id}/schedule.`,
+    [{ path, message: 'the time to publish at is more than 1 minute in the past' }],
+  );
 }

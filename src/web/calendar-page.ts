@@ -2,7 +2,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { DateTime } from 'luxon';
 import { listChannels } from '../channels/channels.js';
 import type { Channel } from '../channels/tables.js';
-import { POST_STATUSES, type PostStatus } from '../core/contract.js';
+import { POST_STATUSES } from '../core/contract.js';
 import { DomainError, ValidationError } from '../core/errors.js';
 import { renderPage } from '../pages/render.js';
 import { field, safeNext, type BrowserCookies } from '../pages/visitor.js';
@@ -139,7 +139,7 @@ async function layOutPosts(
   const entries = posts.map((post) => ({
     id: post.id,
     // The contract's status is open to values added later; this server writes the ones it knows.
-    status: post.status as PostStatus,
+    status: post.status,
     scheduledAt: new Date(post.scheduledAt!),
     channelName: names.get(post.channelId) ?? post.channelId,
     content: post.content,

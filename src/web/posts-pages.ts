@@ -7,9 +7,10 @@ import { formatTime } from '../pages/forms.js';
 import type { BrowserCookies } from '../pages/visitor.js';
 import { renderPage } from '../pages/render.js';
 import type { PostEventBody } from '../posts/events.js';
+import { approvePost, lastRejection, rejectPost } from '../posts/approval.js';
 import { postHistoryPage } from '../posts/history.js';
 import { getPost, movePost } from '../posts/lifecycle.js';
-import { isEditable } from '../posts/transitions.js';
+import { isEditable, isTooFarInThePast } from '../posts/transitions.js';
 import { listPostPage } from '../posts/list.js';
 import { toPostBody, type PostBody } from '../posts/post-body.js';
 import type { PostsContext } from '../posts/context.js';
@@ -33,6 +34,9 @@ const EVENT_WORDS: Record<string, string> = {
   published: 'Published',
   failed: 'Failed',
   deleted: 'Deleted',
+  pending_approval: 'Submitted for approval',
+  approved: 'Approved',
+  rejected: 'Rejected',
 };
 
 /**
@@ -59,25 +63,85 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
     res.json({ status: post.status });
   });
 
-  router.post('/posts/:id/schedule-again', async (req, res) => {
-    const { organization, actor } = signedIn(res);
-    try {
-      await movePost(ctx, actor, String(req.params.id), { status: 'scheduled' });
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
-      const { zone } = readTimeZone(req, res, cookies);
-      return showPost(ctx, req, res, {
-        organizationId: organization.id,
-        postId: String(req.params.id),
-        zone,
-        problem: `The post could not be scheduled again: ${error.message}`,
-        status: error.status,
-      });
-    }
-    res.redirect(303, `/posts/${encodeURIComponent(String(req.params.id))}?scheduled=1`);
-  });
+  /** Runs a change of the post, then shows its page: with `done` as the notice, or with why it was refused. */
+  const changePost =
+    (change: (req: Request, res: Response) => Promise<unknown>, done: string, refused: string) =>
+    async (req: Request, res: Response) => {
+      const { organization } = signedIn(res);
+      try {
+        await change(req, res);
+      } catch (error) {
+        if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
+        const { zone } = readTimeZone(req, res, cookies);
+        return showPost(ctx, req, res, {
+          organizationId: organization.id,
+          postId: String(req.params.id),
+          zone,
+          problem: `${refused}: ${error.message}`,
+          status: error.status,
+        });
+      }
+      res.redirect(303, `/posts/${encodeURIComponent(String(req.params.id))}?${done}=1`);
+    };
+
+  router.post(
+    '/posts/:id/schedule-again',
+    changePost(
+      (req, res) => movePost(ctx, signedIn(res).actor, String(req.params.id), { status: 'scheduled' }),
+      'scheduled',
+      'The post could not be scheduled again',
+    ),
+  );
+  router.post(
+    '/posts/:id/approve',
+    changePost(
+      (req, res) =>
+        approvePost(
+          ctx,
+          signedIn(res).actor,
+          String(req.params.id),
+          formField(req, 'when') === 'now' ? 'now' : 'scheduled',
+          { user: signedIn(res).visitor.user.id },
+        ),
+      'approved',
+      'The post could not be approved',
+    ),
+  );
+  router.post(
+    '/posts/:id/reject',
+    changePost(
+      (req, res) => {
+        const comment = formField(req, 'comment').trim();
+        if (comment === '')
+          throw new ValidationError('Say what the author should change.', [
+            { path: 'comment', message: 'is required' },
+          ]);
+        return rejectPost(ctx, signedIn(res).actor, String(req.params.id), comment.slice(0, REJECTION_MAX_LENGTH), {
+          user: signedIn(res).visitor.user.id,
+        });
+      },
+      'rejected',
+      'The post could not be rejected',
+    ),
+  );
+  router.post(
+    '/posts/:id/withdraw',
+    changePost(
+      (req, res) => movePost(ctx, signedIn(res).actor, String(req.params.id), { status: 'draft' }),
+      'withdrawn',
+      'The post could not be taken back',
+    ),
+  );
 
   return router;
+}
+
+/** The longest comment of a rejection (the contract's `RejectPostRequest.comment`). */
+const REJECTION_MAX_LENGTH = 2000;
+
+function formField(req: Request, name: string): string {
+  const value = (req.body as Record<string, unknown> | undefined)?.[name];
+  return typeof value === 'string' ? value : '';
 }
 
 /** The list of posts, filtered by status and dates, a page at a time. */
@@ -120,6 +184,9 @@ function postNotice(req: Request): string | undefined {
   if (req.query.created) return 'The post is created.';
   if (req.query.saved) return 'The post is saved.';
   if (req.query.moved) return 'The post has its new time.';
+  if (req.query.approved) return 'The post is approved and scheduled.';
+  if (req.query.rejected) return 'The post is rejected: it is a draft again, and its author is told why.';
+  if (req.query.withdrawn) return 'The post no longer waits for approval: it is a draft again.';
   return undefined;
 }
 
@@ -141,7 +208,10 @@ export async function showPost(ctx: PostsContext, req: Request, res: Response, s
     limit: HISTORY_PAGE_SIZE,
     ...(cursor ? { cursor } : {}),
   });
-  const channels = await listChannels(ctx.db, shown.organizationId);
+  const [channels, rejection] = await Promise.all([
+    listChannels(ctx.db, shown.organizationId),
+    post.status === 'draft' ? lastRejection(ctx, post.id) : undefined,
+  ]);
   const local = post.scheduledAt
     ? DateTime.fromISO(post.scheduledAt, { zone: shown.zone })
     : DateTime.fromJSDate(ctx.clock.now(), { zone: shown.zone }).plus({ hours: 1 }).startOf('hour');
@@ -163,12 +233,19 @@ export async function showPost(ctx: PostsContext, req: Request, res: Response, s
             Date.parse(post.scheduledAt) - ctx.clock.now().getTime() < 60_000),
       },
       movable: (['draft', 'scheduled', 'failed'] as string[]).includes(post.status),
+      pending: post.status === 'pending_approval',
+      // Approving at its time is possible while that time has not passed.
+      dueAhead: post.scheduledAt !== null && !isTooFarInThePast(new Date(post.scheduledAt), ctx.clock.now()),
+      rejection: rejection && { comment: rejection.comment, when: formatTime(rejection.at, shown.zone) },
       // The contract's status is open to values added later; this server writes the ones it knows.
-      editable: isEditable(post.status as PostStatus),
+      editable: isEditable(post.status),
       move: { date: local.toISODate(), time: local.toFormat('HH:mm'), zone: shown.zone },
       events: history.data.map((event) => describeEvent(event, post.thread.length > 0, shown.zone)),
       moreHistory: history.nextCursor ? `?history=${encodeURIComponent(history.nextCursor)}` : undefined,
-      notice: shown.notice,
+      notice:
+        post.status === 'pending_approval' && (req.query.created || req.query.saved)
+          ? 'The post is submitted for approval: an editor approves or rejects it.'
+          : shown.notice,
       problem: shown.problem && inReadersZone(shown.problem, shown.zone),
     },
     shown.status ?? 200,
@@ -259,6 +336,7 @@ function describeEvent(event: PostEventBody, threaded: boolean, zone: string) {
   if (event.nextAttemptAt) parts.push(`next try ${formatTime(new Date(event.nextAttemptAt), zone)}`);
   if (event.error) parts.push(`${event.error.code}: ${event.error.message}`);
   if (event.note) parts.push(event.note);
+  if (event.comment) parts.push(`“${event.comment}”`);
   return {
     ...event,
     what: ownPart ? 'Post published, before its first comment' : (EVENT_WORDS[event.type] ?? event.type),

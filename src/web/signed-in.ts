@@ -34,7 +34,8 @@ export function requireSignIn(csrf: CsrfTokens): RequestHandler {
 export function signedIn(res: Response): { visitor: Visitor; organization: OrganizationChoice; actor: Actor } {
   const visitor = visitorOf(res)!;
   const organization = visitor.organization!;
-  return { visitor, organization, actor: { organizationId: organization.id, role: organization.role } };
+  const actor = { organizationId: organization.id, role: organization.role, userId: visitor.user.id };
+  return { visitor, organization, actor };
 }
 
 /**

@@ -2,7 +2,9 @@ import { sql, type RawBuilder } from 'kysely';
 import { toExpiringChannelBody } from '../channels/access-warnings.js';
 import { toChannelBody } from '../channels/channels.js';
 import type { Db } from '../db/database.js';
+import type { components } from '../../generated/public-v1.js';
 import { planNotifications, type Notification } from '../mail/notifications.js';
+import { APPROVAL_EVENTS, approvalNotification } from './approval-notifications.js';
 import { createDeliveries, type WebhookContext } from './deliveries.js';
 import { transaction } from '../db/transaction.js';
 
@@ -13,6 +15,9 @@ const POST_EVENTS: Record<string, string> = {
   published: 'post.published',
   failed: 'post.failed',
   deleted: 'post.deleted',
+  pending_approval: 'post.pending_approval',
+  approved: 'post.approved',
+  rejected: 'post.rejected',
 };
 /** Channel events, likewise. */
 const CHANNEL_EVENTS: Record<string, string> = {
@@ -20,6 +25,7 @@ const CHANNEL_EVENTS: Record<string, string> = {
   needs_reconnect: 'channel.needs_reconnect',
   expiring: 'channel.expiring',
 };
+type PostBody = components['schemas']['Post'];
 const BATCH = 500;
 const IDLE_MS = 250;
 
@@ -31,6 +37,8 @@ interface OutboxEvent {
   type: string;
   at: Date;
   post: unknown;
+  /** What a post event says beyond its type (`null` for channel events). */
+  details: unknown;
 }
 
 /** A table of events that webhooks deliver from, and what each event's deliveries carry. */
@@ -48,11 +56,12 @@ interface EventSource {
 
 const POSTS: EventSource = {
   table: 'post_events',
-  columns: sql`post_id as subject, post`,
+  columns: sql`post_id as subject, post, details`,
   types: POST_EVENTS,
   // The post as the API showed it right after the event.
   dataOf: () => Promise.resolve((event: OutboxEvent) => event.post),
   notification: (event, data) => {
+    if (APPROVAL_EVENTS.includes(event.type)) return approvalNotification(event, data as PostBody);
     if (event.type !== 'failed') return undefined;
     const post = data as { id: string; error?: { code?: string; message?: string } | null };
     const unknown = post.error?.code === 'outcome_unknown';
@@ -70,7 +79,7 @@ const POSTS: EventSource = {
 
 const CHANNELS: EventSource = {
   table: 'channel_events',
-  columns: sql`channel_id as subject, null as post`,
+  columns: sql`channel_id as subject, null as post, null as details`,
   types: CHANNEL_EVENTS,
   // Each channel as the API shows it now (with when its access ends, for a warning that still holds): a
   // channel removed since has nothing left to report.

@@ -202,6 +202,23 @@ describe('@service/sdk against the mock: what it sends and decodes', () => {
     ]);
   });
 
+  it('approves with the time chosen (at its scheduledAt by default) and rejects with the comment', async () => {
+    const client = service();
+    await client.approvePost('post_7Uj2Mk5Nl8Bh1Vg4Cf9X');
+    await client.approvePost('post_7Uj2Mk5Nl8Bh1Vg4Cf9X', { when: 'now' });
+    await client.rejectPost('post_7Uj2Mk5Nl8Bh1Vg4Cf9X', 'Please add the link to the shop.');
+    expect(await Promise.all(sent.map((request) => bodyOf(request)))).toEqual([
+      {},
+      { when: 'now' },
+      { comment: 'Please add the link to the shop.' },
+    ]);
+    expect(sent.map((request) => `${request.method} ${new URL(request.url).pathname}`)).toEqual([
+      'POST /public/v1/posts/post_7Uj2Mk5Nl8Bh1Vg4Cf9X/approve',
+      'POST /public/v1/posts/post_7Uj2Mk5Nl8Bh1Vg4Cf9X/approve',
+      'POST /public/v1/posts/post_7Uj2Mk5Nl8Bh1Vg4Cf9X/reject',
+    ]);
+  });
+
   it('uploads in three steps: declares the type read from the bytes, PUTs the bytes with the signed headers and no credential, completes', async () => {
     uploads.length = 0;
     const client = service();

@@ -47,6 +47,8 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   getSeries: { method: 'GET', path: '/public/v1/series/ser_probe' },
   splitSeries: { method: 'POST', path: '/public/v1/series/ser_probe/split', body: { from: FAR_FUTURE } },
   endSeries: { method: 'POST', path: '/public/v1/series/ser_probe/end' },
+  approvePost: { method: 'POST', path: '/public/v1/posts/post_probe/approve', body: {} },
+  rejectPost: { method: 'POST', path: '/public/v1/posts/post_probe/reject', body: { comment: 'Probe' } },
   listMedia: { method: 'GET', path: '/public/v1/media' },
   uploadFromUrl: {
     method: 'POST',

@@ -36,14 +36,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
   await sql`alter table posts drop constraint posts_status_check`.execute(db);
   await sql`alter table posts add constraint posts_status_check
-    check (status in ('draft', 'scheduled', 'publishing', 'published', 'failed', 'skipped'))`.execute(db);
+    check (status in (
+      'draft', 'pending_approval', 'scheduled', 'publishing', 'published', 'failed', 'skipped'
+    ))`.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`alter table posts drop constraint posts_status_check`.execute(db);
   await sql`update posts set status = 'draft' where status = 'skipped'`.execute(db);
   await sql`alter table posts add constraint posts_status_check
-    check (status in ('draft', 'scheduled', 'publishing', 'published', 'failed'))`.execute(db);
+    check (status in ('draft', 'pending_approval', 'scheduled', 'publishing', 'published', 'failed'))`.execute(db);
   await db.schema.dropIndex('posts_series_occurrence_idx').execute();
   await db.schema.alterTable('posts').dropColumn('occurrence_at').execute();
   await db.schema.alterTable('posts').dropColumn('series_id').execute();

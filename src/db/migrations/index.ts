@@ -30,6 +30,7 @@ import * as oauthClients from './2026-11-27-16-oauth-clients.js';
 import * as mail from './2026-11-27-17-mail.js';
 import * as roles from './2026-11-27-18-roles.js';
 import * as retention from './2026-11-27-19-retention.js';
+import * as approval from './2026-11-28-01-approval.js';
 import * as audit from './2026-11-28-02-audit.js';
 import * as lifecycle from './2026-11-28-03-lifecycle.js';
 import * as recurring from './2026-11-28-05-recurring.js';
@@ -67,6 +68,7 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-17-mail': mail,
   '2026-11-27-18-roles': roles,
   '2026-11-27-19-retention': retention,
+  '2026-11-28-01-approval': approval,
   '2026-11-28-02-audit': audit,
   '2026-11-28-03-lifecycle': lifecycle,
   '2026-11-28-05-recurring': recurring,

@@ -4,6 +4,7 @@ import { paginate } from './paginate.js';
 import { sendWithRetries } from './retry.js';
 import type { paths } from './spec.js';
 import type {
+  ApprovePostRequest,
   ChangePostStatusRequest,
   ChannelConnection,
   ChannelList,
@@ -401,6 +402,38 @@ export default class Service {
         ...this.init(options),
         params: { path: { id } },
         body: { status },
+      }),
+    );
+  }
+
+  /**
+   * Approves a post waiting for approval (`pending_approval`): it is scheduled at its `scheduledAt`, or
+   * published now with `{ when: 'now' }`. Needs the `editor` role or above.
+   *
+   * `POST /public/v1/posts/{id}/approve`
+   */
+  async approvePost(id: string, request: ApprovePostRequest = {}, options?: RequestOptions): Promise<Post> {
+    return dataOf(
+      await this.api.POST('/public/v1/posts/{id}/approve', {
+        ...this.init(options),
+        params: { path: { id } },
+        body: request,
+      }),
+    );
+  }
+
+  /**
+   * Rejects a post waiting for approval with a comment for its author: it is a draft again. Needs the
+   * `editor` role or above.
+   *
+   * `POST /public/v1/posts/{id}/reject`
+   */
+  async rejectPost(id: string, comment: string, options?: RequestOptions): Promise<Post> {
+    return dataOf(
+      await this.api.POST('/public/v1/posts/{id}/reject', {
+        ...this.init(options),
+        params: { path: { id } },
+        body: { comment },
       }),
     );
   }

@@ -40,8 +40,8 @@ export type ChannelQuota = Schemas['ChannelQuota'];
 export type ChannelQuotaList = Schemas['ChannelQuotaList'];
 
 /**
- * Where a post is in its life: `draft`, `scheduled`, `publishing`, `published`, `failed` or `skipped`,
- * or a status added within v1 after this version.
+ * Where a post is in its life: `draft`, `pending_approval`, `scheduled`, `publishing`, `published`,
+ * `failed` or `skipped`, or a status added within v1 after this version.
  */
 export type PostStatus = KnownPostStatus | (string & {});
 
@@ -110,6 +110,12 @@ export type UpdatePostRequest = Schemas['UpdatePostRequest'];
 
 /** The body of `Service.changePostStatus`: the status to move a post to, `draft` or `scheduled`. */
 export type ChangePostStatusRequest = Schemas['ChangePostStatusRequest'];
+
+/** The body of `Service.approvePost`: publish at the post's `scheduledAt` (the default) or `now`. */
+export type ApprovePostRequest = Schemas['ApprovePostRequest'];
+
+/** The body of `Service.rejectPost`: the comment for the post's author. */
+export type RejectPostRequest = Schemas['RejectPostRequest'];
 
 /** The body of `Service.schedulePost`: when to publish. */
 export type SchedulePostRequest = Schemas['SchedulePostRequest'];
