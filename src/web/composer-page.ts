@@ -10,9 +10,9 @@ import type { RequestBodies } from '../http/request-bodies.js';
 import type { MediaContext } from '../media/storage.js';
 import { field, type BrowserCookies } from '../pages/visitor.js';
 import { createPosts, createRuleProblems } from '../posts/create.js';
-import { editPost, getPost } from '../posts/lifecycle.js';
+import { editPost, editRuleProblems, getPost } from '../posts/lifecycle.js';
 import type { PostsContext } from '../posts/context.js';
-import { isEditable } from '../posts/transitions.js';
+import { isEditable, isTooFarInThePast } from '../posts/transitions.js';
 import { wallClockInstant } from './calendar-view.js';
 import {
   emptyPart,
@@ -289,9 +289,17 @@ async function saveEdit({ ctx, cookies, bodies, view }: Composer, req: Request, 
   if (action === 'schedule' && !at) details.push({ path: 'date', message: "must have required property 'date'" });
   const network = () => ctx.providers[post.provider].name;
   const inWords = (problems: ErrorDetail[]) => problems.map((detail) => inPeoplesWords(detail, network, zone));
+  const contractRefused = details.length > 0;
+  const now = ctx.clock.now();
+  if (action === 'schedule' && at && isTooFarInThePast(at, now))
+    details.push({ path: 'date', message: `is more than 1 minute in the past (it is ${now.toISOString()} now)` });
   if (details.length > 0) {
+    // Every problem at once: the rules' too, but for the fields already refused.
+    const refusedPaths = new Set(details.map((detail) => detail.path));
+    const rules = await editRuleProblems(ctx, post, changes);
+    details.push(...rules.filter((detail) => !refusedPaths.has(detail.path)));
     const errors = placeErrors(inWords(details), values.channels, names, undefined, tagImages);
-    return view.show(req, res, { kind: 'edit', post }, values, errors, 400);
+    return view.show(req, res, { kind: 'edit', post }, values, errors, contractRefused ? 400 : 422);
   }
   try {
     await applyEdit(ctx, actor, post.id, changes, action, at);
