@@ -75,15 +75,20 @@ interface Composer {
   view: ComposerView;
 }
 
-/** An empty composer, its date and time the next full hour. */
+/**
+ * An empty composer, its date and time the next full hour, or those of the address (`?date=&time=`, from
+ * a free slot of the calendar) when they are a day and a time.
+ */
 async function showNewPost({ ctx, cookies, view }: Composer, req: Request, res: Response): Promise<void> {
   const { zone } = readTimeZone(req, res, cookies);
   const start = DateTime.fromJSDate(ctx.clock.now(), { zone }).plus({ hours: 1 }).startOf('hour');
+  const { date, time } = req.query;
+  const asked = typeof date === 'string' && typeof time === 'string' && wallClockInstant(date, time, zone);
   const values: ComposerValues = {
     channels: [],
     parts: [emptyPart()],
-    date: start.toISODate()!,
-    time: start.toFormat('HH:mm'),
+    date: asked ? date : start.toISODate()!,
+    time: asked ? time : start.toFormat('HH:mm'),
     settings: {},
     firstComment: '',
   };
