@@ -297,6 +297,67 @@ describeInChromium('the calendar, the composer and the media library in Chromium
     expect(await page.locator('#first-run').count()).toBe(0);
   });
 
+  it('previews the post as each network chosen shows it: cut at its limit, its thread, a link’s card and the first comment', async () => {
+    const owner = await createOrganization(server.ctx.db, 'Preview Studio');
+    await createChannel(server.ctx.db, owner.id, 'sandbox', 'Preview sandbox');
+    const bluesky = await createChannel(server.ctx.db, owner.id, 'bluesky', 'Preview Bluesky');
+    await page.context().clearCookies();
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${server.baseUrl}/login?next=/compose`);
+    await page.getByLabel('Email').fill(owner.email);
+    await page.getByLabel('Password').fill(owner.password);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await untilAt(page, '/compose');
+    const preview = page.locator('#preview');
+    expect(await preview.locator('[data-preview-list]').textContent()).toBe(
+      'Tick a channel to see how its network shows the post.',
+    );
+    const post = (network: string) => preview.getByRole('article', { name: network });
+    await page.getByRole('checkbox', { name: 'Preview sandbox' }).check();
+    await page.getByRole('checkbox', { name: 'Preview Bluesky' }).check();
+    // 310 characters: within the sandbox's limit, past Bluesky's 300, where the preview cuts it.
+    await page.getByLabel('Text', { exact: true }).fill('a'.repeat(310));
+    const text = (network: string) => post(network).locator('.preview-text').first().textContent();
+    await expect.poll(() => text('Bluesky: Preview Bluesky'), PAGE_WAIT).toBe(`${'a'.repeat(300)}…`);
+    expect(await post('Bluesky: Preview Bluesky').locator('.preview-over').textContent()).toMatch(
+      /^Too long for Bluesky: at most 300 characters;/,
+    );
+    expect(await text('sandbox: Preview sandbox')).toBe('a'.repeat(310));
+    expect(await post('sandbox: Preview sandbox').locator('.preview-over').count()).toBe(0);
+
+    // A thread of two, its second part with a link, and a first comment.
+    await page.getByRole('button', { name: 'Add to thread' }).click();
+    await page.getByLabel('Text of part 2', { exact: true }).fill('More at https://example.org/page.');
+    await page.getByLabel('Text', { exact: true }).fill('Short now');
+    await page.getByLabel('First comment').fill('Thanks for reading');
+    const parts = (network: string) => post(network).locator('.preview-part');
+    await expect.poll(() => parts('Bluesky: Preview Bluesky').count(), PAGE_WAIT).toBe(2);
+    await expect
+      .poll(() => parts('Bluesky: Preview Bluesky').locator('.preview-text').allTextContents(), PAGE_WAIT)
+      .toEqual(['Short now', 'More at https://example.org/page.']);
+    expect(await parts('Bluesky: Preview Bluesky').locator('.preview-number').allTextContents()).toEqual([
+      '1/2',
+      '2/2',
+    ]);
+    expect(await parts('Bluesky: Preview Bluesky').nth(1).locator('.preview-link strong').textContent()).toBe(
+      'example.org',
+    );
+    // The sandbox shows no card, and takes the first comment, which Bluesky does not.
+    expect(await post('sandbox: Preview sandbox').locator('.preview-link').count()).toBe(0);
+    expect(await post('sandbox: Preview sandbox').locator('.preview-comment').textContent()).toBe(
+      'First comment: Thanks for reading',
+    );
+    expect(await post('Bluesky: Preview Bluesky').locator('.preview-comment').count()).toBe(0);
+    // Bluesky's card can be turned off in its settings.
+    await page.locator(`input[name="settings.${bluesky.id}.linkCard"][value="no"]`).check();
+    await expect.poll(() => post('Bluesky: Preview Bluesky').locator('.preview-link').count(), PAGE_WAIT).toBe(0);
+    await scan('composer (preview)');
+    await page.screenshot({ path: artifactPath('composer-preview.png'), fullPage: true });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await scan('composer (preview, phone)');
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
   it('serves a favicon', async () => {
     const icon = await page.request.get(`${server.baseUrl}/favicon.ico`);
     expect(icon.status()).toBe(200);

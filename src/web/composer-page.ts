@@ -28,7 +28,7 @@ import {
   storedParts,
   type ComposerValues,
 } from './composer-form.js';
-import { commentCounters, countText, textCounters } from './composer-counts.js';
+import { commentCounters, countText, fittingLength, textCounters } from './composer-counts.js';
 import { ComposerView, type ComposerMode } from './composer-view.js';
 import { signedIn } from './signed-in.js';
 import { inPeoplesWords } from './composer-messages.js';
@@ -228,6 +228,13 @@ async function countTexts({ ctx }: Composer, req: Request, res: Response): Promi
       counters.map((counter) => [
         counter.key,
         texts.map((text) => countText(counter.limit, text.replace(/\r\n/g, '\n'))),
+      ]),
+    ),
+    // Where the preview cuts each text that is too long, in the text as the page holds it (line ends `\n`).
+    fits: Object.fromEntries(
+      counters.map((counter) => [
+        counter.key,
+        texts.map((text) => fittingLength(counter.limit, text.replace(/\r\n/g, '\n'))),
       ]),
     ),
   });
