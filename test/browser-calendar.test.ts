@@ -92,6 +92,15 @@ describeInChromium('the calendar, the composer and the media library in Chromium
     expect(await page.locator('#calendar-empty').textContent()).toMatch(
       /Nothing is planned for this week\.\s+Write a post with New post/,
     );
+    // The first-run checklist: nothing done yet but the schedule, which is only suggested.
+    const steps = (state: string) =>
+      page
+        .locator(`#first-run li.${state}`)
+        .all()
+        .then((items) => Promise.all(items.map((item) => item.getAttribute('data-step'))));
+    expect(await steps('todo')).toEqual(['connect', 'post']);
+    expect(await steps('suggested')).toEqual(['schedule']);
+    expect(await page.getByRole('link', { name: 'Connect a channel' }).getAttribute('href')).toBe('/settings/channels');
     await scan('calendar (week, empty)');
     await shot('empty');
     const zone = (await page.locator('main .meta strong').first().textContent())!;
@@ -99,9 +108,19 @@ describeInChromium('the calendar, the composer and the media library in Chromium
     const tomorrow = today.plus({ days: 1 }).toISODate()!;
     const later = today.plus({ days: 2 }).toISODate()!;
 
-    // Compose a post for the sandbox channel with an uploaded image, for the day after tomorrow.
-    await page.getByRole('link', { name: 'New post' }).first().click();
+    // A free hour of the week opens the composer at that time: a post for the sandbox channel with an
+    // uploaded image, the day after tomorrow at 10:00.
+    // A time that has passed offers none.
+    const yesterday = today.minus({ days: 1 }).toISODate()!;
+    await page.goto(`${server.baseUrl}/calendar?date=${yesterday}`);
+    expect(await page.locator(`td[data-date="${yesterday}"] a.slot-new`).count()).toBe(0);
+    await page.goto(`${server.baseUrl}/calendar?date=${later}`);
+    const slot = page.locator(`td[data-date="${later}"][data-hour="10"] a.slot-new`);
+    expect(await slot.textContent()).toBe(`+ New post on ${later} at 10:00`);
+    await slot.click();
     await untilAt(page, '/compose');
+    expect(await page.getByLabel('Day').inputValue()).toBe(later);
+    expect(await page.getByLabel('Time', { exact: true }).inputValue()).toBe('10:00');
     await scan('composer');
     await page.getByRole('checkbox', { name: 'Sandbox' }).check();
     await page.getByLabel('Text', { exact: true }).fill(`Hello from ${who}`);
@@ -110,8 +129,6 @@ describeInChromium('the calendar, the composer and the media library in Chromium
     const media = page.locator('input[name="media"]').first();
     expect(await media.isChecked()).toBe(true);
     const mediaId = await media.inputValue();
-    await page.getByLabel('Day').fill(later);
-    await page.getByLabel('Time', { exact: true }).fill('10:00');
     await scan('composer (filled)');
     await shot('composer');
     await page.getByRole('button', { name: 'Schedule', exact: true }).click();
@@ -127,6 +144,13 @@ describeInChromium('the calendar, the composer and the media library in Chromium
     const chip = page.locator(`a.chip-link[data-post-id="${postId}"]`);
     expect(await chip.getAttribute('data-date')).toBe(later);
     await scan('calendar (month)');
+    // The chip shows the post's image, small.
+    const thumbnail = chip.locator('img.chip-thumb');
+    await expect
+      .poll(() => thumbnail.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth), PAGE_WAIT)
+      .toBe(120);
+    // The first post ticks its step of the checklist.
+    expect(await steps('done')).toEqual(['post']);
     await chip.dragTo(page.locator(`td[data-date="${tomorrow}"]`));
     await expect.poll(status, PAGE_WAIT).toMatch(new RegExp(`The post is scheduled for .* 10:00 \\(${zone}\\)\\.`));
     // The calendar again, loaded with its script, which opens the dialog below.
@@ -165,6 +189,18 @@ describeInChromium('the calendar, the composer and the media library in Chromium
     expect(await link.getAttribute('href')).toMatch(new RegExp(`^${network.url}/`));
     await scan('post (published)');
     await shot('published');
+
+    // The status legend filters: only the published posts.
+    await page.goto(`${server.baseUrl}/calendar?view=month&date=${tomorrow}`);
+    await page.locator('#status-filter').getByRole('checkbox', { name: 'published' }).check();
+    await page.locator('#status-filter').getByRole('button', { name: 'Show' }).click();
+    await page.waitForURL((url) => url.searchParams.getAll('status').join() === 'published');
+    expect(await page.locator(`a.chip-link[data-post-id="${postId}"]`).count()).toBe(0);
+    const shown = await Promise.all((await page.locator('.chip').all()).map((chip) => chip.getAttribute('class')));
+    expect(shown.length).toBeGreaterThan(0);
+    expect(new Set(shown)).toEqual(new Set(['chip status-published']));
+    await scan('calendar (published only)');
+    expect((await page.goto(`${server.baseUrl}/calendar?status=lost`))?.status()).toBe(400);
 
     // The other pages.
     await page.goto(`${server.baseUrl}/calendar`);
@@ -228,8 +264,17 @@ describeInChromium('the calendar, the composer and the media library in Chromium
     await page.getByLabel('Email').fill(owner.email);
     await page.getByLabel('Password').fill(owner.password);
     await page.getByRole('button', { name: 'Log in' }).click();
-    // The week, loaded with its script, which moves what is dropped.
+    // The week, loaded with its script, which moves what is dropped; it opens at the working day.
     await untilAt(page, '/calendar');
+    // The hour of the first row below the days' heading, in the week's scrolling box.
+    const topHour = () =>
+      page.evaluate(`(() => {
+        const box = document.querySelector('.week-scroll');
+        const head = box.querySelector('thead').offsetHeight;
+        const rows = [...box.querySelectorAll('tbody tr')];
+        return rows.find((row) => row.offsetTop >= box.scrollTop + head - 1)?.dataset.hour;
+      })()`);
+    await expect.poll(topHour, PAGE_WAIT).toBe('08');
     const chip = page.locator(`a.chip-link[data-post-id="${postId}"]`);
     // 07:45 UTC is 09:45 in Paris in June.
     expect(await chip.getAttribute('data-time')).toBe('09:45');
@@ -244,6 +289,73 @@ describeInChromium('the calendar, the composer and the media library in Chromium
     expect(moved.scheduled_at?.toISOString()).toBe('2030-06-14T09:45:00.000Z');
     await scan('calendar (week, with a post)');
     await page.screenshot({ path: artifactPath('calendar-week.png') });
+
+    // A channel of a real network connected: the checklist has nothing left it can tell, and goes.
+    expect(await page.locator('#first-run li.todo').getAttribute('data-step')).toBe('connect');
+    await createChannel(server.ctx.db, owner.id, 'x', 'Week X');
+    await page.reload();
+    expect(await page.locator('#first-run').count()).toBe(0);
+  });
+
+  it('previews the post as each network chosen shows it: cut at its limit, its thread, a link’s card and the first comment', async () => {
+    const owner = await createOrganization(server.ctx.db, 'Preview Studio');
+    await createChannel(server.ctx.db, owner.id, 'sandbox', 'Preview sandbox');
+    const bluesky = await createChannel(server.ctx.db, owner.id, 'bluesky', 'Preview Bluesky');
+    await page.context().clearCookies();
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${server.baseUrl}/login?next=/compose`);
+    await page.getByLabel('Email').fill(owner.email);
+    await page.getByLabel('Password').fill(owner.password);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await untilAt(page, '/compose');
+    const preview = page.locator('#preview');
+    expect(await preview.locator('[data-preview-list]').textContent()).toBe(
+      'Tick a channel to see how its network shows the post.',
+    );
+    const post = (network: string) => preview.getByRole('article', { name: network });
+    await page.getByRole('checkbox', { name: 'Preview sandbox' }).check();
+    await page.getByRole('checkbox', { name: 'Preview Bluesky' }).check();
+    // 310 characters: within the sandbox's limit, past Bluesky's 300, where the preview cuts it.
+    await page.getByLabel('Text', { exact: true }).fill('a'.repeat(310));
+    const text = (network: string) => post(network).locator('.preview-text').first().textContent();
+    await expect.poll(() => text('Bluesky: Preview Bluesky'), PAGE_WAIT).toBe(`${'a'.repeat(300)}…`);
+    expect(await post('Bluesky: Preview Bluesky').locator('.preview-over').textContent()).toMatch(
+      /^Too long for Bluesky: at most 300 characters;/,
+    );
+    expect(await text('sandbox: Preview sandbox')).toBe('a'.repeat(310));
+    expect(await post('sandbox: Preview sandbox').locator('.preview-over').count()).toBe(0);
+
+    // A thread of two, its second part with a link, and a first comment.
+    await page.getByRole('button', { name: 'Add to thread' }).click();
+    await page.getByLabel('Text of part 2', { exact: true }).fill('More at https://example.org/page.');
+    await page.getByLabel('Text', { exact: true }).fill('Short now');
+    await page.getByLabel('First comment').fill('Thanks for reading');
+    const parts = (network: string) => post(network).locator('.preview-part');
+    await expect.poll(() => parts('Bluesky: Preview Bluesky').count(), PAGE_WAIT).toBe(2);
+    await expect
+      .poll(() => parts('Bluesky: Preview Bluesky').locator('.preview-text').allTextContents(), PAGE_WAIT)
+      .toEqual(['Short now', 'More at https://example.org/page.']);
+    expect(await parts('Bluesky: Preview Bluesky').locator('.preview-number').allTextContents()).toEqual([
+      '1/2',
+      '2/2',
+    ]);
+    expect(await parts('Bluesky: Preview Bluesky').nth(1).locator('.preview-link strong').textContent()).toBe(
+      'example.org',
+    );
+    // The sandbox shows no card, and takes the first comment, which Bluesky does not.
+    expect(await post('sandbox: Preview sandbox').locator('.preview-link').count()).toBe(0);
+    expect(await post('sandbox: Preview sandbox').locator('.preview-comment').textContent()).toBe(
+      'First comment: Thanks for reading',
+    );
+    expect(await post('Bluesky: Preview Bluesky').locator('.preview-comment').count()).toBe(0);
+    // Bluesky's card can be turned off in its settings.
+    await page.locator(`input[name="settings.${bluesky.id}.linkCard"][value="no"]`).check();
+    await expect.poll(() => post('Bluesky: Preview Bluesky').locator('.preview-link').count(), PAGE_WAIT).toBe(0);
+    await scan('composer (preview)');
+    await page.screenshot({ path: artifactPath('composer-preview.png'), fullPage: true });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await scan('composer (preview, phone)');
+    await page.setViewportSize({ width: 1280, height: 900 });
   });
 
   it('serves a favicon', async () => {

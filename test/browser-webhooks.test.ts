@@ -10,6 +10,7 @@ import {
   signUp,
   type BrowserWithPage,
 } from './support/chromium.js';
+import { seriousViolations } from './support/axe.js';
 import { eventually } from './support/eventually.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { TIMEOUTS } from './support/timeouts.js';
@@ -93,10 +94,23 @@ describeInChromium('Settings → Webhooks, in Chromium', () => {
     const [test] = await receiver.untilReceived(1);
     expect(new Webhook(secret).verify(test!.body, test!.headers)).toMatchObject({ type: 'webhook.test' });
     await untilNewest('Delivered');
+    expect(await seriousViolations(page)).toEqual([]);
 
+    // A delivery made while the page is open shows on it without a reload, and is told to screen readers.
+    await page.evaluate("document.body.setAttribute('data-loaded-once', 'yes')");
     receiver.answerNext(500, 500);
-    await page.getByRole('button', { name: 'Send a test event' }).click();
-    await untilNewest('Failed');
+    const sent = await page.request.post(`${server.baseUrl}${new URL(page.url()).pathname}/test`, {
+      form: { csrf_token: await page.locator('input[name="csrf_token"]').first().inputValue() },
+      maxRedirects: 0,
+    });
+    expect(sent.status()).toBe(303);
+    const newest = () => page.locator('tr.delivery .outcome').first().textContent();
+    await expect.poll(newest, { timeout: TIMEOUTS.browser }).toBe('Failed');
+    expect(await page.locator('tr.delivery').count()).toBe(2);
+    expect(await page.locator('#deliveries-updated').textContent()).toMatch(/^Deliveries updated: 1 delivered, /);
+    expect(await page.locator('body').getAttribute('data-loaded-once')).toBe('yes');
+    // The list alone is the endpoint's: another id is not found.
+    expect((await page.request.get(`${server.baseUrl}/settings/webhooks/whk_none/deliveries`)).status()).toBe(404);
     await page
       .getByRole('button', { name: /^Retry the webhook.test delivery/ })
       .first()

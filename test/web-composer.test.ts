@@ -679,6 +679,45 @@ describe('threads, media per part and alternative texts for the text networks', 
     );
   });
 
+  it('shows every problem of an edit at once: the contract’s, the network’s rules and a time that has passed', async () => {
+    const created = await compose({
+      channel: text.bluesky,
+      content: 'Short enough',
+      date: '2030-03-28',
+      time: '12:00',
+      action: 'schedule',
+    });
+    const post = await postOf(created);
+    const refused = await compose(
+      {
+        content: 'a'.repeat(301),
+        [`settings.${text.bluesky}.languages`]: 'English',
+        [`settings.${text.bluesky}.linkCard`]: 'yes',
+        date: '2030-03-01',
+        time: '10:00',
+        action: 'schedule',
+      },
+      `/posts/${post.id}/edit`,
+    );
+    expect(refused.status).toBe(400);
+    const html = await refused.text();
+    expect(fieldError(html, `settings-${text.bluesky}-languages`)).toBe('Needs language codes such as en or pt-BR.');
+    expect(fieldError(html, 'content')).toMatch(/300/);
+    expect(fieldError(html, 'date')).toBe('This time has passed: it is 2030-03-13 13:00 GMT+1 now.');
+    expect(html).not.toMatch(/must (have|match|NOT)/);
+    expect(await readPost(post.id)).toMatchObject({ content: 'Short enough', scheduledAt: '2030-03-28T11:00:00.000Z' });
+
+    // Without the contract's problem, the rules' and the time's still come together, as a 422.
+    const rules = await compose(
+      { content: 'a'.repeat(301), date: '2030-03-01', time: '10:00', action: 'schedule' },
+      `/posts/${post.id}/edit`,
+    );
+    expect(rules.status).toBe(422);
+    const again = await rules.text();
+    expect(fieldError(again, 'content')).toMatch(/300/);
+    expect(fieldError(again, 'date')).toBe('This time has passed: it is 2030-03-13 13:00 GMT+1 now.');
+  });
+
   it('keeps the alternative text of an image older than the media the composer lists', async () => {
     const old = await insertMedia(server.ctx.db, org.id, 'image');
     const created = await publicApi(server, org.auth).POST('/public/v1/posts', {

@@ -1,7 +1,7 @@
 import type { components } from '../../generated/public-v1.js';
 import { acceptsPosts, lockChannels } from '../channels/channels.js';
 import { assertWithinDailyQuota, countsOnDay } from '../channels/quota.js';
-import { ConflictError, NotFoundError, UnprocessableError } from '../core/errors.js';
+import { ConflictError, NotFoundError, UnprocessableError, type ErrorDetail } from '../core/errors.js';
 import { assertCan, can, type Actor } from '../core/roles.js';
 import type { Db } from '../db/database.js';
 import { submitterOf } from './approval-submitter.js';
@@ -111,9 +111,34 @@ export async function editPost(
   });
 }
 
+/**
+ * Every rule the post as the edit would make it breaks, nothing saved: the composer shows them together
+ * with the contract's problems, all in one round.
+ */
+export async function editRuleProblems(
+  ctx: PostsContext,
+  post: PostRow,
+  changes: UpdatePostRequest,
+): Promise<ErrorDetail[]> {
+  return (await checkEditedDraft(ctx, post, changes)).problems;
+}
+
 /** The post as the edit would make it, checked like a create; 422 with every broken rule. */
 async function checkEdit(ctx: PostsContext, post: PostRow, changes: UpdatePostRequest): Promise<CheckedPost> {
-  const checked = await checkDrafts({ db: ctx.db, providers: ctx.providers }, post.organization_id, [
+  const checked = await checkEditedDraft(ctx, post, changes);
+  const [result] = checked.posts;
+  if (!result) {
+    const broken = checked.problems.length === 1 ? 'a rule is' : `${checked.problems.length} rules are`;
+    throw new UnprocessableError(
+      `Post ${post.id} cannot be changed as requested: ${broken} broken, listed in details.`,
+      checked.problems,
+    );
+  }
+  return result;
+}
+
+function checkEditedDraft(ctx: PostsContext, post: PostRow, changes: UpdatePostRequest) {
+  return checkDrafts({ db: ctx.db, providers: ctx.providers }, post.organization_id, [
     {
       channelId: post.channel_id,
       content: changes.content ?? post.content,
@@ -142,15 +167,6 @@ async function checkEdit(ctx: PostsContext, post: PostRow, changes: UpdatePostRe
       },
     },
   ]);
-  const [result] = checked.posts;
-  if (!result) {
-    const broken = checked.problems.length === 1 ? 'a rule is' : `${checked.problems.length} rules are`;
-    throw new UnprocessableError(
-      `Post ${post.id} cannot be changed as requested: ${broken} broken, listed in details.`,
-      checked.problems,
-    );
-  }
-  return result;
 }
 
 /**

@@ -2,10 +2,12 @@ import express, { type Request, type Response, type Router } from 'express';
 import { DateTime } from 'luxon';
 import { listChannels } from '../channels/channels.js';
 import type { Channel } from '../channels/tables.js';
-import { POST_STATUSES } from '../core/contract.js';
+import { POST_STATUSES, type PostStatus } from '../core/contract.js';
 import { DomainError, ValidationError } from '../core/errors.js';
 import { renderPage } from '../pages/render.js';
 import { field, safeNext, type BrowserCookies } from '../pages/visitor.js';
+import { presentMedia } from '../media/library.js';
+import type { MediaContext } from '../media/storage.js';
 import { getPost, schedulePostAt } from '../posts/lifecycle.js';
 import { listPostPage } from '../posts/list.js';
 import type { PostBody } from '../posts/post-body.js';
@@ -17,6 +19,7 @@ import {
   type CalendarLayout,
   type CalendarView,
 } from './calendar-view.js';
+import { firstRunChecklist } from './first-run.js';
 import { showPost } from './posts-pages.js';
 import { signedIn } from './signed-in.js';
 import { readTimeZone, timeZoneOptions } from './time-zone.js';
@@ -32,7 +35,7 @@ type Query = Record<string, unknown>;
  * status and filtered by channel. Dragging a post to another day or hour, or its "Move to…" form,
  * schedules it through the same code as `POST /public/v1/posts/{id}/schedule`.
  */
-export function calendarPages(ctx: PostsContext, cookies: BrowserCookies): Router {
+export function calendarPages(ctx: PostsContext & MediaContext, cookies: BrowserCookies): Router {
   const page: CalendarPage = { ctx, cookies };
   const router = express.Router();
   router.get('/calendar', (req, res) => showCalendar(page, req, res, req.query as Query));
@@ -41,7 +44,7 @@ export function calendarPages(ctx: PostsContext, cookies: BrowserCookies): Route
 }
 
 interface CalendarPage {
-  ctx: PostsContext;
+  ctx: PostsContext & MediaContext;
   cookies: BrowserCookies;
 }
 
@@ -85,11 +88,19 @@ async function showCalendar(
   const view = readView(query.view);
   const channels = await listChannels(ctx.db, organization.id);
   const chosen = readChannels(query.channel, new Set(channels.map((channel) => channel.id)));
+  const statuses = readStatuses(query.status);
   const now = ctx.clock.now();
   const anchor = anchorDay(query.date, timeZone.zone, now);
-  const { layout, truncated } = await layOutPosts(ctx, organization.id, { view, anchor, now, channels, chosen });
+  const { layout, truncated } = await layOutPosts(ctx, organization.id, {
+    view,
+    anchor,
+    now,
+    channels,
+    chosen,
+    statuses,
+  });
   const link = (changes: Query) =>
-    `/calendar?${calendarQuery({ view, date: layout.anchor, channel: chosen, ...changes })}`;
+    `/calendar?${calendarQuery({ view, date: layout.anchor, channel: chosen, status: statuses, ...changes })}`;
   renderPage(
     res,
     '/web/templates/calendar',
@@ -109,7 +120,9 @@ async function showCalendar(
       })),
       activeChannels: channels.filter((channel) => channel.status === 'active').length,
       chosen,
-      statuses: POST_STATUSES,
+      statuses: POST_STATUSES.map((status) => ({ status, checked: statuses.includes(status) })),
+      chosenStatuses: statuses,
+      checklist: await firstRunChecklist(ctx.db, organization.id, channels),
       truncated,
       links: {
         previous: link({ date: layout.previous }),
@@ -128,14 +141,22 @@ async function showCalendar(
 
 /** The week or month around `anchor` with the posts of the chosen channels (all when none is chosen) in it. */
 async function layOutPosts(
-  ctx: PostsContext,
+  ctx: PostsContext & MediaContext,
   organizationId: string,
-  shown: { view: CalendarView; anchor: DateTime; now: Date; channels: Channel[]; chosen: string[] },
+  shown: {
+    view: CalendarView;
+    anchor: DateTime;
+    now: Date;
+    channels: Channel[];
+    chosen: string[];
+    statuses: PostStatus[];
+  },
 ): Promise<{ layout: CalendarLayout; truncated: boolean }> {
   const { view, anchor, now } = shown;
   const shell = layOutCalendar(view, anchor, [], now);
-  const { posts, truncated } = await postsBetween(ctx, organizationId, shell.start, shell.end, shown.chosen);
+  const { posts, truncated } = await postsBetween(ctx, organizationId, shell, shown);
   const names = new Map(shown.channels.map((channel) => [channel.id, channel.name]));
+  const thumbnails = await firstMedia(ctx, organizationId, posts);
   const entries = posts.map((post) => ({
     id: post.id,
     // The contract's status is open to values added later; this server writes the ones it knows.
@@ -143,8 +164,32 @@ async function layOutPosts(
     scheduledAt: new Date(post.scheduledAt!),
     channelName: names.get(post.channelId) ?? post.channelId,
     content: post.content,
+    thumbnail: post.mediaIds[0] === undefined ? undefined : thumbnails.get(post.mediaIds[0]),
   }));
   return { layout: layOutCalendar(view, anchor, entries, now), truncated };
+}
+
+/** The first media of each post, by id: an image with a signed address to show it small, other kinds by name. */
+async function firstMedia(
+  ctx: PostsContext & MediaContext,
+  organizationId: string,
+  posts: PostBody[],
+): Promise<Map<string, { kind: string; url: string | undefined; name: string }>> {
+  const ids = [...new Set(posts.flatMap((post) => post.mediaIds.slice(0, 1)))];
+  if (ids.length === 0) return new Map();
+  const rows = await ctx.db
+    .selectFrom('media')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('id', 'in', ids)
+    .execute();
+  const shown = await Promise.all(
+    rows.map(async (media) => {
+      const url = media.kind === 'image' ? (await presentMedia(ctx, media)).url : undefined;
+      return [media.id, { kind: media.kind, url, name: media.file_name }] as const;
+    }),
+  );
+  return new Map(shown);
 }
 
 /** What the page says after posts were created from the composer, or a post was moved. */
@@ -178,6 +223,16 @@ function readView(value: unknown): CalendarView {
   throw new ValidationError('The calendar shows a week (view=week) or a month (view=month).');
 }
 
+/** The statuses to show, from the address (none: every status); one that is not a status is refused. */
+function readStatuses(value: unknown): PostStatus[] {
+  if (value === undefined || value === '') return [];
+  const values = (Array.isArray(value) ? value : [value]).map(String);
+  for (const status of values)
+    if (!(POST_STATUSES as readonly string[]).includes(status))
+      throw new ValidationError(`The calendar shows posts by status: ${POST_STATUSES.join(', ')}; not ${status}.`);
+  return [...new Set(values)] as PostStatus[];
+}
+
 /** The channels to show, from the address; one that is not the organization's is refused rather than ignored. */
 function readChannels(value: unknown, known: Set<string>): string[] {
   if (value === undefined || value === '') return [];
@@ -187,11 +242,17 @@ function readChannels(value: unknown, known: Set<string>): string[] {
   return [...new Set(ids)];
 }
 
-function calendarQuery(values: { view: CalendarView; date: string | undefined; channel: string[] }): string {
+function calendarQuery(values: {
+  view: CalendarView;
+  date: string | undefined;
+  channel: string[];
+  status: PostStatus[];
+}): string {
   const query = new URLSearchParams();
   if (values.view !== 'week') query.set('view', values.view);
   if (values.date) query.set('date', values.date);
   for (const id of values.channel) query.append('channel', id);
+  for (const status of values.status) query.append('status', status);
   return query.toString();
 }
 
@@ -199,9 +260,8 @@ function calendarQuery(values: { view: CalendarView; date: string | undefined; c
 async function postsBetween(
   ctx: PostsContext,
   organizationId: string,
-  start: Date,
-  end: Date,
-  channelIds: string[],
+  { start, end }: { start: Date; end: Date },
+  { chosen: channelIds, statuses }: { chosen: string[]; statuses: PostStatus[] },
 ): Promise<{ posts: PostBody[]; truncated: boolean }> {
   const posts: PostBody[] = [];
   let cursor: string | undefined;
@@ -211,6 +271,7 @@ async function postsBetween(
       from: start.toISOString(),
       to: end.toISOString(),
       ...(channelIds.length > 0 ? { channelId: channelIds } : {}),
+      ...(statuses.length > 0 ? { status: statuses } : {}),
       ...(cursor ? { cursor } : {}),
     });
     posts.push(...page.data);

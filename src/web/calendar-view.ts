@@ -10,6 +10,8 @@ export interface CalendarPost {
   scheduledAt: Date;
   channelName: string;
   content: string;
+  /** The first media of the post, as the chip shows it: an image as a small picture, else its kind. */
+  thumbnail?: { kind: string; url: string | undefined; name: string };
 }
 
 export interface CalendarEntry extends CalendarPost {
@@ -32,13 +34,15 @@ export interface CalendarDay {
   /** In the month view, whether the day belongs to the month shown. */
   inMonth: boolean;
   entries: CalendarEntry[];
+  /** The composer for a post at this day (09:00, or the next full hour today), while it has not passed. */
+  compose: string | undefined;
 }
 
 export interface CalendarHour {
   /** `HH:00`. */
   time: string;
   /** One cell per day of the week, with the posts due in that hour. */
-  cells: { date: string; entries: CalendarEntry[] }[];
+  cells: { date: string; entries: CalendarEntry[]; compose: string | undefined }[];
 }
 
 export interface CalendarLayout {
@@ -57,9 +61,13 @@ export interface CalendarLayout {
   hours: CalendarHour[];
   /** The month view's rows: its weeks. */
   weeks: CalendarDay[][];
+  /** The hour the week view opens at: the hour before now this week, else the working day's start. */
+  startHour: number;
 }
 
 const MONTH_GRID_DAYS = 42;
+/** Where the working day starts: the week view opens there, and a day's new post is due then. */
+const WORKING_HOUR = 9;
 const MOVABLE: readonly PostStatus[] = ['draft', 'scheduled', 'failed'];
 
 /** The day a view is built around: `date` of the address when it is one, else today in the zone. */
@@ -88,7 +96,18 @@ export function calendarRange(view: CalendarView, anchor: DateTime): { start: Da
 export function layOutCalendar(view: CalendarView, anchor: DateTime, posts: CalendarPost[], now: Date): CalendarLayout {
   const zone = anchor.zoneName ?? 'UTC';
   const { start, end } = calendarRange(view, anchor);
-  const today = DateTime.fromJSDate(now, { zone }).toISODate();
+  const local = DateTime.fromJSDate(now, { zone });
+  const today = local.toISODate()!;
+  // A slot still wholly ahead takes a new post (a time that has passed would be refused); a day, at the
+  // working day's start or, today, the next full hour.
+  const composeAt = (date: string, hour: number | undefined): string | undefined => {
+    if (date < today) return undefined;
+    if (hour === undefined) {
+      const at = date === today ? Math.max(WORKING_HOUR, local.hour + 1) : WORKING_HOUR;
+      return at > 23 ? undefined : composeLink(date, at);
+    }
+    return date === today && hour <= local.hour ? undefined : composeLink(date, hour);
+  };
   const entries = posts.map((post): CalendarEntry => {
     const local = DateTime.fromJSDate(post.scheduledAt, { zone });
     return { ...post, time: local.toFormat('HH:mm'), date: local.toISODate()!, movable: MOVABLE.includes(post.status) };
@@ -105,6 +124,7 @@ export function layOutCalendar(view: CalendarView, anchor: DateTime, posts: Cale
       today: date === today,
       inMonth: view === 'week' || day.month === anchor.month,
       entries: entries.filter((entry) => entry.date === date),
+      compose: composeAt(date, undefined),
     };
   });
   const hours: CalendarHour[] =
@@ -116,6 +136,7 @@ export function layOutCalendar(view: CalendarView, anchor: DateTime, posts: Cale
             cells: days.map((day) => ({
               date: day.date,
               entries: day.entries.filter((entry) => entry.time.slice(0, 2) === time.slice(0, 2)),
+              compose: composeAt(day.date, hour),
             })),
           };
         })
@@ -135,7 +156,12 @@ export function layOutCalendar(view: CalendarView, anchor: DateTime, posts: Cale
     days,
     hours,
     weeks,
+    startHour: days.some((day) => day.today) ? Math.max(local.hour - 1, 0) : WORKING_HOUR - 1,
   };
+}
+
+function composeLink(date: string, hour: number): string {
+  return `/compose?${new URLSearchParams({ date, time: `${String(hour).padStart(2, '0')}:00` }).toString()}`;
 }
 
 function weekTitle(first: DateTime, last: DateTime): string {

@@ -54,6 +54,27 @@ export function countText(limit: ContentLimit, text: string): number {
   return limit.unit === 'graphemes' ? graphemeCount(text) : text.length;
 }
 
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
+/**
+ * How much of a text a limit lets through, in UTF-16 code units: all of it when it fits, else the
+ * longest start of it that ends between two characters as a reader sees them and counts within the
+ * limit as the network counts it: where the composer's preview cuts a text that is too long.
+ */
+export function fittingLength(limit: ContentLimit, text: string): number {
+  if (countText(limit, text) <= limit.max) return text.length;
+  const ends = [0, ...Array.from(graphemes.segment(text), (piece) => piece.index + piece.segment.length)];
+  // Counts only grow as a text gets longer: the last end that fits is found by halving.
+  let low = 0;
+  let high = ends.length - 1;
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    if (countText(limit, text.slice(0, ends[middle])) <= limit.max) low = middle;
+    else high = middle - 1;
+  }
+  return ends[low]!;
+}
+
 /**
  * The counters of a first comment: one per network of the channels offered that takes comments, by the
  * network's own limit of a comment, counted in UTF-16 code units as the API's check counts it.

@@ -10,9 +10,9 @@ import type { RequestBodies } from '../http/request-bodies.js';
 import type { MediaContext } from '../media/storage.js';
 import { field, type BrowserCookies } from '../pages/visitor.js';
 import { createPosts, createRuleProblems } from '../posts/create.js';
-import { editPost, getPost } from '../posts/lifecycle.js';
+import { editPost, editRuleProblems, getPost } from '../posts/lifecycle.js';
 import type { PostsContext } from '../posts/context.js';
-import { isEditable } from '../posts/transitions.js';
+import { isEditable, isTooFarInThePast } from '../posts/transitions.js';
 import { wallClockInstant } from './calendar-view.js';
 import {
   emptyPart,
@@ -28,7 +28,7 @@ import {
   storedParts,
   type ComposerValues,
 } from './composer-form.js';
-import { commentCounters, countText, textCounters } from './composer-counts.js';
+import { commentCounters, countText, fittingLength, textCounters } from './composer-counts.js';
 import { ComposerView, type ComposerMode } from './composer-view.js';
 import { signedIn } from './signed-in.js';
 import { inPeoplesWords } from './composer-messages.js';
@@ -75,15 +75,20 @@ interface Composer {
   view: ComposerView;
 }
 
-/** An empty composer, its date and time the next full hour. */
+/**
+ * An empty composer, its date and time the next full hour, or those of the address (`?date=&time=`, from
+ * a free slot of the calendar) when they are a day and a time.
+ */
 async function showNewPost({ ctx, cookies, view }: Composer, req: Request, res: Response): Promise<void> {
   const { zone } = readTimeZone(req, res, cookies);
   const start = DateTime.fromJSDate(ctx.clock.now(), { zone }).plus({ hours: 1 }).startOf('hour');
+  const { date, time } = req.query;
+  const asked = typeof date === 'string' && typeof time === 'string' && wallClockInstant(date, time, zone);
   const values: ComposerValues = {
     channels: [],
     parts: [emptyPart()],
-    date: start.toISODate()!,
-    time: start.toFormat('HH:mm'),
+    date: asked ? date : start.toISODate()!,
+    time: asked ? time : start.toFormat('HH:mm'),
     settings: {},
     firstComment: '',
   };
@@ -225,6 +230,13 @@ async function countTexts({ ctx }: Composer, req: Request, res: Response): Promi
         texts.map((text) => countText(counter.limit, text.replace(/\r\n/g, '\n'))),
       ]),
     ),
+    // Where the preview cuts each text that is too long, in the text as the page holds it (line ends `\n`).
+    fits: Object.fromEntries(
+      counters.map((counter) => [
+        counter.key,
+        texts.map((text) => fittingLength(counter.limit, text.replace(/\r\n/g, '\n'))),
+      ]),
+    ),
   });
 }
 
@@ -289,9 +301,17 @@ async function saveEdit({ ctx, cookies, bodies, view }: Composer, req: Request, 
   if (action === 'schedule' && !at) details.push({ path: 'date', message: "must have required property 'date'" });
   const network = () => ctx.providers[post.provider].name;
   const inWords = (problems: ErrorDetail[]) => problems.map((detail) => inPeoplesWords(detail, network, zone));
+  const contractRefused = details.length > 0;
+  const now = ctx.clock.now();
+  if (action === 'schedule' && at && isTooFarInThePast(at, now))
+    details.push({ path: 'date', message: `is more than 1 minute in the past (it is ${now.toISOString()} now)` });
   if (details.length > 0) {
+    // Every problem at once: the rules' too, but for the fields already refused.
+    const refusedPaths = new Set(details.map((detail) => detail.path));
+    const rules = await editRuleProblems(ctx, post, changes);
+    details.push(...rules.filter((detail) => !refusedPaths.has(detail.path)));
     const errors = placeErrors(inWords(details), values.channels, names, undefined, tagImages);
-    return view.show(req, res, { kind: 'edit', post }, values, errors, 400);
+    return view.show(req, res, { kind: 'edit', post }, values, errors, contractRefused ? 400 : 422);
   }
   try {
     await applyEdit(ctx, actor, post.id, changes, action, at);

@@ -11,6 +11,7 @@ import type { PostsContext } from '../posts/context.js';
 import type { CreatorInfo, PinterestBoard } from '../providers/provider-adapter.js';
 import { partFieldId, partPrefix, publishedParts, type ComposerValues, type FieldErrors } from './composer-form.js';
 import { commentCounters, countText, textCounters, UNIT_WORDS, type TextCounter } from './composer-counts.js';
+import { previewChannels } from './composer-preview.js';
 import { describeMedia, mediaOrigins } from './media-pages.js';
 import { signedIn } from './signed-in.js';
 import { readTimeZone } from './time-zone.js';
@@ -83,7 +84,7 @@ export class ComposerView {
       {
         title: mode.kind === 'edit' ? 'Edit the post' : 'New post',
         path: mode.kind === 'edit' ? '/posts' : '/compose',
-        scripts: ['upload.js', 'composer.js'],
+        scripts: ['upload.js', 'composer.js', 'composer-preview.js'],
         timeZone,
         action: mode.kind === 'edit' ? `/posts/${mode.post.id}/edit` : '/compose',
         mode: mode.kind,
@@ -118,6 +119,7 @@ export class ComposerView {
           releaseUrl: comment?.releaseUrl ?? null,
           counts: commentCounts.map((counter) => describeCount(counter, values.firstComment)),
         },
+        preview: previewChannels(ctx.providers, channels, counters),
         media: library.data.map(describeMedia),
         accept: ctx.config.media.allowedTypes.join(','),
         privacyWords: PRIVACY_WORDS,

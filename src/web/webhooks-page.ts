@@ -2,7 +2,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { DomainError, ValidationError } from '../core/errors.js';
 import type { AppContext } from '../http/context.js';
 import { formatTime } from '../pages/forms.js';
-import { renderPage } from '../pages/render.js';
+import { pageHtml, renderPage } from '../pages/render.js';
 import { field } from '../pages/visitor.js';
 import { toDeliveryBody } from '../webhooks/delivery-body.js';
 import { findEndpoint, listEndpoints, MAX_ENDPOINTS, toWebhookBody, type WebhookOwner } from '../webhooks/endpoints.js';
@@ -67,6 +67,11 @@ export function webhooksPage(ctx: AppContext & { webhooks: WebhookManagement }):
       () => view.endpoint(res, req.params.id, notice ? { notice } : {}),
       (problem, status) => view.list(res, { problem }, status),
     );
+  });
+
+  // The page's script asks for the deliveries again while it is open, and shows them when they changed.
+  router.get('/settings/webhooks/:id/deliveries', async (req, res) => {
+    await view.deliveryList(res, req.params.id);
   });
 
   router.post('/settings/webhooks/:id', async (req, res) => {
@@ -211,9 +216,7 @@ class WebhooksView {
     extra: { notice?: string; problem?: string; secret?: string } = {},
     status = 200,
   ): Promise<void> {
-    const owner = ownerOf(res);
-    const row = await findEndpoint(this.ctx.db, owner, id);
-    const { items: deliveries } = await this.ctx.webhooks.deliveries(owner, id, { limit: 20, cursor: undefined });
+    const row = await findEndpoint(this.ctx.db, ownerOf(res), id);
     renderPage(
       res,
       '/web/templates/webhook',
@@ -222,15 +225,39 @@ class WebhooksView {
         path: '/settings/webhooks',
         endpoint: toWebhookBody(row, this.ctx.clock.now()),
         eventTypes: EVENT_TYPES,
-        deliveries: deliveries.map((delivery) => ({
-          ...toDeliveryBody(delivery),
-          createdText: formatTime(delivery.created_at, zoneOf(res)),
-          nextText: delivery.next_attempt_at ? formatTime(delivery.next_attempt_at, zoneOf(res)) : null,
-        })),
+        scripts: ['webhook.js'],
+        ...(await this.recentDeliveries(res, id)),
         ...extra,
       },
       status,
+      { connectOrigins: [] },
     );
+  }
+
+  /** The endpoint's recent deliveries alone, as its page shows them: what its script puts in their place. */
+  async deliveryList(res: Response, id: string): Promise<void> {
+    const row = await findEndpoint(this.ctx.db, ownerOf(res), id);
+    const html = pageHtml(
+      res,
+      '/web/templates/webhook-deliveries',
+      { title: '', endpoint: toWebhookBody(row, this.ctx.clock.now()), ...(await this.recentDeliveries(res, id)) },
+      { connectOrigins: [] },
+    );
+    res.type('html').send(html);
+  }
+
+  /** The 20 newest deliveries, their times in the reader's zone, and a version that changes when any of them does. */
+  private async recentDeliveries(res: Response, id: string) {
+    const { items } = await this.ctx.webhooks.deliveries(ownerOf(res), id, { limit: 20, cursor: undefined });
+    const deliveries = items.map((delivery) => ({
+      ...toDeliveryBody(delivery),
+      createdText: formatTime(delivery.created_at, zoneOf(res)),
+      nextText: delivery.next_attempt_at ? formatTime(delivery.next_attempt_at, zoneOf(res)) : null,
+    }));
+    const deliveriesVersion = deliveries
+      .map((d) => [d.id, d.status, d.attempts, d.lastStatusCode ?? '', d.nextText ?? ''].join(':'))
+      .join(' ');
+    return { deliveries, deliveriesVersion };
   }
 
   private async appNames(ids: string[]): Promise<Map<string, string>> {

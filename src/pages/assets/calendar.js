@@ -3,6 +3,13 @@
 // which schedules the post as the API's schedule operation does; without this script the Move link
 // leads to the post's own "Move to…" form.
 (() => {
+  // The week opens at the working day, or at the hour before now in the current week, not at midnight.
+  const week = document.querySelector('.week-scroll[data-start-hour]');
+  const start = week && week.querySelector(`tr[data-hour="${week.dataset.startHour}"]`);
+  if (start) week.scrollTop = start.offsetTop - week.querySelector('thead').offsetHeight;
+})();
+
+(() => {
   const dialog = document.getElementById('move-dialog');
   const form = document.getElementById('move-form');
   if (!dialog || !form) return;

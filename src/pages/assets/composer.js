@@ -1,7 +1,8 @@
 // The composer: settings, counts, alternative texts and the first comment follow the channels ticked,
 // every part's text and the comment are counted as each network counts them (by the server, which knows
 // the networks' rules), uploaded media is
-// added to every part's choices (ticked in the part it was uploaded for), and the form is sent once.
+// added to every part's choices (ticked in the part it was uploaded for), and the form is sent once. The
+// counts are told to the form as a `composer-counts` event, which the preview (composer-preview.js) follows.
 (() => {
   const form = document.querySelector('form[data-composer]');
   if (!form) return;
@@ -40,7 +41,10 @@
         body: JSON.stringify({ texts: texts.map((text) => text.value), comment: commentText?.value ?? '' }),
       });
       if (!response.ok || question !== asked) return;
-      const { counts, comment } = await response.json();
+      const answer = await response.json();
+      const { counts, comment } = answer;
+      // The preview cuts each text where its networks' limits do.
+      form.dispatchEvent(new CustomEvent('composer-counts', { detail: answer }));
       for (const item of form.querySelectorAll('#firstComment-counts [data-count-for]')) {
         const used = comment[item.dataset.countFor];
         if (used === undefined) continue;
@@ -68,6 +72,8 @@
     timer = setTimeout(count, 150);
   });
   follow();
+  // A form shown again with its texts is counted at once, for the preview's cuts.
+  if ([...form.querySelectorAll('[data-part-text]')].some((text) => text.value !== '')) count();
 
   /** A part's field names and ids start with these: none for the post's own part. */
   const prefixes = (part) => {
