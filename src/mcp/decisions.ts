@@ -34,6 +34,14 @@ export const TOOL_DECISIONS: Readonly<Record<string, ToolDecision>> = {
   getPostHistory: tool,
   schedulePost: tool,
   changePostStatus: tool,
+  duplicatePost: tool,
+  // Rows as JSON or a CSV file's text, with a dry run first: what an agent planning a week does.
+  importPosts: tool,
+  exportPosts: {
+    excluded:
+      "A file to download into a person's spreadsheet; an agent reads the same posts as JSON with listPosts, " +
+      'page by page.',
+  },
   listMedia: tool,
   uploadFromUrl: tool,
   createUpload: tool,

@@ -8,11 +8,15 @@ import type { BrowserCookies } from '../pages/visitor.js';
 import { renderPage } from '../pages/render.js';
 import type { PostEventBody } from '../posts/events.js';
 import { postHistoryPage } from '../posts/history.js';
-import { getPost, movePost } from '../posts/lifecycle.js';
+import { getPost, movePost, removePost } from '../posts/lifecycle.js';
+import { duplicatePost } from '../posts/duplicate.js';
+import { streamPostExport } from '../posts/export.js';
 import { isEditable } from '../posts/transitions.js';
 import { listPostPage } from '../posts/list.js';
 import { toPostBody, type PostBody } from '../posts/post-body.js';
 import type { PostsContext } from '../posts/context.js';
+import { confirmedOrAsk } from './confirm-first.js';
+import { importPage } from './import-page.js';
 import { signedIn } from './signed-in.js';
 import { inReadersZone, readTimeZone } from './time-zone.js';
 
@@ -44,6 +48,16 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
   const router = express.Router();
 
   router.get('/posts', (req, res) => showPostList(ctx, req, res, readTimeZone(req, res, cookies).zone));
+
+  // The list's posts as a file, with the list's filters: the Public API's export, for the signed-in member.
+  router.get('/posts/export', async (req, res) => {
+    const { organization } = signedIn(res);
+    const { zone } = readTimeZone(req, res, cookies);
+    const format = req.query.format === 'json' ? 'json' : 'csv';
+    await streamPostExport(ctx.db, organization.id, { format, ...listQuery(readFilter(req), zone) }, res);
+  });
+
+  router.use(importPage(ctx));
 
   router.get('/posts/:id', async (req, res) => {
     const { organization } = signedIn(res);
@@ -77,7 +91,78 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
     res.redirect(303, `/posts/${encodeURIComponent(String(req.params.id))}?scheduled=1`);
   });
 
+  router.post('/posts/:id/duplicate', async (req, res) => {
+    const { actor } = signedIn(res);
+    const copy = await duplicatePostOrShow(ctx, req, res, actor, cookies);
+    if (copy) res.redirect(303, `/posts/${encodeURIComponent(copy.id)}?duplicated=1`);
+  });
+
+  router.post('/posts/:id/delete', async (req, res) => {
+    const { organization, actor } = signedIn(res);
+    const postId = String(req.params.id);
+    await getPost(ctx.db, organization.id, postId);
+    const confirmation = {
+      question: 'Delete this post?',
+      consequence:
+        'The post and its history are deleted and it will not be published. A post already published stays on ' +
+        'the network: only our record of it goes. This cannot be undone.',
+      button: 'Delete the post',
+      back: `/posts/${encodeURIComponent(postId)}`,
+      path: '/posts',
+    };
+    if (!confirmedOrAsk(req, res, confirmation)) return;
+    try {
+      await removePost(ctx, actor, postId);
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
+      const { zone } = readTimeZone(req, res, cookies);
+      return showPost(ctx, req, res, {
+        organizationId: organization.id,
+        postId,
+        zone,
+        problem: `The post could not be deleted: ${error.message}`,
+        status: error.status,
+      });
+    }
+    res.redirect(303, '/posts?deleted=1');
+  });
+
   return router;
+}
+
+/** A draft copy of the post, or its page again with why there is none (a channel removed since). */
+async function duplicatePostOrShow(
+  ctx: PostsContext,
+  req: Request,
+  res: Response,
+  actor: Parameters<typeof duplicatePost>[1],
+  cookies: BrowserCookies,
+) {
+  const postId = String(req.params.id);
+  try {
+    return await duplicatePost(ctx, actor, postId);
+  } catch (error) {
+    if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
+    const { zone } = readTimeZone(req, res, cookies);
+    const why = error.details?.map((detail) => detail.message).join(' ') || error.message;
+    await showPost(ctx, req, res, {
+      organizationId: actor.organizationId,
+      postId,
+      zone,
+      problem: `The post could not be duplicated: ${why}`,
+      status: error.status,
+    });
+    return undefined;
+  }
+}
+
+/** The list's filters as the list's query: the days are the reader's. */
+function listQuery(filter: Filter, zone: string) {
+  return {
+    ...(filter.status ? { status: [filter.status] } : {}),
+    ...(filter.from ? { from: DateTime.fromISO(filter.from, { zone }).startOf('day').toUTC().toISO()! } : {}),
+    ...(filter.to ? { to: DateTime.fromISO(filter.to, { zone }).endOf('day').toUTC().toISO()! } : {}),
+  };
 }
 
 /** The list of posts, filtered by status and dates, a page at a time. */
@@ -86,10 +171,7 @@ async function showPostList(ctx: PostsContext, req: Request, res: Response, zone
   const filter = readFilter(req);
   const query = {
     limit: PAGE_SIZE,
-    ...(filter.status ? { status: [filter.status] } : {}),
-    // The days are the reader's.
-    ...(filter.from ? { from: DateTime.fromISO(filter.from, { zone }).startOf('day').toUTC().toISO()! } : {}),
-    ...(filter.to ? { to: DateTime.fromISO(filter.to, { zone }).endOf('day').toUTC().toISO()! } : {}),
+    ...listQuery(filter, zone),
     ...(filter.cursor ? { cursor: filter.cursor } : {}),
   };
   const [page, channels] = await Promise.all([
@@ -106,6 +188,8 @@ async function showPostList(ctx: PostsContext, req: Request, res: Response, zone
     zone,
     filter,
     statuses: POST_STATUSES,
+    exportQuery: new URLSearchParams(withoutCursor(filter)).toString(),
+    notice: req.query.deleted === '1' ? 'The post is deleted.' : undefined,
     posts: page.data.map((post) => ({
       ...describe(post, zone),
       channelName: channelNames.get(post.channelId) ?? post.channelId,
@@ -120,6 +204,7 @@ function postNotice(req: Request): string | undefined {
   if (req.query.created) return 'The post is created.';
   if (req.query.saved) return 'The post is saved.';
   if (req.query.moved) return 'The post has its new time.';
+  if (req.query.duplicated) return 'This is a copy of the post, saved as a draft: edit it and schedule it.';
   return undefined;
 }
 

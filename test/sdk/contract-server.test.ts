@@ -38,6 +38,13 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   deletePost: { method: 'DELETE', path: '/public/v1/posts/post_probe' },
   schedulePost: { method: 'POST', path: '/public/v1/posts/post_probe/schedule', body: { scheduledAt: FAR_FUTURE } },
   changePostStatus: { method: 'PATCH', path: '/public/v1/posts/post_probe/status', body: { status: 'draft' } },
+  importPosts: {
+    method: 'POST',
+    path: '/public/v1/posts/import?dryRun=true',
+    body: { rows: [{ channels: ['ch_probe'], text: 'probe' }] },
+  },
+  exportPosts: { method: 'GET', path: '/public/v1/posts/export?format=json&group=grp_probe' },
+  duplicatePost: { method: 'POST', path: '/public/v1/posts/post_probe/duplicate' },
   listMedia: { method: 'GET', path: '/public/v1/media' },
   uploadFromUrl: {
     method: 'POST',
