@@ -88,6 +88,9 @@ const SDK_METHODS: Record<string, string> = {
   getPostHistory: 'postHistory',
   schedulePost: 'schedulePost',
   changePostStatus: 'changePostStatus',
+  importPosts: 'importPosts',
+  exportPosts: 'exportPosts',
+  duplicatePost: 'duplicatePost',
   listMedia: 'listMedia',
   uploadFromUrl: 'uploadFromUrl',
   createUpload: 'upload',
@@ -140,7 +143,7 @@ function requestPathMatches(requested: string, template: string): boolean {
 
 describe('every operation of the reference has its request samples', () => {
   it('a curl sample and an @service/sdk sample on each Public API operation, each sending the request of its operation', () => {
-    expect(PUBLIC).toHaveLength(30);
+    expect(PUBLIC).toHaveLength(33);
     for (const operation of PUBLIC) {
       const curl = operation.samples.filter(isCurl);
       const sdk = operation.samples.filter((sample) => sample.lang === 'TypeScript' && sample.label === '@service/sdk');
@@ -369,6 +372,13 @@ const PUBLIC_FIXTURES: Record<string, () => Env | Promise<Env>> = {
   getPostHistory: async () => ({ POST: await newPost('schedule') }),
   schedulePost: async () => ({ POST: await newPost('draft') }),
   changePostStatus: async () => ({ POST: await newPost('schedule') }),
+  importPosts: () => {
+    const file = path.join(work, `import-${randomBytes(4).toString('hex')}.csv`);
+    fs.writeFileSync(file, `key,channels,text,time\n${randomBytes(8).toString('hex')},${sandboxChannel},Imported,\n`);
+    return { CSV_FILE: file };
+  },
+  exportPosts: () => ({}),
+  duplicatePost: async () => ({ POST: await newPost('draft') }),
   listMedia: () => ({}),
   uploadFromUrl: () => ({ FILE_URL: `${files.origin}/campaigns/winter/poster.png` }),
   createUpload: () => ({ FILE: videoFile }),
