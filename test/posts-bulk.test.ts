@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createApiKey } from '../src/accounts/api-keys.js';
 import { newId } from '../src/core/ids.js';
 import { publicApi, type Schemas } from './support/api.js';
-import { BrowserSession, decodeEntities } from './support/browser-session.js';
+import { BrowserSession, decodeEntities, inputValue } from './support/browser-session.js';
 import {
   countPosts,
   createChannel,
@@ -369,5 +369,69 @@ describe('the web app: Posts → Import, export, duplicate and delete', () => {
     const deleted = await browser.submit(copyPath, `/posts/${copyId}/delete`, { confirm: 'yes' });
     expect([deleted.status, deleted.headers.get('location')]).toEqual([303, '/posts?deleted=1']);
     refusalOf(await api().GET('/public/v1/posts/{id}', { params: { path: { id: copyId } } }), 404, 'not_found');
+  });
+
+  it('changes the ticked posts of the list one by one, saying what became of each', async () => {
+    const browser = new BrowserSession(server);
+    await browser.logIn(acme.email, acme.password);
+    const channel = (await createChannel(server.ctx.db, acme.id, 'sandbox', 'Bulk')).id;
+    const scheduled = await insertPost(server.ctx.db, {
+      organizationId: acme.id,
+      channelId: channel,
+      status: 'scheduled',
+      scheduledAt: '2026-12-07T09:00:00.000Z',
+    });
+    const published = await insertPost(server.ctx.db, {
+      organizationId: acme.id,
+      channelId: channel,
+      status: 'published',
+      scheduledAt: '2026-11-20T09:00:00.000Z',
+    });
+    const list = await browser.get('/posts');
+    const csrf = inputValue(await list.text(), 'csrf_token')!;
+    const tick = (action: string, extra: Record<string, string> = {}) =>
+      browser.request('/posts/bulk', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams([
+          ['csrf_token', csrf],
+          ['action', action],
+          ['post', scheduled],
+          ['post', published],
+          ...Object.entries(extra),
+        ]).toString(),
+      });
+    const drafted = decodeEntities(await (await tick('draft')).text());
+    expect(drafted).toMatch(new RegExp(`data-bulk-result="${scheduled}" data-done="true">.*moved to drafts`));
+    expect(drafted).toMatch(new RegExp(`data-bulk-result="${published}" data-done="false">.*not changed: `));
+    const post = (id: string) => api().GET('/public/v1/posts/{id}', { params: { path: { id } } });
+    expect(dataOf(await post(scheduled)).status).toBe('draft');
+
+    const moved = decodeEntities(await (await tick('move', { date: '2026-12-08', time: '10:30' })).text());
+    expect(moved).toMatch(new RegExp(`data-bulk-result="${scheduled}" data-done="true">.*moved`));
+    expect(dataOf(await post(scheduled))).toMatchObject({
+      status: 'scheduled',
+      scheduledAt: '2026-12-08T10:30:00.000Z',
+    });
+
+    const ask = await tick('delete');
+    const question = decodeEntities(await ask.text());
+    expect(question).toContain('Delete 2 posts?');
+    expect(dataOf(await post(published)).status).toBe('published');
+    const confirmed = await browser.request('/posts/bulk', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams([
+        ['csrf_token', csrf],
+        ['confirm', 'yes'],
+        ...[...question.matchAll(/<input type="hidden" name="(action|post)" value="([^"]+)">/g)].map(
+          ([, name, value]) => [name!, value!] as [string, string],
+        ),
+      ]).toString(),
+    });
+    const deleted = decodeEntities(await confirmed.text());
+    expect(deleted).toMatch(new RegExp(`data-bulk-result="${scheduled}" data-done="true">.*deleted`));
+    expect(deleted).toMatch(new RegExp(`data-bulk-result="${published}" data-done="true">.*deleted`));
+    refusalOf(await post(scheduled), 404, 'not_found');
   });
 });

@@ -43,7 +43,10 @@ export function importPage(ctx: PostsContext): Router {
         error.status === 422 && !dryRun
           ? await importPosts(ctx, actor, { csv }, true).catch(() => undefined)
           : undefined;
-      const details = report ? [] : (error.details ?? []).map((detail) => detail.message);
+      // The report names each row's own problems; what it cannot know (a daily quota, counted as the rows
+      // are written) is the refusal's.
+      const details =
+        report && report.invalid > 0 ? [] : (error.details ?? []).map((detail) => `${detail.path}: ${detail.message}`);
       showImport(res, { csv, report, problem: error.message, details }, error.status);
     }
   });

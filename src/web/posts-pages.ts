@@ -17,6 +17,7 @@ import { toPostBody, type PostBody } from '../posts/post-body.js';
 import type { PostsContext } from '../posts/context.js';
 import { confirmedOrAsk } from './confirm-first.js';
 import { importPage } from './import-page.js';
+import { bulkPostRoutes, type BulkResult } from './posts-bulk.js';
 import { signedIn } from './signed-in.js';
 import { inReadersZone, readTimeZone } from './time-zone.js';
 
@@ -58,6 +59,11 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
   });
 
   router.use(importPage(ctx));
+  router.use(
+    bulkPostRoutes(ctx, cookies, (req, res, results, status) =>
+      showPostList(ctx, req, res, readTimeZone(req, res, cookies).zone, { results, status }),
+    ),
+  );
 
   router.get('/posts/:id', async (req, res) => {
     const { organization } = signedIn(res);
@@ -166,9 +172,16 @@ function listQuery(filter: Filter, zone: string) {
 }
 
 /** The list of posts, filtered by status and dates, a page at a time. */
-async function showPostList(ctx: PostsContext, req: Request, res: Response, zone: string): Promise<void> {
+async function showPostList(
+  ctx: PostsContext,
+  req: Request,
+  res: Response,
+  zone: string,
+  bulk: { results: BulkResult[]; status: number } = { results: [], status: 200 },
+): Promise<void> {
   const { organization } = signedIn(res);
-  const filter = readFilter(req);
+  // After a bulk action (a POST), the list as it is now, unfiltered.
+  const filter = req.method === 'GET' ? readFilter(req) : {};
   const query = {
     limit: PAGE_SIZE,
     ...listQuery(filter, zone),
@@ -182,20 +195,27 @@ async function showPostList(ctx: PostsContext, req: Request, res: Response, zone
   const next = page.nextCursor
     ? new URLSearchParams({ ...withoutCursor(filter), cursor: page.nextCursor }).toString()
     : undefined;
-  renderPage(res, '/web/templates/posts', {
-    title: 'Posts',
-    path: '/posts',
-    zone,
-    filter,
-    statuses: POST_STATUSES,
-    exportQuery: new URLSearchParams(withoutCursor(filter)).toString(),
-    notice: req.query.deleted === '1' ? 'The post is deleted.' : undefined,
-    posts: page.data.map((post) => ({
-      ...describe(post, zone),
-      channelName: channelNames.get(post.channelId) ?? post.channelId,
-    })),
-    next,
-  });
+  renderPage(
+    res,
+    '/web/templates/posts',
+    {
+      title: 'Posts',
+      path: '/posts',
+      zone,
+      filter,
+      statuses: POST_STATUSES,
+      exportQuery: new URLSearchParams(withoutCursor(filter)).toString(),
+      notice: req.query.deleted === '1' ? 'The post is deleted.' : undefined,
+      posts: page.data.map((post) => ({
+        ...describe(post, zone),
+        channelName: channelNames.get(post.channelId) ?? post.channelId,
+      })),
+      next,
+      results: bulk.results,
+      move: { date: DateTime.fromJSDate(ctx.clock.now(), { zone }).plus({ days: 1 }).toISODate() },
+    },
+    bulk.status,
+  );
 }
 
 /** What a post's page says after the change that led to it. */
