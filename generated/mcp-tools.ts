@@ -5078,6 +5078,325 @@ export const MCP_TOOLS: readonly McpTool[] = [
     ]
   },
   {
+    "name": "importPosts",
+    "title": "Import posts from a CSV or JSON file",
+    "description": "Import posts from a CSV or JSON file\n\nCreates posts from the rows of a spreadsheet (`csv`: the file's text, a header row then one\nrow per post) or from `rows` (the same fields as JSON). Each row becomes one create call,\nchecked by every rule of `POST /public/v1/posts` and answered with the row's number (the\nfirst row of data is `1`), the field at fault (the row's own column names) and a message.\n\n| Column | What it holds |\n|---|---|\n| `key` | optional; the row's key for idempotency (at most 200 characters). Without it, the row's key is a hash of its other columns |\n| `channels` | channel ids (`ch_…`), separated by spaces, commas or semicolons; one post per channel |\n| `text` | the post's content |\n| `time` | an instant with its offset (`2026-12-01T09:30:00+01:00`): scheduled then; `now`; `queue`: the channel's next free slot (where the server has posting schedules); empty: a draft |\n| `media` | media ids (`med_…`) of the organization's library, separated like `channels` |\n| `settings` | the per-network settings as JSON: one object with its `__type`, or an array of such objects, one per network; each channel takes the one of its network |\n| `status` | optional; `draft` makes the row a draft even with a `time` (kept as its date) |\n\nOther columns are ignored (so a file from `GET /public/v1/posts/export` imports back).\n\nWith `dryRun=true` nothing is written: every row is checked and reported (`valid`, `invalid` with\nits errors, or `existing`). Without it the import is all or nothing, in one transaction: when any\nrow breaks a rule, nothing is created and the answer is `422` with one detail per problem\n(`path` is `rows[N].field`, N the row's number). Importing the same file again creates nothing\ntwice: a row whose key was imported before is reported `existing` with the posts it created.\n\nLimits: 1,000 rows and a body of 1 MB. A contributor imports drafts only.",
+    "operation": {
+      "method": "post",
+      "path": "/public/v1/posts/import",
+      "parameters": [
+        {
+          "name": "dryRun",
+          "in": "query"
+        }
+      ],
+      "hasBody": true
+    },
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "dryRun": {
+          "description": "Check and report every row without creating anything.",
+          "type": "boolean",
+          "default": false
+        },
+        "body": {
+          "description": "A file to import: a CSV file's text, or its rows as JSON.",
+          "oneOf": [
+            {
+              "type": "object",
+              "title": "CSV",
+              "required": [
+                "csv"
+              ],
+              "additionalProperties": false,
+              "properties": {
+                "csv": {
+                  "type": "string",
+                  "minLength": 1,
+                  "maxLength": 1000000,
+                  "description": "The CSV file's text (UTF-8), a header row naming the columns, then one row per post."
+                }
+              }
+            },
+            {
+              "type": "object",
+              "title": "Rows",
+              "required": [
+                "rows"
+              ],
+              "additionalProperties": false,
+              "properties": {
+                "rows": {
+                  "type": "array",
+                  "minItems": 1,
+                  "maxItems": 1000,
+                  "items": {
+                    "type": "object",
+                    "description": "One row of an import, the columns of the CSV form as JSON.",
+                    "required": [
+                      "channels"
+                    ],
+                    "properties": {
+                      "key": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 200,
+                        "description": "The row's key for idempotency."
+                      },
+                      "channels": {
+                        "type": "array",
+                        "maxItems": 50,
+                        "description": "The channel ids; one post per channel.",
+                        "items": {
+                          "type": "string",
+                          "maxLength": 100
+                        }
+                      },
+                      "text": {
+                        "type": "string",
+                        "maxLength": 100000,
+                        "description": "The post's content."
+                      },
+                      "time": {
+                        "description": "An instant with its offset, `now`, `queue`, or empty or `null` for a draft.",
+                        "anyOf": [
+                          {
+                            "type": "string",
+                            "maxLength": 64
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
+                      },
+                      "media": {
+                        "type": "array",
+                        "maxItems": 50,
+                        "description": "Media ids of the organization's library.",
+                        "items": {
+                          "type": "string",
+                          "maxLength": 100
+                        }
+                      },
+                      "settings": {
+                        "description": "The per-network settings, one object with its `__type` or one per network.",
+                        "oneOf": [
+                          {
+                            "type": "null"
+                          },
+                          {
+                            "type": "object",
+                            "maxProperties": 100
+                          },
+                          {
+                            "type": "array",
+                            "maxItems": 20,
+                            "items": {
+                              "type": "object",
+                              "maxProperties": 100
+                            }
+                          }
+                        ]
+                      },
+                      "status": {
+                        "description": "`draft` makes the row a draft even with a `time`; other values are ignored.",
+                        "anyOf": [
+                          {
+                            "type": "string",
+                            "maxLength": 32
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
+                      },
+                      "provider": {
+                        "description": "Ignored (written by an export).",
+                        "anyOf": [
+                          {
+                            "type": "string",
+                            "maxLength": 64
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
+                      },
+                      "publishedAt": {
+                        "description": "Ignored (written by an export).",
+                        "anyOf": [
+                          {
+                            "type": "string",
+                            "maxLength": 64
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
+                      },
+                      "releaseUrl": {
+                        "description": "Ignored (written by an export).",
+                        "anyOf": [
+                          {
+                            "type": "string",
+                            "maxLength": 2048
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
+                      }
+                    },
+                    "additionalProperties": false
+                  }
+                }
+              }
+            }
+          ]
+        }
+      },
+      "required": [
+        "body"
+      ],
+      "additionalProperties": false
+    },
+    "outputSchema": {
+      "type": "object",
+      "description": "What an import did, or a dry run would do, with each row.",
+      "required": [
+        "dryRun",
+        "created",
+        "existing",
+        "invalid",
+        "rows"
+      ],
+      "properties": {
+        "dryRun": {
+          "type": "boolean",
+          "description": "`true` when nothing was written."
+        },
+        "created": {
+          "type": "integer",
+          "minimum": 0,
+          "description": "The rows created now (a dry run creates none)."
+        },
+        "existing": {
+          "type": "integer",
+          "minimum": 0,
+          "description": "The rows whose key was imported before."
+        },
+        "invalid": {
+          "type": "integer",
+          "minimum": 0,
+          "description": "The rows that break a rule."
+        },
+        "rows": {
+          "type": "array",
+          "description": "Every row, in the file's order.",
+          "items": {
+            "type": "object",
+            "description": "One row of an import.",
+            "required": [
+              "row",
+              "key",
+              "outcome",
+              "group",
+              "postIds",
+              "errors"
+            ],
+            "properties": {
+              "row": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "The row's number: the first row of data is 1."
+              },
+              "key": {
+                "description": "The row's `key`; `null` when the row has none (its key is then a hash of the row).",
+                "anyOf": [
+                  {
+                    "type": "string"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
+              },
+              "outcome": {
+                "description": "What became of a row: `valid` (a dry run would create it), `created`, `existing` (its key was\nimported before; nothing was created), `invalid` (it breaks a rule). Extensible: new outcomes\nmay be added within v1, so handle unknown values; the values this version knows are those of\n`KnownImportOutcome`.\n",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "description": "The outcomes of a row of this version of the contract.",
+                    "enum": [
+                      "valid",
+                      "created",
+                      "existing",
+                      "invalid"
+                    ]
+                  },
+                  {
+                    "type": "string",
+                    "maxLength": 64,
+                    "description": "An outcome added after this version of the contract."
+                  }
+                ]
+              },
+              "group": {
+                "description": "The group of the row's posts when they exist.",
+                "anyOf": [
+                  {
+                    "type": "string"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
+              },
+              "postIds": {
+                "type": "array",
+                "description": "The posts the row created (now or before).",
+                "items": {
+                  "type": "string"
+                }
+              },
+              "errors": {
+                "type": "array",
+                "description": "What the row breaks; empty unless `invalid`.",
+                "items": {
+                  "type": "object",
+                  "required": [
+                    "field",
+                    "message"
+                  ],
+                  "properties": {
+                    "field": {
+                      "type": "string",
+                      "description": "The row's column at fault (`channels`, `text`, `time`, `media`, `settings`), or `row`."
+                    },
+                    "message": {
+                      "type": "string",
+                      "description": "What is wrong, in words for people."
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "annotations": {
+      "readOnlyHint": false,
+      "destructiveHint": false,
+      "idempotentHint": false,
+      "openWorldHint": true
+    },
+    "scopes": [
+      "posts:write"
+    ]
+  },
+  {
     "name": "getPost",
     "title": "Get a post",
     "description": "Get a post\n\nOne post with its current status; poll it to follow publishing.",
@@ -17999,6 +18318,1259 @@ export const MCP_TOOLS: readonly McpTool[] = [
       "required": [
         "id",
         "body"
+      ],
+      "additionalProperties": false
+    },
+    "outputSchema": {
+      "type": "object",
+      "description": "One post to one channel.",
+      "required": [
+        "id",
+        "group",
+        "channelId",
+        "provider",
+        "content",
+        "mediaIds",
+        "altTexts",
+        "thread",
+        "firstComment",
+        "settings",
+        "status",
+        "scheduledAt",
+        "publishedAt",
+        "releaseId",
+        "releaseUrl",
+        "error",
+        "createdAt",
+        "updatedAt"
+      ],
+      "properties": {
+        "id": {
+          "type": "string",
+          "description": "The post id (`post_…`).",
+          "examples": [
+            "post_4Ki7Lo1Pm3Nj8Bh5Gv2C"
+          ]
+        },
+        "group": {
+          "type": "string",
+          "description": "The group id (`grp_…`) shared by all posts created by one create call.",
+          "examples": [
+            "grp_6Nm1Bv8Cx3Zl5Kj9Hg2F"
+          ]
+        },
+        "channelId": {
+          "type": "string",
+          "description": "The target channel (`ch_…`)."
+        },
+        "provider": {
+          "description": "The social network of a channel. Extensible: new providers may be added within v1, so\nhandle unknown values (for example by showing the channel without provider-specific\nfeatures); the values this version knows are those of `KnownProvider`. `sandbox` is built\nin: it publishes to a page of this server (`/sandbox/releases/{id}`, the post's\n`releaseUrl`) and lets you try the whole flow without a third-party account.\n",
+          "anyOf": [
+            {
+              "type": "string",
+              "description": "The providers of this version of the contract.",
+              "enum": [
+                "youtube",
+                "tiktok",
+                "sandbox",
+                "bluesky",
+                "mastodon",
+                "x",
+                "facebook",
+                "instagram",
+                "threads",
+                "linkedin",
+                "pinterest"
+              ]
+            },
+            {
+              "type": "string",
+              "description": "A provider added after this version of the contract."
+            }
+          ]
+        },
+        "content": {
+          "type": "string",
+          "description": "The text of the post (the caption, or the YouTube description when `settings.description` is not set); may be empty."
+        },
+        "mediaIds": {
+          "type": "array",
+          "description": "The attached media, in order.",
+          "items": {
+            "type": "string"
+          }
+        },
+        "altTexts": {
+          "type": "object",
+          "description": "The alternative text of the post's images, by media id (`{}` when none).",
+          "additionalProperties": {
+            "type": "string"
+          }
+        },
+        "thread": {
+          "type": "array",
+          "description": "The parts published after the post's own content as replies, in order (`[]` for a single\npost). The post is `published` when every part is; `releaseId` and `releaseUrl` are the\nfirst part's, set as soon as it is published. When a part fails, the post is `failed`\nwith the parts before it published (each with its `releaseId`): scheduling it again\ngoes on from the first part not published, never sending a published part again.\n",
+          "items": {
+            "type": "object",
+            "description": "One part of a thread after the first, and where it was published.",
+            "required": [
+              "content",
+              "mediaIds",
+              "altTexts",
+              "releaseId",
+              "releaseUrl"
+            ],
+            "properties": {
+              "content": {
+                "type": "string",
+                "description": "The part's text; may be empty."
+              },
+              "mediaIds": {
+                "type": "array",
+                "description": "The part's media, in order.",
+                "items": {
+                  "type": "string"
+                }
+              },
+              "altTexts": {
+                "type": "object",
+                "description": "The alternative text of the part's images, by media id (`{}` when none).",
+                "additionalProperties": {
+                  "type": "string"
+                }
+              },
+              "releaseId": {
+                "description": "The network's id of the published part; `null` until the part is published.",
+                "anyOf": [
+                  {
+                    "type": "string"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
+              },
+              "releaseUrl": {
+                "description": "Where the published part can be seen, when the network tells.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "uri"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
+              }
+            }
+          }
+        },
+        "firstComment": {
+          "description": "The comment published on the post right after it (`null` when it has none). Like a\nthread's part: when it fails, the post is `failed` with its content published, and\nscheduling it again publishes the comment only.\n",
+          "oneOf": [
+            {
+              "type": "object",
+              "description": "A post's first comment, and where it was published.",
+              "required": [
+                "content",
+                "releaseId",
+                "releaseUrl"
+              ],
+              "properties": {
+                "content": {
+                  "type": "string",
+                  "description": "The comment's text."
+                },
+                "releaseId": {
+                  "description": "The network's id of the published comment; `null` until it is published.",
+                  "anyOf": [
+                    {
+                      "type": "string"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
+                },
+                "releaseUrl": {
+                  "description": "Where the published comment can be seen, when the network tells.",
+                  "anyOf": [
+                    {
+                      "type": "string",
+                      "format": "uri"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
+                }
+              }
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "settings": {
+          "description": "The provider settings as stored, every default filled in. `null` only on sandbox posts\ncreated by the single-content form before it stored the sandbox's defaults.\n",
+          "oneOf": [
+            {
+              "type": "object",
+              "description": "A post's settings as the server answers them: those sent, with every optional choice the\nrequest left out filled in with its documented default, so each field below is present.\n",
+              "oneOf": [
+                {
+                  "title": "YouTube",
+                  "description": "YouTube settings as stored; `tags` is always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "YouTube",
+                      "description": "How the video is published on YouTube. The post needs exactly one video.",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type",
+                        "title",
+                        "privacyStatus",
+                        "madeForKids"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "youtube"
+                        },
+                        "title": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 100,
+                          "pattern": "^[^<>]*$",
+                          "description": "The video title (YouTube refuses `<` and `>`)."
+                        },
+                        "description": {
+                          "type": "string",
+                          "maxLength": 5000,
+                          "pattern": "^[^<>]*$",
+                          "description": "The video description; the post's `content` when omitted."
+                        },
+                        "privacyStatus": {
+                          "type": "string",
+                          "description": "`public`, `unlisted` (anyone with the link) or `private`.",
+                          "enum": [
+                            "public",
+                            "unlisted",
+                            "private"
+                          ]
+                        },
+                        "madeForKids": {
+                          "type": "boolean",
+                          "description": "Whether the video is made for children (a declaration YouTube requires)."
+                        },
+                        "tags": {
+                          "type": "array",
+                          "description": "Keywords. YouTube limits all tags together to 500 characters, counting a comma between\ntwo tags and quotation marks around a tag that contains a space (`422` beyond). Stored\nas `[]` when omitted.\n",
+                          "default": [],
+                          "maxItems": 250,
+                          "items": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 100
+                          }
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "tags"
+                      ],
+                      "properties": {
+                        "tags": {
+                          "type": "array",
+                          "maxItems": 250,
+                          "items": {
+                            "type": "string"
+                          },
+                          "description": "The tags sent, `[]` when none were."
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "youtube"
+                    }
+                  }
+                },
+                {
+                  "title": "TikTok",
+                  "description": "TikTok settings as stored; every toggle is present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "TikTok",
+                      "description": "How the video is posted to TikTok. Read the channel's creator info first and offer only\nwhat it allows; send the item only when `canPost` is `true`.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type",
+                        "postMode",
+                        "privacyLevel"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "tiktok"
+                        },
+                        "postMode": {
+                          "type": "string",
+                          "description": "`direct` publishes to the profile; `inbox` sends the video to the creator's TikTok inbox to finish and post in the TikTok app.",
+                          "enum": [
+                            "direct",
+                            "inbox"
+                          ]
+                        },
+                        "privacyLevel": {
+                          "type": "string",
+                          "description": "Who can see the post; must be one of the creator's `privacyLevelOptions`, chosen by the user.",
+                          "enum": [
+                            "PUBLIC_TO_EVERYONE",
+                            "MUTUAL_FOLLOW_FRIENDS",
+                            "FOLLOWER_OF_CREATOR",
+                            "SELF_ONLY"
+                          ]
+                        },
+                        "disableComment": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Turn comments off. Must be `true` when the creator info says `commentDisabled`. Omitted means `false`."
+                        },
+                        "disableDuet": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Turn duets off. Must be `true` when the creator info says `duetDisabled`. Omitted means `false`."
+                        },
+                        "disableStitch": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Turn stitches off. Must be `true` when the creator info says `stitchDisabled`. Omitted means `false`."
+                        },
+                        "brandContentToggle": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "The post is a paid partnership promoting a third-party brand. Omitted means `false`."
+                        },
+                        "brandOrganicToggle": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "The post promotes the creator's own business. Omitted means `false`."
+                        },
+                        "isAiGenerated": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "The content was generated with AI. Omitted means `false`."
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "disableComment",
+                        "disableDuet",
+                        "disableStitch",
+                        "brandContentToggle",
+                        "brandOrganicToggle",
+                        "isAiGenerated"
+                      ],
+                      "properties": {
+                        "disableComment": {
+                          "type": "boolean"
+                        },
+                        "disableDuet": {
+                          "type": "boolean"
+                        },
+                        "disableStitch": {
+                          "type": "boolean"
+                        },
+                        "brandContentToggle": {
+                          "type": "boolean"
+                        },
+                        "brandOrganicToggle": {
+                          "type": "boolean"
+                        },
+                        "isAiGenerated": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "tiktok"
+                    }
+                  }
+                },
+                {
+                  "title": "Sandbox",
+                  "description": "Sandbox settings as stored; `outcome` and `failingPart` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Sandbox",
+                      "description": "Settings of the built-in sandbox provider, which publishes to a page of this server.",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "sandbox"
+                        },
+                        "outcome": {
+                          "type": "string",
+                          "description": "How publishing ends; `failed` lets you try the failure path. Omitted means `published`.",
+                          "enum": [
+                            "published",
+                            "failed"
+                          ],
+                          "default": "published"
+                        },
+                        "failingPart": {
+                          "type": "integer",
+                          "format": "int32",
+                          "minimum": 1,
+                          "maximum": 25,
+                          "default": 1,
+                          "description": "With `outcome` `failed`, the part of a thread the sandbox refuses (1, the default, is the\npost itself; a first comment is the part after the thread's last); the parts before it\nare published. Lets you try a thread or a first comment that fails midway, and\nscheduling it again after changing this.\n"
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "outcome",
+                        "failingPart"
+                      ],
+                      "properties": {
+                        "outcome": {
+                          "type": "string",
+                          "enum": [
+                            "published",
+                            "failed"
+                          ]
+                        },
+                        "failingPart": {
+                          "type": "integer",
+                          "format": "int32",
+                          "minimum": 1,
+                          "maximum": 25
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "sandbox"
+                    }
+                  }
+                },
+                {
+                  "title": "Bluesky",
+                  "description": "Bluesky settings as stored; `languages` and `linkCard` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Bluesky",
+                      "description": "How the post is published on Bluesky: text of up to 300 graphemes (links, mentions and\nhashtags become rich-text facets), up to 4 images of at most 1,000,000 bytes each with its\nalt text (`altTexts`) or one MP4 video of at most 100,000,000 bytes and 3 minutes, and, for\na thread, up to 25 parts.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "bluesky"
+                        },
+                        "languages": {
+                          "type": "array",
+                          "description": "The post's languages as BCP 47 tags (e.g. `en`, `pt-BR`), at most 3; none when omitted.",
+                          "maxItems": 3,
+                          "uniqueItems": true,
+                          "items": {
+                            "type": "string",
+                            "maxLength": 35,
+                            "pattern": "^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$"
+                          }
+                        },
+                        "linkCard": {
+                          "type": "boolean",
+                          "default": true,
+                          "description": "Whether a post without images shows a card (title, description) of the first link in its\ntext, read from that page when the post is published.\n"
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "languages",
+                        "linkCard"
+                      ],
+                      "properties": {
+                        "languages": {
+                          "type": "array",
+                          "maxItems": 3,
+                          "items": {
+                            "type": "string",
+                            "maxLength": 35
+                          }
+                        },
+                        "linkCard": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "bluesky"
+                    }
+                  }
+                },
+                {
+                  "title": "Mastodon",
+                  "description": "Mastodon settings as stored; `visibility`, `spoilerText` and `sensitive` are always present,\n`language` when one was sent (without it the instance guesses).\n",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Mastodon",
+                      "description": "How the status is published on Mastodon. The limits are the instance's own (characters,\nmedia per status, their types and sizes), read from it; every URL counts as the instance\nsays (23 characters by default).\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "mastodon"
+                        },
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "public",
+                            "unlisted",
+                            "private",
+                            "direct"
+                          ],
+                          "default": "public",
+                          "description": "Who sees it: `public` (everyone, in public timelines), `unlisted` (everyone, not in\npublic timelines), `private` (followers only), `direct` (the mentioned accounts only).\n"
+                        },
+                        "spoilerText": {
+                          "type": "string",
+                          "maxLength": 1000,
+                          "default": "",
+                          "description": "A content warning shown before the text; counts toward the instance's character limit."
+                        },
+                        "sensitive": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Hides the media behind a warning."
+                        },
+                        "language": {
+                          "type": "string",
+                          "maxLength": 35,
+                          "pattern": "^[a-z]{2,3}$",
+                          "description": "The text's language as an ISO 639 code (e.g. `en`); the instance guesses when omitted."
+                        },
+                        "focus": {
+                          "type": "object",
+                          "description": "The focal point of images, by media id (each one of the post's or its thread's parts'\n`mediaIds`): the instance crops its previews around it. Leave an image out to crop around\nits centre.\n",
+                          "maxProperties": 100,
+                          "propertyNames": {
+                            "type": "string",
+                            "maxLength": 100
+                          },
+                          "additionalProperties": {
+                            "type": "object",
+                            "description": "A point of an image, from its centre: `x` from -1 (left edge) to 1 (right edge), `y` from\n-1 (bottom edge) to 1 (top edge).\n",
+                            "additionalProperties": false,
+                            "required": [
+                              "x",
+                              "y"
+                            ],
+                            "properties": {
+                              "x": {
+                                "type": "number",
+                                "minimum": -1,
+                                "maximum": 1
+                              },
+                              "y": {
+                                "type": "number",
+                                "minimum": -1,
+                                "maximum": 1
+                              }
+                            }
+                          },
+                          "examples": [
+                            {
+                              "med_3Qw7Er1Ty5Ui9Op2As6D": {
+                                "x": -0.5,
+                                "y": 0.25
+                              }
+                            }
+                          ]
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "visibility",
+                        "spoilerText",
+                        "sensitive"
+                      ],
+                      "properties": {
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "public",
+                            "unlisted",
+                            "private",
+                            "direct"
+                          ]
+                        },
+                        "spoilerText": {
+                          "type": "string",
+                          "maxLength": 1000
+                        },
+                        "sensitive": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "mastodon"
+                    }
+                  }
+                },
+                {
+                  "title": "X",
+                  "description": "X settings as stored; `replySettings` is always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "X",
+                      "description": "How the post is published on X: text of up to 280 characters as X weighs them (most CJK\ncharacters and emoji count twice, every URL 23), up to 4 JPEG, PNG or WebP images of at\nmost 5 MB each with its alt text (`altTexts`), or one GIF of at most 15 MB, or one MP4 or\nQuickTime video of at most 512 MB lasting 0.5 to 140 seconds, and threads as replies.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "x"
+                        },
+                        "replySettings": {
+                          "type": "string",
+                          "enum": [
+                            "everyone",
+                            "following",
+                            "mentionedUsers",
+                            "subscribers",
+                            "verified"
+                          ],
+                          "default": "everyone",
+                          "description": "Who may reply to the post (each part of a thread alike)."
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "replySettings"
+                      ],
+                      "properties": {
+                        "replySettings": {
+                          "type": "string",
+                          "enum": [
+                            "everyone",
+                            "following",
+                            "mentionedUsers",
+                            "subscribers",
+                            "verified"
+                          ]
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "x"
+                    }
+                  }
+                },
+                {
+                  "title": "Facebook",
+                  "description": "Facebook settings as stored; `link` when one was sent.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Facebook",
+                      "description": "How the post is published on a Facebook Page: its text (up to 63,206 characters) with, at\nmost, one of a link, up to 10 photos, or one video; a first comment (`firstComment`) is\npublished as the Page's comment on it.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "facebook"
+                        },
+                        "link": {
+                          "type": "string",
+                          "format": "uri",
+                          "maxLength": 2000,
+                          "description": "A web page shared with the post, shown as a card. Only on a post without media; without\nit, Facebook shows a card of the first link of the text.\n"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "facebook"
+                    }
+                  }
+                },
+                {
+                  "title": "Instagram",
+                  "description": "Instagram settings as stored; `postType`, `shareToFeed`, `collaborators` and `userTags` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Instagram",
+                      "description": "How the post is published on an Instagram professional account: its caption (up to 2,200\ncharacters and 30 hashtags), the kind of post, and who it is made with. A first comment\n(`firstComment`) is published as the account's comment on it (not on a story).\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "instagram"
+                        },
+                        "postType": {
+                          "type": "string",
+                          "enum": [
+                            "feed",
+                            "reel",
+                            "story"
+                          ],
+                          "default": "feed",
+                          "description": "`feed`: one image, or a carousel of 2 to 10 images and videos in the order of\n`mediaIds` (a single video is published as a reel, as Instagram does); `reel`: one\nvideo; `story`: one image or video, shown for 24 hours, without its caption.\n"
+                        },
+                        "shareToFeed": {
+                          "type": "boolean",
+                          "default": true,
+                          "description": "Whether a reel is shown in the account's feed too, not only among its reels."
+                        },
+                        "collaborators": {
+                          "type": "array",
+                          "description": "Instagram usernames invited as collaborators (a feed post or reel), at most 3.",
+                          "maxItems": 3,
+                          "uniqueItems": true,
+                          "items": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 30,
+                            "pattern": "^[A-Za-z0-9._]+$"
+                          }
+                        },
+                        "userTags": {
+                          "type": "array",
+                          "description": "Accounts tagged on the post's images: each names an image of `mediaIds` and where on it\nthe tag is, from its top left corner (`x`, `y` from 0 to 1). At most 20.\n",
+                          "maxItems": 20,
+                          "items": {
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": [
+                              "mediaId",
+                              "username",
+                              "x",
+                              "y"
+                            ],
+                            "properties": {
+                              "mediaId": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 100,
+                                "description": "The image tagged (one of the post's `mediaIds`)."
+                              },
+                              "username": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 30,
+                                "pattern": "^[A-Za-z0-9._]+$"
+                              },
+                              "x": {
+                                "type": "number",
+                                "minimum": 0,
+                                "maximum": 1
+                              },
+                              "y": {
+                                "type": "number",
+                                "minimum": 0,
+                                "maximum": 1
+                              }
+                            }
+                          }
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "postType",
+                        "shareToFeed",
+                        "collaborators",
+                        "userTags"
+                      ],
+                      "properties": {
+                        "postType": {
+                          "type": "string",
+                          "enum": [
+                            "feed",
+                            "reel",
+                            "story"
+                          ]
+                        },
+                        "shareToFeed": {
+                          "type": "boolean"
+                        },
+                        "collaborators": {
+                          "type": "array",
+                          "maxItems": 3,
+                          "items": {
+                            "type": "string",
+                            "maxLength": 30
+                          }
+                        },
+                        "userTags": {
+                          "type": "array",
+                          "maxItems": 20,
+                          "items": {
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": [
+                              "mediaId",
+                              "username",
+                              "x",
+                              "y"
+                            ],
+                            "properties": {
+                              "mediaId": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 100,
+                                "description": "The image tagged (one of the post's `mediaIds`)."
+                              },
+                              "username": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 30,
+                                "pattern": "^[A-Za-z0-9._]+$"
+                              },
+                              "x": {
+                                "type": "number",
+                                "minimum": 0,
+                                "maximum": 1
+                              },
+                              "y": {
+                                "type": "number",
+                                "minimum": 0,
+                                "maximum": 1
+                              }
+                            }
+                          }
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "instagram"
+                    }
+                  }
+                },
+                {
+                  "title": "Threads",
+                  "description": "Threads settings as stored; `replyControl` is always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Threads",
+                      "description": "How the post is published on Threads: text of up to 500 characters (an emoji counted as its\nUTF-8 bytes) with at most 5 links, one image or video or a carousel of 2 to 20 images and\nvideos, and a `thread` of replies (no `firstComment`).\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "threads"
+                        },
+                        "replyControl": {
+                          "type": "string",
+                          "enum": [
+                            "everyone",
+                            "accounts_you_follow",
+                            "mentioned_only"
+                          ],
+                          "default": "everyone",
+                          "description": "Who may reply to the post (each part of a thread alike)."
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "replyControl"
+                      ],
+                      "properties": {
+                        "replyControl": {
+                          "type": "string",
+                          "enum": [
+                            "everyone",
+                            "accounts_you_follow",
+                            "mentioned_only"
+                          ]
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "threads"
+                    }
+                  }
+                },
+                {
+                  "title": "LinkedIn",
+                  "description": "LinkedIn settings as stored; `visibility` and `disableReshare` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "LinkedIn",
+                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "linkedin"
+                        },
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "PUBLIC",
+                            "CONNECTIONS",
+                            "LOGGED_IN"
+                          ],
+                          "default": "PUBLIC",
+                          "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                        },
+                        "disableReshare": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Whether others are kept from resharing the post."
+                        },
+                        "documentTitle": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 400,
+                          "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                          "examples": [
+                            "Quarterly results"
+                          ]
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "visibility",
+                        "disableReshare"
+                      ],
+                      "properties": {
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "PUBLIC",
+                            "CONNECTIONS",
+                            "LOGGED_IN"
+                          ]
+                        },
+                        "disableReshare": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "linkedin"
+                    }
+                  }
+                },
+                {
+                  "title": "Pinterest",
+                  "description": "Pinterest settings as stored, as they were sent (no choice has a default).",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Pinterest",
+                      "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type",
+                        "boardId"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "pinterest"
+                        },
+                        "boardId": {
+                          "type": "string",
+                          "maxLength": 30,
+                          "pattern": "^\\d{1,30}$",
+                          "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                          "examples": [
+                            "549755885175"
+                          ]
+                        },
+                        "boardSectionId": {
+                          "type": "string",
+                          "maxLength": 30,
+                          "pattern": "^\\d{1,30}$",
+                          "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                          "examples": [
+                            "5027629787972154693"
+                          ]
+                        },
+                        "title": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 100,
+                          "description": "The pin's title."
+                        },
+                        "link": {
+                          "type": "string",
+                          "format": "uri",
+                          "maxLength": 2048,
+                          "description": "The web page the pin leads to."
+                        },
+                        "coverImageKeyFrameTime": {
+                          "type": "integer",
+                          "format": "int32",
+                          "minimum": 0,
+                          "maximum": 900,
+                          "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "pinterest"
+                    }
+                  }
+                }
+              ]
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "status": {
+          "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `pending_approval`: a contributor asked for it to be published (at `scheduledAt`); it waits\n  for an editor, admin or owner to approve it (`POST /public/v1/posts/{id}/approve`) or\n  reject it (`POST /public/v1/posts/{id}/reject`), and is not published until approved;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why);\n- `skipped`: an occurrence of a series that will not be published: skipped by a person\n  (`POST /public/v1/posts/{id}/skip`), or missed by more than the grace period while the\n  server was down, or refused by the channel's daily quota (its `skipped` event says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. A credential acting with the\n`contributor` role that asks for `scheduled` (or creates a post of type `schedule` or `now`)\ngets `pending_approval` instead, and may take a pending post back (`pending_approval → draft`).\n`publishing`, `published` and `failed` are set by the publisher only; a `publishing` or\n`published` post cannot be changed (`409`), nor can a `skipped` one.\n\nExtensible: statuses may be added within v1, so handle unknown values (for example by\nshowing the post without its actions); the values this version knows are those of\n`KnownPostStatus`.\n",
+          "anyOf": [
+            {
+              "type": "string",
+              "description": "The statuses of this version of the contract.",
+              "enum": [
+                "draft",
+                "pending_approval",
+                "scheduled",
+                "publishing",
+                "published",
+                "failed",
+                "skipped"
+              ]
+            },
+            {
+              "type": "string",
+              "description": "A status added after this version of the contract."
+            }
+          ]
+        },
+        "scheduledAt": {
+          "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "publishedAt": {
+          "description": "When the network accepted the post; `null` until `published`.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "releaseId": {
+          "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "releaseUrl": {
+          "description": "Where the published item can be seen, when the network tells.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "uri"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "error": {
+          "description": "Why publishing failed, with a code for programs and a message for people; `null` unless `failed`.",
+          "oneOf": [
+            {
+              "type": "object",
+              "description": "Why a post failed to publish.",
+              "required": [
+                "code",
+                "message"
+              ],
+              "properties": {
+                "code": {
+                  "type": "string",
+                  "description": "What went wrong, for programs to branch on:\n\n- `channel_needs_reconnect`: the network refused the channel's credentials (revoked,\n  expired); a user reconnects the channel, then schedules the post again.\n- `channel_disabled`: the channel was disabled after the post was scheduled.\n- `provider_not_configured`: this server has no app of the network configured.\n- `provider_unavailable`: the network kept failing (errors, timeouts) past the retries.\n- `rejected_by_network`: the network refused the post; `message` says why.\n- `media_missing`: a media file of the post could not be read.\n- `quota_exceeded`: the network's own quota for the account is used up; `message` says when it resets.\n- `outcome_unknown`: the post was sent, and neither the network nor this server can tell\n  whether it was published: check the channel before scheduling it again.\n\nMore codes may be added within v1: treat an unknown code as a failure to show to the user.\n",
+                  "examples": [
+                    "rejected_by_network"
+                  ]
+                },
+                "message": {
+                  "type": "string",
+                  "description": "For people, what happened and what to do about it.",
+                  "examples": [
+                    "The sandbox refused the post, as its settings ask (outcome: failed)."
+                  ]
+                }
+              }
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "series": {
+          "type": "object",
+          "description": "The series the post is an occurrence of; absent on a post of no series.",
+          "required": [
+            "id",
+            "occurrenceAt"
+          ],
+          "properties": {
+            "id": {
+              "type": "string",
+              "description": "The series id (`ser_…`)."
+            },
+            "occurrenceAt": {
+              "type": "string",
+              "format": "date-time",
+              "description": "The occurrence the post is, by the series' rule; it stays when the post is moved to another time."
+            }
+          }
+        },
+        "createdAt": {
+          "type": "string",
+          "format": "date-time"
+        },
+        "updatedAt": {
+          "type": "string",
+          "format": "date-time"
+        }
+      }
+    },
+    "annotations": {
+      "readOnlyHint": false,
+      "destructiveHint": false,
+      "idempotentHint": false,
+      "openWorldHint": true
+    },
+    "scopes": [
+      "posts:write"
+    ]
+  },
+  {
+    "name": "duplicatePost",
+    "title": "Duplicate a post",
+    "description": "Duplicate a post\n\nCreates a draft with the post's channel, content, media, alternative texts, thread, first\ncomment and settings, in a group of its own, whatever the post's status (a published post\ntoo). The draft has no `scheduledAt`. It is checked by the rules of `POST /public/v1/posts`:\na channel that was removed or disabled, or media deleted since, is `422`.",
+    "operation": {
+      "method": "post",
+      "path": "/public/v1/posts/{id}/duplicate",
+      "parameters": [
+        {
+          "name": "id",
+          "in": "path"
+        }
+      ],
+      "hasBody": false
+    },
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "id": {
+          "description": "The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.",
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 100
+        }
+      },
+      "required": [
+        "id"
       ],
       "additionalProperties": false
     },

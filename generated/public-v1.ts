@@ -357,6 +357,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/public/v1/posts/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import posts from a CSV or JSON file
+         * @description Creates posts from the rows of a spreadsheet (`csv`: the file's text, a header row then one
+         *     row per post) or from `rows` (the same fields as JSON). Each row becomes one create call,
+         *     checked by every rule of `POST /public/v1/posts` and answered with the row's number (the
+         *     first row of data is `1`), the field at fault (the row's own column names) and a message.
+         *
+         *     | Column | What it holds |
+         *     |---|---|
+         *     | `key` | optional; the row's key for idempotency (at most 200 characters). Without it, the row's key is a hash of its other columns |
+         *     | `channels` | channel ids (`ch_…`), separated by spaces, commas or semicolons; one post per channel |
+         *     | `text` | the post's content |
+         *     | `time` | an instant with its offset (`2026-12-01T09:30:00+01:00`): scheduled then; `now`; `queue`: the channel's next free slot (where the server has posting schedules); empty: a draft |
+         *     | `media` | media ids (`med_…`) of the organization's library, separated like `channels` |
+         *     | `settings` | the per-network settings as JSON: one object with its `__type`, or an array of such objects, one per network; each channel takes the one of its network |
+         *     | `status` | optional; `draft` makes the row a draft even with a `time` (kept as its date) |
+         *
+         *     Other columns are ignored (so a file from `GET /public/v1/posts/export` imports back).
+         *
+         *     With `dryRun=true` nothing is written: every row is checked and reported (`valid`, `invalid` with
+         *     its errors, or `existing`). Without it the import is all or nothing, in one transaction: when any
+         *     row breaks a rule, nothing is created and the answer is `422` with one detail per problem
+         *     (`path` is `rows[N].field`, N the row's number). Importing the same file again creates nothing
+         *     twice: a row whose key was imported before is reported `existing` with the posts it created.
+         *
+         *     Limits: 1,000 rows and a body of 1 MB. A contributor imports drafts only.
+         */
+        post: operations["importPosts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/posts/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export posts as CSV or JSON
+         * @description Every post the same filters of `GET /public/v1/posts` select, in the same order, as one
+         *     download streamed as it is read (no pages): CSV (`format=csv`, a header row then one row per
+         *     post) or JSON (`format=json`, `{"rows": [...]}`). The columns are those
+         *     `POST /public/v1/posts/import` reads (`key` is the post id, `channels` its channel, `time` its
+         *     `scheduledAt`, `status` its status), then `provider`, `publishedAt` and `releaseUrl`, which an
+         *     import ignores. A post of a thread or with a first comment exports its first part only.
+         */
+        get: operations["exportPosts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/public/v1/posts/{id}": {
         parameters: {
             query?: never;
@@ -714,6 +782,35 @@ export interface paths {
          *     `pending_approval` is `409`.
          */
         post: operations["rejectPost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/posts/{id}/duplicate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example post_4Ki7Lo1Pm3Nj8Bh5Gv2C
+                 */
+                id: components["parameters"]["PostId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Duplicate a post
+         * @description Creates a draft with the post's channel, content, media, alternative texts, thread, first
+         *     comment and settings, in a group of its own, whatever the post's status (a published post
+         *     too). The draft has no `scheduledAt`. It is checked by the rules of `POST /public/v1/posts`:
+         *     a channel that was removed or disabled, or media deleted since, is `422`.
+         */
+        post: operations["duplicatePost"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1698,6 +1795,112 @@ export interface components {
         };
         ChannelQuotaList: {
             data: components["schemas"]["ChannelQuota"][];
+        };
+        /** @description A file to import: a CSV file's text, or its rows as JSON. */
+        ImportPostsRequest: {
+            /** @description The CSV file's text (UTF-8), a header row naming the columns, then one row per post. */
+            csv: string;
+        } | {
+            rows: components["schemas"]["ImportRow"][];
+        };
+        /** @description One row of an import, the columns of the CSV form as JSON. */
+        ImportRow: {
+            /** @description The row's key for idempotency. */
+            key?: string;
+            /** @description The channel ids; one post per channel. */
+            channels: string[];
+            /** @description The post's content. */
+            text?: string;
+            /** @description An instant with its offset, `now`, `queue`, or empty or `null` for a draft. */
+            time?: string | null;
+            /** @description Media ids of the organization's library. */
+            media?: string[];
+            /** @description The per-network settings, one object with its `__type` or one per network. */
+            settings?: null | Record<string, never> | Record<string, never>[];
+            /** @description `draft` makes the row a draft even with a `time`; other values are ignored. */
+            status?: string | null;
+            /** @description Ignored (written by an export). */
+            provider?: string | null;
+            /** @description Ignored (written by an export). */
+            publishedAt?: string | null;
+            /** @description Ignored (written by an export). */
+            releaseUrl?: string | null;
+        };
+        /** @description What an import did, or a dry run would do, with each row. */
+        ImportReport: {
+            /** @description `true` when nothing was written. */
+            dryRun: boolean;
+            /** @description The rows created now (a dry run creates none). */
+            created: number;
+            /** @description The rows whose key was imported before. */
+            existing: number;
+            /** @description The rows that break a rule. */
+            invalid: number;
+            /** @description Every row, in the file's order. */
+            rows: components["schemas"]["ImportRowReport"][];
+        };
+        /** @description One row of an import. */
+        ImportRowReport: {
+            /** @description The row's number: the first row of data is 1. */
+            row: number;
+            /** @description The row's `key`; `null` when the row has none (its key is then a hash of the row). */
+            key: string | null;
+            outcome: components["schemas"]["ImportOutcome"];
+            /** @description The group of the row's posts when they exist. */
+            group: string | null;
+            /** @description The posts the row created (now or before). */
+            postIds: string[];
+            /** @description What the row breaks; empty unless `invalid`. */
+            errors: {
+                /** @description The row's column at fault (`channels`, `text`, `time`, `media`, `settings`), or `row`. */
+                field: string;
+                /** @description What is wrong, in words for people. */
+                message: string;
+            }[];
+        };
+        /**
+         * @description What became of a row: `valid` (a dry run would create it), `created`, `existing` (its key was
+         *     imported before; nothing was created), `invalid` (it breaks a rule). Extensible: new outcomes
+         *     may be added within v1, so handle unknown values; the values this version knows are those of
+         *     `KnownImportOutcome`.
+         */
+        ImportOutcome: components["schemas"]["KnownImportOutcome"] | string;
+        /**
+         * @description The outcomes of a row of this version of the contract.
+         * @enum {string}
+         */
+        KnownImportOutcome: "valid" | "created" | "existing" | "invalid";
+        /** @description Posts as an export writes them, each a row that an import reads back. */
+        PostExport: {
+            /** @description The posts, in the order of the list. */
+            rows: components["schemas"]["PostExportRow"][];
+        };
+        /** @description One post as an export writes it. */
+        PostExportRow: {
+            /** @description The post id. */
+            key: string;
+            /** @description The post's channel. */
+            channels: string[];
+            /** @description The post's content. */
+            text: string;
+            /**
+             * Format: date-time
+             * @description The post's `scheduledAt`.
+             */
+            time: string | null;
+            /** @description The post's media ids. */
+            media: string[];
+            /** @description The post's settings. */
+            settings: null | Record<string, never>;
+            status: components["schemas"]["PostStatus"];
+            provider: components["schemas"]["Provider"];
+            /**
+             * Format: date-time
+             * @description When it was published.
+             */
+            publishedAt: string | null;
+            /** @description Where it was published. */
+            releaseUrl: string | null;
         };
         /**
          * @description Where a post is in its life:
@@ -3769,6 +3972,139 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    importPosts: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Check and report every row without creating anything.
+                 * @example true
+                 */
+                dryRun?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ImportPostsRequest"];
+            };
+        };
+        responses: {
+            /** @description The dry run's report, row by row. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportReport"];
+                };
+            };
+            /** @description The import's report; every row was created or existed already. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportReport"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    exportPosts: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The file's format.
+                 * @example csv
+                 */
+                format?: "csv" | "json";
+                /**
+                 * @description Only posts with `scheduledAt` at or after this instant (inclusive).
+                 * @example 2026-12-01T00:00:00.000Z
+                 */
+                from?: string;
+                /**
+                 * @description Only posts with `scheduledAt` before this instant (exclusive).
+                 * @example 2026-12-08T00:00:00.000Z
+                 */
+                to?: string;
+                /**
+                 * @description Only posts of these channels; repeat the parameter.
+                 * @example [
+                 *       "ch_2Wq8Lm4Tx7Vb1Nc9Kd3F"
+                 *     ]
+                 */
+                channelId?: string[];
+                /**
+                 * @description Only posts in these statuses; repeat the parameter.
+                 * @example [
+                 *       "scheduled"
+                 *     ]
+                 */
+                status?: components["schemas"]["KnownPostStatus"][];
+                /**
+                 * @description Only the posts created by one create call.
+                 * @example grp_6Nm1Bv8Cx3Zl5Kj9Hg2F
+                 */
+                group?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The posts, as a file to save (`Content-Disposition: attachment`). */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    /** @description `attachment` with the file's name, e.g. `posts.csv`. */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example key,channels,text,time,media,settings,status,provider,publishedAt,releaseUrl
+                     *     post_4Ki7Lo1Pm3Nj8Bh5Gv2C,ch_2Wq8Lm4Tx7Vb1Nc9Kd3F,Winter is here,2026-12-01T09:30:00.000Z,,"{""__type"":""sandbox""}",scheduled,sandbox,,
+                     */
+                    "text/csv": string;
+                    "application/json": components["schemas"]["PostExport"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getPost: {
         parameters: {
             query?: never;
@@ -4321,6 +4657,46 @@ export interface operations {
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    duplicatePost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example post_4Ki7Lo1Pm3Nj8Bh5Gv2C
+                 */
+                id: components["parameters"]["PostId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new draft. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Post"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

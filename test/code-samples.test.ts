@@ -96,6 +96,9 @@ const SDK_METHODS: Record<string, string> = {
   endSeries: 'endSeries',
   approvePost: 'approvePost',
   rejectPost: 'rejectPost',
+  importPosts: 'importPosts',
+  exportPosts: 'exportPosts',
+  duplicatePost: 'duplicatePost',
   listMedia: 'listMedia',
   uploadFromUrl: 'uploadFromUrl',
   createUpload: 'upload',
@@ -148,7 +151,7 @@ function requestPathMatches(requested: string, template: string): boolean {
 
 describe('every operation of the reference has its request samples', () => {
   it('a curl sample and an @service/sdk sample on each Public API operation, each sending the request of its operation', () => {
-    expect(PUBLIC).toHaveLength(37);
+    expect(PUBLIC).toHaveLength(40);
     for (const operation of PUBLIC) {
       const curl = operation.samples.filter(isCurl);
       const sdk = operation.samples.filter((sample) => sample.lang === 'TypeScript' && sample.label === '@service/sdk');
@@ -420,6 +423,13 @@ const PUBLIC_FIXTURES: Record<string, () => Env | Promise<Env>> = {
   endSeries: async () => ({ SERIES: (await newSeries()).id }),
   approvePost: async () => ({ POST: await pendingPost() }),
   rejectPost: async () => ({ POST: await pendingPost() }),
+  importPosts: () => {
+    const file = path.join(work, `import-${randomBytes(4).toString('hex')}.csv`);
+    fs.writeFileSync(file, `key,channels,text,time\n${randomBytes(8).toString('hex')},${sandboxChannel},Imported,\n`);
+    return { CSV_FILE: file };
+  },
+  exportPosts: () => ({}),
+  duplicatePost: async () => ({ POST: await newPost('draft') }),
   listMedia: () => ({}),
   uploadFromUrl: () => ({ FILE_URL: `${files.origin}/campaigns/winter/poster.png` }),
   createUpload: () => ({ FILE: videoFile }),

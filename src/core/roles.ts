@@ -115,9 +115,17 @@ export function assertCan(actor: Pick<Actor, 'role'>, permission: Permission, wh
 export function operationPermission(operationId: string, scope: string | undefined): Permission | undefined {
   if (scope === undefined) return undefined;
   if (scope === 'posts:write') {
-    return ['createPost', 'updatePost', 'deletePost', 'schedulePost', 'changePostStatus'].includes(operationId)
-      ? 'posts:draft'
-      : 'posts:publish';
+    // An import or a duplicate of drafts is a contributor's; importing scheduled rows is checked in the domain.
+    const drafting = [
+      'createPost',
+      'updatePost',
+      'deletePost',
+      'schedulePost',
+      'changePostStatus',
+      'importPosts',
+      'duplicatePost',
+    ];
+    return drafting.includes(operationId) ? 'posts:draft' : 'posts:publish';
   }
   if (!PERMISSIONS.owner.has(scope as Permission)) throw new Error(`The scope ${scope} is no permission of a role.`);
   return scope as Permission;

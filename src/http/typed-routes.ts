@@ -19,12 +19,17 @@ interface Operation {
 
 type Responses<Op extends Operation> = Op['responses'];
 
-/** What a reply with one declared status carries: a JSON body, an HTML page, or nothing. */
-type ReplyFor<S, R> = R extends { content: { 'application/json': infer Body } }
-  ? { status: S; body: Body; headers?: Record<string, string> }
-  : R extends { content: { 'text/html': string } }
-    ? { status: S; html: string; headers?: Record<string, string> }
-    : { status: S; body?: never; html?: never; headers?: Record<string, string> };
+/**
+ * What a reply with one declared status carries: a file streamed as it is made (a download the
+ * contract declares as `text/csv`, whatever other types it has), a JSON body, an HTML page, or nothing.
+ */
+type ReplyFor<S, R> = R extends { content: { 'text/csv': string } }
+  ? { status: S; stream: (res: Response) => Promise<void>; headers?: Record<string, string> }
+  : R extends { content: { 'application/json': infer Body } }
+    ? { status: S; body: Body; headers?: Record<string, string> }
+    : R extends { content: { 'text/html': string } }
+      ? { status: S; html: string; headers?: Record<string, string> }
+      : { status: S; body?: never; html?: never; headers?: Record<string, string> };
 
 /**
  * What a handler returns: a declared status with its body. Failures that have a contract-wide shape
@@ -105,11 +110,23 @@ export function mountOperations<Extra>(
 ): void {
   const routes = readOperationRoutes(specFile);
   // Past the typed boundary: each handler was checked against its own operation when it was written.
-  type AnyReply = { status: number; body?: unknown; html?: string; headers?: Record<string, string> };
+  type AnyReply = {
+    status: number;
+    body?: unknown;
+    html?: string;
+    stream?: (res: Response) => Promise<void>;
+    headers?: Record<string, string>;
+  };
   type AnyHandler = (input: OperationInput<Operation> & Extra) => Promise<AnyReply>;
-  for (const [operationId, handler] of Object.entries(handlers) as [string, AnyHandler][]) {
-    const route = routes.get(operationId);
-    if (!route) throw new Error(`Operation ${operationId} has a handler but is not in ${specFile}`);
+  for (const operationId of Object.keys(handlers)) {
+    if (!routes.has(operationId)) throw new Error(`Operation ${operationId} has a handler but is not in ${specFile}`);
+  }
+  // In the contract's order, so that a path written before a templated one that also matches it wins
+  // (`/posts/export` before `/posts/{id}`), as OpenAPI says a concrete path does.
+  for (const route of routes.values()) {
+    const { operationId } = route;
+    const handler = handlers[operationId] as AnyHandler | undefined;
+    if (!handler) continue;
     router[route.method](route.expressPath, async (req: Request, res: Response) => {
       // The request's name in the metrics: a path with ids in it would make a series per record.
       res.locals.operationId = operationId;
@@ -124,12 +141,27 @@ export function mountOperations<Extra>(
       });
       for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
       res.status(reply.status);
-      if (reply.html !== undefined) res.type('html').send(reply.html);
+      if (reply.stream) await streamed(res, reply.stream);
+      else if (reply.html !== undefined) res.type('html').send(reply.html);
       else if ('body' in reply) res.json(reply.body);
       else res.end();
     });
   }
   for (const operationId of routes.keys()) {
     if (!(operationId in handlers)) throw new Error(`Operation ${operationId} of ${specFile} has no handler`);
+  }
+}
+
+/**
+ * Sends a streamed reply. A failure before anything was sent is answered as any other (the error
+ * envelope); after the first bytes the status is gone, so the connection is cut instead, and the client
+ * sees a download that did not finish rather than a file that looks complete.
+ */
+async function streamed(res: Response, stream: (res: Response) => Promise<void>): Promise<void> {
+  try {
+    await stream(res);
+  } catch (error) {
+    if (!res.headersSent) throw error;
+    res.destroy(error as Error);
   }
 }

@@ -42,6 +42,14 @@ export const TOOL_DECISIONS: Readonly<Record<string, ToolDecision>> = {
   // An agent acts with the role of the member who approved it: an editor's agent reviews as they may.
   approvePost: tool,
   rejectPost: tool,
+  duplicatePost: tool,
+  // Rows as JSON or a CSV file's text, with a dry run first: what an agent planning a week does.
+  importPosts: tool,
+  exportPosts: {
+    excluded:
+      "A file to download into a person's spreadsheet; an agent reads the same posts as JSON with listPosts, " +
+      'page by page.',
+  },
   listMedia: tool,
   uploadFromUrl: tool,
   createUpload: tool,

@@ -110,7 +110,7 @@ interface Timing {
 }
 
 /** A create request that keeps every rule: what its transaction writes. */
-interface CheckedCreate {
+export interface CheckedCreate {
   organizationId: string;
   now: Date;
   timing: Timing;
@@ -198,6 +198,44 @@ async function checkRules(ctx: PostsContext, organizationId: string, request: Cr
   const checked = await checkDrafts({ db: ctx.db, providers: ctx.providers }, organizationId, drafts);
   problems.push(...checked.problems);
   return { timing, drafts, checked, problems: withoutRepeats(problems) };
+}
+
+/**
+ * The rules a create request breaks, or the request checked and ready to write when it breaks none:
+ * for callers that report problems instead of refusing at the first request (an import).
+ */
+export async function checkCreateRequest(
+  ctx: PostsContext,
+  organizationId: string,
+  request: CreatePostRequest,
+  now: Date,
+): Promise<{ checked: CheckedCreate | undefined; problems: ErrorDetail[] }> {
+  const { timing, drafts, checked, problems } = await checkRules(ctx, organizationId, request, now);
+  if (problems.length > 0) return { checked: undefined, problems };
+  return { checked: { organizationId, now, timing, drafts, posts: checked.posts }, problems };
+}
+
+/**
+ * Writes a checked create inside the caller's transaction: the posts (within their channels' quotas),
+ * their events and their publishing jobs, as `createPosts` does in its own.
+ */
+export async function writeCheckedCreate(
+  ctx: PostsContext,
+  trx: Db,
+  checked: CheckedCreate,
+): Promise<{ group: string; posts: PostRow[] }> {
+  // An import schedules only as a role that may publish (a contributor imports drafts): no one to wait for.
+  const { group, posts } = await insertPosts(ctx, trx, checked, null);
+  const scheduled = posts.filter((post) => post.status === 'scheduled');
+  await recordPostEvents(trx, [
+    ...posts.map((post) => ({ post, type: 'created' as const, at: checked.now })),
+    ...scheduled.map((post) => ({ post, type: 'scheduled' as const, at: checked.now })),
+  ]);
+  await ctx.queue.planPublish(
+    trx,
+    scheduled.map((post) => ({ ...post, at: post.scheduled_at })),
+  );
+  return { group, posts };
 }
 
 /** Checks the request against every rule before anything is written; a request that breaks any is refused whole. */

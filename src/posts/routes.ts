@@ -4,6 +4,9 @@ import { postHistoryPage } from './history.js';
 import type { PostsContext } from './context.js';
 import { createPosts } from './create.js';
 import { editPost, getPost, movePost, removePost, schedulePostAt } from './lifecycle.js';
+import { duplicatePost } from './duplicate.js';
+import { streamPostExport } from './export.js';
+import { importPosts } from './import.js';
 import { listPostPage } from './list.js';
 import { toPostBody } from './post-body.js';
 
@@ -17,7 +20,10 @@ type PostOperation =
   | 'changePostStatus'
   | 'approvePost'
   | 'rejectPost'
-  | 'deletePost';
+  | 'deletePost'
+  | 'importPosts'
+  | 'exportPosts'
+  | 'duplicatePost';
 
 export function postOperations(ctx: PostsContext): Pick<PublicHandlers, PostOperation> {
   return {
@@ -72,6 +78,19 @@ export function postOperations(ctx: PostsContext): Pick<PublicHandlers, PostOper
     deletePost: async ({ principal, params }) => {
       await removePost(ctx, principal, params.id, { credential: principal.credential });
       return { status: 204 };
+    },
+
+    importPosts: async ({ principal, query, body }) => {
+      const dryRun = query.dryRun === true;
+      const report = await importPosts(ctx, principal, body, dryRun);
+      return dryRun ? { status: 200, body: report } : { status: 201, body: report };
+    },
+
+    exportPosts: ({ principal, query }) =>
+      Promise.resolve({ status: 200, stream: (res) => streamPostExport(ctx.db, principal.organizationId, query, res) }),
+
+    duplicatePost: async ({ principal, params }) => {
+      return { status: 201, body: await duplicatePost(ctx, principal, params.id) };
     },
   };
 }

@@ -13,6 +13,8 @@ export interface Confirmation {
   back: string;
   /** The navigation entry the page belongs to. */
   path: string;
+  /** The form's fields to send again with the confirmation (the posts ticked for a bulk action). */
+  fields?: [name: string, value: string][];
 }
 
 /**

@@ -9,11 +9,16 @@ import { renderPage } from '../pages/render.js';
 import type { PostEventBody } from '../posts/events.js';
 import { approvePost, lastRejection, rejectPost } from '../posts/approval.js';
 import { postHistoryPage } from '../posts/history.js';
-import { getPost, movePost } from '../posts/lifecycle.js';
+import { getPost, movePost, removePost } from '../posts/lifecycle.js';
+import { duplicatePost } from '../posts/duplicate.js';
+import { streamPostExport } from '../posts/export.js';
 import { isEditable, isTooFarInThePast } from '../posts/transitions.js';
 import { listPostPage } from '../posts/list.js';
 import { toPostBody, type PostBody } from '../posts/post-body.js';
 import type { PostsContext } from '../posts/context.js';
+import { confirmedOrAsk } from './confirm-first.js';
+import { importPage } from './import-page.js';
+import { bulkPostRoutes, type BulkResult } from './posts-bulk.js';
 import { signedIn } from './signed-in.js';
 import { inReadersZone, readTimeZone } from './time-zone.js';
 
@@ -48,6 +53,21 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
   const router = express.Router();
 
   router.get('/posts', (req, res) => showPostList(ctx, req, res, readTimeZone(req, res, cookies).zone));
+
+  // The list's posts as a file, with the list's filters: the Public API's export, for the signed-in member.
+  router.get('/posts/export', async (req, res) => {
+    const { organization } = signedIn(res);
+    const { zone } = readTimeZone(req, res, cookies);
+    const format = req.query.format === 'json' ? 'json' : 'csv';
+    await streamPostExport(ctx.db, organization.id, { format, ...listQuery(readFilter(req), zone) }, res);
+  });
+
+  router.use(importPage(ctx));
+  router.use(
+    bulkPostRoutes(ctx, cookies, (req, res, results, status) =>
+      showPostList(ctx, req, res, readTimeZone(req, res, cookies).zone, { results, status }),
+    ),
+  );
 
   router.get('/posts/:id', async (req, res) => {
     const { organization } = signedIn(res);
@@ -133,6 +153,42 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
     ),
   );
 
+  router.post('/posts/:id/duplicate', async (req, res) => {
+    const { actor } = signedIn(res);
+    const copy = await duplicatePostOrShow(ctx, req, res, actor, cookies);
+    if (copy) res.redirect(303, `/posts/${encodeURIComponent(copy.id)}?duplicated=1`);
+  });
+
+  router.post('/posts/:id/delete', async (req, res) => {
+    const { organization, actor } = signedIn(res);
+    const postId = String(req.params.id);
+    await getPost(ctx.db, organization.id, postId);
+    const confirmation = {
+      question: 'Delete this post?',
+      consequence:
+        'The post and its history are deleted and it will not be published. A post already published stays on ' +
+        'the network: only our record of it goes. This cannot be undone.',
+      button: 'Delete the post',
+      back: `/posts/${encodeURIComponent(postId)}`,
+      path: '/posts',
+    };
+    if (!confirmedOrAsk(req, res, confirmation)) return;
+    try {
+      await removePost(ctx, actor, postId, { user: signedIn(res).visitor.user.id });
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
+      const { zone } = readTimeZone(req, res, cookies);
+      return showPost(ctx, req, res, {
+        organizationId: organization.id,
+        postId,
+        zone,
+        problem: `The post could not be deleted: ${error.message}`,
+        status: error.status,
+      });
+    }
+    res.redirect(303, '/posts?deleted=1');
+  });
+
   return router;
 }
 
@@ -144,16 +200,55 @@ function formField(req: Request, name: string): string {
   return typeof value === 'string' ? value : '';
 }
 
-/** The list of posts, filtered by status and dates, a page at a time. */
-async function showPostList(ctx: PostsContext, req: Request, res: Response, zone: string): Promise<void> {
-  const { organization } = signedIn(res);
-  const filter = readFilter(req);
-  const query = {
-    limit: PAGE_SIZE,
+/** A draft copy of the post, or its page again with why there is none (a channel removed since). */
+async function duplicatePostOrShow(
+  ctx: PostsContext,
+  req: Request,
+  res: Response,
+  actor: Parameters<typeof duplicatePost>[1],
+  cookies: BrowserCookies,
+) {
+  const postId = String(req.params.id);
+  try {
+    return await duplicatePost(ctx, actor, postId);
+  } catch (error) {
+    if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
+    const { zone } = readTimeZone(req, res, cookies);
+    const why = error.details?.map((detail) => detail.message).join(' ') || error.message;
+    await showPost(ctx, req, res, {
+      organizationId: actor.organizationId,
+      postId,
+      zone,
+      problem: `The post could not be duplicated: ${why}`,
+      status: error.status,
+    });
+    return undefined;
+  }
+}
+
+/** The list's filters as the list's query: the days are the reader's. */
+function listQuery(filter: Filter, zone: string) {
+  return {
     ...(filter.status ? { status: [filter.status] } : {}),
-    // The days are the reader's.
     ...(filter.from ? { from: DateTime.fromISO(filter.from, { zone }).startOf('day').toUTC().toISO()! } : {}),
     ...(filter.to ? { to: DateTime.fromISO(filter.to, { zone }).endOf('day').toUTC().toISO()! } : {}),
+  };
+}
+
+/** The list of posts, filtered by status and dates, a page at a time. */
+async function showPostList(
+  ctx: PostsContext,
+  req: Request,
+  res: Response,
+  zone: string,
+  bulk: { results: BulkResult[]; status: number } = { results: [], status: 200 },
+): Promise<void> {
+  const { organization } = signedIn(res);
+  // After a bulk action (a POST), the list as it is now, unfiltered.
+  const filter = req.method === 'GET' ? readFilter(req) : {};
+  const query = {
+    limit: PAGE_SIZE,
+    ...listQuery(filter, zone),
     ...(filter.cursor ? { cursor: filter.cursor } : {}),
   };
   const [page, channels] = await Promise.all([
@@ -164,18 +259,27 @@ async function showPostList(ctx: PostsContext, req: Request, res: Response, zone
   const next = page.nextCursor
     ? new URLSearchParams({ ...withoutCursor(filter), cursor: page.nextCursor }).toString()
     : undefined;
-  renderPage(res, '/web/templates/posts', {
-    title: 'Posts',
-    path: '/posts',
-    zone,
-    filter,
-    statuses: POST_STATUSES,
-    posts: page.data.map((post) => ({
-      ...describe(post, zone),
-      channelName: channelNames.get(post.channelId) ?? post.channelId,
-    })),
-    next,
-  });
+  renderPage(
+    res,
+    '/web/templates/posts',
+    {
+      title: 'Posts',
+      path: '/posts',
+      zone,
+      filter,
+      statuses: POST_STATUSES,
+      exportQuery: new URLSearchParams(withoutCursor(filter)).toString(),
+      notice: req.query.deleted === '1' ? 'The post is deleted.' : undefined,
+      posts: page.data.map((post) => ({
+        ...describe(post, zone),
+        channelName: channelNames.get(post.channelId) ?? post.channelId,
+      })),
+      next,
+      results: bulk.results,
+      move: { date: DateTime.fromJSDate(ctx.clock.now(), { zone }).plus({ days: 1 }).toISODate() },
+    },
+    bulk.status,
+  );
 }
 
 /** What a post's page says after the change that led to it. */
@@ -184,6 +288,7 @@ function postNotice(req: Request): string | undefined {
   if (req.query.created) return 'The post is created.';
   if (req.query.saved) return 'The post is saved.';
   if (req.query.moved) return 'The post has its new time.';
+  if (req.query.duplicated) return 'This is a copy of the post, saved as a draft: edit it and schedule it.';
   if (req.query.approved) return 'The post is approved and scheduled.';
   if (req.query.rejected) return 'The post is rejected: it is a draft again, and its author is told why.';
   if (req.query.withdrawn) return 'The post no longer waits for approval: it is a draft again.';

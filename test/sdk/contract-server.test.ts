@@ -49,6 +49,13 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   endSeries: { method: 'POST', path: '/public/v1/series/ser_probe/end' },
   approvePost: { method: 'POST', path: '/public/v1/posts/post_probe/approve', body: {} },
   rejectPost: { method: 'POST', path: '/public/v1/posts/post_probe/reject', body: { comment: 'Probe' } },
+  importPosts: {
+    method: 'POST',
+    path: '/public/v1/posts/import?dryRun=true',
+    body: { rows: [{ channels: ['ch_probe'], text: 'probe' }] },
+  },
+  exportPosts: { method: 'GET', path: '/public/v1/posts/export?format=json&group=grp_probe' },
+  duplicatePost: { method: 'POST', path: '/public/v1/posts/post_probe/duplicate' },
   listMedia: { method: 'GET', path: '/public/v1/media' },
   uploadFromUrl: {
     method: 'POST',

@@ -34,6 +34,7 @@ import * as approval from './2026-11-28-01-approval.js';
 import * as audit from './2026-11-28-02-audit.js';
 import * as lifecycle from './2026-11-28-03-lifecycle.js';
 import * as recurring from './2026-11-28-05-recurring.js';
+import * as postImports from './2026-11-28-06-import.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -72,4 +73,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-28-02-audit': audit,
   '2026-11-28-03-lifecycle': lifecycle,
   '2026-11-28-05-recurring': recurring,
+  '2026-11-28-06-import': postImports,
 };

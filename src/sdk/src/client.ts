@@ -12,6 +12,8 @@ import type {
   ConnectChannelRequest,
   ConnectionStatus,
   CreatePostRequest,
+  ImportPostsRequest,
+  ImportReport,
   CreatePostResponse,
   CreateSeriesRequest,
   Media,
@@ -24,6 +26,7 @@ import type {
   Post,
   PostEvent,
   PostEventPage,
+  PostExportQuery,
   PostFilters,
   PostHistoryQuery,
   PostPage,
@@ -502,6 +505,58 @@ export default class Service {
     return dataOf(
       await this.api.POST('/public/v1/series/{id}/end', { ...this.init(options), params: { path: { id } } }),
     );
+  }
+
+  /**
+   * Creates a draft copy of a post (its channel, content, media, thread, first comment and settings),
+   * in a group of its own and without a date.
+   *
+   * `POST /public/v1/posts/{id}/duplicate`
+   */
+  async duplicatePost(id: string, options?: RequestOptions): Promise<Post> {
+    return dataOf(
+      await this.api.POST('/public/v1/posts/{id}/duplicate', { ...this.init(options), params: { path: { id } } }),
+    );
+  }
+
+  /**
+   * Imports posts from a CSV file's text (`{ csv }`) or from rows (`{ rows }`): with `dryRun`, checks
+   * every row and reports each one's errors; without, creates every row not imported before, all or
+   * none (a row that breaks a rule rejects with a 422 {@link ServiceError} whose `details` name it).
+   *
+   * Retried like a read: importing the same rows again creates nothing twice.
+   *
+   * `POST /public/v1/posts/import`
+   */
+  async importPosts(
+    file: ImportPostsRequest,
+    { dryRun = false, ...options }: RequestOptions & { dryRun?: boolean } = {},
+  ): Promise<ImportReport> {
+    return dataOf(
+      await this.api.POST('/public/v1/posts/import', {
+        ...this.init(options),
+        params: { query: { dryRun } },
+        body: file,
+      }),
+    );
+  }
+
+  /**
+   * The posts the filters select (those of {@link Service.listPosts}), as the text of a CSV file
+   * (`format: 'csv'`, the default) or of a JSON one (`format: 'json'`), which
+   * {@link Service.importPosts} reads back.
+   *
+   * `GET /public/v1/posts/export`
+   */
+  async exportPosts(query: PostExportQuery = {}, options?: RequestOptions): Promise<string> {
+    const { data } = await this.api.GET('/public/v1/posts/export', {
+      headers: options?.headers,
+      signal: options?.signal,
+      fetch: this.sender(options, { replayable: true, expectJson: false }),
+      params: { query },
+      parseAs: 'text',
+    });
+    return data as string;
   }
 
   /**

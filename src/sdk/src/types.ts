@@ -120,6 +120,21 @@ export type RejectPostRequest = Schemas['RejectPostRequest'];
 /** The body of `Service.schedulePost`: when to publish. */
 export type SchedulePostRequest = Schemas['SchedulePostRequest'];
 
+/** A file for `Service.importPosts`: a CSV file's text (`{ csv }`) or its rows as JSON (`{ rows }`). */
+export type ImportPostsRequest = Schemas['ImportPostsRequest'];
+
+/** One row of an import as JSON: the columns of the CSV form. */
+export type ImportRow = Schemas['ImportRow'];
+
+/** What `Service.importPosts` did, or a dry run would do, with each row. */
+export type ImportReport = Schemas['ImportReport'];
+
+/** One row of an {@link ImportReport}. */
+export type ImportRowReport = Schemas['ImportRowReport'];
+
+/** The format and filters of `Service.exportPosts`. */
+export type PostExportQuery = NonNullable<operations['exportPosts']['parameters']['query']>;
+
 /** The filters and page of `Service.listPosts`. */
 export type PostFilters = NonNullable<operations['listPosts']['parameters']['query']>;
 

@@ -231,6 +231,33 @@ export function describeContract(name: string, getTarget: () => ContractTarget):
       }
     });
 
+    it('imports rows after a dry run, exports them as CSV and duplicates a post', async (ctx) => {
+      const target = getTarget();
+      const needs: Operation[] = ['importPosts', 'exportPosts', 'duplicatePost'];
+      ctx.skip(!!target.unavailable(...needs), target.unavailable(...needs));
+      const service = target.client();
+      const file = {
+        rows: [{ key: globalThis.crypto.randomUUID(), channels: [target.sandboxChannelId], text: 'Imported' }],
+      };
+      const check = await service.importPosts(file, { dryRun: true });
+      const report = await service.importPosts(file);
+      const postId = report.rows[0]!.postIds[0]!;
+      const csv = await service.exportPosts({ format: 'csv' });
+      expect(typeof csv).toBe('string');
+      const copy = await service.duplicatePost(postId);
+      expect(copy.status).toBe('draft');
+
+      if (target.echoes) {
+        expect(check).toMatchObject({ dryRun: true, invalid: 0, rows: [{ row: 1, outcome: 'valid' }] });
+        expect(report).toMatchObject({ dryRun: false, created: 1, rows: [{ row: 1, outcome: 'created' }] });
+        expect(csv.split('\n')[0]).toBe('key,channels,text,time,media,settings,status,provider,publishedAt,releaseUrl');
+        expect(csv).toContain(`${postId},${target.sandboxChannelId},Imported,,,`);
+        expect(copy).toMatchObject({ channelId: target.sandboxChannelId, content: 'Imported', scheduledAt: null });
+        expect(copy.id).not.toBe(postId);
+        expect((await service.importPosts(file)).existing).toBe(1);
+      }
+    });
+
     it('throws a 404 ServiceError for an unknown post', async (ctx) => {
       const target = getTarget();
       ctx.skip(!!target.unavailable('getPost'), target.unavailable('getPost'));

@@ -1,0 +1,287 @@
+import { createHash } from 'node:crypto';
+import type { components } from '../../generated/public-v1.js';
+import { ConflictError, DomainError, UnprocessableError, type ErrorDetail } from '../core/errors.js';
+import { assertCan, type Actor } from '../core/roles.js';
+import type { Db } from '../db/database.js';
+import { transaction } from '../db/transaction.js';
+import { RequestBodies } from '../http/request-bodies.js';
+import type { PostsContext } from './context.js';
+import { checkCreateRequest, writeCheckedCreate, type CheckedCreate } from './create.js';
+import { canonicalJson } from './idempotency.js';
+import { importRows, type ImportRow } from './import-rows.js';
+
+type ImportPostsRequest = components['schemas']['ImportPostsRequest'];
+type ImportReport = components['schemas']['ImportReport'];
+type RowReport = components['schemas']['ImportRowReport'];
+type CreatePostRequest = components['schemas']['CreatePostRequest'];
+
+const MAX_KEY_LENGTH = 200;
+
+// The contract's check of a create's body, as `POST /public/v1/posts` runs it, for each row.
+const bodies = new RequestBodies();
+
+const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
+
+/** A row's key: the client's, or its columns' canonical JSON, so the same row keeps its key. */
+function keyHashOf(row: ImportRow): string {
+  if (row.key !== null) return sha256(`key:${row.key}`);
+  const { channels, text, time, media, settings, status } = row;
+  return sha256(`row:${canonicalJson({ channels, text, time, media, settings: settings ?? null, status })}`);
+}
+
+/** A row that was checked: its report, and what to write when it is to be created. */
+interface CheckedRow {
+  row: ImportRow;
+  keyHash: string;
+  report: RowReport;
+  create: CheckedCreate | undefined;
+}
+
+/**
+ * Checks every row of an import by the rules of a create and, unless it is a dry run, creates the rows
+ * not imported before, all or none, in one transaction. Each row is one create call: one post per
+ * channel, in a group of its own.
+ */
+export async function importPosts(
+  ctx: PostsContext,
+  actor: Actor,
+  request: ImportPostsRequest,
+  dryRun: boolean,
+): Promise<ImportReport> {
+  const { organizationId } = actor;
+  const rows = importRows(request);
+  if (rows.some((row) => timingOf(row).type !== 'draft'))
+    assertCan(actor, 'posts:publish', 'import posts that are scheduled; import them as drafts (an empty time)');
+  const now = ctx.clock.now();
+  const providers = await channelProviders(ctx.db, organizationId);
+  const keyHashes = rows.map(keyHashOf);
+  const imported = await importedBefore(ctx.db, organizationId, keyHashes);
+
+  const checked: CheckedRow[] = [];
+  const firstWithKey = new Map<string, number>();
+  for (const [index, row] of rows.entries()) {
+    const keyHash = keyHashes[index]!;
+    const report: RowReport = { row: row.number, key: row.key, outcome: 'valid', group: null, postIds: [], errors: [] };
+    const before = imported.get(keyHash);
+    const repeated = firstWithKey.get(keyHash);
+    firstWithKey.set(keyHash, repeated ?? row.number);
+    let create: CheckedCreate | undefined;
+    if (before) {
+      Object.assign(report, { outcome: 'existing', group: before.group, postIds: before.postIds });
+    } else if (repeated !== undefined) {
+      report.errors.push({
+        field: row.key === null ? 'row' : 'key',
+        message: row.key === null ? `repeats row ${repeated}.` : `is also the key of row ${repeated}.`,
+      });
+    } else {
+      const result = await checkRow(ctx, organizationId, row, providers, now);
+      report.errors.push(...result.errors);
+      create = result.create;
+    }
+    if (report.errors.length > 0) report.outcome = 'invalid';
+    checked.push({ row, keyHash, report, create });
+  }
+
+  const reports = checked.map((one) => one.report);
+  const count = (outcome: string) => reports.filter((report) => report.outcome === outcome).length;
+  if (dryRun) return { dryRun, created: 0, existing: count('existing'), invalid: count('invalid'), rows: reports };
+  const invalid = count('invalid');
+  if (invalid > 0) {
+    throw new UnprocessableError(
+      `Nothing was imported: ${invalid === 1 ? '1 row breaks' : `${invalid} rows break`} rules, listed in ` +
+        'details (rows[N] is the row numbered N, the first row of data being 1); a dry run reports every row.',
+      reports.flatMap((report) =>
+        report.errors.map((error) => ({ path: `rows[${report.row}].${error.field}`, message: error.message })),
+      ),
+    );
+  }
+  await transaction(ctx.db, async (trx) => {
+    for (const one of checked) {
+      if (!one.create) continue;
+      const { group, posts } = await writeRow(ctx, trx, one.row, one.create);
+      const claimed = await trx
+        .insertInto('post_imports')
+        .values({ organization_id: organizationId, key_hash: one.keyHash, group_id: group, created_at: now })
+        .onConflict((oc) => oc.columns(['organization_id', 'key_hash']).doNothing())
+        .returning('key_hash')
+        .executeTakeFirst();
+      if (!claimed)
+        throw new ConflictError(
+          `Row ${one.row.number} was imported by another request meanwhile; nothing was imported. ` +
+            'Import the file again: the rows imported meanwhile are reported as existing.',
+        );
+      Object.assign(one.report, { outcome: 'created', group, postIds: posts.map((post) => post.id) });
+    }
+  });
+  return { dryRun, created: count('created'), existing: count('existing'), invalid: 0, rows: reports };
+}
+
+/**
+ * Writes a row, whose problems at write time (a daily quota, a channel disabled meanwhile) name the row.
+ */
+async function writeRow(ctx: PostsContext, trx: Db, row: ImportRow, create: CheckedCreate) {
+  try {
+    return await writeCheckedCreate(ctx, trx, create);
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    const details = (error.details ?? [{ path: '', message: error.message }]).map((detail) => ({
+      path: `rows[${row.number}].${fieldOf(detail.path)}`,
+      message: detail.message,
+    }));
+    const NamedError = error.constructor as new (message: string, details: ErrorDetail[]) => DomainError;
+    throw new NamedError(`Nothing was imported: row ${row.number} was refused. ${error.message}`, details);
+  }
+}
+
+/** What `type` a row asks for, and its `date`. */
+function timingOf(row: ImportRow): { type: string; date?: string } {
+  const draft = row.status?.toLowerCase() === 'draft';
+  if (row.time === null) return { type: 'draft' };
+  if (row.time === 'now') return { type: draft ? 'draft' : 'now' };
+  // The queue's slots belong to the channels' posting schedules: a create of type `queue` takes them.
+  if (row.time === 'queue') return { type: draft ? 'draft' : 'queue' };
+  return { type: draft ? 'draft' : 'schedule', date: row.time };
+}
+
+/** The settings a row gives a channel: the object of its network, or the one object without `__type`. */
+function settingsFor(row: ImportRow, provider: string | undefined): unknown {
+  const given = Array.isArray(row.settings)
+    ? (row.settings as unknown[])
+    : row.settings === undefined
+      ? []
+      : [row.settings];
+  const objects = given.filter((one): one is Record<string, unknown> => typeof one === 'object' && one !== null);
+  const untyped = objects.filter((one) => !('__type' in one));
+  if (untyped.length === 1 && given.length === 1 && provider !== undefined) return { ...untyped[0], __type: provider };
+  return objects.find((one) => one.__type === provider);
+}
+
+/** The create request a row stands for: the per-channel form, one post per channel. */
+function requestOf(row: ImportRow, providers: Map<string, string>): unknown {
+  return {
+    ...timingOf(row),
+    posts: row.channels.map((channelId) => {
+      const settings = settingsFor(row, providers.get(channelId));
+      return {
+        channelId,
+        content: row.text,
+        ...(row.media.length > 0 ? { mediaIds: row.media } : {}),
+        ...(settings === undefined ? {} : { settings }),
+      };
+    }),
+  };
+}
+
+/** A create's problem path as the row's column. */
+function fieldOf(path: string): string {
+  const field = /^posts(?:\[\d+\])?\.?([A-Za-z]*)/.exec(path)?.[1];
+  if (path === 'date' || path === 'type' || path.startsWith('date') || path.startsWith('type')) return 'time';
+  switch (field) {
+    case 'channelId':
+      return 'channels';
+    case 'content':
+      return 'text';
+    case 'mediaIds':
+      return 'media';
+    case 'settings':
+      return 'settings';
+    case '':
+      return 'channels';
+    default:
+      return 'row';
+  }
+}
+
+async function checkRow(
+  ctx: PostsContext,
+  organizationId: string,
+  row: ImportRow,
+  providers: Map<string, string>,
+  now: Date,
+): Promise<{ errors: { field: string; message: string }[]; create: CheckedCreate | undefined }> {
+  const errors = row.problems.map((problem) => ({ field: problem.path, message: problem.message }));
+  if (row.key !== null && row.key.length > MAX_KEY_LENGTH)
+    errors.push({ field: 'key', message: `has ${row.key.length} characters; a key has at most ${MAX_KEY_LENGTH}.` });
+  if (row.channels.length === 0) errors.push({ field: 'channels', message: 'Name at least one channel (ch_…).' });
+  const networks = new Set(row.channels.map((id) => providers.get(id)));
+  const given = Array.isArray(row.settings) ? (row.settings as unknown[]) : [row.settings];
+  for (const one of given) {
+    const type = typeof one === 'object' && one !== null ? (one as { __type?: unknown }).__type : undefined;
+    if (typeof type === 'string' && !networks.has(type))
+      errors.push({
+        field: 'settings',
+        message: `are for ${type}, and none of the row's channels is a ${type} channel.`,
+      });
+  }
+  if (errors.length > 0) return { errors, create: undefined };
+
+  const request = requestOf(row, providers);
+  const contract = bodies.check('createPost', request);
+  if (contract.length > 0) return { errors: contractErrors(row, contract), create: undefined };
+  const { checked, problems } = await checkCreateRequest(ctx, organizationId, request as CreatePostRequest, now);
+  return { errors: unique(problems.map((p) => ({ field: fieldOf(p.path), message: p.message }))), create: checked };
+}
+
+/** The contract's problems with a row's create, in the row's words where the contract's are a validator's. */
+function contractErrors(row: ImportRow, details: ErrorDetail[]): { field: string; message: string }[] {
+  return unique(
+    details.map((detail) => {
+      const field = fieldOf(detail.path);
+      if (field === 'time')
+        return {
+          field,
+          message:
+            `"${row.time}" is no time this server takes: write an instant with its offset ` +
+            '(2026-12-01T09:30:00+01:00), "now", or leave it empty for a draft.',
+        };
+      const within = detail.path.replace(/^posts\[\d+\]\.?/, '');
+      return { field, message: within === '' ? detail.message : `${within}: ${detail.message}` };
+    }),
+  );
+}
+
+function unique(errors: { field: string; message: string }[]) {
+  const seen = new Set<string>();
+  return errors.filter((error) => {
+    const key = `${error.field}\n${error.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/** The network of each of the organization's channels, to give each channel its settings. */
+async function channelProviders(db: Db, organizationId: string): Promise<Map<string, string>> {
+  const rows = await db
+    .selectFrom('channels')
+    .select(['id', 'provider'])
+    .where('organization_id', '=', organizationId)
+    .where('status', '<>', 'removed')
+    .execute();
+  return new Map(rows.map((row) => [row.id, row.provider]));
+}
+
+/** The rows imported before, by key, with the posts they created that still exist. */
+async function importedBefore(
+  db: Db,
+  organizationId: string,
+  keyHashes: string[],
+): Promise<Map<string, { group: string; postIds: string[] }>> {
+  const found = await db
+    .selectFrom('post_imports')
+    .leftJoin('posts', (join) =>
+      join.onRef('posts.group_id', '=', 'post_imports.group_id').on('posts.organization_id', '=', organizationId),
+    )
+    .select(['post_imports.key_hash', 'post_imports.group_id', 'posts.id as post_id'])
+    .where('post_imports.organization_id', '=', organizationId)
+    .where('post_imports.key_hash', 'in', [...new Set(keyHashes)])
+    .orderBy('posts.id')
+    .execute();
+  const imported = new Map<string, { group: string; postIds: string[] }>();
+  for (const row of found) {
+    const entry = imported.get(row.key_hash) ?? { group: row.group_id, postIds: [] };
+    if (row.post_id !== null) entry.postIds.push(row.post_id);
+    imported.set(row.key_hash, entry);
+  }
+  return imported;
+}
