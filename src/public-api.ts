@@ -27,6 +27,7 @@ import type { MediaContext } from './media/storage.js';
 import type { PostsContext } from './posts/context.js';
 import { ACCESS_TOKEN_PREFIX } from './oauth/tokens.js';
 import { postOperations } from './posts/routes.js';
+import { queueOperations } from './posts/queue-routes.js';
 import { pinterestOperations } from './providers/pinterest/routes.js';
 import { tiktokOperations } from './providers/tiktok/routes.js';
 import { channelConnectOperations } from './providers/connection-routes.js';
@@ -63,6 +64,7 @@ export function createPublicApi(
     ...channelOperations(ctx, channelRemoval),
     ...channelConnectOperations(ctx),
     ...postOperations(ctx),
+    ...queueOperations(ctx),
     ...mediaOperations(ctx),
     ...tiktokOperations(ctx),
     ...pinterestOperations(ctx),

@@ -34,6 +34,14 @@ export const TOOL_DECISIONS: Readonly<Record<string, ToolDecision>> = {
   getPostHistory: tool,
   schedulePost: tool,
   changePostStatus: tool,
+  getChannelSchedule: tool,
+  replaceChannelSchedule: {
+    excluded:
+      "A channel's posting schedule is the organization's plan, set by an admin in Settings → Channels; " +
+      'changing it moves every queued post of the channel.',
+  },
+  getChannelQueue: tool,
+  queuePost: tool,
   listMedia: tool,
   uploadFromUrl: tool,
   createUpload: tool,

@@ -7,6 +7,7 @@ import { appPages } from './app-pages.js';
 import { approvedAppsPage } from './approved-apps-page.js';
 import { channelsPage } from './channels-page.js';
 import { membersPage } from './members-page.js';
+import { schedulePages } from './schedule-pages.js';
 import { requirePermission, requireSignIn } from './signed-in.js';
 import { webhooksPage } from './webhooks-page.js';
 import type { WebhookManagement } from '../webhooks/management.js';
@@ -25,11 +26,17 @@ export function settingsPages(
   router.use('/settings/approved-apps', requirePermission('developers:manage', 'manage the approved apps'));
   router.use('/settings/webhooks', requirePermission('webhooks:write', 'manage webhooks'));
   router.use('/settings/channels', requirePermission('channels:write', 'connect or remove channels', CHANGES));
+  router.use(
+    '/settings/organization',
+    requirePermission('channels:write', "change the organization's time zone", CHANGES),
+  );
   router.get('/settings', (_req, res) => res.redirect(302, '/settings/channels'));
   router.get('/settings/developers', (_req, res) => res.redirect(302, '/settings/developers/access'));
   router.use(apiKeyPages(ctx));
   router.use(appPages(ctx));
   router.use(approvedAppsPage(ctx));
+  // Before the channels' pages, whose `/settings/channels/:id/:action` would take the schedule's form.
+  router.use(schedulePages(ctx));
   router.use(channelsPage(ctx, channelRemoval));
   router.use(membersPage(ctx));
   router.use(webhooksPage(ctx));

@@ -38,6 +38,14 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   deletePost: { method: 'DELETE', path: '/public/v1/posts/post_probe' },
   schedulePost: { method: 'POST', path: '/public/v1/posts/post_probe/schedule', body: { scheduledAt: FAR_FUTURE } },
   changePostStatus: { method: 'PATCH', path: '/public/v1/posts/post_probe/status', body: { status: 'draft' } },
+  queuePost: { method: 'POST', path: '/public/v1/posts/post_probe/queue', body: {} },
+  getChannelSchedule: { method: 'GET', path: '/public/v1/channels/ch_probe/schedule' },
+  replaceChannelSchedule: {
+    method: 'PUT',
+    path: '/public/v1/channels/ch_probe/schedule',
+    body: { slots: [{ weekday: 'monday', time: '09:00' }] },
+  },
+  getChannelQueue: { method: 'GET', path: '/public/v1/channels/ch_probe/queue' },
   listMedia: { method: 'GET', path: '/public/v1/media' },
   uploadFromUrl: {
     method: 'POST',

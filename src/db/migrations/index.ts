@@ -30,6 +30,7 @@ import * as oauthClients from './2026-11-27-16-oauth-clients.js';
 import * as mail from './2026-11-27-17-mail.js';
 import * as roles from './2026-11-27-18-roles.js';
 import * as retention from './2026-11-27-19-retention.js';
+import * as queue from './2026-11-28-04-queue.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -64,4 +65,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-17-mail': mail,
   '2026-11-27-18-roles': roles,
   '2026-11-27-19-retention': retention,
+  '2026-11-28-04-queue': queue,
 };

@@ -39,6 +39,21 @@ export type ChannelQuota = Schemas['ChannelQuota'];
 /** The answer of `Service.quota`: `{ data: ChannelQuota[] }`. */
 export type ChannelQuotaList = Schemas['ChannelQuotaList'];
 
+/** A weekly posting slot of a channel: a weekday and a local `HH:MM` in the organization's time zone. */
+export type ScheduleSlot = Schemas['ScheduleSlot'];
+
+/** The answer of `Service.getChannelSchedule` and `Service.replaceChannelSchedule`. */
+export type ChannelSchedule = Schemas['ChannelSchedule'];
+
+/** An upcoming slot of a channel's queue and the queued post in it (`null` when free). */
+export type QueueSlot = Schemas['QueueSlot'];
+
+/** The answer of `Service.getChannelQueue`. */
+export type ChannelQueue = Schemas['ChannelQueue'];
+
+/** The query of `Service.getChannelQueue`: `limit` and `after`. */
+export type ChannelQueueQuery = NonNullable<operations['getChannelQueue']['parameters']['query']>;
+
 /** Where a post is in its life: `draft`, `scheduled`, `publishing`, `published` or `failed`. */
 export type PostStatus = Schemas['PostStatus'];
 
