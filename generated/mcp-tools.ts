@@ -987,6 +987,1427 @@ export const MCP_TOOLS: readonly McpTool[] = [
     ]
   },
   {
+    "name": "getChannelSchedule",
+    "title": "Get a channel's posting schedule",
+    "description": "Get a channel's posting schedule\n\nThe channel's weekly posting slots: the times a post created with `type: queue` (or put in\nthe queue with `POST /public/v1/posts/{id}/queue`) may take. A slot is a weekday and a local\ntime in the organization's time zone (`timeZone`, chosen in *Settings → Organization*;\n`UTC` until an admin chooses), so a 09:00 slot stays at 09:00 local time across daylight\nsaving changes. On a day when a slot's local time does not exist (the hour the clocks skip),\nthe slot is an hour later; when it exists twice, the first one counts. A channel without\nslots has `slots: []`.",
+    "operation": {
+      "method": "get",
+      "path": "/public/v1/channels/{id}/schedule",
+      "parameters": [
+        {
+          "name": "id",
+          "in": "path"
+        }
+      ],
+      "hasBody": false
+    },
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "id": {
+          "description": "The channel id (`ch_…`). An id of another organization is answered `404` exactly like an unknown id.",
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 100
+        }
+      },
+      "required": [
+        "id"
+      ],
+      "additionalProperties": false
+    },
+    "outputSchema": {
+      "type": "object",
+      "description": "A channel's weekly posting slots.",
+      "required": [
+        "channelId",
+        "timeZone",
+        "slots"
+      ],
+      "properties": {
+        "channelId": {
+          "type": "string",
+          "description": "The channel id (`ch_…`)."
+        },
+        "timeZone": {
+          "type": "string",
+          "description": "The organization's IANA time zone, in which the slots' times are read (`UTC` until an admin chooses one).",
+          "examples": [
+            "Europe/Berlin"
+          ]
+        },
+        "slots": {
+          "type": "array",
+          "items": {
+            "type": "object",
+            "description": "A weekly posting slot, in the organization's time zone.",
+            "additionalProperties": false,
+            "required": [
+              "weekday",
+              "time"
+            ],
+            "properties": {
+              "weekday": {
+                "type": "string",
+                "enum": [
+                  "monday",
+                  "tuesday",
+                  "wednesday",
+                  "thursday",
+                  "friday",
+                  "saturday",
+                  "sunday"
+                ]
+              },
+              "time": {
+                "type": "string",
+                "description": "The local time of day, 24-hour `HH:MM`.",
+                "maxLength": 5,
+                "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$",
+                "examples": [
+                  "09:00"
+                ]
+              }
+            }
+          }
+        }
+      }
+    },
+    "annotations": {
+      "readOnlyHint": true,
+      "destructiveHint": false,
+      "idempotentHint": true,
+      "openWorldHint": false
+    },
+    "scopes": [
+      "channels:read"
+    ]
+  },
+  {
+    "name": "getChannelQueue",
+    "title": "List a channel's upcoming slots and their posts",
+    "description": "List a channel's upcoming slots and their posts\n\nThe channel's next slots from now (or after `after`), in time order, each with the queued\npost that takes it (`null` when the slot is free), at most `limit` slots and at most a year\nahead. For the next page, pass the last slot's `at` as `after`. A channel without slots has\n`data: []`.",
+    "operation": {
+      "method": "get",
+      "path": "/public/v1/channels/{id}/queue",
+      "parameters": [
+        {
+          "name": "id",
+          "in": "path"
+        },
+        {
+          "name": "limit",
+          "in": "query"
+        },
+        {
+          "name": "after",
+          "in": "query"
+        }
+      ],
+      "hasBody": false
+    },
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "id": {
+          "description": "The channel id (`ch_…`). An id of another organization is answered `404` exactly like an unknown id.",
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 100
+        },
+        "limit": {
+          "description": "Maximum number of items on the page.",
+          "type": "integer",
+          "format": "int32",
+          "minimum": 1,
+          "maximum": 100,
+          "default": 20
+        },
+        "after": {
+          "description": "Only slots strictly after this instant (default now).",
+          "type": "string",
+          "format": "date-time",
+          "maxLength": 64
+        }
+      },
+      "required": [
+        "id"
+      ],
+      "additionalProperties": false
+    },
+    "outputSchema": {
+      "type": "object",
+      "required": [
+        "channelId",
+        "timeZone",
+        "data"
+      ],
+      "properties": {
+        "channelId": {
+          "type": "string",
+          "description": "The channel id (`ch_…`)."
+        },
+        "timeZone": {
+          "type": "string",
+          "description": "The organization's IANA time zone, in which the slots are read."
+        },
+        "data": {
+          "type": "array",
+          "items": {
+            "type": "object",
+            "description": "An upcoming slot of a channel and the queued post that takes it.",
+            "required": [
+              "at",
+              "post"
+            ],
+            "properties": {
+              "at": {
+                "type": "string",
+                "format": "date-time",
+                "description": "The instant of the slot."
+              },
+              "post": {
+                "description": "The queued post in the slot; `null` when the slot is free.",
+                "oneOf": [
+                  {
+                    "type": "object",
+                    "description": "One post to one channel.",
+                    "required": [
+                      "id",
+                      "group",
+                      "channelId",
+                      "provider",
+                      "content",
+                      "mediaIds",
+                      "altTexts",
+                      "thread",
+                      "firstComment",
+                      "settings",
+                      "status",
+                      "queued",
+                      "scheduledAt",
+                      "publishedAt",
+                      "releaseId",
+                      "releaseUrl",
+                      "error",
+                      "createdAt",
+                      "updatedAt"
+                    ],
+                    "properties": {
+                      "id": {
+                        "type": "string",
+                        "description": "The post id (`post_…`).",
+                        "examples": [
+                          "post_4Ki7Lo1Pm3Nj8Bh5Gv2C"
+                        ]
+                      },
+                      "group": {
+                        "type": "string",
+                        "description": "The group id (`grp_…`) shared by all posts created by one create call.",
+                        "examples": [
+                          "grp_6Nm1Bv8Cx3Zl5Kj9Hg2F"
+                        ]
+                      },
+                      "channelId": {
+                        "type": "string",
+                        "description": "The target channel (`ch_…`)."
+                      },
+                      "provider": {
+                        "description": "The social network of a channel. Extensible: new providers may be added within v1, so\nhandle unknown values (for example by showing the channel without provider-specific\nfeatures); the values this version knows are those of `KnownProvider`. `sandbox` is built\nin: it publishes to a page of this server (`/sandbox/releases/{id}`, the post's\n`releaseUrl`) and lets you try the whole flow without a third-party account.\n",
+                        "anyOf": [
+                          {
+                            "type": "string",
+                            "description": "The providers of this version of the contract.",
+                            "enum": [
+                              "youtube",
+                              "tiktok",
+                              "sandbox",
+                              "bluesky",
+                              "mastodon",
+                              "x",
+                              "facebook",
+                              "instagram",
+                              "threads",
+                              "linkedin",
+                              "pinterest"
+                            ]
+                          },
+                          {
+                            "type": "string",
+                            "description": "A provider added after this version of the contract."
+                          }
+                        ]
+                      },
+                      "content": {
+                        "type": "string",
+                        "description": "The text of the post (the caption, or the YouTube description when `settings.description` is not set); may be empty."
+                      },
+                      "mediaIds": {
+                        "type": "array",
+                        "description": "The attached media, in order.",
+                        "items": {
+                          "type": "string"
+                        }
+                      },
+                      "altTexts": {
+                        "type": "object",
+                        "description": "The alternative text of the post's images, by media id (`{}` when none).",
+                        "additionalProperties": {
+                          "type": "string"
+                        }
+                      },
+                      "thread": {
+                        "type": "array",
+                        "description": "The parts published after the post's own content as replies, in order (`[]` for a single\npost). The post is `published` when every part is; `releaseId` and `releaseUrl` are the\nfirst part's, set as soon as it is published. When a part fails, the post is `failed`\nwith the parts before it published (each with its `releaseId`): scheduling it again\ngoes on from the first part not published, never sending a published part again.\n",
+                        "items": {
+                          "type": "object",
+                          "description": "One part of a thread after the first, and where it was published.",
+                          "required": [
+                            "content",
+                            "mediaIds",
+                            "altTexts",
+                            "releaseId",
+                            "releaseUrl"
+                          ],
+                          "properties": {
+                            "content": {
+                              "type": "string",
+                              "description": "The part's text; may be empty."
+                            },
+                            "mediaIds": {
+                              "type": "array",
+                              "description": "The part's media, in order.",
+                              "items": {
+                                "type": "string"
+                              }
+                            },
+                            "altTexts": {
+                              "type": "object",
+                              "description": "The alternative text of the part's images, by media id (`{}` when none).",
+                              "additionalProperties": {
+                                "type": "string"
+                              }
+                            },
+                            "releaseId": {
+                              "description": "The network's id of the published part; `null` until the part is published.",
+                              "anyOf": [
+                                {
+                                  "type": "string"
+                                },
+                                {
+                                  "type": "null"
+                                }
+                              ]
+                            },
+                            "releaseUrl": {
+                              "description": "Where the published part can be seen, when the network tells.",
+                              "anyOf": [
+                                {
+                                  "type": "string",
+                                  "format": "uri"
+                                },
+                                {
+                                  "type": "null"
+                                }
+                              ]
+                            }
+                          }
+                        }
+                      },
+                      "firstComment": {
+                        "description": "The comment published on the post right after it (`null` when it has none). Like a\nthread's part: when it fails, the post is `failed` with its content published, and\nscheduling it again publishes the comment only.\n",
+                        "oneOf": [
+                          {
+                            "type": "object",
+                            "description": "A post's first comment, and where it was published.",
+                            "required": [
+                              "content",
+                              "releaseId",
+                              "releaseUrl"
+                            ],
+                            "properties": {
+                              "content": {
+                                "type": "string",
+                                "description": "The comment's text."
+                              },
+                              "releaseId": {
+                                "description": "The network's id of the published comment; `null` until it is published.",
+                                "anyOf": [
+                                  {
+                                    "type": "string"
+                                  },
+                                  {
+                                    "type": "null"
+                                  }
+                                ]
+                              },
+                              "releaseUrl": {
+                                "description": "Where the published comment can be seen, when the network tells.",
+                                "anyOf": [
+                                  {
+                                    "type": "string",
+                                    "format": "uri"
+                                  },
+                                  {
+                                    "type": "null"
+                                  }
+                                ]
+                              }
+                            }
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
+                      },
+                      "settings": {
+                        "description": "The provider settings as stored, every default filled in. `null` only on sandbox posts\ncreated by the single-content form before it stored the sandbox's defaults.\n",
+                        "oneOf": [
+                          {
+                            "type": "object",
+                            "description": "A post's settings as the server answers them: those sent, with every optional choice the\nrequest left out filled in with its documented default, so each field below is present.\n",
+                            "oneOf": [
+                              {
+                                "title": "YouTube",
+                                "description": "YouTube settings as stored; `tags` is always present.",
+                                "allOf": [
+                                  {
+                                    "type": "object",
+                                    "title": "YouTube",
+                                    "description": "How the video is published on YouTube. The post needs exactly one video.",
+                                    "additionalProperties": false,
+                                    "required": [
+                                      "__type",
+                                      "title",
+                                      "privacyStatus",
+                                      "madeForKids"
+                                    ],
+                                    "properties": {
+                                      "__type": {
+                                        "type": "string",
+                                        "const": "youtube"
+                                      },
+                                      "title": {
+                                        "type": "string",
+                                        "minLength": 1,
+                                        "maxLength": 100,
+                                        "pattern": "^[^<>]*$",
+                                        "description": "The video title (YouTube refuses `<` and `>`)."
+                                      },
+                                      "description": {
+                                        "type": "string",
+                                        "maxLength": 5000,
+                                        "pattern": "^[^<>]*$",
+                                        "description": "The video description; the post's `content` when omitted."
+                                      },
+                                      "privacyStatus": {
+                                        "type": "string",
+                                        "description": "`public`, `unlisted` (anyone with the link) or `private`.",
+                                        "enum": [
+                                          "public",
+                                          "unlisted",
+                                          "private"
+                                        ]
+                                      },
+                                      "madeForKids": {
+                                        "type": "boolean",
+                                        "description": "Whether the video is made for children (a declaration YouTube requires)."
+                                      },
+                                      "tags": {
+                                        "type": "array",
+                                        "description": "Keywords. YouTube limits all tags together to 500 characters, counting a comma between\ntwo tags and quotation marks around a tag that contains a space (`422` beyond). Stored\nas `[]` when omitted.\n",
+                                        "default": [],
+                                        "maxItems": 250,
+                                        "items": {
+                                          "type": "string",
+                                          "minLength": 1,
+                                          "maxLength": 100
+                                        }
+                                      }
+                                    }
+                                  },
+                                  {
+                                    "type": "object",
+                                    "required": [
+                                      "tags"
+                                    ],
+                                    "properties": {
+                                      "tags": {
+                                        "type": "array",
+                                        "maxItems": 250,
+                                        "items": {
+                                          "type": "string"
+                                        },
+                                        "description": "The tags sent, `[]` when none were."
+                                      }
+                                    }
+                                  }
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "youtube"
+                                  }
+                                }
+                              },
+                              {
+                                "title": "TikTok",
+                                "description": "TikTok settings as stored; every toggle is present.",
+                                "allOf": [
+                                  {
+                                    "type": "object",
+                                    "title": "TikTok",
+                                    "description": "How the video is posted to TikTok. Read the channel's creator info first and offer only\nwhat it allows; send the item only when `canPost` is `true`.\n",
+                                    "additionalProperties": false,
+                                    "required": [
+                                      "__type",
+                                      "postMode",
+                                      "privacyLevel"
+                                    ],
+                                    "properties": {
+                                      "__type": {
+                                        "type": "string",
+                                        "const": "tiktok"
+                                      },
+                                      "postMode": {
+                                        "type": "string",
+                                        "description": "`direct` publishes to the profile; `inbox` sends the video to the creator's TikTok inbox to finish and post in the TikTok app.",
+                                        "enum": [
+                                          "direct",
+                                          "inbox"
+                                        ]
+                                      },
+                                      "privacyLevel": {
+                                        "type": "string",
+                                        "description": "Who can see the post; must be one of the creator's `privacyLevelOptions`, chosen by the user.",
+                                        "enum": [
+                                          "PUBLIC_TO_EVERYONE",
+                                          "MUTUAL_FOLLOW_FRIENDS",
+                                          "FOLLOWER_OF_CREATOR",
+                                          "SELF_ONLY"
+                                        ]
+                                      },
+                                      "disableComment": {
+                                        "type": "boolean",
+                                        "default": false,
+                                        "description": "Turn comments off. Must be `true` when the creator info says `commentDisabled`. Omitted means `false`."
+                                      },
+                                      "disableDuet": {
+                                        "type": "boolean",
+                                        "default": false,
+                                        "description": "Turn duets off. Must be `true` when the creator info says `duetDisabled`. Omitted means `false`."
+                                      },
+                                      "disableStitch": {
+                                        "type": "boolean",
+                                        "default": false,
+                                        "description": "Turn stitches off. Must be `true` when the creator info says `stitchDisabled`. Omitted means `false`."
+                                      },
+                                      "brandContentToggle": {
+                                        "type": "boolean",
+                                        "default": false,
+                                        "description": "The post is a paid partnership promoting a third-party brand. Omitted means `false`."
+                                      },
+                                      "brandOrganicToggle": {
+                                        "type": "boolean",
+                                        "default": false,
+                                        "description": "The post promotes the creator's own business. Omitted means `false`."
+                                      },
+                                      "isAiGenerated": {
+                                        "type": "boolean",
+                                        "default": false,
+                                        "description": "The content was generated with AI. Omitted means `false`."
+                                      }
+                                    }
+                                  },
+                                  {
+                                    "type": "object",
+                                    "required": [
+                                      "disableComment",
+                                      "disableDuet",
+                                      "disableStitch",
+                                      "brandContentToggle",
+                                      "brandOrganicToggle",
+                                      "isAiGenerated"
+                                    ],
+                                    "properties": {
+                                      "disableComment": {
+                                        "type": "boolean"
+                                      },
+                                      "disableDuet": {
+                                        "type": "boolean"
+                                      },
+                                      "disableStitch": {
+                                        "type": "boolean"
+                                      },
+                                      "brandContentToggle": {
+                                        "type": "boolean"
+                                      },
+                                      "brandOrganicToggle": {
+                                        "type": "boolean"
+                                      },
+                                      "isAiGenerated": {
+                                        "type": "boolean"
+                                      }
+                                    }
+                                  }
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "tiktok"
+                                  }
+                                }
+                              },
+                              {
+                                "title": "Sandbox",
+                                "description": "Sandbox settings as stored; `outcome` and `failingPart` are always present.",
+                                "allOf": [
+                                  {
+                                    "type": "object",
+                                    "title": "Sandbox",
+                                    "description": "Settings of the built-in sandbox provider, which publishes to a page of this server.",
+                                    "additionalProperties": false,
+                                    "required": [
+                                      "__type"
+                                    ],
+                                    "properties": {
+                                      "__type": {
+                                        "type": "string",
+                                        "const": "sandbox"
+                                      },
+                                      "outcome": {
+                                        "type": "string",
+                                        "description": "How publishing ends; `failed` lets you try the failure path. Omitted means `published`.",
+                                        "enum": [
+                                          "published",
+                                          "failed"
+                                        ],
+                                        "default": "published"
+                                      },
+                                      "failingPart": {
+                                        "type": "integer",
+                                        "format": "int32",
+                                        "minimum": 1,
+                                        "maximum": 25,
+                                        "default": 1,
+                                        "description": "With `outcome` `failed`, the part of a thread the sandbox refuses (1, the default, is the\npost itself; a first comment is the part after the thread's last); the parts before it\nare published. Lets you try a thread or a first comment that fails midway, and\nscheduling it again after changing this.\n"
+                                      }
+                                    }
+                                  },
+                                  {
+                                    "type": "object",
+                                    "required": [
+                                      "outcome",
+                                      "failingPart"
+                                    ],
+                                    "properties": {
+                                      "outcome": {
+                                        "type": "string",
+                                        "enum": [
+                                          "published",
+                                          "failed"
+                                        ]
+                                      },
+                                      "failingPart": {
+                                        "type": "integer",
+                                        "format": "int32",
+                                        "minimum": 1,
+                                        "maximum": 25
+                                      }
+                                    }
+                                  }
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "sandbox"
+                                  }
+                                }
+                              },
+                              {
+                                "title": "Bluesky",
+                                "description": "Bluesky settings as stored; `languages` and `linkCard` are always present.",
+                                "allOf": [
+                                  {
+                                    "type": "object",
+                                    "title": "Bluesky",
+                                    "description": "How the post is published on Bluesky: text of up to 300 graphemes (links, mentions and\nhashtags become rich-text facets), up to 4 images of at most 1,000,000 bytes each with its\nalt text (`altTexts`) or one MP4 video of at most 100,000,000 bytes and 3 minutes, and, for\na thread, up to 25 parts.\n",
+                                    "additionalProperties": false,
+                                    "required": [
+                                      "__type"
+                                    ],
+                                    "properties": {
+                                      "__type": {
+                                        "type": "string",
+                                        "const": "bluesky"
+                                      },
+                                      "languages": {
+                                        "type": "array",
+                                        "description": "The post's languages as BCP 47 tags (e.g. `en`, `pt-BR`), at most 3; none when omitted.",
+                                        "maxItems": 3,
+                                        "uniqueItems": true,
+                                        "items": {
+                                          "type": "string",
+                                          "maxLength": 35,
+                                          "pattern": "^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$"
+                                        }
+                                      },
+                                      "linkCard": {
+                                        "type": "boolean",
+                                        "default": true,
+                                        "description": "Whether a post without images shows a card (title, description) of the first link in its\ntext, read from that page when the post is published.\n"
+                                      }
+                                    }
+                                  },
+                                  {
+                                    "type": "object",
+                                    "required": [
+                                      "languages",
+                                      "linkCard"
+                                    ],
+                                    "properties": {
+                                      "languages": {
+                                        "type": "array",
+                                        "maxItems": 3,
+                                        "items": {
+                                          "type": "string",
+                                          "maxLength": 35
+                                        }
+                                      },
+                                      "linkCard": {
+                                        "type": "boolean"
+                                      }
+                                    }
+                                  }
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "bluesky"
+                                  }
+                                }
+                              },
+                              {
+                                "title": "Mastodon",
+                                "description": "Mastodon settings as stored; `visibility`, `spoilerText` and `sensitive` are always present,\n`language` when one was sent (without it the instance guesses).\n",
+                                "allOf": [
+                                  {
+                                    "type": "object",
+                                    "title": "Mastodon",
+                                    "description": "How the status is published on Mastodon. The limits are the instance's own (characters,\nmedia per status, their types and sizes), read from it; every URL counts as the instance\nsays (23 characters by default).\n",
+                                    "additionalProperties": false,
+                                    "required": [
+                                      "__type"
+                                    ],
+                                    "properties": {
+                                      "__type": {
+                                        "type": "string",
+                                        "const": "mastodon"
+                                      },
+                                      "visibility": {
+                                        "type": "string",
+                                        "enum": [
+                                          "public",
+                                          "unlisted",
+                                          "private",
+                                          "direct"
+                                        ],
+                                        "default": "public",
+                                        "description": "Who sees it: `public` (everyone, in public timelines), `unlisted` (everyone, not in\npublic timelines), `private` (followers only), `direct` (the mentioned accounts only).\n"
+                                      },
+                                      "spoilerText": {
+                                        "type": "string",
+                                        "maxLength": 1000,
+                                        "default": "",
+                                        "description": "A content warning shown before the text; counts toward the instance's character limit."
+                                      },
+                                      "sensitive": {
+                                        "type": "boolean",
+                                        "default": false,
+                                        "description": "Hides the media behind a warning."
+                                      },
+                                      "language": {
+                                        "type": "string",
+                                        "maxLength": 35,
+                                        "pattern": "^[a-z]{2,3}$",
+                                        "description": "The text's language as an ISO 639 code (e.g. `en`); the instance guesses when omitted."
+                                      },
+                                      "focus": {
+                                        "type": "object",
+                                        "description": "The focal point of images, by media id (each one of the post's or its thread's parts'\n`mediaIds`): the instance crops its previews around it. Leave an image out to crop around\nits centre.\n",
+                                        "maxProperties": 100,
+                                        "propertyNames": {
+                                          "type": "string",
+                                          "maxLength": 100
+                                        },
+                                        "additionalProperties": {
+                                          "type": "object",
+                                          "description": "A point of an image, from its centre: `x` from -1 (left edge) to 1 (right edge), `y` from\n-1 (bottom edge) to 1 (top edge).\n",
+                                          "additionalProperties": false,
+                                          "required": [
+                                            "x",
+                                            "y"
+                                          ],
+                                          "properties": {
+                                            "x": {
+                                              "type": "number",
+                                              "minimum": -1,
+                                              "maximum": 1
+                                            },
+                                            "y": {
+                                              "type": "number",
+                                              "minimum": -1,
+                                              "maximum": 1
+                                            }
+                                          }
+                                        },
+                                        "examples": [
+                                          {
+                                            "med_3Qw7Er1Ty5Ui9Op2As6D": {
+                                              "x": -0.5,
+                                              "y": 0.25
+                                            }
+                                          }
+                                        ]
+                                      }
+                                    }
+                                  },
+                                  {
+                                    "type": "object",
+                                    "required": [
+                                      "visibility",
+                                      "spoilerText",
+                                      "sensitive"
+                                    ],
+                                    "properties": {
+                                      "visibility": {
+                                        "type": "string",
+                                        "enum": [
+                                          "public",
+                                          "unlisted",
+                                          "private",
+                                          "direct"
+                                        ]
+                                      },
+                                      "spoilerText": {
+                                        "type": "string",
+                                        "maxLength": 1000
+                                      },
+                                      "sensitive": {
+                                        "type": "boolean"
+                                      }
+                                    }
+                                  }
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "mastodon"
+                                  }
+                                }
+                              },
+                              {
+                                "title": "X",
+                                "description": "X settings as stored; `replySettings` is always present.",
+                                "allOf": [
+                                  {
+                                    "type": "object",
+                                    "title": "X",
+                                    "description": "How the post is published on X: text of up to 280 characters as X weighs them (most CJK\ncharacters and emoji count twice, every URL 23), up to 4 JPEG, PNG or WebP images of at\nmost 5 MB each with its alt text (`altTexts`), or one GIF of at most 15 MB, or one MP4 or\nQuickTime video of at most 512 MB lasting 0.5 to 140 seconds, and threads as replies.\n",
+                                    "additionalProperties": false,
+                                    "required": [
+                                      "__type"
+                                    ],
+                                    "properties": {
+                                      "__type": {
+                                        "type": "string",
+                                        "const": "x"
+                                      },
+                                      "replySettings": {
+                                        "type": "string",
+                                        "enum": [
+                                          "everyone",
+                                          "following",
+                                          "mentionedUsers",
+                                          "subscribers",
+                                          "verified"
+                                        ],
+                                        "default": "everyone",
+                                        "description": "Who may reply to the post (each part of a thread alike)."
+                                      }
+                                    }
+                                  },
+                                  {
+                                    "type": "object",
+                                    "required": [
+                                      "replySettings"
+                                    ],
+                                    "properties": {
+                                      "replySettings": {
+                                        "type": "string",
+                                        "enum": [
+                                          "everyone",
+                                          "following",
+                                          "mentionedUsers",
+                                          "subscribers",
+                                          "verified"
+                                        ]
+                                      }
+                                    }
+                                  }
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "x"
+                                  }
+                                }
+                              },
+                              {
+                                "title": "Facebook",
+                                "description": "Facebook settings as stored; `link` when one was sent.",
+                                "allOf": [
+                                  {
+                                    "type": "object",
+                                    "title": "Facebook",
+                                    "description": "How the post is published on a Facebook Page: its text (up to 63,206 characters) with, at\nmost, one of a link, up to 10 photos, or one video; a first comment (`firstComment`) is\npublished as the Page's comment on it.\n",
+                                    "additionalProperties": false,
+                                    "required": [
+                                      "__type"
+                                    ],
+                                    "properties": {
+                                      "__type": {
+                                        "type": "string",
+                                        "const": "facebook"
+                                      },
+                                      "link": {
+                                        "type": "string",
+                                        "format": "uri",
+                                        "maxLength": 2000,
+                                        "description": "A web page shared with the post, shown as a card. Only on a post without media; without\nit, Facebook shows a card of the first link of the text.\n"
+                                      }
+                                    }
+                                  }
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "facebook"
+                                  }
+                                }
+                              },
+                              {
+                                "title": "Instagram",
+                                "description": "Instagram settings as stored; `postType`, `shareToFeed`, `collaborators` and `userTags` are always present.",
+                                "allOf": [
+                                  {
+                                    "type": "object",
+                                    "title": "Instagram",
+                                    "description": "How the post is published on an Instagram professional account: its caption (up to 2,200\ncharacters and 30 hashtags), the kind of post, and who it is made with. A first comment\n(`firstComment`) is published as the account's comment on it (not on a story).\n",
+                                    "additionalProperties": false,
+                                    "required": [
+                                      "__type"
+                                    ],
+                                    "properties": {
+                                      "__type": {
+                                        "type": "string",
+                                        "const": "instagram"
+                                      },
+                                      "postType": {
+                                        "type": "string",
+                                        "enum": [
+                                          "feed",
+                                          "reel",
+                                          "story"
+                                        ],
+                                        "default": "feed",
+                                        "description": "`feed`: one image, or a carousel of 2 to 10 images and videos in the order of\n`mediaIds` (a single video is published as a reel, as Instagram does); `reel`: one\nvideo; `story`: one image or video, shown for 24 hours, without its caption.\n"
+                                      },
+                                      "shareToFeed": {
+                                        "type": "boolean",
+                                        "default": true,
+                                        "description": "Whether a reel is shown in the account's feed too, not only among its reels."
+                                      },
+                                      "collaborators": {
+                                        "type": "array",
+                                        "description": "Instagram usernames invited as collaborators (a feed post or reel), at most 3.",
+                                        "maxItems": 3,
+                                        "uniqueItems": true,
+                                        "items": {
+                                          "type": "string",
+                                          "minLength": 1,
+                                          "maxLength": 30,
+                                          "pattern": "^[A-Za-z0-9._]+$"
+                                        }
+                                      },
+                                      "userTags": {
+                                        "type": "array",
+                                        "description": "Accounts tagged on the post's images: each names an image of `mediaIds` and where on it\nthe tag is, from its top left corner (`x`, `y` from 0 to 1). At most 20.\n",
+                                        "maxItems": 20,
+                                        "items": {
+                                          "type": "object",
+                                          "additionalProperties": false,
+                                          "required": [
+                                            "mediaId",
+                                            "username",
+                                            "x",
+                                            "y"
+                                          ],
+                                          "properties": {
+                                            "mediaId": {
+                                              "type": "string",
+                                              "minLength": 1,
+                                              "maxLength": 100,
+                                              "description": "The image tagged (one of the post's `mediaIds`)."
+                                            },
+                                            "username": {
+                                              "type": "string",
+                                              "minLength": 1,
+                                              "maxLength": 30,
+                                              "pattern": "^[A-Za-z0-9._]+$"
+                                            },
+                                            "x": {
+                                              "type": "number",
+                                              "minimum": 0,
+                                              "maximum": 1
+                                            },
+                                            "y": {
+                                              "type": "number",
+                                              "minimum": 0,
+                                              "maximum": 1
+                                            }
+                                          }
+                                        }
+                                      }
+                                    }
+                                  },
+                                  {
+                                    "type": "object",
+                                    "required": [
+                                      "postType",
+                                      "shareToFeed",
+                                      "collaborators",
+                                      "userTags"
+                                    ],
+                                    "properties": {
+                                      "postType": {
+                                        "type": "string",
+                                        "enum": [
+                                          "feed",
+                                          "reel",
+                                          "story"
+                                        ]
+                                      },
+                                      "shareToFeed": {
+                                        "type": "boolean"
+                                      },
+                                      "collaborators": {
+                                        "type": "array",
+                                        "maxItems": 3,
+                                        "items": {
+                                          "type": "string",
+                                          "maxLength": 30
+                                        }
+                                      },
+                                      "userTags": {
+                                        "type": "array",
+                                        "maxItems": 20,
+                                        "items": {
+                                          "type": "object",
+                                          "additionalProperties": false,
+                                          "required": [
+                                            "mediaId",
+                                            "username",
+                                            "x",
+                                            "y"
+                                          ],
+                                          "properties": {
+                                            "mediaId": {
+                                              "type": "string",
+                                              "minLength": 1,
+                                              "maxLength": 100,
+                                              "description": "The image tagged (one of the post's `mediaIds`)."
+                                            },
+                                            "username": {
+                                              "type": "string",
+                                              "minLength": 1,
+                                              "maxLength": 30,
+                                              "pattern": "^[A-Za-z0-9._]+$"
+                                            },
+                                            "x": {
+                                              "type": "number",
+                                              "minimum": 0,
+                                              "maximum": 1
+                                            },
+                                            "y": {
+                                              "type": "number",
+                                              "minimum": 0,
+                                              "maximum": 1
+                                            }
+                                          }
+                                        }
+                                      }
+                                    }
+                                  }
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "instagram"
+                                  }
+                                }
+                              },
+                              {
+                                "title": "Threads",
+                                "description": "Threads settings as stored; `replyControl` is always present.",
+                                "allOf": [
+                                  {
+                                    "type": "object",
+                                    "title": "Threads",
+                                    "description": "How the post is published on Threads: text of up to 500 characters (an emoji counted as its\nUTF-8 bytes) with at most 5 links, one image or video or a carousel of 2 to 20 images and\nvideos, and a `thread` of replies (no `firstComment`).\n",
+                                    "additionalProperties": false,
+                                    "required": [
+                                      "__type"
+                                    ],
+                                    "properties": {
+                                      "__type": {
+                                        "type": "string",
+                                        "const": "threads"
+                                      },
+                                      "replyControl": {
+                                        "type": "string",
+                                        "enum": [
+                                          "everyone",
+                                          "accounts_you_follow",
+                                          "mentioned_only"
+                                        ],
+                                        "default": "everyone",
+                                        "description": "Who may reply to the post (each part of a thread alike)."
+                                      }
+                                    }
+                                  },
+                                  {
+                                    "type": "object",
+                                    "required": [
+                                      "replyControl"
+                                    ],
+                                    "properties": {
+                                      "replyControl": {
+                                        "type": "string",
+                                        "enum": [
+                                          "everyone",
+                                          "accounts_you_follow",
+                                          "mentioned_only"
+                                        ]
+                                      }
+                                    }
+                                  }
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "threads"
+                                  }
+                                }
+                              },
+                              {
+                                "title": "LinkedIn",
+                                "description": "LinkedIn settings as stored; `visibility` and `disableReshare` are always present.",
+                                "allOf": [
+                                  {
+                                    "type": "object",
+                                    "title": "LinkedIn",
+                                    "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
+                                    "additionalProperties": false,
+                                    "required": [
+                                      "__type"
+                                    ],
+                                    "properties": {
+                                      "__type": {
+                                        "type": "string",
+                                        "const": "linkedin"
+                                      },
+                                      "visibility": {
+                                        "type": "string",
+                                        "enum": [
+                                          "PUBLIC",
+                                          "CONNECTIONS",
+                                          "LOGGED_IN"
+                                        ],
+                                        "default": "PUBLIC",
+                                        "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                                      },
+                                      "disableReshare": {
+                                        "type": "boolean",
+                                        "default": false,
+                                        "description": "Whether others are kept from resharing the post."
+                                      },
+                                      "documentTitle": {
+                                        "type": "string",
+                                        "minLength": 1,
+                                        "maxLength": 400,
+                                        "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                                        "examples": [
+                                          "Quarterly results"
+                                        ]
+                                      }
+                                    }
+                                  },
+                                  {
+                                    "type": "object",
+                                    "required": [
+                                      "visibility",
+                                      "disableReshare"
+                                    ],
+                                    "properties": {
+                                      "visibility": {
+                                        "type": "string",
+                                        "enum": [
+                                          "PUBLIC",
+                                          "CONNECTIONS",
+                                          "LOGGED_IN"
+                                        ]
+                                      },
+                                      "disableReshare": {
+                                        "type": "boolean"
+                                      }
+                                    }
+                                  }
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "linkedin"
+                                  }
+                                }
+                              },
+                              {
+                                "title": "Pinterest",
+                                "description": "Pinterest settings as stored, as they were sent (no choice has a default).",
+                                "allOf": [
+                                  {
+                                    "type": "object",
+                                    "title": "Pinterest",
+                                    "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                                    "additionalProperties": false,
+                                    "required": [
+                                      "__type",
+                                      "boardId"
+                                    ],
+                                    "properties": {
+                                      "__type": {
+                                        "type": "string",
+                                        "const": "pinterest"
+                                      },
+                                      "boardId": {
+                                        "type": "string",
+                                        "maxLength": 30,
+                                        "pattern": "^\\d{1,30}$",
+                                        "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                                        "examples": [
+                                          "549755885175"
+                                        ]
+                                      },
+                                      "boardSectionId": {
+                                        "type": "string",
+                                        "maxLength": 30,
+                                        "pattern": "^\\d{1,30}$",
+                                        "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                                        "examples": [
+                                          "5027629787972154693"
+                                        ]
+                                      },
+                                      "title": {
+                                        "type": "string",
+                                        "minLength": 1,
+                                        "maxLength": 100,
+                                        "description": "The pin's title."
+                                      },
+                                      "link": {
+                                        "type": "string",
+                                        "format": "uri",
+                                        "maxLength": 2048,
+                                        "description": "The web page the pin leads to."
+                                      },
+                                      "coverImageKeyFrameTime": {
+                                        "type": "integer",
+                                        "format": "int32",
+                                        "minimum": 0,
+                                        "maximum": 900,
+                                        "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                                      }
+                                    }
+                                  }
+                                ],
+                                "properties": {
+                                  "__type": {
+                                    "type": "string",
+                                    "const": "pinterest"
+                                  }
+                                }
+                              }
+                            ]
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
+                      },
+                      "status": {
+                        "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `pending_approval`: a contributor asked for it to be published (at `scheduledAt`); it waits\n  for an editor, admin or owner to approve it (`POST /public/v1/posts/{id}/approve`) or\n  reject it (`POST /public/v1/posts/{id}/reject`), and is not published until approved;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why);\n- `skipped`: an occurrence of a series that will not be published: skipped by a person\n  (`POST /public/v1/posts/{id}/skip`), or missed by more than the grace period while the\n  server was down, or refused by the channel's daily quota (its `skipped` event says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. A credential acting with the\n`contributor` role that asks for `scheduled` (or creates a post of type `schedule` or `now`)\ngets `pending_approval` instead, and may take a pending post back (`pending_approval → draft`).\n`publishing`, `published` and `failed` are set by the publisher only; a `publishing` or\n`published` post cannot be changed (`409`), nor can a `skipped` one.\n\nExtensible: statuses may be added within v1, so handle unknown values (for example by\nshowing the post without its actions); the values this version knows are those of\n`KnownPostStatus`.\n",
+                        "anyOf": [
+                          {
+                            "type": "string",
+                            "description": "The statuses of this version of the contract.",
+                            "enum": [
+                              "draft",
+                              "pending_approval",
+                              "scheduled",
+                              "publishing",
+                              "published",
+                              "failed",
+                              "skipped"
+                            ]
+                          },
+                          {
+                            "type": "string",
+                            "description": "A status added after this version of the contract."
+                          }
+                        ]
+                      },
+                      "queued": {
+                        "type": "boolean",
+                        "description": "`true` when the post took a slot of its channel's queue (`type: queue`,\n`POST /public/v1/posts/{id}/queue`): a changed schedule moves it to another slot. A post\ngiven a time (`schedule`, `now`, a new `scheduledAt`) or made a draft is not queued.\n"
+                      },
+                      "scheduledAt": {
+                        "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
+                        "anyOf": [
+                          {
+                            "type": "string",
+                            "format": "date-time"
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
+                      },
+                      "publishedAt": {
+                        "description": "When the network accepted the post; `null` until `published`.",
+                        "anyOf": [
+                          {
+                            "type": "string",
+                            "format": "date-time"
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
+                      },
+                      "releaseId": {
+                        "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n",
+                        "anyOf": [
+                          {
+                            "type": "string"
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
+                      },
+                      "releaseUrl": {
+                        "description": "Where the published item can be seen, when the network tells.",
+                        "anyOf": [
+                          {
+                            "type": "string",
+                            "format": "uri"
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
+                      },
+                      "error": {
+                        "description": "Why publishing failed, with a code for programs and a message for people; `null` unless `failed`.",
+                        "oneOf": [
+                          {
+                            "type": "object",
+                            "description": "Why a post failed to publish.",
+                            "required": [
+                              "code",
+                              "message"
+                            ],
+                            "properties": {
+                              "code": {
+                                "type": "string",
+                                "description": "What went wrong, for programs to branch on:\n\n- `channel_needs_reconnect`: the network refused the channel's credentials (revoked,\n  expired); a user reconnects the channel, then schedules the post again.\n- `channel_disabled`: the channel was disabled after the post was scheduled.\n- `provider_not_configured`: this server has no app of the network configured.\n- `provider_unavailable`: the network kept failing (errors, timeouts) past the retries.\n- `rejected_by_network`: the network refused the post; `message` says why.\n- `media_missing`: a media file of the post could not be read.\n- `quota_exceeded`: the network's own quota for the account is used up; `message` says when it resets.\n- `outcome_unknown`: the post was sent, and neither the network nor this server can tell\n  whether it was published: check the channel before scheduling it again.\n\nMore codes may be added within v1: treat an unknown code as a failure to show to the user.\n",
+                                "examples": [
+                                  "rejected_by_network"
+                                ]
+                              },
+                              "message": {
+                                "type": "string",
+                                "description": "For people, what happened and what to do about it.",
+                                "examples": [
+                                  "The sandbox refused the post, as its settings ask (outcome: failed)."
+                                ]
+                              }
+                            }
+                          },
+                          {
+                            "type": "null"
+                          }
+                        ]
+                      },
+                      "series": {
+                        "type": "object",
+                        "description": "The series the post is an occurrence of; absent on a post of no series.",
+                        "required": [
+                          "id",
+                          "occurrenceAt"
+                        ],
+                        "properties": {
+                          "id": {
+                            "type": "string",
+                            "description": "The series id (`ser_…`)."
+                          },
+                          "occurrenceAt": {
+                            "type": "string",
+                            "format": "date-time",
+                            "description": "The occurrence the post is, by the series' rule; it stays when the post is moved to another time."
+                          }
+                        }
+                      },
+                      "createdAt": {
+                        "type": "string",
+                        "format": "date-time"
+                      },
+                      "updatedAt": {
+                        "type": "string",
+                        "format": "date-time"
+                      }
+                    }
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
+              }
+            }
+          }
+        }
+      }
+    },
+    "annotations": {
+      "readOnlyHint": true,
+      "destructiveHint": false,
+      "idempotentHint": true,
+      "openWorldHint": false
+    },
+    "scopes": [
+      "posts:read"
+    ]
+  },
+  {
     "name": "listPosts",
     "title": "List posts",
     "description": "List posts\n\nPosts of the organization, filtered and paginated. Ordered by `scheduledAt` ascending, then\nby `id` (compared byte by byte); posts without a `scheduledAt` (drafts without a date) come last. The order is\nstable while you page, even when posts are created meanwhile. Filters combine with AND;\nrepeat `channelId` or `status` to match any of several values. With `from` or `to`, posts\nwithout a `scheduledAt` are left out. A `cursor` this list did not return is answered `400`\nwith a detail on `query.cursor`.",
@@ -1115,6 +2536,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "firstComment",
               "settings",
               "status",
+              "queued",
               "scheduledAt",
               "publishedAt",
               "releaseId",
@@ -2205,6 +3627,10 @@ export const MCP_TOOLS: readonly McpTool[] = [
                   }
                 ]
               },
+              "queued": {
+                "type": "boolean",
+                "description": "`true` when the post took a slot of its channel's queue (`type: queue`,\n`POST /public/v1/posts/{id}/queue`): a changed schedule moves it to another slot. A post\ngiven a time (`schedule`, `now`, a new `scheduledAt`) or made a draft is not queued.\n"
+              },
               "scheduledAt": {
                 "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
                 "anyOf": [
@@ -2340,7 +3766,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
   {
     "name": "createPost",
     "title": "Create posts",
-    "description": "Create posts\n\nCreates one post per target channel and answers them all, tied by one `group` id. Two body\nforms are accepted (exactly one must match):\n\n- **Single content** (`content` + `channelIds`): the same text and media go to every\n  channel, with no provider settings (provider defaults apply). YouTube and TikTok channels\n  need settings, so use the per-channel form for them.\n- **Per channel** (`posts`): each item names its channel and carries its own content, media\n  and `settings`.\n\n`type` says what happens next: `schedule` publishes at `date` (required; a `date` more than\n1 minute in the past is refused with `422`), `now` queues the posts for immediate\npublishing (a `date` is ignored), `draft` saves them unpublished (a `date`, when given,\nis kept as their `scheduledAt`). If the body's shape is wrong (for example `schedule`\nwithout `date`) the answer is `400 validation_failed`.\n\nA credential acting with the `contributor` role may create `schedule` and `now` posts: they\nare created `pending_approval` (with `date`, or now, as their `scheduledAt`) and published\nonly once an editor approves them (`POST /public/v1/posts/{id}/approve`).\n\n**Settings come from the user.** The values of `settings` (titles, privacy, interaction\ntoggles) are choices of the person posting: collect them in your UI, don't invent them.\nFor a TikTok direct post, first call\n`GET /public/v1/channels/{id}/tiktok/creator-info`, let the user choose among the options\nit allows, and send a TikTok item only when `canPost` is `true`.\n\nThe whole call succeeds or fails: when any item breaks a rule, no post is created and the\n`422` lists every problem in `details` with the field and the channel, e.g.\n`posts[1].settings.privacyLevel`. Refused with `422`:\n\n- an unknown, foreign or disabled channel, or an unknown or foreign media id;\n- a post with neither content (other than white space) nor media;\n- settings whose `__type` is not the channel's provider; no settings for a YouTube,\n  TikTok or Pinterest channel (they are optional for the sandbox only);\n- YouTube: not exactly one video; tags over 500 characters together (see `tags`); a\n  description (or, without one, the `content`) over 5000 bytes or with `<` or `>`;\n- TikTok: a caption (`content`) over 2200 characters; not exactly one video (photo posts\n  are not supported); `brandContentToggle` with `privacyLevel` `SELF_ONLY` (TikTok does\n  not allow private branded content); `canPost` false; a `privacyLevel` not among the\n  creator's `privacyLevelOptions`; an interaction the creator turned off\n  (`commentDisabled` etc.) left on; any TikTok item on a server where TikTok publishing is\n  not configured;\n- Bluesky, Mastodon, X: a text beyond the network's length as it counts it; more media in\n  a post or part than the network takes, or a video (X: also a GIF) with other media; a\n  media of a type, size or length the network does not take, named by its place, e.g.\n  `posts[0].mediaIds[2]` or `posts[0].thread[1].mediaIds[0]`. Media are refused, never\n  converted: make the file smaller or shorter and upload it again.\n  - Bluesky: up to 4 images (any image type) of at most 1,000,000 bytes each, or one MP4\n    video of at most 100,000,000 bytes and 3 minutes;\n  - X: up to 4 JPEG, PNG or WebP images of at most 5 MB (5,242,880 bytes) each, or one GIF\n    of at most 15 MB, or one MP4 or QuickTime video of at most 512 MB lasting 0.5 to 140\n    seconds (WebM is refused);\n  - Mastodon: the limits of the channel's instance, read from its `/api/v2/instance`:\n    `max_media_attachments` images or one video, of its `supported_mime_types`, within its\n    `image_size_limit` and `video_size_limit` (when the instance cannot be asked, Mastodon's\n    own: 4, JPEG, PNG, GIF, WebP, MP4, QuickTime, WebM, 16 MB and 99 MB);\n- LinkedIn: commentary over 3,000 characters; more than 20 images, a video with other\n  media, a video under 75 KB; a document with any other media, a second document, a\n  document over 100 MB or 300 pages, `documentTitle` without a document;\n- a document (PDF) on a network that takes none (every network but LinkedIn);\n- Pinterest: a description (`content`) over 500 characters; not one image, one video or a\n  carousel of 2 to 5 images; a media of a type, size or length Pinterest does not take\n  (images JPEG, PNG, WebP, GIF, BMP or TIFF of 20 MB, only JPEG or PNG where Pinterest\n  cannot download this server's media; videos MP4, MOV or M4V of 2 GB lasting 4 seconds to\n  15 minutes); alternative text on a carousel; `coverImageKeyFrameTime` without a video;\n- a `thread` on a network without replies (YouTube, TikTok, Pinterest), more parts than the network\n  takes, or a part breaking the network's rules for a post (each part needs content or\n  media; the network's character and media limits apply to every part);\n- a post that would take its channel past its daily quota on the UTC day of its\n  `scheduledAt`, counting the other posts of the same request (drafts don't count);\n- an `Idempotency-Key` reused with a different body.\n\n`502` means TikTok creator info could not be read to check a TikTok item.",
+    "description": "Create posts\n\nCreates one post per target channel and answers them all, tied by one `group` id. Two body\nforms are accepted (exactly one must match):\n\n- **Single content** (`content` + `channelIds`): the same text and media go to every\n  channel, with no provider settings (provider defaults apply). YouTube and TikTok channels\n  need settings, so use the per-channel form for them.\n- **Per channel** (`posts`): each item names its channel and carries its own content, media\n  and `settings`.\n\n`type` says what happens next: `schedule` publishes at `date` (required; a `date` more than\n1 minute in the past is refused with `422`), `now` queues the posts for immediate\npublishing (a `date` is ignored), `draft` saves them unpublished (a `date`, when given,\nis kept as their `scheduledAt`), `queue` gives each channel's post that channel's next free\nslot (`queued: true`; a channel without slots, or whose slots have no quota left within a\nyear, is refused with `422`; a `date` is ignored). If the body's shape is wrong (for example `schedule`\nwithout `date`) the answer is `400 validation_failed`.\n\nA credential acting with the `contributor` role may create `schedule` and `now` posts: they\nare created `pending_approval` (with `date`, or now, as their `scheduledAt`) and published\nonly once an editor approves them (`POST /public/v1/posts/{id}/approve`).\n\n**Settings come from the user.** The values of `settings` (titles, privacy, interaction\ntoggles) are choices of the person posting: collect them in your UI, don't invent them.\nFor a TikTok direct post, first call\n`GET /public/v1/channels/{id}/tiktok/creator-info`, let the user choose among the options\nit allows, and send a TikTok item only when `canPost` is `true`.\n\nThe whole call succeeds or fails: when any item breaks a rule, no post is created and the\n`422` lists every problem in `details` with the field and the channel, e.g.\n`posts[1].settings.privacyLevel`. Refused with `422`:\n\n- an unknown, foreign or disabled channel, or an unknown or foreign media id;\n- a post with neither content (other than white space) nor media;\n- settings whose `__type` is not the channel's provider; no settings for a YouTube,\n  TikTok or Pinterest channel (they are optional for the sandbox only);\n- YouTube: not exactly one video; tags over 500 characters together (see `tags`); a\n  description (or, without one, the `content`) over 5000 bytes or with `<` or `>`;\n- TikTok: a caption (`content`) over 2200 characters; not exactly one video (photo posts\n  are not supported); `brandContentToggle` with `privacyLevel` `SELF_ONLY` (TikTok does\n  not allow private branded content); `canPost` false; a `privacyLevel` not among the\n  creator's `privacyLevelOptions`; an interaction the creator turned off\n  (`commentDisabled` etc.) left on; any TikTok item on a server where TikTok publishing is\n  not configured;\n- Bluesky, Mastodon, X: a text beyond the network's length as it counts it; more media in\n  a post or part than the network takes, or a video (X: also a GIF) with other media; a\n  media of a type, size or length the network does not take, named by its place, e.g.\n  `posts[0].mediaIds[2]` or `posts[0].thread[1].mediaIds[0]`. Media are refused, never\n  converted: make the file smaller or shorter and upload it again.\n  - Bluesky: up to 4 images (any image type) of at most 1,000,000 bytes each, or one MP4\n    video of at most 100,000,000 bytes and 3 minutes;\n  - X: up to 4 JPEG, PNG or WebP images of at most 5 MB (5,242,880 bytes) each, or one GIF\n    of at most 15 MB, or one MP4 or QuickTime video of at most 512 MB lasting 0.5 to 140\n    seconds (WebM is refused);\n  - Mastodon: the limits of the channel's instance, read from its `/api/v2/instance`:\n    `max_media_attachments` images or one video, of its `supported_mime_types`, within its\n    `image_size_limit` and `video_size_limit` (when the instance cannot be asked, Mastodon's\n    own: 4, JPEG, PNG, GIF, WebP, MP4, QuickTime, WebM, 16 MB and 99 MB);\n- LinkedIn: commentary over 3,000 characters; more than 20 images, a video with other\n  media, a video under 75 KB; a document with any other media, a second document, a\n  document over 100 MB or 300 pages, `documentTitle` without a document;\n- a document (PDF) on a network that takes none (every network but LinkedIn);\n- Pinterest: a description (`content`) over 500 characters; not one image, one video or a\n  carousel of 2 to 5 images; a media of a type, size or length Pinterest does not take\n  (images JPEG, PNG, WebP, GIF, BMP or TIFF of 20 MB, only JPEG or PNG where Pinterest\n  cannot download this server's media; videos MP4, MOV or M4V of 2 GB lasting 4 seconds to\n  15 minutes); alternative text on a carousel; `coverImageKeyFrameTime` without a video;\n- a `thread` on a network without replies (YouTube, TikTok, Pinterest), more parts than the network\n  takes, or a part breaking the network's rules for a post (each part needs content or\n  media; the network's character and media limits apply to every part);\n- a post that would take its channel past its daily quota on the UTC day of its\n  `scheduledAt`, counting the other posts of the same request (drafts don't count);\n- an `Idempotency-Key` reused with a different body.\n\n`502` means TikTok creator info could not be read to check a TikTok item.",
     "operation": {
       "method": "post",
       "path": "/public/v1/posts",
@@ -3098,8 +4524,8 @@ export const MCP_TOOLS: readonly McpTool[] = [
             },
             {
               "type": "object",
-              "title": "Now or draft",
-              "description": "Published as soon as possible (`now`) or saved unpublished (`draft`), in the single-content or the per-channel form.",
+              "title": "Now, draft or queue",
+              "description": "Published as soon as possible (`now`), saved unpublished (`draft`) or put in each channel's queue (`queue`), in the single-content or the per-channel form.",
               "required": [
                 "type"
               ],
@@ -3108,15 +4534,16 @@ export const MCP_TOOLS: readonly McpTool[] = [
                   "type": "string",
                   "enum": [
                     "now",
-                    "draft"
+                    "draft",
+                    "queue"
                   ],
-                  "description": "`now`: publish as soon as possible. `draft`: save without publishing."
+                  "description": "`now`: publish as soon as possible. `draft`: save without publishing. `queue`: each\nchannel's post takes that channel's next free slot (see `GET /public/v1/channels/{id}/schedule`).\n"
                 },
                 "date": {
                   "type": "string",
                   "format": "date-time",
                   "maxLength": 64,
-                  "description": "`draft`: kept as the post's `scheduledAt` (a time you plan to publish at). `now`: ignored.",
+                  "description": "`draft`: kept as the post's `scheduledAt` (a time you plan to publish at). `now` and `queue`: ignored.",
                   "examples": [
                     "2026-12-01T09:30:00.000Z"
                   ]
@@ -3866,6 +5293,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "firstComment",
               "settings",
               "status",
+              "queued",
               "scheduledAt",
               "publishedAt",
               "releaseId",
@@ -4956,6 +6384,10 @@ export const MCP_TOOLS: readonly McpTool[] = [
                   }
                 ]
               },
+              "queued": {
+                "type": "boolean",
+                "description": "`true` when the post took a slot of its channel's queue (`type: queue`,\n`POST /public/v1/posts/{id}/queue`): a changed schedule moves it to another slot. A post\ngiven a time (`schedule`, `now`, a new `scheduledAt`) or made a draft is not queued.\n"
+              },
               "scheduledAt": {
                 "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
                 "anyOf": [
@@ -5441,6 +6873,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
         "firstComment",
         "settings",
         "status",
+        "queued",
         "scheduledAt",
         "publishedAt",
         "releaseId",
@@ -6530,6 +7963,10 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "description": "A status added after this version of the contract."
             }
           ]
+        },
+        "queued": {
+          "type": "boolean",
+          "description": "`true` when the post took a slot of its channel's queue (`type: queue`,\n`POST /public/v1/posts/{id}/queue`): a changed schedule moves it to another slot. A post\ngiven a time (`schedule`, `now`, a new `scheduledAt`) or made a draft is not queued.\n"
         },
         "scheduledAt": {
           "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
@@ -7336,6 +8773,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
         "firstComment",
         "settings",
         "status",
+        "queued",
         "scheduledAt",
         "publishedAt",
         "releaseId",
@@ -8425,6 +9863,10 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "description": "A status added after this version of the contract."
             }
           ]
+        },
+        "queued": {
+          "type": "boolean",
+          "description": "`true` when the post took a slot of its channel's queue (`type: queue`,\n`POST /public/v1/posts/{id}/queue`): a changed schedule moves it to another slot. A post\ngiven a time (`schedule`, `now`, a new `scheduledAt`) or made a draft is not queued.\n"
         },
         "scheduledAt": {
           "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
@@ -8873,6 +10315,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
         "firstComment",
         "settings",
         "status",
+        "queued",
         "scheduledAt",
         "publishedAt",
         "releaseId",
@@ -9962,6 +11405,1284 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "description": "A status added after this version of the contract."
             }
           ]
+        },
+        "queued": {
+          "type": "boolean",
+          "description": "`true` when the post took a slot of its channel's queue (`type: queue`,\n`POST /public/v1/posts/{id}/queue`): a changed schedule moves it to another slot. A post\ngiven a time (`schedule`, `now`, a new `scheduledAt`) or made a draft is not queued.\n"
+        },
+        "scheduledAt": {
+          "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "publishedAt": {
+          "description": "When the network accepted the post; `null` until `published`.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "date-time"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "releaseId": {
+          "description": "The network's id of the published item (a YouTube video id, a TikTok publish or video\nid); for a thread, its first part's, set once that part is published.\n",
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "releaseUrl": {
+          "description": "Where the published item can be seen, when the network tells.",
+          "anyOf": [
+            {
+              "type": "string",
+              "format": "uri"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "error": {
+          "description": "Why publishing failed, with a code for programs and a message for people; `null` unless `failed`.",
+          "oneOf": [
+            {
+              "type": "object",
+              "description": "Why a post failed to publish.",
+              "required": [
+                "code",
+                "message"
+              ],
+              "properties": {
+                "code": {
+                  "type": "string",
+                  "description": "What went wrong, for programs to branch on:\n\n- `channel_needs_reconnect`: the network refused the channel's credentials (revoked,\n  expired); a user reconnects the channel, then schedules the post again.\n- `channel_disabled`: the channel was disabled after the post was scheduled.\n- `provider_not_configured`: this server has no app of the network configured.\n- `provider_unavailable`: the network kept failing (errors, timeouts) past the retries.\n- `rejected_by_network`: the network refused the post; `message` says why.\n- `media_missing`: a media file of the post could not be read.\n- `quota_exceeded`: the network's own quota for the account is used up; `message` says when it resets.\n- `outcome_unknown`: the post was sent, and neither the network nor this server can tell\n  whether it was published: check the channel before scheduling it again.\n\nMore codes may be added within v1: treat an unknown code as a failure to show to the user.\n",
+                  "examples": [
+                    "rejected_by_network"
+                  ]
+                },
+                "message": {
+                  "type": "string",
+                  "description": "For people, what happened and what to do about it.",
+                  "examples": [
+                    "The sandbox refused the post, as its settings ask (outcome: failed)."
+                  ]
+                }
+              }
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "series": {
+          "type": "object",
+          "description": "The series the post is an occurrence of; absent on a post of no series.",
+          "required": [
+            "id",
+            "occurrenceAt"
+          ],
+          "properties": {
+            "id": {
+              "type": "string",
+              "description": "The series id (`ser_…`)."
+            },
+            "occurrenceAt": {
+              "type": "string",
+              "format": "date-time",
+              "description": "The occurrence the post is, by the series' rule; it stays when the post is moved to another time."
+            }
+          }
+        },
+        "createdAt": {
+          "type": "string",
+          "format": "date-time"
+        },
+        "updatedAt": {
+          "type": "string",
+          "format": "date-time"
+        }
+      }
+    },
+    "annotations": {
+      "readOnlyHint": false,
+      "destructiveHint": false,
+      "idempotentHint": false,
+      "openWorldHint": true
+    },
+    "scopes": [
+      "posts:write"
+    ]
+  },
+  {
+    "name": "queuePost",
+    "title": "Put a post in its channel's queue, or move it to another slot",
+    "description": "Put a post in its channel's queue, or move it to another slot\n\nReorders the queue: the post takes the slot at `at` (one of the channel's upcoming slots,\nas `GET /public/v1/channels/{id}/queue` lists them), or without `at` the next free slot, and\nbecomes `scheduled` with `queued: true`. When another queued post holds that slot, the two\nswap (the other takes this post's former slot, or, when this post was not queued, the next\nfree slot after). A `draft`, `scheduled` or `failed` post may be queued; the daily quota\napplies as for any scheduled post. Refused with `409` when the post is `publishing` or\n`published`, and with `422` when `at` is not an upcoming slot of the channel, the channel\nhas no slots, or the quota of the slot's UTC day is used up.",
+    "operation": {
+      "method": "post",
+      "path": "/public/v1/posts/{id}/queue",
+      "parameters": [
+        {
+          "name": "id",
+          "in": "path"
+        }
+      ],
+      "hasBody": true
+    },
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "id": {
+          "description": "The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.",
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 100
+        },
+        "body": {
+          "description": "The request body.",
+          "type": "object",
+          "additionalProperties": false,
+          "properties": {
+            "at": {
+              "type": "string",
+              "format": "date-time",
+              "maxLength": 64,
+              "description": "An upcoming slot of the post's channel; without it, the next free slot.",
+              "examples": [
+                "2026-12-02T08:00:00.000Z"
+              ]
+            }
+          }
+        }
+      },
+      "required": [
+        "id"
+      ],
+      "additionalProperties": false
+    },
+    "outputSchema": {
+      "type": "object",
+      "description": "One post to one channel.",
+      "required": [
+        "id",
+        "group",
+        "channelId",
+        "provider",
+        "content",
+        "mediaIds",
+        "altTexts",
+        "thread",
+        "firstComment",
+        "settings",
+        "status",
+        "queued",
+        "scheduledAt",
+        "publishedAt",
+        "releaseId",
+        "releaseUrl",
+        "error",
+        "createdAt",
+        "updatedAt"
+      ],
+      "properties": {
+        "id": {
+          "type": "string",
+          "description": "The post id (`post_…`).",
+          "examples": [
+            "post_4Ki7Lo1Pm3Nj8Bh5Gv2C"
+          ]
+        },
+        "group": {
+          "type": "string",
+          "description": "The group id (`grp_…`) shared by all posts created by one create call.",
+          "examples": [
+            "grp_6Nm1Bv8Cx3Zl5Kj9Hg2F"
+          ]
+        },
+        "channelId": {
+          "type": "string",
+          "description": "The target channel (`ch_…`)."
+        },
+        "provider": {
+          "description": "The social network of a channel. Extensible: new providers may be added within v1, so\nhandle unknown values (for example by showing the channel without provider-specific\nfeatures); the values this version knows are those of `KnownProvider`. `sandbox` is built\nin: it publishes to a page of this server (`/sandbox/releases/{id}`, the post's\n`releaseUrl`) and lets you try the whole flow without a third-party account.\n",
+          "anyOf": [
+            {
+              "type": "string",
+              "description": "The providers of this version of the contract.",
+              "enum": [
+                "youtube",
+                "tiktok",
+                "sandbox",
+                "bluesky",
+                "mastodon",
+                "x",
+                "facebook",
+                "instagram",
+                "threads",
+                "linkedin",
+                "pinterest"
+              ]
+            },
+            {
+              "type": "string",
+              "description": "A provider added after this version of the contract."
+            }
+          ]
+        },
+        "content": {
+          "type": "string",
+          "description": "The text of the post (the caption, or the YouTube description when `settings.description` is not set); may be empty."
+        },
+        "mediaIds": {
+          "type": "array",
+          "description": "The attached media, in order.",
+          "items": {
+            "type": "string"
+          }
+        },
+        "altTexts": {
+          "type": "object",
+          "description": "The alternative text of the post's images, by media id (`{}` when none).",
+          "additionalProperties": {
+            "type": "string"
+          }
+        },
+        "thread": {
+          "type": "array",
+          "description": "The parts published after the post's own content as replies, in order (`[]` for a single\npost). The post is `published` when every part is; `releaseId` and `releaseUrl` are the\nfirst part's, set as soon as it is published. When a part fails, the post is `failed`\nwith the parts before it published (each with its `releaseId`): scheduling it again\ngoes on from the first part not published, never sending a published part again.\n",
+          "items": {
+            "type": "object",
+            "description": "One part of a thread after the first, and where it was published.",
+            "required": [
+              "content",
+              "mediaIds",
+              "altTexts",
+              "releaseId",
+              "releaseUrl"
+            ],
+            "properties": {
+              "content": {
+                "type": "string",
+                "description": "The part's text; may be empty."
+              },
+              "mediaIds": {
+                "type": "array",
+                "description": "The part's media, in order.",
+                "items": {
+                  "type": "string"
+                }
+              },
+              "altTexts": {
+                "type": "object",
+                "description": "The alternative text of the part's images, by media id (`{}` when none).",
+                "additionalProperties": {
+                  "type": "string"
+                }
+              },
+              "releaseId": {
+                "description": "The network's id of the published part; `null` until the part is published.",
+                "anyOf": [
+                  {
+                    "type": "string"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
+              },
+              "releaseUrl": {
+                "description": "Where the published part can be seen, when the network tells.",
+                "anyOf": [
+                  {
+                    "type": "string",
+                    "format": "uri"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
+              }
+            }
+          }
+        },
+        "firstComment": {
+          "description": "The comment published on the post right after it (`null` when it has none). Like a\nthread's part: when it fails, the post is `failed` with its content published, and\nscheduling it again publishes the comment only.\n",
+          "oneOf": [
+            {
+              "type": "object",
+              "description": "A post's first comment, and where it was published.",
+              "required": [
+                "content",
+                "releaseId",
+                "releaseUrl"
+              ],
+              "properties": {
+                "content": {
+                  "type": "string",
+                  "description": "The comment's text."
+                },
+                "releaseId": {
+                  "description": "The network's id of the published comment; `null` until it is published.",
+                  "anyOf": [
+                    {
+                      "type": "string"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
+                },
+                "releaseUrl": {
+                  "description": "Where the published comment can be seen, when the network tells.",
+                  "anyOf": [
+                    {
+                      "type": "string",
+                      "format": "uri"
+                    },
+                    {
+                      "type": "null"
+                    }
+                  ]
+                }
+              }
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "settings": {
+          "description": "The provider settings as stored, every default filled in. `null` only on sandbox posts\ncreated by the single-content form before it stored the sandbox's defaults.\n",
+          "oneOf": [
+            {
+              "type": "object",
+              "description": "A post's settings as the server answers them: those sent, with every optional choice the\nrequest left out filled in with its documented default, so each field below is present.\n",
+              "oneOf": [
+                {
+                  "title": "YouTube",
+                  "description": "YouTube settings as stored; `tags` is always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "YouTube",
+                      "description": "How the video is published on YouTube. The post needs exactly one video.",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type",
+                        "title",
+                        "privacyStatus",
+                        "madeForKids"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "youtube"
+                        },
+                        "title": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 100,
+                          "pattern": "^[^<>]*$",
+                          "description": "The video title (YouTube refuses `<` and `>`)."
+                        },
+                        "description": {
+                          "type": "string",
+                          "maxLength": 5000,
+                          "pattern": "^[^<>]*$",
+                          "description": "The video description; the post's `content` when omitted."
+                        },
+                        "privacyStatus": {
+                          "type": "string",
+                          "description": "`public`, `unlisted` (anyone with the link) or `private`.",
+                          "enum": [
+                            "public",
+                            "unlisted",
+                            "private"
+                          ]
+                        },
+                        "madeForKids": {
+                          "type": "boolean",
+                          "description": "Whether the video is made for children (a declaration YouTube requires)."
+                        },
+                        "tags": {
+                          "type": "array",
+                          "description": "Keywords. YouTube limits all tags together to 500 characters, counting a comma between\ntwo tags and quotation marks around a tag that contains a space (`422` beyond). Stored\nas `[]` when omitted.\n",
+                          "default": [],
+                          "maxItems": 250,
+                          "items": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 100
+                          }
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "tags"
+                      ],
+                      "properties": {
+                        "tags": {
+                          "type": "array",
+                          "maxItems": 250,
+                          "items": {
+                            "type": "string"
+                          },
+                          "description": "The tags sent, `[]` when none were."
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "youtube"
+                    }
+                  }
+                },
+                {
+                  "title": "TikTok",
+                  "description": "TikTok settings as stored; every toggle is present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "TikTok",
+                      "description": "How the video is posted to TikTok. Read the channel's creator info first and offer only\nwhat it allows; send the item only when `canPost` is `true`.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type",
+                        "postMode",
+                        "privacyLevel"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "tiktok"
+                        },
+                        "postMode": {
+                          "type": "string",
+                          "description": "`direct` publishes to the profile; `inbox` sends the video to the creator's TikTok inbox to finish and post in the TikTok app.",
+                          "enum": [
+                            "direct",
+                            "inbox"
+                          ]
+                        },
+                        "privacyLevel": {
+                          "type": "string",
+                          "description": "Who can see the post; must be one of the creator's `privacyLevelOptions`, chosen by the user.",
+                          "enum": [
+                            "PUBLIC_TO_EVERYONE",
+                            "MUTUAL_FOLLOW_FRIENDS",
+                            "FOLLOWER_OF_CREATOR",
+                            "SELF_ONLY"
+                          ]
+                        },
+                        "disableComment": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Turn comments off. Must be `true` when the creator info says `commentDisabled`. Omitted means `false`."
+                        },
+                        "disableDuet": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Turn duets off. Must be `true` when the creator info says `duetDisabled`. Omitted means `false`."
+                        },
+                        "disableStitch": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Turn stitches off. Must be `true` when the creator info says `stitchDisabled`. Omitted means `false`."
+                        },
+                        "brandContentToggle": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "The post is a paid partnership promoting a third-party brand. Omitted means `false`."
+                        },
+                        "brandOrganicToggle": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "The post promotes the creator's own business. Omitted means `false`."
+                        },
+                        "isAiGenerated": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "The content was generated with AI. Omitted means `false`."
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "disableComment",
+                        "disableDuet",
+                        "disableStitch",
+                        "brandContentToggle",
+                        "brandOrganicToggle",
+                        "isAiGenerated"
+                      ],
+                      "properties": {
+                        "disableComment": {
+                          "type": "boolean"
+                        },
+                        "disableDuet": {
+                          "type": "boolean"
+                        },
+                        "disableStitch": {
+                          "type": "boolean"
+                        },
+                        "brandContentToggle": {
+                          "type": "boolean"
+                        },
+                        "brandOrganicToggle": {
+                          "type": "boolean"
+                        },
+                        "isAiGenerated": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "tiktok"
+                    }
+                  }
+                },
+                {
+                  "title": "Sandbox",
+                  "description": "Sandbox settings as stored; `outcome` and `failingPart` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Sandbox",
+                      "description": "Settings of the built-in sandbox provider, which publishes to a page of this server.",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "sandbox"
+                        },
+                        "outcome": {
+                          "type": "string",
+                          "description": "How publishing ends; `failed` lets you try the failure path. Omitted means `published`.",
+                          "enum": [
+                            "published",
+                            "failed"
+                          ],
+                          "default": "published"
+                        },
+                        "failingPart": {
+                          "type": "integer",
+                          "format": "int32",
+                          "minimum": 1,
+                          "maximum": 25,
+                          "default": 1,
+                          "description": "With `outcome` `failed`, the part of a thread the sandbox refuses (1, the default, is the\npost itself; a first comment is the part after the thread's last); the parts before it\nare published. Lets you try a thread or a first comment that fails midway, and\nscheduling it again after changing this.\n"
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "outcome",
+                        "failingPart"
+                      ],
+                      "properties": {
+                        "outcome": {
+                          "type": "string",
+                          "enum": [
+                            "published",
+                            "failed"
+                          ]
+                        },
+                        "failingPart": {
+                          "type": "integer",
+                          "format": "int32",
+                          "minimum": 1,
+                          "maximum": 25
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "sandbox"
+                    }
+                  }
+                },
+                {
+                  "title": "Bluesky",
+                  "description": "Bluesky settings as stored; `languages` and `linkCard` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Bluesky",
+                      "description": "How the post is published on Bluesky: text of up to 300 graphemes (links, mentions and\nhashtags become rich-text facets), up to 4 images of at most 1,000,000 bytes each with its\nalt text (`altTexts`) or one MP4 video of at most 100,000,000 bytes and 3 minutes, and, for\na thread, up to 25 parts.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "bluesky"
+                        },
+                        "languages": {
+                          "type": "array",
+                          "description": "The post's languages as BCP 47 tags (e.g. `en`, `pt-BR`), at most 3; none when omitted.",
+                          "maxItems": 3,
+                          "uniqueItems": true,
+                          "items": {
+                            "type": "string",
+                            "maxLength": 35,
+                            "pattern": "^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$"
+                          }
+                        },
+                        "linkCard": {
+                          "type": "boolean",
+                          "default": true,
+                          "description": "Whether a post without images shows a card (title, description) of the first link in its\ntext, read from that page when the post is published.\n"
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "languages",
+                        "linkCard"
+                      ],
+                      "properties": {
+                        "languages": {
+                          "type": "array",
+                          "maxItems": 3,
+                          "items": {
+                            "type": "string",
+                            "maxLength": 35
+                          }
+                        },
+                        "linkCard": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "bluesky"
+                    }
+                  }
+                },
+                {
+                  "title": "Mastodon",
+                  "description": "Mastodon settings as stored; `visibility`, `spoilerText` and `sensitive` are always present,\n`language` when one was sent (without it the instance guesses).\n",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Mastodon",
+                      "description": "How the status is published on Mastodon. The limits are the instance's own (characters,\nmedia per status, their types and sizes), read from it; every URL counts as the instance\nsays (23 characters by default).\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "mastodon"
+                        },
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "public",
+                            "unlisted",
+                            "private",
+                            "direct"
+                          ],
+                          "default": "public",
+                          "description": "Who sees it: `public` (everyone, in public timelines), `unlisted` (everyone, not in\npublic timelines), `private` (followers only), `direct` (the mentioned accounts only).\n"
+                        },
+                        "spoilerText": {
+                          "type": "string",
+                          "maxLength": 1000,
+                          "default": "",
+                          "description": "A content warning shown before the text; counts toward the instance's character limit."
+                        },
+                        "sensitive": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Hides the media behind a warning."
+                        },
+                        "language": {
+                          "type": "string",
+                          "maxLength": 35,
+                          "pattern": "^[a-z]{2,3}$",
+                          "description": "The text's language as an ISO 639 code (e.g. `en`); the instance guesses when omitted."
+                        },
+                        "focus": {
+                          "type": "object",
+                          "description": "The focal point of images, by media id (each one of the post's or its thread's parts'\n`mediaIds`): the instance crops its previews around it. Leave an image out to crop around\nits centre.\n",
+                          "maxProperties": 100,
+                          "propertyNames": {
+                            "type": "string",
+                            "maxLength": 100
+                          },
+                          "additionalProperties": {
+                            "type": "object",
+                            "description": "A point of an image, from its centre: `x` from -1 (left edge) to 1 (right edge), `y` from\n-1 (bottom edge) to 1 (top edge).\n",
+                            "additionalProperties": false,
+                            "required": [
+                              "x",
+                              "y"
+                            ],
+                            "properties": {
+                              "x": {
+                                "type": "number",
+                                "minimum": -1,
+                                "maximum": 1
+                              },
+                              "y": {
+                                "type": "number",
+                                "minimum": -1,
+                                "maximum": 1
+                              }
+                            }
+                          },
+                          "examples": [
+                            {
+                              "med_3Qw7Er1Ty5Ui9Op2As6D": {
+                                "x": -0.5,
+                                "y": 0.25
+                              }
+                            }
+                          ]
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "visibility",
+                        "spoilerText",
+                        "sensitive"
+                      ],
+                      "properties": {
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "public",
+                            "unlisted",
+                            "private",
+                            "direct"
+                          ]
+                        },
+                        "spoilerText": {
+                          "type": "string",
+                          "maxLength": 1000
+                        },
+                        "sensitive": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "mastodon"
+                    }
+                  }
+                },
+                {
+                  "title": "X",
+                  "description": "X settings as stored; `replySettings` is always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "X",
+                      "description": "How the post is published on X: text of up to 280 characters as X weighs them (most CJK\ncharacters and emoji count twice, every URL 23), up to 4 JPEG, PNG or WebP images of at\nmost 5 MB each with its alt text (`altTexts`), or one GIF of at most 15 MB, or one MP4 or\nQuickTime video of at most 512 MB lasting 0.5 to 140 seconds, and threads as replies.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "x"
+                        },
+                        "replySettings": {
+                          "type": "string",
+                          "enum": [
+                            "everyone",
+                            "following",
+                            "mentionedUsers",
+                            "subscribers",
+                            "verified"
+                          ],
+                          "default": "everyone",
+                          "description": "Who may reply to the post (each part of a thread alike)."
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "replySettings"
+                      ],
+                      "properties": {
+                        "replySettings": {
+                          "type": "string",
+                          "enum": [
+                            "everyone",
+                            "following",
+                            "mentionedUsers",
+                            "subscribers",
+                            "verified"
+                          ]
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "x"
+                    }
+                  }
+                },
+                {
+                  "title": "Facebook",
+                  "description": "Facebook settings as stored; `link` when one was sent.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Facebook",
+                      "description": "How the post is published on a Facebook Page: its text (up to 63,206 characters) with, at\nmost, one of a link, up to 10 photos, or one video; a first comment (`firstComment`) is\npublished as the Page's comment on it.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "facebook"
+                        },
+                        "link": {
+                          "type": "string",
+                          "format": "uri",
+                          "maxLength": 2000,
+                          "description": "A web page shared with the post, shown as a card. Only on a post without media; without\nit, Facebook shows a card of the first link of the text.\n"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "facebook"
+                    }
+                  }
+                },
+                {
+                  "title": "Instagram",
+                  "description": "Instagram settings as stored; `postType`, `shareToFeed`, `collaborators` and `userTags` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Instagram",
+                      "description": "How the post is published on an Instagram professional account: its caption (up to 2,200\ncharacters and 30 hashtags), the kind of post, and who it is made with. A first comment\n(`firstComment`) is published as the account's comment on it (not on a story).\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "instagram"
+                        },
+                        "postType": {
+                          "type": "string",
+                          "enum": [
+                            "feed",
+                            "reel",
+                            "story"
+                          ],
+                          "default": "feed",
+                          "description": "`feed`: one image, or a carousel of 2 to 10 images and videos in the order of\n`mediaIds` (a single video is published as a reel, as Instagram does); `reel`: one\nvideo; `story`: one image or video, shown for 24 hours, without its caption.\n"
+                        },
+                        "shareToFeed": {
+                          "type": "boolean",
+                          "default": true,
+                          "description": "Whether a reel is shown in the account's feed too, not only among its reels."
+                        },
+                        "collaborators": {
+                          "type": "array",
+                          "description": "Instagram usernames invited as collaborators (a feed post or reel), at most 3.",
+                          "maxItems": 3,
+                          "uniqueItems": true,
+                          "items": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 30,
+                            "pattern": "^[A-Za-z0-9._]+$"
+                          }
+                        },
+                        "userTags": {
+                          "type": "array",
+                          "description": "Accounts tagged on the post's images: each names an image of `mediaIds` and where on it\nthe tag is, from its top left corner (`x`, `y` from 0 to 1). At most 20.\n",
+                          "maxItems": 20,
+                          "items": {
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": [
+                              "mediaId",
+                              "username",
+                              "x",
+                              "y"
+                            ],
+                            "properties": {
+                              "mediaId": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 100,
+                                "description": "The image tagged (one of the post's `mediaIds`)."
+                              },
+                              "username": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 30,
+                                "pattern": "^[A-Za-z0-9._]+$"
+                              },
+                              "x": {
+                                "type": "number",
+                                "minimum": 0,
+                                "maximum": 1
+                              },
+                              "y": {
+                                "type": "number",
+                                "minimum": 0,
+                                "maximum": 1
+                              }
+                            }
+                          }
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "postType",
+                        "shareToFeed",
+                        "collaborators",
+                        "userTags"
+                      ],
+                      "properties": {
+                        "postType": {
+                          "type": "string",
+                          "enum": [
+                            "feed",
+                            "reel",
+                            "story"
+                          ]
+                        },
+                        "shareToFeed": {
+                          "type": "boolean"
+                        },
+                        "collaborators": {
+                          "type": "array",
+                          "maxItems": 3,
+                          "items": {
+                            "type": "string",
+                            "maxLength": 30
+                          }
+                        },
+                        "userTags": {
+                          "type": "array",
+                          "maxItems": 20,
+                          "items": {
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": [
+                              "mediaId",
+                              "username",
+                              "x",
+                              "y"
+                            ],
+                            "properties": {
+                              "mediaId": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 100,
+                                "description": "The image tagged (one of the post's `mediaIds`)."
+                              },
+                              "username": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 30,
+                                "pattern": "^[A-Za-z0-9._]+$"
+                              },
+                              "x": {
+                                "type": "number",
+                                "minimum": 0,
+                                "maximum": 1
+                              },
+                              "y": {
+                                "type": "number",
+                                "minimum": 0,
+                                "maximum": 1
+                              }
+                            }
+                          }
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "instagram"
+                    }
+                  }
+                },
+                {
+                  "title": "Threads",
+                  "description": "Threads settings as stored; `replyControl` is always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Threads",
+                      "description": "How the post is published on Threads: text of up to 500 characters (an emoji counted as its\nUTF-8 bytes) with at most 5 links, one image or video or a carousel of 2 to 20 images and\nvideos, and a `thread` of replies (no `firstComment`).\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "threads"
+                        },
+                        "replyControl": {
+                          "type": "string",
+                          "enum": [
+                            "everyone",
+                            "accounts_you_follow",
+                            "mentioned_only"
+                          ],
+                          "default": "everyone",
+                          "description": "Who may reply to the post (each part of a thread alike)."
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "replyControl"
+                      ],
+                      "properties": {
+                        "replyControl": {
+                          "type": "string",
+                          "enum": [
+                            "everyone",
+                            "accounts_you_follow",
+                            "mentioned_only"
+                          ]
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "threads"
+                    }
+                  }
+                },
+                {
+                  "title": "LinkedIn",
+                  "description": "LinkedIn settings as stored; `visibility` and `disableReshare` are always present.",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "LinkedIn",
+                      "description": "How the post is published on LinkedIn, by a member or a company page: its commentary (up\nto 3,000 characters, published as written: the characters LinkedIn reserves for its markup\nare escaped), with at most one image, 2 to 20 images shown together, one video, or one\ndocument (a PDF of at most 100 MB and 300 pages, alone, shown as pages to leaf through,\nwith `documentTitle`); a first comment (`firstComment`) is published as the author's\ncomment on it.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "linkedin"
+                        },
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "PUBLIC",
+                            "CONNECTIONS",
+                            "LOGGED_IN"
+                          ],
+                          "default": "PUBLIC",
+                          "description": "Who may see the post, in LinkedIn's words: `PUBLIC` anyone, also off LinkedIn;\n`CONNECTIONS` the member's first-degree connections (a member's post only, a company\npage's is refused with `422`); `LOGGED_IN` members signed in to LinkedIn.\n"
+                        },
+                        "disableReshare": {
+                          "type": "boolean",
+                          "default": false,
+                          "description": "Whether others are kept from resharing the post."
+                        },
+                        "documentTitle": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 400,
+                          "description": "The title LinkedIn shows over a document post's pages; the document's file name without\nits extension when omitted. Only for a post with a document (`422` otherwise).\n",
+                          "examples": [
+                            "Quarterly results"
+                          ]
+                        }
+                      }
+                    },
+                    {
+                      "type": "object",
+                      "required": [
+                        "visibility",
+                        "disableReshare"
+                      ],
+                      "properties": {
+                        "visibility": {
+                          "type": "string",
+                          "enum": [
+                            "PUBLIC",
+                            "CONNECTIONS",
+                            "LOGGED_IN"
+                          ]
+                        },
+                        "disableReshare": {
+                          "type": "boolean"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "linkedin"
+                    }
+                  }
+                },
+                {
+                  "title": "Pinterest",
+                  "description": "Pinterest settings as stored, as they were sent (no choice has a default).",
+                  "allOf": [
+                    {
+                      "type": "object",
+                      "title": "Pinterest",
+                      "description": "How the post is published as a Pinterest pin: `content` is its description (up to 500\ncharacters), its media one image, one video, or a carousel of 2 to 5 images in the order of\n`mediaIds`. The alternative text (`altTexts`, up to 500 characters) of a pin's one image or\nvideo is the pin's; Pinterest takes none for a carousel's images. Pinterest has no comments\nor replies, so `firstComment` and `thread` are refused.\n",
+                      "additionalProperties": false,
+                      "required": [
+                        "__type",
+                        "boardId"
+                      ],
+                      "properties": {
+                        "__type": {
+                          "type": "string",
+                          "const": "pinterest"
+                        },
+                        "boardId": {
+                          "type": "string",
+                          "maxLength": 30,
+                          "pattern": "^\\d{1,30}$",
+                          "description": "The board the pin is saved on: one of the account's boards, as\n`GET /public/v1/channels/{id}/pinterest/boards` lists them.\n",
+                          "examples": [
+                            "549755885175"
+                          ]
+                        },
+                        "boardSectionId": {
+                          "type": "string",
+                          "maxLength": 30,
+                          "pattern": "^\\d{1,30}$",
+                          "description": "A section of the board to save the pin in (its `sections`); omitted, the board itself.",
+                          "examples": [
+                            "5027629787972154693"
+                          ]
+                        },
+                        "title": {
+                          "type": "string",
+                          "minLength": 1,
+                          "maxLength": 100,
+                          "description": "The pin's title."
+                        },
+                        "link": {
+                          "type": "string",
+                          "format": "uri",
+                          "maxLength": 2048,
+                          "description": "The web page the pin leads to."
+                        },
+                        "coverImageKeyFrameTime": {
+                          "type": "integer",
+                          "format": "int32",
+                          "minimum": 0,
+                          "maximum": 900,
+                          "description": "A video pin's cover: the video's frame at this second (Pinterest takes the last frame\nwhen it is past the end). Omitted, the frame at 0 seconds.\n"
+                        }
+                      }
+                    }
+                  ],
+                  "properties": {
+                    "__type": {
+                      "type": "string",
+                      "const": "pinterest"
+                    }
+                  }
+                }
+              ]
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "status": {
+          "description": "Where a post is in its life:\n\n- `draft`: saved, will not be published;\n- `pending_approval`: a contributor asked for it to be published (at `scheduledAt`); it waits\n  for an editor, admin or owner to approve it (`POST /public/v1/posts/{id}/approve`) or\n  reject it (`POST /public/v1/posts/{id}/reject`), and is not published until approved;\n- `scheduled`: will be published at `scheduledAt`;\n- `publishing`: being sent to the network now;\n- `published`: on the network (`releaseId`, `releaseUrl`);\n- `failed`: publishing failed (`error` says why);\n- `skipped`: an occurrence of a series that will not be published: skipped by a person\n  (`POST /public/v1/posts/{id}/skip`), or missed by more than the grace period while the\n  server was down, or refused by the channel's daily quota (its `skipped` event says why).\n\nYou can move a post between `draft` and `scheduled` (`draft → scheduled` needs a\n`scheduledAt` at most 1 minute in the past, else `422`; `scheduled → draft`), retry a\nfailed post (`failed → scheduled`, a past `scheduledAt` becomes now) or park it\n(`failed → draft`); the same status again changes nothing. A credential acting with the\n`contributor` role that asks for `scheduled` (or creates a post of type `schedule` or `now`)\ngets `pending_approval` instead, and may take a pending post back (`pending_approval → draft`).\n`publishing`, `published` and `failed` are set by the publisher only; a `publishing` or\n`published` post cannot be changed (`409`), nor can a `skipped` one.\n\nExtensible: statuses may be added within v1, so handle unknown values (for example by\nshowing the post without its actions); the values this version knows are those of\n`KnownPostStatus`.\n",
+          "anyOf": [
+            {
+              "type": "string",
+              "description": "The statuses of this version of the contract.",
+              "enum": [
+                "draft",
+                "pending_approval",
+                "scheduled",
+                "publishing",
+                "published",
+                "failed",
+                "skipped"
+              ]
+            },
+            {
+              "type": "string",
+              "description": "A status added after this version of the contract."
+            }
+          ]
+        },
+        "queued": {
+          "type": "boolean",
+          "description": "`true` when the post took a slot of its channel's queue (`type: queue`,\n`POST /public/v1/posts/{id}/queue`): a changed schedule moves it to another slot. A post\ngiven a time (`schedule`, `now`, a new `scheduledAt`) or made a draft is not queued.\n"
         },
         "scheduledAt": {
           "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
@@ -10145,6 +12866,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
         "firstComment",
         "settings",
         "status",
+        "queued",
         "scheduledAt",
         "publishedAt",
         "releaseId",
@@ -11234,6 +13956,10 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "description": "A status added after this version of the contract."
             }
           ]
+        },
+        "queued": {
+          "type": "boolean",
+          "description": "`true` when the post took a slot of its channel's queue (`type: queue`,\n`POST /public/v1/posts/{id}/queue`): a changed schedule moves it to another slot. A post\ngiven a time (`schedule`, `now`, a new `scheduledAt`) or made a draft is not queued.\n"
         },
         "scheduledAt": {
           "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
@@ -11398,6 +14124,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
         "firstComment",
         "settings",
         "status",
+        "queued",
         "scheduledAt",
         "publishedAt",
         "releaseId",
@@ -12487,6 +15214,10 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "description": "A status added after this version of the contract."
             }
           ]
+        },
+        "queued": {
+          "type": "boolean",
+          "description": "`true` when the post took a slot of its channel's queue (`type: queue`,\n`POST /public/v1/posts/{id}/queue`): a changed schedule moves it to another slot. A post\ngiven a time (`schedule`, `now`, a new `scheduledAt`) or made a draft is not queued.\n"
         },
         "scheduledAt": {
           "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
@@ -17066,6 +19797,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
         "firstComment",
         "settings",
         "status",
+        "queued",
         "scheduledAt",
         "publishedAt",
         "releaseId",
@@ -18155,6 +20887,10 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "description": "A status added after this version of the contract."
             }
           ]
+        },
+        "queued": {
+          "type": "boolean",
+          "description": "`true` when the post took a slot of its channel's queue (`type: queue`,\n`POST /public/v1/posts/{id}/queue`): a changed schedule moves it to another slot. A post\ngiven a time (`schedule`, `now`, a new `scheduledAt`) or made a draft is not queued.\n"
         },
         "scheduledAt": {
           "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
@@ -18336,6 +21072,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
         "firstComment",
         "settings",
         "status",
+        "queued",
         "scheduledAt",
         "publishedAt",
         "releaseId",
@@ -19425,6 +22162,10 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "description": "A status added after this version of the contract."
             }
           ]
+        },
+        "queued": {
+          "type": "boolean",
+          "description": "`true` when the post took a slot of its channel's queue (`type: queue`,\n`POST /public/v1/posts/{id}/queue`): a changed schedule moves it to another slot. A post\ngiven a time (`schedule`, `now`, a new `scheduledAt`) or made a draft is not queued.\n"
         },
         "scheduledAt": {
           "description": "When the post is (or was) due to publish; `null` for a draft without a date.",
@@ -19589,6 +22330,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
         "firstComment",
         "settings",
         "status",
+        "queued",
         "scheduledAt",
         "publishedAt",
         "releaseId",
@@ -20678,6 +23420,10 @@ export const MCP_TOOLS: readonly McpTool[] = [
               "description": "A status added after this version of the contract."
             }
           ]
+        },
+        "queued": {
+          "type": "boolean",
+          "description": "`true` when the post took a slot of its channel's queue (`type: queue`,\n`POST /public/v1/posts/{id}/queue`): a changed schedule moves it to another slot. A post\ngiven a time (`schedule`, `now`, a new `scheduledAt`) or made a draft is not queued.\n"
         },
         "scheduledAt": {
           "description": "When the post is (or was) due to publish; `null` for a draft without a date.",

@@ -257,6 +257,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/public/v1/channels/{id}/schedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The channel id (`ch_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example ch_5Hs3Jk8Pq2Rt6Yu1Zx4C
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a channel's posting schedule
+         * @description The channel's weekly posting slots: the times a post created with `type: queue` (or put in
+         *     the queue with `POST /public/v1/posts/{id}/queue`) may take. A slot is a weekday and a local
+         *     time in the organization's time zone (`timeZone`, chosen in *Settings → Organization*;
+         *     `UTC` until an admin chooses), so a 09:00 slot stays at 09:00 local time across daylight
+         *     saving changes. On a day when a slot's local time does not exist (the hour the clocks skip),
+         *     the slot is an hour later; when it exists twice, the first one counts. A channel without
+         *     slots has `slots: []`.
+         */
+        get: operations["getChannelSchedule"];
+        /**
+         * Replace a channel's posting schedule
+         * @description Replaces every slot of the channel with `slots` (`[]` removes them all; the same slot twice
+         *     counts once). The channel's queued posts (`queued: true`) whose time is no longer a slot
+         *     move, in their order, to the next free slot after their time, each with a `rescheduled`
+         *     event; a post scheduled at a time a person chose (`queued: false`) never moves. A queued post
+         *     that finds no free slot within a year (no slots left, or every day's quota used up) becomes
+         *     a `draft` with a `drafted` event. Refused with `422` for a channel that was removed.
+         */
+        put: operations["replaceChannelSchedule"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/channels/{id}/queue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a channel's upcoming slots and their posts
+         * @description The channel's next slots from now (or after `after`), in time order, each with the queued
+         *     post that takes it (`null` when the slot is free), at most `limit` slots and at most a year
+         *     ahead. For the next page, pass the last slot's `at` as `after`. A channel without slots has
+         *     `data: []`.
+         */
+        get: operations["getChannelQueue"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/public/v1/posts": {
         parameters: {
             query?: never;
@@ -289,7 +353,9 @@ export interface paths {
          *     `type` says what happens next: `schedule` publishes at `date` (required; a `date` more than
          *     1 minute in the past is refused with `422`), `now` queues the posts for immediate
          *     publishing (a `date` is ignored), `draft` saves them unpublished (a `date`, when given,
-         *     is kept as their `scheduledAt`). If the body's shape is wrong (for example `schedule`
+         *     is kept as their `scheduledAt`), `queue` gives each channel's post that channel's next free
+         *     slot (`queued: true`; a channel without slots, or whose slots have no quota left within a
+         *     year, is refused with `422`; a `date` is ignored). If the body's shape is wrong (for example `schedule`
          *     without `date`) the answer is `400 validation_failed`.
          *
          *     A credential acting with the `contributor` role may create `schedule` and `now` posts: they
@@ -522,6 +588,39 @@ export interface paths {
          *     past or the channel's daily quota for that UTC day is used up.
          */
         post: operations["schedulePost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/v1/posts/{id}/queue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example post_4Ki7Lo1Pm3Nj8Bh5Gv2C
+                 */
+                id: components["parameters"]["PostId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Put a post in its channel's queue, or move it to another slot
+         * @description Reorders the queue: the post takes the slot at `at` (one of the channel's upcoming slots,
+         *     as `GET /public/v1/channels/{id}/queue` lists them), or without `at` the next free slot, and
+         *     becomes `scheduled` with `queued: true`. When another queued post holds that slot, the two
+         *     swap (the other takes this post's former slot, or, when this post was not queued, the next
+         *     free slot after). A `draft`, `scheduled` or `failed` post may be queued; the daily quota
+         *     applies as for any scheduled post. Refused with `409` when the post is `publishing` or
+         *     `published`, and with `422` when `at` is not an upcoming slot of the channel, the channel
+         *     has no slots, or the quota of the slot's UTC day is used up.
+         */
+        post: operations["queuePost"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1774,6 +1873,56 @@ export interface components {
         ChannelList: {
             data: components["schemas"]["Channel"][];
         };
+        /** @description A weekly posting slot, in the organization's time zone. */
+        ScheduleSlot: {
+            /** @enum {string} */
+            weekday: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday";
+            /**
+             * @description The local time of day, 24-hour `HH:MM`.
+             * @example 09:00
+             */
+            time: string;
+        };
+        /** @description A channel's weekly posting slots. */
+        ChannelSchedule: {
+            /** @description The channel id (`ch_…`). */
+            channelId: string;
+            /**
+             * @description The organization's IANA time zone, in which the slots' times are read (`UTC` until an admin chooses one).
+             * @example Europe/Berlin
+             */
+            timeZone: string;
+            slots: components["schemas"]["ScheduleSlot"][];
+        };
+        ReplaceChannelScheduleRequest: {
+            /** @description Every slot of the channel; `[]` removes them all. */
+            slots: components["schemas"]["ScheduleSlot"][];
+        };
+        /** @description An upcoming slot of a channel and the queued post that takes it. */
+        QueueSlot: {
+            /**
+             * Format: date-time
+             * @description The instant of the slot.
+             */
+            at: string;
+            /** @description The queued post in the slot; `null` when the slot is free. */
+            post: components["schemas"]["Post"] | null;
+        };
+        ChannelQueue: {
+            /** @description The channel id (`ch_…`). */
+            channelId: string;
+            /** @description The organization's IANA time zone, in which the slots are read. */
+            timeZone: string;
+            data: components["schemas"]["QueueSlot"][];
+        };
+        QueuePostRequest: {
+            /**
+             * Format: date-time
+             * @description An upcoming slot of the post's channel; without it, the next free slot.
+             * @example 2026-12-02T08:00:00.000Z
+             */
+            at?: string;
+        };
         /** @description How many more posts a channel may publish in the current UTC day. */
         ChannelQuota: {
             /** @description The channel id (`ch_…`). */
@@ -1979,6 +2128,12 @@ export interface components {
              */
             settings: components["schemas"]["StoredProviderSettings"] | null;
             status: components["schemas"]["PostStatus"];
+            /**
+             * @description `true` when the post took a slot of its channel's queue (`type: queue`,
+             *     `POST /public/v1/posts/{id}/queue`): a changed schedule moves it to another slot. A post
+             *     given a time (`schedule`, `now`, a new `scheduledAt`) or made a draft is not queued.
+             */
+            queued: boolean;
             /**
              * Format: date-time
              * @description When the post is (or was) due to publish; `null` for a draft without a date.
@@ -2235,18 +2390,20 @@ export interface components {
             date: string;
         } & (components["schemas"]["CreatePostSingleContent"] | components["schemas"]["CreatePostPerChannel"]);
         /**
-         * Now or draft
-         * @description Published as soon as possible (`now`) or saved unpublished (`draft`), in the single-content or the per-channel form.
+         * Now, draft or queue
+         * @description Published as soon as possible (`now`), saved unpublished (`draft`) or put in each channel's queue (`queue`), in the single-content or the per-channel form.
          */
         CreateUnscheduledPost: {
             /**
-             * @description `now`: publish as soon as possible. `draft`: save without publishing. (enum property replaced by openapi-typescript)
+             * @description `now`: publish as soon as possible. `draft`: save without publishing. `queue`: each
+             *     channel's post takes that channel's next free slot (see `GET /public/v1/channels/{id}/schedule`).
+             *      (enum property replaced by openapi-typescript)
              * @enum {string}
              */
-            type: "now" | "draft";
+            type: "now" | "draft" | "queue";
             /**
              * Format: date-time
-             * @description `draft`: kept as the post's `scheduledAt` (a time you plan to publish at). `now`: ignored.
+             * @description `draft`: kept as the post's `scheduledAt` (a time you plan to publish at). `now` and `queue`: ignored.
              * @example 2026-12-01T09:30:00.000Z
              */
             date?: string;
@@ -3845,6 +4002,138 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getChannelSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The channel id (`ch_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example ch_5Hs3Jk8Pq2Rt6Yu1Zx4C
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The channel's slots, ordered by weekday (Monday first) and time. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    replaceChannelSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The channel id (`ch_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example ch_5Hs3Jk8Pq2Rt6Yu1Zx4C
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplaceChannelScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description The channel's schedule as stored. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getChannelQueue: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items on the page.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Only slots strictly after this instant (default now).
+                 * @example 2026-12-01T08:00:00.000Z
+                 */
+                after?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The channel id (`ch_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example ch_5Hs3Jk8Pq2Rt6Yu1Zx4C
+                 */
+                id: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upcoming slots. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelQueue"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listPosts: {
         parameters: {
             query?: {
@@ -4297,6 +4586,52 @@ export interface operations {
         };
         responses: {
             /** @description The post, now `scheduled`. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Post"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    queuePost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The post id (`post_…`). An id of another organization is answered `404` exactly like an unknown id.
+                 * @example post_4Ki7Lo1Pm3Nj8Bh5Gv2C
+                 */
+                id: components["parameters"]["PostId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["QueuePostRequest"];
+            };
+        };
+        responses: {
+            /** @description The post, now `scheduled` in the slot. */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];

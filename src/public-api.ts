@@ -28,6 +28,7 @@ import type { PostsContext } from './posts/context.js';
 import { ACCESS_TOKEN_PREFIX } from './oauth/tokens.js';
 import { postOperations } from './posts/routes.js';
 import { seriesOperations } from './recurring/routes.js';
+import { queueOperations } from './posts/queue-routes.js';
 import { pinterestOperations } from './providers/pinterest/routes.js';
 import { tiktokOperations } from './providers/tiktok/routes.js';
 import { channelConnectOperations } from './providers/connection-routes.js';
@@ -65,6 +66,7 @@ export function createPublicApi(
     ...channelConnectOperations(ctx),
     ...postOperations(ctx),
     ...seriesOperations(ctx),
+    ...queueOperations(ctx),
     ...mediaOperations(ctx),
     ...tiktokOperations(ctx),
     ...pinterestOperations(ctx),

@@ -358,6 +358,66 @@ describeInChromium('the calendar, the composer and the media library in Chromium
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
+  it('adds a post to the queue: the organization’s zone, a channel’s slots and Add to queue', async () => {
+    const owner = await createOrganization(server.ctx.db, 'Queue Studio');
+    const channel = await createChannel(server.ctx.db, owner.id, 'sandbox', 'Queue sandbox');
+    await page.context().clearCookies();
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${server.baseUrl}/login?next=${encodeURIComponent('/settings/organization')}`);
+    await page.getByLabel('Email').fill(owner.email);
+    await page.getByLabel('Password').fill(owner.password);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await untilAt(page, '/settings/organization');
+    await scan('organization');
+    await page.getByLabel('Time zone of Queue Studio').selectOption('Asia/Kolkata');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(status, PAGE_WAIT).toBe('The time zone was saved.');
+
+    await page.goto(`${server.baseUrl}/settings/channels`);
+    await page.getByRole('link', { name: 'Schedule of Queue sandbox' }).click();
+    await untilAt(page, `/settings/channels/${channel.id}/schedule`);
+    expect(await page.locator('main').textContent()).toContain('Asia/Kolkata');
+    // A typo is named with its day, and nothing is saved.
+    await page.getByLabel('Monday').fill('9:00, 25:00');
+    await page.getByRole('button', { name: 'Save the schedule' }).click();
+    expect(await page.locator('#times-monday-error').textContent()).toBe(
+      'Monday: “25:00” is no time of day; write times as 09:00 or 17:30, separated by commas.',
+    );
+    await scan('schedule (a typo)');
+    for (const day of ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday']) {
+      await page.getByLabel(day).fill('9:00');
+    }
+    await page.getByRole('button', { name: 'Save the schedule' }).click();
+    await expect.poll(status, PAGE_WAIT).toMatch(/^The schedule was saved/);
+    expect(await page.getByLabel('Monday').inputValue()).toBe('09:00');
+    expect(await page.locator('ol.queue li').count()).toBe(10);
+    await scan('schedule');
+
+    await page.goto(`${server.baseUrl}/compose`);
+    await page.getByRole('checkbox', { name: 'Queue sandbox' }).check();
+    await page.getByLabel('Text', { exact: true }).fill('Whenever there is room');
+    await page.getByRole('button', { name: 'Add to queue' }).click();
+    await expect.poll(status, PAGE_WAIT).toBe('The post is created.');
+    const postId = pathOf(page).split('/')[2]!;
+    const post = await server.ctx.db
+      .selectFrom('posts')
+      .select(['status', 'queued', 'scheduled_at'])
+      .where('id', '=', postId)
+      .executeTakeFirstOrThrow();
+    expect(post).toMatchObject({ status: 'scheduled', queued: true });
+    const local = DateTime.fromJSDate(post.scheduled_at!, { zone: 'Asia/Kolkata' });
+    expect(local.toFormat('HH:mm')).toBe('09:00');
+    expect(local.diffNow().as('hours')).toBeLessThanOrEqual(24);
+
+    // The schedule's page lists the post in its slot; at a phone's width too.
+    await page.goto(`${server.baseUrl}/settings/channels/${channel.id}/schedule`);
+    expect(await page.locator(`ol.queue a[href="/posts/${postId}"]`).textContent()).toBe('Whenever there is room');
+    await page.setViewportSize({ width: 390, height: 900 });
+    await scan('schedule (390 px)');
+    await page.goto(`${server.baseUrl}/settings/organization`);
+    await scan('organization (390 px)');
+  });
+
   it('serves a favicon', async () => {
     const icon = await page.request.get(`${server.baseUrl}/favicon.ico`);
     expect(icon.status()).toBe(200);

@@ -99,6 +99,10 @@ const SDK_METHODS: Record<string, string> = {
   importPosts: 'importPosts',
   exportPosts: 'exportPosts',
   duplicatePost: 'duplicatePost',
+  queuePost: 'queuePost',
+  getChannelSchedule: 'getChannelSchedule',
+  replaceChannelSchedule: 'replaceChannelSchedule',
+  getChannelQueue: 'getChannelQueue',
   listMedia: 'listMedia',
   uploadFromUrl: 'uploadFromUrl',
   createUpload: 'upload',
@@ -151,7 +155,7 @@ function requestPathMatches(requested: string, template: string): boolean {
 
 describe('every operation of the reference has its request samples', () => {
   it('a curl sample and an @service/sdk sample on each Public API operation, each sending the request of its operation', () => {
-    expect(PUBLIC).toHaveLength(40);
+    expect(PUBLIC).toHaveLength(44);
     for (const operation of PUBLIC) {
       const curl = operation.samples.filter(isCurl);
       const sdk = operation.samples.filter((sample) => sample.lang === 'TypeScript' && sample.label === '@service/sdk');
@@ -430,6 +434,18 @@ const PUBLIC_FIXTURES: Record<string, () => Env | Promise<Env>> = {
   },
   exportPosts: () => ({}),
   duplicatePost: async () => ({ POST: await newPost('draft') }),
+  getChannelSchedule: () => ({ CHANNEL: sandboxChannel }),
+  replaceChannelSchedule: () => ({ CHANNEL: sandboxChannel }),
+  getChannelQueue: () => ({ CHANNEL: sandboxChannel }),
+  // A draft put in the queue needs a channel with slots.
+  queuePost: async () => {
+    const slots = [{ weekday: 'monday' as const, time: '09:00' }];
+    await dataOf(
+      api.PUT('/public/v1/channels/{id}/schedule', { params: { path: { id: sandboxChannel } }, body: { slots } }),
+      200,
+    );
+    return { POST: await newPost('draft') };
+  },
   listMedia: () => ({}),
   uploadFromUrl: () => ({ FILE_URL: `${files.origin}/campaigns/winter/poster.png` }),
   createUpload: () => ({ FILE: videoFile }),

@@ -1,10 +1,12 @@
-import type { Insertable, Selectable } from 'kysely';
+import type { Generated, Insertable, Selectable } from 'kysely';
 import type { CreatedAt, Timestamp } from '../db/columns.js';
 import type { Role } from '../core/roles.js';
 
 export interface OrganizationTable {
   id: string;
   name: string;
+  /** The IANA zone its channels' posting schedules are read in (`UTC` until an admin chooses). */
+  time_zone: Generated<string>;
   created_at: CreatedAt;
 }
 

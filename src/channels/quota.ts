@@ -121,11 +121,12 @@ export async function insertPostsWithinQuota(
   const { rows: inserted } = await sql<Post>`
     insert into posts (
       id, organization_id, group_id, channel_id, content, media_ids, alt_texts, thread, first_comment, settings,
-      status, scheduled_at, series_id, occurrence_at, submitted_by_user_id, created_at, updated_at
+      status, queued, scheduled_at, series_id, occurrence_at, submitted_by_user_id, created_at, updated_at
     )
     select
       id, organization_id, group_id, channel_id, content, media_ids, alt_texts, thread, first_comment, settings,
-      status, scheduled_at, series_id, occurrence_at, submitted_by_user_id, created_at, updated_at
+      status, coalesce(queued, false), scheduled_at, series_id, occurrence_at, submitted_by_user_id, created_at,
+      updated_at
     from jsonb_populate_recordset(null::posts, ${JSON.stringify(rows)}::jsonb)
     where not exists (
       select from jsonb_to_recordset(${JSON.stringify([...adding.values()])}::jsonb)

@@ -108,6 +108,15 @@ export interface ChannelAccessEndTable {
   ends_at: Date;
 }
 
+/** One weekly posting slot of a channel, read in its organization's time zone. */
+export interface ChannelSlotTable {
+  channel_id: string;
+  /** ISO weekday: 1 is Monday, 7 is Sunday. */
+  weekday: number;
+  /** The minute of the local day, 0 to 1439. */
+  minute: number;
+}
+
 export type Channel = Selectable<ChannelTable>;
 export type NewChannel = Insertable<ChannelTable>;
 
@@ -120,5 +129,6 @@ declare module '../db/schema.js' {
     account_revocations: AccountRevocationTable;
     channel_events: ChannelEventTable;
     channel_access_ends: ChannelAccessEndTable;
+    channel_slots: ChannelSlotTable;
   }
 }

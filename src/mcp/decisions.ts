@@ -50,6 +50,14 @@ export const TOOL_DECISIONS: Readonly<Record<string, ToolDecision>> = {
       "A file to download into a person's spreadsheet; an agent reads the same posts as JSON with listPosts, " +
       'page by page.',
   },
+  getChannelSchedule: tool,
+  replaceChannelSchedule: {
+    excluded:
+      "A channel's posting schedule is the organization's plan, set by an admin in Settings → Channels; " +
+      'changing it moves every queued post of the channel.',
+  },
+  getChannelQueue: tool,
+  queuePost: tool,
   listMedia: tool,
   uploadFromUrl: tool,
   createUpload: tool,

@@ -22,6 +22,7 @@ import { assertMediaStillPresent, mediaOf, unpublishedComment, unpublishedPart }
 import { lockChannelStates } from '../channels/channels.js';
 import { assertWithinDailyQuota, insertPostsWithinQuota } from '../channels/quota.js';
 import type { NewPost } from './tables.js';
+import { queueProblems, takeQueueSlots } from './queue.js';
 import { isTooFarInThePast } from './transitions.js';
 import { checkDrafts, type CheckedPost, type PostDraft } from './validation.js';
 
@@ -90,6 +91,9 @@ function timingOf(request: CreatePostRequest, now: Date): Timing {
       return { status: 'scheduled', scheduledAt: now };
     case 'draft':
       return { status: 'draft', scheduledAt: date };
+    case 'queue':
+      // Each post's slot is taken under its channel's lock (`takeQueueSlots`).
+      return { status: 'scheduled', scheduledAt: null, queued: true };
   }
 }
 
@@ -107,6 +111,8 @@ function withoutRepeats(details: ErrorDetail[]): ErrorDetail[] {
 interface Timing {
   status: PostStatus;
   scheduledAt: Date | null;
+  /** `type: queue`: each post takes its channel's next free slot. */
+  queued?: boolean;
 }
 
 /** A create request that keeps every rule: what its transaction writes. */
@@ -197,6 +203,10 @@ async function checkRules(ctx: PostsContext, organizationId: string, request: Cr
   const drafts = draftsOf(request);
   const checked = await checkDrafts({ db: ctx.db, providers: ctx.providers }, organizationId, drafts);
   problems.push(...checked.problems);
+  if (timing.queued) {
+    const targets = drafts.map((d) => ({ channelId: d.channelId, path: d.paths.channel }));
+    problems.push(...(await queueProblems(ctx.db, targets, (path) => !checked.problems.some((p) => p.path === path))));
+  }
   return { timing, drafts, checked, problems: withoutRepeats(problems) };
 }
 
@@ -273,8 +283,20 @@ async function insertPosts(
       ? posts.map((post) => ({ channel: post.channel, path: post.paths.channel }))
       : [];
   const group = newId('grp');
-  const planned = posts.map((post) => ({
-    row: { ...newPostRow(post, organizationId, group, timing, now), submitted_by_user_id: submitter },
+  const slots = timing.queued
+    ? await takeQueueSlots(
+        ctx,
+        trx,
+        organizationId,
+        posts.map((post) => ({ channel: post.channel, path: post.paths.channel })),
+        now,
+      )
+    : undefined;
+  const planned = posts.map((post, i) => ({
+    row: {
+      ...newPostRow(post, organizationId, group, slots ? { ...timing, scheduledAt: slots[i]! } : timing, now),
+      submitted_by_user_id: submitter,
+    },
     provider: post.channel.provider,
   }));
   // Without claims (drafts) the day is not read: any day will do.
@@ -322,6 +344,7 @@ function newPostRow(post: CheckedPost, organizationId: string, group: string, ti
     first_comment: post.firstComment && JSON.stringify(unpublishedComment(post.firstComment)),
     settings: JSON.stringify(post.settings),
     status: timing.status,
+    queued: timing.queued ?? false,
     scheduled_at: timing.scheduledAt,
     created_at: now,
     updated_at: now,

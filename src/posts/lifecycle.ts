@@ -263,7 +263,11 @@ async function retime(
   if (post.status === 'scheduled')
     return moveLockedPost(ctx, trx, actor, post, { status: 'scheduled', scheduledAt, path: 'scheduledAt' }, now);
   assertNotInThePast(scheduledAt, now, 'scheduledAt');
-  const edited = await updatePost(trx, post.organization_id, post.id, { scheduled_at: scheduledAt, updated_at: now });
+  const edited = await updatePost(trx, post.organization_id, post.id, {
+    scheduled_at: scheduledAt,
+    queued: false,
+    updated_at: now,
+  });
   await recordPostEvent(trx, edited, 'edited', now);
   return edited;
 }
@@ -350,6 +354,8 @@ export async function moveLockedPost(
   const moved = await updatePost(trx, post.organization_id, post.id, {
     status: next.status,
     scheduled_at: next.scheduledAt,
+    // A time a person chose, or a draft: the post leaves its channel's queue.
+    queued: false,
     // The error says why publishing failed; a post that leaves `failed` has no such reason any more.
     error_code: null,
     error_message: null,

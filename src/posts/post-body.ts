@@ -34,6 +34,7 @@ export function toPostBody(post: PostRow): PostBody {
     },
     settings: (post.settings ?? null) as StoredProviderSettings | null,
     status: post.status,
+    queued: post.queued,
     scheduledAt: post.scheduled_at?.toISOString() ?? null,
     publishedAt: post.published_at?.toISOString() ?? null,
     releaseId: post.release_id,

@@ -17,6 +17,8 @@ export interface PostTable {
   first_comment: ColumnType<StoredFirstComment | null, string | null | undefined, string | null>;
   settings: ColumnType<unknown, string | null, string | null>;
   status: PostStatus;
+  /** Placed in its channel's next free slot (`type: queue`): a changed schedule moves it, never a post given a time. */
+  queued: Generated<boolean>;
   scheduled_at: Timestamp | null;
   published_at: Timestamp | null;
   release_id: string | null;

@@ -36,7 +36,7 @@ import { inReadersZone, readTimeZone } from './time-zone.js';
 
 type CreatePostRequest = components['schemas']['CreatePostRequest'];
 type UpdatePostRequest = components['schemas']['UpdatePostRequest'];
-type Action = 'schedule' | 'now' | 'draft';
+type Action = 'schedule' | 'now' | 'draft' | 'queue';
 /** What a button asks of the form besides sending it: one part more, or one part fewer. */
 type PartChange = { add: true } | { remove: number };
 
@@ -164,7 +164,7 @@ function createRequest(
   const [own = emptyPart(), ...thread] = values.parts;
   return {
     type: action,
-    ...(at && action !== 'now' ? { date: at.toISOString() } : {}),
+    ...(at && action !== 'now' && action !== 'queue' ? { date: at.toISOString() } : {}),
     posts: values.channels.map((channelId) => {
       const channel = channels.find((candidate) => candidate.id === channelId);
       const settings = channel ? settingsFrom(channel, values.settings[channelId]) : undefined;
@@ -274,6 +274,9 @@ async function saveEdit({ ctx, cookies, bodies, view }: Composer, req: Request, 
   const action = readAction(req);
   if (typeof action === 'object')
     return changeParts(view, req, res, { kind: 'edit', post }, values, action, published.length);
+  if (action === 'queue') {
+    throw new ValidationError('A post being edited is scheduled at a time; a new post can be added to the queue.');
+  }
   const { zone } = readTimeZone(req, res, cookies);
   const channels = await listChannels(ctx.db, organization.id);
   const channel = channels.find((candidate) => candidate.id === post.channel_id);
@@ -350,12 +353,12 @@ async function applyEdit(
 
 function readAction(req: Request): Action | PartChange {
   const action = field(req, 'action') || 'schedule';
-  if (action === 'schedule' || action === 'now' || action === 'draft') return action;
+  if (action === 'schedule' || action === 'now' || action === 'draft' || action === 'queue') return action;
   if (action === 'add-part') return { add: true };
   const remove = /^remove-part-(\d{1,2})$/.exec(action);
   if (remove) return { remove: Number(remove[1]) };
   throw new ValidationError(
-    'The form asks for something the composer does not do: schedule, publish now, save a draft, ' +
+    'The form asks for something the composer does not do: schedule, publish now, add to the queue, save a draft, ' +
       'or add or remove a part of the thread.',
   );
 }

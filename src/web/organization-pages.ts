@@ -3,8 +3,7 @@ import { Readable } from 'node:stream';
 import express, { type Request, type Response, type Router } from 'express';
 import { findOrganization } from '../accounts/organizations.js';
 import { deleteAccount, accountDeletionPlan, deleteOrganization } from '../lifecycle/deletion.js';
-import { CSV_KINDS, exportCsv, exportJson, isCsvKind } from '../lifecycle/export.js';
-import { can } from '../core/roles.js';
+import { exportCsv, exportJson, isCsvKind } from '../lifecycle/export.js';
 import type { MailContext } from '../mail/worker.js';
 import type { CsrfTokens } from '../pages/csrf.js';
 import { attempt } from '../pages/forms.js';
@@ -34,22 +33,16 @@ async function stream(res: Response, type: string, fileName: string, chunks: Asy
 }
 
 /**
- * Settings → Organization: the export of the organization's data (admins and owners) and its deletion
- * (owners, who type its name to confirm).
+ * Settings → Organization's downloads and deletion: the export of the organization's data (admins and
+ * owners) and its deletion (owners, who type its name to confirm).
  */
 export function organizationPages(ctx: MailContext): Router {
   const router = express.Router();
-  router.use('/settings/organization', requirePermission('organization:export', 'export or delete the organization'));
-
-  router.get('/settings/organization', (_req, res) => {
-    const { organization } = signedIn(res);
-    renderPage(res, '/web/templates/organization', {
-      title: 'Organization',
-      path: '/settings/organization',
-      csvKinds: CSV_KINDS,
-      owns: can(organization.role, 'organization:own'),
-    });
-  });
+  // The page itself is the time zone's (src/web/schedule-pages.ts), which shows these to whom they are for.
+  router.use(
+    ['/settings/organization/export', '/settings/organization/export.json'],
+    requirePermission('organization:export', "export the organization's data"),
+  );
 
   const current = async (res: Response) => {
     const { organization } = signedIn(res);

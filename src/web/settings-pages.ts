@@ -9,6 +9,7 @@ import { approvedAppsPage } from './approved-apps-page.js';
 import { channelsPage } from './channels-page.js';
 import { membersPage } from './members-page.js';
 import { organizationPages } from './organization-pages.js';
+import { schedulePages } from './schedule-pages.js';
 import { requirePermission, requireSignIn } from './signed-in.js';
 import { webhooksPage } from './webhooks-page.js';
 import type { WebhookManagement } from '../webhooks/management.js';
@@ -31,12 +32,18 @@ export function settingsPages(
   router.use('/settings/audit-log', requirePermission('audit:read', 'read the audit log'));
   router.use('/settings/webhooks', requirePermission('webhooks:write', 'manage webhooks'));
   router.use('/settings/channels', requirePermission('channels:write', 'connect or remove channels', CHANGES));
+  router.use(
+    '/settings/organization',
+    requirePermission('channels:write', "change the organization's time zone", CHANGES),
+  );
   router.get('/settings', (_req, res) => res.redirect(302, '/settings/channels'));
   router.get('/settings/developers', (_req, res) => res.redirect(302, '/settings/developers/access'));
   router.use(apiKeyPages(ctx));
   router.use(auditLogPage(ctx));
   router.use(appPages(ctx));
   router.use(approvedAppsPage(ctx));
+  // Before the channels' pages, whose `/settings/channels/:id/:action` would take the schedule's form.
+  router.use(schedulePages(ctx));
   router.use(channelsPage(ctx, channelRemoval));
   router.use(membersPage(ctx));
   router.use(organizationPages(ctx));

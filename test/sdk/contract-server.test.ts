@@ -56,6 +56,14 @@ const PROBES: Record<Operation, { method: string; path: string; body?: unknown }
   },
   exportPosts: { method: 'GET', path: '/public/v1/posts/export?format=json&group=grp_probe' },
   duplicatePost: { method: 'POST', path: '/public/v1/posts/post_probe/duplicate' },
+  queuePost: { method: 'POST', path: '/public/v1/posts/post_probe/queue', body: {} },
+  getChannelSchedule: { method: 'GET', path: '/public/v1/channels/ch_probe/schedule' },
+  replaceChannelSchedule: {
+    method: 'PUT',
+    path: '/public/v1/channels/ch_probe/schedule',
+    body: { slots: [{ weekday: 'monday', time: '09:00' }] },
+  },
+  getChannelQueue: { method: 'GET', path: '/public/v1/channels/ch_probe/queue' },
   listMedia: { method: 'GET', path: '/public/v1/media' },
   uploadFromUrl: {
     method: 'POST',

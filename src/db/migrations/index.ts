@@ -33,6 +33,7 @@ import * as retention from './2026-11-27-19-retention.js';
 import * as approval from './2026-11-28-01-approval.js';
 import * as audit from './2026-11-28-02-audit.js';
 import * as lifecycle from './2026-11-28-03-lifecycle.js';
+import * as queue from './2026-11-28-04-queue.js';
 import * as recurring from './2026-11-28-05-recurring.js';
 import * as postImports from './2026-11-28-06-import.js';
 
@@ -72,6 +73,7 @@ export const migrations: Record<string, Migration> = {
   '2026-11-28-01-approval': approval,
   '2026-11-28-02-audit': audit,
   '2026-11-28-03-lifecycle': lifecycle,
+  '2026-11-28-04-queue': queue,
   '2026-11-28-05-recurring': recurring,
   '2026-11-28-06-import': postImports,
 };

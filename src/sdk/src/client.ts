@@ -8,7 +8,10 @@ import type {
   ChangePostStatusRequest,
   ChannelConnection,
   ChannelList,
+  ChannelQueue,
+  ChannelQueueQuery,
   ChannelQuotaList,
+  ChannelSchedule,
   ConnectChannelRequest,
   ConnectionStatus,
   CreatePostRequest,
@@ -26,6 +29,7 @@ import type {
   Post,
   PostEvent,
   PostEventPage,
+  ScheduleSlot,
   PostExportQuery,
   PostFilters,
   PostHistoryQuery,
@@ -386,6 +390,74 @@ export default class Service {
         ...this.init(options),
         params: { path: { id } },
         body: { scheduledAt: at },
+      }),
+    );
+  }
+
+  /**
+   * A channel's weekly posting slots, in the organization's time zone.
+   *
+   * `GET /public/v1/channels/{id}/schedule`
+   */
+  async getChannelSchedule(channelId: string, options?: RequestOptions): Promise<ChannelSchedule> {
+    return dataOf(
+      await this.api.GET('/public/v1/channels/{id}/schedule', {
+        ...this.init(options),
+        params: { path: { id: channelId } },
+      }),
+    );
+  }
+
+  /**
+   * Replaces a channel's posting slots; its queued posts whose slot is gone move to the next free slots.
+   *
+   * `PUT /public/v1/channels/{id}/schedule`
+   */
+  async replaceChannelSchedule(
+    channelId: string,
+    slots: ScheduleSlot[],
+    options?: RequestOptions,
+  ): Promise<ChannelSchedule> {
+    return dataOf(
+      await this.api.PUT('/public/v1/channels/{id}/schedule', {
+        ...this.init(options),
+        params: { path: { id: channelId } },
+        body: { slots },
+      }),
+    );
+  }
+
+  /**
+   * A channel's next slots, each with the queued post in it (`null` when free).
+   *
+   * `GET /public/v1/channels/{id}/queue`
+   */
+  async getChannelQueue(
+    channelId: string,
+    query: ChannelQueueQuery = {},
+    options?: RequestOptions,
+  ): Promise<ChannelQueue> {
+    return dataOf(
+      await this.api.GET('/public/v1/channels/{id}/queue', {
+        ...this.init(options),
+        params: { path: { id: channelId }, query },
+      }),
+    );
+  }
+
+  /**
+   * Puts a post in its channel's queue: at the slot `at` (swapping with the queued post there), or,
+   * without it, in the next free slot.
+   *
+   * `POST /public/v1/posts/{id}/queue`
+   */
+  async queuePost(id: string, at?: string | Date, options?: RequestOptions): Promise<Post> {
+    const slot = at instanceof Date ? at.toISOString() : at;
+    return dataOf(
+      await this.api.POST('/public/v1/posts/{id}/queue', {
+        ...this.init(options),
+        params: { path: { id } },
+        body: slot === undefined ? {} : { at: slot },
       }),
     );
   }

@@ -56,6 +56,20 @@ export type CreateSeriesRequest = Schemas['CreateSeriesRequest'];
 
 /** The body of `Service.splitSeries`: from which occurrence on, and what changes. */
 export type SplitSeriesRequest = Schemas['SplitSeriesRequest'];
+/** A weekly posting slot of a channel: a weekday and a local `HH:MM` in the organization's time zone. */
+export type ScheduleSlot = Schemas['ScheduleSlot'];
+
+/** The answer of `Service.getChannelSchedule` and `Service.replaceChannelSchedule`. */
+export type ChannelSchedule = Schemas['ChannelSchedule'];
+
+/** An upcoming slot of a channel's queue and the queued post in it (`null` when free). */
+export type QueueSlot = Schemas['QueueSlot'];
+
+/** The answer of `Service.getChannelQueue`. */
+export type ChannelQueue = Schemas['ChannelQueue'];
+
+/** The query of `Service.getChannelQueue`: `limit` and `after`. */
+export type ChannelQueueQuery = NonNullable<operations['getChannelQueue']['parameters']['query']>;
 
 /** One post to one channel. */
 export type Post = Schemas['Post'];
