@@ -1,6 +1,7 @@
 import { addChannel } from '../channels/channels.js';
 import { ConflictError, UnprocessableError, ValidationError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
+import { compiledOnce } from '../db/compiled-once.js';
 import type { Db } from '../db/database.js';
 import { hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from './passwords.js';
 import type { Organization, User } from './tables.js';
@@ -104,8 +105,12 @@ export function findUserByEmail(db: Db, email: string): Promise<User | undefined
   return db.selectFrom('users').selectAll().where('email', '=', normalizeEmail(email)).executeTakeFirst();
 }
 
-export function findOrganization(db: Db, id: string): Promise<Organization | undefined> {
-  return db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
+const organizationById = compiledOnce(1, (db, id: string) =>
+  db.selectFrom('organizations').selectAll().where('id', '=', id),
+);
+
+export async function findOrganization(db: Db, id: string): Promise<Organization | undefined> {
+  return (await db.executeQuery(organizationById(db, id))).rows[0];
 }
 
 /** The organizations a user belongs to, oldest membership first. */

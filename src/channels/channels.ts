@@ -1,6 +1,7 @@
 import type { components } from '../../generated/public-v1.js';
 import { sql } from 'kysely';
 import { newId } from '../core/ids.js';
+import { compiledOnce } from '../db/compiled-once.js';
 import type { Db } from '../db/database.js';
 import type { Channel, NewChannel } from './tables.js';
 
@@ -34,8 +35,12 @@ export function channelsOf(db: Db, organizationId: string) {
     .orderBy('channels.id');
 }
 
-export function listChannels(db: Db, organizationId: string): Promise<Channel[]> {
-  return channelsOf(db, organizationId).selectAll().execute();
+const channelsOfOrganization = compiledOnce(1, (db, organizationId: string) =>
+  channelsOf(db, organizationId).selectAll(),
+);
+
+export async function listChannels(db: Db, organizationId: string): Promise<Channel[]> {
+  return (await db.executeQuery(channelsOfOrganization(db, organizationId))).rows;
 }
 
 /** A channel of this organization; another organization's channel is `undefined`, exactly like an unknown one. */

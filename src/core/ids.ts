@@ -2,15 +2,30 @@ import { randomBytes } from 'node:crypto';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
+// Random bytes are drawn from the CSPRNG a few kilobytes at a time and each used once: a call of
+// randomBytes per id cost a request id more CPU than the id itself (crypto.randomUUID pools the same way).
+const POOL_SIZE = 4096;
+let pool = Buffer.alloc(0);
+let taken = 0;
+
+function randomByte(): number {
+  if (taken === pool.length) {
+    pool = randomBytes(POOL_SIZE);
+    taken = 0;
+  }
+  const byte = pool[taken]!;
+  // Spent bytes are cleared, so no byte of an id or secret already handed out stays in the pool.
+  pool[taken++] = 0;
+  return byte;
+}
+
 /** `length` base62 characters from the CSPRNG, without modulo bias. */
 export function randomBase62(length: number): string {
   let out = '';
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      // 248 = 4 * 62: bytes at or above it would favour the first characters.
-      if (byte < 248) out += ALPHABET[byte % 62];
-      if (out.length === length) break;
-    }
+    const byte = randomByte();
+    // 248 = 4 * 62: bytes at or above it would favour the first characters.
+    if (byte < 248) out += ALPHABET[byte % 62];
   }
   return out;
 }

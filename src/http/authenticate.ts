@@ -3,6 +3,7 @@ import type { RequestHandler, Response } from 'express';
 import { sql } from 'kysely';
 import { RateLimitedError, UnauthorizedError } from '../core/errors.js';
 import { hashSecret, isWellFormedCredential, type CredentialPrefix } from '../crypto/issued-secrets.js';
+import { compiledOnce } from '../db/compiled-once.js';
 import type { Db } from '../db/database.js';
 import { isRole } from '../core/roles.js';
 import type { Principal } from './principal.js';
@@ -79,8 +80,9 @@ const CREDENTIAL_TABLES = {
  */
 export function credentialResolver(type: Principal['credential']['type']): CredentialResolver {
   const { table, hash, audience, scope, unexpired, role } = CREDENTIAL_TABLES[type];
-  return async (db, secretHash, now, window) => {
-    const { rows } = await sql<{
+  const lookup = compiledOnce(
+    5,
+    (_db, secretHash: string, now: Date, usedBefore: Date, bucketPrefix: string, windowStart: Date) => sql<{
       id: string;
       organization_id: string;
       audience: string | null;
@@ -95,13 +97,17 @@ export function credentialResolver(type: Principal['credential']['type']): Crede
       ), used as (
         update ${sql.table(table)} set last_used_at = ${now}
         where id = (select id from credential)
-          and (last_used_at is null or last_used_at <= ${new Date(now.getTime() - LAST_USED_PRECISION_MS)})
+          and (last_used_at is null or last_used_at <= ${usedBefore})
       ), counted as (
-        ${countHit(sql`${window.bucketPrefix} || organization_id`, window.start, sql`credential`)}
+        ${countHit(sql`${bucketPrefix} || organization_id`, windowStart, sql`credential`)}
       )
       select credential.id, credential.organization_id, credential.audience, credential.scope, credential.role,
         counted.count
-      from credential, counted`.execute(db);
+      from credential, counted`,
+  );
+  return async (db, secretHash, now, window) => {
+    const usedBefore = new Date(now.getTime() - LAST_USED_PRECISION_MS);
+    const { rows } = await db.executeQuery(lookup(db, secretHash, now, usedBefore, window.bucketPrefix, window.start));
     const found = rows[0];
     if (!found) return undefined;
     return {

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { PostStatus } from '../core/contract.js';
 import { UnprocessableError } from '../core/errors.js';
+import { compiledOnce } from '../db/compiled-once.js';
 import type { Db } from '../db/database.js';
 import type { PostCursor } from './cursor.js';
 import type { PostRow } from './post-body.js';
@@ -16,8 +17,12 @@ function selectPosts(db: Db, organizationId: string) {
 }
 
 /** A post of this organization; another organization's post is `undefined`, exactly like an unknown one. */
-export function findPost(db: Db, organizationId: string, postId: string): Promise<PostRow | undefined> {
-  return selectPosts(db, organizationId).where('posts.id', '=', postId).executeTakeFirst();
+const postById = compiledOnce(2, (db, organizationId: string, postId: string) =>
+  selectPosts(db, organizationId).where('posts.id', '=', postId),
+);
+
+export async function findPost(db: Db, organizationId: string, postId: string): Promise<PostRow | undefined> {
+  return (await db.executeQuery(postById(db, organizationId, postId))).rows[0];
 }
 
 /** Like `findPost`, and holds the post's row until the transaction ends, so its status cannot change meanwhile. */
