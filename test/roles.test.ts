@@ -176,8 +176,31 @@ const OPERATIONS: Record<string, { path?: Record<string, string>; body?: unknown
   createPost: { body: { type: 'draft', content: 'A row of the table', channelIds: ['ch_unknown'] }, roles: WRITERS },
   updatePost: { path: { id: 'post_unknown' }, body: { content: 'Changed' }, roles: WRITERS },
   deletePost: { path: { id: 'post_unknown' }, roles: WRITERS },
-  schedulePost: { path: { id: 'post_unknown' }, body: { scheduledAt: LATER }, roles: EDITORS },
-  changePostStatus: { path: { id: 'post_unknown' }, body: { status: 'draft' }, roles: EDITORS },
+  // A contributor's scheduling waits for approval: they may ask, an editor decides.
+  schedulePost: { path: { id: 'post_unknown' }, body: { scheduledAt: LATER }, roles: WRITERS },
+  changePostStatus: { path: { id: 'post_unknown' }, body: { status: 'draft' }, roles: WRITERS },
+  approvePost: { path: { id: 'post_unknown' }, body: {}, roles: EDITORS },
+  rejectPost: { path: { id: 'post_unknown' }, body: { comment: 'Not like this' }, roles: EDITORS },
+  duplicatePost: { path: { id: 'post_unknown' }, roles: WRITERS },
+  importPosts: { body: { rows: [{ channels: ['ch_unknown'], text: 'A row of the table' }] }, roles: WRITERS },
+  exportPosts: { roles: EVERYONE },
+  queuePost: { path: { id: 'post_unknown' }, body: {}, roles: EDITORS },
+  getChannelSchedule: { path: { id: 'ch_unknown' }, roles: EVERYONE },
+  replaceChannelSchedule: { path: { id: 'ch_unknown' }, body: { slots: [] }, roles: ADMINS },
+  getChannelQueue: { path: { id: 'ch_unknown' }, roles: EVERYONE },
+  skipPost: { path: { id: 'post_unknown' }, roles: EDITORS },
+  createSeries: {
+    body: {
+      rule: 'FREQ=WEEKLY',
+      timeZone: 'UTC',
+      startsAt: LATER,
+      posts: [{ channelId: 'ch_unknown', content: 'A row of the table' }],
+    },
+    roles: EDITORS,
+  },
+  getSeries: { path: { id: 'ser_unknown' }, roles: EVERYONE },
+  splitSeries: { path: { id: 'ser_unknown' }, body: { from: LATER }, roles: EDITORS },
+  endSeries: { path: { id: 'ser_unknown' }, roles: EDITORS },
   listMedia: { roles: EVERYONE },
   uploadFromUrl: { body: { url: 'http://127.0.0.1:9/photo.png' }, roles: WRITERS },
   createUpload: { body: { fileName: 'photo.png', contentType: 'image/png', size: 100 }, roles: WRITERS },
@@ -312,7 +335,7 @@ describe('the permission table through the pages', () => {
     expect(shown.html).not.toContain('Approve and publish now');
     const approval = await contributor.browser.submit(`/posts/${id}`, `/posts/${id}/approve`, { when: 'now' });
     expect(approval.status).toBe(403);
-    expect(await approval.text()).toContain('The contributor role may not approve posts.');
+    expect(await approval.text()).toContain('which does not let you approve or reject posts');
   });
 
   it('lets an admin make API keys with a role up to their own, and records who made them', async () => {
@@ -695,8 +718,16 @@ function formTable(organizationId: string): Record<string, FormRow> {
     '/compose': { roles: WRITERS },
     '/compose/counts': { roles: WRITERS },
     '/posts/:id/edit': { roles: WRITERS },
-    '/posts/:id/move': { roles: EDITORS, fields: { date: '2031-01-06', time: '09:00', return: '/calendar' } },
+    // A contributor's move asks for approval at the new time.
+    '/posts/:id/move': { roles: WRITERS, fields: { date: '2031-01-06', time: '09:00', return: '/calendar' } },
     '/posts/:id/schedule-again': { roles: EDITORS, params: post },
+    '/posts/:id/approve': { roles: EDITORS },
+    '/posts/:id/reject': { roles: EDITORS, fields: { comment: 'Not like this' } },
+    '/posts/:id/withdraw': { roles: WRITERS },
+    '/posts/:id/duplicate': { roles: WRITERS },
+    '/posts/:id/delete': { roles: WRITERS },
+    '/posts/bulk': { roles: WRITERS },
+    '/posts/import': { roles: WRITERS },
     // Media.
     '/media/uploads': { roles: WRITERS },
     '/media/uploads/:uploadId/complete': { roles: WRITERS },
@@ -707,6 +738,7 @@ function formTable(organizationId: string): Record<string, FormRow> {
     '/settings/channels/:id/:action': { roles: ADMINS },
     '/settings/channels/return-origins': { roles: ADMINS },
     '/settings/channels/return-origins/remove': { roles: ADMINS },
+    '/settings/channels/:id/schedule': { roles: ADMINS },
     // Members.
     '/settings/members/invitations': { roles: ADMINS, fields: { email: 'invitee@example.com', role: 'viewer' } },
     '/settings/members/invitations/:id/revoke': { roles: ADMINS },
@@ -714,6 +746,7 @@ function formTable(organizationId: string): Record<string, FormRow> {
     '/settings/members/:userId/remove': { roles: ADMINS, fields: { credentials: 'keep' }, params: victim },
     '/settings/members/transfer': { roles: OWNERS },
     // The organization.
+    '/settings/organization': { roles: ADMINS, fields: { timeZone: 'Europe/Berlin' } },
     '/settings/organization/delete': { roles: OWNERS, fields: { name: 'Not its name' } },
     // Webhooks, API keys, apps.
     '/settings/webhooks': { roles: ADMINS },

@@ -19,7 +19,7 @@ import type { PostsContext } from '../posts/context.js';
 import { confirmedOrAsk } from './confirm-first.js';
 import { importPage } from './import-page.js';
 import { bulkPostRoutes, type BulkResult } from './posts-bulk.js';
-import { signedIn } from './signed-in.js';
+import { requirePermission, signedIn } from './signed-in.js';
 import { inReadersZone, readTimeZone } from './time-zone.js';
 
 const PAGE_SIZE = 50;
@@ -51,6 +51,15 @@ const EVENT_WORDS: Record<string, string> = {
  */
 export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
   const router = express.Router();
+  // The role first: a form it may not send is refused as such, whatever post it names.
+  router.post(
+    ['/posts/:id/approve', '/posts/:id/reject'],
+    requirePermission('posts:publish', 'approve or reject posts'),
+  );
+  router.post(
+    ['/posts/:id/withdraw', '/posts/:id/duplicate', '/posts/:id/delete', '/posts/bulk', '/posts/import'],
+    requirePermission('posts:draft', 'write or change posts'),
+  );
 
   router.get('/posts', (req, res) => showPostList(ctx, req, res, readTimeZone(req, res, cookies).zone));
 
