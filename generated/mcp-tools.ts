@@ -6632,7 +6632,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
                         ]
                       },
                       "status": {
-                        "description": "`draft` makes the row a draft even with a `time`; other values are ignored.",
+                        "description": "Empty or `scheduled`: the row is timed by `time`. Any other status (`draft`, and the\n`published`, `failed`, `skipped`… an export writes) makes the row a draft, keeping its\n`time` as the draft's date: an exported post that was not waiting to be published is\nnever scheduled again by importing it.\n",
                         "anyOf": [
                           {
                             "type": "string",

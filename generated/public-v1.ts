@@ -1966,7 +1966,12 @@ export interface components {
             media?: string[];
             /** @description The per-network settings, one object with its `__type` or one per network. */
             settings?: null | Record<string, never> | Record<string, never>[];
-            /** @description `draft` makes the row a draft even with a `time`; other values are ignored. */
+            /**
+             * @description Empty or `scheduled`: the row is timed by `time`. Any other status (`draft`, and the
+             *     `published`, `failed`, `skipped`… an export writes) makes the row a draft, keeping its
+             *     `time` as the draft's date: an exported post that was not waiting to be published is
+             *     never scheduled again by importing it.
+             */
             status?: string | null;
             /** @description Ignored (written by an export). */
             provider?: string | null;

@@ -92,14 +92,16 @@ describeInChromium('the calendar, the composer and the media library in Chromium
     expect(await page.locator('#calendar-empty').textContent()).toMatch(
       /Nothing is planned for this week\.\s+Write a post with New post/,
     );
-    // The first-run checklist: nothing done yet but the schedule, which is only suggested.
+    // The first-run checklist: nothing done yet; the schedule is the sandbox channel's until another comes.
     const steps = (state: string) =>
       page
         .locator(`#first-run li.${state}`)
         .all()
         .then((items) => Promise.all(items.map((item) => item.getAttribute('data-step'))));
-    expect(await steps('todo')).toEqual(['connect', 'post']);
-    expect(await steps('suggested')).toEqual(['schedule']);
+    expect(await steps('todo')).toEqual(['connect', 'schedule', 'post']);
+    expect(await page.getByRole('link', { name: 'Set the posting schedule' }).getAttribute('href')).toMatch(
+      /^\/settings\/channels\/ch_\w+\/schedule$/,
+    );
     expect(await page.getByRole('link', { name: 'Connect a channel' }).getAttribute('href')).toBe('/settings/channels');
     await scan('calendar (week, empty)');
     await shot('empty');
@@ -290,9 +292,20 @@ describeInChromium('the calendar, the composer and the media library in Chromium
     await scan('calendar (week, with a post)');
     await page.screenshot({ path: artifactPath('calendar-week.png') });
 
-    // A channel of a real network connected: the checklist has nothing left it can tell, and goes.
-    expect(await page.locator('#first-run li.todo').getAttribute('data-step')).toBe('connect');
-    await createChannel(server.ctx.db, owner.id, 'x', 'Week X');
+    // A channel of a real network connected, then its posting schedule set: nothing is left, and the list goes.
+    const steps = () =>
+      page
+        .locator('#first-run li.todo')
+        .all()
+        .then((items) => Promise.all(items.map((item) => item.getAttribute('data-step'))));
+    expect(await steps()).toEqual(['connect', 'schedule']);
+    const x = await createChannel(server.ctx.db, owner.id, 'x', 'Week X');
+    await page.reload();
+    expect(await steps()).toEqual(['schedule']);
+    expect(await page.getByRole('link', { name: 'Set the posting schedule' }).getAttribute('href')).toBe(
+      `/settings/channels/${x.id}/schedule`,
+    );
+    await server.ctx.db.insertInto('channel_slots').values({ channel_id: x.id, weekday: 1, minute: 540 }).execute();
     await page.reload();
     expect(await page.locator('#first-run').count()).toBe(0);
   });

@@ -83,7 +83,9 @@ describeInChromium('Members in a real browser (Chromium): invite, accept, approv
     expect(await invitee.locator('#organization-switch option:checked').textContent()).toBe('Team Studio');
     await invitee.getByRole('link', { name: 'Settings' }).click();
     const menu = invitee.getByRole('navigation', { name: 'Settings' });
-    await expect.poll(() => menu.getByRole('link').allTextContents(), PAGE_WAIT).toEqual(['Channels', 'Members']);
+    await expect
+      .poll(() => menu.getByRole('link').allTextContents(), PAGE_WAIT)
+      .toEqual(['Channels', 'Members', 'Organization']);
     // Cleo confirms her address (mail goes to confirmed addresses only) and keeps every notification on.
     await followMail(invitee, 'cleo@team.example', '/email/verify/');
     await invitee.goto(`${server.baseUrl}/account`);

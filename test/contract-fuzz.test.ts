@@ -237,11 +237,14 @@ async function sendTo(origin: string, request: FuzzRequest): Promise<{ answer: A
           ).toString()
         : JSON.stringify(value);
   }
-  const response = await fetch(`${origin}${path}${query}`, {
-    method: request.op.method,
-    headers,
-    body,
-    redirect: 'manual',
+  const send = () =>
+    fetch(`${origin}${path}${query}`, { method: request.op.method, headers, body, redirect: 'manual' });
+  // A connection the setup left idle may be closed by the server just as it is reused (the keep-alive
+  // race every HTTP client meets): a read, which the server never saw, is sent again once.
+  const response = await send().catch((error: unknown) => {
+    const code = ((error as Error).cause as { code?: string } | undefined)?.code;
+    if (request.op.method === 'GET' && code === 'ECONNRESET') return send();
+    throw error;
   });
   return {
     answer: { status: response.status, headers: response.headers, text: await response.text() },

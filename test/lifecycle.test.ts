@@ -122,7 +122,12 @@ describe('exporting an organization’s data', { timeout: 3 * TIMEOUTS.test }, (
     // An admin exports, but only an owner is offered the deletion.
     const adminPage = await (await admin.browser.get('/settings/organization')).text();
     expect(adminPage).toContain('Only an owner deletes the organization.');
-    expect((await editor.browser.get('/settings/organization')).status).toBe(403);
+    // An editor sees the organization's page (its time zone), without the export or the deletion.
+    const editorPage = await editor.browser.get('/settings/organization');
+    expect(editorPage.status).toBe(200);
+    const editorHtml = await editorPage.text();
+    expect(editorHtml).not.toContain('export.json');
+    expect(editorHtml).not.toContain('href="/settings/organization/delete"');
     expect((await editor.browser.get('/settings/organization/export.json')).status).toBe(403);
     expect((await editor.browser.get('/settings/organization/export/posts.csv')).status).toBe(403);
 

@@ -36,7 +36,8 @@ describe.skipIf(!installed && process.env.CI !== 'true')('the MCP Inspector (--c
         'tools/list',
         '--strict',
       ]),
-      { timeout: scaled(60_000), env: { ...process.env, NO_COLOR: '1' } },
+      // The tools' schemas are several megabytes of JSON: more than execFile's default buffer.
+      { timeout: scaled(60_000), maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1' } },
     );
 
   it('lists every tool with an API key, with schemas it finds portable', async () => {

@@ -209,6 +209,17 @@ describe('POST /public/v1/posts/import', () => {
       await api().GET('/public/v1/posts/{id}', { params: { path: { id: report.rows[0]!.postIds[0]! } } }),
     );
     expect(post).toMatchObject({ status: 'draft', scheduledAt: '2026-12-03T09:00:00.000Z' });
+
+    // An exported post that was not waiting to be published (skipped, published, failed) comes back a draft.
+    const exported = csvOf([
+      ['channels', 'text', 'time', 'status'],
+      [other, 'Skipped once', '2026-12-04T09:00:00Z', 'skipped'],
+    ]);
+    const again = dataOf(await importCsv(exported, false, contributor as TestOrganization), 201);
+    const copy = dataOf(
+      await api().GET('/public/v1/posts/{id}', { params: { path: { id: again.rows[0]!.postIds[0]! } } }),
+    );
+    expect(copy).toMatchObject({ status: 'draft', scheduledAt: '2026-12-04T09:00:00.000Z' });
   });
 });
 

@@ -129,6 +129,7 @@ describe('POST /public/v1/posts: the two forms', () => {
         // The same defaults the per-channel form stores for a sandbox item without settings.
         settings: { __type: 'sandbox', outcome: 'published', failingPart: 1 },
         status: 'scheduled',
+        queued: false,
         scheduledAt: NOW,
         publishedAt: null,
         releaseId: null,

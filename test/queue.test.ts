@@ -1,3 +1,4 @@
+import { createApiKey } from '../src/accounts/api-keys.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { changeOrganizationTimeZone } from '../src/posts/queue.js';
 import { publicApi, type Schemas } from './support/api.js';
@@ -193,6 +194,42 @@ describe('changing the queue', () => {
     ).data[0]!;
     const placed = dataOf(await api().POST('/public/v1/posts/{id}/queue', { params: { path: { id: draft.id } } }));
     expect(placed).toMatchObject({ status: 'scheduled', queued: true, scheduledAt: b.scheduledAt });
+  });
+
+  it('keeps a contributor’s queued post waiting for approval, in its slot or in the one it is moved to', async () => {
+    const id = await channel();
+    dataOf(await replace(id, [{ weekday: 'wednesday', time: '08:00' }]));
+    const { secret } = await createApiKey(server.ctx.db, acme.id, 'Queue contributor', { role: 'contributor' });
+    const contributor = publicApi(server, { Authorization: `Bearer ${secret}` });
+    const waiting = dataOf(
+      await contributor.POST('/public/v1/posts', { body: { type: 'queue', content: 'Mine', channelIds: [id] } }),
+      201,
+    ).data[0]!;
+    expect(waiting).toMatchObject({ status: 'pending_approval', queued: true });
+    // Its slot is held: the next post put in the queue takes the week after.
+    const next = await queued(id, 'next');
+    expect(next.scheduledAt).not.toBe(waiting.scheduledAt);
+
+    // An editor puts another post in its slot: it moves, and still waits for approval (never published unapproved).
+    const draft = dataOf(
+      await api().POST('/public/v1/posts', { body: { type: 'draft', content: 'urgent', channelIds: [id] } }),
+      201,
+    ).data[0]!;
+    dataOf(
+      await api().POST('/public/v1/posts/{id}/queue', {
+        params: { path: { id: draft.id } },
+        body: { at: waiting.scheduledAt! },
+      }),
+    );
+    const moved = await getPost(waiting.id);
+    expect(moved).toMatchObject({ status: 'pending_approval', queued: true });
+    expect(moved.scheduledAt).not.toBe(waiting.scheduledAt);
+
+    // Approved where it waits, it keeps its slot; rejected, it leaves the queue.
+    const approved = dataOf(
+      await api().POST('/public/v1/posts/{id}/approve', { params: { path: { id: waiting.id } }, body: {} }),
+    );
+    expect(approved).toMatchObject({ status: 'scheduled', queued: true, scheduledAt: moved.scheduledAt });
   });
 
   it('keeps queued posts at their local time when the organization’s time zone changes', async () => {

@@ -39,9 +39,11 @@ export const BASELINE_SQL = {
     'order by "id" for no key update',
   insertPosts:
     'insert into posts (id, organization_id, group_id, channel_id, content, media_ids, alt_texts, thread, ' +
-    'first_comment, settings, status, scheduled_at, created_at, updated_at) ' +
+    'first_comment, settings, status, queued, scheduled_at, series_id, occurrence_at, submitted_by_user_id, ' +
+    'created_at, updated_at) ' +
     'select id, organization_id, group_id, channel_id, content, media_ids, alt_texts, thread, first_comment, ' +
-    'settings, status, scheduled_at, created_at, updated_at ' +
+    'settings, status, coalesce(queued, false), scheduled_at, series_id, occurrence_at, submitted_by_user_id, ' +
+    'created_at, updated_at ' +
     'from jsonb_populate_recordset(null::posts, $1::jsonb) ' +
     'where not exists (select from jsonb_to_recordset($2::jsonb) ' +
     'as claim(channel_id text, adding int, daily_limit int) ' +

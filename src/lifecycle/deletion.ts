@@ -2,7 +2,7 @@ import type { MemberActor } from '../accounts/members.js';
 import { recordAudit } from '../audit/log.js';
 import { verifyPassword } from '../accounts/passwords.js';
 import type { Organization } from '../accounts/tables.js';
-import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../core/errors.js';
+import { ConflictError, ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../core/errors.js';
 import { assertCan, type Role } from '../core/roles.js';
 import type { Db } from '../db/database.js';
 import { transaction } from '../db/transaction.js';
@@ -57,6 +57,20 @@ async function dismantleOrganization(
   organization: Organization,
   deletedBy: string,
 ): Promise<void> {
+  // As when a channel is removed: a publication under way would finish with its record and tokens gone.
+  const publishing = await trx
+    .selectFrom('posts')
+    .select('id')
+    .where('organization_id', '=', organization.id)
+    .where('status', '=', 'publishing')
+    .limit(1)
+    .executeTakeFirst();
+  if (publishing) {
+    throw new ConflictError(
+      `A post of ${organization.name} is being published; delete the organization once the post is published ` +
+        'or failed (a minute at most).',
+    );
+  }
   const channels = await trx
     .selectFrom('channels')
     .selectAll()

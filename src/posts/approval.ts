@@ -65,7 +65,12 @@ export async function rejectPost(ctx: PostsContext, actor: Actor, postId: string
     const now = ctx.clock.now();
     const post = await lockedPost(trx, actor.organizationId, postId);
     assertPending(post);
-    const rejected = await updatePost(trx, post.organization_id, post.id, { status: 'draft', updated_at: now });
+    // A draft again: out of the queue, its slot free for others.
+    const rejected = await updatePost(trx, post.organization_id, post.id, {
+      status: 'draft',
+      queued: false,
+      updated_at: now,
+    });
     await recordPostEvent(trx, rejected, 'rejected', now, { comment });
     await recordAudit(trx, {
       organizationId: post.organization_id,

@@ -135,7 +135,9 @@ async function writeRow(ctx: PostsContext, trx: Db, row: ImportRow, create: Chec
 
 /** What `type` a row asks for, and its `date`. */
 function timingOf(row: ImportRow): { type: string; date?: string } {
-  const draft = row.status?.toLowerCase() === 'draft';
+  // Only a row waiting to be published is timed: `published`, `skipped`, `failed`… (an export's) are drafts.
+  const status = row.status?.trim().toLowerCase() ?? '';
+  const draft = status !== '' && status !== 'scheduled';
   if (row.time === null) return { type: 'draft' };
   if (row.time === 'now') return { type: draft ? 'draft' : 'now' };
   // The queue's slots belong to the channels' posting schedules: a create of type `queue` takes them.

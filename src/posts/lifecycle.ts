@@ -354,8 +354,13 @@ export async function moveLockedPost(
   const moved = await updatePost(trx, post.organization_id, post.id, {
     status: next.status,
     scheduled_at: next.scheduledAt,
-    // A time a person chose, or a draft: the post leaves its channel's queue.
-    queued: false,
+    // A time a person chose, or a draft: the post leaves its channel's queue; approved where it waited
+    // in the queue, it keeps its slot.
+    queued:
+      post.queued &&
+      post.status === 'pending_approval' &&
+      next.status === 'scheduled' &&
+      next.scheduledAt?.getTime() === post.scheduled_at?.getTime(),
     // The error says why publishing failed; a post that leaves `failed` has no such reason any more.
     error_code: null,
     error_message: null,

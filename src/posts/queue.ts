@@ -71,6 +71,12 @@ class DayCounts {
   }
 }
 
+/**
+ * The statuses of a queued post that holds its slot: one waiting to be published, or waiting for an
+ * editor's approval there. A draft, a skipped occurrence or a published post holds none.
+ */
+const SLOT_HOLDERS = ['scheduled', 'pending_approval'] as const;
+
 /** The instants of the channel's future queued posts: the slots they hold. */
 async function takenSlots(trx: Db, channelId: string, after: Date): Promise<Set<number>> {
   const rows = await trx
@@ -78,7 +84,7 @@ async function takenSlots(trx: Db, channelId: string, after: Date): Promise<Set<
     .select('scheduled_at')
     .where('channel_id', '=', channelId)
     .where('queued', '=', true)
-    .where('status', '<>', 'draft')
+    .where('status', 'in', SLOT_HOLDERS)
     .where('scheduled_at', '>', after)
     .execute();
   return new Set(rows.map((row) => row.scheduled_at!.getTime()));
@@ -331,7 +337,7 @@ export async function channelQueue(
           .where('posts.organization_id', '=', organizationId)
           .where('posts.channel_id', '=', channelId)
           .where('posts.queued', '=', true)
-          .where('posts.status', '<>', 'draft')
+          .where('posts.status', 'in', SLOT_HOLDERS)
           .where('posts.scheduled_at', '>=', instants[0]!)
           .where('posts.scheduled_at', '<=', instants.at(-1)!)
           .execute();
@@ -407,10 +413,15 @@ export async function queuePost(
     }
     if (holder?.id === post.id) return post;
     if (holder) {
-      // A swap: the slot's day loses the holder and gains the post, so its count stays as it was.
+      // A swap: the slot's day loses the holder and gains the post, so its count stays as it was, unless
+      // the holder waits for approval (it counts once approved).
       const to = heldSlot ?? (await takeFreeSlot(instants, slot, taken, counts));
       if (!to) {
         throw new ConflictError(`The slot is held by post ${holder.id}, which has no other free slot to move to.`);
+      }
+      if (holder.status === 'pending_approval') {
+        const claim = { channel, path: 'at', countedAlready: countsOnDay(post, slot) };
+        await assertWithinDailyQuota(trx, ctx.config.dailyPostLimits, [claim], slot);
       }
       await placeInSlot(ctx, trx, holder, to, now);
     } else if (at !== undefined) {
@@ -433,13 +444,22 @@ async function queuedPostAt(
     .select('posts.id')
     .where('posts.channel_id', '=', channelId)
     .where('posts.queued', '=', true)
-    .where('posts.status', '<>', 'draft')
+    .where('posts.status', 'in', SLOT_HOLDERS)
     .where('posts.scheduled_at', '=', at)
     .executeTakeFirst();
   return row && lockPost(trx, organizationId, row.id);
 }
 
+/**
+ * Puts a post in a slot of its channel's queue, to be published there. A post waiting for approval that
+ * is moved out of a slot another takes keeps waiting, in its new slot.
+ */
 async function placeInSlot(ctx: PostsContext, trx: Db, post: PostRow, slot: Date, now: Date): Promise<PostRow> {
+  if (post.status === 'pending_approval' && post.queued) {
+    const moved = await updatePost(trx, post.organization_id, post.id, { scheduled_at: slot, updated_at: now });
+    await recordPostEvent(trx, moved, 'rescheduled', now);
+    return moved;
+  }
   const placed = await updatePost(trx, post.organization_id, post.id, {
     status: 'scheduled',
     scheduled_at: slot,
@@ -448,6 +468,8 @@ async function placeInSlot(ctx: PostsContext, trx: Db, post: PostRow, slot: Date
     error_message: null,
     updated_at: now,
   });
+  // An editor putting a post that waits for approval in the queue approves it.
+  if (post.status === 'pending_approval') await recordPostEvent(trx, placed, 'approved', now);
   await recordPostEvent(trx, placed, post.status === 'scheduled' ? 'rescheduled' : 'scheduled', now);
   await ctx.queue.planPublish(trx, [{ ...placed, at: slot }]);
   return placed;

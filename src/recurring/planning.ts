@@ -103,13 +103,14 @@ export async function planOccurrences(
   if (occurrences.length === 0) return plannedUntil;
 
   // An occurrence that exists already (a pass over the same time again) is left as it is: skipped,
-  // edited, moved or published, it is never made twice.
+  // edited, moved or published, it is never made twice; nor is one the series it continues kept when
+  // it was split (published, on its way, or skipped by a person).
   const existing = new Set(
     (
       await trx
         .selectFrom('posts')
         .select('occurrence_at')
-        .where('series_id', '=', series.id)
+        .where('series_id', 'in', series.split_from ? [series.id, series.split_from] : [series.id])
         .where('occurrence_at', '>=', occurrences[0]!)
         .where('occurrence_at', '<=', occurrences.at(-1)!)
         .execute()

@@ -146,12 +146,14 @@ async function lockedSeries(trx: Db, organizationId: string, id: string): Promis
 
 /**
  * Ends a locked series at `at`: no occurrence from then on, and the posts of its occurrences from then
- * on that are not on their way to the network (or on it) are deleted, each with its `deleted` event.
+ * on that are not on their way to the network (or on it), nor skipped, are deleted, each with its
+ * `deleted` event.
  */
 async function endAt(trx: Db, series: PostSeries, at: Date, now: Date): Promise<PostSeries> {
   const doomed = await sql<{ id: string }>`
     select id from posts
-    where series_id = ${series.id} and occurrence_at >= ${at} and status not in ('publishing', 'published')
+    where series_id = ${series.id} and occurrence_at >= ${at}
+      and status not in ('publishing', 'published', 'skipped')
     order by id
     for update`.execute(trx);
   if (doomed.rows.length > 0) {

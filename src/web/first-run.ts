@@ -12,9 +12,10 @@ export interface FirstRunStep {
 }
 
 /**
- * The calendar's first-run checklist, or `undefined` once every step it can tell is done. A channel is
- * connected when one of a real network is active (the sandbox every organization starts with only
- * tries things out); the first post is any post of the organization, in any state.
+ * The calendar's first-run checklist, or `undefined` once every step is done. A channel is connected
+ * when one of a real network is active (the sandbox every organization starts with only tries things
+ * out); the schedule is set when any channel has a posting slot; the first post is any post of the
+ * organization, in any state.
  */
 export async function firstRunChecklist(
   db: Db,
@@ -22,6 +23,22 @@ export async function firstRunChecklist(
   channels: Channel[],
 ): Promise<FirstRunStep[] | undefined> {
   const connected = channels.some((channel) => channel.provider !== 'sandbox' && channel.status === 'active');
+  const active = channels.filter((channel) => channel.status !== 'removed');
+  const anySlot =
+    active.length === 0
+      ? undefined
+      : await db
+          .selectFrom('channel_slots')
+          .select('channel_id')
+          .where(
+            'channel_id',
+            'in',
+            active.map((channel) => channel.id),
+          )
+          .limit(1)
+          .executeTakeFirst();
+  // The schedule of the channel to post to first: a real network's, else the sandbox's.
+  const first = active.find((channel) => channel.provider !== 'sandbox') ?? active[0];
   const anyPost = await db
     .selectFrom('posts')
     .select('id')
@@ -39,9 +56,9 @@ export async function firstRunChecklist(
     {
       id: 'schedule',
       label: 'Set the posting schedule',
-      href: '/settings/channels',
-      hint: 'The times of the week each channel posts at.',
-      done: undefined,
+      href: first ? `/settings/channels/${encodeURIComponent(first.id)}/schedule` : '/settings/channels',
+      hint: 'The times of the week each channel posts at: Add to queue takes the next free one.',
+      done: anySlot !== undefined,
     },
     {
       id: 'post',
