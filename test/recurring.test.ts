@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createApiKey } from '../src/accounts/api-keys.js';
 import { planSeries } from '../src/recurring/planning.js';
+import { BrowserSession, decodeEntities } from './support/browser-session.js';
 import { publicApi, type Schemas } from './support/api.js';
 import { eventually } from './support/eventually.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
@@ -354,4 +355,44 @@ describe('after downtime', () => {
     },
     scaled(60_000),
   );
+});
+
+describe("the series' page", () => {
+  it('lists the occurrences with their status, refuses a change from no occurrence, and is 404 to another organization', async () => {
+    const sandbox = await channel('Page');
+    const series = dataOf(
+      await createSeries({
+        rule: 'FREQ=WEEKLY;BYDAY=MO',
+        timeZone: 'Europe/Berlin',
+        startsAt: '2027-03-22T08:00:00.000Z',
+        posts: [{ channelId: sandbox, content: 'Monday note' }],
+      }),
+      201,
+    );
+    const [first] = await occurrences(series.id);
+    const browser = new BrowserSession(server);
+    await browser.logIn(acme.email, acme.password);
+    const page = decodeEntities(await (await browser.get(`/series/${series.id}?tz=Europe/Berlin`)).text());
+    expect(page).toContain('Series: every week on Monday');
+    expect(page).toContain(`data-occurrence="${first!.id}"`);
+    // Two Mondays within the horizon of 14 days, at 9:00 in Berlin.
+    expect(page.match(/data-occurrence="/g)).toHaveLength(2);
+    // The occurrences to change from, in the reader's zone: 9:00 on both sides of the change to summer time.
+    expect(page).toContain('<option value="2027-03-22T08:00:00.000Z" selected>2027-03-22 09:00 GMT+1</option>');
+    expect(page).toContain('<option value="2027-03-29T07:00:00.000Z">2027-03-29 09:00 GMT+2</option>');
+
+    const refused = await browser.submit(`/series/${series.id}`, `/series/${series.id}/split`, {
+      from: 'not a time',
+      repeat: '',
+    });
+    expect(refused.status).toBe(422);
+    expect(decodeEntities(await refused.text())).toContain(
+      'The series could not be changed: From: is not an occurrence',
+    );
+
+    const other = new BrowserSession(server);
+    await other.logIn(globex.email, globex.password);
+    expect((await other.get(`/series/${series.id}`)).status).toBe(404);
+    dataOf(await api().POST('/public/v1/series/{id}/end', byId(series.id)));
+  });
 });

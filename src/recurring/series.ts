@@ -251,3 +251,53 @@ export async function splitSeries(
   });
   return toSeriesBody(next, now);
 }
+
+/** A post of a series' occurrence, as the series' page lists it. */
+export interface OccurrencePost {
+  id: string;
+  channelId: string;
+  status: string;
+  occurrenceAt: Date;
+  scheduledAt: Date | null;
+}
+
+/**
+ * The posts of a series' occurrences from `since` on, oldest first, at most `limit`; and the series that
+ * continues it from an occurrence on (`split`), if one does.
+ */
+export async function seriesOccurrences(
+  db: Db,
+  organizationId: string,
+  seriesId: string,
+  since: Date,
+  limit: number,
+): Promise<{ posts: OccurrencePost[]; continuedBy: string | undefined }> {
+  const [posts, continuation] = await Promise.all([
+    db
+      .selectFrom('posts')
+      .select(['id', 'channel_id', 'status', 'occurrence_at', 'scheduled_at'])
+      .where('series_id', '=', seriesId)
+      .where('organization_id', '=', organizationId)
+      .where('occurrence_at', '>=', since)
+      .orderBy('occurrence_at')
+      .orderBy('channel_id')
+      .limit(limit)
+      .execute(),
+    db
+      .selectFrom('post_series')
+      .select('id')
+      .where('organization_id', '=', organizationId)
+      .where('split_from', '=', seriesId)
+      .executeTakeFirst(),
+  ]);
+  return {
+    posts: posts.map((post) => ({
+      id: post.id,
+      channelId: post.channel_id,
+      status: post.status,
+      occurrenceAt: post.occurrence_at!,
+      scheduledAt: post.scheduled_at,
+    })),
+    continuedBy: continuation?.id,
+  };
+}

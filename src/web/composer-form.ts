@@ -3,6 +3,7 @@ import type { components } from '../../generated/public-v1.js';
 import type { Channel } from '../channels/tables.js';
 import type { ErrorDetail } from '../core/errors.js';
 import type { PostRow } from '../posts/post-body.js';
+import type { RepeatValues } from './composer-repeat.js';
 
 type ProviderSettings = components['schemas']['ProviderSettings'];
 
@@ -25,6 +26,8 @@ export interface ComposerValues {
   settings: Record<string, Record<string, string>>;
   /** The first comment's text, empty for none: sent to the chosen channels whose network takes comments. */
   firstComment: string;
+  /** How a new post repeats (a series), when the form offers it. */
+  repeat?: RepeatValues;
 }
 
 export const emptyPart = (): PartValues => ({ content: '', media: [], altTexts: {} });
@@ -107,6 +110,7 @@ export function readComposerForm(req: Request, fixed: PartValues[] = []): Compos
     time: text(req, 'time'),
     settings,
     firstComment: text(req, 'firstComment').replace(/\r\n/g, '\n'),
+    repeat: { choice: text(req, 'repeat'), rule: text(req, 'repeat_rule'), until: text(req, 'repeat_until') },
   };
 }
 
@@ -405,6 +409,8 @@ const FIELD_LABELS: Record<string, string> = {
   alt: 'Alternative text',
   thread: 'Thread',
   date: 'Time',
+  repeat: 'Repeat',
+  repeat_until: 'Ends after',
   form: 'The post',
   title: 'Title',
   description: 'YouTube description',
@@ -524,8 +530,11 @@ export function placeErrors(
         `${name}: ${FIELD_LABELS[setting] ?? 'Settings'}`,
         detail.message,
       );
-    } else if (rest === 'date' || rest === 'scheduledAt' || rest === 'status')
+    } else if (rest === 'date' || rest === 'scheduledAt' || rest === 'status' || rest === 'startsAt')
       add('date', FIELD_LABELS.date!, detail.message);
+    // A series' rule and end, from the Repeat fields.
+    else if (rest === 'rule') add('repeat', FIELD_LABELS.repeat!, detail.message);
+    else if (rest === 'endsAt') add('repeat_until', FIELD_LABELS.repeat_until!, detail.message);
     else add('form', FIELD_LABELS.form!, detail.message);
   }
   if (details.length === 0 && message) add('form', FIELD_LABELS.form!, message);

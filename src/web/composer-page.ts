@@ -10,6 +10,7 @@ import type { RequestBodies } from '../http/request-bodies.js';
 import type { MediaContext } from '../media/storage.js';
 import { field, type BrowserCookies } from '../pages/visitor.js';
 import { createPosts, createRuleProblems } from '../posts/create.js';
+import { createSeries } from '../recurring/series.js';
 import { editPost, editRuleProblems, getPost } from '../posts/lifecycle.js';
 import type { PostsContext } from '../posts/context.js';
 import { isEditable, isTooFarInThePast } from '../posts/transitions.js';
@@ -27,8 +28,10 @@ import {
   userTagImages,
   storedParts,
   type ComposerValues,
+  type FieldErrors,
 } from './composer-form.js';
 import { commentCounters, countText, fittingLength, textCounters } from './composer-counts.js';
+import { repeats, seriesRequest, type RepeatValues } from './composer-repeat.js';
 import { ComposerView, type ComposerMode } from './composer-view.js';
 import { signedIn } from './signed-in.js';
 import { inPeoplesWords } from './composer-messages.js';
@@ -122,10 +125,21 @@ async function createFromForm({ ctx, cookies, bodies, view }: Composer, req: Req
       tagImages,
     );
 
-  const details = [
-    ...bodies.check('createPost', body),
-    ...unreadableUserTags(values, chosen, (index) => `posts[${index}].`),
-  ];
+  const unreadable = unreadableUserTags(values, chosen, (index) => `posts[${index}].`);
+  if (repeats(values.repeat)) {
+    return createSeriesFromForm({ ctx, bodies, view }, req, res, {
+      mode,
+      values,
+      repeat: values.repeat,
+      action,
+      body: createRequest(ctx, values, 'schedule', channels, wallClockInstant(values.date, values.time, zone)),
+      at: wallClockInstant(values.date, values.time, zone),
+      zone,
+      unreadable,
+      refused,
+    });
+  }
+  const details = [...bodies.check('createPost', body), ...unreadable];
   // Every problem at once: the rules' too, but for the fields the contract already refused.
   if (details.length > 0) {
     const refusedPaths = new Set(details.map((detail) => detail.path));
@@ -147,6 +161,61 @@ async function createFromForm({ ctx, cookies, bodies, view }: Composer, req: Req
     303,
     `/calendar?${new URLSearchParams({ ...(first ? { date: first } : {}), created: String(posts.length) }).toString()}`,
   );
+}
+
+interface SeriesForm {
+  mode: ComposerMode;
+  values: ComposerValues;
+  repeat: RepeatValues;
+  action: Action;
+  /** The posts as a create of them at the time chosen: their items are the series'. */
+  body: CreatePostRequest;
+  at: Date | undefined;
+  zone: string;
+  unreadable: ErrorDetail[];
+  refused: (details: ErrorDetail[], message?: string) => FieldErrors;
+}
+
+/**
+ * A post that repeats: a series (`POST /public/v1/series`) of the form's posts, first at the time
+ * chosen and counted in the reader's zone, checked in one round as a post is; then the series' page.
+ * A series is scheduled: the other buttons are refused next to Repeat.
+ */
+async function createSeriesFromForm(
+  { ctx, bodies, view }: Pick<Composer, 'ctx' | 'bodies' | 'view'>,
+  req: Request,
+  res: Response,
+  form: SeriesForm,
+): Promise<void> {
+  const { organization, actor } = signedIn(res);
+  const posts = 'posts' in form.body ? form.body.posts : [];
+  const { request, problems } = seriesRequest(posts, form.repeat, form.at, form.zone);
+  const details = [...problems, ...form.unreadable];
+  if (form.action !== 'schedule') {
+    details.push({
+      path: 'rule',
+      message:
+        'A post that repeats is scheduled: choose Schedule, or Does not repeat to publish it now, add it to the ' +
+        'queue or keep it as a draft.',
+    });
+  }
+  if (!form.at) details.push({ path: 'date', message: "must have required property 'date'" });
+  // Without a time, the one problem of the start is the one above.
+  details.push(...bodies.check('createSeries', request).filter((detail) => form.at || detail.path !== 'startsAt'));
+  if (details.length > 0) {
+    const refusedPaths = new Set(details.map((detail) => detail.path));
+    const rules = await createRuleProblems(ctx, organization.id, form.body);
+    details.push(...rules.filter((detail) => !refusedPaths.has(detail.path)));
+    return view.show(req, res, form.mode, form.values, form.refused(details), 400);
+  }
+  let series;
+  try {
+    series = await createSeries(ctx, actor, request);
+  } catch (error) {
+    if (!shownOnForm(error)) throw error;
+    return view.show(req, res, form.mode, form.values, form.refused(error.details ?? [], error.message), error.status);
+  }
+  res.redirect(303, `/series/${encodeURIComponent(series.id)}?created=1`);
 }
 
 /**

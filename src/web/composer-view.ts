@@ -12,6 +12,7 @@ import type { CreatorInfo, PinterestBoard } from '../providers/provider-adapter.
 import { partFieldId, partPrefix, publishedParts, type ComposerValues, type FieldErrors } from './composer-form.js';
 import { commentCounters, countText, textCounters, UNIT_WORDS, type TextCounter } from './composer-counts.js';
 import { previewChannels } from './composer-preview.js';
+import { noRepeat, REPEAT_CHOICES } from './composer-repeat.js';
 import { describeMedia, mediaOrigins } from './media-pages.js';
 import { signedIn } from './signed-in.js';
 import { readTimeZone } from './time-zone.js';
@@ -123,6 +124,8 @@ export class ComposerView {
         media: library.data.map(describeMedia),
         accept: ctx.config.media.allowedTypes.join(','),
         privacyWords: PRIVACY_WORDS,
+        repeatChoices: REPEAT_CHOICES,
+        repeat: values.repeat ?? noRepeat(),
         values,
         focus,
         fieldErrors: errors?.fields ?? {},

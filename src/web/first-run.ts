@@ -43,6 +43,9 @@ export async function firstRunChecklist(
     .selectFrom('posts')
     .select('id')
     .where('organization_id', '=', organizationId)
+    // In the order of posts_organization_schedule_idx, so the first row is read from the index: with
+    // a bare limit the planner may read the table from its start, hoping an organization's row is near.
+    .orderBy('scheduled_at')
     .limit(1)
     .executeTakeFirst();
   const steps: FirstRunStep[] = [

@@ -9,6 +9,8 @@ import { renderPage } from '../pages/render.js';
 import type { PostEventBody } from '../posts/events.js';
 import { approvePost, lastRejection, rejectPost } from '../posts/approval.js';
 import { postHistoryPage } from '../posts/history.js';
+import { getSeries } from '../recurring/series.js';
+import { skipPost } from '../recurring/skip.js';
 import { getPost, movePost, removePost } from '../posts/lifecycle.js';
 import { duplicatePost } from '../posts/duplicate.js';
 import { streamPostExport } from '../posts/export.js';
@@ -23,6 +25,8 @@ import { requirePermission, signedIn } from './signed-in.js';
 import { inReadersZone, readTimeZone } from './time-zone.js';
 
 const PAGE_SIZE = 50;
+/** The states of an occurrence of a series that can be skipped: not on its way, not published, not skipped. */
+const SKIPPABLE: string[] = ['draft', 'scheduled', 'failed', 'pending_approval'];
 const HISTORY_PAGE_SIZE = 100;
 
 /** What the history of a post says of each event, in words. */
@@ -42,6 +46,7 @@ const EVENT_WORDS: Record<string, string> = {
   pending_approval: 'Submitted for approval',
   approved: 'Approved',
   rejected: 'Rejected',
+  skipped: 'Skipped',
 };
 
 /**
@@ -56,6 +61,7 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
     ['/posts/:id/approve', '/posts/:id/reject'],
     requirePermission('posts:publish', 'approve or reject posts'),
   );
+  router.post('/posts/:id/skip', requirePermission('posts:publish', 'skip occurrences of a series'));
   router.post(
     ['/posts/:id/withdraw', '/posts/:id/duplicate', '/posts/:id/delete', '/posts/bulk', '/posts/import'],
     requirePermission('posts:draft', 'write or change posts'),
@@ -151,6 +157,14 @@ export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
       },
       'rejected',
       'The post could not be rejected',
+    ),
+  );
+  router.post(
+    '/posts/:id/skip',
+    changePost(
+      (req, res) => skipPost(ctx, signedIn(res).actor, String(req.params.id)),
+      'skipped',
+      'The occurrence could not be skipped',
     ),
   );
   router.post(
@@ -300,6 +314,7 @@ function postNotice(req: Request): string | undefined {
   if (req.query.duplicated) return 'This is a copy of the post, saved as a draft: edit it and schedule it.';
   if (req.query.approved) return 'The post is approved and scheduled.';
   if (req.query.rejected) return 'The post is rejected: it is a draft again, and its author is told why.';
+  if (req.query.skipped) return 'This occurrence is skipped: it is not published, and the series goes on.';
   if (req.query.withdrawn) return 'The post no longer waits for approval: it is a draft again.';
   return undefined;
 }
@@ -322,9 +337,10 @@ export async function showPost(ctx: PostsContext, req: Request, res: Response, s
     limit: HISTORY_PAGE_SIZE,
     ...(cursor ? { cursor } : {}),
   });
-  const [channels, rejection] = await Promise.all([
+  const [channels, rejection, series] = await Promise.all([
     listChannels(ctx.db, shown.organizationId),
     post.status === 'draft' ? lastRejection(ctx, post.id) : undefined,
+    post.series ? getSeries(ctx, shown.organizationId, post.series.id) : undefined,
   ]);
   const local = post.scheduledAt
     ? DateTime.fromISO(post.scheduledAt, { zone: shown.zone })
@@ -350,6 +366,13 @@ export async function showPost(ctx: PostsContext, req: Request, res: Response, s
       pending: post.status === 'pending_approval',
       // Approving at its time is possible while that time has not passed.
       dueAhead: post.scheduledAt !== null && !isTooFarInThePast(new Date(post.scheduledAt), ctx.clock.now()),
+      // The series the post is an occurrence of: it can be skipped until it is on its way.
+      series: series && {
+        id: series.id,
+        summary: series.summary,
+        occurrence: formatTime(new Date(post.series!.occurrenceAt), shown.zone),
+        skippable: SKIPPABLE.includes(post.status),
+      },
       rejection: rejection && { comment: rejection.comment, when: formatTime(rejection.at, shown.zone) },
       // The contract's status is open to values added later; this server writes the ones it knows.
       editable: isEditable(post.status),

@@ -21,6 +21,7 @@ import { channelSitePages } from './channel-site-pages.js';
 import type { PageTools } from './page-tools.js';
 import { channelCallbackPage } from './channels-page.js';
 import { postsPages } from './posts-pages.js';
+import { seriesPages } from './series-pages.js';
 import { settingsPages } from './settings-pages.js';
 import { requirePermission, requireSignIn } from './signed-in.js';
 import { loadVisitor } from './visitor-loader.js';
@@ -75,6 +76,7 @@ export function createWebApp(
   router.use(channelChoicePages(ctx, tools));
   router.use('/posts', requireSignIn(tools.csrf));
   router.use('/posts/:id/edit', requirePermission('posts:draft', 'change posts'));
+  router.use('/series', requireSignIn(tools.csrf));
   router.use('/calendar', requireSignIn(tools.csrf));
   router.use('/compose', requireSignIn(tools.csrf));
   router.use('/compose', requirePermission('posts:draft', 'write posts'));
@@ -84,6 +86,7 @@ export function createWebApp(
   router.use(composerPages(ctx, tools.cookies, bodies));
   router.use(mediaPages(ctx, bodies));
   router.use(postsPages(ctx, tools.cookies));
+  router.use(seriesPages(ctx, tools.cookies));
   router.use('/settings', readerZone(tools.cookies));
   router.use(settingsPages(ctx, tools.csrf, channelRemoval));
   router.use(consentRoutes(ctx, tools.csrf));

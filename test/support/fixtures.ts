@@ -115,6 +115,7 @@ export async function insertPost(
     scheduledAt: string | null;
     mediaIds?: string[];
     error?: { code: string; message: string } | null;
+    content?: string;
   },
 ): Promise<string> {
   const id = newId('post');
@@ -125,7 +126,7 @@ export async function insertPost(
       organization_id: post.organizationId,
       group_id: newId('grp'),
       channel_id: post.channelId,
-      content: 'inserted by the test',
+      content: post.content ?? 'inserted by the test',
       media_ids: JSON.stringify(post.mediaIds ?? []),
       settings: JSON.stringify({ __type: 'sandbox', outcome: 'published', failingPart: 1 }),
       status: post.status,
