@@ -153,7 +153,10 @@ describeInChromium('Pinterest in Settings → Channels and the composer, in Chro
     });
     const registered = pinterest.media.find((one) => one.id === pin.video!.mediaId)!;
     expect(registered.bytes!.equals(fs.readFileSync(VIDEO))).toBe(true);
+    // The post's page may still be following the post (post.js reloads it once published): asked until it says so.
     await page.reload();
-    expect(await page.getByText('published', { exact: false }).count()).toBeGreaterThan(0);
+    await expect
+      .poll(() => page.locator('[data-post-status]').getAttribute('data-post-status'), PAGE_WAIT)
+      .toBe('published');
   });
 });

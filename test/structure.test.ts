@@ -114,16 +114,18 @@ describe('the lists of test files that run on fewer passes', () => {
     },
   );
 
-  it('keeps every file that opens a database of the service on PostgreSQL, unless the embedded one is its subject', () => {
+  it('keeps every file that opens a database of the service on PostgreSQL, unless the embedded one or the edge is its subject', () => {
     const embeddedSubject = [
       'test/embedded-database.test.ts',
       'test/embedded-memory.test.ts',
       'test/backup-restore.test.ts',
     ];
+    // The pages in a browser, the reference's samples, and the contract's edge under generated requests.
+    const edgeSubject = ['test/code-samples.test.ts', 'test/api-robustness.test.ts', 'test/contract-fuzz.test.ts'];
     const opensDatabase = listed('one-database.txt').filter(
       (file) =>
         !file.startsWith('test/browser-') &&
-        file !== 'test/code-samples.test.ts' &&
+        !edgeSubject.includes(file) &&
         !embeddedSubject.includes(file) &&
         /from '[./]+(support\/(server|database|publishing-rig)|src\/db\/[\w-]+)\.js'/.test(
           fs.readFileSync(path.join(ROOT, file), 'utf8'),

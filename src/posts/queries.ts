@@ -157,15 +157,19 @@ export function postPageQuery(
   limit: number,
 ) {
   let query = selectPosts(db, organizationId);
-  if (filters.from) query = query.where('posts.scheduled_at', '>=', filters.from);
-  if (filters.to) query = query.where('posts.scheduled_at', '<', filters.to);
-  if (filters.channelIds?.length) query = query.where('posts.channel_id', 'in', filters.channelIds);
-  if (filters.statuses?.length) query = query.where('posts.status', 'in', filters.statuses);
-  if (filters.groupId) query = query.where('posts.group_id', '=', filters.groupId);
   // The sort key as one indexed row value: undated posts sort as if due at 'infinity', and ids compare
   // byte by byte whatever the database's locale, so "then by id" means the same everywhere.
   const dueAt = sql<Date>`coalesce(posts.scheduled_at, 'infinity'::timestamptz)`;
   const id = sql<string>`(posts.id collate "C")`;
+  // The times as a range of the sort key, which the list's indexes hold, so that a week reads its own
+  // posts; an undated post (its key 'infinity') is in no range.
+  if (filters.from || filters.to) {
+    if (filters.from) query = query.where(dueAt, '>=', filters.from);
+    query = query.where(dueAt, '<', filters.to ?? sql<Date>`'infinity'::timestamptz`);
+  }
+  if (filters.channelIds?.length) query = query.where('posts.channel_id', 'in', filters.channelIds);
+  if (filters.statuses?.length) query = query.where('posts.status', 'in', filters.statuses);
+  if (filters.groupId) query = query.where('posts.group_id', '=', filters.groupId);
   if (after) {
     query = query.where(
       sql<boolean>`
