@@ -755,7 +755,15 @@ describe.each(OPERATIONS.map((op) => [op.id, op] as const))(
           const example = withRealIds(rawExample);
           for (const at of positions(example)) {
             const original = valueAt(example, at);
-            const field = `${at.map((key) => (typeof key === 'number' ? '[]' : key)).join('.')}: ${jsonType(original)}`;
+            // With the variant of each object on the way (`type`, `__type`): a field of another branch
+            // of a union is another field.
+            const variants = at.map((_, depth) => {
+              const node = valueAt(example, at.slice(0, depth));
+              return node && typeof node === 'object' && !Array.isArray(node)
+                ? [node.type, node.__type].filter((value) => typeof value === 'string').join('/')
+                : '';
+            });
+            const field = `${at.map((key, depth) => `${typeof key === 'number' ? '[]' : key}(${variants[depth]})`).join('.')}: ${jsonType(original)}`;
             if (probed.has(field)) continue;
             probed.add(field);
             for (const value of [...HOSTILE_VALUES, ...swapped(original), undefined]) {

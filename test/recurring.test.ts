@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createApiKey } from '../src/accounts/api-keys.js';
 import { planSeries } from '../src/recurring/planning.js';
-import { BrowserSession, decodeEntities } from './support/browser-session.js';
+import { BrowserSession, decodeEntities, inputValue } from './support/browser-session.js';
 import { publicApi, type Schemas } from './support/api.js';
 import { eventually } from './support/eventually.js';
 import { startFakeNetwork, type FakeNetwork } from './support/fake-network.js';
@@ -394,5 +394,50 @@ describe("the series' page", () => {
     await other.logIn(globex.email, globex.password);
     expect((await other.get(`/series/${series.id}`)).status).toBe(404);
     dataOf(await api().POST('/public/v1/series/{id}/end', byId(series.id)));
+  });
+});
+
+describe("the composer's Repeat", () => {
+  it('makes one series of a form sent twice, and repeats a date some months lack on their last day', async () => {
+    const sandbox = await channel('Composer');
+    const browser = new BrowserSession(server);
+    await browser.logIn(acme.email, acme.password);
+    const html = await (await browser.get('/compose?tz=UTC')).text();
+    const form = new URLSearchParams({
+      csrf_token: inputValue(html, 'csrf_token')!,
+      idempotency_key: inputValue(html, 'idempotency_key')!,
+      channel: sandbox,
+      content: 'End of the month report',
+      date: '2027-03-31',
+      time: '17:00',
+      action: 'schedule',
+      repeat: 'monthly',
+    });
+    const send = () =>
+      browser.request('/compose', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: form.toString(),
+      });
+    const first = await send();
+    const again = await send();
+    expect(first.status, await first.clone().text()).toBe(303);
+    expect(again.headers.get('location')).toBe(first.headers.get('location'));
+    const seriesId = /^\/series\/(ser_\w+)\?created=1$/.exec(first.headers.get('location')!)![1]!;
+    const made = await server.ctx.db
+      .selectFrom('post_series')
+      .select('id')
+      .where('organization_id', '=', acme.id)
+      .where('rule', 'like', 'FREQ=MONTHLY%')
+      .execute();
+    expect(made.map((row) => row.id)).toEqual([seriesId]);
+    const series = dataOf(await api().GET('/public/v1/series/{id}', byId(seriesId)));
+    expect(series.summary).toBe('every month on the 31st, or the last day of a shorter month');
+    expect(series.nextOccurrences.slice(0, 3)).toEqual([
+      '2027-03-31T17:00:00.000Z',
+      '2027-04-30T17:00:00.000Z',
+      '2027-05-31T17:00:00.000Z',
+    ]);
+    dataOf(await api().POST('/public/v1/series/{id}/end', byId(seriesId)));
   });
 });

@@ -139,7 +139,27 @@ export function nextOccurrences(recurrence: Recurrence, now: Date, count = 5): D
   return occurrencesBetween(recurrence, from, new Date(from.getTime() + 10 * 366 * 86_400_000), count);
 }
 
-/** The rule in English words ("every week on Monday"), as rrule says it. */
+/**
+ * The rule in English words ("every week on Monday"), as rrule says it; but for a day of the month
+ * that shorter months lack (`BYMONTHDAY=28,29,30;BYSETPOS=-1`, the composer's "every month on the
+ * 30th"), whose BYSETPOS rrule's words leave out.
+ */
 export function describeRule(rule: string): string {
+  const options = RRule.parseString(rule);
+  const days = options.bymonthday;
+  const lastOfDays =
+    options.freq === Frequency.MONTHLY &&
+    [options.bysetpos ?? []].flat().join() === '-1' &&
+    Array.isArray(days) &&
+    days.length > 1 &&
+    days.every((day, i) => day === 28 + i) &&
+    (options.interval ?? 1) === 1 &&
+    options.byweekday == null &&
+    options.count == null &&
+    options.until == null;
+  if (lastOfDays) {
+    const day = days.at(-1)!;
+    return `every month on the ${day}${day === 31 ? 'st' : 'th'}, or the last day of a shorter month`;
+  }
   return RRule.fromString(rule).toText();
 }

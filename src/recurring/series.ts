@@ -6,6 +6,7 @@ import type { Db } from '../db/database.js';
 import { transaction } from '../db/transaction.js';
 import type { PostsContext } from '../posts/context.js';
 import { recordPostEvent } from '../posts/events.js';
+import { claimKey, findStoredResponse, idempotentRequest, storeResponse } from '../posts/idempotency.js';
 import { assertNotInThePast } from '../posts/transitions.js';
 import { checkItems, horizonOf, planOccurrences, type CheckedItems } from './planning.js';
 import { assertTimeZone, describeRule, nextOccurrences, normalizeRule } from './rule.js';
@@ -89,9 +90,24 @@ async function insertSeries(
 }
 
 /** `POST /public/v1/series`: the series and, in the same transaction, its occurrences within the horizon. */
-export async function createSeries(ctx: PostsContext, actor: Actor, request: CreateSeriesRequest): Promise<SeriesBody> {
+/**
+ * `POST /public/v1/series`. With `idempotencyKey` (the composer's, one per load of its page), a request
+ * sent again (a double click, the form sent again from the browser's history) answers the series the
+ * first one made instead of making another.
+ */
+export async function createSeries(
+  ctx: PostsContext,
+  actor: Actor,
+  request: CreateSeriesRequest,
+  idempotencyKey?: string,
+): Promise<SeriesBody> {
   assertCan(actor, 'posts:publish', 'create recurring series');
   const now = ctx.clock.now();
+  const idempotent = idempotencyKey === undefined ? undefined : idempotentRequest(`series:${idempotencyKey}`, request);
+  if (idempotent) {
+    const stored = await findStoredResponse(ctx.db, actor.organizationId, idempotent, now);
+    if (stored) return stored.body as SeriesBody;
+  }
   const startsAt = wholeSeconds(request.startsAt);
   assertNotInThePast(startsAt, now, 'startsAt');
   const endsAt = request.endsAt === undefined ? null : new Date(request.endsAt);
@@ -101,8 +117,14 @@ export async function createSeries(ctx: PostsContext, actor: Actor, request: Cre
     ]);
   }
   const { rule, checked } = await checkNewSeries(ctx, actor.organizationId, request);
-  const series = await transaction(ctx.db, (trx) =>
-    insertSeries(
+  return transaction(ctx.db, async (trx) => {
+    // The key first: a request sent again meanwhile waits on it, then answers what this one made.
+    if (idempotent && !(await claimKey(trx, actor.organizationId, idempotent, now))) {
+      const stored = await findStoredResponse(trx, actor.organizationId, idempotent, now);
+      if (!stored) throw new Error('an idempotency key was claimed by a transaction that stored no response');
+      return stored.body as SeriesBody;
+    }
+    const series = await insertSeries(
       ctx,
       trx,
       {
@@ -116,9 +138,11 @@ export async function createSeries(ctx: PostsContext, actor: Actor, request: Cre
       },
       checked,
       now,
-    ),
-  );
-  return toSeriesBody(series, now);
+    );
+    const body = toSeriesBody(series, now);
+    if (idempotent) await storeResponse(trx, actor.organizationId, idempotent, { status: 201, body });
+    return body;
+  });
 }
 
 export async function getSeries(ctx: PostsContext, organizationId: string, id: string): Promise<SeriesBody> {
@@ -262,36 +286,47 @@ export interface OccurrencePost {
 }
 
 /**
- * The posts of a series' occurrences from `since` on, oldest first, at most `limit`; and the series that
- * continues it from an occurrence on (`split`), if one does.
+ * The posts of a series' occurrences around `now`: the latest `past` ones since `since`, and the next
+ * `upcoming` ones, oldest first; and the series that continues it from its end (`split`), if one does.
  */
 export async function seriesOccurrences(
   db: Db,
   organizationId: string,
   seriesId: string,
-  since: Date,
-  limit: number,
+  { now, since, past, upcoming }: { now: Date; since: Date; past: number; upcoming: number },
 ): Promise<{ posts: OccurrencePost[]; continuedBy: string | undefined }> {
-  const [posts, continuation] = await Promise.all([
+  const occurrences = () =>
     db
       .selectFrom('posts')
       .select(['id', 'channel_id', 'status', 'occurrence_at', 'scheduled_at'])
       .where('series_id', '=', seriesId)
-      .where('organization_id', '=', organizationId)
+      .where('organization_id', '=', organizationId);
+  const [before, ahead, continuation] = await Promise.all([
+    occurrences()
       .where('occurrence_at', '>=', since)
+      .where('occurrence_at', '<', now)
+      .orderBy('occurrence_at', 'desc')
+      .orderBy('channel_id', 'desc')
+      .limit(past)
+      .execute(),
+    occurrences()
+      .where('occurrence_at', '>=', now)
       .orderBy('occurrence_at')
       .orderBy('channel_id')
-      .limit(limit)
+      .limit(upcoming)
       .execute(),
+    // A series changed twice from its occurrences on is continued by the series that starts at its end.
     db
       .selectFrom('post_series')
       .select('id')
       .where('organization_id', '=', organizationId)
       .where('split_from', '=', seriesId)
+      .orderBy('starts_at')
+      .limit(1)
       .executeTakeFirst(),
   ]);
   return {
-    posts: posts.map((post) => ({
+    posts: [...before.reverse(), ...ahead].map((post) => ({
       id: post.id,
       channelId: post.channel_id,
       status: post.status,

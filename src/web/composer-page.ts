@@ -137,6 +137,7 @@ async function createFromForm({ ctx, cookies, bodies, view }: Composer, req: Req
       zone,
       unreadable,
       refused,
+      idempotencyKey: IDEMPOTENCY_KEY.test(key) ? key : undefined,
     });
   }
   const details = [...bodies.check('createPost', body), ...unreadable];
@@ -174,6 +175,8 @@ interface SeriesForm {
   zone: string;
   unreadable: ErrorDetail[];
   refused: (details: ErrorDetail[], message?: string) => FieldErrors;
+  /** The page load's key: the form sent twice makes one series. */
+  idempotencyKey: string | undefined;
 }
 
 /**
@@ -210,7 +213,7 @@ async function createSeriesFromForm(
   }
   let series;
   try {
-    series = await createSeries(ctx, actor, request);
+    series = await createSeries(ctx, actor, request, form.idempotencyKey);
   } catch (error) {
     if (!shownOnForm(error)) throw error;
     return view.show(req, res, form.mode, form.values, form.refused(error.details ?? [], error.message), error.status);

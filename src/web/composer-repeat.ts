@@ -23,11 +23,13 @@ export const REPEAT_CHOICES = [
   { value: 'daily', label: 'Every day' },
   { value: 'weekdays', label: 'Every weekday (Monday to Friday)' },
   { value: 'weekly', label: 'Every week, on the weekday of the day chosen' },
-  { value: 'monthly', label: 'Every month, on the date of the day chosen' },
+  { value: 'monthly', label: 'Every month, on the date of the day chosen (or the last day of a shorter month)' },
   { value: 'custom', label: 'Another rule (RFC 5545 RRULE)' },
 ] as const;
 
 const WEEKDAY_CODES = ['MO', 'TU', 'WE', 'TH', 'FR', 'SA', 'SU'];
+
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 /** The RRULE text of a choice, counted from `start` (the post's first time, in the reader's zone). */
 export function repeatRule(repeat: RepeatValues, start: DateTime | undefined): string {
@@ -39,7 +41,11 @@ export function repeatRule(repeat: RepeatValues, start: DateTime | undefined): s
     case 'weekly':
       return start ? `FREQ=WEEKLY;BYDAY=${WEEKDAY_CODES[start.weekday - 1]}` : 'FREQ=WEEKLY';
     case 'monthly':
-      return start ? `FREQ=MONTHLY;BYMONTHDAY=${start.day}` : 'FREQ=MONTHLY';
+      if (!start) return 'FREQ=MONTHLY';
+      // The 29th to the 31st are not in every month: a shorter one has the post on its last day.
+      return start.day <= 28
+        ? `FREQ=MONTHLY;BYMONTHDAY=${start.day}`
+        : `FREQ=MONTHLY;BYMONTHDAY=${range(28, start.day).join(',')};BYSETPOS=-1`;
     default:
       return repeat.rule.trim();
   }

@@ -19,8 +19,9 @@ type SplitSeriesRequest = components['schemas']['SplitSeriesRequest'];
 
 /** How far back the page lists occurrences: the last week's, to see what became of them. */
 const PAST_DAYS = 7;
-/** The most occurrences the page lists (an hourly series has hundreds within the horizon). */
-const LISTED = 30;
+/** The most occurrences the page lists before now and from now (an hourly series has hundreds). */
+const PAST_LISTED = 10;
+const UPCOMING_LISTED = 30;
 
 /**
  * A series' page: its rule in words, its time zone, its posts, its occurrences with their status, and,
@@ -135,7 +136,12 @@ async function showSeries(
   const now = ctx.clock.now();
   const since = new Date(now.getTime() - PAST_DAYS * 86_400_000);
   const [occurrences, channels] = await Promise.all([
-    seriesOccurrences(ctx.db, organization.id, series.id, since, LISTED),
+    seriesOccurrences(ctx.db, organization.id, series.id, {
+      now,
+      since,
+      past: PAST_LISTED,
+      upcoming: UPCOMING_LISTED,
+    }),
     listChannels(ctx.db, organization.id),
   ]);
   const channelName = (id: string) => channels.find((channel) => channel.id === id)?.name ?? id;
