@@ -445,11 +445,19 @@ export interface paths {
          *     | `channels` | channel ids (`ch_…`), separated by spaces, commas or semicolons; one post per channel |
          *     | `text` | the post's content |
          *     | `time` | an instant with its offset (`2026-12-01T09:30:00+01:00`): scheduled then; `now`; `queue`: the channel's next free slot (where the server has posting schedules); empty: a draft |
-         *     | `media` | media ids (`med_…`) of the organization's library, separated like `channels` |
+         *     | `media` | media ids (`med_…`) of the organization's library, or URLs (`https://…`) of files to download into it, separated like `channels` (so a URL's own commas, semicolons and spaces are written `%2C`, `%3B` and `%20`) |
          *     | `settings` | the per-network settings as JSON: one object with its `__type`, or an array of such objects, one per network; each channel takes the one of its network |
          *     | `status` | optional; `draft` makes the row a draft even with a `time` (kept as its date) |
          *
          *     Other columns are ignored (so a file from `GET /public/v1/posts/export` imports back).
+         *
+         *     A media URL is downloaded as `POST /public/v1/media/upload-from-url` downloads one (the same
+         *     address policy, types and sizes), once per import however many rows name it, before the rows'
+         *     rules are checked: the rules judge the file it becomes (a YouTube row needs a video). A file that
+         *     cannot be downloaded or is not taken is the row's error in `media`, naming the URL. The import
+         *     keeps the files in the library with the posts it creates, and deletes them again when it creates
+         *     nothing; a dry run downloads and checks them but keeps nothing. A row imported before is not
+         *     downloaded again.
          *
          *     With `dryRun=true` nothing is written: every row is checked and reported (`valid`, `invalid` with
          *     its errors, or `existing`). Without it the import is all or nothing, in one transaction: when any
@@ -457,7 +465,8 @@ export interface paths {
          *     (`path` is `rows[N].field`, N the row's number). Importing the same file again creates nothing
          *     twice: a row whose key was imported before is reported `existing` with the posts it created.
          *
-         *     Limits: 1,000 rows and a body of 1 MB. A contributor imports drafts only.
+         *     Limits: 1,000 rows, 100 distinct media URLs (more is a `422` before anything is downloaded) and a
+         *     body of 1 MB. A contributor imports drafts only.
          */
         post: operations["importPosts"];
         delete?: never;
@@ -1962,7 +1971,10 @@ export interface components {
             text?: string;
             /** @description An instant with its offset, `now`, `queue`, or empty or `null` for a draft. */
             time?: string | null;
-            /** @description Media ids of the organization's library. */
+            /**
+             * @description Media ids of the organization's library, or URLs (`https://…`, `http://…`) of files to
+             *     download into it with the posts (see the operation).
+             */
             media?: string[];
             /** @description The per-network settings, one object with its `__type` or one per network. */
             settings?: null | Record<string, never> | Record<string, never>[];

@@ -8,6 +8,7 @@ import type { OutboundClient } from '../net/outbound-client.js';
 import { mediaKey } from './media-body.js';
 import { MediaInspector } from './media-inspector.js';
 import { extensionOf, kindOf, type MediaPolicy } from './media-types.js';
+import type { MediaContentType } from '../core/contract.js';
 import { insertMedia } from './queries.js';
 import type { MediaContext } from './storage.js';
 import type { Media } from './tables.js';
@@ -15,6 +16,13 @@ import { readImageDimensions } from './image-dimensions.js';
 import { readPageCount, UNREADABLE_DOCUMENT } from './document-pages.js';
 import { UnprocessableError } from '../core/errors.js';
 import { readVideoDuration, type RangeReader } from './video-duration.js';
+
+/** What is known of a downloaded file once checked, before it is stored: its media row's facts. */
+export type DownloadedFile = Pick<Media, 'kind' | 'size' | 'duration_ms' | 'width' | 'height' | 'page_count'> & {
+  content_type: MediaContentType;
+  /** The last segment of the URL's path; `undefined` when it has none. */
+  fileName: string | undefined;
+};
 
 /** Downloads a file from a caller's URL into storage as media, within the limits of the configuration. */
 export class UrlDownloads {
@@ -24,7 +32,21 @@ export class UrlDownloads {
     private readonly outbound: OutboundClient,
   ) {}
 
-  async download(organizationId: string, url: string): Promise<Media> {
+  /** Downloads the file at `url`, checks it and stores it in the organization's library. */
+  download(organizationId: string, url: string): Promise<Media> {
+    return this.staged(url, (file, staging) => this.store(organizationId, file, staging));
+  }
+
+  /**
+   * Downloads the file at `url` and checks it as `download` does, storing nothing: what it would be as
+   * media (an import's dry run judges a row's media by it).
+   */
+  inspect(url: string): Promise<DownloadedFile> {
+    return this.staged(url, (file) => Promise.resolve(file));
+  }
+
+  /** Downloads and checks the file at `url` into a staging file on disk, which is removed after `use`. */
+  private async staged<T>(url: string, use: (file: DownloadedFile, staging: string) => Promise<T>): Promise<T> {
     const staging = path.join(this.ctx.config.dataDir, 'tmp', `download-${randomBytes(12).toString('hex')}`);
     try {
       return await this.outbound.get(
@@ -41,34 +63,45 @@ export class UrlDownloads {
           const dimensions = kind === 'image' ? await readImageDimensions(fileRanges(staging)) : undefined;
           const pageCount = kind === 'document' ? await readPageCount(fileRanges(staging), size) : null;
           if (pageCount === undefined) throw new UnprocessableError(UNREADABLE_DOCUMENT);
-
-          const mediaId = newId('med');
-          const key = mediaKey(organizationId, mediaId);
-          await this.ctx.storage.put(key, fs.createReadStream(staging), { contentType, size });
-          try {
-            return await insertMedia(this.ctx.db, {
-              id: mediaId,
-              organization_id: organizationId,
-              file_name: fileNameOf(remote.url, url, `${mediaId}.${extensionOf(contentType)}`),
-              content_type: contentType,
-              kind: kindOf(contentType),
-              size,
-              storage_key: key,
-              duration_ms: durationMs,
-              width: dimensions?.width ?? null,
-              height: dimensions?.height ?? null,
-              page_count: pageCount,
-              created_at: this.ctx.clock.now(),
-            });
-          } catch (error) {
-            await this.ctx.storage.delete(key);
-            throw error;
-          }
+          const file: DownloadedFile = {
+            fileName: fileNameOf(remote.url, url),
+            content_type: contentType,
+            kind,
+            size: String(size),
+            duration_ms: durationMs,
+            width: dimensions?.width ?? null,
+            height: dimensions?.height ?? null,
+            page_count: pageCount,
+          };
+          return use(file, staging);
         },
         { accept: 'image/*, video/*, application/pdf' },
       );
     } finally {
       await fsp.rm(staging, { force: true });
+    }
+  }
+
+  private async store(organizationId: string, file: DownloadedFile, staging: string): Promise<Media> {
+    const mediaId = newId('med');
+    const key = mediaKey(organizationId, mediaId);
+    const { fileName, ...facts } = file;
+    await this.ctx.storage.put(key, fs.createReadStream(staging), {
+      contentType: file.content_type,
+      size: Number(file.size),
+    });
+    try {
+      return await insertMedia(this.ctx.db, {
+        ...facts,
+        id: mediaId,
+        organization_id: organizationId,
+        file_name: fileName ?? `${mediaId}.${extensionOf(file.content_type)}`,
+        storage_key: key,
+        created_at: this.ctx.clock.now(),
+      });
+    } catch (error) {
+      await this.ctx.storage.delete(key);
+      throw error;
     }
   }
 }
@@ -87,8 +120,8 @@ function fileRanges(file: string): RangeReader {
   };
 }
 
-/** The last segment of the URL's path, or `fallback` when it has none. */
-function fileNameOf(finalUrl: URL, requested: string, fallback: string): string {
+/** The last segment of the URL's path, or `undefined` when it has none. */
+function fileNameOf(finalUrl: URL, requested: string): string | undefined {
   for (const candidate of [new URL(requested).pathname, finalUrl.pathname]) {
     const segment = candidate.split('/').filter(Boolean).pop();
     if (!segment) continue;
@@ -105,5 +138,5 @@ function fileNameOf(finalUrl: URL, requested: string, fallback: string): string 
       .slice(0, 255);
     if (name) return name;
   }
-  return fallback;
+  return undefined;
 }

@@ -24,7 +24,7 @@ import { assertWithinDailyQuota, insertPostsWithinQuota } from '../channels/quot
 import type { NewPost } from './tables.js';
 import { queueProblems, takeQueueSlots } from './queue.js';
 import { isTooFarInThePast } from './transitions.js';
-import { checkDrafts, type CheckedPost, type PostDraft } from './validation.js';
+import { checkDrafts, type CheckedPost, type MediaOfPost, type PostDraft } from './validation.js';
 
 type CreatePostRequest = components['schemas']['CreatePostRequest'];
 type CreatePostResponse = components['schemas']['CreatePostResponse'];
@@ -194,14 +194,20 @@ export async function createRuleProblems(
   return (await checkRules(ctx, organizationId, request, ctx.clock.now())).problems;
 }
 
-async function checkRules(ctx: PostsContext, organizationId: string, request: CreatePostRequest, now: Date) {
+async function checkRules(
+  ctx: PostsContext,
+  organizationId: string,
+  request: CreatePostRequest,
+  now: Date,
+  unstoredMedia?: MediaOfPost[],
+) {
   const timing = timingOf(request, now);
   const problems: ErrorDetail[] = [];
   if (request.type === 'schedule' && timing.scheduledAt && isTooFarInThePast(timing.scheduledAt, now)) {
     problems.push({ path: 'date', message: `is more than 1 minute in the past (it is ${now.toISOString()} now)` });
   }
   const drafts = draftsOf(request);
-  const checked = await checkDrafts({ db: ctx.db, providers: ctx.providers }, organizationId, drafts);
+  const checked = await checkDrafts({ db: ctx.db, providers: ctx.providers, unstoredMedia }, organizationId, drafts);
   problems.push(...checked.problems);
   if (timing.queued) {
     const targets = drafts.map((d) => ({ channelId: d.channelId, path: d.paths.channel }));
@@ -212,15 +218,18 @@ async function checkRules(ctx: PostsContext, organizationId: string, request: Cr
 
 /**
  * The rules a create request breaks, or the request checked and ready to write when it breaks none:
- * for callers that report problems instead of refusing at the first request (an import).
+ * for callers that report problems instead of refusing at the first request (an import). Its media
+ * may include `unstoredMedia`, not in the library (a dry run's downloads): such a request is checked, never
+ * written.
  */
 export async function checkCreateRequest(
   ctx: PostsContext,
   organizationId: string,
   request: CreatePostRequest,
   now: Date,
+  unstoredMedia?: MediaOfPost[],
 ): Promise<{ checked: CheckedCreate | undefined; problems: ErrorDetail[] }> {
-  const { timing, drafts, checked, problems } = await checkRules(ctx, organizationId, request, now);
+  const { timing, drafts, checked, problems } = await checkRules(ctx, organizationId, request, now, unstoredMedia);
   if (problems.length > 0) return { checked: undefined, problems };
   return { checked: { organizationId, now, timing, drafts, posts: checked.posts }, problems };
 }

@@ -8,7 +8,9 @@ import { RequestBodies } from '../http/request-bodies.js';
 import type { PostsContext } from './context.js';
 import { checkCreateRequest, writeCheckedCreate, type CheckedCreate } from './create.js';
 import { canonicalJson } from './idempotency.js';
+import { ImportDownloads, isMediaUrl, MAX_IMPORT_URLS, mediaUrlProblem } from './import-media.js';
 import { importRows, type ImportRow } from './import-rows.js';
+import type { MediaContext } from '../media/storage.js';
 
 type ImportPostsRequest = components['schemas']['ImportPostsRequest'];
 type ImportReport = components['schemas']['ImportReport'];
@@ -29,24 +31,53 @@ function keyHashOf(row: ImportRow): string {
   return sha256(`row:${canonicalJson({ channels, text, time, media, settings: settings ?? null, status })}`);
 }
 
+/** An import refused for its rows' problems, with the report a dry run would have given. */
+export class ImportRefusedError extends UnprocessableError {
+  constructor(
+    readonly report: ImportReport,
+    message: string,
+    details: ErrorDetail[],
+  ) {
+    super(message, details);
+  }
+}
+
 /** A row that was checked: its report, and what to write when it is to be created. */
 interface CheckedRow {
   row: ImportRow;
   keyHash: string;
   report: RowReport;
+  /** The row is neither imported before nor a repeat: it is checked, and created when it is valid. */
+  isNew: boolean;
   create: CheckedCreate | undefined;
 }
 
 /**
  * Checks every row of an import by the rules of a create and, unless it is a dry run, creates the rows
  * not imported before, all or none, in one transaction. Each row is one create call: one post per
- * channel, in a group of its own.
+ * channel, in a group of its own. The media URLs of the rows are downloaded first (see ImportDownloads).
  */
 export async function importPosts(
+  ctx: PostsContext & MediaContext,
+  actor: Actor,
+  request: ImportPostsRequest,
+  dryRun: boolean,
+): Promise<ImportReport> {
+  const downloads = new ImportDownloads(ctx, actor.organizationId, dryRun);
+  try {
+    return await checkAndImport(ctx, actor, request, dryRun, downloads);
+  } catch (error) {
+    await downloads.discard();
+    throw error;
+  }
+}
+
+async function checkAndImport(
   ctx: PostsContext,
   actor: Actor,
   request: ImportPostsRequest,
   dryRun: boolean,
+  downloads: ImportDownloads,
 ): Promise<ImportReport> {
   const { organizationId } = actor;
   const rows = importRows(request);
@@ -65,7 +96,6 @@ export async function importPosts(
     const before = imported.get(keyHash);
     const repeated = firstWithKey.get(keyHash);
     firstWithKey.set(keyHash, repeated ?? row.number);
-    let create: CheckedCreate | undefined;
     if (before) {
       Object.assign(report, { outcome: 'existing', group: before.group, postIds: before.postIds });
     } else if (repeated !== undefined) {
@@ -74,12 +104,31 @@ export async function importPosts(
         message: row.key === null ? `repeats row ${repeated}.` : `is also the key of row ${repeated}.`,
       });
     } else {
-      const result = await checkRow(ctx, organizationId, row, providers, now);
-      report.errors.push(...result.errors);
-      create = result.create;
+      report.errors.push(...columnProblems(row, providers));
     }
-    if (report.errors.length > 0) report.outcome = 'invalid';
-    checked.push({ row, keyHash, report, create });
+    checked.push({ row, keyHash, report, isNew: !before && repeated === undefined, create: undefined });
+  }
+
+  // The files of the rows to create, before their rules are checked: the rules read the media they become.
+  const urls = new Set(
+    checked.flatMap((one) => (one.isNew && one.report.errors.length === 0 ? one.row.media.filter(isMediaUrl) : [])),
+  );
+  if (urls.size > MAX_IMPORT_URLS) {
+    throw new UnprocessableError(
+      `An import downloads at most ${MAX_IMPORT_URLS} media files; this one names ${urls.size} URLs. Upload the ` +
+        'files first (POST /public/v1/media/upload-from-url) and write their media ids, or split the file.',
+      [{ path: 'csv' in request ? 'csv' : 'rows', message: `names ${urls.size} media URLs` }],
+    );
+  }
+  await downloads.fetch([...urls]);
+
+  for (const one of checked) {
+    if (one.isNew && one.report.errors.length === 0) {
+      const result = await checkRow(ctx, organizationId, one.row, providers, now, downloads);
+      one.report.errors.push(...result.errors);
+      one.create = result.create;
+    }
+    if (one.report.errors.length > 0) one.report.outcome = 'invalid';
   }
 
   const reports = checked.map((one) => one.report);
@@ -87,7 +136,8 @@ export async function importPosts(
   if (dryRun) return { dryRun, created: 0, existing: count('existing'), invalid: count('invalid'), rows: reports };
   const invalid = count('invalid');
   if (invalid > 0) {
-    throw new UnprocessableError(
+    throw new ImportRefusedError(
+      { dryRun, created: 0, existing: count('existing'), invalid, rows: reports },
       `Nothing was imported: ${invalid === 1 ? '1 row breaks' : `${invalid} rows break`} rules, listed in ` +
         'details (rows[N] is the row numbered N, the first row of data being 1); a dry run reports every row.',
       reports.flatMap((report) =>
@@ -159,7 +209,8 @@ function settingsFor(row: ImportRow, provider: string | undefined): unknown {
 }
 
 /** The create request a row stands for: the per-channel form, one post per channel. */
-function requestOf(row: ImportRow, providers: Map<string, string>): unknown {
+function requestOf(row: ImportRow, providers: Map<string, string>, downloads: ImportDownloads): unknown {
+  const mediaIds = row.media.map((entry) => downloads.mediaIdOf(entry));
   return {
     ...timingOf(row),
     posts: row.channels.map((channelId) => {
@@ -167,7 +218,7 @@ function requestOf(row: ImportRow, providers: Map<string, string>): unknown {
       return {
         channelId,
         content: row.text,
-        ...(row.media.length > 0 ? { mediaIds: row.media } : {}),
+        ...(mediaIds.length > 0 ? { mediaIds } : {}),
         ...(settings === undefined ? {} : { settings }),
       };
     }),
@@ -194,17 +245,16 @@ function fieldOf(path: string): string {
   }
 }
 
-async function checkRow(
-  ctx: PostsContext,
-  organizationId: string,
-  row: ImportRow,
-  providers: Map<string, string>,
-  now: Date,
-): Promise<{ errors: { field: string; message: string }[]; create: CheckedCreate | undefined }> {
+/** What is wrong with a row's columns themselves, before its rules are checked and its media downloaded. */
+function columnProblems(row: ImportRow, providers: Map<string, string>): { field: string; message: string }[] {
   const errors = row.problems.map((problem) => ({ field: problem.path, message: problem.message }));
   if (row.key !== null && row.key.length > MAX_KEY_LENGTH)
     errors.push({ field: 'key', message: `has ${row.key.length} characters; a key has at most ${MAX_KEY_LENGTH}.` });
   if (row.channels.length === 0) errors.push({ field: 'channels', message: 'Name at least one channel (ch_…).' });
+  for (const entry of row.media.filter(isMediaUrl)) {
+    const problem = mediaUrlProblem(entry);
+    if (problem !== undefined) errors.push({ field: 'media', message: problem });
+  }
   const networks = new Set(row.channels.map((id) => providers.get(id)));
   const given = Array.isArray(row.settings) ? (row.settings as unknown[]) : [row.settings];
   for (const one of given) {
@@ -215,17 +265,51 @@ async function checkRow(
         message: `are for ${type}, and none of the row's channels is a ${type} channel.`,
       });
   }
-  if (errors.length > 0) return { errors, create: undefined };
+  return errors;
+}
 
-  const request = requestOf(row, providers);
+/** Checks a row by the rules of a create, its media URLs being the media downloaded from them. */
+async function checkRow(
+  ctx: PostsContext,
+  organizationId: string,
+  row: ImportRow,
+  providers: Map<string, string>,
+  now: Date,
+  downloads: ImportDownloads,
+): Promise<{ errors: { field: string; message: string }[]; create: CheckedCreate | undefined }> {
+  const failed = row.media.flatMap((entry) => {
+    const problem = downloads.problemOf(entry);
+    return problem === undefined ? [] : [{ field: 'media', message: `${entry}: ${problem}` }];
+  });
+  if (failed.length > 0) return { errors: unique(failed), create: undefined };
+
+  const request = requestOf(row, providers, downloads);
   const contract = bodies.check('createPost', request);
-  if (contract.length > 0) return { errors: contractErrors(row, contract), create: undefined };
-  const { checked, problems } = await checkCreateRequest(ctx, organizationId, request as CreatePostRequest, now);
-  return { errors: unique(problems.map((p) => ({ field: fieldOf(p.path), message: p.message }))), create: checked };
+  if (contract.length > 0) return { errors: contractErrors(row, contract, downloads), create: undefined };
+  const { checked, problems } = await checkCreateRequest(
+    ctx,
+    organizationId,
+    request as CreatePostRequest,
+    now,
+    downloads.unstored,
+  );
+  const errors = problems.map((problem) => {
+    const message = downloads.inRowTerms(problem.message);
+    // A rule about one file of a row whose file came from a URL names the URL.
+    const index = /^posts\[\d+\]\.mediaIds\[(\d+)\]/.exec(problem.path)?.[1];
+    const entry = index === undefined ? undefined : row.media[Number(index)];
+    const named = entry !== undefined && isMediaUrl(entry) && !message.includes(entry);
+    return { field: fieldOf(problem.path), message: named ? `${entry}: ${message}` : message };
+  });
+  return { errors: unique(errors), create: checked };
 }
 
 /** The contract's problems with a row's create, in the row's words where the contract's are a validator's. */
-function contractErrors(row: ImportRow, details: ErrorDetail[]): { field: string; message: string }[] {
+function contractErrors(
+  row: ImportRow,
+  details: ErrorDetail[],
+  downloads: ImportDownloads,
+): { field: string; message: string }[] {
   return unique(
     details.map((detail) => {
       const field = fieldOf(detail.path);
@@ -237,7 +321,8 @@ function contractErrors(row: ImportRow, details: ErrorDetail[]): { field: string
             '(2026-12-01T09:30:00+01:00), "now", or leave it empty for a draft.',
         };
       const within = detail.path.replace(/^posts\[\d+\]\.?/, '');
-      return { field, message: within === '' ? detail.message : `${within}: ${detail.message}` };
+      const message = downloads.inRowTerms(detail.message);
+      return { field, message: within === '' ? message : `${within}: ${message}` };
     }),
   );
 }

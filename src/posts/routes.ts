@@ -1,6 +1,7 @@
 import type { PublicHandlers } from '../http/typed-routes.js';
 import { approvePost, rejectPost } from './approval.js';
 import { postHistoryPage } from './history.js';
+import type { MediaContext } from '../media/storage.js';
 import type { PostsContext } from './context.js';
 import { createPosts } from './create.js';
 import { editPost, getPost, movePost, removePost, schedulePostAt } from './lifecycle.js';
@@ -25,7 +26,7 @@ type PostOperation =
   | 'exportPosts'
   | 'duplicatePost';
 
-export function postOperations(ctx: PostsContext): Pick<PublicHandlers, PostOperation> {
+export function postOperations(ctx: PostsContext & MediaContext): Pick<PublicHandlers, PostOperation> {
   return {
     createPost: async ({ principal, body, headers }) => {
       const result = await createPosts(ctx, principal, body, headers['Idempotency-Key']);

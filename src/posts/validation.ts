@@ -52,6 +52,11 @@ export interface CheckedPost {
 export interface CheckDependencies {
   db: Db;
   providers: Providers;
+  /**
+   * Media that is not in the library, by an id of its own: what an import's dry run would download from
+   * a URL, judged as the media it would become.
+   */
+  unstoredMedia?: MediaOfPost[];
 }
 
 function loadChannels(db: Db, organizationId: string, ids: string[]): Promise<Channel[]> {
@@ -65,7 +70,7 @@ function loadChannels(db: Db, organizationId: string, ids: string[]): Promise<Ch
     .execute();
 }
 
-type MediaOfPost = Pick<Media, 'id'> & MediaFacts;
+export type MediaOfPost = Pick<Media, 'id'> & MediaFacts;
 
 function loadMedia(db: Db, organizationId: string, ids: string[]): Promise<MediaOfPost[]> {
   if (ids.length === 0) return Promise.resolve([]);
@@ -99,7 +104,7 @@ export async function checkDrafts(
     ),
   ]);
   const channelsById = new Map(channels.map((c) => [c.id, c]));
-  const mediaById = new Map(media.map((m) => [m.id, m]));
+  const mediaById = new Map([...media, ...(deps.unstoredMedia ?? [])].map((m) => [m.id, m]));
   // One creator-info read per channel per request, however many items target it.
   const creatorInfo = new Map<string, Promise<CreatorInfo>>();
   const readCreatorInfo = (source: NonNullable<ProviderAdapter['creatorInfo']>) => (channel: Channel) => {

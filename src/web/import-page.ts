@@ -3,8 +3,9 @@ import type { components } from '../../generated/public-v1.js';
 import { DomainError } from '../core/errors.js';
 import { field } from '../pages/visitor.js';
 import { renderPage } from '../pages/render.js';
+import type { MediaContext } from '../media/storage.js';
 import type { PostsContext } from '../posts/context.js';
-import { importPosts } from '../posts/import.js';
+import { ImportRefusedError, importPosts } from '../posts/import.js';
 import { signedIn } from './signed-in.js';
 
 type ImportReport = components['schemas']['ImportReport'];
@@ -14,7 +15,7 @@ const COLUMNS = [
   ['channels', 'channel ids, separated by spaces: one post per channel'],
   ['text', 'the post’s text'],
   ['time', 'when to publish, with its offset (2026-12-01T09:30:00+01:00), or now; empty for a draft'],
-  ['media', 'media ids from the Media library, separated by spaces'],
+  ['media', 'media ids from the Media library, or links (https://…) to files to download into it, separated by spaces'],
   ['settings', 'each network’s settings as JSON, e.g. {"__type": "youtube", "privacyStatus": "public", …}'],
   ['status', 'draft keeps the row a draft even with a time'],
 ] as const;
@@ -23,7 +24,7 @@ const COLUMNS = [
  * Posts → Import: a CSV file pasted (or read from a file by import.js) and checked row by row first, then
  * imported all or nothing: the Public API's import, with its report shown as a table.
  */
-export function importPage(ctx: PostsContext): Router {
+export function importPage(ctx: PostsContext & MediaContext): Router {
   const router = express.Router();
   router.get('/posts/import', (_req, res) => {
     showImport(res, { csv: '' });
@@ -38,11 +39,8 @@ export function importPage(ctx: PostsContext): Router {
       showImport(res, { csv, report, imported: !dryRun });
     } catch (error) {
       if (!(error instanceof DomainError) || error.status >= 500) throw error;
-      // The import's refusal names each row's problems: a dry run shows them as the report.
-      const report =
-        error.status === 422 && !dryRun
-          ? await importPosts(ctx, actor, { csv }, true).catch(() => undefined)
-          : undefined;
+      // A refusal for the rows' problems carries the report, which shows each row's.
+      const report = error instanceof ImportRefusedError ? error.report : undefined;
       // The report names each row's own problems; what it cannot know (a daily quota, counted as the rows
       // are written) is the refusal's.
       const details =

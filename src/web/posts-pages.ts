@@ -17,6 +17,7 @@ import { streamPostExport } from '../posts/export.js';
 import { isEditable, isTooFarInThePast } from '../posts/transitions.js';
 import { listPostPage } from '../posts/list.js';
 import { toPostBody, type PostBody } from '../posts/post-body.js';
+import type { MediaContext } from '../media/storage.js';
 import type { PostsContext } from '../posts/context.js';
 import { confirmedOrAsk } from './confirm-first.js';
 import { importPage } from './import-page.js';
@@ -54,7 +55,7 @@ const EVENT_WORDS: Record<string, string> = {
  * and a post's page with its history and, for a failed post, *Schedule again*. The same domain code
  * as the Public API's, so the same rules and errors apply.
  */
-export function postsPages(ctx: PostsContext, cookies: BrowserCookies): Router {
+export function postsPages(ctx: PostsContext & MediaContext, cookies: BrowserCookies): Router {
   const router = express.Router();
   // The role first: a form it may not send is refused as such, whatever post it names.
   router.post(
