@@ -105,33 +105,34 @@ describe('the lists of test files that run on fewer passes', () => {
       .map((line) => line.trim())
       .filter((line) => line !== '' && !line.startsWith('#'));
 
-  it.each(['node-22-suite.txt', 'one-database.txt'])(
-    'test/%s names test files that exist, so that a renamed file cannot drop out of it unnoticed',
-    (file) => {
-      const files = listed(file);
-      expect(files.length).toBeGreaterThan(10);
-      expect(files.filter((name) => !fs.existsSync(path.join(ROOT, name)))).toEqual([]);
-    },
-  );
+  it.each([
+    ['node-22-suite.txt', 10],
+    ['one-database.txt', 10],
+    ['embedded-only.txt', 1],
+  ])('test/%s names test files that exist, so that a renamed file cannot drop out of it unnoticed', (file, least) => {
+    const files = listed(file);
+    expect(files.length).toBeGreaterThan(least);
+    expect(files.filter((name) => !fs.existsSync(path.join(ROOT, name)))).toEqual([]);
+  });
 
-  it('keeps every file that opens a database of the service on PostgreSQL, unless the embedded one or the edge is its subject', () => {
-    const embeddedSubject = [
-      'test/embedded-database.test.ts',
-      'test/embedded-memory.test.ts',
-      'test/backup-restore.test.ts',
-    ];
+  it('keeps every file that opens a database of the service on both databases, unless the edge is its subject', () => {
     // The pages in a browser, the reference's samples, and the contract's edge under generated requests.
     const edgeSubject = ['test/code-samples.test.ts', 'test/api-robustness.test.ts', 'test/contract-fuzz.test.ts'];
     const opensDatabase = listed('one-database.txt').filter(
       (file) =>
         !file.startsWith('test/browser-') &&
         !edgeSubject.includes(file) &&
-        !embeddedSubject.includes(file) &&
         /from '[./]+(support\/(server|database|publishing-rig)|src\/db\/[\w-]+)\.js'/.test(
           fs.readFileSync(path.join(ROOT, file), 'utf8'),
         ),
     );
     expect(opensDatabase).toEqual([]);
+  });
+
+  it('runs the files about the embedded database on it alone, and no file on neither database', () => {
+    const embedded = listed('embedded-only.txt');
+    expect(embedded.filter((file) => !/embedded|backup/.test(file))).toEqual([]);
+    expect(embedded.filter((file) => listed('one-database.txt').includes(file))).toEqual([]);
   });
 
   it('keeps the files that start the reference Bluesky PDS out of the Node 22 pass, which does not build it', () => {
