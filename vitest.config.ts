@@ -33,9 +33,9 @@ export default defineConfig({
     // The embedded databases of the tests run in the workers, with the server's node options.
     execArgv: [...SERVER_NODE_OPTIONS],
     // Two cores on the CI machine. The PostgreSQL files spend much of their time waiting (on the
-    // database, on child processes, on the job queue's clock), so a third worker fills that time with
-    // another file's work when both databases run together.
-    maxWorkers: postgresUrl ? 3 : 2,
+    // database, on child processes, on the job queue's clock, on a browser), so two more workers fill that
+    // time with other files' work when both databases run together.
+    maxWorkers: postgresUrl ? 4 : 2,
     env: { NODE_ENV: 'test' },
     // The same files on both databases, in one run (their files interleave), when TEST_DATABASE_URL
     // is set: `--project pglite` or `--project postgres` runs one of them.

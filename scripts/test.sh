@@ -13,9 +13,24 @@ export REDOCLY_TELEMETRY=off
 echo "== lint the contract"; npm run -s lint:spec
 echo "== breaking changes since the last release are announced (openapi/released/, CHANGELOG.md)"; npm run -s contract:changes
 echo "== generated types are fresh"; npm run -s gen:check
-echo "== type-check"; npx tsc --noEmit
-echo "== lint (ESLint, type-checked rules) and format (Prettier), zero findings"; npx eslint --max-warnings 0 . && npx prettier --check --log-level warn .
-echo "== imports run downhill, without cycles (.dependency-cruiser.mjs)"; npx depcruise src --config .dependency-cruiser.mjs --output-type err
+# The type-check, the format check and the imports' layers on one core, the lint (the longest, about a
+# minute) on the other: side by side, each printed when all are done.
+echo "== type-check; format (Prettier); imports run downhill, without cycles (.dependency-cruiser.mjs); lint (ESLint, type-checked rules), zero findings"
+checks=$(mktemp -d)
+{
+  npx tsc --noEmit &&
+    npx prettier --check --log-level warn . &&
+    npx depcruise src --config .dependency-cruiser.mjs --output-type err
+} >"$checks/types" 2>&1 &
+types=$!
+npx eslint --max-warnings 0 . >"$checks/lint" 2>&1 &
+lint=$!
+failed=0
+wait "$types" || failed=1
+wait "$lint" || failed=1
+cat "$checks/types" "$checks/lint"
+rm -rf "$checks"
+[ "$failed" = 0 ] || { echo "a check above failed"; exit 1; }
 echo "== build the server bundles and the API reference (what changed since the last build)"
 node --input-type=module -e "(await import('./scripts/build-if-stale.mjs')).buildIfStale()"
 echo "== the Bluesky tests' reference PDS (test/pds) is installed for this Node (scripts/test-pds.mjs)"

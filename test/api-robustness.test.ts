@@ -94,6 +94,15 @@ function readOperations(): Operation[] {
 
 const OPERATIONS = readOperations();
 
+/**
+ * The operations without a request body whose hostile bodies are probed: the first of each method. A body
+ * sent to any other is read by the same parser and refused or ignored by the same validator, with no handler
+ * reading it.
+ */
+const BODYLESS_PROBED = new Set([
+  ...new Map(OPERATIONS.filter((op) => op.bodyExamples.length === 0).map((op) => [op.method, op.id])).values(),
+]);
+
 // Statuses the contract's introduction promises for every operation, whether or not it lists them.
 const GENERIC_STATUSES: Record<number, string> = {
   405: 'method_not_allowed',
@@ -701,9 +710,13 @@ describe.each(OPERATIONS.map((op) => [op.id, op] as const))(
     });
 
     it('hostile query parameters: 400 or a valid answer', async () => {
-      const names = [...op.queryParams.map((p) => p.name), '__proto__', 'constructor', 'toString', 'colour'];
+      // The hostile values under each parameter of the operation, or under an unknown name when it has none
+      // (the query string is parsed whole, whatever its names); every unknown name with one value below.
+      const known = op.queryParams.map((p) => p.name);
+      const names = [...known, ...(known.length === 0 ? ['colour'] : []), '__proto__', 'constructor', 'toString'];
       for (const name of names) {
-        for (const value of HOSTILE_QUERY_VALUES) {
+        const valued = known.length === 0 ? name === 'colour' : known.includes(name);
+        for (const value of valued ? HOSTILE_QUERY_VALUES : ['1']) {
           const path = await pathOf(op);
           await probe(
             op,
@@ -723,27 +736,30 @@ describe.each(OPERATIONS.map((op) => [op.id, op] as const))(
       }
     });
 
-    it('hostile bodies and content types', async () => {
-      for (const raw of HOSTILE_RAW_BODIES) {
-        await probe(
-          op,
-          raw.label,
-          await pathOf(op),
-          { body: raw.body, contentType: 'application/json' },
-          op.bodyExamples.length ? raw.status : undefined,
-        );
-      }
-      const example = op.bodyExamples[0] === undefined ? '{}' : JSON.stringify(withRealIds(op.bodyExamples[0]));
-      for (const { type, status } of HOSTILE_CONTENT_TYPES) {
-        await probe(
-          op,
-          `Content-Type ${type}`,
-          await pathOf(op),
-          { body: example, contentType: type },
-          op.bodyExamples.length ? status : undefined,
-        );
-      }
-    });
+    it.skipIf(op.bodyExamples.length === 0 && !BODYLESS_PROBED.has(op.id))(
+      'hostile bodies and content types',
+      async () => {
+        for (const raw of HOSTILE_RAW_BODIES) {
+          await probe(
+            op,
+            raw.label,
+            await pathOf(op),
+            { body: raw.body, contentType: 'application/json' },
+            op.bodyExamples.length ? raw.status : undefined,
+          );
+        }
+        const example = op.bodyExamples[0] === undefined ? '{}' : JSON.stringify(withRealIds(op.bodyExamples[0]));
+        for (const { type, status } of HOSTILE_CONTENT_TYPES) {
+          await probe(
+            op,
+            `Content-Type ${type}`,
+            await pathOf(op),
+            { body: example, contentType: type },
+            op.bodyExamples.length ? status : undefined,
+          );
+        }
+      },
+    );
 
     // Only operations that take a body have examples to vary.
     if (op.bodyExamples.length > 0)
