@@ -457,7 +457,8 @@ export interface paths {
          *     cannot be downloaded or is not taken is the row's error in `media`, naming the URL. The import
          *     keeps the files in the library with the posts it creates, and deletes them again when it creates
          *     nothing; a dry run downloads and checks them but keeps nothing. A row imported before is not
-         *     downloaded again.
+         *     downloaded again. An OAuth token that names URLs needs `media:write` besides `posts:write`
+         *     (`403` with `insufficient_scope` otherwise), as `upload-from-url` does.
          *
          *     With `dryRun=true` nothing is written: every row is checked and reported (`valid`, `invalid` with
          *     its errors, or `existing`). Without it the import is all or nothing, in one transaction: when any

@@ -99,9 +99,10 @@ const OPERATIONS = readOperations();
  * sent to any other is read by the same parser and refused or ignored by the same validator, with no handler
  * reading it.
  */
-const BODYLESS_PROBED = new Set([
-  ...new Map(OPERATIONS.filter((op) => op.bodyExamples.length === 0).map((op) => [op.method, op.id])).values(),
-]);
+const bodyless = OPERATIONS.filter((op) => op.bodyExamples.length === 0);
+const BODYLESS_PROBED = new Set(
+  bodyless.filter((op, i) => bodyless.findIndex((other) => other.method === op.method) === i).map((op) => op.id),
+);
 
 // Statuses the contract's introduction promises for every operation, whether or not it lists them.
 const GENERIC_STATUSES: Record<number, string> = {

@@ -5,6 +5,7 @@ import { publicApi, type Schemas } from './support/api.js';
 import { BrowserSession, decodeEntities } from './support/browser-session.js';
 import { countPosts, createChannel, createOrganization, type TestOrganization } from './support/fixtures.js';
 import { mp4WithDuration, png } from './support/media-samples.js';
+import { approve, createOAuthApp, exchange } from './support/oauth.js';
 import { POSTS_TEST_ENV } from './support/posts.js';
 import { startRemoteServer, type RemoteServer } from './support/remote-server.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -52,8 +53,11 @@ async function library() {
 }
 
 /** The files in the server's local media storage. */
-function storedFiles(): string[] {
-  const root = path.join(server.ctx.config.dataDir, 'media');
+const storedFiles = () => filesIn('media');
+
+/** The files under a directory of the server's data directory (its media, its downloads staged in `tmp`). */
+function filesIn(directory: string): string[] {
+  const root = path.join(server.ctx.config.dataDir, directory);
   if (!fs.existsSync(root)) return [];
   return fs
     .readdirSync(root, { recursive: true, withFileTypes: true })
@@ -109,6 +113,7 @@ describe('media URLs in an import', () => {
     expect(fetched).toHaveLength(8);
     expect(await library()).toEqual([]);
     expect(storedFiles()).toEqual([]);
+    expect(filesIn('tmp')).toEqual([]);
     expect(await countPosts(server.ctx.db, acme.id)).toBe(0);
   });
 
@@ -192,5 +197,61 @@ describe('media URLs in an import', () => {
     );
     expect(files.requests.map((request) => request.path).sort()).toEqual(['/images/web.png', '/notes.txt']);
     expect(await library()).toHaveLength(before);
+  });
+
+  it('downloads for an OAuth token only when it may write media, as an upload from a URL needs', async () => {
+    const developer = await createOrganization(server.ctx.db, 'Import App Maker');
+    const app = await createOAuthApp(server.ctx.db, developer.id, { redirectUri: 'https://app.example.org/cb' });
+    const tokenWith = async (scope: string) =>
+      exchange(server, app, await approve(server.ctx.db, app, acme, { scope }));
+    const importAs = (token: string, media: string[]) =>
+      server.fetch('/public/v1/posts/import?dryRun=true', {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ rows: [{ channels: [sandbox], text: 'Scoped', media }] }),
+      });
+
+    const postsOnly = await tokenWith('posts:write');
+    const refused = await importAs(postsOnly, [fileUrl('/images/scoped.png')]);
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('www-authenticate')).toContain('scope="media:write"');
+    expect(files.requests).toEqual([]);
+    // Without URLs the same token imports as before.
+    expect((await importAs(postsOnly, [])).status).toBe(200);
+
+    const both = await tokenWith('posts:write media:write');
+    const checked = await importAs(both, [fileUrl('/images/scoped.png')]);
+    expect(checked.status).toBe(200);
+    expect(((await checked.json()) as Schemas['ImportReport']).rows[0]).toMatchObject({ outcome: 'valid' });
+    expect(files.requests.map((request) => request.path)).toEqual(['/images/scoped.png']);
+  });
+
+  it('deletes every file it stored when storing another fails, the downloads under way included', async () => {
+    const before = { media: (await library()).length, files: storedFiles().length };
+    const storage = server.ctx.storage;
+    const put = storage.put.bind(storage);
+    let puts = 0;
+    storage.put = async (key, body, options) => {
+      puts += 1;
+      if (puts === 2) throw new Error('the disk is full');
+      await put(key, body, options);
+    };
+    try {
+      const answer = await importRows(
+        [1, 2, 3, 4, 5, 6].map((n) => ({
+          key: `disk-${n}`,
+          channels: [sandbox],
+          text: `Picture ${n}`,
+          media: [fileUrl(`/images/disk-${n}.png`)],
+        })),
+      );
+      expect(refusalOf(answer, 500, 'internal').message).not.toContain('disk');
+    } finally {
+      storage.put = put;
+    }
+    expect(puts).toBeGreaterThan(2);
+    expect((await library()).length).toBe(before.media);
+    expect(storedFiles()).toHaveLength(before.files);
+    expect(filesIn('tmp')).toEqual([]);
   });
 });

@@ -45,11 +45,15 @@ export class UrlDownloads {
     return this.staged(url, (file) => Promise.resolve(file));
   }
 
-  /** Downloads and checks the file at `url` into a staging file on disk, which is removed after `use`. */
+  /**
+   * Downloads and checks the file at `url` into a staging file on disk, which is removed after `use`. What
+   * `use` does (storing the file) runs after the download, so that its failures are never read as the
+   * remote side's.
+   */
   private async staged<T>(url: string, use: (file: DownloadedFile, staging: string) => Promise<T>): Promise<T> {
     const staging = path.join(this.ctx.config.dataDir, 'tmp', `download-${randomBytes(12).toString('hex')}`);
     try {
-      return await this.outbound.get(
+      const file = await this.outbound.get(
         url,
         async (remote) => {
           const inspector = new MediaInspector(this.policy, remote.contentLength);
@@ -73,10 +77,11 @@ export class UrlDownloads {
             height: dimensions?.height ?? null,
             page_count: pageCount,
           };
-          return use(file, staging);
+          return file;
         },
         { accept: 'image/*, video/*, application/pdf' },
       );
+      return await use(file, staging);
     } finally {
       await fsp.rm(staging, { force: true });
     }

@@ -9,6 +9,9 @@ import type { MediaOfPost } from './validation.js';
 /** The most distinct media URLs one import downloads: each is a download of up to the media limits. */
 export const MAX_IMPORT_URLS = 100;
 
+/** The longest media URL, as the contract's `ImportRow.media` items (a CSV cell is checked here). */
+const MAX_URL_LENGTH = 2048;
+
 /** Downloads at once: enough to overlap the remote servers' latency, few enough to be polite to them. */
 const CONCURRENT_DOWNLOADS = 4;
 
@@ -28,6 +31,8 @@ export function mediaUrlProblem(entry: string): string | undefined {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     return `${entry} is not an https:// or http:// URL; those are the addresses an import downloads.`;
+  if (entry.length > MAX_URL_LENGTH)
+    return `${entry.slice(0, 60)}… has ${entry.length} characters; a media URL has at most ${MAX_URL_LENGTH}.`;
   return undefined;
 }
 
@@ -52,15 +57,26 @@ export class ImportDownloads {
     this.downloads = new UrlDownloads(ctx, new MediaPolicy(ctx.config.media), ctx.outbound);
   }
 
-  /** Downloads every URL, a few at once. A download that fails is recorded as its URL's problem. */
+  /**
+   * Downloads every URL, a few at once. A download that fails is recorded as its URL's problem; any other
+   * failure (storage, the database) stops the downloads not yet begun and, once those under way have
+   * ended (and are known to `discard`), is thrown.
+   */
   async fetch(urls: string[]): Promise<void> {
     const waiting = [...new Set(urls)].filter((url) => !this.byUrl.has(url));
+    const failures: unknown[] = [];
     const next = async (): Promise<void> => {
       for (let url = waiting.shift(); url !== undefined; url = waiting.shift()) {
-        this.byUrl.set(url, await this.fetchOne(url));
+        try {
+          this.byUrl.set(url, await this.fetchOne(url));
+        } catch (error) {
+          failures.push(error);
+          waiting.length = 0;
+        }
       }
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENT_DOWNLOADS, waiting.length) }, next));
+    if (failures.length > 0) throw failures[0];
   }
 
   private async fetchOne(url: string): Promise<Downloaded> {

@@ -62,10 +62,12 @@ export async function importPosts(
   actor: Actor,
   request: ImportPostsRequest,
   dryRun: boolean,
+  /** Called before the rows' media URLs are downloaded, when there are any: throws to refuse them. */
+  beforeDownloads: () => void = () => undefined,
 ): Promise<ImportReport> {
   const downloads = new ImportDownloads(ctx, actor.organizationId, dryRun);
   try {
-    return await checkAndImport(ctx, actor, request, dryRun, downloads);
+    return await checkAndImport(ctx, actor, request, dryRun, downloads, beforeDownloads);
   } catch (error) {
     await downloads.discard();
     throw error;
@@ -78,12 +80,12 @@ async function checkAndImport(
   request: ImportPostsRequest,
   dryRun: boolean,
   downloads: ImportDownloads,
+  beforeDownloads: () => void,
 ): Promise<ImportReport> {
   const { organizationId } = actor;
   const rows = importRows(request);
   if (rows.some((row) => timingOf(row).type !== 'draft'))
     assertCan(actor, 'posts:publish', 'import posts that are scheduled; import them as drafts (an empty time)');
-  const now = ctx.clock.now();
   const providers = await channelProviders(ctx.db, organizationId);
   const keyHashes = rows.map(keyHashOf);
   const imported = await importedBefore(ctx.db, organizationId, keyHashes);
@@ -113,6 +115,7 @@ async function checkAndImport(
   const urls = new Set(
     checked.flatMap((one) => (one.isNew && one.report.errors.length === 0 ? one.row.media.filter(isMediaUrl) : [])),
   );
+  if (urls.size > 0) beforeDownloads();
   if (urls.size > MAX_IMPORT_URLS) {
     throw new UnprocessableError(
       `An import downloads at most ${MAX_IMPORT_URLS} media files; this one names ${urls.size} URLs. Upload the ` +
@@ -121,6 +124,8 @@ async function checkAndImport(
     );
   }
   await downloads.fetch([...urls]);
+  // After the downloads, which may take minutes: the rows are timed and checked as of now.
+  const now = ctx.clock.now();
 
   for (const one of checked) {
     if (one.isNew && one.report.errors.length === 0) {

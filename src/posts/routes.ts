@@ -1,6 +1,8 @@
 import type { PublicHandlers } from '../http/typed-routes.js';
 import { approvePost, rejectPost } from './approval.js';
 import { postHistoryPage } from './history.js';
+import { PUBLIC_API_RESOURCE_PATH } from '../http/resource-challenge.js';
+import { assertScope } from '../http/scopes.js';
 import type { MediaContext } from '../media/storage.js';
 import type { PostsContext } from './context.js';
 import { createPosts } from './create.js';
@@ -81,9 +83,12 @@ export function postOperations(ctx: PostsContext & MediaContext): Pick<PublicHan
       return { status: 204 };
     },
 
-    importPosts: async ({ principal, query, body }) => {
+    importPosts: async ({ principal, query, body, res }) => {
       const dryRun = query.dryRun === true;
-      const report = await importPosts(ctx, principal, body, dryRun);
+      // Media URLs are downloaded into the library, as an upload from a URL is: a token needs that scope too.
+      const mayDownload = () =>
+        assertScope(principal, 'media:write', res, `${ctx.config.publicUrl}${PUBLIC_API_RESOURCE_PATH}`);
+      const report = await importPosts(ctx, principal, body, dryRun, mayDownload);
       return dryRun ? { status: 200, body: report } : { status: 201, body: report };
     },
 
