@@ -107,6 +107,18 @@ describe('media URLs in an import', () => {
       },
     ]);
 
+    // A CSV cell is held to the length the JSON form's contract sets.
+    const long = `${fileUrl('/images/')}${'x'.repeat(2100)}.png`;
+    const csv = dataOf(
+      await api().POST('/public/v1/posts/import', {
+        params: { query: { dryRun: true } },
+        body: { csv: `channels,text,media\n${sandbox},Long,${long}\n` },
+      }),
+    );
+    expect(csv.rows[0]!.errors).toEqual([
+      { field: 'media', message: stringContaining(`has ${long.length} characters; a media URL has at most 2048.`) },
+    ]);
+
     // Each URL was fetched once, the shared one included; nothing was kept.
     const fetched = files.requests.map((request) => request.path).sort();
     expect(fetched).toEqual([...new Set(fetched)]);
