@@ -94,6 +94,21 @@ class AgentSignIn implements OAuthClientProvider {
   }
 }
 
+/**
+ * `fetch`, sent again once when the connection it reused was reset: a connection left idle between two
+ * tests may be closed by the server just as the client reuses it (the keep-alive race every HTTP client
+ * meets), and the server never saw a request sent on it.
+ */
+async function resentOnReset(url: string | URL, init?: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (error) {
+    const code = ((error as Error).cause as { code?: string } | undefined)?.code;
+    if (code !== 'ECONNRESET') throw error;
+    return fetch(url, init);
+  }
+}
+
 describeInChromium('an AI agent signed in to the MCP server with OAuth (Chromium)', () => {
   let server: TestServer;
   let callback: Awaited<ReturnType<typeof startCallbackServer>>;
@@ -141,7 +156,10 @@ describeInChromium('an AI agent signed in to the MCP server with OAuth (Chromium
 
   /** Connects the agent's MCP client with what it holds: a Client, or the UnauthorizedError of the 401. */
   async function connect(signIn: AgentSignIn) {
-    const transport = new StreamableHTTPClientTransport(new URL(`${server.baseUrl}/mcp`), { authProvider: signIn });
+    const transport = new StreamableHTTPClientTransport(new URL(`${server.baseUrl}/mcp`), {
+      authProvider: signIn,
+      fetch: resentOnReset,
+    });
     const client = new Client({ name: 'bakery-agent', version: '1.0.0' });
     await client.connect(transport);
     return { client, transport };
@@ -205,7 +223,7 @@ describeInChromium('an AI agent signed in to the MCP server with OAuth (Chromium
         arguments: { body: { fileName: 'bread.png', contentType: 'image/png', size: bytes.length } },
       })) as CallToolResult,
     ) as { uploadId: string; uploadUrl: string; method: string; headers: Record<string, string> };
-    const put = await fetch(upload.uploadUrl, { method: upload.method, headers: upload.headers, body: bytes });
+    const put = await resentOnReset(upload.uploadUrl, { method: upload.method, headers: upload.headers, body: bytes });
     expect(put.status).toBe(200);
     const media = resultOf(
       (await mcp.callTool({ name: 'completeUpload', arguments: { uploadId: upload.uploadId } })) as CallToolResult,
