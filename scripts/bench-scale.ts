@@ -9,10 +9,11 @@
  * (ANALYZE, BUFFERS)`: unlike the times, the pages do not depend on the machine's load). Asserts nothing.
  * Then, unless `--growth-only`, the publisher's 9 o'clock spike at 0 ms and 1 s of network latency and
  * the hour (scripts/bench-publisher.ts a a1 h, 1,000 channels, 2 worker processes; `--hour-seconds=N`
- * runs the hour's rate for N seconds instead of 3,600).
+ * runs the hour's rate for N seconds instead of 3,600). `--plans` prints the plan of each statement on the
+ * grown database: which index it reads, the rows it reads and drops, the pages.
  *
  *   npx tsx scripts/bench-scale.ts [postgresql://postgres@127.0.0.1:5432/test] [--scale=1] [--runs=300]
- *     [--growth-only] [--hour-seconds=3600]
+ *     [--growth-only] [--plans] [--hour-seconds=3600]
  *
  * `--scale` multiplies the grown database's organizations and finished jobs (0.01: 10 organizations,
  * 10,000 posts; 1, the default: 1,000 organizations, 10,000 channels, 1,000,000 posts, 10,000,000
@@ -86,15 +87,36 @@ pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
 } as typeof pg.Client.prototype.query;
 
 interface Plan {
+  'Node Type': string;
+  'Index Name'?: string;
+  'Relation Name'?: string;
+  'Actual Rows'?: number;
+  'Rows Removed by Filter'?: number;
   'Shared Hit Blocks'?: number;
   'Shared Read Blocks'?: number;
+  Plans?: Plan[];
+}
+
+/** A plan as an indented outline: each node, the table or index it reads, its rows and pages. */
+function outline(plan: Plan, depth = 0): string[] {
+  const on = plan['Index Name'] ?? plan['Relation Name'];
+  const removed = plan['Rows Removed by Filter'] ? `, ${plan['Rows Removed by Filter']} removed` : '';
+  const pages = (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
+  const node = `${plan['Node Type']}${on ? ` on ${on}` : ''}`;
+  return [
+    `${'  '.repeat(depth + 1)}${node}: ${plan['Actual Rows']} rows${removed}, ${pages} pages`,
+    ...(plan.Plans ?? []).flatMap((child) => outline(child, depth + 1)),
+  ];
 }
 
 /**
  * The shared buffers (8 kB pages, from cache or disk) and the execution time of the statements that one
  * request sends, as `EXPLAIN (ANALYZE, BUFFERS)` reports them, each in a transaction rolled back.
  */
-async function databaseCost(installation: Installation, name: string): Promise<{ pages: number; ms: number }> {
+async function databaseCost(
+  installation: Installation,
+  name: string,
+): Promise<{ pages: number; ms: number; plans: string[] }> {
   sent.length = 0;
   recording = true;
   try {
@@ -109,6 +131,7 @@ async function databaseCost(installation: Installation, name: string): Promise<{
   const client = await installation.server.ctx.database.pool!.connect();
   let pages = 0;
   let ms = 0;
+  const plans: string[] = [];
   try {
     for (const { text, values } of statements) {
       await client.query('begin');
@@ -122,11 +145,12 @@ async function databaseCost(installation: Installation, name: string): Promise<{
       ];
       pages += (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
       ms += executionTime;
+      plans.push(`  ${text.replace(/\s+/g, ' ').slice(0, 160)}`, ...outline(plan));
     }
   } finally {
     client.release();
   }
-  return { pages, ms };
+  return { pages, ms, plans };
 }
 
 const percentile = (sorted: number[], p: number) =>
@@ -302,6 +326,7 @@ async function growth(): Promise<void> {
   try {
     console.log(`measuring; load average ${loadAverage()}`);
     const rows: string[] = [];
+    const plans: string[] = [];
     for (const name of small.requests.keys()) {
       for (let i = 0; i < WARM_UP; i++) {
         await timed(small, name);
@@ -329,6 +354,7 @@ async function growth(): Promise<void> {
           `${(g50 / s50).toFixed(2)} | ${(g99 / s99).toFixed(2)} | ${cost.small.pages} / ${cost.grown.pages} | ` +
           `${cost.small.ms.toFixed(2)} / ${cost.grown.ms.toFixed(2)} ms |`,
       );
+      if (args.includes('--plans')) plans.push(`${name}, on the grown database:`, ...cost.grown.plans);
     }
     console.log(`load average ${loadAverage()}\n`);
     console.log(
@@ -338,6 +364,7 @@ async function growth(): Promise<void> {
     console.log('|---|---|---|---|---|---|---|');
     for (const row of rows) console.log(row);
     console.log();
+    if (plans.length > 0) console.log(`${plans.join('\n')}\n`);
   } finally {
     await small.server.close();
     await grown.server.close();

@@ -74,9 +74,13 @@ async function plansOf(work: () => Promise<unknown>): Promise<{ sql: string; seq
 /**
  * Each statement of the list of posts sent while `work` ran, with the rows of the growing tables
  * it read only to drop them (`EXPLAIN (ANALYZE)`, run with the parameters sent): a page of a list that
- * reads its own rows through an index drops none, whatever the organization's other posts.
+ * reads its own rows through an index drops none, whatever the organization's other posts. And the
+ * tables it read whole, channels included: the installation's channels grow with its organizations,
+ * and a page joins its own organization's.
  */
-async function droppedRows(work: () => Promise<unknown>): Promise<{ sql: string; dropped: number }[]> {
+async function droppedRows(
+  work: () => Promise<unknown>,
+): Promise<{ sql: string; dropped: number; readWhole: string[] }[]> {
   const from = sent.length;
   await work();
   const statements = sent
@@ -89,10 +93,15 @@ async function droppedRows(work: () => Promise<unknown>): Promise<{ sql: string;
       `explain (analyze, format json) ${statement.sql}`,
       statement.parameters as unknown[],
     );
-    const dropped = [...nodesOf(rows[0]!['QUERY PLAN'][0]!.Plan)]
+    const nodes = [...nodesOf(rows[0]!['QUERY PLAN'][0]!.Plan)];
+    const dropped = nodes
       .filter((node) => GROWING.has(node['Relation Name'] ?? ''))
       .reduce((sum, node) => sum + (node['Rows Removed by Filter'] ?? 0), 0);
-    counts.push({ sql: statement.sql.replace(/\s+/g, ' ').trim(), dropped });
+    const readWhole = nodes
+      .filter((node) => node['Node Type'] === 'Seq Scan')
+      .map((node) => node['Relation Name'] ?? '')
+      .filter((table) => GROWING.has(table) || table === 'channels');
+    counts.push({ sql: statement.sql.replace(/\s+/g, ' ').trim(), dropped, readWhole });
   }
   return counts;
 }
@@ -191,7 +200,7 @@ describe.skipIf(DIALECT !== 'postgres')('the hot paths on a database that has gr
       await api.GET('/public/v1/posts', { params: { query: { to: new Date(now).toISOString() } } });
     });
     expect(counts.length).toBeGreaterThanOrEqual(8);
-    expect(counts.filter((count) => count.dropped > 0)).toEqual([]);
+    expect(counts.filter((count) => count.dropped > 0 || count.readWhole.length > 0)).toEqual([]);
   });
 
   it("shows the calendar's week and month on indexes", async () => {
@@ -210,7 +219,7 @@ describe.skipIf(DIALECT !== 'postgres')('the hot paths on a database that has gr
       for (const view of ['week', 'month']) await browser.get(`/calendar?view=${view}`);
     });
     expect(counts.length).toBeGreaterThanOrEqual(2);
-    expect(counts.filter((count) => count.dropped > 0)).toEqual([]);
+    expect(counts.filter((count) => count.dropped > 0 || count.readWhole.length > 0)).toEqual([]);
   });
 
   it('claims a due post, records its events and dispatches them to webhooks on indexes', async () => {

@@ -23,13 +23,12 @@ export const BASELINE_SQL = {
     `and "status" in (${list(3, channels + 1)}) and "scheduled_at" >= $${channels + 4} ` +
     `and "scheduled_at" < $${channels + 5} group by "channel_id"`,
   listPosts:
-    'select "posts".*, "channels"."provider" from "posts" ' +
-    'inner join "channels" on "channels"."id" = "posts"."channel_id" where "posts"."organization_id" = $1 ' +
+    'select "posts".*, (select "channels"."provider" from "channels" where "channels"."id" = "posts"."channel_id") ' +
+    'as "provider" from "posts" where "posts"."organization_id" = $1 ' +
     'order by coalesce(posts.scheduled_at, \'infinity\'::timestamptz), (posts.id collate "C") limit $2',
   getPost:
-    'select "posts".*, "channels"."provider" from "posts" ' +
-    'inner join "channels" on "channels"."id" = "posts"."channel_id" ' +
-    'where "posts"."organization_id" = $1 and "posts"."id" = $2',
+    'select "posts".*, (select "channels"."provider" from "channels" where "channels"."id" = "posts"."channel_id") ' +
+    'as "provider" from "posts" where "posts"."organization_id" = $1 and "posts"."id" = $2',
   listMedia: 'select * from "media" where "organization_id" = $1 order by "created_at" desc, "id" desc limit $2',
   createChannels: (channels) =>
     `select * from "channels" where "organization_id" = $1 and "id" in (${list(channels, 2)}) ` +

@@ -37,6 +37,7 @@ import * as queue from './2026-11-28-04-queue.js';
 import * as recurring from './2026-11-28-05-recurring.js';
 import * as postImports from './2026-11-28-06-import.js';
 import * as postFilters from './2026-11-29-01-post-filters.js';
+import * as channelList from './2026-11-30-01-channel-list.js';
 
 /** Every migration, keyed by a name that sorts by date. Add new ones; never edit a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -78,4 +79,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-28-05-recurring': recurring,
   '2026-11-28-06-import': postImports,
   '2026-11-29-01-post-filters': postFilters,
+  '2026-11-30-01-channel-list': channelList,
 };
