@@ -14,7 +14,8 @@
  * (h) the hour: 100,000 posts due evenly over an hour, 27.8 a second; BENCH_HOUR_SECONDS (3600 by
  *     default) runs the same rate for a shorter time.
  *
- * BENCH_WORKERS (2), BENCH_CHANNELS (100) and BENCH_POSTS (10,000, for a and a1) change the rig.
+ * BENCH_WORKERS (2), BENCH_CHANNELS (100), BENCH_POSTS (10,000, for a and a1) and BENCH_CONCURRENCY (the
+ * workers' PUBLISH_CONCURRENCY) change the rig.
  *
  * It creates a scratch database next to the one named, and drops it at the end. The server bundle
  * must be built (`npm run build`, which `npm install` runs).
@@ -30,9 +31,13 @@ const { latenesses, startPublishingRig } = await import('../test/support/publish
 
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 2);
 // BENCH_PROFILE_DIR: the workers write CPU profiles there (open them in Chrome's DevTools).
-const workerEnv: Record<string, string> = process.env.BENCH_PROFILE_DIR
-  ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}` }
-  : {};
+// BENCH_CONCURRENCY: the workers' PUBLISH_CONCURRENCY (their default otherwise).
+const workerEnv: Record<string, string> = {
+  ...(process.env.BENCH_PROFILE_DIR
+    ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}` }
+    : {}),
+  ...(process.env.BENCH_CONCURRENCY ? { PUBLISH_CONCURRENCY: process.env.BENCH_CONCURRENCY } : {}),
+};
 const COUNT_A = Number(process.env.BENCH_POSTS ?? 10_000);
 const CHANNELS = Number(process.env.BENCH_CHANNELS ?? 100);
 const HOUR_SECONDS = Number(process.env.BENCH_HOUR_SECONDS ?? 3600);
@@ -116,7 +121,8 @@ async function steady(
 
 const run = scenarios.length > 0 ? scenarios : ['a', 'a1', 'b', 'c'];
 console.log(
-  `publisher benchmark: ${WORKERS} worker processes, ${CHANNELS} sandbox channels, PostgreSQL; Node ${process.version}`,
+  `publisher benchmark: ${WORKERS} worker processes, ${CHANNELS} sandbox channels, PUBLISH_CONCURRENCY ` +
+    `${process.env.BENCH_CONCURRENCY ?? 'default'}, PostgreSQL; Node ${process.version}`,
 );
 if (run.includes('a')) await burst('(a)', COUNT_A, 0);
 if (run.includes('a1')) await burst('(a1)', COUNT_A, 1000);

@@ -66,15 +66,16 @@ export function createApp(
   // Traced from here on: the probes above would begin a trace every few seconds.
   if (ctx.config.tracing) app.use(requestSpans());
 
-  app.use(servedContract(ctx.config.publicUrl));
-
-  if (ctx.storage instanceof LocalMediaStorage) app.use(localFileRoutes(ctx, ctx.storage));
-
   const pages = { cookies: new BrowserCookies(ctx.config.publicUrl), csrf: new CsrfTokens(ctx.secrets) };
   // A removed channel's waiting posts become drafts, and its account's tokens are revoked at the network.
   const channelRemoval = new ChannelRemoval(ctx, [draftPostsOfRemovedChannel, queueRevocation]);
   const credentials = publicApiCredentials(ctx);
+  // The Public API first: its calls are the most frequent, and the routers below answer none of its paths.
   app.use(createPublicApi(ctx, channelRemoval, credentials(PUBLIC_API_BASE)));
+
+  app.use(servedContract(ctx.config.publicUrl));
+
+  if (ctx.storage instanceof LocalMediaStorage) app.use(localFileRoutes(ctx, ctx.storage));
   // MCP tool calls are the Public API's operations, run through this application as their requests.
   app.use(
     mcpRoutes({

@@ -164,6 +164,18 @@ async function main(): Promise<void> {
   if (databases.includes('postgres')) await onPostgres(ops);
   if (databases.includes('pglite')) await onPglite(ops);
   console.log(`\nThe whole run took ${Math.round((Date.now() - began) / 1000)} s.`);
+  // A response that breaks the contract is logged with its stack (production), which costs more than the
+  // request: the figures of such a run measure a failure, not the service.
+  const broken = fs
+    .readdirSync(work)
+    .filter((file) => file.endsWith('.log'))
+    .flatMap((file) => fs.readFileSync(path.join(work, file), 'utf8').split('\n'))
+    .filter((line) => line.includes('response breaks the contract'));
+  if (broken.length > 0) {
+    console.error(`\n${broken.length} responses broke the contract: the figures above are not valid. The first:`);
+    console.error(broken[0]!.slice(0, 2000));
+    process.exitCode = 1;
+  }
   fs.rmSync(work, { recursive: true, force: true });
 }
 

@@ -45,7 +45,7 @@ export async function seed(db: Db): Promise<Seeded> {
       scheduled_at, created_at, updated_at
     )
     select 'post_seed' || i, ${organization.id}, 'grp_seed' || i, (${sql.val(channelIds)}::text[])[1 + i % ${CHANNELS}],
-      'Seeded post number ' || i, '[]'::jsonb, '{"__type": "sandbox", "outcome": "published"}'::jsonb,
+      'Seeded post number ' || i, '[]'::jsonb, '{"__type": "sandbox", "outcome": "published", "failingPart": 1}'::jsonb,
       case when i % 5 = 0 then 'draft' else 'scheduled' end,
       case when i % 5 = 0 then null else now() + interval '2 days' + i * interval '53 minutes' end,
       now(), now()

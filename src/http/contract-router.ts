@@ -8,6 +8,7 @@ import express, {
 import { NotFoundError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { builtOnFirstUse } from './built-on-first-use.js';
+import { inTurn } from './in-turn.js';
 import { isInstant } from './instant.js';
 import { readSpecForValidator } from './spec.js';
 import { mountOperations } from './typed-routes.js';
@@ -82,13 +83,14 @@ export function contractRouter<Extra>(options: ContractRouterOptions<Extra>): Ro
   // Paths match exactly, in their case and without a trailing slash (`/posts/` is not `/posts`): the
   // validator skips any path it does not own, so a looser route would reach a handler with unchecked input.
   const router = express.Router({ caseSensitive: true, strict: true });
-  for (const [path, ...handlers] of options.before ?? []) router.use(path, ...handlers);
+  // Each prefix's middleware in one layer: Express trims a layer's prefix, and puts it back, per layer.
+  for (const [path, ...handlers] of options.before ?? []) router.use(path, inTurn(handlers));
   router.use(refuseTrailingSlash(options.validates));
   const validation = validatorFor(options.responseValidation, (checksResponses) =>
     contractValidator(options, checksResponses),
   );
   router.use(headValidatedAsGet(validation));
-  for (const [path, ...handlers] of options.after ?? []) router.use(path, ...handlers);
+  for (const [path, ...handlers] of options.after ?? []) router.use(path, inTurn(handlers));
 
   mountOperations(router, options.specFile, options.handlers, options.extra);
   // A path the validator let through that no operation matches ends here, in the contract's envelope.
