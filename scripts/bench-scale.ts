@@ -4,7 +4,8 @@
  * organization measured alone) and on a grown one (the same organization among a thousand, with a
  * million posts, ten million events of history, a hundred thousand media and a million finished jobs),
  * both in one run, the requests to the two alternating so that the machine's load weighs on both
- * alike. Prints the p50 and p99 of each, the ratio grown / small (goal: p99 within 1.5×), and what
+ * alike. Prints the p50 and p99 of each (each round's, the median of `--rounds` rounds of `--runs` runs),
+ * the ratio grown / small (goal: p99 within 1.5×), and what
  * the request's statements cost PostgreSQL on each (pages read and execution time, from `EXPLAIN
  * (ANALYZE, BUFFERS)`: unlike the times, the pages do not depend on the machine's load). Asserts nothing.
  * Then, unless `--growth-only`, the publisher's 9 o'clock spike at 0 ms and 1 s of network latency and
@@ -12,7 +13,7 @@
  * runs the hour's rate for N seconds instead of 3,600). `--plans` prints the plan of each statement on the
  * grown database: which index it reads, the rows it reads and drops, the pages.
  *
- *   npx tsx scripts/bench-scale.ts [postgresql://postgres@127.0.0.1:5432/test] [--scale=1] [--runs=300]
+ *   npx tsx scripts/bench-scale.ts [postgresql://postgres@127.0.0.1:5432/test] [--scale=1] [--runs=300] [--rounds=3]
  *     [--growth-only] [--plans] [--hour-seconds=3600]
  *
  * `--scale` multiplies the grown database's organizations and finished jobs (0.01: 10 organizations,
@@ -41,6 +42,7 @@ const url =
   'postgresql://postgres@127.0.0.1:5432/test';
 const scale = Number(option('scale') ?? 1);
 const RUNS = Number(option('runs') ?? 300);
+const ROUNDS = Number(option('rounds') ?? 3);
 const WARM_UP = 20;
 
 async function withAdmin(statement: string): Promise<void> {
@@ -312,8 +314,8 @@ async function growth(): Promise<void> {
   const otherOrganizations = Math.max(1, Math.round(1000 * scale) - 1);
   const finishedJobs = Math.max(1000, Math.round(1_000_000 * scale));
   console.log(
-    `growth: Node ${process.version}, PostgreSQL at ${new URL(url).host}; scale ${scale}; ${RUNS} runs per request ` +
-      `and database, alternating; load average ${loadAverage()}`,
+    `growth: Node ${process.version}, PostgreSQL at ${new URL(url).host}; scale ${scale}; ${ROUNDS} rounds of ` +
+      `${RUNS} runs per request and database, alternating; load average ${loadAverage()}`,
   );
   const small = await install('small', 0, 1000);
   let grown: Installation;
@@ -327,25 +329,38 @@ async function growth(): Promise<void> {
     console.log(`measuring; load average ${loadAverage()}`);
     const rows: string[] = [];
     const plans: string[] = [];
-    for (const name of small.requests.keys()) {
-      for (let i = 0; i < WARM_UP; i++) {
-        await timed(small, name);
-        await timed(grown, name);
+    // Rounds over every request in turn, so that a moment of the machine (a collection of the process's
+    // garbage, another process's burst) falls in one round of a request and not in all of them: the
+    // figures are each round's percentiles, their median over the rounds.
+    const rounds = new Map(
+      [...small.requests.keys()].map((name) => [name, { small: [] as number[][], grown: [] as number[][] }]),
+    );
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, times] of rounds) {
+        if (round === 0) {
+          for (let i = 0; i < WARM_UP; i++) {
+            await timed(small, name);
+            await timed(grown, name);
+          }
+        }
+        const these = { small: [] as number[], grown: [] as number[] };
+        for (let i = 0; i < RUNS; i++) {
+          // In turn, and which goes first alternates, so that both meet the machine's moments alike.
+          const order = i % 2 === 0 ? [small, grown] : [grown, small];
+          for (const installation of order)
+            these[installation.label as 'small' | 'grown'].push(await timed(installation, name));
+        }
+        times.small.push(these.small.sort((a, b) => a - b));
+        times.grown.push(these.grown.sort((a, b) => a - b));
       }
-      const times = { small: [] as number[], grown: [] as number[] };
-      for (let i = 0; i < RUNS; i++) {
-        // In turn, and which goes first alternates, so that both meet the machine's moments alike.
-        const order = i % 2 === 0 ? [small, grown] : [grown, small];
-        for (const installation of order)
-          times[installation.label as 'small' | 'grown'].push(await timed(installation, name));
-      }
-      times.small.sort((a, b) => a - b);
-      times.grown.sort((a, b) => a - b);
+    }
+    const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+    for (const [name, times] of rounds) {
       const [s50, s99, g50, g99] = [
-        percentile(times.small, 50),
-        percentile(times.small, 99),
-        percentile(times.grown, 50),
-        percentile(times.grown, 99),
+        median(times.small.map((sorted) => percentile(sorted, 50))),
+        median(times.small.map((sorted) => percentile(sorted, 99))),
+        median(times.grown.map((sorted) => percentile(sorted, 50))),
+        median(times.grown.map((sorted) => percentile(sorted, 99))),
       ];
       // Warm: the pages the request reads are in the cache, as they are for a request that runs often.
       const cost = { small: await databaseCost(small, name), grown: await databaseCost(grown, name) };

@@ -98,6 +98,11 @@ function specNamedHeaders(req: Request): Record<string, string | string[] | unde
   });
 }
 
+/** What express-openapi-validator adds to a request it matched to an operation of the contract. */
+type ValidatedRequest = Request & {
+  openapi?: { schema?: { operationId?: string }; pathParams?: Record<string, string> };
+};
+
 /**
  * Registers each handler on the method and path that the contract gives its operationId; `extra`
  * adds what the contract's surface knows of the request (the Public API's principal).
@@ -121,31 +126,47 @@ export function mountOperations<Extra>(
   for (const operationId of Object.keys(handlers)) {
     if (!routes.has(operationId)) throw new Error(`Operation ${operationId} has a handler but is not in ${specFile}`);
   }
-  // In the contract's order, so that a path written before a templated one that also matches it wins
+  const answer = (operationId: string, handler: AnyHandler) => async (req: Request, res: Response) => {
+    // The request's name in the metrics: a path with ids in it would make a series per record.
+    res.locals.operationId = operationId;
+    const reply = await handler({
+      params: req.params as never,
+      query: req.query as never,
+      headers: specNamedHeaders(req) as never,
+      body: req.body as never,
+      req,
+      res,
+      ...extra(req, res),
+    });
+    for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+    res.status(reply.status);
+    if (reply.stream) await streamed(res, reply.stream);
+    else if (reply.html !== undefined) res.type('html').send(reply.html);
+    else if ('body' in reply) res.json(reply.body);
+    else res.end();
+  };
+  // A request the contract validator matched names its operation: it goes straight to its handler, in
+  // one layer, instead of through the routes of every operation before it. The validator's match is
+  // the one its input was checked against, and its path parameters are the handler's.
+  const byOperation = new Map<string, (req: Request, res: Response) => Promise<void>>();
+  for (const operationId of routes.keys()) {
+    const handler = handlers[operationId] as AnyHandler | undefined;
+    if (handler) byOperation.set(operationId, answer(operationId, handler));
+  }
+  router.use((req, res, next) => {
+    const { openapi } = req as ValidatedRequest;
+    const handle = openapi?.schema?.operationId === undefined ? undefined : byOperation.get(openapi.schema.operationId);
+    if (!handle) return next();
+    // Express gives each layer its own parameters (none, to this one): the operation's are the match's.
+    req.params = openapi!.pathParams ?? {};
+    return handle(req, res);
+  });
+  // The routes themselves, for a request the validator did not match (a path it leaves alone). In the
+  // contract's order, so that a path written before a templated one that also matches it wins
   // (`/posts/export` before `/posts/{id}`), as OpenAPI says a concrete path does.
   for (const route of routes.values()) {
-    const { operationId } = route;
-    const handler = handlers[operationId] as AnyHandler | undefined;
-    if (!handler) continue;
-    router[route.method](route.expressPath, async (req: Request, res: Response) => {
-      // The request's name in the metrics: a path with ids in it would make a series per record.
-      res.locals.operationId = operationId;
-      const reply = await handler({
-        params: req.params as never,
-        query: req.query as never,
-        headers: specNamedHeaders(req) as never,
-        body: req.body as never,
-        req,
-        res,
-        ...extra(req, res),
-      });
-      for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-      res.status(reply.status);
-      if (reply.stream) await streamed(res, reply.stream);
-      else if (reply.html !== undefined) res.type('html').send(reply.html);
-      else if ('body' in reply) res.json(reply.body);
-      else res.end();
-    });
+    const handle = byOperation.get(route.operationId);
+    if (handle) router[route.method](route.expressPath, handle);
   }
   for (const operationId of routes.keys()) {
     if (!(operationId in handlers)) throw new Error(`Operation ${operationId} of ${specFile} has no handler`);
