@@ -93,6 +93,7 @@ interface Plan {
   'Index Name'?: string;
   'Relation Name'?: string;
   'Actual Rows'?: number;
+  'Actual Loops'?: number;
   'Rows Removed by Filter'?: number;
   'Shared Hit Blocks'?: number;
   'Shared Read Blocks'?: number;
@@ -105,8 +106,10 @@ function outline(plan: Plan, depth = 0): string[] {
   const removed = plan['Rows Removed by Filter'] ? `, ${plan['Rows Removed by Filter']} removed` : '';
   const pages = (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
   const node = `${plan['Node Type']}${on ? ` on ${on}` : ''}`;
+  const loops = (plan['Actual Loops'] ?? 1) > 1 ? ` × ${plan['Actual Loops']} loops` : '';
   return [
-    `${'  '.repeat(depth + 1)}${node}: ${plan['Actual Rows']} rows${removed}, ${pages} pages`,
+    // Rows per loop, as PostgreSQL counts them: a subquery run for each row of a page runs in as many loops.
+    `${'  '.repeat(depth + 1)}${node}: ${plan['Actual Rows']} rows${loops}${removed}, ${pages} pages`,
     ...(plan.Plans ?? []).flatMap((child) => outline(child, depth + 1)),
   ];
 }

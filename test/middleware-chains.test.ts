@@ -83,6 +83,18 @@ describe('inTurn', () => {
     }
   });
 
+  it("goes on to the next handler on next('route'), as Express does for middleware", async () => {
+    const base = await serve(inTurn([step('a'), (_req, _res, next) => next('route'), step('b')]));
+    expect(await get(base)).toEqual({ status: 200, body: { reached: true, steps: ['a', 'b'] } });
+  });
+
+  it('sends a promise rejected without a reason to the error handlers as Express does', async () => {
+    // A library's promise may be rejected with nothing at all.
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the case under test
+    const base = await serve(inTurn([step('a'), () => Promise.reject(undefined), step('never')]));
+    expect(await get(base)).toEqual({ status: 500, body: { error: 'Rejected promise', steps: ['a'] } });
+  });
+
   it('ends the turn where a handler answers', async () => {
     const base = await serve(
       inTurn([

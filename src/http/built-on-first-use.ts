@@ -13,6 +13,6 @@ export function builtOnFirstUse(build: () => Promise<RequestHandler | RequestHan
   return (req, res, next) => {
     if (built) return built(req, res, next);
     building ??= build().then((handlers) => (built = Array.isArray(handlers) ? inTurn(handlers) : handlers));
-    building.then((handler) => handler(req, res, next), next);
+    building.then((handler) => handler(req, res, next)).catch(next);
   };
 }

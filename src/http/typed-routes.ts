@@ -1,4 +1,4 @@
-import type { Request, Response, Router } from 'express';
+import type { IRoute, Request, RequestHandler, Response, Router } from 'express';
 import type { operations as OAuthOperations } from '../../generated/oauth.js';
 import type { operations as PublicContractOperations } from '../../generated/public-v1.js';
 import type { Principal } from './principal.js';
@@ -148,25 +148,27 @@ export function mountOperations<Extra>(
   // A request the contract validator matched names its operation: it goes straight to its handler, in
   // one layer, instead of through the routes of every operation before it. The validator's match is
   // the one its input was checked against, and its path parameters are the handler's.
-  const byOperation = new Map<string, (req: Request, res: Response) => Promise<void>>();
-  for (const operationId of routes.keys()) {
-    const handler = handlers[operationId] as AnyHandler | undefined;
-    if (handler) byOperation.set(operationId, answer(operationId, handler));
-  }
-  router.use((req, res, next) => {
+  const byOperation = new Map<string, { handle: (req: Request, res: Response) => Promise<void>; route: IRoute }>();
+  const dispatch: RequestHandler = (req, res, next) => {
     const { openapi } = req as ValidatedRequest;
-    const handle = openapi?.schema?.operationId === undefined ? undefined : byOperation.get(openapi.schema.operationId);
-    if (!handle) return next();
-    // Express gives each layer its own parameters (none, to this one): the operation's are the match's.
+    const operation =
+      openapi?.schema?.operationId === undefined ? undefined : byOperation.get(openapi.schema.operationId);
+    if (!operation) return next();
+    // What Express sets in the route it runs: the route (traces name it), and the parameters, which it
+    // gives each layer its own (none, to this one): the operation's are the validator's match's.
+    req.route = operation.route;
     req.params = openapi!.pathParams ?? {};
-    return handle(req, res);
-  });
+    return operation.handle(req, res);
+  };
+  router.use(dispatch);
   // The routes themselves, for a request the validator did not match (a path it leaves alone). In the
   // contract's order, so that a path written before a templated one that also matches it wins
   // (`/posts/export` before `/posts/{id}`), as OpenAPI says a concrete path does.
-  for (const route of routes.values()) {
-    const handle = byOperation.get(route.operationId);
-    if (handle) router[route.method](route.expressPath, handle);
+  for (const { operationId, method, expressPath } of routes.values()) {
+    const handler = handlers[operationId] as AnyHandler | undefined;
+    if (!handler) continue;
+    const handle = answer(operationId, handler);
+    byOperation.set(operationId, { handle, route: router.route(expressPath)[method](handle) });
   }
   for (const operationId of routes.keys()) {
     if (!(operationId in handlers)) throw new Error(`Operation ${operationId} of ${specFile} has no handler`);
