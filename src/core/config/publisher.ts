@@ -14,7 +14,7 @@ export interface PublisherConfig {
 
 export function readPublisher(read: EnvReader): PublisherConfig {
   return {
-    concurrency: read.integer('PUBLISH_CONCURRENCY', 100, 1, 1000),
+    concurrency: read.integer('PUBLISH_CONCURRENCY', 256, 1, 1000),
     pollingIntervalSeconds: read.integer('PUBLISH_POLL_MS', 500, 500, 60_000) / 1000,
     retryBaseMs: read.integer('PUBLISH_RETRY_BASE_MS', 5000, 100, 3_600_000),
     leaseMs: read.integer('PUBLISH_LEASE_SECONDS', 30, 5, 3600) * 1000,
