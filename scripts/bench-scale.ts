@@ -4,17 +4,18 @@
  * organization measured alone) and on a grown one (the same organization among a thousand, with a
  * million posts, ten million events of history, a hundred thousand media and a million finished jobs),
  * both in one run, the requests to the two alternating so that the machine's load weighs on both
- * alike. Prints the p50 and p99 of each (each round's, the median of `--rounds` rounds of `--runs` runs),
- * the ratio grown / small (goal: p99 within 1.5×), and what
- * the request's statements cost PostgreSQL on each (pages read and execution time, from `EXPLAIN
- * (ANALYZE, BUFFERS)`: unlike the times, the pages do not depend on the machine's load). Asserts nothing.
+ * alike. Prints the p50 and p99 of each (each round's, the median of `--rounds` rounds of `--runs`
+ * runs), the ratio grown / small (goal: p99 within 1.5×), and what the request's statements cost
+ * PostgreSQL on each (pages read and execution time, from `EXPLAIN (ANALYZE, BUFFERS)`: unlike the
+ * times, the pages do not depend on the machine's load); `--plans` prints the plan of each statement on
+ * the grown database (which index it reads, the rows it reads and drops, the pages). Asserts nothing.
  * Then, unless `--growth-only`, the publisher's 9 o'clock spike at 0 ms and 1 s of network latency and
  * the hour (scripts/bench-publisher.ts a a1 h, 1,000 channels, 2 worker processes; `--hour-seconds=N`
- * runs the hour's rate for N seconds instead of 3,600). `--plans` prints the plan of each statement on the
- * grown database: which index it reads, the rows it reads and drops, the pages.
+ * runs the hour's rate for N seconds instead of 3,600), and a first start on an empty data directory
+ * (the time until the server answers, and the most memory it held; `--start-only` runs that alone).
  *
- *   npx tsx scripts/bench-scale.ts [postgresql://postgres@127.0.0.1:5432/test] [--scale=1] [--runs=300] [--rounds=3]
- *     [--growth-only] [--plans] [--hour-seconds=3600]
+ *   npx tsx scripts/bench-scale.ts [postgresql://postgres@127.0.0.1:5432/test] [--scale=1] [--runs=300]
+ *     [--rounds=3] [--growth-only | --start-only] [--plans] [--hour-seconds=3600]
  *
  * `--scale` multiplies the grown database's organizations and finished jobs (0.01: 10 organizations,
  * 10,000 posts; 1, the default: 1,000 organizations, 10,000 channels, 1,000,000 posts, 10,000,000
@@ -25,13 +26,16 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { openDatabase, type DatabaseHandle } from '../src/db/database.js';
 import { BrowserSession } from '../test/support/browser-session.js';
 import { createChannel, createOrganization, type TestOrganization } from '../test/support/fixtures.js';
 import { startTestServer, type TestServer } from '../test/support/server.js';
+import { startService } from './bench/processes.js';
 import { PER_ORGANIZATION, seedScale } from './bench/scale-seed.js';
 
 const args = process.argv.slice(2);
@@ -401,9 +405,36 @@ function publisher(): void {
   if (result.status !== 0) throw new Error(`the publisher's benchmark ended with ${result.status ?? result.signal}`);
 }
 
+/**
+ * A newcomer's first start: the built server as `npm start` runs it (plain node, its options), on an
+ * empty data directory and the embedded database, until /readyz answers, with the most memory it held
+ * meanwhile; then a restart of the same directory.
+ */
+async function firstStart(): Promise<void> {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-start-'));
+  try {
+    for (const [name, label] of [
+      ['first', 'first start on an empty data directory'],
+      ['restart', 'restart of that directory'],
+    ] as const) {
+      const began = performance.now();
+      const server = await startService(name, { DATA_DIR: path.join(work, 'data'), LOG_LEVEL: 'warn' }, work);
+      const ready = performance.now() - began;
+      const peak = server.peakRssMb();
+      await server.stop();
+      console.log(`${label} (PGlite): /readyz answered after ${seconds(ready)}, ${peak} MB at the most`);
+    }
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
 async function main() {
+  if (args.includes('--start-only')) return firstStart();
   await growth();
-  if (!args.includes('--growth-only')) publisher();
+  if (args.includes('--growth-only')) return;
+  publisher();
+  await firstStart();
 }
 
 main().catch((error: unknown) => {
